@@ -1,0 +1,184 @@
+/* wire.c: encode and validating decode of the daemon-to-daemon frame header (DESIGN section 5). */
+#include "wire.h"
+
+#include <string.h>
+
+#include "hibar.h"
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+void hbd_wire_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+uint32_t hbd_wire_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)hbd_wire_get32(p) | (uint64_t)hbd_wire_get32(p + 4) << 32;
+}
+
+/* Legal payload length range of each type; min > max marks an unknown type. */
+static int type_len_ok(unsigned type, uint32_t len)
+{
+    switch (type) {
+    case HBD_WIRE_HELLO:
+        return len == 8;
+    case HBD_WIRE_HEARTBEAT:
+        return len == 0;
+    case HBD_WIRE_HIER:
+        return len >= 4 && len <= HBD_WIRE_MAX_PAYLOAD;
+    case HBD_WIRE_ABORT:
+        return len == 8;
+    case HBD_WIRE_ECHO:
+        return len <= 64;
+    default:
+        return 0;
+    }
+}
+
+static int type_known(unsigned type) { return type >= HBD_WIRE_HELLO && type <= HBD_WIRE_TYPE_MAX; }
+
+int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap)
+{
+    uint8_t *p = buf;
+    if (msg == NULL || buf == NULL || !type_known(msg->type) || !type_len_ok(msg->type, msg->len) ||
+        (msg->flags & ~HBD_WIRE_F_ALL) != 0 || (msg->len > 0 && msg->payload == NULL))
+        return HIBAR_ERR_INVAL;
+    if (cap < (size_t)HBD_WIRE_HDR_LEN + msg->len)
+        return HIBAR_ERR_TRUNCATED;
+    hbd_wire_put32(p, HBD_WIRE_MAGIC);
+    p[4] = HBD_WIRE_VERSION;
+    p[5] = msg->type;
+    put16(p + 6, msg->flags);
+    hbd_wire_put32(p + 8, msg->job);
+    put64(p + 12, msg->coll_id);
+    hbd_wire_put32(p + 20, msg->epoch);
+    hbd_wire_put32(p + 24, msg->src);
+    hbd_wire_put32(p + 28, msg->len);
+    if (msg->len > 0)
+        memcpy(p + HBD_WIRE_HDR_LEN, msg->payload, msg->len);
+    return HBD_WIRE_HDR_LEN + (int)msg->len;
+}
+
+static int refuse(hbd_wire_reason_t why, hbd_wire_reason_t *why_p)
+{
+    if (why_p != NULL)
+        *why_p = why;
+    return HIBAR_ERR_PROTO;
+}
+
+int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,
+                    hbd_wire_reason_t *why_p)
+{
+    const uint8_t *p = buf;
+    hbd_wire_msg_t m;
+    if (buf == NULL || len < HBD_WIRE_HDR_LEN)
+        return refuse(HBD_WIRE_BAD_SHORT, why_p);
+    if (hbd_wire_get32(p) != HBD_WIRE_MAGIC)
+        return refuse(HBD_WIRE_BAD_MAGIC, why_p);
+    if (p[4] != HBD_WIRE_VERSION)
+        return refuse(HBD_WIRE_BAD_VERSION, why_p);
+    m.type = p[5];
+    if (!type_known(m.type))
+        return refuse(HBD_WIRE_BAD_TYPE, why_p);
+    m.flags = get16(p + 6);
+    if ((m.flags & ~HBD_WIRE_F_ALL) != 0)
+        return refuse(HBD_WIRE_BAD_FLAGS, why_p);
+    m.job = hbd_wire_get32(p + 8);
+    m.coll_id = get64(p + 12);
+    m.epoch = hbd_wire_get32(p + 20);
+    m.src = hbd_wire_get32(p + 24);
+    m.len = hbd_wire_get32(p + 28);
+    /* compare without adding to len: len - HDR cannot underflow here */
+    if ((size_t)m.len != len - HBD_WIRE_HDR_LEN || !type_len_ok(m.type, m.len))
+        return refuse(HBD_WIRE_BAD_LENGTH, why_p);
+    if (ctx != NULL) {
+        if (m.src >= ctx->n_nodes || (ctx->peer != UINT32_MAX && m.src != ctx->peer))
+            return refuse(HBD_WIRE_BAD_NODE, why_p);
+        if (m.epoch == 0 || m.epoch > ctx->epoch_max)
+            return refuse(HBD_WIRE_BAD_EPOCH, why_p);
+        if (m.job > ctx->job_max)
+            return refuse(HBD_WIRE_BAD_JOB, why_p);
+    } else if (m.epoch == 0) {
+        return refuse(HBD_WIRE_BAD_EPOCH, why_p);
+    }
+    m.payload = m.len > 0 ? p + HBD_WIRE_HDR_LEN : NULL;
+    if (m.type == HBD_WIRE_ABORT) {
+        int32_t st = (int32_t)hbd_wire_get32(m.payload);
+        if (st >= 0 || st < HIBAR_ERR_LAST)
+            return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
+    }
+    if (m.type == HBD_WIRE_HELLO && ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes)
+        return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
+    if (why_p != NULL)
+        *why_p = HBD_WIRE_OK;
+    if (msg_p != NULL)
+        *msg_p = m;
+    return 0;
+}
+
+void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[8])
+{
+    hbd_wire_put32(out, h->n_nodes);
+    hbd_wire_put32(out + 4, h->cluster_tag);
+}
+
+void hbd_wire_hello_unpack(const uint8_t in[8], hbd_wire_hello_t *h)
+{
+    h->n_nodes = hbd_wire_get32(in);
+    h->cluster_tag = hbd_wire_get32(in + 4);
+}
+
+void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8])
+{
+    hbd_wire_put32(out, (uint32_t)a->status);
+    hbd_wire_put32(out + 4, a->lost);
+}
+
+void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a)
+{
+    a->status = (int32_t)hbd_wire_get32(in);
+    a->lost = hbd_wire_get32(in + 4);
+}
+
+const char *hbd_wire_type_name(unsigned type)
+{
+    static const char *const names[] = {"?", "hello", "heartbeat", "hier", "abort", "echo"};
+    return type_known(type) ? names[type] : "unknown";
+}
+
+const char *hbd_wire_reason_name(hbd_wire_reason_t why)
+{
+    static const char *const names[HBD_WIRE_N_REASONS] = {
+        "ok",     "short", "magic", "version", "type",   "flags",
+        "length", "node",  "epoch", "job",     "payload"};
+    return (unsigned)why < HBD_WIRE_N_REASONS ? names[why] : "unknown";
+}
+
+uint32_t hbd_wire_tag(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; s != NULL && *s != '\0'; s++) {
+        h ^= (uint8_t)*s;
+        h *= 16777619u;
+    }
+    return h;
+}

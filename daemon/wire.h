@@ -1,0 +1,118 @@
+/* wire.h: the message format between hibard daemons (DESIGN section 5), encode and validating decode. */
+#ifndef HBD_WIRE_H
+#define HBD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Every frame is a fixed 32-byte little-endian header followed by the payload:
+ *
+ *   off size field
+ *     0    4 magic        HBD_WIRE_MAGIC ("HBAR" read as bytes)
+ *     4    1 version      HBD_WIRE_VERSION
+ *     5    1 type         hbd_wire_type_t
+ *     6    2 flags        HBD_WIRE_F_*; unknown bits are rejected
+ *     8    4 job id
+ *    12    8 collective id
+ *    20    4 epoch        1..ctx->epoch_max (0 is never valid)
+ *    24    4 source node  < ctx->n_nodes, and equal to the sender's routing id when known
+ *    28    4 payload length, equal to the bytes that follow and legal for the type
+ */
+#define HBD_WIRE_MAGIC 0x52414248u /* 'H' 'B' 'A' 'R' in memory order */
+#define HBD_WIRE_VERSION 1
+#define HBD_WIRE_HDR_LEN 32
+#define HBD_WIRE_MAX_PAYLOAD 1024
+#define HBD_WIRE_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
+
+typedef enum hbd_wire_type {
+    HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (8 bytes) */
+    HBD_WIRE_HEARTBEAT = 2, /* liveness, no payload */
+    HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
+    HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
+    HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
+    HBD_WIRE_TYPE_MAX = 5
+} hbd_wire_type_t;
+
+#define HBD_WIRE_F_REPLY 0x0001u /* this frame answers a HELLO or an ECHO */
+#define HBD_WIRE_F_ALL 0x0001u
+
+/* Why a frame was refused; each has its own counter in the daemon's stats. */
+typedef enum hbd_wire_reason {
+    HBD_WIRE_OK = 0,
+    HBD_WIRE_BAD_SHORT,   /* fewer bytes than the header */
+    HBD_WIRE_BAD_MAGIC,   /* magic does not match */
+    HBD_WIRE_BAD_VERSION, /* unknown protocol version */
+    HBD_WIRE_BAD_TYPE,    /* unknown message type */
+    HBD_WIRE_BAD_FLAGS,   /* unknown flag bits */
+    HBD_WIRE_BAD_LENGTH,  /* payload length disagrees with the frame or the type */
+    HBD_WIRE_BAD_NODE,    /* source node unknown, or not the peer it came from */
+    HBD_WIRE_BAD_EPOCH,   /* epoch 0 or beyond what this cluster can have reached */
+    HBD_WIRE_BAD_JOB,     /* job id not served by this daemon */
+    HBD_WIRE_BAD_PAYLOAD, /* payload content invalid for the type */
+    HBD_WIRE_N_REASONS
+} hbd_wire_reason_t;
+
+/* A decoded message; payload points into the decoded buffer (not copied). */
+typedef struct hbd_wire_msg {
+    uint8_t type;
+    uint16_t flags;
+    uint32_t job;
+    uint64_t coll_id;
+    uint32_t epoch;
+    uint32_t src;
+    uint32_t len;
+    const uint8_t *payload;
+} hbd_wire_msg_t;
+
+/* What the receiver knows, to judge a frame. */
+typedef struct hbd_wire_ctx {
+    uint32_t n_nodes;   /* nodes in the cluster; src must be below */
+    uint32_t epoch_max; /* highest epoch a peer can legitimately use */
+    uint32_t job_max;   /* highest job id served (0: only job 0) */
+    uint32_t peer;      /* node the frame came from (routing id), or UINT32_MAX if unknown */
+} hbd_wire_ctx_t;
+
+/* HELLO payload: who is speaking and the cluster fingerprint it believes in. */
+typedef struct hbd_wire_hello {
+    uint32_t n_nodes;     /* size of the sender's cluster */
+    uint32_t cluster_tag; /* hash of the cluster name */
+} hbd_wire_hello_t;
+
+/* ABORT payload. */
+typedef struct hbd_wire_abort {
+    int32_t status;    /* negative HIBAR_ERR_* the barrier fails with */
+    uint32_t lost;     /* node found lost, or UINT32_MAX */
+} hbd_wire_abort_t;
+
+/*
+ * Encode header + payload into buf (cap bytes). Returns the frame length (> 0), or
+ * HIBAR_ERR_INVAL (unknown type, payload illegal for the type) or HIBAR_ERR_TRUNCATED (cap too
+ * small). Pure, thread-safe.
+ */
+int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap);
+
+/*
+ * Decode and validate one frame of len bytes. Every field is checked against ctx before use.
+ * Returns 0 and fills *msg_p, or HIBAR_ERR_PROTO with *why_p saying which check failed
+ * (why_p may be NULL). Never reads outside buf[0..len). Pure, thread-safe.
+ */
+int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,
+                    hbd_wire_reason_t *why_p);
+
+/* Typed payload helpers (little-endian). */
+void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[8]);
+void hbd_wire_hello_unpack(const uint8_t in[8], hbd_wire_hello_t *h);
+void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8]);
+void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a);
+uint32_t hbd_wire_get32(const uint8_t *p);
+void hbd_wire_put32(uint8_t *p, uint32_t v);
+
+/* Name of a type / reason, for logs and stats. Never NULL. */
+const char *hbd_wire_type_name(unsigned type);
+const char *hbd_wire_reason_name(hbd_wire_reason_t why);
+
+/* 32-bit FNV-1a of a string (the cluster tag in HELLO). */
+uint32_t hbd_wire_tag(const char *s);
+
+#endif

@@ -1,0 +1,39 @@
+/* fuzz_wire.c: libFuzzer target for the daemon frame decoder (hbd_wire_decode). */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hibar.h"
+#include "wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* the first byte picks the receiver context so every check is reachable */
+    hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 8, .job_max = 1, .peer = UINT32_MAX};
+    hbd_wire_msg_t m;
+    hbd_wire_reason_t why = HBD_WIRE_N_REASONS;
+    if (size > 0 && (data[0] & 1))
+        ctx.peer = data[0] >> 1;
+    int rc = hbd_wire_decode(data, size, size > 0 && (data[0] & 0x80) ? NULL : &ctx, &m, &why);
+    if (rc == 0) {
+        /* an accepted frame must re-encode to the same bytes */
+        uint8_t out[HBD_WIRE_MAX_FRAME];
+        if (why != HBD_WIRE_OK || m.len > HBD_WIRE_MAX_PAYLOAD)
+            __builtin_trap();
+        int n = hbd_wire_encode(&m, out, sizeof(out));
+        if (n < 0 || (size_t)n != size || memcmp(out, data, size) != 0)
+            __builtin_trap();
+        if (m.type == HBD_WIRE_ABORT) {
+            hbd_wire_abort_t a;
+            hbd_wire_abort_unpack(m.payload, &a);
+            if (a.status >= 0)
+                __builtin_trap();
+        }
+    } else if (rc != HIBAR_ERR_PROTO || why == HBD_WIRE_OK || why >= HBD_WIRE_N_REASONS) {
+        __builtin_trap();
+    }
+    (void)hbd_wire_reason_name(why);
+    return 0;
+}

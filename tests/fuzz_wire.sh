@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# fuzz_wire.sh: build the libFuzzer target of the daemon frame decoder with clang and run it (60 s).
+set -u
+src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+secs=${HIBAR_FUZZ_SECONDS:-60}
+work=$(mktemp -d "${TMPDIR:-/tmp}/hibar-fuzz.XXXXXX") || exit 99
+trap 'rm -rf "$work"' EXIT
+command -v clang >/dev/null 2>&1 || { echo "SKIP: clang not installed"; exit 77; }
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
+    >"$work/probe.c"
+if ! clang -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" 2>/dev/null; then
+    echo "SKIP: clang's libFuzzer runtime is missing (Debian: libclang-rt-14-dev)"
+    exit 77
+fi
+clang -g -O1 -std=gnu11 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -I"$src/daemon" -I"$src/libclient" -I"$src/common" \
+    "$src/tests/fuzz/fuzz_wire.c" "$src/daemon/wire.c" "$src/common/hb_status.c" \
+    -o "$work/fuzz_wire" || exit 99
+# seeds: a valid HELLO (30 nodes), a HIER frame, a heartbeat
+mkdir -p "$work/corpus"
+hdr() { # type len
+    printf 'HBAR\001'"$(printf '\\%03o' "$1")"'\000\000\000\000\000\000\001\000\000\000\000\000\000\000\001\000\000\000\002\000\000\000'"$(printf '\\%03o' "$2")"'\000\000\000'
+}
+{ hdr 1 8; printf '\036\000\000\000\001\002\003\004'; } >"$work/corpus/hello"
+{ hdr 3 4; printf '\001\000\000\000'; } >"$work/corpus/hier"
+hdr 2 0 >"$work/corpus/heartbeat"
+"$work/fuzz_wire" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$work/" \
+    "$work/corpus" 2>"$work/log"
+rc=$?
+tail -n 15 "$work/log"
+if [ $rc -ne 0 ]; then
+    echo "FAIL: the fuzzer found a crash (rc $rc)"
+    for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-*; do
+        [ -f "$f" ] && { echo "input $f:"; od -A d -t x1 "$f" | head -20; }
+    done
+    exit 1
+fi
+grep -E '^stat::number_of_executed_units' "$work/log"
+exit 0

@@ -1,0 +1,203 @@
+/* test_wire.c: CUnit tests of the daemon wire format: round trips and every refusal reason. */
+#include <CUnit/Basic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hibar.h"
+#include "wire.h"
+
+static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 5, .job_max = 0, .peer = 7};
+
+static int mk(uint8_t *buf, size_t cap, uint8_t type, uint32_t len, const uint8_t *payload)
+{
+    hbd_wire_msg_t m = {.type = type, .flags = 0, .job = 0, .coll_id = 0x0123456789abcdefull,
+                        .epoch = 3, .src = 7, .len = len, .payload = payload};
+    return hbd_wire_encode(&m, buf, cap);
+}
+
+static void test_roundtrip(void)
+{
+    uint8_t buf[HBD_WIRE_MAX_FRAME], pl[HBD_WIRE_MAX_PAYLOAD];
+    hbd_wire_msg_t d;
+    hbd_wire_reason_t why = HBD_WIRE_N_REASONS;
+    for (size_t i = 0; i < sizeof(pl); i++)
+        pl[i] = (uint8_t)(i * 7);
+    int n = mk(buf, sizeof(buf), HBD_WIRE_HIER, HBD_WIRE_MAX_PAYLOAD, pl);
+    CU_ASSERT_EQUAL(n, HBD_WIRE_MAX_FRAME);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, &why), 0);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(d.type, HBD_WIRE_HIER);
+    CU_ASSERT_EQUAL(d.coll_id, 0x0123456789abcdefull);
+    CU_ASSERT_EQUAL(d.epoch, 3);
+    CU_ASSERT_EQUAL(d.src, 7);
+    CU_ASSERT_EQUAL(d.len, HBD_WIRE_MAX_PAYLOAD);
+    CU_ASSERT(d.payload == buf + HBD_WIRE_HDR_LEN);
+    CU_ASSERT_EQUAL(memcmp(d.payload, pl, sizeof(pl)), 0);
+    /* byte order is fixed: little-endian magic and coll id */
+    CU_ASSERT_EQUAL(memcmp(buf, "HBAR", 4), 0);
+    CU_ASSERT_EQUAL(buf[12], 0xef);
+    CU_ASSERT_EQUAL(buf[19], 0x01);
+
+    n = mk(buf, sizeof(buf), HBD_WIRE_HEARTBEAT, 0, NULL);
+    CU_ASSERT_EQUAL(n, HBD_WIRE_HDR_LEN);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
+    CU_ASSERT_PTR_NULL(d.payload);
+
+    hbd_wire_hello_t h = {.n_nodes = 30, .cluster_tag = hbd_wire_tag("scmd-30")}, h2;
+    uint8_t hp[8];
+    hbd_wire_hello_pack(&h, hp);
+    n = mk(buf, sizeof(buf), HBD_WIRE_HELLO, 8, hp);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
+    hbd_wire_hello_unpack(d.payload, &h2);
+    CU_ASSERT_EQUAL(h2.n_nodes, 30);
+    CU_ASSERT_EQUAL(h2.cluster_tag, h.cluster_tag);
+
+    hbd_wire_abort_t a = {.status = HIBAR_ERR_PEER_LOST, .lost = 4}, a2;
+    hbd_wire_abort_pack(&a, hp);
+    n = mk(buf, sizeof(buf), HBD_WIRE_ABORT, 8, hp);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
+    hbd_wire_abort_unpack(d.payload, &a2);
+    CU_ASSERT_EQUAL(a2.status, HIBAR_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(a2.lost, 4);
+}
+
+static void test_encode_refuses(void)
+{
+    uint8_t buf[HBD_WIRE_MAX_FRAME + 8], pl[HBD_WIRE_MAX_PAYLOAD + 1] = {0};
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), 0, 0, NULL), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), 99, 0, NULL), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_HIER, HBD_WIRE_MAX_PAYLOAD + 1, pl),
+                    HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_HEARTBEAT, 4, pl), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_HIER, 4, NULL), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, HBD_WIRE_HDR_LEN + 3, HBD_WIRE_HIER, 4, pl), HIBAR_ERR_TRUNCATED);
+    CU_ASSERT_EQUAL(hbd_wire_encode(NULL, buf, sizeof(buf)), HIBAR_ERR_INVAL);
+}
+
+/* Decode a valid HIER frame after applying an edit; expect the given reason. */
+static void expect(void (*edit)(uint8_t *buf, size_t *len), hbd_wire_reason_t want)
+{
+    uint8_t buf[HBD_WIRE_MAX_FRAME + 64] = {0}, pl[16] = {1, 0, 0, 0};
+    hbd_wire_msg_t d;
+    memset(&d, 0x5a, sizeof(d));
+    hbd_wire_msg_t before = d;
+    hbd_wire_reason_t why = HBD_WIRE_OK;
+    size_t len = (size_t)mk(buf, sizeof(buf), HBD_WIRE_HIER, 16, pl);
+    edit(buf, &len);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, len, &ctx, &d, &why), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(why, want);
+    CU_ASSERT_EQUAL(memcmp(&d, &before, sizeof(d)), 0); /* out-param untouched on failure */
+}
+
+static void e_short(uint8_t *b, size_t *l) { (void)b; *l = HBD_WIRE_HDR_LEN - 1; }
+static void e_empty(uint8_t *b, size_t *l) { (void)b; *l = 0; }
+static void e_magic(uint8_t *b, size_t *l) { (void)l; b[0] ^= 1; }
+static void e_version(uint8_t *b, size_t *l) { (void)l; b[4] = 2; }
+static void e_type0(uint8_t *b, size_t *l) { (void)l; b[5] = 0; }
+static void e_type(uint8_t *b, size_t *l) { (void)l; b[5] = 200; }
+static void e_flags(uint8_t *b, size_t *l) { (void)l; b[7] = 0x80; }
+static void e_trunc(uint8_t *b, size_t *l) { (void)b; *l -= 1; }
+static void e_extra(uint8_t *b, size_t *l) { (void)b; *l += 1; }
+static void e_lenbig(uint8_t *b, size_t *l) { (void)l; b[31] = 0xff; }
+static void e_oversize(uint8_t *b, size_t *l)
+{
+    hbd_wire_put32(b + 28, HBD_WIRE_MAX_PAYLOAD + 1);
+    *l = HBD_WIRE_MAX_FRAME + 1;
+}
+static void e_hb_payload(uint8_t *b, size_t *l) { (void)l; b[5] = HBD_WIRE_HEARTBEAT; }
+static void e_node(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 24, 30); }
+static void e_spoof(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 24, 8); }
+static void e_epoch0(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 20, 0); }
+static void e_epoch(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 20, 6); }
+static void e_job(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 8, 1); }
+static void e_abort(uint8_t *b, size_t *l)
+{
+    b[5] = HBD_WIRE_ABORT;
+    hbd_wire_put32(b + 28, 8);
+    hbd_wire_put32(b + 32, 5); /* a positive status is not a failure */
+    *l = HBD_WIRE_HDR_LEN + 8;
+}
+static void e_hello(uint8_t *b, size_t *l)
+{
+    b[5] = HBD_WIRE_HELLO;
+    hbd_wire_put32(b + 28, 8);
+    hbd_wire_put32(b + 32, 31); /* another cluster size */
+    *l = HBD_WIRE_HDR_LEN + 8;
+}
+
+static void test_decode_refuses(void)
+{
+    expect(e_short, HBD_WIRE_BAD_SHORT);
+    expect(e_empty, HBD_WIRE_BAD_SHORT);
+    expect(e_magic, HBD_WIRE_BAD_MAGIC);
+    expect(e_version, HBD_WIRE_BAD_VERSION);
+    expect(e_type0, HBD_WIRE_BAD_TYPE);
+    expect(e_type, HBD_WIRE_BAD_TYPE);
+    expect(e_flags, HBD_WIRE_BAD_FLAGS);
+    expect(e_trunc, HBD_WIRE_BAD_LENGTH);
+    expect(e_extra, HBD_WIRE_BAD_LENGTH);
+    expect(e_lenbig, HBD_WIRE_BAD_LENGTH);
+    expect(e_oversize, HBD_WIRE_BAD_LENGTH);
+    expect(e_hb_payload, HBD_WIRE_BAD_LENGTH);
+    expect(e_node, HBD_WIRE_BAD_NODE);
+    expect(e_spoof, HBD_WIRE_BAD_NODE);
+    expect(e_epoch0, HBD_WIRE_BAD_EPOCH);
+    expect(e_epoch, HBD_WIRE_BAD_EPOCH);
+    expect(e_job, HBD_WIRE_BAD_JOB);
+    expect(e_abort, HBD_WIRE_BAD_PAYLOAD);
+    expect(e_hello, HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(hbd_wire_decode(NULL, 64, &ctx, NULL, NULL), HIBAR_ERR_PROTO);
+}
+
+/* Every prefix and every single-byte corruption of a valid frame decodes or is refused cleanly. */
+static void test_all_prefixes_and_flips(void)
+{
+    uint8_t good[HBD_WIRE_HDR_LEN + 8], pl[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    int n = mk(good, sizeof(good), HBD_WIRE_HIER, 8, pl);
+    CU_ASSERT_EQUAL(n, (int)sizeof(good));
+    for (int len = 0; len < n; len++) {
+        uint8_t *copy = malloc((size_t)len + 1); /* exact-size heap copy: ASan catches overreads */
+        memcpy(copy, good, (size_t)len);
+        CU_ASSERT_EQUAL(hbd_wire_decode(copy, (size_t)len, &ctx, NULL, NULL), HIBAR_ERR_PROTO);
+        free(copy);
+    }
+    unsigned accepted = 0;
+    for (int i = 0; i < n; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            uint8_t b[sizeof(good)];
+            memcpy(b, good, sizeof(b));
+            b[i] ^= (uint8_t)(1u << bit);
+            hbd_wire_msg_t d;
+            if (hbd_wire_decode(b, sizeof(b), &ctx, &d, NULL) == 0)
+                accepted++;
+        }
+    /* only the coll id bits, the payload bits, the REPLY flag and epoch 3 -> 2 or 1 survive */
+    CU_ASSERT_EQUAL(accepted, 64 + 64 + 1 + 2);
+}
+
+static void test_names(void)
+{
+    CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_ABORT), "abort");
+    CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(77), "unknown");
+    CU_ASSERT_STRING_EQUAL(hbd_wire_reason_name(HBD_WIRE_BAD_EPOCH), "epoch");
+    CU_ASSERT_STRING_EQUAL(hbd_wire_reason_name(HBD_WIRE_N_REASONS), "unknown");
+    CU_ASSERT_NOT_EQUAL(hbd_wire_tag("a"), hbd_wire_tag("b"));
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 99;
+    CU_pSuite s = CU_add_suite("wire", NULL, NULL);
+    CU_add_test(s, "round trip", test_roundtrip);
+    CU_add_test(s, "encode refuses", test_encode_refuses);
+    CU_add_test(s, "decode refuses each field", test_decode_refuses);
+    CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
+    CU_add_test(s, "names", test_names);
+    CU_basic_set_mode(CU_BRM_NORMAL);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
