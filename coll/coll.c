@@ -1,0 +1,45 @@
+/* coll.c: names of the collective operations and algorithms. */
+#include <string.h>
+
+#include "hibar.h"
+#include "coll.h"
+
+static const char *const op_names[HB_COLL_OP_COUNT] = {"scatter", "gather", "bcast", "allgather"};
+static const char *const alg_names[HB_COLL_ALG_COUNT] = {"flat", "binomial", "single-lane",
+                                                          "multi-lane"};
+
+const char *hb_coll_op_name(hb_coll_op_t op)
+{
+    return (unsigned)op < HB_COLL_OP_COUNT ? op_names[op] : "?";
+}
+
+const char *hb_coll_alg_name(hb_coll_alg_t alg)
+{
+    return (unsigned)alg < HB_COLL_ALG_COUNT ? alg_names[alg] : "?";
+}
+
+int hb_coll_alg_parse(const char *name, hb_coll_alg_t *alg_p)
+{
+    if (name == NULL || alg_p == NULL)
+        return HIBAR_ERR_INVAL;
+    for (int i = 0; i < HB_COLL_ALG_COUNT; i++) {
+        if (strcmp(name, alg_names[i]) == 0) {
+            *alg_p = (hb_coll_alg_t)i;
+            return 0;
+        }
+    }
+    return HIBAR_ERR_INVAL;
+}
+
+int hb_coll_op_parse(const char *name, hb_coll_op_t *op_p)
+{
+    if (name == NULL || op_p == NULL)
+        return HIBAR_ERR_INVAL;
+    for (int i = 0; i < HB_COLL_OP_COUNT; i++) {
+        if (strcmp(name, op_names[i]) == 0) {
+            *op_p = (hb_coll_op_t)i;
+            return 0;
+        }
+    }
+    return HIBAR_ERR_INVAL;
+}

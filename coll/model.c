@@ -1,0 +1,391 @@
+/* model.c: cost models of the collectives and the algorithm chooser (pure arithmetic, no I/O). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "hibar.h"
+#include "model.h"
+
+double hb_model_hockney(double alpha, double beta, double m)
+{
+    return alpha + m / beta;
+}
+
+double hb_model_bwan(const hb_model_lanes_t *p, uint32_t P)
+{
+    if (p == NULL || P == 0)
+        return 0.0;
+    if (p->b_wan != NULL && p->n_b_wan > 0) {
+        if (P <= p->n_b_wan)
+            return p->b_wan[P - 1];
+        double last = p->b_wan[p->n_b_wan - 1];
+        double shared = last * (double)p->n_b_wan / (double)P;
+        return shared < last ? shared : last;
+    }
+    if (p->b_lane <= 0.0 || p->B_wan <= 0.0)
+        return 0.0;
+    double share = p->B_wan / (double)P;
+    return share < p->b_lane ? share : p->b_lane;
+}
+
+uint32_t hb_model_x(uint32_t n1, uint32_t P)
+{
+    if (P == 0)
+        return 0;
+    return (n1 + P - 1) / P;
+}
+
+uint32_t hb_model_y(uint32_t n0, uint32_t n1, uint32_t P)
+{
+    if (n0 >= n1)
+        return n0 + n1 - 1 - hb_model_x(n1, P);
+    return n1 + P - 2;
+}
+
+static int lanes_ok(const hb_model_lanes_t *p)
+{
+    return p != NULL && p->b_lan > 0.0 && p->L >= 0.0 && p->alpha >= 0.0;
+}
+
+int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, double *t_p)
+{
+    if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL)
+        return HIBAR_ERR_INVAL;
+    double bw = hb_model_bwan(p, 1);
+    if (bw <= 0.0)
+        return HIBAR_ERR_INVAL;
+    uint32_t n_alt = n0 > n1 ? n0 : n1;
+    *t_p = p->L + (double)n1 * M / bw + (double)(n_alt - 1) * (p->alpha + M / p->b_lan);
+    return 0;
+}
+
+int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t P,
+                        double *t_p)
+{
+    if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL)
+        return HIBAR_ERR_INVAL;
+    if (P < 1 || P > n0 || P > n1)
+        return HIBAR_ERR_INVAL;
+    double bw = hb_model_bwan(p, P);
+    if (bw <= 0.0)
+        return HIBAR_ERR_INVAL;
+    double X = hb_model_x(n1, P), Y = hb_model_y(n0, n1, P);
+    double t = p->L + X * M / bw + Y * M / p->b_lan + p->alpha;
+    if (p->lan_startup)
+        t += Y * p->alpha;
+    *t_p = t;
+    return 0;
+}
+
+int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t p_max,
+                  uint32_t *P_p, double *t_p)
+{
+    if (P_p == NULL || t_p == NULL)
+        return HIBAR_ERR_INVAL;
+    uint32_t hi = n0 < n1 ? n0 : n1;
+    if (p_max > 0 && p_max < hi)
+        hi = p_max;
+    uint32_t best_P = 0;
+    double best = 0.0;
+    for (uint32_t P = 1; P <= hi; P++) {
+        double t;
+        int rc = hb_model_multi_lane(p, n0, n1, M, P, &t);
+        if (rc != 0)
+            return rc;
+        if (best_P == 0 || t < best) {
+            best = t;
+            best_P = P;
+        }
+    }
+    if (best_P == 0)
+        return HIBAR_ERR_INVAL;
+    *P_p = best_P;
+    *t_p = best;
+    return 0;
+}
+
+/* Largest power of two <= x (x >= 1). */
+static uint32_t pow2_floor(uint32_t x)
+{
+    uint32_t k = 1;
+    while (k <= x / 2)
+        k <<= 1;
+    return k;
+}
+
+int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n0,
+                  uint32_t n1, double M, double *t_p)
+{
+    if (!lanes_ok(p) || n0 == 0 || M < 0.0 || t_p == NULL || op >= HB_COLL_OP_COUNT)
+        return HIBAR_ERR_INVAL;
+    if (op == HB_COLL_ALLGATHER || (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL))
+        return HIBAR_ERR_INVAL;
+    double bw = n1 > 0 ? hb_model_bwan(p, 1) : 1.0;
+    if (bw <= 0.0)
+        return HIBAR_ERR_INVAL;
+    uint32_t n = n0 + n1;
+    int per_node = op != HB_COLL_BCAST;
+    if (alg == HB_COLL_ALG_FLAT) {
+        double t = 0.0, end = 0.0;
+        for (uint32_t i = 0; i < n1; i++) {
+            t += p->alpha + M / bw;
+            if (t + p->L > end)
+                end = t + p->L;
+        }
+        for (uint32_t i = 1; i < n0; i++) {
+            t += p->alpha + M / p->b_lan;
+            if (t > end)
+                end = t;
+        }
+        *t_p = end;
+        return 0;
+    }
+    double *ready = calloc(n, sizeof(*ready));
+    if (ready == NULL)
+        return HIBAR_ERR_NOMEM;
+    double end = 0.0;
+    for (uint32_t r = 0; r < n; r++) {
+        double t = ready[r];
+        if (t > end)
+            end = t;
+        /* children of r: r + k for powers of two k below r's lowest set bit (all for r = 0) */
+        uint32_t lim = r == 0 ? n : (r & (~r + 1u));
+        for (uint32_t k = pow2_floor(n); k >= 1; k >>= 1) {
+            if (k >= lim || (uint64_t)r + k >= n)
+                continue;
+            uint32_t c = r + k;
+            uint32_t sub = n - c < k ? n - c : k;
+            double bytes = per_node ? (double)sub * M : M;
+            int wan = (r < n0) != (c < n0);
+            t += p->alpha + bytes / (wan ? bw : p->b_lan);
+            ready[c] = t + (wan ? p->L : 0.0);
+        }
+    }
+    free(ready);
+    *t_p = end;
+    return 0;
+}
+
+/* Single-lane bcast of S bytes: L + S/b_WAN(1) + (n_alt - 1)(alpha + S/b_LAN). */
+static double bcast_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double S)
+{
+    uint32_t n_alt = n0 > n1 ? n0 : n1;
+    return p->L + S / hb_model_bwan(p, 1) + (double)(n_alt - 1) * (p->alpha + S / p->b_lan);
+}
+
+/*
+ * Multi-lane bcast of S bytes on P lanes (coll/sched.c's algorithm): root sends part j
+ * (S/P) to Dep_send j over the LAN, lanes cross the WAN in parallel, each Dep_recv sends its
+ * part to the n1 - 1 other remote nodes; root serves its own site after the shares.
+ */
+static double bcast_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double S,
+                               uint32_t P)
+{
+    double part = S / (double)P;
+    double share = (double)(P - 1) * (p->alpha + part / p->b_lan);
+    double remote = share + p->L + part / hb_model_bwan(p, P) +
+                    (double)(n1 - 1) * (p->alpha + part / p->b_lan);
+    double local = share + (double)(n0 - 1) * (p->alpha + S / p->b_lan);
+    return remote > local ? remote : local;
+}
+
+/* Two-site (or one-site) Hockney/lane prediction of one algorithm; < 0 if not applicable. */
+static int predict_lanes(const hb_model_params_t *pr, hb_coll_op_t op, hb_coll_alg_t alg, double M,
+                         uint32_t P, double *t_p)
+{
+    const hb_model_lanes_t *p = pr->lanes;
+    uint32_t n0 = pr->n0, n1 = pr->n1;
+    if (op == HB_COLL_ALLGATHER) {
+        double tg, tb;
+        int rc = predict_lanes(pr, HB_COLL_GATHER, alg, M, P, &tg);
+        if (rc == 0)
+            rc = predict_lanes(pr, HB_COLL_BCAST, alg, (double)(n0 + n1) * M, P, &tb);
+        if (rc == 0)
+            *t_p = tg + tb;
+        return rc;
+    }
+    switch (alg) {
+    case HB_COLL_ALG_FLAT:
+    case HB_COLL_ALG_BINOMIAL:
+        return hb_model_tree(p, op, alg, n0, n1, M, t_p);
+    case HB_COLL_ALG_SINGLE_LANE:
+        if (n1 == 0)
+            return HIBAR_ERR_INVAL;
+        if (op == HB_COLL_BCAST) {
+            if (hb_model_bwan(p, 1) <= 0.0)
+                return HIBAR_ERR_INVAL;
+            *t_p = bcast_single_lane(p, n0, n1, M);
+            return 0;
+        }
+        return hb_model_single_lane(p, n0, n1, M, t_p);
+    case HB_COLL_ALG_MULTI_LANE:
+        if (n1 == 0 || P < 1 || P > n0 || P > n1)
+            return HIBAR_ERR_INVAL;
+        if (op == HB_COLL_BCAST) {
+            if (hb_model_bwan(p, P) <= 0.0)
+                return HIBAR_ERR_INVAL;
+            *t_p = bcast_multi_lane(p, n0, n1, M, P);
+            return 0;
+        }
+        return hb_model_multi_lane(p, n0, n1, M, P, t_p);
+    default:
+        return HIBAR_ERR_INVAL;
+    }
+}
+
+double hb_model_interp(const double *ms, const double *v, uint32_t n, double m)
+{
+    if (ms == NULL || v == NULL || n == 0)
+        return 0.0;
+    if (n == 1 || m <= ms[0])
+        return v[0];
+    uint32_t i = 1;
+    while (i < n - 1 && ms[i] < m)
+        i++;
+    double x0 = ms[i - 1], x1 = ms[i], y0 = v[i - 1], y1 = v[i];
+    if (x1 <= x0)
+        return y1;
+    double y = y0 + (y1 - y0) * (m - x0) / (x1 - x0);
+    if (m > ms[n - 1] && y < v[n - 1])
+        return v[n - 1];
+    return y;
+}
+
+double hb_model_plogp_g(const hb_model_plogp_t *p, hb_model_pat_t pat, double m)
+{
+    if (p == NULL)
+        return 0.0;
+    const double *g = (pat < HB_MODEL_PAT_COUNT && p->g_pat[pat] != NULL) ? p->g_pat[pat] : p->g;
+    return hb_model_interp(p->m, g, p->n, m);
+}
+
+double hb_model_plogp_os(const hb_model_plogp_t *p, double m)
+{
+    return p == NULL ? 0.0 : hb_model_interp(p->m, p->os, p->n, m);
+}
+
+double hb_model_plogp_or(const hb_model_plogp_t *p, double m)
+{
+    return p == NULL ? 0.0 : hb_model_interp(p->m, p->orv, p->n, m);
+}
+
+int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n)
+{
+    if (p == NULL || p->flow_control || n < 2)
+        return 0;
+    return p->q < (double)(n - 1) * m ? 1 : 0;
+}
+
+static uint32_t ceil_log2(uint32_t n)
+{
+    uint32_t d = 0;
+    while (d < 32 && (UINT64_C(1) << d) < n)
+        d++;
+    return d;
+}
+
+int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n,
+                           double m, double *t_p)
+{
+    if (p == NULL || p->n == 0 || p->m == NULL || p->g == NULL || n == 0 || m < 0.0 || t_p == NULL)
+        return HIBAR_ERR_INVAL;
+    if (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL)
+        return HIBAR_ERR_INVAL;
+    if (n == 1) {
+        *t_p = 0.0;
+        return 0;
+    }
+    uint32_t d = ceil_log2(n);
+    double t = 0.0;
+    switch (op) {
+    case HB_COLL_SCATTER:
+    case HB_COLL_GATHER:
+        if (alg == HB_COLL_ALG_FLAT && op == HB_COLL_SCATTER) {
+            t = (double)(n - 1) * hb_model_plogp_g(p, HB_MODEL_PAT_ONE_TO_MANY, m) + p->L;
+        } else if (alg == HB_COLL_ALG_FLAT) {
+            t = (double)(n - 1) * hb_model_plogp_g(p, HB_MODEL_PAT_MANY_TO_ONE, m) + p->L +
+                (double)hb_model_plogp_eq(p, m, n) * p->t_rto;
+        } else {
+            for (uint32_t k = 0; k < d; k++)
+                t += hb_model_plogp_g(p, HB_MODEL_PAT_PAIR, ldexp(m, (int)k)) + p->L;
+        }
+        break;
+    case HB_COLL_BCAST:
+        if (alg == HB_COLL_ALG_FLAT)
+            t = (double)(n - 1) * hb_model_plogp_g(p, HB_MODEL_PAT_ONE_TO_MANY, m) + p->L;
+        else
+            t = (double)d * (hb_model_plogp_g(p, HB_MODEL_PAT_PAIR, m) + p->L);
+        break;
+    case HB_COLL_ALLGATHER: {
+        double tg, tb;
+        int rc = hb_model_plogp_predict(p, HB_COLL_GATHER, alg, n, m, &tg);
+        if (rc == 0)
+            rc = hb_model_plogp_predict(p, HB_COLL_BCAST, alg, n, (double)n * m, &tb);
+        if (rc != 0)
+            return rc;
+        t = tg + tb;
+        break;
+    }
+    default:
+        return HIBAR_ERR_INVAL;
+    }
+    *t_p = t;
+    return 0;
+}
+
+int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,
+                    hb_model_choice_t *choice_p)
+{
+    if (params == NULL || choice_p == NULL || params->n0 == 0 || op >= HB_COLL_OP_COUNT || size < 0.0)
+        return HIBAR_ERR_INVAL;
+    if (params->lanes == NULL && (params->n1 > 0 || params->plogp == NULL))
+        return HIBAR_ERR_INVAL;
+    hb_model_choice_t c = {.alg = HB_COLL_ALG_FLAT, .lanes = 0, .predicted_us = -1.0};
+    for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
+        c.alg_us[a] = -1.0;
+    uint32_t best_P[HB_COLL_ALG_COUNT] = {0, 0, 1, 0};
+    for (int a = 0; a < HB_COLL_ALG_COUNT; a++) {
+        hb_coll_alg_t alg = (hb_coll_alg_t)a;
+        double t = -1.0;
+        int rc;
+        if (params->n1 == 0) {
+            if (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL)
+                continue;
+            if (params->plogp != NULL)
+                rc = hb_model_plogp_predict(params->plogp, op, alg, params->n0, size, &t);
+            else
+                rc = predict_lanes(params, op, alg, size, 0, &t);
+        } else if (alg == HB_COLL_ALG_MULTI_LANE) {
+            uint32_t hi = params->n0 < params->n1 ? params->n0 : params->n1;
+            if (params->p_max > 0 && params->p_max < hi)
+                hi = params->p_max;
+            rc = HIBAR_ERR_INVAL;
+            for (uint32_t P = 1; P <= hi; P++) {
+                double tp;
+                int r2 = predict_lanes(params, op, alg, size, P, &tp);
+                if (r2 == HIBAR_ERR_NOMEM)
+                    return r2;
+                if (r2 == 0 && (rc != 0 || tp < t)) {
+                    t = tp;
+                    best_P[a] = P;
+                    rc = 0;
+                }
+            }
+        } else {
+            rc = predict_lanes(params, op, alg, size, 1, &t);
+        }
+        if (rc == HIBAR_ERR_NOMEM)
+            return rc;
+        if (rc != 0)
+            continue;
+        c.alg_us[a] = t;
+        if (c.predicted_us < 0.0 || t < c.predicted_us) {
+            c.predicted_us = t;
+            c.alg = alg;
+            c.lanes = best_P[a];
+        }
+    }
+    if (c.predicted_us < 0.0)
+        return HIBAR_ERR_INVAL;
+    *choice_p = c;
+    return 0;
+}

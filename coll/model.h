@@ -1,0 +1,154 @@
+/* model.h: cost models of the collectives (Hockney, single/multi-lane T(P), PlogP, PlogP-BR) and the chooser. */
+#ifndef HB_MODEL_H
+#define HB_MODEL_H
+
+#include <stdint.h>
+#include "coll.h"
+
+/*
+ * Units: bytes, microseconds, bytes per microsecond (see coll.h). Pure functions: no I/O, no
+ * clock, no global state; thread-safe. Every int-returning function gives 0 or
+ * HIBAR_ERR_INVAL (bad parameter: zero or negative bandwidth, P out of range, NULL) and sets
+ * its out-parameters only on success.
+ */
+
+/* Mbit/s -> bytes/µs. */
+#define HB_MODEL_MBIT(mbit_s) ((mbit_s) / 8.0)
+
+/* Hockney: time of one m-byte message, alpha + m / beta (alpha µs, beta bytes/µs). */
+double hb_model_hockney(double alpha, double beta, double m);
+
+/*
+ * Parameters of the two-site lane model (DESIGN section 1).
+ * b_WAN(P), the per-lane bandwidth when P lanes are active, is b_wan[P-1] when a measured
+ * table covers P; past the end of the table the aggregate of the last entry is shared:
+ * min(b_wan[n-1], b_wan[n-1] * n / P). Without a table: min(b_lane, B_wan / P).
+ */
+typedef struct hb_model_lanes {
+    double L;            /* WAN one-way latency, µs */
+    double alpha;        /* per-message start-up, µs */
+    double b_lan;        /* LAN point-to-point bandwidth, bytes/µs */
+    double b_lane;       /* WAN cap of one node pair, bytes/µs (default model) */
+    double B_wan;        /* WAN total cap, bytes/µs (default model) */
+    const double *b_wan; /* [n_b_wan] measured per-lane bandwidth with P = 1.. lanes, or NULL */
+    uint32_t n_b_wan;
+    /*
+     * 0: T(P) exactly as DESIGN section 1 (one alpha in total).
+     * 1: T(P) + Y(P)·alpha, a start-up per LAN message as the single-lane formula charges;
+     *    without it T(P) at small M is L + alpha for every P and always beats single-lane.
+     */
+    int lan_startup;
+} hb_model_lanes_t;
+
+/* b_WAN(P) in bytes/µs; 0 if P == 0 or the parameters give no bandwidth. */
+double hb_model_bwan(const hb_model_lanes_t *p, uint32_t P);
+
+/* X(P) = ceil(n1 / P): processes each lane carries. 0 if P == 0. */
+uint32_t hb_model_x(uint32_t n1, uint32_t P);
+/* Y(P) = n0 + n1 - 1 - X(P) when n0 >= n1, else n1 + P - 2: LAN messages on the critical path. */
+uint32_t hb_model_y(uint32_t n0, uint32_t n1, uint32_t P);
+
+/*
+ * Single-lane (MagPIe) scatter: T = L + n1·M/b_WAN(1) + (n_alt - 1)(alpha + M/b_LAN),
+ * n_alt = max(n0, n1). n0, n1: processes in the root's and the remote site; M bytes each.
+ * Gather is the same with directions reversed (same value).
+ */
+int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, double *t_p);
+
+/*
+ * Multi-lane scatter: T(P) = L + X(P)·M/b_WAN(P) + Y(P)·M/b_LAN + alpha (+ Y(P)·alpha when
+ * p->lan_startup), 1 <= P <= min(n0, n1). Gather: the same with directions reversed.
+ */
+int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t P,
+                        double *t_p);
+
+/* P_opt: the P in 1..min(n0, n1, p_max) (p_max 0: no cap) minimizing T(P); ties go to the smaller P. */
+int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t p_max,
+                  uint32_t *P_p, double *t_p);
+
+/*
+ * Hockney predictions of the site-blind algorithms on two sites (n1 may be 0: one site), for
+ * scatter (gather: same value) with M bytes per node, or bcast with M bytes in total:
+ * flat: root sends to the remote nodes first, then to its own site; every message costs its
+ * sender alpha + bytes/b, a WAN message arrives L later. binomial: root-rotated binomial tree
+ * over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first, same costs.
+ * HIBAR_ERR_NOMEM possible for binomial (O(n) scratch).
+ */
+int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n0,
+                  uint32_t n1, double M, double *t_p);
+
+/* PlogP-BR communication patterns C (which link is the bottleneck). */
+typedef enum {
+    HB_MODEL_PAT_PAIR = 0,        /* one sender, one receiver */
+    HB_MODEL_PAT_ONE_TO_MANY = 1, /* one sender to many receivers (its out-link) */
+    HB_MODEL_PAT_MANY_TO_ONE = 2, /* many senders to one receiver (incast on its switch port) */
+    HB_MODEL_PAT_COUNT = 3
+} hb_model_pat_t;
+
+/*
+ * PlogP parameters (Kielmann et al.) with the PlogP-BR extension (Nomura, Ishikawa).
+ * Tables hold values at n message sizes m[0] < m[1] < ...; between points the value is
+ * interpolated linearly, below m[0] it is the first value, above the last point it is
+ * extrapolated along the last segment (never below the last value).
+ */
+typedef struct hb_model_plogp {
+    double L;                /* end-to-end latency, µs */
+    uint32_t n;              /* points in the tables, >= 1 */
+    const double *m;         /* [n] message sizes, bytes, strictly ascending */
+    const double *os;        /* [n] send overhead o_s(m), µs */
+    const double *orv;       /* [n] receive overhead o_r(m), µs */
+    const double *g;         /* [n] gap g(m), µs */
+    const double *g_pat[HB_MODEL_PAT_COUNT]; /* [n] g(m, C) per pattern; NULL: g(m) */
+    double q;                /* switch queue, bytes */
+    double t_rto;            /* retransmission timeout, µs */
+    int flow_control;        /* 1: link-level flow control (no loss, no RTO penalty) */
+} hb_model_plogp_t;
+
+/* Interpolated table value at size m (see above). */
+double hb_model_interp(const double *ms, const double *v, uint32_t n, double m);
+double hb_model_plogp_g(const hb_model_plogp_t *p, hb_model_pat_t pat, double m);
+double hb_model_plogp_os(const hb_model_plogp_t *p, double m);
+double hb_model_plogp_or(const hb_model_plogp_t *p, double m);
+/* E_q(m, n) = 1 if no flow control and q < (n - 1)·m, else 0 (n nodes in a many-to-one phase). */
+int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
+
+/*
+ * PlogP(-BR) prediction on one site of n nodes, m bytes per node (bcast: m in total):
+ *   scatter flat      (n-1)·g(m, 1→n) + L
+ *   scatter binomial  Σ_{k<d} (g(2^k·m, pair) + L), d = ceil(log2 n)
+ *   gather flat       (n-1)·g(m, n→1) + L + E_q(m, n)·T_RTO     (all children send at once)
+ *   gather binomial   Σ_{k<d} (g(2^k·m, pair) + L)              (pairwise: no incast)
+ *   bcast flat        (n-1)·g(m, 1→n) + L;   bcast binomial d·(g(m, pair) + L)
+ *   allgather         gather(m) + bcast(n·m) of the same algorithm
+ * Single- and multi-lane need sites: HIBAR_ERR_INVAL.
+ */
+int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n,
+                           double m, double *t_p);
+
+/* What the chooser knows about the cluster. */
+typedef struct hb_model_params {
+    uint32_t n0;                   /* nodes in the root's site (>= 1) */
+    uint32_t n1;                   /* nodes in the remote site; 0: one site */
+    uint32_t p_max;                /* cap on lanes; 0: none */
+    const hb_model_lanes_t *lanes; /* required; alpha/b_lan used for one site without PlogP */
+    const hb_model_plogp_t *plogp; /* optional; when set, one-site choices use PlogP(-BR) */
+} hb_model_params_t;
+
+/* The chooser's answer. */
+typedef struct hb_model_choice {
+    hb_coll_alg_t alg;
+    uint32_t lanes;       /* P for multi-lane, 1 for single-lane, 0 otherwise */
+    double predicted_us;  /* the model's time for this choice */
+    double alg_us[HB_COLL_ALG_COUNT]; /* every candidate's prediction; < 0: not applicable */
+} hb_model_choice_t;
+
+/*
+ * Pick the algorithm (and P) predicted fastest for op with size bytes per node (bcast: in
+ * total). One site: flat or binomial (PlogP(-BR) if params->plogp, else Hockney). Two sites:
+ * flat, binomial, single-lane and multi-lane at P_opt from the lane model; allgather is
+ * gather + bcast. Ties go to the simpler algorithm (enum order).
+ */
+int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,
+                    hb_model_choice_t *choice_p);
+
+#endif

@@ -1,0 +1,277 @@
+/* test_model.c: CUnit tests of coll/model.c against hand-computed values. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <CUnit/Basic.h>
+
+#include "hibar.h"
+#include "model.h"
+
+#define EPS 1e-6
+#define NEAR(a, b) CU_ASSERT_DOUBLE_EQUAL((a), (b), EPS)
+
+/* L 1000 µs, alpha 10 µs, b_LAN 100 B/µs, per-lane 10 B/µs under a 40 B/µs total. */
+static hb_model_lanes_t base(void)
+{
+    hb_model_lanes_t p = {.L = 1000.0, .alpha = 10.0, .b_lan = 100.0, .b_lane = 10.0, .B_wan = 40.0};
+    return p;
+}
+
+static void test_basics(void)
+{
+    hb_model_lanes_t p = base();
+    NEAR(hb_model_hockney(10.0, 100.0, 1000.0), 20.0);
+    NEAR(HB_MODEL_MBIT(100.0), 12.5);
+    NEAR(hb_model_bwan(&p, 1), 10.0);
+    NEAR(hb_model_bwan(&p, 4), 10.0);
+    NEAR(hb_model_bwan(&p, 5), 8.0);
+    NEAR(hb_model_bwan(&p, 8), 5.0);
+    NEAR(hb_model_bwan(&p, 0), 0.0);
+    CU_ASSERT_EQUAL(hb_model_x(8, 4), 2);
+    CU_ASSERT_EQUAL(hb_model_x(7, 3), 3);
+    CU_ASSERT_EQUAL(hb_model_x(8, 5), 2);
+    CU_ASSERT_EQUAL(hb_model_x(1, 1), 1);
+    CU_ASSERT_EQUAL(hb_model_y(8, 8, 4), 13); /* n0 >= n1: 8 + 8 - 1 - 2 */
+    CU_ASSERT_EQUAL(hb_model_y(8, 7, 3), 11); /* 8 + 7 - 1 - 3 */
+    CU_ASSERT_EQUAL(hb_model_y(4, 8, 4), 10); /* n0 < n1: 8 + 4 - 2 */
+    CU_ASSERT_EQUAL(hb_model_y(1, 4, 1), 3);
+}
+
+static void test_measured_table(void)
+{
+    static const double tab[] = {12.0, 11.0, 9.0, 7.0};
+    hb_model_lanes_t p = base();
+    p.b_wan = tab;
+    p.n_b_wan = 4;
+    NEAR(hb_model_bwan(&p, 1), 12.0);
+    NEAR(hb_model_bwan(&p, 3), 9.0);
+    NEAR(hb_model_bwan(&p, 6), 7.0 * 4.0 / 6.0); /* past the table: the aggregate is shared */
+    double t;
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 6, &t), 0);
+    /* X = 2, Y = 13: 1000 + 2000 / 4.666.. + 130 + 10 */
+    NEAR(t, 1000.0 + 2000.0 / (28.0 / 6.0) + 130.0 + 10.0);
+    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 8, 8, 1000.0, &t), 0);
+    NEAR(t, 1000.0 + 8000.0 / 12.0 + 7.0 * 20.0);
+}
+
+static void test_single_lane(void)
+{
+    hb_model_lanes_t p = base();
+    double t = -1.0;
+    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 8, 8, 1000.0, &t), 0);
+    NEAR(t, 1940.0); /* 1000 + 8*1000/10 + 7*(10 + 10) */
+    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 4, 8, 1000.0, &t), 0);
+    NEAR(t, 1940.0); /* n_alt = 8 */
+    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 8, 2, 1000.0, &t), 0);
+    NEAR(t, 1340.0); /* 1000 + 200 + 7*20 */
+    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 0, 2, 1000.0, &t), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_single_lane(NULL, 2, 2, 1000.0, &t), HIBAR_ERR_INVAL);
+}
+
+static void test_multi_lane(void)
+{
+    hb_model_lanes_t p = base();
+    double t = -1.0;
+    /* n0 >= n1 */
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 4, &t), 0);
+    NEAR(t, 1340.0); /* 1000 + 2*100 + 13*10 + 10 */
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 1, &t), 0);
+    NEAR(t, 1880.0); /* X 8, Y 7 */
+    /* n0 < n1 */
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 4, 8, 1000.0, 4, &t), 0);
+    NEAR(t, 1310.0); /* X 2, Y 10 */
+    /* n1 not a multiple of P */
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 7, 1000.0, 3, &t), 0);
+    NEAR(t, 1420.0); /* X 3, Y 11, b 10 */
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 5, &t), 0);
+    NEAR(t, 1390.0); /* X 2, b 8: 1000 + 250 + 130 + 10 */
+    /* the start-up variant adds Y(P)*alpha */
+    p.lan_startup = 1;
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 4, &t), 0);
+    NEAR(t, 1470.0);
+    p.lan_startup = 0;
+    /* range of P */
+    t = -1.0;
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 4, 1000.0, 5, &t), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 3, 8, 1000.0, 4, &t), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 0, &t), HIBAR_ERR_INVAL);
+    NEAR(t, -1.0); /* untouched on error */
+}
+
+static void test_popt(void)
+{
+    hb_model_lanes_t p = base();
+    uint32_t P = 0;
+    double t = 0.0;
+    /* T(P) for P = 1..8: 1880 1520 1430 1340 1390 1440 1490 1350 */
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 8, 8, 1000.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 4);
+    NEAR(t, 1340.0);
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 8, 8, 1000.0, 3, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 3);
+    NEAR(t, 1430.0);
+    /* no total cap: more lanes always help, P_opt = min(n0, n1) */
+    p.B_wan = 1e9;
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 8, 5, 1000.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 5);
+    NEAR(t, 1000.0 + 100.0 + 11.0 * 10.0 + 10.0); /* X 1, Y 8+5-1-1 = 11 */
+    /* zero-byte messages: all equal, the smallest P wins the tie */
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 8, 8, 0.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 1);
+    NEAR(t, 1010.0);
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 0, 8, 0.0, 0, &P, &t), HIBAR_ERR_INVAL);
+}
+
+static void test_tree(void)
+{
+    hb_model_lanes_t p = base();
+    double t = 0.0;
+    /* flat, remote first: 8*(10 + 100) + L = 1880; local ends at 880 + 7*20 = 1020 */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 8, 8, 1000.0, &t), 0);
+    NEAR(t, 1880.0);
+    /* binomial 2+2: root->2 (WAN, 2 blocks) 210 +L = 1210, root->1 230, 2->3 1230 */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 2, 2, 1000.0, &t), 0);
+    NEAR(t, 1230.0);
+    /* bcast: every message carries M: root->2 110 + L, root->1 130, 2->3 1110 + 20 */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_BCAST, HB_COLL_ALG_BINOMIAL, 2, 2, 1000.0, &t), 0);
+    NEAR(t, 1130.0);
+    /* one site of 16, zero bytes: flat 15 alpha, binomial 4 alpha */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 16, 0, 0.0, &t), 0);
+    NEAR(t, 150.0);
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 16, 0, 0.0, &t), 0);
+    NEAR(t, 40.0);
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 2, 2, 0.0, &t),
+                    HIBAR_ERR_INVAL);
+}
+
+/* PlogP: L 50; g = 5, 15, 105 at 0, 1000, 10000 bytes. */
+static const double pm[] = {0.0, 1000.0, 10000.0};
+static const double pg[] = {5.0, 15.0, 105.0};
+static const double pos[] = {2.0, 4.0, 20.0};
+
+static hb_model_plogp_t plogp(void)
+{
+    hb_model_plogp_t p = {.L = 50.0, .n = 3, .m = pm, .os = pos, .orv = pos, .g = pg,
+                          .q = 1500.0, .t_rto = 200000.0, .flow_control = 0};
+    return p;
+}
+
+static void test_plogp(void)
+{
+    hb_model_plogp_t p = plogp();
+    NEAR(hb_model_plogp_g(&p, HB_MODEL_PAT_PAIR, 500.0), 10.0);
+    NEAR(hb_model_plogp_g(&p, HB_MODEL_PAT_PAIR, 20000.0), 205.0); /* last slope, extrapolated */
+    NEAR(hb_model_plogp_g(&p, HB_MODEL_PAT_PAIR, -1.0), 5.0);
+    NEAR(hb_model_plogp_os(&p, 5500.0), 12.0);
+    NEAR(hb_model_plogp_or(&p, 1000.0), 4.0);
+    CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 1000.0, 4), 1); /* 1500 < 3000 */
+    CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 500.0, 4), 0);  /* 1500 < 1500 is false */
+    double t = 0.0;
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4, 1000.0, &t), 0);
+    NEAR(t, 95.0); /* 3*15 + 50 */
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 4, 1000.0, &t), 0);
+    NEAR(t, 140.0); /* g(1000) + L + g(2000) + L */
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 1000.0, &t), 0);
+    NEAR(t, 95.0 + 200000.0); /* incast overflows the 1500-byte queue */
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 500.0, &t), 0);
+    NEAR(t, 80.0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_BCAST, HB_COLL_ALG_BINOMIAL, 4, 1000.0, &t), 0);
+    NEAR(t, 130.0);
+    /* allgather flat, n 2, m 1000: gather 15 + 50 (q 1500 >= 1000: no penalty) + bcast of 2000 */
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_ALLGATHER, HB_COLL_ALG_FLAT, 2, 1000.0, &t), 0);
+    NEAR(t, 65.0 + 25.0 + 50.0);
+    /* a per-pattern gap replaces g for that pattern */
+    static const double g_in[] = {10.0, 30.0, 210.0};
+    p.g_pat[HB_MODEL_PAT_MANY_TO_ONE] = g_in;
+    p.flow_control = 1;
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 1000.0, &t), 0);
+    NEAR(t, 3 * 30.0 + 50.0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 4, 1.0, &t),
+                    HIBAR_ERR_INVAL);
+}
+
+static void test_choose(void)
+{
+    hb_model_lanes_t lanes = base();
+    hb_model_params_t pr = {.n0 = 8, .n1 = 8, .lanes = &lanes};
+    hb_model_choice_t c;
+
+    /* two sites with a total WAN cap above one lane: multi-lane at P_opt */
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
+    CU_ASSERT_EQUAL(c.lanes, 4);
+    NEAR(c.predicted_us, 1340.0);
+    NEAR(c.alg_us[HB_COLL_ALG_SINGLE_LANE], 1940.0);
+    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 1880.0);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
+    CU_ASSERT_EQUAL(c.lanes, 4);
+
+    /* no aggregate WAN gain, small messages, start-up per LAN message: single-lane */
+    lanes.B_wan = lanes.b_lane;
+    lanes.lan_startup = 1;
+    pr.n0 = pr.n1 = 2;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 100.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_SINGLE_LANE);
+    CU_ASSERT_EQUAL(c.lanes, 1);
+    NEAR(c.predicted_us, 1031.0); /* 1000 + 20 + 1*(10 + 1) */
+    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 1040.0);
+    NEAR(c.alg_us[HB_COLL_ALG_BINOMIAL], 1041.0);
+    NEAR(c.alg_us[HB_COLL_ALG_MULTI_LANE], 1041.0); /* P 1: 1000 + 20 + 1 + 10 + 10 */
+
+    /* one site, PlogP: flat for a small group (g(0) < L) ... */
+    hb_model_plogp_t lp = plogp();
+    hb_model_params_t one = {.n0 = 4, .n1 = 0, .lanes = &lanes, .plogp = &lp};
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &one, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    CU_ASSERT_EQUAL(c.lanes, 0);
+    NEAR(c.predicted_us, 95.0);
+    CU_ASSERT(c.alg_us[HB_COLL_ALG_SINGLE_LANE] < 0.0);
+    /* ... but PlogP-BR moves gather to the pairwise tree when the incast overflows the queue */
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &one, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    NEAR(c.predicted_us, 140.0);
+    lp.flow_control = 1;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &one, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+
+    /* one site, Hockney, many nodes, small messages: binomial */
+    hb_model_params_t big = {.n0 = 16, .n1 = 0, .lanes = &lanes};
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 0.0, &big, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    NEAR(c.predicted_us, 40.0);
+
+    /* allgather = gather + bcast; every candidate is reported */
+    pr.n0 = pr.n1 = 8;
+    lanes = base();
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_ALLGATHER, 1000.0, &pr, &c), 0);
+    for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
+        CU_ASSERT(c.alg_us[a] > 0.0);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, NULL, &c), HIBAR_ERR_INVAL);
+    pr.lanes = NULL;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, &pr, &c), HIBAR_ERR_INVAL);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 99;
+    CU_pSuite s = CU_add_suite("model", NULL, NULL);
+    if (s == NULL || CU_add_test(s, "hockney, X, Y, b_WAN", test_basics) == NULL ||
+        CU_add_test(s, "measured b_WAN table", test_measured_table) == NULL ||
+        CU_add_test(s, "single-lane", test_single_lane) == NULL ||
+        CU_add_test(s, "multi-lane T(P)", test_multi_lane) == NULL ||
+        CU_add_test(s, "P_opt search", test_popt) == NULL ||
+        CU_add_test(s, "flat and binomial trees", test_tree) == NULL ||
+        CU_add_test(s, "PlogP and PlogP-BR", test_plogp) == NULL ||
+        CU_add_test(s, "chooser", test_choose) == NULL) {
+        CU_cleanup_registry();
+        return 99;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
