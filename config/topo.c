@@ -1,4 +1,6 @@
 /* topo.c: derive the chassis tree (Center/ports, roles, parents, children, depth, L) from a spec. */
+#include "hb_config.h"
+
 #include "topo.h"
 
 #include <stdarg.h>
