@@ -979,7 +979,8 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
     if (root == NULL || cfg_is_null(root))
         rc = 0; /* an empty file: the defaults */
     else if (root->type != YAML_MAPPING_NODE)
-        rc = cfg_yaml_fail(&y, root, "the top level must be a mapping of keys", "");
+        rc = cfg_yaml_fail(&y, root, "the top level must be a mapping of keys, not",
+                           root->type == YAML_SEQUENCE_NODE ? "a list" : cfg_scalar(root));
     else
         rc = cfg_yaml_mapping(&y, root, "");
     if (rc == 0 && cfg_replace_str(&cfg->file, path) != 0)

@@ -1,0 +1,432 @@
+/* hibar_info.c: hibar-info, prints version, dependencies, the configuration and derived topology. */
+#include "hb_config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "hb_log.h"
+#include "hibar.h"
+#include "topo.h"
+
+#define INFO_EXIT_CONFIG 2 /* bad configuration or bad usage */
+
+typedef struct {
+    const char *config;
+    int json;
+    int have_ib, have_sr;
+    double t_ib, t_sr;
+    const char **over;
+    size_t n_over;
+} info_opts_t;
+
+static void info_usage(FILE *f)
+{
+    fprintf(f, "usage: hibar-info [--config FILE] [--json] [--t-ib US --t-sr US] [-o KEY=VALUE ...]\n"
+               "  -c, --config FILE  cluster description (default $HIBAR_CONFIG, else this host "
+               "alone)\n"
+               "  -j, --json         one JSON document instead of text\n"
+               "      --t-ib US      chassis barrier time T_IB (us), for the predictions\n"
+               "      --t-sr US      one send/receive between chassis T_SR (us)\n"
+               "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
+               "  -v, --verbose      more log output (repeat for debug)\n"
+               "  -V, --version      print the version and exit\n"
+               "  -h, --help         this text\n"
+               "Exit status: 0 ok, 2 bad configuration or usage, 1 other errors.\n");
+}
+
+/* ---- JSON output helpers ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s != NULL && *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.17g", v);
+    else
+        fputs("null", f);
+}
+
+/*
+ * HB_DEP_VERSIONS is "libzmq 4.3.4, libevent 2.1.12, ...": print it as a JSON object, or as
+ * text lines.
+ */
+static void info_deps(FILE *f, int json)
+{
+    char buf[512], *save = NULL, *tok;
+    int first = 1;
+
+    snprintf(buf, sizeof(buf), "%s", HB_DEP_VERSIONS);
+    if (json)
+        fputc('{', f);
+    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        char *sp;
+        while (*tok == ' ')
+            tok++;
+        sp = strchr(tok, ' ');
+        if (sp != NULL)
+            *sp++ = '\0';
+        if (json) {
+            fprintf(f, "%s", first ? "" : ", ");
+            json_str(f, tok);
+            fputs(": ", f);
+            json_str(f, sp != NULL ? sp : "");
+        } else {
+            fprintf(f, "  %-10s %s\n", tok, sp != NULL ? sp : "");
+        }
+        first = 0;
+    }
+    if (json)
+        fputc('}', f);
+}
+
+/*
+ * HWBARRIER BACKEND LISTING: the place where hibar-info shows the chassis-barrier backends
+ * found on this host (hwbarrier/hwb.h: hb_hwb_list(), with each backend's availability and
+ * why not). Not wired in this build: the lead links libhbhwb.la into hibar-info and fills this
+ * function. Until then it says so, in text and as "backends": null in JSON.
+ */
+static void info_backends(FILE *f, const hb_cfg_t *cfg, int json)
+{
+    (void)cfg;
+    if (json)
+        fputs("null", f);
+    else
+        fputs("  (backend listing not included in this build of hibar-info)\n", f);
+}
+
+/* ---- text output ---- */
+
+static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const info_opts_t *o)
+{
+    uint32_t c, i, k, s;
+
+    fprintf(f, "hibar-info %s\n", PACKAGE_VERSION);
+    fputs("dependencies (built against):\n", f);
+    info_deps(f, 0);
+    fprintf(f, "config:     %s\n", cfg->file != NULL ? cfg->file : "(none: defaults)");
+    fprintf(f, "cluster:    %s\n", cfg->cluster);
+    fprintf(f, "nodes:      %u in %u chassis, %u site%s\n", cfg->n_nodes, cfg->n_chassis,
+            cfg->n_sites, cfg->n_sites == 1 ? "" : "s");
+    fprintf(f, "protocol:   %s, fanout %u%s\n", hb_cfg_protocol_name(cfg->protocol), cfg->fanout,
+            cfg->fanout == 0 ? " (the paper's shape)" : "-ary");
+    fprintf(f, "hwbarrier:  %s\n", cfg->hwbarrier);
+    fprintf(f, "bootstrap:  %s\n", hb_cfg_bootstrap_name(cfg->bootstrap));
+    fprintf(f, "heartbeat:  every %u ms, peer lost after %u ms; barrier timeout %u ms\n",
+            cfg->heartbeat_interval_ms, cfg->heartbeat_timeout_ms, cfg->barrier_timeout_ms);
+    fprintf(f, "run dir:    %s\n", cfg->run_dir);
+    fprintf(f, "key file:   %s\n", cfg->key_file != NULL ? cfg->key_file : "(generated in run dir)");
+    fprintf(f, "links:      LAN %g Mbit/s %g us; WAN %g Mbit/s per lane, %g Mbit/s total, %g us\n",
+            cfg->links.lan_bw_mbps, cfg->links.lan_lat_us, cfg->links.wan_lane_bw_mbps,
+            cfg->links.wan_total_bw_mbps, cfg->links.wan_lat_us);
+    fprintf(f, "scic:       PCI %04x:%04x, uio %s\n", cfg->scic_vendor, cfg->scic_device,
+            cfg->scic_uio != NULL ? cfg->scic_uio : "(search /sys/class/uio)");
+    fputs("hwbarrier backends:\n", f);
+    info_backends(f, cfg, 0);
+    fputs("sites:\n", f);
+    for (s = 0; s < cfg->n_sites; s++) {
+        uint32_t cnt = 0;
+        for (i = 0; i < cfg->n_nodes; i++)
+            cnt += cfg->nodes[i].site == s;
+        fprintf(f, "  %u %s: %u nodes\n", s, cfg->site_names[s], cnt);
+    }
+    fprintf(f, "topology:   %u chassis, depth %u, L %u\n", t->n_chassis, t->depth, t->L);
+    for (c = 0; c < t->n_chassis; c++) {
+        const hb_topo_chassis_t *ch = &t->chassis[c];
+        fprintf(f, "  chassis %u: %s, depth %u, site %s, Center %s", c, hb_topo_role_name(ch->role),
+                ch->depth, cfg->site_names[ch->site], cfg->nodes[ch->nodes[0]].name);
+        if (ch->parent != HB_TOPO_NONE)
+            fprintf(f, ", parent chassis %u via %s", ch->parent,
+                    cfg->nodes[ch->parent_node].name);
+        fputc('\n', f);
+        for (i = 0; i < ch->n_nodes; i++) {
+            const hb_topo_node_t *nd = &t->nodes[ch->nodes[i]];
+            fprintf(f, "    %-4s %s", i == 0 ? "C" : "port", cfg->nodes[ch->nodes[i]].name);
+            if (nd->n_children > 0) {
+                fputs("  -> chassis", f);
+                for (k = 0; k < nd->n_children; k++)
+                    fprintf(f, " %u (%s)", nd->children[k],
+                            cfg->nodes[hb_topo_center_of(t, nd->children[k])].name);
+            }
+            fputc('\n', f);
+        }
+    }
+    if (o->have_ib && o->have_sr) {
+        fprintf(f, "prediction: T_IB %g us, T_SR %g us, L %u\n", o->t_ib, o->t_sr, t->L);
+        fprintf(f, "  scmd (4 + 3L)·T_IB + 3(L + 1)·T_SR = %.3f us\n",
+                hb_topo_predict_scmd(t, o->t_ib, o->t_sr));
+        fprintf(f, "  tree (2 + 2L)·T_IB + 2(L + 1)·T_SR = %.3f us\n",
+                hb_topo_predict_tree(t, o->t_ib, o->t_sr));
+        if (t->n_chassis <= 1)
+            fputs("  (one chassis: a barrier is one chassis barrier, T_IB)\n", f);
+    }
+}
+
+/* ---- JSON output ---- */
+
+static void json_u32_or_null(FILE *f, uint32_t v)
+{
+    if (v == HB_TOPO_NONE)
+        fputs("null", f);
+    else
+        fprintf(f, "%u", v);
+}
+
+static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const info_opts_t *o)
+{
+    uint32_t c, i, k, s;
+
+    fputs("{\"version\": ", f);
+    json_str(f, PACKAGE_VERSION);
+    fputs(", \"dependencies\": ", f);
+    info_deps(f, 1);
+    fputs(", \"config\": ", f);
+    if (cfg->file != NULL)
+        json_str(f, cfg->file);
+    else
+        fputs("null", f);
+    fputs(", \"cluster\": ", f);
+    json_str(f, cfg->cluster);
+    fputs(", \"protocol\": ", f);
+    json_str(f, hb_cfg_protocol_name(cfg->protocol));
+    fprintf(f, ", \"fanout\": %u, \"hwbarrier\": ", cfg->fanout);
+    json_str(f, cfg->hwbarrier);
+    fputs(", \"bootstrap\": ", f);
+    json_str(f, hb_cfg_bootstrap_name(cfg->bootstrap));
+    fprintf(f, ", \"heartbeat_interval_ms\": %u, \"heartbeat_timeout_ms\": %u",
+            cfg->heartbeat_interval_ms, cfg->heartbeat_timeout_ms);
+    fprintf(f, ", \"barrier_timeout_ms\": %u, \"run_dir\": ", cfg->barrier_timeout_ms);
+    json_str(f, cfg->run_dir);
+    fputs(", \"key_file\": ", f);
+    if (cfg->key_file != NULL)
+        json_str(f, cfg->key_file);
+    else
+        fputs("null", f);
+    fputs(", \"links\": {\"lan\": {\"bandwidth_mbps\": ", f);
+    json_num(f, cfg->links.lan_bw_mbps);
+    fputs(", \"latency_us\": ", f);
+    json_num(f, cfg->links.lan_lat_us);
+    fputs("}, \"wan\": {\"lane_bandwidth_mbps\": ", f);
+    json_num(f, cfg->links.wan_lane_bw_mbps);
+    fputs(", \"total_bandwidth_mbps\": ", f);
+    json_num(f, cfg->links.wan_total_bw_mbps);
+    fputs(", \"latency_us\": ", f);
+    json_num(f, cfg->links.wan_lat_us);
+    fprintf(f, "}}, \"scic\": {\"vendor\": \"0x%04x\", \"device\": \"0x%04x\", \"uio\": ",
+            cfg->scic_vendor, cfg->scic_device);
+    if (cfg->scic_uio != NULL)
+        json_str(f, cfg->scic_uio);
+    else
+        fputs("null", f);
+    fputs("}, \"backends\": ", f);
+    info_backends(f, cfg, 1);
+    fprintf(f, ", \"n_nodes\": %u, \"n_chassis\": %u, \"n_sites\": %u, \"depth\": %u, \"L\": %u",
+            t->n_nodes, t->n_chassis, t->n_sites, t->depth, t->L);
+
+    fputs(", \"sites\": [", f);
+    for (s = 0; s < cfg->n_sites; s++) {
+        int first = 1;
+        fprintf(f, "%s{\"index\": %u, \"name\": ", s ? ", " : "", s);
+        json_str(f, cfg->site_names[s]);
+        fputs(", \"nodes\": [", f);
+        for (i = 0; i < cfg->n_nodes; i++) {
+            if (cfg->nodes[i].site != s)
+                continue;
+            fputs(first ? "" : ", ", f);
+            json_str(f, cfg->nodes[i].name);
+            first = 0;
+        }
+        fputs("]}", f);
+    }
+    fputs("], \"chassis\": [", f);
+    for (c = 0; c < t->n_chassis; c++) {
+        const hb_topo_chassis_t *ch = &t->chassis[c];
+        fprintf(f, "%s{\"index\": %u, \"role\": ", c ? ", " : "", c);
+        json_str(f, hb_topo_role_name(ch->role));
+        fputs(", \"center\": ", f);
+        json_str(f, cfg->nodes[ch->nodes[0]].name);
+        fputs(", \"nodes\": [", f);
+        for (i = 0; i < ch->n_nodes; i++) {
+            fputs(i ? ", " : "", f);
+            json_str(f, cfg->nodes[ch->nodes[i]].name);
+        }
+        fprintf(f, "], \"site\": %u, \"depth\": %u, \"parent\": ", ch->site, ch->depth);
+        json_u32_or_null(f, ch->parent);
+        fputs(", \"parent_node\": ", f);
+        if (ch->parent_node != HB_TOPO_NONE)
+            json_str(f, cfg->nodes[ch->parent_node].name);
+        else
+            fputs("null", f);
+        fputs(", \"children\": [", f);
+        for (k = 0; k < ch->n_children; k++)
+            fprintf(f, "%s%u", k ? ", " : "", ch->children[k]);
+        fputs("]}", f);
+    }
+    fputs("], \"nodes\": [", f);
+    for (i = 0; i < t->n_nodes; i++) {
+        const hb_topo_node_t *nd = &t->nodes[i];
+        const hb_cfg_node_t *cn = &cfg->nodes[i];
+        fprintf(f, "%s{\"id\": %u, \"name\": ", i ? ", " : "", i);
+        json_str(f, cn->name);
+        fputs(", \"address\": ", f);
+        json_str(f, cn->address);
+        fprintf(f, ", \"port\": %u, \"site\": %u, \"chassis\": %u, \"port_index\": %u, "
+                   "\"center\": %s, \"parent\": ",
+                cn->port, nd->site, nd->chassis, nd->port, nd->port == 0 ? "true" : "false");
+        if (nd->parent != HB_TOPO_NONE)
+            json_str(f, cfg->nodes[nd->parent].name);
+        else
+            fputs("null", f);
+        fputs(", \"children\": [", f);
+        for (k = 0; k < nd->n_children; k++)
+            fprintf(f, "%s%u", k ? ", " : "", nd->children[k]);
+        fputs("]}", f);
+    }
+    fputc(']', f);
+    if (o->have_ib && o->have_sr) {
+        fputs(", \"predictions\": {\"t_ib_us\": ", f);
+        json_num(f, o->t_ib);
+        fputs(", \"t_sr_us\": ", f);
+        json_num(f, o->t_sr);
+        fputs(", \"scmd_us\": ", f);
+        json_num(f, hb_topo_predict_scmd(t, o->t_ib, o->t_sr));
+        fputs(", \"tree_us\": ", f);
+        json_num(f, hb_topo_predict_tree(t, o->t_ib, o->t_sr));
+        fputc('}', f);
+    }
+    fputs("}\n", f);
+}
+
+/* ---- main ---- */
+
+static int info_parse_us(const char *opt, const char *s, double *v)
+{
+    char *end;
+    double d = strtod(s, &end);
+
+    if (end == s || *end != '\0' || !isfinite(d) || d < 0) {
+        fprintf(stderr, "hibar-info: %s: expected a non-negative number of microseconds '%s'\n",
+                opt, s);
+        return -1;
+    }
+    *v = d;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"t-ib", required_argument, NULL, 'I'},   {"t-sr", required_argument, NULL, 'S'},
+        {"verbose", no_argument, NULL, 'v'},      {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    info_opts_t o = {0};
+    hb_cfg_t *cfg = NULL;
+    hb_topo_t *topo = NULL;
+    hb_topo_spec_t spec;
+    char err[HB_CFG_ERRLEN] = "";
+    int ch, verbose = 0, rc;
+
+    hb_log_init_from_env();
+    hb_log_set_ident("hibar-info");
+    o.over = calloc((size_t)argc, sizeof(*o.over));
+    if (o.over == NULL) {
+        fprintf(stderr, "hibar-info: out of memory\n");
+        return 1;
+    }
+    while ((ch = getopt_long(argc, argv, "c:jo:vVh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            o.config = optarg;
+            break;
+        case 'j':
+            o.json = 1;
+            break;
+        case 'o':
+            o.over[o.n_over++] = optarg;
+            break;
+        case 'I':
+            if (info_parse_us("--t-ib", optarg, &o.t_ib) != 0)
+                goto out_usage;
+            o.have_ib = 1;
+            break;
+        case 'S':
+            if (info_parse_us("--t-sr", optarg, &o.t_sr) != 0)
+                goto out_usage;
+            o.have_sr = 1;
+            break;
+        case 'v':
+            verbose++;
+            break;
+        case 'V':
+            printf("hibar-info %s\n", PACKAGE_VERSION);
+            free(o.over);
+            return 0;
+        case 'h':
+            info_usage(stdout);
+            free(o.over);
+            return 0;
+        default:
+            info_usage(stderr);
+            goto out_usage;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "hibar-info: unexpected argument '%s'\n", argv[optind]);
+        goto out_usage;
+    }
+    if (o.have_ib != o.have_sr) {
+        fprintf(stderr, "hibar-info: --t-ib and --t-sr go together\n");
+        goto out_usage;
+    }
+    if (verbose > 0)
+        hb_log_set_level(verbose > 1 ? HB_LOG_DEBUG : HB_LOG_INFO);
+
+    rc = hb_cfg_load(o.config, o.over, o.n_over, &cfg, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "hibar-info: %s\n", err[0] != '\0' ? err : hibar_strerror(rc));
+        free(o.over);
+        return rc == HIBAR_ERR_CONFIG || rc == HIBAR_ERR_IO ? INFO_EXIT_CONFIG : 1;
+    }
+    rc = hb_cfg_topo_spec(cfg, &spec);
+    if (rc == 0)
+        rc = hb_topo_build(&spec, &topo, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "hibar-info: topology: %s\n", err[0] != '\0' ? err : hibar_strerror(rc));
+        hb_cfg_free(cfg);
+        free(o.over);
+        return rc == HIBAR_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;
+    }
+    if (o.json)
+        info_json(stdout, cfg, topo, &o);
+    else
+        info_text(stdout, cfg, topo, &o);
+    hb_topo_free(topo);
+    hb_cfg_free(cfg);
+    free(o.over);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        hb_log_error("writing the output failed: %m");
+        return 1;
+    }
+    return 0;
+
+out_usage:
+    free(o.over);
+    return INFO_EXIT_CONFIG;
+}
