@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -952,7 +953,16 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
     if (cfg == NULL || path == NULL)
         return HIBAR_ERR_INVAL;
     f = fopen(path, "r");
-    if (f == NULL) {
+    if (f != NULL) {
+        struct stat st;
+        if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+            fclose(f);
+            if (err != NULL && errlen > 0)
+                snprintf(err, errlen, "%s:0:0: cannot read file (not a regular file) '%s'", path,
+                         path);
+            return HIBAR_ERR_IO;
+        }
+    } else {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%s:0:0: cannot read file (%s) '%s'", path, strerror(errno),
                      path);

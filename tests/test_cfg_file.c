@@ -245,7 +245,13 @@ static void test_bad_files(void)
         {"bad-node-no-chassis.yaml", ":3:3: ", "node in no chassis 'n3'", HIBAR_ERR_CONFIG},
         {"bad-negative.yaml", ":4:17: ", "'-4'", HIBAR_ERR_CONFIG},
         {"bad-top-list.yaml", ":1:1: ", "top level", HIBAR_ERR_CONFIG},
+        {"bad-group-scalar.yaml", ":2:12: ", "expected a mapping, got '5'", HIBAR_ERR_CONFIG},
+        {"bad-node-key.yaml", ":3:5: ", "unknown key 'adress'", HIBAR_ERR_CONFIG},
+        {"bad-port-overflow.yaml", ":2:11: ", "past 65535 for node 'a6'", HIBAR_ERR_CONFIG},
+        {"bad-site-no-name.yaml", ":3:5: ", "site without a name 'name'", HIBAR_ERR_CONFIG},
+        {"bad-node-no-site.yaml", ":2:1: ", "node in no site 'n5'", HIBAR_ERR_CONFIG},
         {"does-not-exist.yaml", ":0:0: ", "cannot read file", HIBAR_ERR_IO},
+        {"", ":0:0: ", "not a regular file", HIBAR_ERR_IO},
     };
     size_t i;
 
