@@ -346,6 +346,13 @@ static int hier_on_arrive(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *a
 
     if (ev->job != h->cfg.job || ev->epoch != h->cfg.epoch || ev->coll_id != h->next)
         return HIBAR_ERR_INVAL;
+    if (h->broken) {
+        /* fails at once and holds no sync number: nothing of it reaches the hwbarrier */
+        hier_coll_t tmp = {.id = ev->coll_id};
+        h->next++;
+        hier_fail(h, &tmp, h->broken, acts, n);
+        return 0;
+    }
     if (ev->coll_id - hier_low(h) >= h->cfg.n_sync)
         return HIBAR_ERR_BUSY;
     c = hier_find(h, ev->coll_id);
@@ -355,10 +362,6 @@ static int hier_on_arrive(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *a
         return HIBAR_ERR_INTERNAL; /* the window arithmetic says this cannot happen */
     h->next++;
     c->arrived = 1;
-    if (h->broken) {
-        hier_fail(h, c, h->broken, acts, n);
-        return 0;
-    }
     hier_advance(h, c, acts, n);
     return 0;
 }

@@ -8,11 +8,17 @@
 #include "hb_log.h"
 #include "hibar.h"
 
+/* Where a causal chain stands: chassis barriers and sends on it, and its modeled time. */
+typedef struct local_clock {
+    uint32_t n_ib, n_sr;
+    double t;
+} local_clock_t;
+
 /* A message or barrier completion on its way to a node. */
 typedef struct local_item {
     uint32_t to;
     hb_hier_ev_t ev;
-    uint32_t n_ib, n_sr;
+    local_clock_t clk; /* when it reaches the node */
 } local_item_t;
 
 /* One round of one chassis barrier sync number. */
@@ -20,14 +26,14 @@ typedef struct local_round {
     int active;
     uint64_t coll_id;
     uint32_t phase, mask, reach;
-    uint32_t n_ib, n_sr; /* largest stamp among the arrivals */
+    local_clock_t clk; /* latest arrival */
 } local_round_t;
 
 /* Causal stamp of one collective on one node. */
 typedef struct local_stamp {
     int used;
     uint64_t coll_id;
-    uint32_t n_ib, n_sr;
+    local_clock_t clk;
 } local_stamp_t;
 
 struct hb_hier_local {
@@ -45,7 +51,8 @@ struct hb_hier_local {
     hb_hier_act_t *acts;
     size_t max_acts;
     uint64_t rng;
-    int oom; /* a trace record or queue item could not be stored */
+    double t_ib, t_sr; /* modeled cost of a chassis barrier and of a send */
+    int oom;           /* a trace record or queue item could not be stored */
     hb_hier_local_stats_t stats;
 };
 
@@ -82,6 +89,8 @@ int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hie
     l->topo = topo;
     l->cfg = *cfg;
     l->rng = 0x9e3779b97f4a7c15ull;
+    l->t_ib = 1.0;
+    l->t_sr = 1.0;
     l->n_stamps = (size_t)2 * cfg->n_sync;
     l->eng = calloc(topo->n_nodes, sizeof(*l->eng));
     l->dead = calloc(topo->n_nodes, 1);
@@ -157,10 +166,25 @@ static local_stamp_t *local_stamp(hb_hier_local_t *l, uint32_t node, uint64_t co
     if (!s->used || s->coll_id != coll_id) {
         s->used = 1;
         s->coll_id = coll_id;
-        s->n_ib = 0;
-        s->n_sr = 0;
+        memset(&s->clk, 0, sizeof(s->clk));
     }
     return s;
+}
+
+static void local_clock_max(local_clock_t *dst, const local_clock_t *src)
+{
+    if (src->n_ib > dst->n_ib)
+        dst->n_ib = src->n_ib;
+    if (src->n_sr > dst->n_sr)
+        dst->n_sr = src->n_sr;
+    if (src->t > dst->t)
+        dst->t = src->t;
+}
+
+void hb_hier_local_costs(hb_hier_local_t *l, double t_ib, double t_sr)
+{
+    l->t_ib = t_ib;
+    l->t_sr = t_sr;
 }
 
 static hb_hier_rec_t *local_rec(hb_hier_local_t *l, hb_hier_rec_kind_t kind, uint32_t node,
@@ -178,14 +202,15 @@ static hb_hier_rec_t *local_rec(hb_hier_local_t *l, hb_hier_rec_kind_t kind, uin
     r->node = node;
     r->coll_id = coll_id;
     if (st != NULL) {
-        r->n_ib = st->n_ib;
-        r->n_sr = st->n_sr;
+        r->n_ib = st->clk.n_ib;
+        r->n_sr = st->clk.n_sr;
+        r->t = st->clk.t;
     }
     return r;
 }
 
-static int local_push(hb_hier_local_t *l, uint32_t to, const hb_hier_ev_t *ev, uint32_t n_ib,
-                      uint32_t n_sr)
+static int local_push(hb_hier_local_t *l, uint32_t to, const hb_hier_ev_t *ev,
+                      const local_clock_t *clk)
 {
     local_item_t *it;
 
@@ -198,8 +223,7 @@ static int local_push(hb_hier_local_t *l, uint32_t to, const hb_hier_ev_t *ev, u
     it = &l->items[l->n_items++];
     it->to = to;
     it->ev = *ev;
-    it->n_ib = n_ib;
-    it->n_sr = n_sr;
+    it->clk = *clk;
     return 0;
 }
 
@@ -211,6 +235,7 @@ static int local_hwb_arrive(hb_hier_local_t *l, uint32_t node, const hb_hier_act
     const hb_topo_chassis_t *tc = &l->topo->chassis[tn->chassis];
     local_round_t *r;
     uint32_t idx = a->sync_no - l->cfg.sync_base, bit = 1u << tn->port, p;
+    local_clock_t done;
     hb_hier_ev_t ev;
     int rc;
 
@@ -230,13 +255,13 @@ static int local_hwb_arrive(hb_hier_local_t *l, uint32_t node, const hb_hier_act
         l->stats.hwb_mismatch++;
     }
     r->reach |= bit;
-    if (st->n_ib > r->n_ib)
-        r->n_ib = st->n_ib;
-    if (st->n_sr > r->n_sr)
-        r->n_sr = st->n_sr;
+    local_clock_max(&r->clk, &st->clk);
     if ((r->reach & r->mask) != r->mask)
         return 0;
     l->stats.hwb_rounds++;
+    done = r->clk;
+    done.n_ib++;
+    done.t += l->t_ib;
     memset(&ev, 0, sizeof(ev));
     ev.kind = HB_HIER_EV_HWB_DONE;
     ev.coll_id = r->coll_id;
@@ -245,18 +270,19 @@ static int local_hwb_arrive(hb_hier_local_t *l, uint32_t node, const hb_hier_act
     for (p = 0; p < tc->n_nodes && p < 32; p++) {
         if (!(r->mask & (1u << p)))
             continue;
-        rc = local_push(l, tc->nodes[p], &ev, r->n_ib + 1, r->n_sr);
+        rc = local_push(l, tc->nodes[p], &ev, &done);
         if (rc != 0)
             return rc;
     }
     return 0;
 }
 
-/* Step node with ev (stamped n_ib/n_sr) and carry out what it asks for. */
+/* Step node with ev (reaching it at clk) and carry out what it asks for. */
 static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev, int injected,
-                      uint32_t n_ib, uint32_t n_sr)
+                      const local_clock_t *clk)
 {
     local_stamp_t *st = NULL;
+    local_clock_t sent;
     hb_hier_rec_t *r;
     hb_hier_ev_t out;
     size_t n, i;
@@ -278,10 +304,7 @@ static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev,
     }
     if (ev->kind != HB_HIER_EV_PEER_LOST) {
         st = local_stamp(l, node, ev->coll_id);
-        if (n_ib > st->n_ib)
-            st->n_ib = n_ib;
-        if (n_sr > st->n_sr)
-            st->n_sr = n_sr;
+        local_clock_max(&st->clk, clk);
         if (ev->kind == HB_HIER_EV_ARRIVE)
             local_rec(l, HB_HIER_REC_ARRIVE, node, ev->coll_id, st);
         else if (ev->kind == HB_HIER_EV_HWB_DONE &&
@@ -312,8 +335,10 @@ static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev,
             out.epoch = a->epoch;
             out.from = node;
             out.msg = a->msg;
-            rc2 = a->to < l->topo->n_nodes ? local_push(l, a->to, &out, ast->n_ib, ast->n_sr + 1)
-                                           : HIBAR_ERR_INTERNAL;
+            sent = ast->clk;
+            sent.n_sr++;
+            sent.t += l->t_sr;
+            rc2 = a->to < l->topo->n_nodes ? local_push(l, a->to, &out, &sent) : HIBAR_ERR_INTERNAL;
             break;
         case HB_HIER_ACT_HWB_ARRIVE:
             r = local_rec(l, HB_HIER_REC_HWB_ARRIVE, node, a->coll_id, ast);
@@ -348,16 +373,28 @@ static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev,
     return rc;
 }
 
-int hb_hier_local_inject(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev)
+int hb_hier_local_inject_at(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev, double t)
 {
+    local_clock_t clk = {0, 0, t};
+
     if (l == NULL || ev == NULL || node >= l->topo->n_nodes)
         return HIBAR_ERR_INVAL;
     if (l->dead[node])
         return HIBAR_ERR_UNAVAIL;
-    return local_step(l, node, ev, 1, 0, 0);
+    return local_step(l, node, ev, 1, &clk);
+}
+
+int hb_hier_local_inject(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev)
+{
+    return hb_hier_local_inject_at(l, node, ev, 0.0);
 }
 
 int hb_hier_local_arrive(hb_hier_local_t *l, uint32_t node, uint64_t coll_id)
+{
+    return hb_hier_local_arrive_at(l, node, coll_id, 0.0);
+}
+
+int hb_hier_local_arrive_at(hb_hier_local_t *l, uint32_t node, uint64_t coll_id, double t)
 {
     hb_hier_ev_t ev;
 
@@ -366,7 +403,7 @@ int hb_hier_local_arrive(hb_hier_local_t *l, uint32_t node, uint64_t coll_id)
     ev.job = l->cfg.job;
     ev.epoch = l->cfg.epoch;
     ev.coll_id = coll_id;
-    return hb_hier_local_inject(l, node, &ev);
+    return hb_hier_local_inject_at(l, node, &ev, t);
 }
 
 size_t hb_hier_local_pending(const hb_hier_local_t *l)
@@ -399,7 +436,7 @@ int hb_hier_local_deliver(hb_hier_local_t *l, size_t i)
         l->stats.dead_drops++;
         return 0;
     }
-    return local_step(l, it.to, &it.ev, 0, it.n_ib, it.n_sr);
+    return local_step(l, it.to, &it.ev, 0, &it.clk);
 }
 
 size_t hb_hier_local_run(hb_hier_local_t *l, hb_hier_local_order_t order, size_t max)
@@ -447,9 +484,10 @@ void hb_hier_local_stats(const hb_hier_local_t *l, hb_hier_local_stats_t *stats_
 }
 
 int hb_hier_local_critical(const hb_hier_local_t *l, uint64_t coll_id, uint32_t *n_ib_p,
-                           uint32_t *n_sr_p)
+                           uint32_t *n_sr_p, double *t_p)
 {
     uint32_t ib = 0, sr = 0;
+    double t = 0.0;
     size_t i;
     int found = 0;
 
@@ -462,10 +500,16 @@ int hb_hier_local_critical(const hb_hier_local_t *l, uint64_t coll_id, uint32_t 
             ib = r->n_ib;
         if (r->n_sr > sr)
             sr = r->n_sr;
+        if (r->t > t)
+            t = r->t;
     }
     if (!found)
         return HIBAR_ERR_NOT_FOUND;
-    *n_ib_p = ib;
-    *n_sr_p = sr;
+    if (n_ib_p != NULL)
+        *n_ib_p = ib;
+    if (n_sr_p != NULL)
+        *n_sr_p = sr;
+    if (t_p != NULL)
+        *t_p = t;
     return 0;
 }

@@ -19,8 +19,13 @@
  *
  * Every step is recorded in a trace (arrivals, sends, chassis arrivals and completions,
  * COMPLETE, FAIL, refused events), each record stamped with the number of chassis barriers
- * and sends on the longest causal chain leading to it (every ARRIVE counts as time zero), so
- * the critical path of a barrier is the largest stamp of its COMPLETE records.
+ * and sends on the longest causal chain leading to it (an ARRIVE starts a chain), so the
+ * critical path of a barrier is the largest stamp of its COMPLETE records. Each record also
+ * carries a modeled time: the chain's start (the ARRIVE's time, 0 unless given) plus t_ib per
+ * chassis barrier and t_sr per send, maximized over chains (hb_hier_local_costs). Since the
+ * protocols send the same messages whatever the delivery order, this max-plus time is what a
+ * discrete-event run with those fixed latencies and zero processing time would give, for any
+ * delivery order.
  *
  * The topology must outlive the driver. Not thread-safe.
  */
@@ -52,6 +57,7 @@ typedef struct hb_hier_rec {
     uint32_t phase;      /* HWB_ARRIVE */
     int status;          /* FAIL, REFUSED */
     uint32_t n_ib, n_sr; /* chassis barriers and sends on the longest chain leading here */
+    double t;            /* modeled time (see above) */
     const char *step;    /* protocol step of an action, else NULL */
 } hb_hier_rec_t;
 
@@ -72,12 +78,16 @@ int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hie
 void hb_hier_local_destroy(hb_hier_local_t *l);
 hb_hier_t *hb_hier_local_engine(hb_hier_local_t *l, uint32_t node);
 void hb_hier_local_seed(hb_hier_local_t *l, uint64_t seed);
+/* Modeled cost of one chassis barrier and one send (default 1 and 1). */
+void hb_hier_local_costs(hb_hier_local_t *l, double t_ib, double t_sr);
 
 /* Feed ev to node at once and execute the actions. Returns hb_hier_step's status (a refused
  * event is also recorded). INVAL if node is out of range, UNAVAIL if it was killed. */
 int hb_hier_local_inject(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev);
-/* The local ARRIVE of coll_id at node (job and epoch of the cfg). */
+int hb_hier_local_inject_at(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev, double t);
+/* The local ARRIVE of coll_id at node (job and epoch of the cfg), at modeled time 0 or t. */
 int hb_hier_local_arrive(hb_hier_local_t *l, uint32_t node, uint64_t coll_id);
+int hb_hier_local_arrive_at(hb_hier_local_t *l, uint32_t node, uint64_t coll_id, double t);
 
 /* Pending items, oldest first: what item i is (an event for node *to_p). */
 size_t hb_hier_local_pending(const hb_hier_local_t *l);
@@ -93,8 +103,9 @@ void hb_hier_local_kill(hb_hier_local_t *l, uint32_t node);
 
 const hb_hier_rec_t *hb_hier_local_trace(const hb_hier_local_t *l, size_t *n_p);
 void hb_hier_local_stats(const hb_hier_local_t *l, hb_hier_local_stats_t *stats_p);
-/* Largest (n_ib, n_sr) stamps over the COMPLETE records of coll_id; NOT_FOUND if none. */
+/* Largest (n_ib, n_sr) stamps and modeled time over the COMPLETE records of coll_id (each
+ * out-parameter may be NULL); NOT_FOUND if none. */
 int hb_hier_local_critical(const hb_hier_local_t *l, uint64_t coll_id, uint32_t *n_ib_p,
-                           uint32_t *n_sr_p);
+                           uint32_t *n_sr_p, double *t_p);
 
 #endif

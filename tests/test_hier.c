@@ -133,6 +133,7 @@ static void check_ok(hb_hier_local_t *l, const hb_topo_t *t, hb_hier_proto_t p, 
     uint32_t *arr = calloc(n, sizeof(uint32_t));
     hb_hier_local_stats_t st;
     uint32_t ib, sr, fib, fsr;
+    double tm;
     uint64_t k;
     int bad_order = 0, fails = 0;
 
@@ -163,9 +164,11 @@ static void check_ok(hb_hier_local_t *l, const hb_topo_t *t, hb_hier_proto_t p, 
         }
     formula(t, p, &fib, &fsr);
     for (k = 0; k < n; k++) {
-        CU_ASSERT_EQUAL_FATAL(hb_hier_local_critical(l, first + k, &ib, &sr), 0);
+        CU_ASSERT_EQUAL_FATAL(hb_hier_local_critical(l, first + k, &ib, &sr, &tm), 0);
         CU_ASSERT_EQUAL(ib, fib);
         CU_ASSERT_EQUAL(sr, fsr);
+        /* every ARRIVE at time 0, T_IB 3, T_SR 100: the prediction exactly */
+        CU_ASSERT_DOUBLE_EQUAL(tm, hb_hier_predict(t, p, 3.0, 100.0), 1e-9);
     }
     CU_ASSERT_EQUAL(hb_hier_cost(t, p, &ib, &sr), 0);
     CU_ASSERT_EQUAL(ib, fib);
@@ -187,6 +190,8 @@ static hb_hier_local_t *mk_local(const hb_topo_t *t, hb_hier_proto_t p, uint32_t
     if (n_sync)
         cfg.n_sync = n_sync;
     CU_ASSERT_EQUAL(hb_hier_local_create(t, &cfg, &l), 0);
+    if (l != NULL)
+        hb_hier_local_costs(l, 3.0, 100.0);
     return l;
 }
 
@@ -394,6 +399,103 @@ static void test_early(void)
     hb_topo_free(t);
 }
 
+/* Modeled time: one node arriving at t = 1000 holds everyone until then. */
+static void test_late_time(void)
+{
+    hb_topo_t *t = mk_topo(10, 3, 0);
+    const hb_hier_rec_t *tr;
+    size_t nt, i;
+    uint32_t nd;
+    double tm;
+    int p;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    for (p = HB_HIER_SCMD; p <= HB_HIER_TREE; p++) {
+        hb_hier_local_t *l = mk_local(t, (hb_hier_proto_t)p, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        for (nd = 0; nd < t->n_nodes; nd++)
+            CU_ASSERT_EQUAL(hb_hier_local_arrive_at(l, nd, 0, nd == 29 ? 1000.0 : 0.0), 0);
+        hb_hier_local_run(l, HB_HIER_LOCAL_RANDOM, 1000000);
+        tr = hb_hier_local_trace(l, &nt);
+        for (i = 0; i < nt; i++)
+            if (tr[i].kind == HB_HIER_REC_COMPLETE)
+                CU_ASSERT(tr[i].t > 1000.0);
+        CU_ASSERT_EQUAL(hb_hier_local_critical(l, 0, NULL, NULL, &tm), 0);
+        CU_ASSERT(tm > 1000.0 && tm <= 1000.0 + hb_hier_predict(t, (hb_hier_proto_t)p, 3, 100));
+        hb_hier_local_destroy(l);
+    }
+    hb_topo_free(t);
+}
+
+/* Every message duplicated (the copy overtakes the original), then every message replayed
+ * after the end: all extra copies are refused, the barriers complete once. */
+static void test_duplicates(void)
+{
+    hb_topo_t *t = mk_topo(10, 3, 2);
+    int p;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    for (p = HB_HIER_SCMD; p <= HB_HIER_TREE; p++) {
+        hb_hier_local_t *l = mk_local(t, (hb_hier_proto_t)p, 0);
+        hb_hier_local_stats_t st;
+        const hb_hier_rec_t *tr;
+        uint64_t dups = 0, replays = 0, refused;
+        size_t nt, i;
+        uint32_t nd, c;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        for (nd = 0; nd < t->n_nodes; nd++)
+            for (c = 0; c < 3; c++)
+                CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, c), 0);
+        rng_state = 5 + p;
+        while (hb_hier_local_pending(l) > 0) {
+            size_t k = (size_t)(rnd() % hb_hier_local_pending(l));
+            hb_hier_ev_t ev;
+            uint32_t to;
+            CU_ASSERT_EQUAL(hb_hier_local_peek(l, k, &ev, &to), 0);
+            if (ev.kind == HB_HIER_EV_MSG) {
+                CU_ASSERT_EQUAL(hb_hier_local_inject(l, to, &ev), 0);
+                dups++;
+            }
+            CU_ASSERT_EQUAL(hb_hier_local_deliver(l, k),
+                            ev.kind == HB_HIER_EV_MSG ? HIBAR_ERR_PROTO : 0);
+        }
+        hb_hier_local_stats(l, &st);
+        CU_ASSERT(dups > 50);
+        CU_ASSERT_EQUAL(st.refused, dups);
+        CU_ASSERT_EQUAL(st.hwb_mismatch, 0);
+        /* replay every message of the run: stale now */
+        tr = hb_hier_local_trace(l, &nt);
+        for (i = 0; i < nt; i++) {
+            hb_hier_ev_t ev;
+            if (tr[i].kind != HB_HIER_REC_SEND)
+                continue;
+            memset(&ev, 0, sizeof(ev));
+            ev.kind = HB_HIER_EV_MSG;
+            ev.job = 7;
+            ev.epoch = 3;
+            ev.coll_id = tr[i].coll_id;
+            ev.from = tr[i].node;
+            ev.msg = tr[i].msg;
+            CU_ASSERT_EQUAL(hb_hier_local_inject(l, tr[i].peer, &ev), HIBAR_ERR_PROTO);
+            replays++;
+            tr = hb_hier_local_trace(l, &nt); /* the refusal was recorded: may have moved */
+        }
+        hb_hier_local_stats(l, &st);
+        CU_ASSERT_EQUAL(st.inject_refused, replays);
+        refused = 0;
+        for (nd = 0; nd < t->n_nodes; nd++) {
+            hb_hier_stats_t hs;
+            hb_hier_stats(hb_hier_local_engine(l, nd), &hs);
+            CU_ASSERT_EQUAL(hs.completed, 3);
+            refused += hs.drop_dup + hs.drop_stale;
+        }
+        CU_ASSERT_EQUAL(refused, dups + replays);
+        hb_hier_local_destroy(l);
+    }
+    hb_topo_free(t);
+}
+
 /* ---- window ------------------------------------------------------------------------------ */
 
 static void test_window(void)
@@ -548,11 +650,13 @@ static void test_peer_lost(void)
                 CU_ASSERT_EQUAL(d, 0);
                 CU_ASSERT_EQUAL(f, 1);
                 CU_ASSERT_EQUAL(s, HIBAR_ERR_PEER_LOST);
-                /* a new collective fails at once */
-                CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 3), 0);
-                results(l, nd, 3, &d, &f, &s);
-                CU_ASSERT_EQUAL(f, 1);
-                CU_ASSERT_EQUAL(s, HIBAR_ERR_PEER_LOST);
+                /* new collectives fail at once, and never run out of window */
+                for (c = 3; c < 20; c++) {
+                    CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, c), 0);
+                    results(l, nd, c, &d, &f, &s);
+                    CU_ASSERT_EQUAL(f, 1);
+                    CU_ASSERT_EQUAL(s, HIBAR_ERR_PEER_LOST);
+                }
             }
             hb_hier_local_destroy(l);
         }
@@ -853,6 +957,8 @@ int main(void)
         !CU_add_test(s, "the last arrival holds everyone", test_last_holds) ||
         !CU_add_test(s, "early messages", test_early) ||
         !CU_add_test(s, "window of collectives in flight", test_window) ||
+        !CU_add_test(s, "modeled time: a late node holds everyone", test_late_time) ||
+        !CU_add_test(s, "duplicated and replayed messages", test_duplicates) ||
         !CU_add_test(s, "timeout fails that collective only", test_timeout) ||
         !CU_add_test(s, "peer lost", test_peer_lost) ||
         !CU_add_test(s, "hwbarrier error", test_hwb_error) ||
