@@ -50,7 +50,17 @@ typedef struct {
 
 /* ---- the key table ---- */
 
-typedef enum { K_STR, K_OPTSTR, K_NAME, K_UINT, K_U16, K_DOUBLE, K_ENUM, K_HWB, K_SPECIAL } cfg_kind_t;
+typedef enum {
+    K_STR,
+    K_OPTSTR,
+    K_NAME,
+    K_UINT,
+    K_U16,
+    K_DOUBLE,
+    K_ENUM,
+    K_HWB,
+    K_SPECIAL
+} cfg_kind_t;
 
 static const char *const proto_names[] = {"tree", "scmd", NULL};
 static const char *const boot_names[] = {"local", "static", "pmix", "env", NULL};
@@ -64,7 +74,8 @@ typedef struct {
     const char *const *names;
 } cfg_key_t;
 
-_Static_assert(sizeof(hb_cfg_protocol_t) == sizeof(int) && sizeof(hb_cfg_bootstrap_t) == sizeof(int),
+_Static_assert(sizeof(hb_cfg_protocol_t) == sizeof(int) &&
+                   sizeof(hb_cfg_bootstrap_t) == sizeof(int),
                "K_ENUM keys are stored as int");
 #define OFF(f) offsetof(hb_cfg_t, f)
 static const cfg_key_t cfg_keys[] = {
@@ -818,9 +829,8 @@ static int cfg_yaml_chassis(cfg_yaml_t *y, const yaml_node_t *key, const yaml_no
     if (v->type == YAML_SCALAR_NODE && !cfg_is_null(v)) {
         uint64_t size;
         if (cfg_parse_u64(cfg_scalar(v), UINT32_MAX, &size) != 0 || size == 0)
-            return cfg_yaml_fail(y, v,
-                                 "wrong type for chassis: expected a size >= 1 or a list, got",
-                                 cfg_scalar(v));
+            return cfg_yaml_fail(
+                y, v, "wrong type for chassis: expected a size >= 1 or a list, got", cfg_scalar(v));
         return cfg_take_chassis(y->cfg->priv, (uint32_t)size, NULL, 0, m);
     }
     if (v->type != YAML_SEQUENCE_NODE)
@@ -1248,8 +1258,8 @@ static int cfg_fin_chassis(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t 
                            cfg->chassis_start, "node in two chassis", err, errlen);
         for (i = 0; rc == 0 && i < n; i++)
             if (owner[i] == HB_TOPO_NONE)
-                rc = cfg_fail(err, errlen, p->chassis_src, "node in no chassis",
-                              cfg->nodes[i].name);
+                rc =
+                    cfg_fail(err, errlen, p->chassis_src, "node in no chassis", cfg->nodes[i].name);
         cfg->n_chassis = (uint32_t)p->n_chassis;
     } else if (p->chassis_size > 0) {
         /* A size applied in node order. */

@@ -1,4 +1,5 @@
-/* cfg.h: the parsed cluster configuration (YAML file, defaults, HIBAR_<NAME> env, flag overrides). */
+/* cfg.h: the parsed cluster configuration (YAML file, defaults, HIBAR_<NAME> env, flag overrides).
+ */
 #ifndef HB_CFG_H
 #define HB_CFG_H
 
@@ -41,10 +42,10 @@ typedef enum {
 
 /* One node (daemon) of the cluster. Node ids are indices into hb_cfg_t.nodes. */
 typedef struct hb_cfg_node {
-    char *name;      /* host name, unique */
-    char *address;   /* address the daemon binds / is reached at; default 127.0.0.1 */
-    uint16_t port;   /* TCP port; 0 = chosen by the system (bootstrap local) */
-    uint32_t site;   /* site index */
+    char *name;       /* host name, unique */
+    char *address;    /* address the daemon binds / is reached at; default 127.0.0.1 */
+    uint16_t port;    /* TCP port; 0 = chosen by the system (bootstrap local) */
+    uint32_t site;    /* site index */
     uint32_t chassis; /* chassis index; chassis_nodes[chassis_start[c]] is its Center */
 } hb_cfg_node_t;
 
@@ -71,16 +72,16 @@ typedef struct hb_cfg {
     char **site_names; /* [n_sites] */
     uint32_t *site_of; /* [n_nodes] site of each node (= nodes[i].site), for hb_topo_spec_t */
 
-    uint16_t port;                 /* base port (node i gets port + i) unless set per node */
-    char *hwbarrier;               /* "auto" (default), "shm", "scic" */
-    hb_cfg_protocol_t protocol;    /* default scmd */
-    uint32_t fanout;               /* 0 (default): the paper's shape; k: k-ary tree */
-    hb_cfg_bootstrap_t bootstrap;  /* default local */
+    uint16_t port;                  /* base port (node i gets port + i) unless set per node */
+    char *hwbarrier;                /* "auto" (default), "shm", "scic" */
+    hb_cfg_protocol_t protocol;     /* default scmd */
+    uint32_t fanout;                /* 0 (default): the paper's shape; k: k-ary tree */
+    hb_cfg_bootstrap_t bootstrap;   /* default local */
     uint32_t heartbeat_interval_ms; /* default 500 */
     uint32_t heartbeat_timeout_ms;  /* default 2000 */
     uint32_t barrier_timeout_ms;    /* default 30000; 0 = none */
-    char *key_file;                /* CurveZMQ key pair file, or NULL: generated in run_dir */
-    char *run_dir;                 /* default /tmp/hibar-<uid>-<cluster> */
+    char *key_file;                 /* CurveZMQ key pair file, or NULL: generated in run_dir */
+    char *run_dir;                  /* default /tmp/hibar-<uid>-<cluster> */
     hb_cfg_links_t links;
     uint16_t scic_vendor, scic_device; /* PCI ids of the SCIC board */
     char *scic_uio;                    /* /dev/uioN override, or NULL: search /sys/class/uio */

@@ -1,4 +1,5 @@
-/* topo.c: derive the chassis tree (Center/ports, roles, parents, children, depth, L) from a spec. */
+/* topo.c: derive the chassis tree (Center/ports, roles, parents, children, depth, L) from a spec.
+ */
 #include "hb_config.h"
 
 #include "topo.h"
@@ -63,8 +64,8 @@ static int topo_spec_check(const hb_topo_spec_t *spec, char *err, unsigned errle
             return HIBAR_ERR_CONFIG;
         }
         if (b - a > HB_TOPO_MAX_CHASSIS_SIZE) {
-            topo_err(err, errlen, "chassis %u has %u nodes, more than the barrier mask width %u",
-                     c, b - a, HB_TOPO_MAX_CHASSIS_SIZE);
+            topo_err(err, errlen, "chassis %u has %u nodes, more than the barrier mask width %u", c,
+                     b - a, HB_TOPO_MAX_CHASSIS_SIZE);
             return HIBAR_ERR_CONFIG;
         }
     }

@@ -58,10 +58,9 @@ static void test_hostlist(void)
     hb_cfg_hostlist_free(names, n);
 
     {
-        static const char *const bad[] = {"",       "n[",     "n[1-",     "n[3-1]",  "n[1-2",
-                                          "n]",     "n[a-b]", "a,,b",     "n[1,]",   "n[[1]]",
-                                          "n[1-2]x]", "a b",  "n[]",      ",",       "n[1--2]",
-                                          "n[0-9999999999]"};
+        static const char *const bad[] = {
+            "",      "n[",     "n[1-",     "n[3-1]", "n[1-2", "n]", "n[a-b]",  "a,,b",
+            "n[1,]", "n[[1]]", "n[1-2]x]", "a b",    "n[]",   ",",  "n[1--2]", "n[0-9999999999]"};
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             names = NULL;
             err[0] = '\0';
@@ -112,9 +111,8 @@ static void test_defaults(void)
 
     /* An empty file is the defaults too; not finalized → no spec. */
     CU_ASSERT_EQUAL_FATAL(hb_cfg_create(&cfg), 0);
-    CU_ASSERT_EQUAL(hb_cfg_read_file(cfg, src_path("tests/configs/good-empty.yaml"), err,
-                                     sizeof(err)),
-                    0);
+    CU_ASSERT_EQUAL(
+        hb_cfg_read_file(cfg, src_path("tests/configs/good-empty.yaml"), err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(hb_cfg_topo_spec(cfg, &spec), HIBAR_ERR_NOT_INIT);
     CU_ASSERT_EQUAL(hb_cfg_finalize(cfg, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(cfg->n_nodes, 1);
@@ -291,13 +289,12 @@ static void test_env_and_flags(void)
     setenv("HIBAR_NODES", "m[0-7]", 1);
     setenv("HIBAR_LOG", "debug", 1); /* not a key: ignored */
     /* file < env < flags */
-    CU_ASSERT_EQUAL_FATAL(hb_cfg_load(src_path("examples/scmd-30.yaml"), over, 3, &cfg, err,
-                                      sizeof(err)),
-                          0);
-    CU_ASSERT_EQUAL(cfg->fanout, 4);                    /* env over the file's 0 */
-    CU_ASSERT_EQUAL(cfg->protocol, HB_CFG_PROTO_TREE);  /* flag over env */
-    CU_ASSERT_EQUAL(cfg->heartbeat_timeout_ms, 777);    /* env */
-    CU_ASSERT_EQUAL(cfg->heartbeat_interval_ms, 500);   /* file */
+    CU_ASSERT_EQUAL_FATAL(
+        hb_cfg_load(src_path("examples/scmd-30.yaml"), over, 3, &cfg, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cfg->fanout, 4);                   /* env over the file's 0 */
+    CU_ASSERT_EQUAL(cfg->protocol, HB_CFG_PROTO_TREE); /* flag over env */
+    CU_ASSERT_EQUAL(cfg->heartbeat_timeout_ms, 777);   /* env */
+    CU_ASSERT_EQUAL(cfg->heartbeat_interval_ms, 500);  /* file */
     CU_ASSERT_DOUBLE_EQUAL(cfg->links.wan_lat_us, 123.5, 1e-9);
     CU_ASSERT_EQUAL(cfg->n_nodes, 8);
     CU_ASSERT_EQUAL(cfg->n_chassis, 4);

@@ -231,7 +231,8 @@ static void test_explicit_and_chain(void)
 {
     static const uint32_t start[] = {0, 2, 5};
     static const uint32_t nodes[] = {4, 0, 3, 1, 2};
-    hb_topo_spec_t s = {.n_nodes = 5, .n_chassis = 2, .chassis_start = start, .chassis_nodes = nodes};
+    hb_topo_spec_t s = {
+        .n_nodes = 5, .n_chassis = 2, .chassis_start = start, .chassis_nodes = nodes};
     spec_buf_t b;
     hb_topo_t *t = NULL;
 

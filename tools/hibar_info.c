@@ -1,4 +1,5 @@
-/* hibar_info.c: hibar-info, prints version, dependencies, the configuration and derived topology. */
+/* hibar_info.c: hibar-info, prints version, dependencies, the configuration and derived topology.
+ */
 #include "hb_config.h"
 
 #include <getopt.h>
@@ -25,17 +26,18 @@ typedef struct {
 
 static void info_usage(FILE *f)
 {
-    fprintf(f, "usage: hibar-info [--config FILE] [--json] [--t-ib US --t-sr US] [-o KEY=VALUE ...]\n"
-               "  -c, --config FILE  cluster description (default $HIBAR_CONFIG, else this host "
-               "alone)\n"
-               "  -j, --json         one JSON document instead of text\n"
-               "      --t-ib US      chassis barrier time T_IB (us), for the predictions\n"
-               "      --t-sr US      one send/receive between chassis T_SR (us)\n"
-               "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
-               "  -v, --verbose      more log output (repeat for debug)\n"
-               "  -V, --version      print the version and exit\n"
-               "  -h, --help         this text\n"
-               "Exit status: 0 ok, 2 bad configuration or usage, 1 other errors.\n");
+    fprintf(f,
+            "usage: hibar-info [--config FILE] [--json] [--t-ib US --t-sr US] [-o KEY=VALUE ...]\n"
+            "  -c, --config FILE  cluster description (default $HIBAR_CONFIG, else this host "
+            "alone)\n"
+            "  -j, --json         one JSON document instead of text\n"
+            "      --t-ib US      chassis barrier time T_IB (us), for the predictions\n"
+            "      --t-sr US      one send/receive between chassis T_SR (us)\n"
+            "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
+            "  -v, --verbose      more log output (repeat for debug)\n"
+            "  -V, --version      print the version and exit\n"
+            "  -h, --help         this text\n"
+            "Exit status: 0 ok, 2 bad configuration or usage, 1 other errors.\n");
 }
 
 /* ---- JSON output helpers ---- */
@@ -131,7 +133,8 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
     fprintf(f, "heartbeat:  every %u ms, peer lost after %u ms; barrier timeout %u ms\n",
             cfg->heartbeat_interval_ms, cfg->heartbeat_timeout_ms, cfg->barrier_timeout_ms);
     fprintf(f, "run dir:    %s\n", cfg->run_dir);
-    fprintf(f, "key file:   %s\n", cfg->key_file != NULL ? cfg->key_file : "(generated in run dir)");
+    fprintf(f, "key file:   %s\n",
+            cfg->key_file != NULL ? cfg->key_file : "(generated in run dir)");
     fprintf(f, "links:      LAN %g Mbit/s %g us; WAN %g Mbit/s per lane, %g Mbit/s total, %g us\n",
             cfg->links.lan_bw_mbps, cfg->links.lan_lat_us, cfg->links.wan_lane_bw_mbps,
             cfg->links.wan_total_bw_mbps, cfg->links.wan_lat_us);
@@ -152,8 +155,7 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         fprintf(f, "  chassis %u: %s, depth %u, site %s, Center %s", c, hb_topo_role_name(ch->role),
                 ch->depth, cfg->site_names[ch->site], cfg->nodes[ch->nodes[0]].name);
         if (ch->parent != HB_TOPO_NONE)
-            fprintf(f, ", parent chassis %u via %s", ch->parent,
-                    cfg->nodes[ch->parent_node].name);
+            fprintf(f, ", parent chassis %u via %s", ch->parent, cfg->nodes[ch->parent_node].name);
         fputc('\n', f);
         for (i = 0; i < ch->n_nodes; i++) {
             const hb_topo_node_t *nd = &t->nodes[ch->nodes[i]];
@@ -286,8 +288,9 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         json_str(f, cn->name);
         fputs(", \"address\": ", f);
         json_str(f, cn->address);
-        fprintf(f, ", \"port\": %u, \"site\": %u, \"chassis\": %u, \"port_index\": %u, "
-                   "\"center\": %s, \"parent\": ",
+        fprintf(f,
+                ", \"port\": %u, \"site\": %u, \"chassis\": %u, \"port_index\": %u, "
+                "\"center\": %s, \"parent\": ",
                 cn->port, nd->site, nd->chassis, nd->port, nd->port == 0 ? "true" : "false");
         if (nd->parent != HB_TOPO_NONE)
             json_str(f, cfg->nodes[nd->parent].name);
