@@ -1,0 +1,199 @@
+/* hb_wait.c: spin, then sched_yield for a bounded time, then sleep (futex or fd) until done. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "hb_wait.h"
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hibar.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HB_WAIT_SLOW_NS 1000000ull /* a slow (expensive) poll at most every millisecond */
+
+static hb_wait_policy_t hb_wait_policy = {
+    .spin_ns = 20000ull, .yield_ns = 2000000ull, .slice_ns = 20000000ull};
+static _Atomic int hb_wait_policy_ready;
+
+static uint64_t hb_wait_env_u64(const char *name, uint64_t dflt, uint64_t scale)
+{
+    const char *s = getenv(name);
+    char *end;
+    unsigned long long v;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > UINT64_MAX / scale)
+        return dflt;
+    return (uint64_t)v * scale;
+}
+
+const hb_wait_policy_t *hb_wait_policy_default(void)
+{
+    if (!atomic_load_explicit(&hb_wait_policy_ready, memory_order_acquire)) {
+        /* Racing initializers compute the same values; the last store wins harmlessly. */
+        hb_wait_policy_t p = hb_wait_policy;
+        p.spin_ns = hb_wait_env_u64("HIBAR_WAIT_SPIN_US", p.spin_ns, 1000);
+        p.yield_ns = hb_wait_env_u64("HIBAR_WAIT_YIELD_US", p.yield_ns, 1000);
+        p.slice_ns = hb_wait_env_u64("HIBAR_WAIT_SLICE_MS", p.slice_ns, 1000000);
+        if (p.slice_ns == 0)
+            p.slice_ns = 1000000;
+        hb_wait_policy = p;
+        atomic_store_explicit(&hb_wait_policy_ready, 1, memory_order_release);
+    }
+    return &hb_wait_policy;
+}
+
+void hb_wait_word_init(hb_wait_word_t *w)
+{
+    atomic_init(&w->seq, 0);
+    atomic_init(&w->sleepers, 0);
+}
+
+void hb_wait_word_wake(hb_wait_word_t *w)
+{
+    atomic_fetch_add(&w->seq, 1);
+    if (atomic_load(&w->sleepers) != 0)
+        syscall(SYS_futex, &w->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static struct timespec hb_wait_ts(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                          .tv_nsec = (long)(ns % 1000000000ull)};
+    return ts;
+}
+
+/* Stages 1 and 2. Returns the poll result, HIBAR_ERR_TIMEOUT, or WOULD_BLOCK when the budget
+ * is spent and the caller should go to sleep. */
+static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
+                        uint64_t start, uint64_t deadline_ns)
+{
+    uint64_t now = start, last_slow = start;
+    unsigned i;
+    int rc;
+
+    for (i = 0;; i++) {
+        rc = poll(arg, 0);
+        if (rc != HIBAR_ERR_WOULD_BLOCK)
+            return rc;
+        if ((i & 63) == 63) {
+            now = hb_time_now_ns();
+            if (now >= deadline_ns)
+                return HIBAR_ERR_TIMEOUT;
+            if (now - start >= pol->spin_ns)
+                break;
+        }
+        hb_wait_pause();
+    }
+    while (now - start < pol->spin_ns + pol->yield_ns) {
+        int slow = now - last_slow >= HB_WAIT_SLOW_NS;
+        if (slow)
+            last_slow = now;
+        rc = poll(arg, slow);
+        if (rc != HIBAR_ERR_WOULD_BLOCK)
+            return rc;
+        if (now >= deadline_ns)
+            return HIBAR_ERR_TIMEOUT;
+        sched_yield();
+        now = hb_time_now_ns();
+    }
+    return HIBAR_ERR_WOULD_BLOCK;
+}
+
+int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
+                  uint64_t deadline_ns)
+{
+    uint64_t now;
+    int rc;
+
+    if (pol == NULL)
+        pol = hb_wait_policy_default();
+    rc = poll(arg, 0);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    if (deadline_ns == 0)
+        return HIBAR_ERR_TIMEOUT;
+    now = hb_time_now_ns();
+    rc = hb_wait_busy(poll, arg, pol, now, deadline_ns);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    for (;;) {
+        uint32_t seen = w ? atomic_load(&w->seq) : 0;
+        uint64_t nap;
+        struct timespec ts;
+
+        rc = poll(arg, 1);
+        if (rc != HIBAR_ERR_WOULD_BLOCK)
+            return rc;
+        now = hb_time_now_ns();
+        if (now >= deadline_ns)
+            return HIBAR_ERR_TIMEOUT;
+        nap = deadline_ns - now;
+        if (w == NULL && nap > 1000000ull)
+            nap = 1000000ull; /* no futex to wake us: nap 1 ms at most */
+        if (nap > pol->slice_ns)
+            nap = pol->slice_ns;
+        ts = hb_wait_ts(nap);
+        if (w != NULL) {
+            atomic_fetch_add(&w->sleepers, 1);
+            /* Returns at once (EAGAIN) if seq moved since we looked: no lost wake-up. */
+            syscall(SYS_futex, &w->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+            atomic_fetch_sub(&w->sleepers, 1);
+        } else {
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg,
+                     const hb_wait_policy_t *pol, uint64_t deadline_ns)
+{
+    uint64_t now;
+    int rc;
+
+    if (pol == NULL)
+        pol = hb_wait_policy_default();
+    rc = poll(arg, 0);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    if (deadline_ns == 0)
+        return HIBAR_ERR_TIMEOUT;
+    now = hb_time_now_ns();
+    rc = hb_wait_busy(poll, arg, pol, now, deadline_ns);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        struct timespec ts;
+        uint64_t nap;
+
+        if (arm != NULL) {
+            rc = arm(arg);
+            if (rc < 0)
+                return rc;
+        }
+        rc = poll(arg, 1);
+        if (rc != HIBAR_ERR_WOULD_BLOCK)
+            return rc;
+        now = hb_time_now_ns();
+        if (now >= deadline_ns)
+            return HIBAR_ERR_TIMEOUT;
+        nap = deadline_ns - now;
+        if (nap > pol->slice_ns)
+            nap = pol->slice_ns;
+        ts = hb_wait_ts(nap);
+        if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
+            hb_log_error("hb_wait: ppoll on fd %d: %m", fd);
+            return HIBAR_ERR_IO;
+        }
+    }
+}

@@ -1,0 +1,117 @@
+/* hwb.h: the chassis barrier: one ops table, backends (scic, shm) chosen by priority. */
+#ifndef HB_HWB_H
+#define HB_HWB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A chassis barrier joins the nodes of one chassis (1 to HB_HWB_MAX_NODES). Node i is bit i of
+ * a participation mask; node 0 is the Center. Every node opens its own endpoint,
+ * independently and in any order; then, for a sync number s (0..HB_HWB_NSYNC-1):
+ *
+ *   hb_hwb_arrive(h, s, mask)   non-blocking; mask names every participant, itself included
+ *   hb_hwb_test(h, s)           0 = complete, HIBAR_ERR_WOULD_BLOCK = not yet, or an error
+ *   hb_hwb_wait(h, s, ms)       blocks per the waiting rule (DESIGN section 6)
+ *
+ * Several sync numbers may be in flight at once. A sync number is reusable as soon as this
+ * node has seen its completion (test/wait returned 0 or a round error). All participants of
+ * one round must pass the same mask: if they do not, every one of them gets
+ * HIBAR_ERR_MISMATCH (from test/wait). A participant that dies makes the others fail with
+ * HIBAR_ERR_PEER_LOST; one that never arrives makes them time out (HIBAR_ERR_TIMEOUT, which
+ * leaves the arrival pending: wait again or close). A handle is used by one thread at a time.
+ */
+
+#define HB_HWB_MAX_NODES 32
+#define HB_HWB_NSYNC 16 /* sync numbers per chassis (the chip's B-Flag count) */
+#define HB_HWB_NAME_MAX 32
+
+/* What a node passes to open its endpoint. */
+typedef struct hb_hwb_params {
+    const char *cluster; /* cluster name: 1..32 of [A-Za-z0-9_.-]; names the shm segment */
+    uint32_t chassis;    /* chassis index in the cluster */
+    uint32_t port;       /* this node's index in the chassis; 0 = Center */
+    uint32_t nodes;      /* nodes in the chassis, 1..HB_HWB_MAX_NODES */
+    uint32_t timeout_ms; /* open: how long to wait for the chassis (0 = 10000) */
+    /* scic only (NULL/0 = defaults): */
+    const char *uio_path;   /* UIO device (registers map 0 + interrupt fd); NULL = find by ids */
+    const char *bar_path;   /* file to mmap as BAR0 instead of uio_path (device model, tests) */
+    const char *sysfs_root; /* root of /sys/class/uio lookups (tests); NULL = "/sys" */
+    uint16_t pci_vendor;    /* 0 = HB_HWB_SCIC_VENDOR */
+    uint16_t pci_device;    /* 0 = HB_HWB_SCIC_DEVICE */
+} hb_hwb_params_t;
+
+typedef struct hb_hwb hb_hwb_t; /* one node's open endpoint; starts with its ops pointer */
+
+/* The backend interface. Every function returns 0 or a negative HIBAR_ERR_*. */
+typedef struct hb_hwb_ops {
+    int (*open)(const hb_hwb_params_t *params, hb_hwb_t **h_p);
+    int (*arrive)(hb_hwb_t *h, uint32_t sync_no, uint32_t mask);
+    int (*test)(hb_hwb_t *h, uint32_t sync_no);
+    int (*wait)(hb_hwb_t *h, uint32_t sync_no, int timeout_ms);
+    int (*fd)(hb_hwb_t *h, int *fd_p);
+    void (*close)(hb_hwb_t *h);
+} hb_hwb_ops_t;
+
+/* A backend: query says whether it can work here (0) or why not (negative, reason in why). */
+typedef struct hb_hwb_component {
+    const char *name;
+    int priority; /* higher is preferred by "auto" */
+    int (*query)(const hb_hwb_params_t *params, char *why, size_t whylen);
+    const hb_hwb_ops_t *ops;
+} hb_hwb_component_t;
+
+struct hb_hwb {
+    const hb_hwb_ops_t *ops;
+    const hb_hwb_component_t *comp;
+};
+
+/* One line of hb_hwb_list(). */
+typedef struct hb_hwb_info {
+    char name[HB_HWB_NAME_MAX];
+    int priority;
+    int available; /* 1 if query succeeded */
+    char why[160]; /* reason when not available, else a short description */
+} hb_hwb_info_t;
+
+/*
+ * Open this node's endpoint. backend: "auto" or NULL (HIBAR_HWBARRIER if set, else the
+ * highest-priority backend whose query and open succeed) or a backend name (only that one).
+ * Blocks at most params->timeout_ms waiting for the chassis (shm: the Center's segment).
+ * Errors: INVAL (bad params), NOT_FOUND (no such backend), UNAVAIL (none usable; logged with
+ * each backend's reason), EXISTS (this port is already open elsewhere), TIMEOUT, IO, NOMEM.
+ */
+int hb_hwb_open(const char *backend, const hb_hwb_params_t *params, hb_hwb_t **h_p);
+void hb_hwb_close(hb_hwb_t *h);
+const char *hb_hwb_name(const hb_hwb_t *h);
+
+/* Arrive at sync_no with participation mask (must contain this node). Never blocks.
+ * INVAL (bad sync_no or mask), BUSY (this node already arrived at sync_no, not complete). */
+int hb_hwb_arrive(hb_hwb_t *h, uint32_t sync_no, uint32_t mask);
+/* 0 when the round this node arrived at is complete (the sync number is then free again),
+ * WOULD_BLOCK if not yet, MISMATCH / PEER_LOST for a failed round, INVAL if not arrived. */
+int hb_hwb_test(hb_hwb_t *h, uint32_t sync_no);
+/* Like test, but waits up to timeout_ms (< 0: forever) following the waiting rule. */
+int hb_hwb_wait(hb_hwb_t *h, uint32_t sync_no, int timeout_ms);
+/* arrive + wait. */
+int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms);
+/* A file descriptor for an event loop: readable when some sync number of this node may have
+ * completed (then call test). The fd stays owned by the handle. UNAVAIL if the backend has
+ * none. */
+int hb_hwb_fd(hb_hwb_t *h, int *fd_p);
+
+/* Every backend with its priority and availability here (for hibar-info). params may be
+ * NULL (defaults). Fills at most max entries; *n_p = number of backends. */
+int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, size_t *n_p);
+
+/* Validate params (shared by backends). 0 or HIBAR_ERR_INVAL with the reason logged. */
+int hb_hwb_params_check(const hb_hwb_params_t *params);
+
+/* The SCIC board's PCI ids (doc/scic-registers.md). */
+#define HB_HWB_SCIC_VENDOR 0x1b5c
+#define HB_HWB_SCIC_DEVICE 0x5c1c
+
+extern const hb_hwb_component_t hb_hwb_shm_component;
+extern const hb_hwb_component_t hb_hwb_scic_component;
+
+#endif

@@ -1,0 +1,574 @@
+/* test_hwb.c: the hwbarrier conformance suite, run on every backend (participants are processes).
+ */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "hwb.h"
+#include "scic_model.h"
+
+#include "hb_log.h"
+#include "hibar.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T_WAIT_MS 20000 /* per-barrier guard: a broken barrier fails the test instead of hanging   \
+                         */
+#define T_MAXROUNDS 4096
+
+/* Memory shared by the test process and its participant processes. */
+typedef struct t_shared {
+    _Atomic uint32_t cnt[T_MAXROUNDS];
+    _Atomic int go;
+    int result[HB_HWB_MAX_NODES]; /* first failing status of each participant, 0 if none */
+    int line[HB_HWB_MAX_NODES];   /* where it failed */
+    int got[HB_HWB_MAX_NODES];    /* a value the body wants the test to check */
+} t_shared_t;
+
+typedef int (*t_body_fn)(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg);
+
+static const char *t_backend;    /* backend of the running suite */
+static hb_scic_model_t *t_model; /* scic: the device model of the running group */
+static t_shared_t *t_sh;
+static unsigned t_seq;
+
+#define T_CHECK(cond, st)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            t_sh->line[me] = __LINE__;                                                             \
+            return t_fail_code(st);                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* A check failed with status st: report st, or INTERNAL if st is 0 (success not expected). */
+static int t_fail_code(int st)
+{
+    return st != 0 ? st : HIBAR_ERR_INTERNAL;
+}
+
+static void t_nap_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static void t_cluster(char *buf, size_t len)
+{
+    snprintf(buf, len, "test%d-%u", (int)getpid(), t_seq++);
+}
+
+static void t_params(hb_hwb_params_t *p, const char *cluster, uint32_t me, uint32_t n)
+{
+    memset(p, 0, sizeof(*p));
+    p->cluster = cluster;
+    p->chassis = 3;
+    p->port = me;
+    p->nodes = n;
+    p->timeout_ms = 10000;
+    if (t_model != NULL) {
+        p->uio_path = hb_scic_model_uio_path(t_model, me);
+        p->bar_path = hb_scic_model_bar_path(t_model, me);
+    }
+}
+
+/*
+ * Run body in n participant processes (ports 0..n-1); those not in open_mask never open.
+ * Ports open in reverse order (ports before the Center) to exercise any-order start.
+ * Returns the number of participants that failed; details in t_sh->result/line.
+ */
+static int t_run(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg)
+{
+    char cluster[48];
+    pid_t pid[HB_HWB_MAX_NODES];
+    int failed = 0;
+
+    t_cluster(cluster, sizeof(cluster));
+    memset(t_sh, 0, sizeof(*t_sh));
+    if (strcmp(t_backend, "scic") == 0 && hb_scic_model_create(n, cluster, &t_model) < 0)
+        return (int)n;
+    for (int i = (int)n - 1; i >= 0; i--) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            hb_hwb_params_t p;
+            hb_hwb_t *h;
+            int rc;
+            if (!(open_mask & (1u << i)))
+                _exit(0);
+            t_params(&p, cluster, (uint32_t)i, n);
+            rc = hb_hwb_open(t_backend, &p, &h);
+            if (rc == 0) {
+                rc = body(h, (uint32_t)i, n, arg);
+                hb_hwb_close(h);
+            } else {
+                t_sh->line[i] = -1;
+            }
+            t_sh->result[i] = rc;
+            _exit(0);
+        }
+        if (pid[i] < 0) {
+            perror("fork");
+            return (int)n;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int st;
+        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            t_sh->result[i] = HIBAR_ERR_INTERNAL;
+            t_sh->line[i] = -2;
+        }
+        if (t_sh->result[i] != 0) {
+            fprintf(stderr, "\n  [%s n=%u] participant %u: %s (line %d)", t_backend, n, i,
+                    hibar_strerror(t_sh->result[i]), t_sh->line[i]);
+            failed++;
+        }
+    }
+    if (t_model != NULL) {
+        hb_scic_model_destroy(t_model);
+        t_model = NULL;
+    }
+    return failed;
+}
+
+static uint32_t t_full(uint32_t n)
+{
+    return n == 32 ? 0xffffffffu : (1u << n) - 1;
+}
+
+/* ---- bodies ---- */
+
+/* rounds barriers over every sync number in turn; checks nobody leaves a barrier early. */
+static int t_body_barriers(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    long rounds = *(long *)arg;
+    uint32_t mask = t_full(n);
+    for (long r = 0; r < rounds; r++) {
+        uint32_t s = (uint32_t)(r % HB_HWB_NSYNC);
+        int rc;
+        atomic_fetch_add(&t_sh->cnt[r % 4], 1);
+        rc = hb_hwb_barrier(h, s, mask, T_WAIT_MS);
+        T_CHECK(rc == 0, rc);
+        T_CHECK(atomic_load(&t_sh->cnt[r % 4]) == n * (uint32_t)(r / 4 + 1), HIBAR_ERR_INTERNAL);
+    }
+    return 0;
+}
+
+static uint32_t t_round_mask(long r, uint32_t n)
+{
+    uint32_t x = (uint32_t)(r * 2654435761u) ^ (uint32_t)(r >> 3);
+    uint32_t m = x & t_full(n);
+    m |= 1u << (r % n);
+    m |= 1u << ((r + 1) % n);
+    return m;
+}
+
+/* Arbitrary participation: rounds with varying masks on syncs 0..14, a full barrier on 15
+ * after each 15 so that no sync number is reused before its round is over. */
+static int t_body_masks(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    (void)arg;
+    for (long r = 0; r < 150; r++) {
+        uint32_t s = (uint32_t)(r % 15), m = t_round_mask(r, n);
+        int rc;
+        if (m & (1u << me)) {
+            atomic_fetch_add(&t_sh->cnt[r], 1);
+            rc = hb_hwb_barrier(h, s, m, T_WAIT_MS);
+            T_CHECK(rc == 0, rc);
+            T_CHECK(atomic_load(&t_sh->cnt[r]) == (uint32_t)__builtin_popcount(m), 0);
+        }
+        if (s == 14) {
+            rc = hb_hwb_barrier(h, 15, t_full(n), T_WAIT_MS);
+            T_CHECK(rc == 0, rc);
+        }
+    }
+    return 0;
+}
+
+/* Every sync number in flight at once, arrived and collected in different orders. */
+static int t_body_concurrent(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    (void)arg;
+    for (uint32_t it = 0; it < 20; it++) {
+        for (uint32_t k = 0; k < HB_HWB_NSYNC; k++) {
+            uint32_t s = me & 1 ? HB_HWB_NSYNC - 1 - k : k;
+            int rc;
+            atomic_fetch_add(&t_sh->cnt[it * HB_HWB_NSYNC + s], 1);
+            rc = hb_hwb_arrive(h, s, t_full(n));
+            T_CHECK(rc == 0, rc);
+        }
+        for (uint32_t k = 0; k < HB_HWB_NSYNC; k++) {
+            uint32_t s = (k * 7 + me) % HB_HWB_NSYNC;
+            int rc = hb_hwb_wait(h, s, T_WAIT_MS);
+            T_CHECK(rc == 0, rc);
+            T_CHECK(atomic_load(&t_sh->cnt[it * HB_HWB_NSYNC + s]) == n, 0);
+        }
+    }
+    return 0;
+}
+
+/* Split phase: the Center arrives and sees "not yet" until the others arrive. */
+static int t_body_split(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int rc;
+    (void)arg;
+    if (me == 0) {
+        rc = hb_hwb_arrive(h, 5, t_full(n));
+        T_CHECK(rc == 0, rc);
+        rc = hb_hwb_test(h, 5);
+        T_CHECK(rc == HIBAR_ERR_WOULD_BLOCK, rc);
+        T_CHECK(hb_hwb_arrive(h, 5, t_full(n)) == HIBAR_ERR_BUSY, 0);
+        atomic_store(&t_sh->go, 1);
+        while ((rc = hb_hwb_test(h, 5)) == HIBAR_ERR_WOULD_BLOCK)
+            t_nap_us(100); /* the "work" between arrive and completion */
+        T_CHECK(rc == 0, rc);
+        T_CHECK(atomic_load(&t_sh->cnt[0]) == n - 1, 0);
+        T_CHECK(hb_hwb_test(h, 5) == HIBAR_ERR_INVAL, 0); /* collected: not pending any more */
+    } else {
+        while (!atomic_load(&t_sh->go))
+            t_nap_us(100);
+        atomic_fetch_add(&t_sh->cnt[0], 1);
+        rc = hb_hwb_barrier(h, 5, t_full(n), T_WAIT_MS);
+        T_CHECK(rc == 0, rc);
+    }
+    rc = hb_hwb_barrier(h, 5, t_full(n), T_WAIT_MS); /* reuse after completion */
+    T_CHECK(rc == 0, rc);
+    return 0;
+}
+
+/* Disagreeing masks: every participant gets MISMATCH; then the sync number works again. */
+static int t_body_mismatch(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    uint32_t mask = me == 0 ? 0x3u : t_full(n);
+    int rc;
+    (void)arg;
+    rc = hb_hwb_arrive(h, 2, mask);
+    T_CHECK(rc == 0, rc);
+    rc = hb_hwb_wait(h, 2, T_WAIT_MS);
+    T_CHECK(rc == HIBAR_ERR_MISMATCH, rc);
+    rc = hb_hwb_barrier(h, 3, t_full(n), T_WAIT_MS);
+    T_CHECK(rc == 0, rc);
+    rc = hb_hwb_barrier(h, 2, t_full(n), T_WAIT_MS);
+    T_CHECK(rc == 0, rc);
+    return 0;
+}
+
+/* Timeout: the last port arrives late; the early ones time out, then complete. */
+static int t_body_timeout(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int rc;
+    (void)arg;
+    if (me == n - 1) {
+        while (atomic_load(&t_sh->go) < (int)n - 1)
+            t_nap_us(200);
+        return hb_hwb_barrier(h, 7, t_full(n), T_WAIT_MS);
+    }
+    rc = hb_hwb_arrive(h, 7, t_full(n));
+    T_CHECK(rc == 0, rc);
+    rc = hb_hwb_wait(h, 7, 50);
+    T_CHECK(rc == HIBAR_ERR_TIMEOUT, rc);
+    T_CHECK(hb_hwb_test(h, 7) == HIBAR_ERR_WOULD_BLOCK, 0);
+    atomic_fetch_add(&t_sh->go, 1);
+    rc = hb_hwb_wait(h, 7, T_WAIT_MS);
+    T_CHECK(rc == 0, rc);
+    return 0;
+}
+
+/* The last port dies (exits without closing) after the others arrive. */
+static int t_body_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int rc;
+    (void)arg;
+    if (me == n - 1) {
+        while (atomic_load(&t_sh->go) < (int)n - 1)
+            t_nap_us(200);
+        t_nap_us(20000);
+        _exit(0); /* dies: no close, no arrival */
+    }
+    rc = hb_hwb_arrive(h, 1, t_full(n));
+    T_CHECK(rc == 0, rc);
+    atomic_fetch_add(&t_sh->go, 1);
+    rc = hb_hwb_wait(h, 1, 1000);
+    t_sh->got[me] = rc;
+    T_CHECK(rc == HIBAR_ERR_PEER_LOST || rc == HIBAR_ERR_TIMEOUT, rc);
+    return 0;
+}
+
+/* Some participant never opens: the others time out within their timeout. */
+static int t_body_never(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int rc;
+    (void)arg;
+    rc = hb_hwb_barrier(h, 0, t_full(n), 300);
+    T_CHECK(rc == HIBAR_ERR_TIMEOUT, rc);
+    /* stay until every opened participant timed out (leaving would be a PEER_LOST) */
+    atomic_fetch_add(&t_sh->go, 1);
+    while (atomic_load(&t_sh->go) < (int)n - 1)
+        t_nap_us(200);
+    return 0;
+}
+
+/* ---- tests ---- */
+
+static void t_barriers(uint32_t n, long rounds)
+{
+    CU_ASSERT_EQUAL(t_run(n, t_full(n), t_body_barriers, &rounds), 0);
+}
+
+static void test_barrier_2(void)
+{
+    t_barriers(2, 2000);
+}
+static void test_barrier_3(void)
+{
+    t_barriers(3, 2000);
+}
+static void test_barrier_8(void)
+{
+    t_barriers(8, 300);
+}
+static void test_barrier_32(void)
+{
+    t_barriers(32, 40);
+}
+static void test_100k(void)
+{
+    t_barriers(2, 100000);
+}
+static void test_masks_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_masks, NULL), 0);
+}
+static void test_masks_8(void)
+{
+    CU_ASSERT_EQUAL(t_run(8, 0xff, t_body_masks, NULL), 0);
+}
+static void test_concurrent_2(void)
+{
+    CU_ASSERT_EQUAL(t_run(2, 3, t_body_concurrent, NULL), 0);
+}
+static void test_concurrent_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_concurrent, NULL), 0);
+}
+static void test_split_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_split, NULL), 0);
+}
+static void test_mismatch_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_mismatch, NULL), 0);
+}
+static void test_timeout_2(void)
+{
+    CU_ASSERT_EQUAL(t_run(2, 3, t_body_timeout, NULL), 0);
+}
+static void test_timeout_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_timeout, NULL), 0);
+}
+
+static void test_dead_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_dead, NULL), 0);
+    /* shm sees the death through pids: PEER_LOST, not a timeout. */
+    if (strcmp(t_backend, "shm") == 0) {
+        CU_ASSERT_EQUAL(t_sh->got[0], HIBAR_ERR_PEER_LOST);
+        CU_ASSERT_EQUAL(t_sh->got[1], HIBAR_ERR_PEER_LOST);
+    }
+}
+
+static void test_never_3(void)
+{
+    /* For scic the Center's board must exist for ports to open; port 2 never comes. */
+    CU_ASSERT_EQUAL(t_run(3, 3, t_body_never, NULL), 0);
+}
+
+/* In-process API checks with a single participant. */
+static void test_api(void)
+{
+    char cluster[48];
+    hb_hwb_params_t p;
+    hb_hwb_t *h = NULL;
+
+    t_cluster(cluster, sizeof(cluster));
+    if (strcmp(t_backend, "scic") == 0)
+        CU_ASSERT_FATAL(hb_scic_model_create(1, cluster, &t_model) == 0);
+    t_params(&p, cluster, 0, 1);
+    CU_ASSERT_EQUAL(hb_hwb_open("nosuch", &p, &h), HIBAR_ERR_NOT_FOUND);
+    p.nodes = 33;
+    CU_ASSERT_EQUAL(hb_hwb_open(t_backend, &p, &h), HIBAR_ERR_INVAL);
+    p.nodes = 1;
+    p.cluster = "bad/name";
+    CU_ASSERT_EQUAL(hb_hwb_open(t_backend, &p, &h), HIBAR_ERR_INVAL);
+    p.cluster = cluster;
+    CU_ASSERT_FATAL(hb_hwb_open(t_backend, &p, &h) == 0);
+    CU_ASSERT_STRING_EQUAL(hb_hwb_name(h), t_backend);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h, HB_HWB_NSYNC, 1), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h, 0, 2), HIBAR_ERR_INVAL); /* mask without this node */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h, 0, 0), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hwb_test(h, 0), HIBAR_ERR_INVAL); /* not arrived */
+    for (int i = 0; i < 100; i++)
+        CU_ASSERT_EQUAL(hb_hwb_barrier(h, (uint32_t)i % HB_HWB_NSYNC, 1, T_WAIT_MS), 0);
+    hb_hwb_close(h);
+    if (t_model != NULL) {
+        hb_scic_model_destroy(t_model);
+        t_model = NULL;
+    }
+}
+
+/* ---- shm only ---- */
+
+static void test_shm_list(void)
+{
+    hb_hwb_info_t info[4];
+    size_t n = 0;
+    int found = 0;
+    CU_ASSERT_EQUAL(hb_hwb_list(NULL, info, 4, &n), 0);
+    CU_ASSERT(n >= 2);
+    for (size_t i = 0; i < n && i < 4; i++) {
+        if (strcmp(info[i].name, "shm") == 0 && info[i].available)
+            found = 1;
+        if (strcmp(info[i].name, "scic") == 0) /* no board on a test machine */
+            CU_ASSERT(!info[i].available && info[i].why[0] != '\0');
+    }
+    CU_ASSERT(found);
+}
+
+/* A Center that dies leaves its segment; the next Center reclaims it. A second live
+ * Center is refused. HIBAR_HWBARRIER forces the backend. */
+static void test_shm_stale(void)
+{
+    char cluster[48], path[128];
+    hb_hwb_params_t p;
+    hb_hwb_t *h, *h2;
+    pid_t pid;
+    int st;
+
+    t_cluster(cluster, sizeof(cluster));
+    t_params(&p, cluster, 0, 2);
+    pid = fork();
+    if (pid == 0) {
+        _exit(hb_hwb_open("shm", &p, &h) == 0 ? 0 : 1); /* crash: no close */
+    }
+    CU_ASSERT_FATAL(pid > 0);
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(path, sizeof(path), "/dev/shm/hibar-%u-%s-c3", (unsigned)getuid(), cluster);
+    CU_ASSERT(access(path, F_OK) == 0); /* the stale segment */
+    setenv("HIBAR_HWBARRIER", "shm", 1);
+    CU_ASSERT_FATAL(hb_hwb_open("scic", &p, &h) == 0); /* env wins over the argument */
+    unsetenv("HIBAR_HWBARRIER");
+    CU_ASSERT_EQUAL(hb_hwb_open("shm", &p, &h2), HIBAR_ERR_EXISTS); /* same pid: slot held */
+    pid = fork();
+    if (pid == 0) {
+        hb_hwb_t *h3;
+        _exit(hb_hwb_open("shm", &p, &h3) == HIBAR_ERR_EXISTS ? 0 : 1);
+    }
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    hb_hwb_close(h);
+    CU_ASSERT(access(path, F_OK) != 0); /* the Center unlinks on close */
+}
+
+/* The segment is created mode 0600 under the hibar name. */
+static void test_shm_mode(void)
+{
+    char cluster[48], path[128];
+    hb_hwb_params_t p;
+    hb_hwb_t *h;
+    struct stat st;
+
+    t_cluster(cluster, sizeof(cluster));
+    t_params(&p, cluster, 0, 1);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p, &h) == 0);
+    snprintf(path, sizeof(path), "/dev/shm/hibar-%u-%s-c3", (unsigned)getuid(), cluster);
+    CU_ASSERT_FATAL(stat(path, &st) == 0);
+    CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
+    hb_hwb_close(h);
+}
+
+static int t_suite_shm(void)
+{
+    t_backend = "shm";
+    return 0;
+}
+
+static int t_suite_scic(void)
+{
+    t_backend = "scic";
+    return 0;
+}
+
+typedef struct {
+    const char *name;
+    CU_TestFunc fn;
+} t_case_t;
+
+static const t_case_t t_common[] = {
+    {"api", test_api},
+    {"barrier_2", test_barrier_2},
+    {"barrier_3", test_barrier_3},
+    {"masks_3", test_masks_3},
+    {"concurrent_2", test_concurrent_2},
+    {"concurrent_3", test_concurrent_3},
+    {"split_3", test_split_3},
+    {"mismatch_3", test_mismatch_3},
+    {"timeout_2", test_timeout_2},
+    {"timeout_3", test_timeout_3},
+    {"dead_3", test_dead_3},
+    {"never_3", test_never_3},
+    {"100k_2", test_100k},
+};
+
+static const t_case_t t_shm_only[] = {
+    {"barrier_8", test_barrier_8}, {"barrier_32", test_barrier_32}, {"masks_8", test_masks_8},
+    {"list", test_shm_list},       {"stale", test_shm_stale},       {"mode", test_shm_mode},
+};
+
+/* T_ONLY=name runs only the tests of that name (for timing one test). */
+static void t_add(CU_pSuite s, const t_case_t *c, size_t n)
+{
+    const char *only = getenv("T_ONLY");
+    for (size_t i = 0; i < n; i++)
+        if (only == NULL || strcmp(only, c[i].name) == 0)
+            CU_add_test(s, c[i].name, c[i].fn);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    unsigned fails;
+
+    hb_log_init_from_env();
+    if (getenv("HIBAR_LOG") == NULL)
+        hb_log_set_level(HB_LOG_ERROR); /* expected failures still log their error line */
+    t_sh = mmap(NULL, sizeof(*t_sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (t_sh == MAP_FAILED)
+        return 99;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 99;
+    /* T_SUITE=shm or scic runs one backend only */
+    if (getenv("T_SUITE") == NULL || strcmp(getenv("T_SUITE"), "shm") == 0) {
+        s = CU_add_suite("hwb_shm", t_suite_shm, NULL);
+        t_add(s, t_common, sizeof(t_common) / sizeof(t_common[0]));
+        t_add(s, t_shm_only, sizeof(t_shm_only) / sizeof(t_shm_only[0]));
+    }
+    if (getenv("T_SUITE") == NULL || strcmp(getenv("T_SUITE"), "scic") == 0) {
+        s = CU_add_suite("hwb_scic_model", t_suite_scic, NULL);
+        t_add(s, t_common, sizeof(t_common) / sizeof(t_common[0]));
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return fails ? 1 : 0;
+}

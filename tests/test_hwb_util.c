@@ -1,0 +1,166 @@
+/* test_hwb_util.c: tests of common/hb_stats (benchmark statistics) and common/hb_wait. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "hb_stats.h"
+#include "hb_time.h"
+#include "hb_wait.h"
+#include "hibar.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NEAR(a, b, eps) CU_ASSERT(fabs((a) - (b)) <= (eps))
+
+static void test_stats_basic(void)
+{
+    double x[] = {5, 1, 4, 2, 3};
+    hb_stats_t s;
+    NEAR(hb_stats_mean(x, 5), 3.0, 1e-12);
+    NEAR(hb_stats_stddev(x, 5), sqrt(2.5), 1e-12);
+    NEAR(hb_stats_min(x, 5), 1.0, 0);
+    NEAR(hb_stats_max(x, 5), 5.0, 0);
+    CU_ASSERT_EQUAL(hb_stats_summarize(x, 5, 0.95, &s), 0);
+    NEAR(s.median, 3.0, 1e-12);
+    NEAR(s.min, 1.0, 0);
+    NEAR(s.max, 5.0, 0);
+    NEAR(s.p99, 4.96, 1e-9); /* type 7: 4 + 0.96 * (5 - 4) */
+    /* t(0.975, 4) = 2.776445 */
+    NEAR(s.ci, 2.776445 * sqrt(2.5) / sqrt(5.0), 1e-5);
+    CU_ASSERT_EQUAL(s.n, 5);
+    CU_ASSERT_EQUAL(hb_stats_summarize(x, 0, 0.95, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_stats_summarize(x, 5, 1.0, &s), HIBAR_ERR_INVAL);
+    NEAR(hb_stats_mean(x, 0), 0.0, 0);
+    NEAR(hb_stats_stddev(x, 1), 0.0, 0);
+    NEAR(hb_stats_ci(x, 1, 0.95), 0.0, 0);
+}
+
+static void test_stats_quantile(void)
+{
+    double even[] = {1, 2, 3, 4};
+    NEAR(hb_stats_quantile_sorted(even, 4, 0.5), 2.5, 1e-12);
+    NEAR(hb_stats_quantile_sorted(even, 4, 0.0), 1.0, 0);
+    NEAR(hb_stats_quantile_sorted(even, 4, 1.0), 4.0, 0);
+    NEAR(hb_stats_quantile_sorted(even, 1, 0.99), 1.0, 0);
+    NEAR(hb_stats_quantile_sorted(even, 0, 0.5), 0.0, 0);
+}
+
+static void test_stats_t(void)
+{
+    /* Reference values from statistical tables. */
+    NEAR(hb_stats_t_critical(0.95, 1), 12.7062, 1e-3);
+    NEAR(hb_stats_t_critical(0.95, 9), 2.2622, 1e-4);
+    NEAR(hb_stats_t_critical(0.99, 9), 3.2498, 1e-4);
+    NEAR(hb_stats_t_critical(0.95, 30), 2.0423, 1e-4);
+    NEAR(hb_stats_t_critical(0.95, 100000), 1.95998, 1e-4);
+    NEAR(hb_stats_t_critical(0.90, 5), 2.0150, 1e-4);
+    CU_ASSERT(isnan(hb_stats_t_critical(0.95, 0)));
+}
+
+/* ---- hb_wait ---- */
+
+typedef struct {
+    hb_wait_word_t w;
+    _Atomic int flag;
+    _Atomic int polls;
+} t_wait_t;
+
+static int t_poll_flag(void *arg, int slow)
+{
+    t_wait_t *t = arg;
+    (void)slow;
+    atomic_fetch_add(&t->polls, 1);
+    return atomic_load(&t->flag) ? 0 : HIBAR_ERR_WOULD_BLOCK;
+}
+
+static int t_poll_err_on_slow(void *arg, int slow)
+{
+    (void)arg;
+    return slow ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_WOULD_BLOCK;
+}
+
+static void test_wait_timeout(void)
+{
+    t_wait_t t = {.flag = 0};
+    hb_wait_word_init(&t.w);
+    CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, 0), HIBAR_ERR_TIMEOUT);
+    CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, hb_time_now_ns() + 30000000ull),
+                    HIBAR_ERR_TIMEOUT);
+    CU_ASSERT_EQUAL(hb_wait_until(NULL, t_poll_flag, &t, NULL, hb_time_now_ns() + 5000000ull),
+                    HIBAR_ERR_TIMEOUT);
+    atomic_store(&t.flag, 1);
+    CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, 0), 0);
+}
+
+static void test_wait_error(void)
+{
+    CU_ASSERT_EQUAL(hb_wait_until(NULL, t_poll_err_on_slow, NULL, NULL, UINT64_MAX),
+                    HIBAR_ERR_PEER_LOST);
+}
+
+/* A waiter in another process, past its spin and yield budget, is woken by the futex. */
+static void test_wait_wake_process(void)
+{
+    static const hb_wait_policy_t quick = {
+        .spin_ns = 1000, .yield_ns = 1000, .slice_ns = 60000000000ull};
+    t_wait_t *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t pid;
+    int st;
+    CU_ASSERT_FATAL(t != MAP_FAILED);
+    hb_wait_word_init(&t->w);
+    atomic_init(&t->flag, 0);
+    pid = fork();
+    if (pid == 0) {
+        int rc = hb_wait_until(&t->w, t_poll_flag, t, &quick, UINT64_MAX);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    /* let the child reach its futex sleep (it announces itself in sleepers) */
+    while (atomic_load(&t->w.sleepers) == 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&t->flag, 1);
+    hb_wait_word_wake(&t->w);
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    munmap(t, sizeof(*t));
+}
+
+/* Idle waits must sleep: over 300 ms the poll function runs only a bounded number of times
+ * after the spin/yield budget (this is a count, not a time limit). */
+static void test_wait_sleeps(void)
+{
+    static const hb_wait_policy_t pol = {.spin_ns = 0, .yield_ns = 0, .slice_ns = 100000000ull};
+    t_wait_t t = {.flag = 0};
+    hb_wait_word_init(&t.w);
+    CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, &pol, hb_time_now_ns() + 300000000ull),
+                    HIBAR_ERR_TIMEOUT);
+    /* spin stage polls up to 64 times before it reads the clock; then ~1 poll per 100 ms */
+    CU_ASSERT(atomic_load(&t.polls) <= 64 + 10);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    unsigned fails;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 99;
+    s = CU_add_suite("hb_stats", NULL, NULL);
+    CU_add_test(s, "basic", test_stats_basic);
+    CU_add_test(s, "quantile", test_stats_quantile);
+    CU_add_test(s, "t_critical", test_stats_t);
+    s = CU_add_suite("hb_wait", NULL, NULL);
+    CU_add_test(s, "timeout", test_wait_timeout);
+    CU_add_test(s, "error", test_wait_error);
+    CU_add_test(s, "wake_process", test_wait_wake_process);
+    CU_add_test(s, "sleeps", test_wait_sleeps);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return fails ? 1 : 0;
+}
