@@ -1,0 +1,495 @@
+/* mpi_bench.c: hibar-mpi-bench, the Open MPI peer of hibar-bench --compare (JSON rows, DESIGN section 6). */
+/*
+ * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
+ * message size the way MPIBlib does:
+ *  - warm-up iterations (not timed; the first one also checks the data moved correctly);
+ *  - every timed repetition is isolated by an MPI_Barrier (no pipelining between reps);
+ *  - the maximum method: each rank times the operation with its own monotonic clock, the
+ *    repetition's time is the maximum over ranks (one MPI_Reduce per batch, outside timing);
+ *  - repetitions continue from --min-iters until the 95% Student-t confidence interval of the
+ *    mean is within --err of the mean, or --max-iters, or --max-secs for that row.
+ * Rank 0 prints one JSON object per (operation, size):
+ *   {"bench": "barrier", "impl": "open-mpi", "nodes": 4, "ranks": 16, "size": 0, "iters": 1000,
+ *    "median_us": ..., "min_us": ..., "max_us": ..., "p99_us": ..., "ci_us": ..., "mean_us": ...}
+ * size is the message per rank in bytes (0 for the barrier); nodes counts distinct hosts.
+ * With --osu it prints OSU-style tables instead. Exit status 0, 2 for bad usage, 1 on error.
+ */
+#include "hb_config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MB_MAX_SIZES 64
+#define MB_BATCH_MAX 1000
+
+typedef enum { MB_BARRIER, MB_SCATTER, MB_GATHER, MB_BCAST, MB_ALLGATHER, MB_N_OPS } mb_op_t;
+
+static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter", "gather", "bcast",
+                                                   "allgather"};
+
+typedef struct mb_opts {
+    int ops[MB_N_OPS];
+    size_t sizes[MB_MAX_SIZES];
+    int n_sizes;
+    long warmup, min_iters, max_iters;
+    double err, max_secs;
+    int root;
+    int osu;
+} mb_opts_t;
+
+typedef struct mb_ctx {
+    MPI_Comm comm;
+    int rank, size, nodes;
+    unsigned char *sbuf, *rbuf; /* sized for the largest size of the run */
+} mb_ctx_t;
+
+typedef struct mb_stats {
+    long n;
+    double median, min, max, p99, mean, ci;
+} mb_stats_t;
+
+static double mb_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void mb_usage(void)
+{
+    fprintf(stderr,
+            "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
+            "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
+            "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--osu]\n"
+            "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
+}
+
+/* "64K" -> 65536; K, M, G are powers of 1024. Returns 0 or -1. */
+static int mb_parse_size(const char *s, size_t *out_p)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || v > (1ull << 32))
+        return -1;
+    *out_p = (size_t)v;
+    return 0;
+}
+
+/* "0,1K,64K..1M": a list; A..B expands to A, 2A, 4A, ... up to B. */
+static int mb_parse_sizes(const char *arg, mb_opts_t *o)
+{
+    char buf[512], *save = NULL;
+    if (strlen(arg) >= sizeof(buf))
+        return -1;
+    strcpy(buf, arg);
+    o->n_sizes = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *dots = strstr(tok, "..");
+        size_t lo, hi;
+        if (dots) {
+            *dots = '\0';
+            if (mb_parse_size(tok, &lo) != 0 || mb_parse_size(dots + 2, &hi) != 0 || lo == 0 ||
+                hi < lo)
+                return -1;
+        } else {
+            if (mb_parse_size(tok, &lo) != 0)
+                return -1;
+            hi = lo;
+        }
+        for (size_t s = lo;; s *= 2) {
+            if (o->n_sizes == MB_MAX_SIZES)
+                return -1;
+            o->sizes[o->n_sizes++] = s;
+            if (s >= hi || s == 0)
+                break;
+        }
+    }
+    return o->n_sizes > 0 ? 0 : -1;
+}
+
+static int mb_parse_ops(const char *arg, mb_opts_t *o)
+{
+    char buf[256], *save = NULL;
+    if (strlen(arg) >= sizeof(buf))
+        return -1;
+    strcpy(buf, arg);
+    memset(o->ops, 0, sizeof(o->ops));
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < MB_N_OPS; i++) {
+            if (strcmp(tok, "all") == 0 || strcmp(tok, mb_op_names[i]) == 0) {
+                o->ops[i] = 1;
+                found = 1;
+            }
+        }
+        if (!found)
+            return -1;
+    }
+    return 0;
+}
+
+static int mb_parse_long(const char *s, long min, long *out_p)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min)
+        return -1;
+    *out_p = v;
+    return 0;
+}
+
+static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
+{
+    int sizes_given = 0;
+    o->ops[MB_BARRIER] = 1;
+    o->warmup = 10;
+    o->min_iters = 20;
+    o->max_iters = 10000;
+    o->err = 0.025;
+    o->max_secs = 5.0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        if (strcmp(a, "--osu") == 0) {
+            o->osu = 1;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || !v)
+            return -1;
+        i++;
+        if (strcmp(a, "--bench") == 0) {
+            if (mb_parse_ops(v, o) != 0)
+                return -1;
+        } else if (strcmp(a, "--sizes") == 0) {
+            if (mb_parse_sizes(v, o) != 0)
+                return -1;
+            sizes_given = 1;
+        } else if (strcmp(a, "--iters") == 0) {
+            if (mb_parse_long(v, 1, &n) != 0)
+                return -1;
+            o->min_iters = o->max_iters = n;
+        } else if (strcmp(a, "--min-iters") == 0) {
+            if (mb_parse_long(v, 2, &o->min_iters) != 0)
+                return -1;
+        } else if (strcmp(a, "--max-iters") == 0) {
+            if (mb_parse_long(v, 1, &o->max_iters) != 0)
+                return -1;
+        } else if (strcmp(a, "--warmup") == 0) {
+            if (mb_parse_long(v, 1, &o->warmup) != 0)
+                return -1;
+        } else if (strcmp(a, "--root") == 0) {
+            if (mb_parse_long(v, 0, &n) != 0 || n > 1000000)
+                return -1;
+            o->root = (int)n;
+        } else if (strcmp(a, "--err") == 0 || strcmp(a, "--max-secs") == 0) {
+            char *end;
+            double d = strtod(v, &end);
+            if (end == v || *end != '\0' || !(d > 0.0 && d < 1e6))
+                return -1;
+            if (a[2] == 'e')
+                o->err = d;
+            else
+                o->max_secs = d;
+        } else {
+            return -1;
+        }
+    }
+    if (o->max_iters < o->min_iters)
+        o->max_iters = o->min_iters;
+    if (!sizes_given) {
+        o->n_sizes = 4;
+        o->sizes[0] = 4;
+        o->sizes[1] = 1024;
+        o->sizes[2] = 64 * 1024;
+        o->sizes[3] = 1024 * 1024;
+    }
+    return 0;
+}
+
+/* Two-sided 95% Student-t quantile for df degrees of freedom. */
+static double mb_t95(long df)
+{
+    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                               2.262, 2.228,  2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
+                               2.101, 2.093,  2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+                               2.052, 2.048,  2.045, 2.042};
+    if (df < 1)
+        return INFINITY;
+    if (df <= 30)
+        return t[df];
+    if (df <= 60)
+        return 2.000 + (2.042 - 2.000) * (60.0 - (double)df) / 30.0;
+    if (df <= 120)
+        return 1.980 + (2.000 - 1.980) * (120.0 - (double)df) / 60.0;
+    return 1.960;
+}
+
+static int mb_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Mean and 95% confidence half-width of s[0..n-1]. */
+static void mb_mean_ci(const double *s, long n, double *mean_p, double *ci_p)
+{
+    double sum = 0, sq = 0;
+    for (long i = 0; i < n; i++)
+        sum += s[i];
+    double mean = sum / (double)n;
+    for (long i = 0; i < n; i++)
+        sq += (s[i] - mean) * (s[i] - mean);
+    *mean_p = mean;
+    *ci_p = n > 1 ? mb_t95(n - 1) * sqrt(sq / (double)(n - 1)) / sqrt((double)n) : INFINITY;
+}
+
+static void mb_stats(double *s, long n, mb_stats_t *st)
+{
+    qsort(s, (size_t)n, sizeof(*s), mb_cmp_double);
+    st->n = n;
+    st->min = s[0];
+    st->max = s[n - 1];
+    st->median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+    long k = (long)ceil(0.99 * (double)n) - 1; /* nearest rank */
+    st->p99 = s[k < 0 ? 0 : k];
+    mb_mean_ci(s, n, &st->mean, &st->ci);
+}
+
+/* One operation of size bytes per rank. */
+static int mb_run_op(mb_ctx_t *c, mb_op_t op, size_t size, int root)
+{
+    int cnt = (int)size;
+    switch (op) {
+    case MB_BARRIER: return MPI_Barrier(c->comm);
+    case MB_SCATTER:
+        return MPI_Scatter(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, root, c->comm);
+    case MB_GATHER:
+        return MPI_Gather(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, root, c->comm);
+    case MB_BCAST: return MPI_Bcast(c->sbuf, cnt, MPI_BYTE, root, c->comm);
+    case MB_ALLGATHER:
+        return MPI_Allgather(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, c->comm);
+    default: return MPI_ERR_ARG;
+    }
+}
+
+/* The byte rank r contributes at offset i (rank-dependent so misplaced blocks show). */
+static unsigned char mb_pattern(int r, size_t i) { return (unsigned char)(r * 31 + (int)(i % 251)); }
+
+/* Fill the buffers before the checked warm-up iteration; what must be received is poisoned. */
+static void mb_fill(mb_ctx_t *c, mb_op_t op, size_t size, int root)
+{
+    size_t all = size * (size_t)c->size;
+    switch (op) {
+    case MB_SCATTER:
+        if (c->rank == root)
+            for (int r = 0; r < c->size; r++)
+                for (size_t i = 0; i < size; i++)
+                    c->sbuf[(size_t)r * size + i] = mb_pattern(r, i);
+        memset(c->rbuf, 0xee, size);
+        break;
+    case MB_GATHER:
+    case MB_ALLGATHER:
+        for (size_t i = 0; i < size; i++)
+            c->sbuf[i] = mb_pattern(c->rank, i);
+        memset(c->rbuf, 0xee, all);
+        break;
+    case MB_BCAST:
+        for (size_t i = 0; i < size; i++)
+            c->sbuf[i] = c->rank == root ? mb_pattern(root, i) : 0xee;
+        break;
+    default: break;
+    }
+}
+
+/* Check the data of the warm-up iteration; returns the number of wrong bytes here. */
+static long mb_check(const mb_ctx_t *c, mb_op_t op, size_t size, int root)
+{
+    long bad = 0;
+    if (op == MB_SCATTER) {
+        for (size_t i = 0; i < size; i++)
+            bad += c->rbuf[i] != mb_pattern(c->rank, i);
+    } else if (op == MB_BCAST) {
+        for (size_t i = 0; i < size; i++)
+            bad += c->sbuf[i] != mb_pattern(root, i);
+    } else if (op == MB_ALLGATHER || (op == MB_GATHER && c->rank == root)) {
+        for (int r = 0; r < c->size; r++)
+            for (size_t i = 0; i < size; i++)
+                bad += c->rbuf[(size_t)r * size + i] != mb_pattern(r, i);
+    }
+    return bad;
+}
+
+/* Measure one (operation, size); rank 0 fills *st. Returns 0 or -1 (MPI error, bad data). */
+static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, mb_stats_t *st)
+{
+    double *local = NULL, *maxed = NULL, *all = NULL;
+    long n_all = 0, bad = 0, bad_sum = 0;
+    int rc = -1, go = 1;
+
+    local = malloc(sizeof(double) * MB_BATCH_MAX);
+    maxed = malloc(sizeof(double) * MB_BATCH_MAX);
+    all = c->rank == 0 ? malloc(sizeof(double) * (size_t)o->max_iters) : NULL;
+    if (!local || !maxed || (c->rank == 0 && !all)) {
+        fprintf(stderr, "hibar-mpi-bench: out of memory\n");
+        goto out;
+    }
+    for (long w = 0; w < o->warmup; w++) {
+        if (w == 0)
+            mb_fill(c, op, size, o->root);
+        if (mb_run_op(c, op, size, o->root) != MPI_SUCCESS)
+            goto out;
+        if (w == 0)
+            bad = mb_check(c, op, size, o->root);
+    }
+    MPI_Allreduce(&bad, &bad_sum, 1, MPI_LONG, MPI_SUM, c->comm);
+    if (bad_sum != 0) {
+        if (c->rank == 0)
+            fprintf(stderr, "hibar-mpi-bench: %s of %zu bytes delivered %ld wrong bytes\n",
+                    mb_op_names[op], size, bad_sum);
+        goto out;
+    }
+    double t_start = mb_now_us();
+    long batch = o->min_iters < MB_BATCH_MAX ? o->min_iters : MB_BATCH_MAX;
+    if (batch > o->max_iters)
+        batch = o->max_iters;
+    while (go) {
+        long next[2] = {0, 0}; /* go on?, next batch: decided by rank 0 for everyone */
+        for (long i = 0; i < batch; i++) {
+            MPI_Barrier(c->comm); /* isolate the repetition */
+            double t0 = mb_now_us();
+            if (mb_run_op(c, op, size, o->root) != MPI_SUCCESS)
+                goto out;
+            local[i] = mb_now_us() - t0;
+        }
+        MPI_Reduce(local, maxed, (int)batch, MPI_DOUBLE, MPI_MAX, 0, c->comm);
+        if (c->rank == 0) {
+            double mean, ci, spent;
+            memcpy(all + n_all, maxed, sizeof(double) * (size_t)batch);
+            n_all += batch;
+            mb_mean_ci(all, n_all, &mean, &ci);
+            spent = mb_now_us() - t_start;
+            next[0] = n_all < o->max_iters && ci > o->err * mean && spent < o->max_secs * 1e6;
+            /* Later batches are sized from the time so far: about 0.2 s each. */
+            double per = spent / (double)n_all;
+            next[1] = per > 0 ? (long)(2e5 / per) : MB_BATCH_MAX;
+            next[1] = next[1] < 1 ? 1 : next[1] > MB_BATCH_MAX ? MB_BATCH_MAX : next[1];
+            if (next[1] > o->max_iters - n_all)
+                next[1] = o->max_iters - n_all;
+        }
+        MPI_Bcast(next, 2, MPI_LONG, 0, c->comm);
+        go = next[0] != 0 && next[1] > 0;
+        batch = next[1];
+    }
+    if (c->rank == 0)
+        mb_stats(all, n_all, st);
+    rc = 0;
+out:
+    free(local);
+    free(maxed);
+    free(all);
+    return rc;
+}
+
+/* Distinct hosts of the communicator (ranks sharing memory count once). */
+static int mb_count_nodes(MPI_Comm comm)
+{
+    MPI_Comm local;
+    int lrank = 0, first, nodes = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
+        return 0;
+    MPI_Comm_rank(local, &lrank);
+    MPI_Comm_free(&local);
+    first = lrank == 0;
+    MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, comm);
+    return nodes;
+}
+
+int main(int argc, char **argv)
+{
+    mb_opts_t o;
+    mb_ctx_t c = {.comm = MPI_COMM_WORLD};
+    size_t max_size = 0;
+    int rc = 1, usage_bad;
+
+    memset(&o, 0, sizeof(o));
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "hibar-mpi-bench: MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(c.comm, &c.rank);
+    MPI_Comm_size(c.comm, &c.size);
+    usage_bad = mb_parse_args(argc, argv, &o) != 0 || o.root >= c.size;
+    if (usage_bad) {
+        if (c.rank == 0)
+            mb_usage();
+        MPI_Finalize();
+        return 2;
+    }
+    MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN);
+    c.nodes = mb_count_nodes(c.comm);
+    for (int i = 0; i < o.n_sizes; i++)
+        max_size = o.sizes[i] > max_size ? o.sizes[i] : max_size;
+    /* Scatter's send and gather's receive buffers hold one block per rank. */
+    c.sbuf = malloc(max_size * (size_t)c.size + 1);
+    c.rbuf = malloc(max_size * (size_t)c.size + 1);
+    if (!c.sbuf || !c.rbuf) {
+        fprintf(stderr, "hibar-mpi-bench: cannot allocate 2 x %zu bytes\n",
+                max_size * (size_t)c.size);
+        MPI_Abort(c.comm, 1);
+    }
+    for (int op = 0; op < MB_N_OPS; op++) {
+        if (!o.ops[op])
+            continue;
+        if (o.osu && c.rank == 0) {
+            printf("# hibar-mpi-bench: MPI_%s, %d ranks on %d nodes (maximum method)\n",
+                   mb_op_names[op], c.size, c.nodes);
+            printf("# %-10s %16s %10s %10s %10s %10s %10s\n", "Size", "Avg Latency(us)", "Median",
+                   "Min", "Max", "Iterations", "CI(us)");
+        }
+        for (int s = 0; s < (op == MB_BARRIER ? 1 : o.n_sizes); s++) {
+            size_t size = op == MB_BARRIER ? 0 : o.sizes[s];
+            mb_stats_t st;
+            if (mb_measure(&c, &o, (mb_op_t)op, size, &st) != 0) {
+                if (c.rank == 0)
+                    fprintf(stderr, "hibar-mpi-bench: %s size %zu failed\n", mb_op_names[op], size);
+                MPI_Abort(c.comm, 1);
+            }
+            if (c.rank != 0)
+                continue;
+            if (o.osu)
+                printf("  %-10zu %16.2f %10.2f %10.2f %10.2f %10ld %10.3f\n", size, st.mean,
+                       st.median, st.min, st.max, st.n, st.ci);
+            else
+                printf("{\"bench\": \"%s\", \"impl\": \"open-mpi\", \"nodes\": %d, \"ranks\": %d, "
+                       "\"size\": %zu, \"iters\": %ld, \"median_us\": %.3f, \"min_us\": %.3f, "
+                       "\"max_us\": %.3f, \"p99_us\": %.3f, \"ci_us\": %.3f, \"mean_us\": %.3f, "
+                       "\"method\": \"maximum\"}\n",
+                       mb_op_names[op], c.nodes, c.size, size, st.n, st.median, st.min, st.max,
+                       st.p99, st.ci, st.mean);
+            fflush(stdout);
+        }
+    }
+    rc = 0;
+    free(c.sbuf);
+    free(c.rbuf);
+    MPI_Finalize();
+    return rc;
+}
