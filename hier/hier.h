@@ -24,7 +24,14 @@
  *
  * Every node of the topology takes part in every collective (a job spans the cluster; a
  * subset needs another topology). Collectives are told apart by (job, coll_id, epoch); job and
- * epoch are fixed per engine (create a new engine for a new epoch, e.g. after a failure).
+ * epoch are fixed per engine (create a new engine for a new epoch, e.g. after a failure;
+ * several jobs at once: one engine per job, each with its own range of sync numbers).
+ *
+ * Failures. TIMEOUT fails that collective only; the others in flight go on. HWB_DONE with a
+ * negative status fails its collective. PEER_LOST fails every collective this node arrived
+ * at and has not finished, and from then on every ARRIVE fails at once (the daemon floods
+ * the loss; a new epoch needs a new engine). Messages and completions for a failed
+ * collective are ignored (counted as late). hier sends no failure message itself.
  *
  * Collective ids. Within one engine the local ARRIVEs carry consecutive ids starting at
  * cfg.first_coll, in the same order on every node (the order the job calls its collectives).

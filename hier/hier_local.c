@@ -2,6 +2,7 @@
  * model. */
 #include "hier_local.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -512,4 +513,41 @@ int hb_hier_local_critical(const hb_hier_local_t *l, uint64_t coll_id, uint32_t 
     if (t_p != NULL)
         *t_p = t;
     return 0;
+}
+
+int hb_hier_rec_format(const hb_hier_rec_t *r, char *buf, size_t len)
+{
+    static const char *const kind[] = {"ARRIVE",   "SEND", "HWB_ARRIVE", "HWB_DONE",
+                                       "COMPLETE", "FAIL", "REFUSED",    "MSG"};
+    char what[64] = "";
+    int w;
+
+    if (r == NULL || buf == NULL || len == 0)
+        return HIBAR_ERR_INVAL;
+    switch (r->kind) {
+    case HB_HIER_REC_SEND:
+        snprintf(what, sizeof(what), " %s to n%u", hb_hier_msg_name(r->msg), r->peer);
+        break;
+    case HB_HIER_REC_MSG:
+        snprintf(what, sizeof(what), " %s from n%u", hb_hier_msg_name(r->msg), r->peer);
+        break;
+    case HB_HIER_REC_HWB_ARRIVE:
+        snprintf(what, sizeof(what), " sync %u phase %u", r->sync_no, r->phase);
+        break;
+    case HB_HIER_REC_HWB_DONE:
+        snprintf(what, sizeof(what), " sync %u", r->sync_no);
+        break;
+    case HB_HIER_REC_FAIL:
+    case HB_HIER_REC_REFUSED:
+        snprintf(what, sizeof(what), " %d (%s)", r->status, hibar_strerror(r->status));
+        break;
+    default:
+        break;
+    }
+    w = snprintf(buf, len, "n%u coll %llu %s%s%s%s%s ib=%u sr=%u t=%g", r->node,
+                 (unsigned long long)r->coll_id,
+                 (unsigned)r->kind < sizeof(kind) / sizeof(kind[0]) ? kind[r->kind] : "?", what,
+                 r->step ? " [" : "", r->step ? r->step : "", r->step ? "]" : "", r->n_ib, r->n_sr,
+                 r->t);
+    return (w >= 0 && (size_t)w < len) ? 0 : HIBAR_ERR_TRUNCATED;
 }

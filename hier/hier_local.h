@@ -101,7 +101,12 @@ size_t hb_hier_local_run(hb_hier_local_t *l, hb_hier_local_order_t order, size_t
  * its chassis' barriers never complete. The others learn it only by PEER_LOST (inject). */
 void hb_hier_local_kill(hb_hier_local_t *l, uint32_t node);
 
+/* The trace, oldest first. Per node and collective, the SEND / HWB_ARRIVE / COMPLETE records
+ * come in program order whatever the delivery order: a trace to compare a daemon's with. */
 const hb_hier_rec_t *hb_hier_local_trace(const hb_hier_local_t *l, size_t *n_p);
+/* One record as a line without newline, e.g.
+ * "n4 coll 0 SEND RELEASE to n13 [scmd I9] ib=6 sr=5 t=518"; 0 or TRUNCATED. */
+int hb_hier_rec_format(const hb_hier_rec_t *r, char *buf, size_t len);
 void hb_hier_local_stats(const hb_hier_local_t *l, hb_hier_local_stats_t *stats_p);
 /* Largest (n_ib, n_sr) stamps and modeled time over the COMPLETE records of coll_id (each
  * out-parameter may be NULL); NOT_FOUND if none. */

@@ -420,6 +420,16 @@ static void test_late_time(void)
         for (i = 0; i < nt; i++)
             if (tr[i].kind == HB_HIER_REC_COMPLETE)
                 CU_ASSERT(tr[i].t > 1000.0);
+        for (i = 0; i < nt; i++) {
+            char line[160];
+            if (tr[i].kind != HB_HIER_REC_SEND || tr[i].msg != HB_HIER_MSG_RELEASE)
+                continue;
+            CU_ASSERT_EQUAL(hb_hier_rec_format(&tr[i], line, sizeof(line)), 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(line, " SEND RELEASE to n"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(line, p == HB_HIER_SCMD ? "[scmd " : "[tree D3]"));
+            CU_ASSERT_EQUAL(hb_hier_rec_format(&tr[i], line, 8), HIBAR_ERR_TRUNCATED);
+            break;
+        }
         CU_ASSERT_EQUAL(hb_hier_local_critical(l, 0, NULL, NULL, &tm), 0);
         CU_ASSERT(tm > 1000.0 && tm <= 1000.0 + hb_hier_predict(t, (hb_hier_proto_t)p, 3, 100));
         hb_hier_local_destroy(l);
