@@ -1,0 +1,59 @@
+/* bench.h: what every hibar-bench mode shares: common options, the mode table, output rows. */
+#ifndef HB_BENCH_H
+#define HB_BENCH_H
+
+#include "hb_stats.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* A mode: `hibar-bench NAME ARGS`. main gets argv[0] = NAME and returns the exit status. */
+typedef struct hb_bench_mode {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv);
+} hb_bench_mode_t;
+
+/* Options every mode accepts: --json, --csv FILE, --confidence LEVEL (default 0.95). */
+typedef struct hb_bench_common {
+    int json;
+    const char *csv;
+    double confidence;
+} hb_bench_common_t;
+
+/* Take the common options out of argv (argv is compacted, *argc updated). 0, or -1 after
+ * printing what is wrong (exit status 2 then). */
+int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p);
+#define HB_BENCH_COMMON_USAGE "[--json] [--csv FILE] [--confidence LEVEL]"
+
+/* One result row (DESIGN section 6). Latencies in the stats are microseconds. */
+typedef struct hb_bench_row {
+    const char *impl; /* backend, protocol or algorithm; "open-mpi" for the peer */
+    uint32_t nodes, ranks;
+    uint64_t size;        /* bytes; 0 for barriers */
+    uint64_t reps;        /* repetitions measured (MPIBlib) */
+    const hb_stats_t *st; /* over `iters` samples */
+    uint64_t iters;
+    const char *extra_json; /* more `"key": value` pairs, comma-separated, or NULL */
+} hb_bench_row_t;
+
+/* Output of one benchmark run: an OSU-style table on stdout (or JSON lines with --json) and,
+ * with --csv, the same rows in a CSV file. */
+typedef struct hb_bench_out {
+    const char *bench;
+    const hb_bench_common_t *common;
+    FILE *csv;
+    int header_done;
+} hb_bench_out_t;
+
+int hb_bench_out_open(hb_bench_out_t *o, const char *bench, const hb_bench_common_t *c);
+/* A "# ..." comment line on the table (suppressed with --json). */
+void hb_bench_out_note(hb_bench_out_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r);
+void hb_bench_out_close(hb_bench_out_t *o);
+
+/* The modes (one file each). */
+int hb_bench_hwbarrier_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,42 @@
+/* bench_main.c: hibar-bench: dispatch `hibar-bench MODE ARGS` to the mode's file. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "bench.h"
+
+#include "hb_log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One line per mode; each mode lives in its own bench_<mode>.c. */
+static const hb_bench_mode_t hb_bench_modes[] = {
+    {"hwbarrier", "chassis barrier latency per backend (shm, scic), CPU of idle waits",
+     hb_bench_hwbarrier_main},
+};
+#define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hibar-bench MODE [OPTIONS] " HB_BENCH_COMMON_USAGE "\n"
+               "       hibar-bench MODE --help\nmodes:\n");
+    for (size_t i = 0; i < HB_BENCH_NMODES; i++)
+        fprintf(f, "  %-16s %s\n", hb_bench_modes[i].name, hb_bench_modes[i].summary);
+    fprintf(f, "Every mode prints an OSU-style table (# Size  Avg Latency(us)  Min  Max  "
+               "Iterations ...),\nwith --json one JSON object per result row, with --csv FILE "
+               "the rows as CSV.\n");
+}
+
+int main(int argc, char **argv)
+{
+    hb_log_init_from_env();
+    hb_log_set_ident("hibar-bench");
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < HB_BENCH_NMODES; i++)
+        if (strcmp(argv[1], hb_bench_modes[i].name) == 0)
+            return hb_bench_modes[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "hibar-bench: unknown mode '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,109 @@
+/* bench_out.c: hibar-bench output shared by every mode: OSU-style table, JSON lines, CSV. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "bench.h"
+
+#include "hb_log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p)
+{
+    hb_bench_common_t c = {.json = 0, .csv = NULL, .confidence = 0.95};
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--json") == 0) {
+            c.json = 1;
+        } else if (strcmp(a, "--csv") == 0 || strcmp(a, "--confidence") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "hibar-bench: %s needs a value\n", a);
+                return -1;
+            }
+            if (strcmp(a, "--csv") == 0) {
+                c.csv = argv[++i];
+            } else {
+                char *end;
+                c.confidence = strtod(argv[++i], &end);
+                if (*end != '\0' || !(c.confidence > 0.0 && c.confidence < 1.0)) {
+                    fprintf(stderr, "hibar-bench: --confidence must be in (0, 1), e.g. 0.95\n");
+                    return -1;
+                }
+            }
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    *c_p = c;
+    return 0;
+}
+
+int hb_bench_out_open(hb_bench_out_t *o, const char *bench, const hb_bench_common_t *c)
+{
+    memset(o, 0, sizeof(*o));
+    o->bench = bench;
+    o->common = c;
+    if (c->csv != NULL) {
+        o->csv = fopen(c->csv, "w");
+        if (o->csv == NULL) {
+            fprintf(stderr, "hibar-bench: cannot write %s: %s\n", c->csv, strerror(errno));
+            return -1;
+        }
+        fprintf(o->csv, "bench,impl,nodes,ranks,size,iters,reps,avg_us,median_us,min_us,max_us,"
+                        "p99_us,ci_us,confidence\n");
+    }
+    return 0;
+}
+
+void hb_bench_out_note(hb_bench_out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    if (o->common->json)
+        return;
+    va_start(ap, fmt);
+    fputs("# ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+}
+
+void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r)
+{
+    const hb_stats_t *s = r->st;
+    if (o->common->json) {
+        printf("{\"bench\": \"%s\", \"impl\": \"%s\", \"nodes\": %u, \"ranks\": %u, "
+               "\"size\": %llu, \"iters\": %llu, \"median_us\": %.3f, \"min_us\": %.3f, "
+               "\"max_us\": %.3f, \"p99_us\": %.3f, \"ci_us\": %.4f, \"avg_us\": %.3f, "
+               "\"reps\": %llu, \"confidence\": %.3f%s%s}\n",
+               o->bench, r->impl, r->nodes, r->ranks, (unsigned long long)r->size,
+               (unsigned long long)r->iters, s->median, s->min, s->max, s->p99, s->ci, s->mean,
+               (unsigned long long)r->reps, s->confidence, r->extra_json ? ", " : "",
+               r->extra_json ? r->extra_json : "");
+    } else {
+        if (!o->header_done) {
+            printf("# %-8s %16s %10s %10s %11s %10s %10s %8s %10s\n", "Size", "Avg Latency(us)",
+                   "Min", "Max", "Iterations", "Median", "P99", "Reps", "CI(us)");
+            o->header_done = 1;
+        }
+        printf("%-10llu %16.2f %10.2f %10.2f %11llu %10.2f %10.2f %8llu %10.3f\n",
+               (unsigned long long)r->size, s->mean, s->min, s->max, (unsigned long long)r->iters,
+               s->median, s->p99, (unsigned long long)r->reps, s->ci);
+    }
+    fflush(stdout);
+    if (o->csv != NULL)
+        fprintf(o->csv, "%s,%s,%u,%u,%llu,%llu,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.3f\n", o->bench,
+                r->impl, r->nodes, r->ranks, (unsigned long long)r->size,
+                (unsigned long long)r->iters, (unsigned long long)r->reps, s->mean, s->median,
+                s->min, s->max, s->p99, s->ci, s->confidence);
+}
+
+void hb_bench_out_close(hb_bench_out_t *o)
+{
+    if (o->csv != NULL && fclose(o->csv) != 0)
+        fprintf(stderr, "hibar-bench: writing %s: %s\n", o->common->csv, strerror(errno));
+    o->csv = NULL;
+}
