@@ -2,6 +2,8 @@
 #ifndef HIBAR_H
 #define HIBAR_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,6 +35,105 @@ extern "C" {
 
 /* Describe a status code. Never NULL; the string is static. Thread-safe. */
 const char *hibar_strerror(int status);
+
+/*
+ * The library. A process joins its job with hibar_init and leaves with hibar_finalize; in
+ * between, the handle names this process's membership of the job. The ranks of one node
+ * meet in a shared-memory segment that hibard creates for the job (a single-node job never
+ * involves the daemon after start-up).
+ *
+ * Rules common to every call below:
+ * - Each returns HIBAR_SUCCESS (0) or a negative HIBAR_ERR_* code.
+ * - A NULL handle gives HIBAR_ERR_NOT_INIT (calls before init or after finalize).
+ * - Collective calls (barrier, collectives, finalize) must be made by every rank of the job
+ *   in the same order. They block until complete. Misuse is reported, never a hang: ranks
+ *   that disagree on the operation, the root or the sizes all get HIBAR_ERR_MISMATCH; an
+ *   argument error on one rank (NULL buffer, root out of range) is returned by every rank
+ *   of that collective as HIBAR_ERR_INVAL. A rank that dies (or finalizes) while others
+ *   wait for it makes their calls return HIBAR_ERR_PEER_LOST; after that every call on the
+ *   handle returns HIBAR_ERR_PEER_LOST.
+ * - A handle is not thread-safe; it may be used from any thread, one call at a time. Two
+ *   threads calling on one handle at the same time is detected: the second call returns
+ *   HIBAR_ERR_THREAD without doing anything.
+ * - By default a wait lasts as long as the peers are alive; HIBAR_TIMEOUT_MS (environment)
+ *   or hibar_set_timeout bounds each wait (HIBAR_ERR_TIMEOUT).
+ */
+typedef struct hibar hibar_t;
+
+/* Split-phase barrier ticket returned by hibar_barrier_arrive. */
+typedef unsigned long long hibar_epoch_t;
+
+/* Join the job. Collective over the job's ranks; blocking. Where the job comes from:
+ * - HIBAR_SOCKET (set by hibard's launcher): the daemon's UNIX socket; the daemon hands
+ *   over the node's segment and doorbell (uid checked on both sides);
+ * - HIBAR_SEG_FD + HIBAR_RANK (+ HIBAR_DOORBELL_FD): an inherited segment;
+ * - neither: a singleton job of one rank.
+ * Errors: HIBAR_ERR_EXISTS (this rank already joined), HIBAR_ERR_UNAVAIL (daemon
+ * unreachable), HIBAR_ERR_PERM (uid mismatch), HIBAR_ERR_PROTO (invalid segment),
+ * HIBAR_ERR_TIMEOUT (other ranks did not join within HIBAR_INIT_TIMEOUT_MS, default
+ * 60000), HIBAR_ERR_NOMEM, HIBAR_ERR_INVAL (h_p NULL). Thread-safe with other handles. */
+int hibar_init(hibar_t **h_p);
+
+/* Leave the job: a barrier with every rank, then the handle is freed and *h_p set to
+ * NULL (also on error). Collective; blocking. */
+int hibar_finalize(hibar_t **h_p);
+
+/* This process's rank (0 .. size - 1) and the number of ranks. Non-blocking. */
+int hibar_rank(hibar_t *h, int *rank_p);
+int hibar_size(hibar_t *h, int *size_p);
+
+/* Block until every rank has called hibar_barrier. */
+int hibar_barrier(hibar_t *h);
+
+/* Split-phase (fuzzy) barrier. arrive announces this rank and returns at once with a
+ * ticket; wait blocks until every rank has arrived at that epoch; test does not block
+ * (HIBAR_ERR_WOULD_BLOCK while others have not arrived). One split-phase barrier may be
+ * outstanding per handle: any other collective call before its wait gives
+ * HIBAR_ERR_BUSY. A ticket that is not the outstanding one gives HIBAR_ERR_INVAL. */
+int hibar_barrier_arrive(hibar_t *h, hibar_epoch_t *epoch_p);
+int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch);
+int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch);
+
+/* Barrier among the n ranks listed (distinct, any order, the caller among them). Every
+ * listed rank must call it with the same set; other ranks do not take part. Today the
+ * ranks must share a node (HIBAR_ERR_UNAVAIL otherwise). HIBAR_ERR_INVAL for a bad set. */
+int hibar_barrier_subset(hibar_t *h, const int *ranks, int n);
+
+/* Collectives. Sizes are in bytes; a rank never reads or writes outside the bytes named.
+ * Send and receive buffers must not overlap. */
+
+/* root's sendbuf holds size x bytes; rank i receives bytes [i*bytes, (i+1)*bytes) in
+ * recvbuf. sendbuf is ignored on other ranks. */
+int hibar_scatter(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root);
+/* Each rank sends `bytes`; root receives rank i's bytes at recvbuf + i*bytes. */
+int hibar_gather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root);
+/* root sends counts[i] bytes from sendbuf + displs[i] to rank i, which receives recvbytes
+ * (must equal counts[i], else HIBAR_ERR_MISMATCH everywhere). counts, displs and sendbuf
+ * are read on the root only. */
+int hibar_scatterv(hibar_t *h, const void *sendbuf, const size_t *counts, const size_t *displs,
+                   void *recvbuf, size_t recvbytes, int root);
+/* Rank i sends sendbytes (must equal the root's counts[i]); root stores them at
+ * recvbuf + displs[i]. counts, displs and recvbuf are read on the root only. */
+int hibar_gatherv(hibar_t *h, const void *sendbuf, size_t sendbytes, void *recvbuf,
+                  const size_t *counts, const size_t *displs, int root);
+/* root's buf (bytes long) is copied into every other rank's buf. */
+int hibar_bcast(hibar_t *h, void *buf, size_t bytes, int root);
+/* Each rank sends `bytes`; every rank receives rank i's bytes at recvbuf + i*bytes. */
+int hibar_allgather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes);
+
+/* Bound every later wait of this handle to ms milliseconds (0: no bound). Non-blocking. */
+int hibar_set_timeout(hibar_t *h, unsigned ms);
+
+/* Log levels passed to the callback. */
+#define HIBAR_LOG_ERROR 0
+#define HIBAR_LOG_WARN 1
+#define HIBAR_LOG_INFO 2
+#define HIBAR_LOG_DEBUG 3
+typedef void (*hibar_log_fn)(int level, const char *msg, void *arg);
+/* Send the library's log lines (one line, no newline) to fn instead of stderr; NULL
+ * restores stderr. The level is HIBAR_LOG (error|warn|info|debug, default warn). Set it
+ * before hibar_init; not thread-safe with concurrent hibar calls. */
+int hibar_set_log_callback(hibar_log_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

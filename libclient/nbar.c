@@ -1,0 +1,525 @@
+/* nbar.c: the intra-node barrier: tree construction, arrive/test/wait, subsets, liveness. */
+#include "hb_config.h"
+
+#include "nbar.h"
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hb_wait.h"
+#include "hibar.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hwloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HB_NBAR_CHECK_NS 10000000ull /* look at the peers' pids at most every 10 ms */
+
+/* ---- tree construction (pure) ---- */
+
+typedef struct nbar_tb {
+    hb_nbar_tree_t *t;
+    const uint32_t (*keys)[HB_SEG_NKEYS];
+    uint32_t radix;
+    int err;
+} nbar_tb_t;
+
+static void nbar_tb_set_parent(nbar_tb_t *tb, uint32_t unit, uint32_t g)
+{
+    if (unit < tb->t->nranks)
+        tb->t->rank_group[unit] = g;
+    else
+        tb->t->group_parent[unit - tb->t->nranks] = g;
+}
+
+static uint32_t nbar_tb_group(nbar_tb_t *tb, const uint32_t *units, uint32_t n)
+{
+    uint32_t g = tb->t->ngroups++, i;
+    tb->t->group_size[g] = n;
+    tb->t->group_parent[g] = HB_NBAR_NONE;
+    for (i = 0; i < n; i++)
+        nbar_tb_set_parent(tb, units[i], g);
+    return tb->t->nranks + g;
+}
+
+/* Combine units (ranks or groups) radix at a time until one is left; units is scratch. */
+static uint32_t nbar_tb_combine(nbar_tb_t *tb, uint32_t *units, uint32_t n)
+{
+    while (n > 1) {
+        uint32_t m = 0, i;
+        if (n <= tb->radix)
+            return nbar_tb_group(tb, units, n);
+        for (i = 0; i < n; i += tb->radix) {
+            uint32_t c = n - i < tb->radix ? n - i : tb->radix;
+            units[m++] = c == 1 ? units[i] : nbar_tb_group(tb, units + i, c);
+        }
+        n = m;
+    }
+    return units[0];
+}
+
+/* ranks[0..n-1] sorted by keys then rank; all share keys[0..level-1]. Returns the unit. */
+static uint32_t nbar_tb_build(nbar_tb_t *tb, const uint32_t *ranks, uint32_t n, int level)
+{
+    uint32_t *units, m = 0, i = 0, u;
+
+    if (n == 1)
+        return ranks[0];
+    units = malloc(n * sizeof(*units));
+    if (units == NULL) {
+        tb->err = HIBAR_ERR_NOMEM;
+        return ranks[0];
+    }
+    if (level == HB_SEG_NKEYS) {
+        memcpy(units, ranks, n * sizeof(*units));
+        m = n;
+    } else {
+        while (i < n) {
+            uint32_t j = i;
+            while (j < n && tb->keys[ranks[j]][level] == tb->keys[ranks[i]][level])
+                j++;
+            units[m++] = nbar_tb_build(tb, ranks + i, j - i, level + 1);
+            i = j;
+        }
+    }
+    u = m == 1 ? units[0] : nbar_tb_combine(tb, units, m);
+    free(units);
+    return u;
+}
+
+static const uint32_t (*nbar_sort_keys)[HB_SEG_NKEYS];
+
+static int nbar_rank_cmp(const void *a, const void *b)
+{
+    uint32_t ra = *(const uint32_t *)a, rb = *(const uint32_t *)b;
+    int l;
+    for (l = 0; l < HB_SEG_NKEYS; l++) {
+        if (nbar_sort_keys[ra][l] != nbar_sort_keys[rb][l])
+            return nbar_sort_keys[ra][l] < nbar_sort_keys[rb][l] ? -1 : 1;
+    }
+    return ra < rb ? -1 : ra > rb;
+}
+
+int hb_nbar_tree_build(uint32_t nranks, const uint32_t (*keys)[HB_SEG_NKEYS], uint32_t radix,
+                       hb_nbar_tree_t *t_p)
+{
+    hb_nbar_tree_t t;
+    nbar_tb_t tb;
+    uint32_t *order, r;
+
+    if (t_p == NULL || keys == NULL || nranks == 0 || nranks > HB_SEG_MAX_RANKS || radix < 2)
+        return HIBAR_ERR_INVAL;
+    memset(&t, 0, sizeof(t));
+    t.nranks = nranks;
+    t.rank_group = malloc(nranks * sizeof(uint32_t));
+    t.group_parent = malloc(nranks * sizeof(uint32_t));
+    t.group_size = malloc(nranks * sizeof(uint32_t));
+    order = malloc(nranks * sizeof(uint32_t));
+    if (t.rank_group == NULL || t.group_parent == NULL || t.group_size == NULL || order == NULL) {
+        free(order);
+        hb_nbar_tree_free(&t);
+        return HIBAR_ERR_NOMEM;
+    }
+    for (r = 0; r < nranks; r++) {
+        order[r] = r;
+        t.rank_group[r] = HB_NBAR_NONE;
+    }
+    /* qsort has no context argument in C11; the build runs once per init. */
+    nbar_sort_keys = keys;
+    qsort(order, nranks, sizeof(*order), nbar_rank_cmp);
+    tb.t = &t;
+    tb.keys = keys;
+    tb.radix = radix;
+    tb.err = 0;
+    (void)nbar_tb_build(&tb, order, nranks, 0);
+    free(order);
+    if (tb.err != 0) {
+        hb_nbar_tree_free(&t);
+        return tb.err;
+    }
+    *t_p = t;
+    return 0;
+}
+
+void hb_nbar_tree_free(hb_nbar_tree_t *t)
+{
+    free(t->rank_group);
+    free(t->group_parent);
+    free(t->group_size);
+    t->rank_group = t->group_parent = t->group_size = NULL;
+    t->ngroups = 0;
+}
+
+uint32_t hb_nbar_tree_depth(const hb_nbar_tree_t *t, uint32_t r)
+{
+    uint32_t d = 0, g = t->rank_group[r];
+    while (g != HB_NBAR_NONE && d <= t->nranks) {
+        d++;
+        g = t->group_parent[g];
+    }
+    return d;
+}
+
+void hb_nbar_keys_local(uint32_t keys[HB_SEG_NKEYS])
+{
+    static const hwloc_obj_type_t types[HB_SEG_NKEYS] = {HWLOC_OBJ_NUMANODE, HWLOC_OBJ_L3CACHE,
+                                                         HWLOC_OBJ_L2CACHE, HWLOC_OBJ_CORE};
+    hwloc_topology_t topo;
+    hwloc_bitmap_t set;
+    int l;
+
+    for (l = 0; l < HB_SEG_NKEYS; l++)
+        keys[l] = HB_SEG_KEY_NONE;
+    if (hwloc_topology_init(&topo) != 0)
+        return;
+    if (hwloc_topology_load(topo) != 0)
+        goto out_topo;
+    set = hwloc_bitmap_alloc();
+    if (set == NULL)
+        goto out_topo;
+    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(set))
+        goto out_set;
+    for (l = 0; l < HB_SEG_NKEYS; l++) {
+        int i, n = hwloc_get_nbobjs_by_type(topo, types[l]);
+        for (i = 0; i < n; i++) {
+            hwloc_obj_t o = hwloc_get_obj_by_type(topo, types[l], (unsigned)i);
+            if (o != NULL && o->cpuset != NULL && hwloc_bitmap_isincluded(set, o->cpuset)) {
+                keys[l] = o->logical_index;
+                break;
+            }
+        }
+    }
+out_set:
+    hwloc_bitmap_free(set);
+out_topo:
+    hwloc_topology_destroy(topo);
+}
+
+/* ---- liveness ---- */
+
+int hb_nbar_pid_dead(int pid)
+{
+    char path[64], buf[256], *p;
+    ssize_t n;
+    int fd;
+
+    if (pid <= 0)
+        return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    /* A zombie still answers kill(); its state letter follows the last ')' in stat. */
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+int hb_nbar_check_peers(hb_nbar_t *b)
+{
+    hb_seg_hdr_t *h = hb_seg_hdr(b->seg);
+    uint32_t r;
+
+    for (r = 0; r < b->nranks; r++) {
+        hb_seg_ctl_t *c;
+        uint32_t st;
+        if (r == b->rank)
+            continue;
+        c = hb_seg_ctl(b->seg, r);
+        st = atomic_load_explicit(&c->state, memory_order_acquire);
+        if (st == HB_SEG_RANK_LEFT ||
+            (st == HB_SEG_RANK_ATTACHED && hb_nbar_pid_dead(atomic_load(&c->pid)))) {
+            hb_seg_mark_broken(b->seg, (int32_t)r);
+            return HIBAR_ERR_PEER_LOST;
+        }
+    }
+    return atomic_load(&h->state) == HB_SEG_JOB_BROKEN ? HIBAR_ERR_PEER_LOST : 0;
+}
+
+/* Called on the wait's slow path: rate-limited peer check. */
+static int nbar_slow_check(hb_nbar_t *b)
+{
+    uint64_t now = hb_time_now_ns();
+    if (now - b->last_check_ns < HB_NBAR_CHECK_NS)
+        return HIBAR_ERR_WOULD_BLOCK;
+    b->last_check_ns = now;
+    return hb_nbar_check_peers(b) == 0 ? HIBAR_ERR_WOULD_BLOCK : HIBAR_ERR_PEER_LOST;
+}
+
+static uint64_t nbar_deadline(const hb_nbar_t *b)
+{
+    return b->timeout_ns == 0 ? UINT64_MAX : hb_time_now_ns() + b->timeout_ns;
+}
+
+/* ---- the barrier ---- */
+
+int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
+                 uint32_t radix, uint64_t timeout_ns)
+{
+    uint32_t (*keys)[HB_SEG_NKEYS];
+    uint32_t r;
+    int rc;
+
+    if (b == NULL || seg == NULL || rank >= seg->lay.nranks || radix < 2)
+        return HIBAR_ERR_INVAL;
+    memset(b, 0, sizeof(*b));
+    b->seg = seg;
+    b->rank = rank;
+    b->nranks = seg->lay.nranks;
+    b->doorbell_fd = doorbell_fd;
+    b->timeout_ns = timeout_ns;
+    keys = malloc(b->nranks * sizeof(*keys));
+    if (keys == NULL)
+        return HIBAR_ERR_NOMEM;
+    for (r = 0; r < b->nranks; r++) {
+        /* Copied out: every rank must build the same tree from the same values. */
+        memcpy(keys[r], hb_seg_ctl(seg, r)->keys, sizeof(keys[r]));
+    }
+    rc = hb_nbar_tree_build(b->nranks, (const uint32_t(*)[HB_SEG_NKEYS])keys, radix, &b->tree);
+    free(keys);
+    if (rc != 0)
+        return rc;
+    /* A rank joining a segment in use (not the case today) starts at the current epoch. */
+    b->seq = atomic_load(&hb_seg_hdr(seg)->release);
+    return 0;
+}
+
+void hb_nbar_fini(hb_nbar_t *b)
+{
+    hb_nbar_tree_free(&b->tree);
+    free(b->subs);
+    b->subs = NULL;
+    b->nsubs = b->cap = 0;
+}
+
+/* The node's barrier epoch is complete: release it, or hand it to the daemon. */
+static int nbar_node_complete(hb_nbar_t *b, uint64_t epoch)
+{
+    hb_seg_hdr_t *h = hb_seg_hdr(b->seg);
+    hb_seg_desc_t d;
+    uint64_t one = 1;
+    int rc;
+
+    if (b->seg->nnodes <= 1) {
+        hb_seg_release(b->seg, epoch);
+        return 0;
+    }
+    memset(&d, 0, sizeof(d));
+    d.op = HB_SEG_OP_NBAR_ARRIVED;
+    d.epoch = epoch;
+    d.rank = b->rank;
+    atomic_store_explicit(&h->node_arrived, epoch, memory_order_release);
+    rc = hb_seg_ring_push(hb_seg_ring(b->seg, b->rank, 0), b->seg->lay.ring_depth, &d);
+    if (rc != 0)
+        hb_log_warn("nbar: descriptor ring of rank %u: %s (node_arrived still set)",
+                    (unsigned)b->rank, hibar_strerror(rc));
+    if (b->doorbell_fd >= 0 && write(b->doorbell_fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+        hb_log_error("nbar: ringing the daemon's doorbell: %m");
+        return HIBAR_ERR_IO;
+    }
+    return 0;
+}
+
+int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p)
+{
+    uint64_t epoch;
+    uint32_t g;
+
+    if (atomic_load_explicit(&hb_seg_hdr(b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
+        return HIBAR_ERR_PEER_LOST;
+    epoch = ++b->seq;
+    *epoch_p = epoch;
+    g = b->tree.rank_group[b->rank];
+    while (g != HB_NBAR_NONE) {
+        uint64_t old = atomic_fetch_add_explicit(&hb_seg_group(b->seg, g)->count, 1,
+                                                 memory_order_acq_rel);
+        if (old + 1 != epoch * b->tree.group_size[g])
+            return 0; /* others still to come: the last of them carries on */
+        g = b->tree.group_parent[g];
+    }
+    return nbar_node_complete(b, epoch);
+}
+
+typedef struct nbar_wait_arg {
+    hb_nbar_t *b;
+    uint64_t epoch;
+} nbar_wait_arg_t;
+
+static int nbar_poll(void *arg, int slow)
+{
+    nbar_wait_arg_t *a = arg;
+    hb_seg_hdr_t *h = hb_seg_hdr(a->b->seg);
+
+    if (atomic_load_explicit(&h->release, memory_order_acquire) >= a->epoch)
+        return 0;
+    if (atomic_load_explicit(&h->state, memory_order_relaxed) != HB_SEG_JOB_OK)
+        return HIBAR_ERR_PEER_LOST;
+    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+}
+
+int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
+{
+    nbar_wait_arg_t a = {b, epoch};
+    return nbar_poll(&a, 0);
+}
+
+int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
+{
+    nbar_wait_arg_t a = {b, epoch};
+    int rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, NULL,
+                           nbar_deadline(b));
+    if (rc == HIBAR_ERR_TIMEOUT)
+        hb_log_error("nbar: barrier epoch %llu not released within %llu ms",
+                     (unsigned long long)epoch, (unsigned long long)(b->timeout_ns / 1000000));
+    return rc;
+}
+
+int hb_nbar_barrier(hb_nbar_t *b)
+{
+    uint64_t epoch;
+    int rc = hb_nbar_arrive(b, &epoch);
+    return rc != 0 ? rc : hb_nbar_wait(b, epoch);
+}
+
+/* ---- subset barrier ---- */
+
+static int nbar_u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct nbar_sub_arg {
+    hb_nbar_t *b;
+    const uint32_t *ranks;
+    size_t n;
+    uint64_t val;
+} nbar_sub_arg_t;
+
+static int nbar_sub_poll_leader(void *arg, int slow)
+{
+    nbar_sub_arg_t *a = arg;
+    size_t i;
+
+    for (i = 1; i < a->n; i++) {
+        if (atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->ranks[i])->sub_arrive,
+                                 memory_order_acquire) != a->val)
+            break;
+    }
+    if (i == a->n)
+        return 0;
+    if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
+        return HIBAR_ERR_PEER_LOST;
+    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+}
+
+static int nbar_sub_poll_member(void *arg, int slow)
+{
+    nbar_sub_arg_t *a = arg;
+    if (atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->b->rank)->sub_go, memory_order_acquire) ==
+        a->val)
+        return 0;
+    if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
+        return HIBAR_ERR_PEER_LOST;
+    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+}
+
+/* Epoch of the next barrier over this rank set (every member counts the same way). */
+static int nbar_sub_epoch(hb_nbar_t *b, uint64_t hash, uint32_t *epoch_p)
+{
+    size_t i;
+    for (i = 0; i < b->nsubs; i++) {
+        if (b->subs[i].hash == hash) {
+            *epoch_p = ++b->subs[i].epoch;
+            return 0;
+        }
+    }
+    if (b->nsubs == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 8;
+        hb_nbar_sub_t *s = realloc(b->subs, cap * sizeof(*s));
+        if (s == NULL)
+            return HIBAR_ERR_NOMEM;
+        b->subs = s;
+        b->cap = cap;
+    }
+    b->subs[b->nsubs].hash = hash;
+    b->subs[b->nsubs].epoch = 1;
+    b->nsubs++;
+    *epoch_p = 1;
+    return 0;
+}
+
+int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
+{
+    nbar_sub_arg_t a;
+    uint32_t *sorted, epoch;
+    uint64_t hash = 14695981039346656037ull;
+    size_t i;
+    int me = 0, rc;
+
+    if (ranks == NULL || n == 0 || n > b->nranks)
+        return HIBAR_ERR_INVAL;
+    sorted = malloc(n * sizeof(*sorted));
+    if (sorted == NULL)
+        return HIBAR_ERR_NOMEM;
+    memcpy(sorted, ranks, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), nbar_u32_cmp);
+    for (i = 0; i < n; i++) {
+        if (sorted[i] >= b->nranks || (i > 0 && sorted[i] == sorted[i - 1])) {
+            rc = HIBAR_ERR_INVAL;
+            goto out;
+        }
+        me |= sorted[i] == b->rank;
+        hash = (hash ^ sorted[i]) * 1099511628211ull;
+    }
+    if (!me) {
+        rc = HIBAR_ERR_INVAL;
+        goto out;
+    }
+    if (atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK) {
+        rc = HIBAR_ERR_PEER_LOST;
+        goto out;
+    }
+    rc = 0;
+    if (n == 1)
+        goto out;
+    rc = nbar_sub_epoch(b, hash, &epoch);
+    if (rc != 0)
+        goto out;
+    a.b = b;
+    a.ranks = sorted;
+    a.n = n;
+    a.val = ((uint64_t)(uint32_t)(hash ^ (hash >> 32)) << 32) | epoch;
+    if (sorted[0] == b->rank) {
+        rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_leader, &a,
+                           NULL, nbar_deadline(b));
+        if (rc != 0)
+            goto out;
+        for (i = 1; i < n; i++) {
+            hb_seg_ctl_t *c = hb_seg_ctl(b->seg, sorted[i]);
+            atomic_store_explicit(&c->sub_go, a.val, memory_order_release);
+            hb_wait_word_wake(&c->sub_wake);
+        }
+    } else {
+        atomic_store_explicit(&hb_seg_ctl(b->seg, b->rank)->sub_arrive, a.val,
+                              memory_order_release);
+        hb_wait_word_wake(&hb_seg_ctl(b->seg, sorted[0])->sub_wake);
+        rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_member, &a,
+                           NULL, nbar_deadline(b));
+    }
+    if (rc == HIBAR_ERR_TIMEOUT)
+        hb_log_error("nbar: subset barrier of %zu ranks timed out", n);
+out:
+    free(sorted);
+    return rc;
+}

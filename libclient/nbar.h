@@ -1,0 +1,94 @@
+/* nbar.h: the intra-node barrier (hwloc-shaped combining tree, split-phase, subsets), hb_nbar_*. */
+#ifndef HB_NBAR_H
+#define HB_NBAR_H
+
+#include "seg.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Fan-in: a combining tree. Ranks that share a core, then an L2, an L3, a NUMA node (the
+ * hwloc keys each rank publishes in the segment) form the lowest groups; groups are cut to at
+ * most `radix` members and combined upwards the same way; ranks without binding fall back to
+ * a radix-ary tree in rank order. Each group has a counter in the segment that only grows:
+ * epoch s is complete at group g when its counter reaches s * size(g). The unit whose
+ * increment completes a group carries the arrival one level up, so arriving never waits
+ * (that is what makes the split-phase barrier possible).
+ *
+ * Fan-out: the unit that completes the top group publishes the epoch in the segment's
+ * release word and wakes sleepers (one futex wake for all). A tree fan-out would put one
+ * wake-up per level on the critical path, which is what costs most when ranks outnumber
+ * cores. With nnodes > 1 the top instead posts an NBAR_ARRIVED descriptor on its ring,
+ * writes node_arrived and rings the daemon's doorbell; the daemon runs the inter-node
+ * barrier and publishes the release (hb_seg_release).
+ *
+ * Epochs (sequence numbers) only grow; nothing is reset between barriers.
+ */
+
+#define HB_NBAR_NONE UINT32_MAX
+#define HB_NBAR_DEFAULT_RADIX 4u
+
+typedef struct hb_nbar_tree {
+    uint32_t nranks;
+    uint32_t ngroups;
+    uint32_t *rank_group;   /* group rank r arrives at; HB_NBAR_NONE if nranks == 1 */
+    uint32_t *group_parent; /* parent of group g; HB_NBAR_NONE for the top */
+    uint32_t *group_size;   /* units (ranks or groups) arriving at group g */
+} hb_nbar_tree_t;
+
+/* Pure: build the tree from each rank's keys (keys[r][0..HB_SEG_NKEYS-1], coarse to fine,
+ * HB_SEG_KEY_NONE = unknown) and the radix (>= 2). HIBAR_ERR_INVAL, HIBAR_ERR_NOMEM. */
+int hb_nbar_tree_build(uint32_t nranks, const uint32_t (*keys)[HB_SEG_NKEYS], uint32_t radix,
+                       hb_nbar_tree_t *t_p);
+void hb_nbar_tree_free(hb_nbar_tree_t *t);
+/* Levels from rank r to the top (0 when nranks == 1). */
+uint32_t hb_nbar_tree_depth(const hb_nbar_tree_t *t, uint32_t r);
+
+/* This process's hwloc keys (NUMA, L3, L2, core of its CPU binding); HB_SEG_KEY_NONE for a
+ * level the binding does not fit in (e.g. an unbound process gets only NONE). */
+void hb_nbar_keys_local(uint32_t keys[HB_SEG_NKEYS]);
+
+typedef struct hb_nbar_sub {
+    uint64_t hash;
+    uint32_t epoch;
+} hb_nbar_sub_t;
+
+/* One rank's barrier state. Not thread-safe (the public API guards it). */
+typedef struct hb_nbar {
+    hb_seg_t *seg;
+    uint32_t rank, nranks;
+    int doorbell_fd;       /* the daemon's eventfd, or -1 (single-node job) */
+    hb_nbar_tree_t tree;
+    uint64_t seq;          /* last epoch this rank arrived at */
+    uint64_t timeout_ns;   /* per wait; 0 = wait as long as the peers live */
+    uint64_t last_check_ns;
+    hb_nbar_sub_t *subs;   /* subset barriers seen: hash of the rank set -> epoch */
+    size_t nsubs, cap;
+} hb_nbar_t;
+
+/* Build the tree from the keys every rank published (all ranks must be attached). */
+int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
+                 uint32_t radix, uint64_t timeout_ns);
+void hb_nbar_fini(hb_nbar_t *b);
+
+/* Arrive at the next epoch (never waits); *epoch_p = that epoch. HIBAR_ERR_PEER_LOST if the
+ * job is broken, HIBAR_ERR_IO if the doorbell cannot be rung. */
+int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p);
+/* 0 if `epoch` is released, HIBAR_ERR_WOULD_BLOCK if not yet, HIBAR_ERR_PEER_LOST. */
+int hb_nbar_test(hb_nbar_t *b, uint64_t epoch);
+/* Wait (spin, yield, sleep) until `epoch` is released. HIBAR_ERR_PEER_LOST when a rank of
+ * the node died or left; HIBAR_ERR_TIMEOUT after timeout_ns if set. */
+int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch);
+/* arrive + wait. */
+int hb_nbar_barrier(hb_nbar_t *b);
+/* Barrier among `n` distinct local ranks (this rank among them, any order); the lowest
+ * rank leads. HIBAR_ERR_INVAL for a bad set. */
+int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n);
+
+/* Look for dead or departed ranks now (marks the job broken): 0 or HIBAR_ERR_PEER_LOST. */
+int hb_nbar_check_peers(hb_nbar_t *b);
+/* Is process `pid` gone (no such process, or a zombie)? */
+int hb_nbar_pid_dead(int pid);
+
+#endif

@@ -1,0 +1,468 @@
+/* ncoll.c: scatter, gather, scatterv, gatherv, bcast, allgather among the ranks of one node. */
+#include "hb_config.h"
+
+#include "ncoll.h"
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hibar.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static uint64_t hb_ncoll_probe_word; /* read by the neighbour to check cross-memory attach */
+
+void hb_ncoll_probe_publish(hb_seg_t *seg, uint32_t rank)
+{
+    hb_seg_ctl_t *c = hb_seg_ctl(seg, rank);
+    hb_ncoll_probe_word = hb_time_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x5a5a5a5aull;
+    c->probe_val = hb_ncoll_probe_word;
+    c->probe_addr = (uint64_t)(uintptr_t)&hb_ncoll_probe_word;
+}
+
+static int ncoll_env_off(const char *name)
+{
+    const char *s = getenv(name);
+    return s != NULL && (strcmp(s, "0") == 0 || strcmp(s, "no") == 0 || strcmp(s, "off") == 0);
+}
+
+void hb_ncoll_probe_run(hb_seg_t *seg, uint32_t rank)
+{
+    hb_seg_ctl_t *me = hb_seg_ctl(seg, rank), *peer;
+    uint32_t n = seg->lay.nranks;
+    uint64_t got = 0;
+    struct iovec l = {&got, sizeof(got)}, r;
+
+    if (ncoll_env_off("HIBAR_CMA")) {
+        me->cma_ok = 0;
+        return;
+    }
+    if (n == 1) {
+        me->cma_ok = 1;
+        return;
+    }
+    peer = hb_seg_ctl(seg, (rank + 1) % n);
+    r.iov_base = (void *)(uintptr_t)peer->probe_addr;
+    r.iov_len = sizeof(got);
+    if (process_vm_readv((pid_t)atomic_load(&peer->pid), &l, 1, &r, 1, 0) !=
+            (ssize_t)sizeof(got) ||
+        got != peer->probe_val) {
+        hb_log_info("process_vm_readv from rank %u: %m; large messages will go through the "
+                    "segment in chunks",
+                    (unsigned)((rank + 1) % n));
+        me->cma_ok = 0;
+        return;
+    }
+    me->cma_ok = 1;
+}
+
+int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar)
+{
+    uint32_t r;
+
+    memset(c, 0, sizeof(*c));
+    c->seg = seg;
+    c->bar = bar;
+    c->rank = bar->rank;
+    c->nranks = seg->lay.nranks;
+    c->cma_all = 1;
+    for (r = 0; r < c->nranks; r++)
+        c->cma_all &= hb_seg_ctl(seg, r)->cma_ok == 1;
+    if (!c->cma_all && c->rank == 0 && !ncoll_env_off("HIBAR_CMA"))
+        hb_log_warn("cross-memory attach (process_vm_readv) is not usable on this node; large "
+                    "messages go through the segment in %llu-byte chunks",
+                    (unsigned long long)seg->lay.buf_size);
+    return 0;
+}
+
+/* Copy len bytes between this process and `pid` (write: local -> remote). */
+static int ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int write)
+{
+    char *lp = local;
+    while (len > 0) {
+        struct iovec l = {lp, len}, r = {(void *)(uintptr_t)remote, len};
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = errno;
+            hb_log_error("process_vm_%sv pid %d, %zu bytes: %m", write ? "write" : "read", pid,
+                         len);
+            return n == 0 ? HIBAR_ERR_IO
+                   : e == ESRCH ? HIBAR_ERR_PEER_LOST
+                   : e == EFAULT ? HIBAR_ERR_INVAL
+                   : e == EPERM ? HIBAR_ERR_PERM
+                                : HIBAR_ERR_IO;
+        }
+        lp += n;
+        remote += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* A private copy of everyone's record, taken after the first barrier. */
+typedef struct ncoll_rec {
+    uint64_t seq, count, sendbuf, recvbuf;
+    uint32_t op;
+    int32_t root, err, pid;
+} ncoll_rec_t;
+
+typedef struct ncoll_run {
+    hb_ncoll_t *c;
+    const hb_ncoll_args_t *a;
+    ncoll_rec_t *rec;
+    uint64_t *cnt; /* counts per rank (bytes), agreed */
+    uint64_t *dsp; /* displacements per rank at the root (scatter/gather forms) */
+    uint64_t B;    /* staging buffer size */
+} ncoll_run_t;
+
+static int ncoll_has_root(hb_ncoll_op_t op) { return op != HB_NCOLL_ALLGATHER; }
+static int ncoll_is_v(hb_ncoll_op_t op) { return op == HB_NCOLL_SCATTERV || op == HB_NCOLL_GATHERV; }
+
+/* Check this rank's own arguments. */
+static int ncoll_check_local(const hb_ncoll_t *c, const hb_ncoll_args_t *a)
+{
+    int root = ncoll_has_root(a->op);
+    int am_root = root && a->root == (int)c->rank;
+    uint32_t i;
+
+    if (root && (a->root < 0 || a->root >= (int)c->nranks))
+        return HIBAR_ERR_INVAL;
+    if (a->count > SIZE_MAX / c->nranks)
+        return HIBAR_ERR_INVAL;
+    switch (a->op) {
+    case HB_NCOLL_BCAST:
+        return a->count > 0 && a->sendbuf == NULL ? HIBAR_ERR_INVAL : 0;
+    case HB_NCOLL_SCATTER:
+        if (a->count > 0 && (a->recvbuf == NULL || (am_root && a->sendbuf == NULL)))
+            return HIBAR_ERR_INVAL;
+        return 0;
+    case HB_NCOLL_GATHER:
+        if (a->count > 0 && (a->sendbuf == NULL || (am_root && a->recvbuf == NULL)))
+            return HIBAR_ERR_INVAL;
+        return 0;
+    case HB_NCOLL_ALLGATHER:
+        if (a->count > 0 && (a->sendbuf == NULL || a->recvbuf == NULL))
+            return HIBAR_ERR_INVAL;
+        return 0;
+    case HB_NCOLL_SCATTERV:
+    case HB_NCOLL_GATHERV:
+        if (a->count > 0 &&
+            (a->op == HB_NCOLL_SCATTERV ? a->recvbuf == NULL : a->sendbuf == NULL))
+            return HIBAR_ERR_INVAL;
+        if (!am_root)
+            return 0;
+        if (a->counts == NULL || a->displs == NULL)
+            return HIBAR_ERR_INVAL;
+        for (i = 0; i < c->nranks; i++) {
+            if (a->counts[i] > 0 &&
+                (a->op == HB_NCOLL_SCATTERV ? a->sendbuf == NULL : a->recvbuf == NULL))
+                return HIBAR_ERR_INVAL;
+            if (a->displs[i] > SIZE_MAX - a->counts[i])
+                return HIBAR_ERR_INVAL;
+        }
+        return 0;
+    }
+    return HIBAR_ERR_INVAL;
+}
+
+/* Copy from a region of length len, chunk k, into a staging buffer at its start. */
+static void ncoll_stage_in(void *stage, const void *src, uint64_t len, uint64_t k, uint64_t B)
+{
+    uint64_t off = k * B;
+    if (len > off)
+        memcpy(stage, (const char *)src + off, len - off < B ? len - off : B);
+}
+
+static void ncoll_stage_out(void *dst, const void *stage, uint64_t len, uint64_t k, uint64_t B)
+{
+    uint64_t off = k * B;
+    if (len > off)
+        memcpy((char *)dst + off, stage, len - off < B ? len - off : B);
+}
+
+/* Writers: put chunk k of what this rank sends into the staging buffers. `cnt`/`dsp` are
+ * this rank's view (before the verdict only the root's table or its own count). */
+static void ncoll_write(ncoll_run_t *x, uint64_t k)
+{
+    hb_ncoll_t *c = x->c;
+    const hb_ncoll_args_t *a = x->a;
+    uint32_t me = c->rank, d;
+
+    switch (a->op) {
+    case HB_NCOLL_SCATTER:
+    case HB_NCOLL_SCATTERV:
+        if ((int)me != a->root)
+            return;
+        for (d = 0; d < c->nranks; d++) {
+            if (d != me)
+                ncoll_stage_in(hb_seg_buf(c->seg, d), (const char *)a->sendbuf + x->dsp[d],
+                               x->cnt[d], k, x->B);
+        }
+        return;
+    case HB_NCOLL_GATHER:
+    case HB_NCOLL_GATHERV:
+        if ((int)me != a->root)
+            ncoll_stage_in(hb_seg_buf(c->seg, me), a->sendbuf, a->count, k, x->B);
+        return;
+    case HB_NCOLL_BCAST:
+        if ((int)me == a->root)
+            ncoll_stage_in(hb_seg_buf(c->seg, me), a->sendbuf, a->count, k, x->B);
+        return;
+    case HB_NCOLL_ALLGATHER:
+        ncoll_stage_in(hb_seg_buf(c->seg, me), a->sendbuf, a->count, k, x->B);
+        return;
+    }
+}
+
+static void ncoll_read(ncoll_run_t *x, uint64_t k)
+{
+    hb_ncoll_t *c = x->c;
+    const hb_ncoll_args_t *a = x->a;
+    uint32_t me = c->rank, s;
+
+    switch (a->op) {
+    case HB_NCOLL_SCATTER:
+    case HB_NCOLL_SCATTERV:
+        if ((int)me != a->root)
+            ncoll_stage_out(a->recvbuf, hb_seg_buf(c->seg, me), x->cnt[me], k, x->B);
+        return;
+    case HB_NCOLL_GATHER:
+    case HB_NCOLL_GATHERV:
+        if ((int)me != a->root)
+            return;
+        for (s = 0; s < c->nranks; s++) {
+            if (s != me)
+                ncoll_stage_out((char *)a->recvbuf + x->dsp[s], hb_seg_buf(c->seg, s), x->cnt[s],
+                                k, x->B);
+        }
+        return;
+    case HB_NCOLL_BCAST:
+        if ((int)me != a->root)
+            ncoll_stage_out((void *)(uintptr_t)a->sendbuf, hb_seg_buf(c->seg, (uint32_t)a->root),
+                            a->count, k, x->B);
+        return;
+    case HB_NCOLL_ALLGATHER:
+        for (s = 0; s < c->nranks; s++) {
+            if (s != me)
+                ncoll_stage_out((char *)a->recvbuf + (uint64_t)s * a->count,
+                                hb_seg_buf(c->seg, s), a->count, k, x->B);
+        }
+        return;
+    }
+}
+
+/* Cross-memory attach: receivers pull, gather senders push. */
+static int ncoll_cma_move(ncoll_run_t *x)
+{
+    hb_ncoll_t *c = x->c;
+    const hb_ncoll_args_t *a = x->a;
+    uint32_t me = c->rank, s;
+    const ncoll_rec_t *root = ncoll_has_root(a->op) ? &x->rec[a->root] : NULL;
+    int rc = 0;
+
+    switch (a->op) {
+    case HB_NCOLL_SCATTER:
+    case HB_NCOLL_SCATTERV:
+        if ((int)me != a->root && x->cnt[me] > 0)
+            rc = ncoll_cma(root->pid, a->recvbuf, root->sendbuf + x->dsp[me], x->cnt[me], 0);
+        break;
+    case HB_NCOLL_GATHER:
+    case HB_NCOLL_GATHERV:
+        if ((int)me != a->root && x->cnt[me] > 0)
+            rc = ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->recvbuf + x->dsp[me],
+                           x->cnt[me], 1);
+        break;
+    case HB_NCOLL_BCAST:
+        if ((int)me != a->root && a->count > 0)
+            rc = ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->sendbuf, a->count, 0);
+        break;
+    case HB_NCOLL_ALLGATHER:
+        for (s = 0; s < c->nranks && rc == 0 && a->count > 0; s++) {
+            if (s != me)
+                rc = ncoll_cma(x->rec[s].pid, (char *)a->recvbuf + (uint64_t)s * a->count,
+                               x->rec[s].sendbuf, a->count, 0);
+        }
+        break;
+    }
+    return rc;
+}
+
+/* The root's (or, for allgather, this rank's) own piece, copied locally. */
+static void ncoll_self(ncoll_run_t *x)
+{
+    const hb_ncoll_args_t *a = x->a;
+    uint32_t me = x->c->rank;
+
+    switch (a->op) {
+    case HB_NCOLL_SCATTER:
+    case HB_NCOLL_SCATTERV:
+        if ((int)me == a->root && x->cnt[me] > 0)
+            memmove(a->recvbuf, (const char *)a->sendbuf + x->dsp[me], x->cnt[me]);
+        break;
+    case HB_NCOLL_GATHER:
+    case HB_NCOLL_GATHERV:
+        if ((int)me == a->root && x->cnt[me] > 0)
+            memmove((char *)a->recvbuf + x->dsp[me], a->sendbuf, x->cnt[me]);
+        break;
+    case HB_NCOLL_BCAST:
+        break;
+    case HB_NCOLL_ALLGATHER:
+        if (a->count > 0)
+            memmove((char *)a->recvbuf + (uint64_t)me * a->count, a->sendbuf, a->count);
+        break;
+    }
+}
+
+/* Same on every rank: the records and the root's table are identical for all readers. */
+static int ncoll_verdict(ncoll_run_t *x, uint64_t seq)
+{
+    hb_ncoll_t *c = x->c;
+    const hb_ncoll_args_t *a = x->a;
+    uint32_t i;
+
+    for (i = 0; i < c->nranks; i++) {
+        if (x->rec[i].err != 0)
+            return x->rec[i].err < 0 && x->rec[i].err >= HIBAR_ERR_LAST ? x->rec[i].err
+                                                                       : HIBAR_ERR_PROTO;
+    }
+    for (i = 0; i < c->nranks; i++) {
+        const ncoll_rec_t *r = &x->rec[i];
+        if (r->seq != seq || r->op != (uint32_t)a->op ||
+            (ncoll_has_root(a->op) && r->root != a->root))
+            return HIBAR_ERR_MISMATCH;
+        if (ncoll_is_v(a->op) ? r->count != x->cnt[i] : r->count != a->count)
+            return HIBAR_ERR_MISMATCH;
+    }
+    return 0;
+}
+
+int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
+{
+    hb_seg_ctl_t *mine = hb_seg_ctl(c->seg, c->rank);
+    uint64_t *tcnt = hb_seg_counts(c->seg), *tdsp = hb_seg_displs(c->seg);
+    ncoll_run_t x;
+    uint64_t seq, maxlen = 0, own_max, rounds, k;
+    uint32_t i, n = c->nranks;
+    int lerr, rc, rc2, am_root, cma;
+
+    memset(&x, 0, sizeof(x));
+    x.c = c;
+    x.a = a;
+    x.B = c->seg->lay.buf_size;
+    x.rec = calloc(n, sizeof(*x.rec));
+    x.cnt = calloc(n, sizeof(*x.cnt));
+    x.dsp = calloc(n, sizeof(*x.dsp));
+    if (x.rec == NULL || x.cnt == NULL || x.dsp == NULL) {
+        /* Out of memory before publishing: the peers would wait for us; still take part. */
+        lerr = HIBAR_ERR_NOMEM;
+    } else {
+        lerr = ncoll_check_local(c, a);
+    }
+    seq = ++c->seq;
+    am_root = ncoll_has_root(a->op) && a->root == (int)c->rank;
+
+    /* 1. publish */
+    mine->coll_seq = seq;
+    mine->op = (uint32_t)a->op;
+    mine->root = a->root;
+    mine->count = a->count;
+    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
+    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
+    mine->err = lerr;
+    own_max = a->count;
+    if (lerr == 0 && am_root && a->op != HB_NCOLL_BCAST) {
+        for (i = 0; i < n; i++) {
+            x.cnt[i] = ncoll_is_v(a->op) ? a->counts[i] : a->count;
+            x.dsp[i] = ncoll_is_v(a->op) ? a->displs[i] : (uint64_t)i * a->count;
+            tcnt[i] = x.cnt[i];
+            tdsp[i] = x.dsp[i];
+            if (x.cnt[i] > own_max)
+                own_max = x.cnt[i];
+        }
+    } else if (lerr == 0 && (a->op == HB_NCOLL_GATHER || a->op == HB_NCOLL_GATHERV)) {
+        x.cnt[c->rank] = a->count;
+    }
+    /* Writers stage the first chunk now unless cross-memory attach will surely be used. */
+    if (lerr == 0 && !(c->cma_all && own_max > x.B))
+        ncoll_write(&x, 0);
+
+    /* 2. */
+    rc = hb_nbar_barrier(c->bar);
+    if (rc != 0)
+        goto out;
+
+    /* 3. verdict */
+    if (x.rec == NULL || x.cnt == NULL || x.dsp == NULL) {
+        rc = lerr;
+        goto out_barrier;
+    }
+    for (i = 0; i < n; i++) {
+        const hb_seg_ctl_t *r = hb_seg_ctl(c->seg, i);
+        x.rec[i].seq = r->coll_seq;
+        x.rec[i].op = r->op;
+        x.rec[i].root = r->root;
+        x.rec[i].count = r->count;
+        x.rec[i].sendbuf = r->sendbuf;
+        x.rec[i].recvbuf = r->recvbuf;
+        x.rec[i].err = r->err;
+        x.rec[i].pid = atomic_load(&r->pid);
+    }
+    if (ncoll_has_root(a->op) && a->op != HB_NCOLL_BCAST && a->root >= 0 && a->root < (int)n) {
+        for (i = 0; i < n; i++) {
+            x.cnt[i] = tcnt[i];
+            x.dsp[i] = tdsp[i];
+        }
+    } else {
+        for (i = 0; i < n; i++)
+            x.cnt[i] = a->count;
+    }
+    rc = ncoll_verdict(&x, seq);
+    if (rc != 0) {
+        if (rc != lerr)
+            hb_log_debug("collective %llu: %s", (unsigned long long)seq, hibar_strerror(rc));
+        goto out_barrier;
+    }
+    for (i = 0; i < n; i++)
+        maxlen = x.cnt[i] > maxlen ? x.cnt[i] : maxlen;
+
+    /* 4. data */
+    ncoll_self(&x);
+    cma = c->cma_all && maxlen > x.B;
+    if (cma) {
+        rc = ncoll_cma_move(&x);
+        goto out_barrier;
+    }
+    rounds = (maxlen + x.B - 1) / x.B;
+    for (k = 0; k < rounds; k++) {
+        if (k > 0) {
+            ncoll_write(&x, k);
+            rc = hb_nbar_barrier(c->bar);
+            if (rc != 0)
+                goto out;
+        }
+        ncoll_read(&x, k);
+        if (k + 1 < rounds) {
+            rc = hb_nbar_barrier(c->bar);
+            if (rc != 0)
+                goto out;
+        }
+    }
+
+    /* 5. */
+out_barrier:
+    rc2 = hb_nbar_barrier(c->bar);
+    if (rc == 0)
+        rc = rc2;
+out:
+    free(x.rec);
+    free(x.cnt);
+    free(x.dsp);
+    return rc;
+}

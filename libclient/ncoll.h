@@ -1,0 +1,67 @@
+/* ncoll.h: intra-node collectives over the segment (staging buffers or cross-memory attach). */
+#ifndef HB_NCOLL_H
+#define HB_NCOLL_H
+
+#include "nbar.h"
+#include "seg.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum hb_ncoll_op {
+    HB_NCOLL_BCAST = 1,
+    HB_NCOLL_SCATTER,
+    HB_NCOLL_GATHER,
+    HB_NCOLL_SCATTERV,
+    HB_NCOLL_GATHERV,
+    HB_NCOLL_ALLGATHER,
+} hb_ncoll_op_t;
+
+/* One rank's view of a collective (byte counts). */
+typedef struct hb_ncoll_args {
+    hb_ncoll_op_t op;
+    int root;             /* ignored by allgather */
+    const void *sendbuf;  /* bcast: the buffer (root sends it, the others receive into it) */
+    void *recvbuf;
+    size_t count;         /* bytes per rank; v-forms: this rank's own receive / send count */
+    const size_t *counts; /* v-forms, at the root: bytes per rank */
+    const size_t *displs; /* v-forms, at the root: byte offsets per rank */
+} hb_ncoll_args_t;
+
+typedef struct hb_ncoll {
+    hb_seg_t *seg;
+    hb_nbar_t *bar;
+    uint32_t rank, nranks;
+    uint64_t seq;  /* collectives this rank entered */
+    int cma_all;   /* every rank can reach its peers by process_vm_readv/writev */
+    uint64_t probe_val;
+} hb_ncoll_t;
+
+/*
+ * Protocol of one collective, the same for every operation:
+ *   1. each rank checks its own arguments, publishes its record (sequence number, op, root,
+ *      count, buffer addresses, its own error) in its control block; the root publishes the
+ *      counts and displacements; writers copy the first chunk into the staging buffers;
+ *   2. barrier;
+ *   3. every rank reads every record and reaches the same verdict: the first error
+ *      published, HIBAR_ERR_MISMATCH if op, root, sequence or sizes disagree, else go;
+ *   4. data: if every rank can use cross-memory attach and the largest piece exceeds a
+ *      staging buffer, receivers pull (process_vm_readv) and gather senders push
+ *      (process_vm_writev); otherwise chunks of buf_size bytes go through the staging
+ *      buffers, one barrier per chunk;
+ *   5. barrier (nobody reuses a record or buffer before all are done).
+ */
+
+/* Publish this process's CMA probe (before the init barrier). */
+void hb_ncoll_probe_publish(hb_seg_t *seg, uint32_t rank);
+/* Check that this rank can read its neighbour (after the init barrier) and publish it. */
+void hb_ncoll_probe_run(hb_seg_t *seg, uint32_t rank);
+
+/* After every rank ran the probe and a barrier: set up. */
+int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
+
+/* Run one collective. Blocking; same status on every rank for argument errors and
+ * mismatches (HIBAR_ERR_INVAL, HIBAR_ERR_MISMATCH), HIBAR_ERR_PEER_LOST, HIBAR_ERR_TIMEOUT. */
+int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a);
+
+#endif
