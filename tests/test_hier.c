@@ -293,6 +293,56 @@ static void test_paper_cluster(void)
     hb_topo_free(t);
 }
 
+/* The steps each node of the paper's cluster takes, in order, for both protocols: the
+ * paper's table (hier_scmd.c) as observed in a run with random delivery. */
+static void test_paper_steps(void)
+{
+    static const char *const scmd[] = {
+        /* root: every node has a child */
+        "R1 R2 R4 R5 complete", "R1 R2 R4 R5 complete", "R1 R2 R4 R5 complete",
+        /* inter-level: Center, Left, Right */
+        "I2 I5 I6 I8 complete", "I2 I3 I5 I8 I9 complete", "I2 I3 I5 I8 I9 complete",
+        /* low-end */
+        "L2 L3 L5 complete", "L2 L5 complete", "L2 L5 complete"};
+    static const char *const tree[] = {
+        "G2 D3 complete",    "G2 D3 complete",    "G2 D3 complete",
+        "G2 G3 D2 complete", "G2 D2 D3 complete", "G2 D2 D3 complete",
+        "G2 G3 D2 complete", "G2 D2 complete",    "G2 D2 complete"};
+    hb_topo_t *t = mk_topo(10, 3, 0);
+    int p;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    for (p = HB_HIER_SCMD; p <= HB_HIER_TREE; p++) {
+        hb_hier_local_t *l = mk_local(t, (hb_hier_proto_t)p, 0);
+        const hb_hier_rec_t *tr;
+        size_t nt, i;
+        uint32_t nd;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        rng_state = 31 + p;
+        CU_ASSERT_EQUAL(drive(l, t, 0, 1, HB_HIER_LOCAL_RANDOM, 20), 0);
+        tr = hb_hier_local_trace(l, &nt);
+        for (nd = 0; nd < t->n_nodes; nd++) {
+            hb_topo_role_t role = t->chassis[t->nodes[nd].chassis].role;
+            uint32_t row = (role == HB_TOPO_ROOT    ? 0
+                            : role == HB_TOPO_INTER ? 3
+                                                    : 6) +
+                           (t->nodes[nd].port == 0 ? 0 : 1);
+            char seq[128] = "";
+            for (i = 0; i < nt; i++) {
+                if (tr[i].node != nd || tr[i].step == NULL)
+                    continue;
+                if (seq[0] != '\0')
+                    strcat(seq, " ");
+                strcat(seq, tr[i].step + 5); /* after "scmd " / "tree " */
+            }
+            CU_ASSERT_STRING_EQUAL(seq, p == HB_HIER_SCMD ? scmd[row] : tree[row]);
+        }
+        hb_hier_local_destroy(l);
+    }
+    hb_topo_free(t);
+}
+
 /* Chassis barriers per collective per chassis, sync numbers and masks. */
 static void test_sync_numbers(void)
 {
@@ -963,6 +1013,7 @@ int main(void)
                      test_shapes_one) ||
         !CU_add_test(s, "shapes, 12 barriers in flight", test_shapes_many) ||
         !CU_add_test(s, "mixed chassis sizes 1..4", test_shapes_mixed) ||
+        !CU_add_test(s, "the paper's steps, node by node", test_paper_steps) ||
         !CU_add_test(s, "sync numbers and barriers per chassis", test_sync_numbers) ||
         !CU_add_test(s, "the last arrival holds everyone", test_last_holds) ||
         !CU_add_test(s, "early messages", test_early) ||
