@@ -45,8 +45,8 @@ struct hb_hier_local {
     local_stamp_t *stamps; /* [n_nodes * n_stamps] */
     size_t n_stamps;
     local_round_t *rounds; /* [n_chassis * n_sync] */
-    local_item_t *items;
-    size_t n_items, cap_items;
+    local_item_t *items;   /* ring: n_items from items[head], cap_items a power of two */
+    size_t head, n_items, cap_items;
     hb_hier_rec_t *trace;
     size_t n_trace, cap_trace;
     hb_hier_act_t *acts;
@@ -210,6 +210,12 @@ static hb_hier_rec_t *local_rec(hb_hier_local_t *l, hb_hier_rec_kind_t kind, uin
     return r;
 }
 
+/* Pending item i, 0 = oldest. */
+static local_item_t *local_item(const hb_hier_local_t *l, size_t i)
+{
+    return &l->items[(l->head + i) & (l->cap_items - 1)];
+}
+
 static int local_push(hb_hier_local_t *l, uint32_t to, const hb_hier_ev_t *ev,
                       const local_clock_t *clk)
 {
@@ -219,9 +225,21 @@ static int local_push(hb_hier_local_t *l, uint32_t to, const hb_hier_ev_t *ev,
         l->stats.dead_drops++;
         return 0;
     }
-    if (local_grow((void **)&l->items, &l->cap_items, l->n_items + 1, sizeof(*l->items)) != 0)
-        return HIBAR_ERR_NOMEM;
-    it = &l->items[l->n_items++];
+    if (l->n_items == l->cap_items) {
+        size_t ncap = l->cap_items ? 2 * l->cap_items : 64, k;
+        local_item_t *p = malloc(ncap * sizeof(*p));
+        if (p == NULL) {
+            l->oom = 1;
+            return HIBAR_ERR_NOMEM;
+        }
+        for (k = 0; k < l->n_items; k++)
+            p[k] = *local_item(l, k);
+        free(l->items);
+        l->items = p;
+        l->head = 0;
+        l->cap_items = ncap;
+    }
+    it = local_item(l, l->n_items++);
     it->to = to;
     it->ev = *ev;
     it->clk = *clk;
@@ -417,20 +435,29 @@ int hb_hier_local_peek(const hb_hier_local_t *l, size_t i, hb_hier_ev_t *ev_p, u
     if (i >= l->n_items)
         return HIBAR_ERR_INVAL;
     if (ev_p != NULL)
-        *ev_p = l->items[i].ev;
+        *ev_p = local_item(l, i)->ev;
     if (to_p != NULL)
-        *to_p = l->items[i].to;
+        *to_p = local_item(l, i)->to;
     return 0;
 }
 
 int hb_hier_local_deliver(hb_hier_local_t *l, size_t i)
 {
     local_item_t it;
+    size_t k;
 
     if (i >= l->n_items)
         return HIBAR_ERR_INVAL;
-    it = l->items[i];
-    memmove(&l->items[i], &l->items[i + 1], (l->n_items - i - 1) * sizeof(*l->items));
+    it = *local_item(l, i);
+    /* close the gap from the nearer end: FIFO and LIFO delivery cost O(1) */
+    if (i < l->n_items / 2) {
+        for (k = i; k > 0; k--)
+            *local_item(l, k) = *local_item(l, k - 1);
+        l->head = (l->head + 1) & (l->cap_items - 1);
+    } else {
+        for (k = i; k + 1 < l->n_items; k++)
+            *local_item(l, k) = *local_item(l, k + 1);
+    }
     l->n_items--;
     l->stats.delivered++;
     if (l->dead[it.to]) {
@@ -465,10 +492,10 @@ void hb_hier_local_kill(hb_hier_local_t *l, uint32_t node)
         return;
     l->dead[node] = 1;
     for (i = 0; i < l->n_items; i++) {
-        if (l->items[i].to == node)
+        if (local_item(l, i)->to == node)
             l->stats.dead_drops++;
         else
-            l->items[j++] = l->items[i];
+            *local_item(l, j++) = *local_item(l, i);
     }
     l->n_items = j;
 }
