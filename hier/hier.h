@@ -171,7 +171,8 @@ void hb_hier_stats(const hb_hier_t *h, hb_hier_stats_t *stats_p);
 
 /* This node's role in words, e.g. "scmd inter-level Center" (static string). */
 const char *hb_hier_role(const hb_hier_t *h);
-/* Its program, one step per line ("I1 wait NOTIFY from n4"), into buf; returns 0 or TRUNCATED. */
+/* Its role and program, one step per line ("  scmd I1  wait NOTIFY from n4"), into buf;
+ * 0, or TRUNCATED (buf then holds what fitted), or INVAL. */
 int hb_hier_describe(const hb_hier_t *h, char *buf, size_t len);
 
 /* Names for logs; never NULL. */
