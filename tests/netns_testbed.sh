@@ -24,6 +24,11 @@ if [ "${1-}" = --inside ]; then
     [ "$(echo $HIBAR_TESTBED_HOSTS | wc -w)" -eq 8 ] || fail "HIBAR_TESTBED_HOSTS: $HIBAR_TESTBED_HOSTS"
     grep -q "^bootstrap: static" "$HIBAR_TESTBED_CONFIG" || fail "config lacks bootstrap: static"
     [ "$(grep -c 'address: ' "$HIBAR_TESTBED_CONFIG")" -eq 8 ] || fail "config lacks the 8 addresses"
+    # The config module reads the generated file (when hibar-info is built).
+    info=$bld/tools/hibar-info
+    if [ -x "$info" ]; then
+        "$info" --config "$HIBAR_TESTBED_CONFIG" >/dev/null || fail "hibar-info rejects $HIBAR_TESTBED_CONFIG"
+    fi
     h=$("$HIBAR_TESTBED_HOSTEXEC" "$pfx-s1-n2" hostname) || fail "hostexec failed"
     [ "$h" = "$pfx-s1-n2" ] || fail "hostexec hostname is '$h'"
 
