@@ -68,7 +68,8 @@ static inline int hb_topo_is_center(const hb_topo_t *t, uint32_t node) { return 
 static inline uint32_t hb_topo_center_of(const hb_topo_t *t, uint32_t chassis) { return t->chassis[chassis].nodes[0]; }
 const char *hb_topo_role_name(hb_topo_role_t role);
 
-/* The paper's barrier cost predictions (DESIGN section 1), in the unit of t_ib and t_sr. */
+/* Barrier cost predictions in the unit of t_ib and t_sr: scmd (4 + 3L)·T_IB + 3(L + 1)·T_SR
+ * (the paper's formula), tree (3 + 2L)·T_IB + 2(L + 1)·T_SR (see topo.c). */
 double hb_topo_predict_scmd(const hb_topo_t *t, double t_ib, double t_sr);
 double hb_topo_predict_tree(const hb_topo_t *t, double t_ib, double t_sr);
 

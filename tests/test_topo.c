@@ -148,9 +148,9 @@ static void test_paper_cluster(void)
     CU_ASSERT_EQUAL(t->nodes[0].parent, HB_TOPO_NONE);
     CU_ASSERT_EQUAL(t->L, 1);
     CU_ASSERT_EQUAL(t->depth, 2);
-    /* (4 + 3L) T_IB + 3 (L + 1) T_SR and (2 + 2L) T_IB + 2 (L + 1) T_SR with L = 1. */
+    /* (4 + 3L) T_IB + 3 (L + 1) T_SR and (3 + 2L) T_IB + 2 (L + 1) T_SR with L = 1. */
     CU_ASSERT_DOUBLE_EQUAL(hb_topo_predict_scmd(t, 2.0, 100.0), 7 * 2.0 + 6 * 100.0, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(hb_topo_predict_tree(t, 2.0, 100.0), 4 * 2.0 + 4 * 100.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(hb_topo_predict_tree(t, 2.0, 100.0), 5 * 2.0 + 4 * 100.0, 1e-9);
     check_tree(t);
     hb_topo_free(t);
 }

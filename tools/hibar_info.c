@@ -173,7 +173,7 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         fprintf(f, "prediction: T_IB %g us, T_SR %g us, L %u\n", o->t_ib, o->t_sr, t->L);
         fprintf(f, "  scmd (4 + 3L)·T_IB + 3(L + 1)·T_SR = %.3f us\n",
                 hb_topo_predict_scmd(t, o->t_ib, o->t_sr));
-        fprintf(f, "  tree (2 + 2L)·T_IB + 2(L + 1)·T_SR = %.3f us\n",
+        fprintf(f, "  tree (3 + 2L)·T_IB + 2(L + 1)·T_SR = %.3f us\n",
                 hb_topo_predict_tree(t, o->t_ib, o->t_sr));
         if (t->n_chassis <= 1)
             fputs("  (one chassis: a barrier is one chassis barrier, T_IB)\n", f);
