@@ -55,5 +55,6 @@ void hb_bench_out_close(hb_bench_out_t *o);
 
 /* The modes (one file each). */
 int hb_bench_hwbarrier_main(int argc, char **argv);
+int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
 
 #endif

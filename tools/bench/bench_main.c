@@ -11,6 +11,8 @@
 static const hb_bench_mode_t hb_bench_modes[] = {
     {"hwbarrier", "chassis barrier latency per backend (shm, scic), CPU of idle waits",
      hb_bench_hwbarrier_main},
+    {"cluster-barrier", "whole-cluster barrier (scmd, tree) on an emulated cluster vs the formulas",
+     hb_bench_cluster_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 

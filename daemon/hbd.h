@@ -1,0 +1,144 @@
+/* hbd.h: hibard's internal state shared by its parts (net, control socket, barriers, main). */
+#ifndef HBD_H
+#define HBD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cfg.h"
+#include "topo.h"
+#include "wire.h"
+
+struct event_base;
+struct event;
+struct hb_hwb;
+struct hbd_ctl_conn;
+struct hbd_barrier_state;
+
+#define HBD_ID_MAX 16 /* routing id buffer: "n<id>" / "o<id>" */
+
+/* One neighbour: a tree link (parent, child Center) or a chassis mate. */
+typedef struct hbd_peer {
+    uint32_t node;
+    char endpoint[128]; /* where its ROUTER listens, "" until known */
+    int outgoing;       /* we connect to it (its id is lower), else it connects to us */
+    int connected;      /* zmq_connect done */
+    int fd;             /* accepted connection's fd (from its HELLO), or -1 */
+    int hello_rx;       /* it said HELLO to us (its link to us works) */
+    int hello_ack;      /* it answered our HELLO (our link to it works) */
+    int lost;           /* found dead */
+    int warned;         /* a malformed frame from it was logged */
+    uint64_t last_rx_ns;
+} hbd_peer_t;
+
+/* Counters shown by the control command "stats". */
+typedef struct hbd_stats {
+    uint64_t rx_frames, tx_frames, tx_fail;
+    uint64_t rx_bad[HBD_WIRE_N_REASONS]; /* refused frames by reason ([0] unused) */
+    uint64_t rx_bad_total;
+    uint64_t rx_bad_parts;    /* messages with a wrong number of parts */
+    uint64_t rx_unknown_peer; /* frames from a routing id that is no neighbour */
+    uint64_t auth_denied;     /* CurveZMQ clients refused by the ZAP handler */
+    uint64_t barriers_done, barriers_failed;
+    uint64_t peers_lost;
+    uint64_t hwb_rounds;
+} hbd_stats_t;
+
+typedef struct hbd {
+    /* configuration */
+    hb_cfg_t *cfg;
+    hb_topo_t *topo;
+    uint32_t self;
+    const char *name;
+    char run_dir[256];
+    char sock_path[320], pid_path[320], port_path[320], key_path[320];
+    int pid_written, port_written;
+    uint32_t epoch;
+    uint32_t tag; /* hash of the cluster name, in HELLO */
+
+    /* event loop */
+    struct event_base *base;
+    struct event *ev_router, *ev_zap, *ev_mon, *ev_hwb, *ev_ctl, *ev_tick;
+    struct event *ev_sig[3];
+    int stopping;
+    int ready;
+    uint64_t start_ns;
+
+    /* ZeroMQ */
+    void *zctx, *router, *zap, *mon;
+    char endpoint[128];
+    uint8_t pub[32], sec[32]; /* cluster key pair (binary) */
+    char pub_z85[41];
+
+    /* neighbours */
+    hbd_peer_t *peers;
+    uint32_t n_peers;
+    uint32_t *peer_of; /* [n_nodes]: index into peers, or UINT32_MAX */
+    int lost;          /* some node of the cluster is gone: barriers fail with lost_status */
+    uint32_t lost_node;
+
+    /* chassis barrier */
+    struct hb_hwb *hwb;
+    int hwb_fd;
+
+    /* control socket */
+    int ctl_fd;
+    struct hbd_ctl_conn *conns;
+
+    /* barriers */
+    struct hbd_barrier_state *bar;
+
+    hbd_stats_t st;
+} hbd_t;
+
+/* hbd_key.c: the per-cluster CurveZMQ key pair file (two Z85 lines: public, secret; mode 0600). */
+int hbd_key_generate(const char *path);
+int hbd_key_load(const char *path, uint8_t pub[32], uint8_t sec[32], char pub_z85[41]);
+
+/* hbd_net.c: the ROUTER socket, ZAP handler, monitor, peers, HELLO, failure flood. */
+int hbd_net_start(hbd_t *d);
+void hbd_net_stop(hbd_t *d);
+/* Send one frame to neighbour node `to`. 0, HIBAR_ERR_NOT_FOUND (no such neighbour),
+ * HIBAR_ERR_PEER_LOST (unreachable), HIBAR_ERR_INVAL. Logged once where it fails. */
+int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                 const void *payload, uint32_t len);
+/* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
+void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
+/* Start a T_SR probe: n round trips to neighbour `to`; the reply goes to conn. */
+int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n);
+
+/* hbd_ctl.c: the UNIX control socket. */
+int hbd_ctl_start(hbd_t *d);
+void hbd_ctl_stop(hbd_t *d);
+/* Reply one line to a control connection (adds the newline). conn may have gone: NULL ok. */
+void hbd_ctl_reply(struct hbd_ctl_conn *conn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Control connections are reference-tracked so late replies to closed ones are dropped. */
+struct hbd_ctl_conn *hbd_ctl_hold(struct hbd_ctl_conn *conn);
+void hbd_ctl_release(struct hbd_ctl_conn *conn);
+
+/* hbd_barrier.c: the barrier engine (hier state machine + hwbarrier + wire). */
+int hbd_barrier_init(hbd_t *d);
+void hbd_barrier_fini(hbd_t *d);
+/* Control command "barrier <coll_id>": reply to conn when the barrier completes. */
+void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id);
+/* A HIER frame from neighbour `from`. */
+void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+/* Fail every barrier in flight with status (a peer was lost). */
+void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost);
+/* Control command "tib <n>": n chassis barriers through the hwbarrier, reply the median. */
+void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n);
+/* The hwbarrier fd is readable. */
+void hbd_barrier_on_hwb(hbd_t *d);
+/* Periodic check (barrier timeouts). */
+void hbd_barrier_tick(hbd_t *d);
+/* Barriers in flight (for stats). */
+uint32_t hbd_barrier_in_flight(const hbd_t *d);
+/* The next collective id this node expects (ids are consecutive from 0). */
+uint64_t hbd_barrier_next_coll(const hbd_t *d);
+
+/* Build the file paths in the run dir for a node name. */
+void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
+               char *port, size_t lpo);
+
+#endif

@@ -1,0 +1,538 @@
+/* hbd_barrier.c: hibard's barrier engine: runs the hier state machine over the wire and the hwbarrier. */
+#include "hb_config.h"
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd.h"
+#include "hibar.h"
+#include "hier.h"
+#include "hwb.h"
+
+/*
+ * One hier engine per daemon (job 0, epoch d->epoch). Events go through a small queue so
+ * that actions which produce events (an hwbarrier round that completes at once, a send that
+ * fails) are handled after the current step, never inside it.
+ *
+ * Chassis barriers: hier uses sync numbers 0..HBD_HIER_NSYNC-1; HBD_TIB_SYNC is kept for the
+ * T_IB probe. Completion is noticed through the backend's fd when it has one. Without one
+ * (shm), the loop waits in hb_hwb_wait(), which follows the waiting rule of DESIGN section 6
+ * (spin, yield, then sleep on the segment's futex, so the completer wakes it at once), for
+ * at most HBD_BLOCK_MS at a time, then lets the loop run (network, control socket) and comes
+ * back. While a chassis barrier is pending this node has nothing else to do for that
+ * collective: everything it had to send was sent before it arrived.
+ */
+#define HBD_HIER_NSYNC 8
+#define HBD_TIB_SYNC (HB_HWB_NSYNC - 1)
+#define HBD_BLOCK_MS 5
+#define HBD_EVQ 64
+
+typedef struct hbd_req {
+    uint64_t coll;
+    uint64_t t0;
+    struct hbd_ctl_conn *conn;
+    struct hbd_req *next;
+} hbd_req_t;
+
+typedef struct hbd_hwb_pend {
+    int used;
+    uint64_t coll;
+} hbd_hwb_pend_t;
+
+typedef struct hbd_barrier_state {
+    hb_hier_t *h;
+    hb_hier_act_t *acts;
+    size_t max_acts;
+    hb_hier_ev_t q[HBD_EVQ];
+    unsigned q_head, q_len;
+    int draining;
+    hbd_req_t *reqs;
+    uint32_t n_reqs;
+    hbd_hwb_pend_t pend[HB_HWB_NSYNC];
+    unsigned n_pend;
+    uint64_t next_coll;
+    struct event *ev_poll;
+    /* T_IB probe */
+    struct hbd_ctl_conn *tib_conn;
+    uint32_t tib_n, tib_done;
+    uint64_t tib_t0;
+    double *tib;
+} hbd_barrier_state_t;
+
+static void poll_schedule(hbd_t *d);
+
+static void push(hbd_t *d, const hb_hier_ev_t *ev)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (b->q_len == HBD_EVQ) {
+        /* cannot happen with HBD_HIER_NSYNC collectives in flight; never lose one silently */
+        hb_log_error("barrier event queue full; event %d for coll %" PRIu64 " dropped", ev->kind,
+                     ev->coll_id);
+        return;
+    }
+    b->q[(b->q_head + b->q_len++) % HBD_EVQ] = *ev;
+}
+
+static hbd_req_t *req_take(hbd_barrier_state_t *b, uint64_t coll)
+{
+    for (hbd_req_t **pp = &b->reqs; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->coll == coll) {
+            hbd_req_t *r = *pp;
+            *pp = r->next;
+            b->n_reqs--;
+            return r;
+        }
+    return NULL;
+}
+
+static void req_finish(hbd_t *d, uint64_t coll, int status)
+{
+    hbd_req_t *r = req_take(d->bar, coll);
+    if (status == 0)
+        d->st.barriers_done++;
+    else
+        d->st.barriers_failed++;
+    if (r == NULL)
+        return;
+    if (status == 0)
+        hbd_ctl_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f", coll,
+                      (double)(hb_time_now_ns() - r->t0) / 1e3);
+    else
+        hbd_ctl_reply(r->conn, "err barrier %" PRIu64 " %d %s", coll, status,
+                      hibar_strerror(status));
+    hbd_ctl_release(r->conn);
+    free(r);
+}
+
+static void exec_act(hbd_t *d, const hb_hier_act_t *a)
+{
+    hbd_barrier_state_t *b = d->bar;
+    switch (a->kind) {
+    case HB_HIER_ACT_SEND: {
+        uint8_t pl[4];
+        hbd_wire_put32(pl, (uint32_t)a->msg);
+        hb_log_debug("coll %" PRIu64 ": %s: send %s to node %" PRIu32, a->coll_id,
+                     a->step ? a->step : "?", hb_hier_msg_name(a->msg), a->to);
+        if (hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl)) != 0) {
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = a->to};
+            push(d, &ev);
+        }
+        break;
+    }
+    case HB_HIER_ACT_HWB_ARRIVE: {
+        int rc = d->hwb ? hb_hwb_arrive(d->hwb, a->sync_no, a->mask) : HIBAR_ERR_UNAVAIL;
+        hb_log_debug("coll %" PRIu64 ": %s: chassis barrier sync %" PRIu32 " mask %#" PRIx32,
+                     a->coll_id, a->step ? a->step : "?", a->sync_no, a->mask);
+        if (rc == 0 && a->sync_no < HB_HWB_NSYNC) {
+            b->pend[a->sync_no].used = 1;
+            b->pend[a->sync_no].coll = a->coll_id;
+            b->n_pend++;
+            d->st.hwb_rounds++;
+        } else {
+            hb_log_error("chassis barrier arrive (sync %" PRIu32 "): %s", a->sync_no,
+                         hibar_strerror(rc));
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE, .coll_id = a->coll_id,
+                               .sync_no = a->sync_no, .status = rc ? rc : HIBAR_ERR_INTERNAL};
+            push(d, &ev);
+        }
+        break;
+    }
+    case HB_HIER_ACT_COMPLETE:
+        req_finish(d, a->coll_id, 0);
+        break;
+    case HB_HIER_ACT_FAIL:
+        req_finish(d, a->coll_id, a->status);
+        break;
+    }
+}
+
+/* Test every outstanding chassis barrier once; queue the completions. */
+static void hwb_check(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    for (uint32_t s = 0; s < HB_HWB_NSYNC && b->n_pend > 0; s++) {
+        if (!b->pend[s].used)
+            continue;
+        int rc = hb_hwb_test(d->hwb, s);
+        if (rc == HIBAR_ERR_WOULD_BLOCK)
+            continue;
+        b->pend[s].used = 0;
+        b->n_pend--;
+        hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE, .coll_id = b->pend[s].coll,
+                           .sync_no = s, .status = rc};
+        push(d, &ev);
+    }
+}
+
+static void tib_check(hbd_t *d);
+static void tib_done(hbd_t *d, int rc);
+
+/* Step the engine on every queued event, executing the actions in order. */
+static void drain(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (b->draining)
+        return;
+    b->draining = 1;
+    for (;;) {
+        while (b->q_len > 0) {
+            hb_hier_ev_t ev = b->q[b->q_head];
+            b->q_head = (b->q_head + 1) % HBD_EVQ;
+            b->q_len--;
+            if (ev.kind == HB_HIER_EV_PEER_LOST) {
+                /* the whole daemon learns it (and floods it) once; that feeds hier below */
+                b->draining = 0;
+                hbd_net_peer_lost(d, ev.from, HIBAR_ERR_PEER_LOST);
+                b->draining = 1;
+                continue;
+            }
+            size_t n = 0;
+            int rc = hb_hier_step(b->h, &ev, b->acts, b->max_acts, &n);
+            if (rc != 0) {
+                hb_log_debug("hier refused event %d coll %" PRIu64 " from %" PRIu32 ": %s",
+                             ev.kind, ev.coll_id, ev.from, hibar_strerror(rc));
+                if (ev.kind == HB_HIER_EV_ARRIVE)
+                    req_finish(d, ev.coll_id, rc);
+                continue;
+            }
+            if (ev.kind == HB_HIER_EV_ARRIVE && ev.coll_id >= b->next_coll)
+                b->next_coll = ev.coll_id + 1;
+            for (size_t i = 0; i < n; i++)
+                exec_act(d, &b->acts[i]);
+        }
+        if (b->n_pend == 0)
+            break;
+        hwb_check(d);
+        if (b->q_len == 0)
+            break;
+    }
+    b->draining = 0;
+    if (b->n_pend > 0 || b->tib_conn != NULL)
+        poll_schedule(d);
+}
+
+/* Come back to the pending chassis barriers once the loop has looked at everything else. */
+static void poll_schedule(hbd_t *d)
+{
+    static const struct timeval now = {0, 0};
+    if (d->hwb_fd >= 0)
+        return; /* the fd wakes the loop */
+    /* a zero timer, not event_active(): timers run after the loop has polled the sockets, so
+     * network input and control clients are served between two bounded waits */
+    if (!evtimer_pending(d->bar->ev_poll, NULL))
+        evtimer_add(d->bar->ev_poll, &now);
+}
+
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    hbd_barrier_state_t *b = d->bar;
+    (void)fd;
+    (void)what;
+    if (d->stopping)
+        return;
+    if (b->tib_conn != NULL) {
+        int rc = hb_hwb_wait(d->hwb, HBD_TIB_SYNC, HBD_BLOCK_MS);
+        if (rc != HIBAR_ERR_TIMEOUT)
+            tib_done(d, rc);
+    } else if (b->n_pend > 0) {
+        /* the oldest outstanding collective first: it is the one the others wait for */
+        uint32_t s = HB_HWB_NSYNC;
+        for (uint32_t k = 0; k < HB_HWB_NSYNC; k++)
+            if (b->pend[k].used && (s == HB_HWB_NSYNC || b->pend[k].coll < b->pend[s].coll))
+                s = k;
+        int rc = hb_hwb_wait(d->hwb, s, HBD_BLOCK_MS);
+        if (rc != HIBAR_ERR_TIMEOUT && rc != HIBAR_ERR_WOULD_BLOCK) {
+            b->pend[s].used = 0;
+            b->n_pend--;
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE, .coll_id = b->pend[s].coll,
+                               .sync_no = s, .status = rc};
+            push(d, &ev);
+        }
+        hwb_check(d);
+    }
+    drain(d);
+    if (b->n_pend > 0 || b->tib_conn != NULL)
+        poll_schedule(d);
+}
+
+void hbd_barrier_on_hwb(hbd_t *d)
+{
+    if (d->bar == NULL)
+        return;
+    if (d->bar->n_pend > 0)
+        hwb_check(d);
+    if (d->bar->tib_conn != NULL)
+        tib_check(d);
+    drain(d);
+}
+
+void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (d->lost) {
+        hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_PEER_LOST,
+                      hibar_strerror(HIBAR_ERR_PEER_LOST));
+        d->st.barriers_failed++;
+        return;
+    }
+    if (!d->ready) {
+        hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s (not every neighbour linked yet)",
+                      coll_id, HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
+        return;
+    }
+    for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
+        if (r->coll == coll_id) {
+            hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_BUSY,
+                          hibar_strerror(HIBAR_ERR_BUSY));
+            return;
+        }
+    hbd_req_t *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_NOMEM,
+                      hibar_strerror(HIBAR_ERR_NOMEM));
+        return;
+    }
+    r->coll = coll_id;
+    r->t0 = hb_time_now_ns();
+    r->conn = hbd_ctl_hold(conn);
+    r->next = b->reqs;
+    b->reqs = r;
+    b->n_reqs++;
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id,
+                       .epoch = d->epoch};
+    push(d, &ev);
+    drain(d);
+}
+
+void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    if (d->bar == NULL || d->lost)
+        return;
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG, .job = m->job, .coll_id = m->coll_id,
+                       .epoch = m->epoch, .from = m->src, .msg = hbd_wire_get32(m->payload),
+                       .data = m->len > 4 ? m->payload + 4 : NULL, .len = m->len - 4};
+    push(d, &ev);
+    drain(d);
+}
+
+void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (b == NULL)
+        return;
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
+    size_t n = 0;
+    /* directly, not through the queue: this is what a queued PEER_LOST turns into */
+    if (lost < d->topo->n_nodes && hb_hier_step(b->h, &ev, b->acts, b->max_acts, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            exec_act(d, &b->acts[i]);
+    /* the cluster is broken: chassis barriers still pending will never be waited for again
+     * (their sync numbers stay reserved in hier, which refuses new barriers anyway) */
+    memset(b->pend, 0, sizeof(b->pend));
+    b->n_pend = 0;
+    /* whatever hier did not fail (not yet arrived there) fails here */
+    while (b->reqs != NULL)
+        req_finish(d, b->reqs->coll, status);
+    if (b->tib_conn != NULL) {
+        hbd_ctl_reply(b->tib_conn, "err tib %d %s", status, hibar_strerror(status));
+        hbd_ctl_release(b->tib_conn);
+        b->tib_conn = NULL;
+        free(b->tib);
+        b->tib = NULL;
+    }
+    drain(d);
+}
+
+void hbd_barrier_tick(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    uint32_t to_ms = d->cfg->barrier_timeout_ms;
+    if (b == NULL)
+        return;
+    if (to_ms > 0) {
+        uint64_t now = hb_time_now_ns();
+        for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
+            if (now - r->t0 > (uint64_t)to_ms * 1000000ull) {
+                hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .coll_id = r->coll};
+                hb_log_warn("barrier %" PRIu64 " timed out after %" PRIu32 " ms", r->coll, to_ms);
+                r->t0 = UINT64_MAX / 2; /* once */
+                push(d, &ev);
+            }
+    }
+    if (b->n_pend > 0)
+        hwb_check(d);
+    drain(d);
+}
+
+uint32_t hbd_barrier_in_flight(const hbd_t *d) { return d->bar ? d->bar->n_reqs : 0; }
+
+uint64_t hbd_barrier_next_coll(const hbd_t *d) { return d->bar ? d->bar->next_coll : 0; }
+
+/* ---- T_IB probe: n chassis barriers in a row on the reserved sync number ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int tib_arrive(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    uint32_t n = d->topo->chassis[d->topo->nodes[d->self].chassis].n_nodes;
+    uint32_t mask = n >= 32 ? UINT32_MAX : (1u << n) - 1;
+    b->tib_t0 = hb_time_now_ns();
+    return hb_hwb_arrive(d->hwb, HBD_TIB_SYNC, mask);
+}
+
+static void tib_end(hbd_t *d, int rc)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (rc == 0) {
+        qsort(b->tib, b->tib_n, sizeof(double), cmp_double);
+        hbd_ctl_reply(b->tib_conn, "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32,
+                      b->tib[b->tib_n / 2], b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0],
+                      b->tib_n);
+    } else {
+        hbd_ctl_reply(b->tib_conn, "err tib %d %s", rc, hibar_strerror(rc));
+    }
+    hbd_ctl_release(b->tib_conn);
+    b->tib_conn = NULL;
+    free(b->tib);
+    b->tib = NULL;
+}
+
+/* One probe round ended with rc (0: complete): record it and start the next. */
+static void tib_done(hbd_t *d, int rc)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (rc != 0) {
+        tib_end(d, rc);
+        return;
+    }
+    b->tib[b->tib_done++] = (double)(hb_time_now_ns() - b->tib_t0) / 1e3;
+    d->st.hwb_rounds++;
+    if (b->tib_done == b->tib_n) {
+        tib_end(d, 0);
+        return;
+    }
+    if ((rc = tib_arrive(d)) != 0)
+        tib_end(d, rc);
+}
+
+static void tib_check(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    while (b->tib_conn != NULL) {
+        int rc = hb_hwb_test(d->hwb, HBD_TIB_SYNC);
+        if (rc == HIBAR_ERR_WOULD_BLOCK)
+            return;
+        tib_done(d, rc);
+    }
+}
+
+void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n)
+{
+    hbd_barrier_state_t *b = d->bar;
+    int rc = 0;
+    if (d->hwb == NULL)
+        rc = HIBAR_ERR_UNAVAIL;
+    else if (b->tib_conn != NULL)
+        rc = HIBAR_ERR_BUSY;
+    else if (d->lost)
+        rc = HIBAR_ERR_PEER_LOST;
+    else if ((b->tib = calloc(n, sizeof(double))) == NULL)
+        rc = HIBAR_ERR_NOMEM;
+    if (rc == 0) {
+        b->tib_n = n;
+        b->tib_done = 0;
+        b->tib_conn = hbd_ctl_hold(conn);
+        if ((rc = tib_arrive(d)) != 0) {
+            tib_end(d, rc);
+            return;
+        }
+        tib_check(d);
+        if (b->tib_conn != NULL)
+            poll_schedule(d);
+        return;
+    }
+    hbd_ctl_reply(conn, "err tib %d %s", rc, hibar_strerror(rc));
+}
+
+static void hwb_fd_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    hbd_barrier_on_hwb(arg);
+}
+
+int hbd_barrier_init(hbd_t *d)
+{
+    hb_hier_cfg_t hc;
+    hbd_barrier_state_t *b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return HIBAR_ERR_NOMEM;
+    d->bar = b;
+    hb_hier_cfg_init(&hc);
+    hc.protocol = d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE : HB_HIER_SCMD;
+    hc.job = 0;
+    hc.epoch = d->epoch;
+    hc.sync_base = 0;
+    hc.n_sync = HBD_HIER_NSYNC;
+    int rc = hb_hier_create(d->topo, d->self, &hc, &b->h);
+    if (rc != 0) {
+        hb_log_error("cannot create the %s barrier engine: %s",
+                     hb_cfg_protocol_name(d->cfg->protocol), hibar_strerror(rc));
+        return rc;
+    }
+    b->max_acts = hb_hier_max_actions(b->h);
+    b->acts = calloc(b->max_acts, sizeof(*b->acts));
+    b->ev_poll = evtimer_new(d->base, poll_cb, d);
+    if (b->acts == NULL || b->ev_poll == NULL)
+        return HIBAR_ERR_NOMEM;
+    d->hwb_fd = -1;
+    if (d->hwb != NULL && hb_hwb_fd(d->hwb, &d->hwb_fd) == 0 && d->hwb_fd >= 0) {
+        d->ev_hwb = event_new(d->base, d->hwb_fd, EV_READ | EV_PERSIST, hwb_fd_cb, d);
+        if (d->ev_hwb == NULL || event_add(d->ev_hwb, NULL) != 0)
+            return HIBAR_ERR_NOMEM;
+    } else {
+        d->hwb_fd = -1;
+    }
+    hb_log_info("barrier engine: %s, role %s, chassis barrier %s (%s)",
+                hb_hier_proto_name(hc.protocol), hb_hier_role(b->h),
+                d->hwb ? hb_hwb_name(d->hwb) : "none", d->hwb_fd >= 0 ? "fd" : "polled");
+    return 0;
+}
+
+void hbd_barrier_fini(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (b == NULL)
+        return;
+    while (b->reqs != NULL) {
+        hbd_req_t *r = b->reqs;
+        b->reqs = r->next;
+        hbd_ctl_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
+                      HIBAR_ERR_UNAVAIL);
+        hbd_ctl_release(r->conn);
+        free(r);
+    }
+    if (b->tib_conn != NULL) {
+        hbd_ctl_release(b->tib_conn);
+        free(b->tib);
+    }
+    if (d->ev_hwb != NULL)
+        event_free(d->ev_hwb);
+    d->ev_hwb = NULL;
+    if (b->ev_poll != NULL)
+        event_free(b->ev_poll);
+    hb_hier_destroy(b->h);
+    free(b->acts);
+    free(b);
+    d->bar = NULL;
+}

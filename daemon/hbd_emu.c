@@ -1,0 +1,332 @@
+/* hbd_emu.c: start and stop an emulated cluster (one detached hibard per node on this host). */
+#include "hb_config.h"
+#include "hbd_emu.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd.h"
+#include "hbd_client.h"
+#include "hibar.h"
+
+const char *hbd_emu_hibard_path(void)
+{
+    static char path[PATH_MAX];
+    const char *env = getenv("HIBARD");
+    if (env != NULL && *env != '\0')
+        return env;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            /* libtool may run the real program from .libs/ */
+            size_t sl = strlen(self);
+            if (sl >= 6 && strcmp(self + sl - 6, "/.libs") == 0)
+                self[sl - 6] = '\0';
+            const char *cand[] = {"../daemon/hibard", "../sbin/hibard", "hibard"};
+            for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", self, cand[i]);
+                if (access(path, X_OK) == 0)
+                    return path;
+            }
+        }
+    }
+    return "hibard";
+}
+
+/* The pid in node i's pid file if that process is alive and is a hibard, else -1. */
+static pid_t live_pid(const hb_cfg_t *cfg, uint32_t i)
+{
+    pid_t pid = hbd_client_pid(cfg, i);
+    char path[64], comm[64] = "";
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(comm, sizeof(comm), f) == NULL)
+            comm[0] = '\0';
+        fclose(f);
+    }
+    if (strstr(comm, "hibard") == NULL)
+        return -1; /* the pid was reused by something else */
+    /* a zombie is dead for our purposes */
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        char buf[256];
+        size_t r = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[r] = '\0';
+        char *rp = strrchr(buf, ')');
+        if (rp != NULL && rp[1] == ' ' && rp[2] == 'Z')
+            return -1;
+    }
+    return pid;
+}
+
+unsigned hbd_emu_running(const hb_cfg_t *cfg)
+{
+    unsigned n = 0;
+    for (uint32_t i = 0; i < cfg->n_nodes; i++)
+        n += live_pid(cfg, i) > 0;
+    return n;
+}
+
+static void tail_log(const hb_cfg_t *cfg, uint32_t i)
+{
+    char path[400], line[512];
+    snprintf(path, sizeof(path), "%s/%s.log", cfg->run_dir, cfg->nodes[i].name);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char last[5][512];
+    unsigned n = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        snprintf(last[n++ % 5], sizeof(last[0]), "%s", line);
+    fclose(f);
+    for (unsigned k = n > 5 ? n - 5 : 0; k < n; k++)
+        fprintf(stderr, "  %s: %s", cfg->nodes[i].name, last[k % 5]);
+}
+
+/* Double fork: the daemon is not our child, so a dead one never lingers as our zombie. */
+static int spawn(const hb_cfg_t *cfg, uint32_t i, const hbd_emu_opts_t *o, const char *hibard)
+{
+    const char *argv[16 + 2 * 64];
+    size_t k = 0;
+    char logp[400];
+    snprintf(logp, sizeof(logp), "%s/%s.log", cfg->run_dir, cfg->nodes[i].name);
+    argv[k++] = hibard;
+    argv[k++] = "--foreground";
+    if (o->config != NULL) {
+        argv[k++] = "--config";
+        argv[k++] = o->config;
+    }
+    argv[k++] = "--node";
+    argv[k++] = cfg->nodes[i].name;
+    argv[k++] = "--log-file";
+    argv[k++] = logp;
+    if (o->log_level != NULL) {
+        argv[k++] = "--log-level";
+        argv[k++] = o->log_level;
+    }
+    for (size_t j = 0; j < o->n_over && j < 64; j++) {
+        argv[k++] = "--set";
+        argv[k++] = o->over[j];
+    }
+    argv[k] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) {
+        hb_log_error("fork: %m");
+        return HIBAR_ERR_IO;
+    }
+    if (pid == 0) {
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        int fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+        }
+        int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (lfd >= 0)
+            dup2(lfd, 2);
+        execvp(hibard, (char *const *)argv);
+        fprintf(stderr, "hibar-cluster: cannot run %s: %s\n", hibard, strerror(errno));
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return 0;
+}
+
+int hbd_emu_up(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
+{
+    const char *hibard = hbd_emu_hibard_path();
+    struct stat sb;
+    unsigned running = hbd_emu_running(cfg);
+    if (running > 0) {
+        hb_log_error("cluster %s already has %u daemon(s) running (run dir %s)", cfg->cluster,
+                     running, cfg->run_dir);
+        return HIBAR_ERR_EXISTS;
+    }
+    if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST) {
+        hb_log_error("cannot create run dir %s: %m", cfg->run_dir);
+        return HIBAR_ERR_IO;
+    }
+    if (stat(cfg->run_dir, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & 077) != 0) {
+        hb_log_error("run dir %s must be a directory of uid %u with mode 0700", cfg->run_dir,
+                     (unsigned)geteuid());
+        return HIBAR_ERR_PERM;
+    }
+    /* leftovers of a crashed cluster (segments, stale files) go first */
+    hbd_emu_down(cfg, o);
+    if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST) {
+        hb_log_error("cannot create run dir %s: %m", cfg->run_dir);
+        return HIBAR_ERR_IO;
+    }
+    if (cfg->key_file == NULL) {
+        char key[400];
+        snprintf(key, sizeof(key), "%s/cluster.key", cfg->run_dir);
+        int rc = hbd_key_generate(key);
+        if (rc != 0 && rc != HIBAR_ERR_EXISTS)
+            return rc;
+    }
+    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
+        int rc = spawn(cfg, i, o, hibard);
+        if (rc != 0) {
+            hbd_emu_down(cfg, o);
+            return rc;
+        }
+    }
+    hbd_cluster_t *cl = NULL;
+    int rc = hbd_cluster_open(cfg, o->timeout_ms > 0 ? o->timeout_ms : 30000, 0, &cl);
+    if (rc != 0) {
+        for (uint32_t i = 0; i < cfg->n_nodes; i++) {
+            char path[400], reply[512];
+            hbd_client_sock_path(cfg, i, path, sizeof(path));
+            if (hbd_client_cmd(path, "status", reply, sizeof(reply), 1000) != 0 ||
+                strstr(reply, "ready=1") == NULL) {
+                fprintf(stderr, "hibar-cluster: node %s did not come up; its log ends:\n",
+                        cfg->nodes[i].name);
+                tail_log(cfg, i);
+            }
+        }
+        hbd_emu_opts_t keep = *o;
+        keep.keep_logs = 1;
+        hbd_emu_down(cfg, &keep);
+        return rc;
+    }
+    hbd_cluster_close(cl);
+    return 0;
+}
+
+static void nap_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int unlink_quiet(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT) {
+        hb_log_error("cannot remove %s: %m", path);
+        return HIBAR_ERR_IO;
+    }
+    return 0;
+}
+
+int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
+{
+    uint32_t n = cfg->n_nodes;
+    int rc = 0;
+    pid_t *pid = calloc(n, sizeof(pid_t));
+    if (pid == NULL)
+        return HIBAR_ERR_NOMEM;
+    /* ask politely, all at once */
+    int *fd = malloc(sizeof(int) * n);
+    for (uint32_t i = 0; i < n; i++) {
+        char path[400];
+        pid[i] = live_pid(cfg, i);
+        if (fd != NULL)
+            fd[i] = -1;
+        if (pid[i] <= 0 || fd == NULL)
+            continue;
+        hbd_client_sock_path(cfg, i, path, sizeof(path));
+        if (hbd_client_connect(path, &fd[i]) != 0 || hbd_client_send(fd[i], "shutdown") != 0)
+            kill(pid[i], SIGTERM);
+    }
+    /* wait up to 5 s, then SIGTERM at 5 s, SIGKILL at 8 s */
+    uint64_t t0 = hb_time_now_ns();
+    int termed = 0;
+    for (;;) {
+        uint32_t alive = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (pid[i] > 0 && (kill(pid[i], 0) == 0 || errno == EPERM) && live_pid(cfg, i) > 0)
+                alive++;
+            else
+                pid[i] = -1;
+        if (alive == 0)
+            break;
+        double s = (double)(hb_time_now_ns() - t0) / 1e9;
+        if (s > 5 && !termed) {
+            termed = 1;
+            for (uint32_t i = 0; i < n; i++)
+                if (pid[i] > 0)
+                    kill(pid[i], SIGTERM);
+        }
+        if (s > 8) {
+            for (uint32_t i = 0; i < n; i++)
+                if (pid[i] > 0) {
+                    hb_log_warn("node %s (pid %d) did not stop: killed", cfg->nodes[i].name,
+                                (int)pid[i]);
+                    kill(pid[i], SIGKILL);
+                }
+            nap_ms(100);
+            break;
+        }
+        nap_ms(10);
+    }
+    if (fd != NULL)
+        for (uint32_t i = 0; i < n; i++)
+            if (fd[i] >= 0)
+                close(fd[i]);
+    free(fd);
+    free(pid);
+    /* files a crashed daemon leaves behind */
+    for (uint32_t i = 0; i < n; i++) {
+        char path[400];
+        const char *sfx[] = {"sock", "pid", "port", "port.tmp", "pid.tmp", "log"};
+        for (size_t k = 0; k < sizeof(sfx) / sizeof(sfx[0]); k++) {
+            if (k == 5 && o != NULL && o->keep_logs)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s.%s", cfg->run_dir, cfg->nodes[i].name, sfx[k]);
+            if (unlink_quiet(path) != 0)
+                rc = HIBAR_ERR_IO;
+        }
+    }
+    if (cfg->key_file == NULL) {
+        char path[400];
+        snprintf(path, sizeof(path), "%s/cluster.key", cfg->run_dir);
+        if (unlink_quiet(path) != 0)
+            rc = HIBAR_ERR_IO;
+    }
+    /* chassis barrier segments (hwbarrier shm: /dev/shm/hibar-<uid>-<cluster>-c<N>) */
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "hibar-%u-%s-c", (unsigned)getuid(), cfg->cluster);
+    DIR *dir = opendir("/dev/shm");
+    if (dir != NULL) {
+        struct dirent *e;
+        size_t pl = strlen(prefix);
+        while ((e = readdir(dir)) != NULL) {
+            const char *rest = e->d_name + pl;
+            if (strncmp(e->d_name, prefix, pl) != 0 || *rest == '\0' ||
+                strspn(rest, "0123456789") != strlen(rest))
+                continue;
+            char path[400];
+            snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+            if (unlink_quiet(path) != 0)
+                rc = HIBAR_ERR_IO;
+        }
+        closedir(dir);
+    }
+    if (rmdir(cfg->run_dir) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST)
+        hb_log_warn("cannot remove run dir %s: %m", cfg->run_dir);
+    return rc;
+}

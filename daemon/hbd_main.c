@@ -1,0 +1,357 @@
+/* hbd_main.c: hibard's entry point: options, config, run dir, pid file, signals, the event loop. */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hb_config.h"
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd.h"
+#include "hibar.h"
+#include "hwb.h"
+
+#define HBD_MAX_OVERRIDES 64
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hibard --config FILE --node NAME [options]\n"
+            "       hibard --gen-key FILE\n"
+            "  -c, --config FILE     cluster configuration (YAML); default $HIBAR_CONFIG\n"
+            "  -n, --node NAME       which node of the configuration this daemon is\n"
+            "  -o, --set KEY=VALUE   override a configuration key (repeatable)\n"
+            "  -f, --foreground      stay in the foreground (default: detach)\n"
+            "  -l, --log-level LVL   error|warn|info|debug (default $HIBAR_LOG or warn)\n"
+            "      --log-file FILE   append the log to FILE instead of stderr\n"
+            "  -p, --pid-file FILE   default RUN_DIR/NAME.pid\n"
+            "      --gen-key FILE    write a new cluster key pair to FILE (mode 0600) and exit\n"
+            "  -h, --help, -V, --version\n"
+            "Control socket: RUN_DIR/NAME.sock (commands: ping status stats barrier tib tsr "
+            "shutdown).\n");
+}
+
+void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
+               char *port, size_t lpo)
+{
+    if (sock)
+        snprintf(sock, ls, "%s/%s.sock", run_dir, name);
+    if (pid)
+        snprintf(pid, lp, "%s/%s.pid", run_dir, name);
+    if (port)
+        snprintf(port, lpo, "%s/%s.port", run_dir, name);
+}
+
+static int run_dir_prepare(const char *dir)
+{
+    struct stat sb;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        hb_log_error("cannot create run dir %s: %m", dir);
+        return HIBAR_ERR_IO;
+    }
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        hb_log_error("run dir %s is not a directory", dir);
+        return HIBAR_ERR_IO;
+    }
+    if (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0) {
+        hb_log_error("run dir %s must belong to uid %u and not be group/world writable", dir,
+                     (unsigned)geteuid());
+        return HIBAR_ERR_PERM;
+    }
+    return 0;
+}
+
+/* 0 if no live daemon owns the pid file (a stale one is replaced), EXISTS otherwise. */
+static int pid_file_write(hbd_t *d)
+{
+    char buf[32];
+    int fd = open(d->pid_path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (r > 0) {
+            buf[r] = '\0';
+            long pid = strtol(buf, NULL, 10);
+            if (pid > 0 && pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+                hb_log_error("node %s already has a daemon (pid %ld, %s)", d->name, pid,
+                             d->pid_path);
+                return HIBAR_ERR_EXISTS;
+            }
+        }
+    }
+    char tmp[400];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", d->pid_path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+    if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) != 0 || rename(tmp, d->pid_path)) {
+        hb_log_error("cannot write pid file %s: %m", d->pid_path);
+        if (fd >= 0)
+            unlink(tmp);
+        return HIBAR_ERR_IO;
+    }
+    d->pid_written = 1;
+    return 0;
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)what;
+    hb_log_info("signal %d: shutting down", (int)sig);
+    d->stopping = 1;
+    event_base_loopexit(d->base, NULL);
+}
+
+static int daemonize(void)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        hb_log_error("fork: %m");
+        return HIBAR_ERR_IO;
+    }
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return HIBAR_ERR_IO;
+    pid = fork();
+    if (pid < 0)
+        return HIBAR_ERR_IO;
+    if (pid > 0)
+        _exit(0);
+    int fd = open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+        dup2(fd, 0);
+        dup2(fd, 1);
+        if (fd > 1)
+            close(fd);
+    }
+    return 0;
+}
+
+static int open_hwb(hbd_t *d)
+{
+    const hb_topo_node_t *me = &d->topo->nodes[d->self];
+    hb_hwb_params_t hp = {
+        .cluster = d->cfg->cluster,
+        .chassis = me->chassis,
+        .port = me->port,
+        .nodes = d->topo->chassis[me->chassis].n_nodes,
+        .timeout_ms = 20000,
+        .uio_path = d->cfg->scic_uio,
+        .pci_vendor = d->cfg->scic_vendor,
+        .pci_device = d->cfg->scic_device,
+    };
+    int rc = hb_hwb_open(d->cfg->hwbarrier, &hp, &d->hwb);
+    if (rc != 0)
+        hb_log_error("node %s: cannot open the chassis barrier (%s, chassis %u port %u): %s",
+                     d->name, d->cfg->hwbarrier ? d->cfg->hwbarrier : "auto", me->chassis,
+                     me->port, hibar_strerror(rc));
+    return rc;
+}
+
+static void cleanup(hbd_t *d)
+{
+    hbd_barrier_fini(d);
+    hbd_ctl_stop(d);
+    hbd_net_stop(d);
+    if (d->hwb != NULL)
+        hb_hwb_close(d->hwb);
+    d->hwb = NULL;
+    for (int i = 0; i < 3; i++)
+        if (d->ev_sig[i] != NULL)
+            event_free(d->ev_sig[i]);
+    if (d->pid_written)
+        unlink(d->pid_path);
+    if (d->base != NULL)
+        event_base_free(d->base);
+    hb_topo_free(d->topo);
+    hb_cfg_free(d->cfg);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"node", required_argument, NULL, 'n'},
+        {"set", required_argument, NULL, 'o'},      {"foreground", no_argument, NULL, 'f'},
+        {"log-level", required_argument, NULL, 'l'}, {"log-file", required_argument, NULL, 'L'},
+        {"pid-file", required_argument, NULL, 'p'}, {"gen-key", required_argument, NULL, 'K'},
+        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    const char *config = NULL, *node = NULL, *pid_file = NULL, *log_file = NULL;
+    const char *over[HBD_MAX_OVERRIDES];
+    size_t n_over = 0;
+    int foreground = 0, c, rc, status = 1;
+    char err[HB_CFG_ERRLEN];
+    hbd_t dd, *d = &dd;
+
+    memset(d, 0, sizeof(*d));
+    d->ctl_fd = -1;
+    d->hwb_fd = -1;
+    hb_log_init_from_env();
+    hb_log_set_ident("hibard");
+    while ((c = getopt_long(argc, argv, "c:n:o:fl:p:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'n':
+            node = optarg;
+            break;
+        case 'o':
+            if (n_over == HBD_MAX_OVERRIDES) {
+                fprintf(stderr, "hibard: too many --set options\n");
+                return 2;
+            }
+            over[n_over++] = optarg;
+            break;
+        case 'f':
+            foreground = 1;
+            break;
+        case 'l': {
+            int l = hb_log_parse_level(optarg);
+            if (l < 0) {
+                fprintf(stderr, "hibard: unknown log level '%s'\n", optarg);
+                return 2;
+            }
+            hb_log_set_level((hb_log_level_t)l);
+            break;
+        }
+        case 'L':
+            log_file = optarg;
+            break;
+        case 'p':
+            pid_file = optarg;
+            break;
+        case 'K':
+            rc = hbd_key_generate(optarg);
+            if (rc == HIBAR_ERR_EXISTS)
+                fprintf(stderr, "hibard: %s already exists\n", optarg);
+            return rc == 0 ? 0 : 1;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("hibard %s (%s)\n", PACKAGE_VERSION, HB_DEP_VERSIONS);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || node == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    if (log_file != NULL) {
+        int fd = open(log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            fprintf(stderr, "hibard: cannot open log file %s: %s\n", log_file, strerror(errno));
+            return 1;
+        }
+        dup2(fd, 2);
+        close(fd);
+    }
+    rc = hb_cfg_load(config, over, n_over, &d->cfg, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "hibard: %s\n", err);
+        return 2;
+    }
+    hb_topo_spec_t spec;
+    if ((rc = hb_cfg_topo_spec(d->cfg, &spec)) != 0 ||
+        (rc = hb_topo_build(&spec, &d->topo, err, sizeof(err))) != 0) {
+        fprintf(stderr, "hibard: %s\n", rc == HIBAR_ERR_CONFIG ? err : hibar_strerror(rc));
+        hb_cfg_free(d->cfg);
+        return 2;
+    }
+    if (hb_cfg_node_find(d->cfg, node, &d->self) != 0) {
+        fprintf(stderr, "hibard: node '%s' is not in the configuration\n", node);
+        cleanup(d);
+        return 2;
+    }
+    d->name = d->cfg->nodes[d->self].name;
+    char ident[64];
+    snprintf(ident, sizeof(ident), "hibard[%s]", d->name);
+    hb_log_set_ident(ident);
+    d->epoch = 1;
+    d->tag = hbd_wire_tag(d->cfg->cluster);
+    d->start_ns = hb_time_now_ns();
+    snprintf(d->run_dir, sizeof(d->run_dir), "%s", d->cfg->run_dir);
+    hbd_paths(d->run_dir, d->name, d->sock_path, sizeof(d->sock_path), d->pid_path,
+              sizeof(d->pid_path), d->port_path, sizeof(d->port_path));
+    int tl = 0;
+    if (pid_file != NULL)
+        tl |= snprintf(d->pid_path, sizeof(d->pid_path), "%s", pid_file) >= (int)sizeof(d->pid_path);
+    if (d->cfg->key_file != NULL)
+        tl |= snprintf(d->key_path, sizeof(d->key_path), "%s", d->cfg->key_file) >=
+              (int)sizeof(d->key_path);
+    else
+        tl |= snprintf(d->key_path, sizeof(d->key_path), "%s/cluster.key", d->run_dir) >=
+              (int)sizeof(d->key_path);
+    if (tl || strlen(d->cfg->run_dir) >= sizeof(d->run_dir) - 64) {
+        hb_log_error("run dir, pid file or key file path too long");
+        goto out;
+    }
+
+    /*
+     * An emulated cluster puts many daemons on few cores: a chassis mate that spins or yields
+     * for long takes the CPU from the very peers it waits for. Unless the user chose, waits
+     * then spin and yield only briefly before sleeping on the futex (DESIGN section 6).
+     */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (d->cfg->bootstrap == HB_CFG_BOOT_LOCAL && cores > 0 && d->cfg->n_nodes > (uint32_t)cores) {
+        setenv("HIBAR_WAIT_SPIN_US", "2", 0);
+        setenv("HIBAR_WAIT_YIELD_US", "20", 0);
+    }
+    if (run_dir_prepare(d->run_dir) != 0)
+        goto out;
+    if (d->cfg->key_file == NULL) {
+        rc = hbd_key_generate(d->key_path); /* the first daemon of a cluster creates it */
+        if (rc != 0 && rc != HIBAR_ERR_EXISTS)
+            goto out;
+    }
+    if (hbd_key_load(d->key_path, d->pub, d->sec, d->pub_z85) != 0)
+        goto out;
+    if (!foreground && daemonize() != 0)
+        goto out;
+    if (pid_file_write(d) != 0)
+        goto out;
+    signal(SIGPIPE, SIG_IGN);
+
+    struct event_config *ec = event_config_new();
+    if (ec != NULL)
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    d->base = ec ? event_base_new_with_config(ec) : NULL;
+    if (ec != NULL)
+        event_config_free(ec);
+    if (d->base == NULL) {
+        hb_log_error("cannot create the event loop");
+        goto out;
+    }
+    int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        d->ev_sig[i] = evsignal_new(d->base, sigs[i], signal_cb, d);
+        if (d->ev_sig[i] == NULL || event_add(d->ev_sig[i], NULL) != 0)
+            goto out;
+    }
+    if (open_hwb(d) != 0 || hbd_net_start(d) != 0 || hbd_barrier_init(d) != 0 ||
+        hbd_ctl_start(d) != 0)
+        goto out;
+    hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),
+                d->sock_path, hb_cfg_protocol_name(d->cfg->protocol));
+    if (event_base_dispatch(d->base) < 0) {
+        hb_log_error("event loop failed");
+        goto out;
+    }
+    status = 0;
+out:
+    cleanup(d);
+    if (status == 0)
+        hb_log_info("stopped cleanly");
+    return status;
+}

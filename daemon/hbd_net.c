@@ -1,0 +1,704 @@
+/* hbd_net.c: hibard's transport: one CurveZMQ ROUTER per daemon, ZAP, monitor, HELLO, failure flood. */
+#include "hb_config.h"
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd.h"
+#include "hibar.h"
+
+/*
+ * Wiring. Every daemon binds one ROUTER (routing id "n<self>"). Each link is one TCP
+ * connection: of two neighbours, the one with the higher node id connects its ROUTER to the
+ * other's, naming the connection "n<peer>" (ZMQ_CONNECT_ROUTING_ID), so both address each
+ * other as "n<id>". Heartbeats (ZMQ_HEARTBEAT_IVL/TIMEOUT/TTL) are set on the connecting side
+ * only: its PINGs carry the TTL that makes the accepting side drop a silent connection, and
+ * one pinger per link halves the idle traffic. A dead neighbour shows up as a DISCONNECTED
+ * event of the socket monitor, named by endpoint (connections we made) or by file descriptor
+ * (connections we accepted: the fd of the peer's HELLO, ZMQ_SRCFD).
+ * ZMQ_FD is edge-triggered: after every send or recv, ZMQ_EVENTS is read again and if input
+ * is pending the read event is activated, so no edge is lost.
+ */
+
+#define HBD_HELLO_RESEND_NS (200ull * 1000000ull)
+#define HBD_MON_ENDPOINT_FMT "inproc://hibar-monitor-%u"
+
+static void idstr(char *buf, char kind, uint32_t node)
+{
+    snprintf(buf, HBD_ID_MAX, "%c%" PRIu32, kind, node);
+}
+
+/* Parse a routing id "n<digits>" into a node id; UINT32_MAX if it is not one. */
+static uint32_t id_parse(const void *data, size_t len)
+{
+    const char *s = data;
+    uint64_t v = 0;
+    if (len < 2 || len > 11 || s[0] != 'n')
+        return UINT32_MAX;
+    for (size_t i = 1; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return UINT32_MAX;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
+}
+
+static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
+{
+    if (node >= d->topo->n_nodes || d->peer_of[node] == UINT32_MAX)
+        return NULL;
+    return &d->peers[d->peer_of[node]];
+}
+
+static void rearm(hbd_t *d, void *sock, struct event *ev)
+{
+    uint32_t events = 0;
+    size_t sz = sizeof(events);
+    if (sock != NULL && zmq_getsockopt(sock, ZMQ_EVENTS, &events, &sz) == 0 &&
+        (events & ZMQ_POLLIN))
+        event_active(ev, EV_READ, 0);
+    (void)d;
+}
+
+int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                 const void *payload, uint32_t len)
+{
+    uint8_t buf[HBD_WIRE_MAX_FRAME];
+    char id[HBD_ID_MAX];
+    hbd_peer_t *p = peer_get(d, to);
+    hbd_wire_msg_t m = {.type = type, .flags = flags, .job = 0, .coll_id = coll_id,
+                        .epoch = d->epoch, .src = d->self, .len = len, .payload = payload};
+    if (p == NULL) {
+        hb_log_error("node %" PRIu32 " is not a neighbour of node %" PRIu32, to, d->self);
+        return HIBAR_ERR_NOT_FOUND;
+    }
+    if (p->lost)
+        return HIBAR_ERR_PEER_LOST;
+    int n = hbd_wire_encode(&m, buf, sizeof(buf));
+    if (n < 0) {
+        hb_log_error("cannot encode a %s frame of %" PRIu32 " bytes", hbd_wire_type_name(type),
+                     len);
+        return n;
+    }
+    idstr(id, 'n', to);
+    int rc = zmq_send(d->router, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0)
+        rc = zmq_send(d->router, buf, (size_t)n, ZMQ_DONTWAIT);
+    int err = errno;
+    rearm(d, d->router, d->ev_router);
+    if (rc < 0) {
+        d->st.tx_fail++;
+        /* before the link is up, EHOSTUNREACH only means "not connected yet" */
+        if (d->ready)
+            hb_log_warn("send %s to node %" PRIu32 ": %s", hbd_wire_type_name(type), to,
+                        zmq_strerror(err));
+        return HIBAR_ERR_PEER_LOST;
+    }
+    d->st.tx_frames++;
+    return 0;
+}
+
+static void send_hello(hbd_t *d, hbd_peer_t *p, uint16_t flags)
+{
+    uint8_t pl[8];
+    hbd_wire_hello_t h = {.n_nodes = d->topo->n_nodes, .cluster_tag = d->tag};
+    hbd_wire_hello_pack(&h, pl);
+    (void)hbd_net_send(d, p->node, HBD_WIRE_HELLO, flags, 0, pl, sizeof(pl));
+}
+
+static void check_ready(hbd_t *d)
+{
+    if (d->ready)
+        return;
+    for (uint32_t i = 0; i < d->n_peers; i++)
+        if (!d->peers[i].hello_rx || !d->peers[i].hello_ack)
+            return;
+    d->ready = 1;
+    hb_log_info("node %s ready: %" PRIu32 " neighbours linked in %.1f ms", d->name, d->n_peers,
+                (double)(hb_time_now_ns() - d->start_ns) / 1e6);
+}
+
+void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
+{
+    hbd_peer_t *p = peer_get(d, node);
+    if (p != NULL && !p->lost) {
+        p->lost = 1;
+        d->st.peers_lost++;
+    }
+    if (d->lost)
+        return;
+    d->lost = 1;
+    d->lost_node = node;
+    hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hibar_strerror(status));
+    hbd_barrier_fail_all(d, status, node);
+    /* flood: every live neighbour learns it once, and passes it on once */
+    uint8_t pl[8];
+    hbd_wire_abort_t a = {.status = status, .lost = node};
+    hbd_wire_abort_pack(&a, pl);
+    for (uint32_t i = 0; i < d->n_peers; i++)
+        if (!d->peers[i].lost && d->peers[i].hello_ack)
+            (void)hbd_net_send(d, d->peers[i].node, HBD_WIRE_ABORT, 0, 0, pl, sizeof(pl));
+}
+
+/* ---- T_SR probe: ping-pong with one neighbour ---- */
+
+typedef struct hbd_echo {
+    struct hbd_ctl_conn *conn;
+    uint32_t to, n, done;
+    uint64_t t0;
+    double *rtt;
+} hbd_echo_t;
+
+static hbd_echo_t echo_state;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void echo_next(hbd_t *d)
+{
+    hbd_echo_t *e = &echo_state;
+    uint8_t pl[8];
+    hbd_wire_put32(pl, e->done);
+    hbd_wire_put32(pl + 4, 0);
+    e->t0 = hb_time_now_ns();
+    if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0) {
+        hbd_ctl_reply(e->conn, "err tsr %d %s", HIBAR_ERR_PEER_LOST,
+                      hibar_strerror(HIBAR_ERR_PEER_LOST));
+        hbd_ctl_release(e->conn);
+        free(e->rtt);
+        memset(e, 0, sizeof(*e));
+    }
+}
+
+int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n)
+{
+    hbd_echo_t *e = &echo_state;
+    if (e->conn != NULL)
+        return HIBAR_ERR_BUSY;
+    if (peer_get(d, to) == NULL)
+        return HIBAR_ERR_NOT_FOUND;
+    if (n == 0 || n > 1000000)
+        return HIBAR_ERR_INVAL;
+    e->rtt = calloc(n, sizeof(double));
+    if (e->rtt == NULL)
+        return HIBAR_ERR_NOMEM;
+    e->conn = hbd_ctl_hold(conn);
+    e->to = to;
+    e->n = n;
+    e->done = 0;
+    echo_next(d);
+    return 0;
+}
+
+static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_echo_t *e = &echo_state;
+    if (e->conn == NULL || m->src != e->to || m->len != 8 || hbd_wire_get32(m->payload) != e->done)
+        return; /* a late answer to an abandoned probe */
+    e->rtt[e->done++] = (double)(hb_time_now_ns() - e->t0) / 1e3;
+    if (e->done < e->n) {
+        echo_next(d);
+        return;
+    }
+    qsort(e->rtt, e->n, sizeof(double), cmp_double);
+    double med = e->rtt[e->n / 2], p99 = e->rtt[(size_t)((e->n - 1) * 0.99)];
+    hbd_ctl_reply(e->conn, "ok tsr %.3f rtt_median=%.3f rtt_p99=%.3f min=%.3f n=%" PRIu32,
+                  med / 2, med, p99, e->rtt[0], e->n);
+    hbd_ctl_release(e->conn);
+    free(e->rtt);
+    memset(e, 0, sizeof(*e));
+}
+
+/* ---- receive ---- */
+
+static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
+{
+    hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0,
+                          .peer = from};
+    hbd_wire_msg_t m;
+    hbd_wire_reason_t why = HBD_WIRE_OK;
+    hbd_peer_t *p = peer_get(d, from);
+    if (p == NULL) {
+        /* not a neighbour (or not a routing id of ours): never trusted, but decoded so the
+         * counters say what was wrong with it */
+        d->st.rx_unknown_peer++;
+        ctx.peer = UINT32_MAX;
+        if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0)
+            why = HBD_WIRE_BAD_NODE;
+    } else if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0) {
+        p->last_rx_ns = hb_time_now_ns();
+        d->st.rx_frames++;
+        switch (m.type) {
+        case HBD_WIRE_HELLO: {
+            hbd_wire_hello_t h;
+            hbd_wire_hello_unpack(m.payload, &h);
+            if (h.cluster_tag != d->tag) {
+                why = HBD_WIRE_BAD_PAYLOAD;
+                break;
+            }
+            /* the accepting side links on HELLO, the connecting side on its answer */
+            p->hello_rx = p->hello_ack = 1;
+            if (!(m.flags & HBD_WIRE_F_REPLY)) {
+                hb_log_debug("HELLO from node %" PRIu32 " on fd %d", from, fd);
+                p->fd = fd;
+                send_hello(d, p, HBD_WIRE_F_REPLY);
+            }
+            check_ready(d);
+            return;
+        }
+        case HBD_WIRE_HEARTBEAT:
+            return;
+        case HBD_WIRE_HIER:
+            hbd_barrier_on_msg(d, &m);
+            return;
+        case HBD_WIRE_ABORT: {
+            hbd_wire_abort_t a;
+            hbd_wire_abort_unpack(m.payload, &a);
+            hbd_net_peer_lost(d, a.lost, a.status);
+            return;
+        }
+        case HBD_WIRE_ECHO:
+            if (m.flags & HBD_WIRE_F_REPLY)
+                echo_reply(d, &m);
+            else
+                (void)hbd_net_send(d, from, HBD_WIRE_ECHO, HBD_WIRE_F_REPLY, m.coll_id, m.payload,
+                                   m.len);
+            return;
+        default:
+            why = HBD_WIRE_BAD_TYPE;
+        }
+    }
+    d->st.rx_bad[why]++;
+    d->st.rx_bad_total++;
+    static int warned_unknown;
+    int *warned = p != NULL ? &p->warned : &warned_unknown;
+    if (!*warned) {
+        *warned = 1;
+        hb_log_warn("dropped a malformed frame (%s, %zu bytes) from %s %" PRIu32
+                    "; further ones from it are only counted",
+                    hbd_wire_reason_name(why), len, p != NULL ? "node" : "unknown peer", from);
+    }
+}
+
+static void router_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)fd;
+    (void)what;
+    /* bounded batch per callback so control clients are not starved; the rest via rearm */
+    for (int batch = 0; batch < 256; batch++) {
+        uint32_t events = 0;
+        size_t sz = sizeof(events);
+        if (zmq_getsockopt(d->router, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
+            return;
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, d->router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&id);
+            return;
+        }
+        uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
+        zmq_msg_init(&body);
+        int parts = 0, more = zmq_msg_more(&id);
+        while (more) {
+            zmq_msg_close(&body);
+            zmq_msg_init(&body);
+            if (zmq_msg_recv(&body, d->router, ZMQ_DONTWAIT) < 0)
+                break;
+            parts++;
+            more = zmq_msg_more(&body);
+        }
+        if (parts == 1) {
+            frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body),
+                     zmq_msg_get(&body, ZMQ_SRCFD));
+        } else {
+            d->st.rx_bad_parts++;
+            d->st.rx_bad_total++;
+        }
+        zmq_msg_close(&body);
+        zmq_msg_close(&id);
+        if (d->stopping)
+            return;
+    }
+    event_active(d->ev_router, EV_READ, 0);
+}
+
+/* ZAP (RFC 27): admit only CurveZMQ clients that prove they hold the cluster key. */
+static void zap_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)fd;
+    (void)what;
+    for (;;) {
+        uint32_t events = 0;
+        size_t sz = sizeof(events);
+        if (zmq_getsockopt(d->zap, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
+            return;
+        zmq_msg_t part[8];
+        int n = 0, more = 1;
+        while (more) {
+            zmq_msg_t tmp;
+            zmq_msg_init(&tmp);
+            if (zmq_msg_recv(&tmp, d->zap, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&tmp);
+                break;
+            }
+            more = zmq_msg_more(&tmp);
+            if (n < 8)
+                part[n++] = tmp;
+            else
+                zmq_msg_close(&tmp);
+        }
+        /* version, request id, domain, address, identity, mechanism, credentials... */
+        int ok = n >= 7 && zmq_msg_size(&part[5]) == 5 &&
+                 memcmp(zmq_msg_data(&part[5]), "CURVE", 5) == 0 &&
+                 zmq_msg_size(&part[6]) == 32 && memcmp(zmq_msg_data(&part[6]), d->pub, 32) == 0;
+        if (!ok) {
+            if (d->st.auth_denied++ == 0)
+                hb_log_warn("refused a connection without the cluster key (further refusals "
+                            "are only counted)");
+        }
+        if (n >= 2) {
+            const char *code = ok ? "200" : "400", *text = ok ? "OK" : "not a cluster member";
+            zmq_send(d->zap, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(d->zap, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]),
+                     ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(d->zap, code, 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(d->zap, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(d->zap, ok ? "hibar" : "", ok ? 5 : 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            zmq_send(d->zap, "", 0, ZMQ_DONTWAIT);
+        }
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&part[i]);
+    }
+}
+
+/* Socket monitor: a DISCONNECTED on an outgoing connection names the neighbour behind it. */
+static void mon_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)fd;
+    (void)what;
+    for (;;) {
+        uint32_t events = 0;
+        size_t sz = sizeof(events);
+        if (zmq_getsockopt(d->mon, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
+            return;
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        zmq_msg_init(&addr);
+        if (zmq_msg_recv(&ev, d->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            zmq_msg_close(&addr);
+            return;
+        }
+        if (zmq_msg_more(&ev) && zmq_msg_recv(&addr, d->mon, ZMQ_DONTWAIT) >= 0 &&
+            zmq_msg_size(&ev) >= 2) {
+            const uint8_t *e = zmq_msg_data(&ev);
+            uint16_t id = (uint16_t)(e[0] | e[1] << 8);
+            int efd = zmq_msg_size(&ev) >= 6 ? (int)hbd_wire_get32(e + 2) : -1;
+            size_t al = zmq_msg_size(&addr);
+            hb_log_debug("monitor: event %#x value %d endpoint %.*s", id, efd, (int)al,
+                         (const char *)zmq_msg_data(&addr));
+            if (id == ZMQ_EVENT_DISCONNECTED) {
+                for (uint32_t i = 0; i < d->n_peers; i++) {
+                    hbd_peer_t *p = &d->peers[i];
+                    int match = p->outgoing ? strlen(p->endpoint) == al &&
+                                                  memcmp(p->endpoint, zmq_msg_data(&addr), al) == 0
+                                            : p->fd >= 0 && p->fd == efd;
+                    if (p->hello_ack && !p->lost && match) {
+                        hb_log_info("connection to node %" PRIu32 " (%s) closed", p->node,
+                                    p->endpoint);
+                        if (!d->stopping)
+                            hbd_net_peer_lost(d, p->node, HIBAR_ERR_PEER_LOST);
+                    }
+                }
+            }
+        }
+        zmq_msg_close(&ev);
+        zmq_msg_close(&addr);
+    }
+}
+
+/* The endpoint of a neighbour: from the file (static) or the run dir (local). 1 when known. */
+static int peer_resolve(hbd_t *d, hbd_peer_t *p)
+{
+    const hb_cfg_node_t *n = &d->cfg->nodes[p->node];
+    if (p->endpoint[0] != '\0')
+        return 1;
+    if (n->port != 0) {
+        snprintf(p->endpoint, sizeof(p->endpoint), "tcp://%s:%u", n->address, n->port);
+        return 1;
+    }
+    char path[400], buf[128];
+    snprintf(path, sizeof(path), "%s/%s.port", d->run_dir, n->name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t r = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (r <= 6)
+        return 0;
+    buf[r] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (strncmp(buf, "tcp://", 6) != 0)
+        return 0;
+    snprintf(p->endpoint, sizeof(p->endpoint), "%s", buf);
+    return 1;
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    uint64_t now = hb_time_now_ns();
+    static uint64_t last_hello;
+    (void)fd;
+    (void)what;
+    if (!d->ready) {
+        int resend = now - last_hello >= HBD_HELLO_RESEND_NS;
+        for (uint32_t i = 0; i < d->n_peers; i++) {
+            hbd_peer_t *p = &d->peers[i];
+            if (p->outgoing && !p->connected && peer_resolve(d, p)) {
+                char id[HBD_ID_MAX];
+                idstr(id, 'n', p->node);
+                if (zmq_setsockopt(d->router, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
+                    zmq_connect(d->router, p->endpoint) != 0) {
+                    hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
+                                 zmq_strerror(errno));
+                    p->endpoint[0] = '\0';
+                    continue;
+                }
+                p->connected = 1;
+                resend = 1;
+            }
+        }
+        if (resend) {
+            last_hello = now;
+            for (uint32_t i = 0; i < d->n_peers; i++)
+                if (d->peers[i].outgoing && d->peers[i].connected && !d->peers[i].hello_ack)
+                    send_hello(d, &d->peers[i], 0);
+        }
+    }
+    hbd_barrier_tick(d);
+    struct timeval tv = {0, 20000};
+    if (d->ready) {
+        tv.tv_sec = 1;
+        tv.tv_usec = 0;
+    }
+    event_add(d->ev_tick, &tv);
+}
+
+static int sockopt_int(void *s, int opt, int v, const char *name)
+{
+    if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
+        hb_log_error("zmq_setsockopt(%s): %s", name, zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+    return 0;
+}
+
+static int add_peer(hbd_t *d, uint32_t node)
+{
+    if (node == d->self || node >= d->topo->n_nodes || d->peer_of[node] != UINT32_MAX)
+        return 0;
+    d->peer_of[node] = d->n_peers;
+    hbd_peer_t *p = &d->peers[d->n_peers++];
+    memset(p, 0, sizeof(*p));
+    p->node = node;
+    p->fd = -1;
+    p->outgoing = node < d->self; /* the higher id connects */
+    return 0;
+}
+
+static int write_port_file(hbd_t *d)
+{
+    char tmp[400];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        hb_log_error("cannot create %s: %m", tmp);
+        return HIBAR_ERR_IO;
+    }
+    size_t len = strlen(d->endpoint);
+    if (write(fd, d->endpoint, len) != (ssize_t)len || write(fd, "\n", 1) != 1) {
+        hb_log_error("cannot write %s: %m", tmp);
+        close(fd);
+        unlink(tmp);
+        return HIBAR_ERR_IO;
+    }
+    close(fd);
+    if (rename(tmp, d->port_path) != 0) {
+        hb_log_error("cannot rename %s: %m", tmp);
+        unlink(tmp);
+        return HIBAR_ERR_IO;
+    }
+    d->port_written = 1;
+    return 0;
+}
+
+int hbd_net_start(hbd_t *d)
+{
+    const hb_topo_t *t = d->topo;
+    const hb_topo_node_t *me = &t->nodes[d->self];
+    const hb_topo_chassis_t *ch = &t->chassis[me->chassis];
+    const hb_cfg_node_t *cn = &d->cfg->nodes[d->self];
+    char id[HBD_ID_MAX], mon_ep[64], bind_ep[160];
+    int rc = HIBAR_ERR_INTERNAL;
+
+    d->peer_of = malloc(sizeof(uint32_t) * t->n_nodes);
+    d->peers = calloc(me->n_children + ch->n_nodes + 1, sizeof(hbd_peer_t));
+    if (d->peer_of == NULL || d->peers == NULL)
+        return HIBAR_ERR_NOMEM;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+        d->peer_of[i] = UINT32_MAX;
+    /* neighbours: the tree links and the chassis mates (the failure flood needs them) */
+    if (me->parent != HB_TOPO_NONE)
+        add_peer(d, me->parent);
+    for (uint32_t i = 0; i < me->n_children; i++)
+        add_peer(d, hb_topo_center_of(t, me->children[i]));
+    for (uint32_t i = 0; i < ch->n_nodes; i++)
+        add_peer(d, ch->nodes[i]);
+
+    d->zctx = zmq_ctx_new();
+    if (d->zctx == NULL) {
+        hb_log_error("zmq_ctx_new: %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+    zmq_ctx_set(d->zctx, ZMQ_IO_THREADS, 1);
+    zmq_ctx_set(d->zctx, ZMQ_BLOCKY, 0);
+
+    /* the ZAP handler must exist before the first connection is accepted */
+    d->zap = zmq_socket(d->zctx, ZMQ_REP);
+    if (d->zap == NULL || zmq_bind(d->zap, "inproc://zeromq.zap.01") != 0) {
+        hb_log_error("ZAP handler: %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+
+    d->router = zmq_socket(d->zctx, ZMQ_ROUTER);
+    if (d->router == NULL) {
+        hb_log_error("zmq_socket(ROUTER): %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+    idstr(id, 'n', d->self);
+    uint32_t hb_ivl = d->cfg->heartbeat_interval_ms, hb_to = d->cfg->heartbeat_timeout_ms;
+    if (zmq_setsockopt(d->router, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
+        sockopt_int(d->router, ZMQ_ROUTER_MANDATORY, 1, "ROUTER_MANDATORY") ||
+        sockopt_int(d->router, ZMQ_LINGER, 0, "LINGER") ||
+        sockopt_int(d->router, ZMQ_RECONNECT_IVL, 100, "RECONNECT_IVL") ||
+        sockopt_int(d->router, ZMQ_CURVE_SERVER, 1, "CURVE_SERVER") ||
+        zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, d->sec, 32) != 0 ||
+        zmq_setsockopt(d->router, ZMQ_ZAP_DOMAIN, "hibar", 5) != 0) {
+        hb_log_error("configuring the ROUTER socket: %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+    /* frames above 64 KiB close the connection; smaller bad ones are decoded and counted */
+    int64_t maxmsg = 65536;
+    zmq_setsockopt(d->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+
+    if (cn->port != 0)
+        snprintf(bind_ep, sizeof(bind_ep), "tcp://%s:%u", cn->address, cn->port);
+    else
+        snprintf(bind_ep, sizeof(bind_ep), "tcp://%s:*", cn->address);
+    if (zmq_bind(d->router, bind_ep) != 0) {
+        hb_log_error("bind %s: %s", bind_ep, zmq_strerror(errno));
+        return HIBAR_ERR_IO;
+    }
+    size_t el = sizeof(d->endpoint);
+    zmq_getsockopt(d->router, ZMQ_LAST_ENDPOINT, d->endpoint, &el);
+    /* from here on the socket connects as a CurveZMQ client with the same cluster key, and
+     * the connections it makes carry the heartbeats (the TTL covers the accepting side) */
+    if (sockopt_int(d->router, ZMQ_HEARTBEAT_IVL, (int)hb_ivl, "HEARTBEAT_IVL") ||
+        sockopt_int(d->router, ZMQ_HEARTBEAT_TIMEOUT, (int)hb_to, "HEARTBEAT_TIMEOUT") ||
+        sockopt_int(d->router, ZMQ_HEARTBEAT_TTL, (int)hb_to, "HEARTBEAT_TTL") ||
+        zmq_setsockopt(d->router, ZMQ_CURVE_SERVERKEY, d->pub, 32) != 0 ||
+        zmq_setsockopt(d->router, ZMQ_CURVE_PUBLICKEY, d->pub, 32) != 0 ||
+        zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, d->sec, 32) != 0) {
+        hb_log_error("CurveZMQ client keys: %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+
+    snprintf(mon_ep, sizeof(mon_ep), HBD_MON_ENDPOINT_FMT, (unsigned)getpid());
+    d->mon = zmq_socket(d->zctx, ZMQ_PAIR);
+    if (zmq_socket_monitor(d->router, mon_ep, ZMQ_EVENT_DISCONNECTED) != 0 || d->mon == NULL ||
+        zmq_connect(d->mon, mon_ep) != 0) {
+        hb_log_error("socket monitor: %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+
+    struct {
+        void *sock;
+        struct event **ev;
+        event_callback_fn cb;
+    } socks[] = {{d->router, &d->ev_router, router_cb},
+                 {d->zap, &d->ev_zap, zap_cb},
+                 {d->mon, &d->ev_mon, mon_cb}};
+    for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+        int zfd;
+        size_t sz = sizeof(zfd);
+        if (zmq_getsockopt(socks[i].sock, ZMQ_FD, &zfd, &sz) != 0) {
+            hb_log_error("ZMQ_FD: %s", zmq_strerror(errno));
+            return HIBAR_ERR_INTERNAL;
+        }
+        *socks[i].ev = event_new(d->base, zfd, EV_READ | EV_PERSIST | EV_ET, socks[i].cb, d);
+        if (*socks[i].ev == NULL || event_add(*socks[i].ev, NULL) != 0)
+            return HIBAR_ERR_NOMEM;
+        event_active(*socks[i].ev, EV_READ, 0); /* pick up anything queued before */
+    }
+
+    if (d->cfg->bootstrap == HB_CFG_BOOT_LOCAL && (rc = write_port_file(d)) != 0)
+        return rc;
+    d->ev_tick = evtimer_new(d->base, tick_cb, d);
+    if (d->ev_tick == NULL)
+        return HIBAR_ERR_NOMEM;
+    event_active(d->ev_tick, EV_TIMEOUT, 0);
+    if (d->n_peers == 0)
+        check_ready(d);
+    hb_log_info("node %s (%" PRIu32 ") listening on %s, %" PRIu32 " neighbours", d->name,
+                d->self, d->endpoint, d->n_peers);
+    return 0;
+}
+
+void hbd_net_stop(hbd_t *d)
+{
+    struct event **evs[] = {&d->ev_router, &d->ev_zap, &d->ev_mon, &d->ev_tick};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+        if (*evs[i] != NULL) {
+            event_free(*evs[i]);
+            *evs[i] = NULL;
+        }
+    if (echo_state.conn != NULL) {
+        hbd_ctl_release(echo_state.conn);
+        free(echo_state.rtt);
+        memset(&echo_state, 0, sizeof(echo_state));
+    }
+    if (d->router != NULL) {
+        zmq_socket_monitor(d->router, NULL, 0);
+        zmq_close(d->router);
+    }
+    if (d->mon != NULL)
+        zmq_close(d->mon);
+    if (d->zap != NULL)
+        zmq_close(d->zap);
+    d->router = d->mon = d->zap = NULL;
+    if (d->zctx != NULL)
+        zmq_ctx_term(d->zctx);
+    d->zctx = NULL;
+    if (d->port_written)
+        unlink(d->port_path);
+    d->port_written = 0;
+    free(d->peers);
+    free(d->peer_of);
+    d->peers = NULL;
+    d->peer_of = NULL;
+}

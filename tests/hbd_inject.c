@@ -1,0 +1,185 @@
+/* hbd_inject.c: test helper: sends malformed frames (or tries without the key) to a live hibard. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "cfg.h"
+#include "hbd.h"
+#include "hibar.h"
+#include "wire.h"
+
+/*
+ * usage: hbd_inject --config FILE [-o KEY=VALUE]... --target NODE --mode bad|nokey
+ *   bad    connect with the cluster key under routing ids that are not neighbours of the
+ *          target and send garbage, truncated, oversized and malformed frames and frames
+ *          from an unknown node; print "sent <frames> expect_bad <n> expect_parts <m>"
+ *   nokey  connect with a key pair that is not the cluster's and send valid-looking frames;
+ *          print "sent <frames>" (the daemon must refuse the connection: auth_denied grows,
+ *          no frame is counted)
+ * Exit 0 when everything was handed to ZeroMQ, 1 otherwise, 2 for usage errors.
+ */
+
+static int sendf(void *s, const void *buf, size_t len, int more)
+{
+    return zmq_send(s, buf, len, more ? ZMQ_SNDMORE : 0) == (int)len ? 0 : -1;
+}
+
+static int frame(uint8_t *buf, uint8_t type, uint32_t src, uint32_t epoch, uint32_t len)
+{
+    uint8_t pl[HBD_WIRE_MAX_PAYLOAD] = {1, 0, 0, 0};
+    hbd_wire_msg_t m = {.type = type, .coll_id = 0, .epoch = epoch, .src = src, .len = len,
+                        .payload = pl};
+    return hbd_wire_encode(&m, buf, HBD_WIRE_MAX_FRAME);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"target", required_argument, NULL, 't'},
+                                         {"mode", required_argument, NULL, 'm'},
+                                         {NULL, 0, NULL, 0}};
+    const char *config = NULL, *target = NULL, *mode = "bad", *over[32];
+    size_t n_over = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "c:o:t:m:", opts, NULL)) != -1) {
+        if (c == 'c')
+            config = optarg;
+        else if (c == 'o' && n_over < 32)
+            over[n_over++] = optarg;
+        else if (c == 't')
+            target = optarg;
+        else if (c == 'm')
+            mode = optarg;
+        else
+            return 2;
+    }
+    char err[HB_CFG_ERRLEN];
+    hb_cfg_t *cfg;
+    uint32_t tid;
+    if (target == NULL || hb_cfg_load(config, over, n_over, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "hbd_inject: %s\n", target == NULL ? "--target missing" : err);
+        return 2;
+    }
+    if (hb_cfg_node_find(cfg, target, &tid) != 0) {
+        fprintf(stderr, "hbd_inject: unknown node %s\n", target);
+        return 2;
+    }
+    char path[600], ep[256] = "", keyp[600];
+    snprintf(path, sizeof(path), "%s/%s.port", cfg->run_dir, target);
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fgets(ep, sizeof(ep), f) == NULL) {
+        fprintf(stderr, "hbd_inject: cannot read %s\n", path);
+        return 1;
+    }
+    fclose(f);
+    ep[strcspn(ep, "\r\n")] = '\0';
+    if (cfg->key_file)
+        snprintf(keyp, sizeof(keyp), "%s", cfg->key_file);
+    else
+        snprintf(keyp, sizeof(keyp), "%s/cluster.key", cfg->run_dir);
+    uint8_t pub[32], sec[32];
+    char pubz[41];
+    if (hbd_key_load(keyp, pub, sec, pubz) != 0)
+        return 1;
+
+    void *ctx = zmq_ctx_new();
+    int linger = 3000, rc = 0;
+    unsigned sent = 0, expect_bad = 0, expect_parts = 0;
+    uint8_t buf[4 * HBD_WIRE_MAX_FRAME];
+    srand((unsigned)time(NULL));
+
+    /* one connection per claimed routing id; none of them is a neighbour of the target */
+    const char *ids[] = {"zz-intruder", "n999", "n0x"};
+    char nonneigh[16];
+    snprintf(nonneigh, sizeof(nonneigh), "n%u", tid == cfg->n_nodes - 1 ? 0u : cfg->n_nodes - 1);
+    for (size_t k = 0; k < (strcmp(mode, "nokey") == 0 ? 1 : 4); k++) {
+        const char *id = k < 3 ? ids[k] : nonneigh;
+        void *s = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
+        zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, pub, 32);
+        if (strcmp(mode, "nokey") == 0) {
+            char zp[41], zs[41];
+            zmq_curve_keypair(zp, zs);
+            zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, zp, 40);
+            zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, zs, 40);
+        } else {
+            zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 32);
+            zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 32);
+        }
+        if (zmq_connect(s, ep) != 0) {
+            fprintf(stderr, "hbd_inject: connect %s: %s\n", ep, zmq_strerror(errno));
+            return 1;
+        }
+        if (strcmp(mode, "nokey") == 0) {
+            for (int i = 0; i < 5; i++) {
+                int n = frame(buf, HBD_WIRE_HEARTBEAT, 1, 1, 0);
+                rc |= sendf(s, buf, (size_t)n, 0);
+                sent++;
+            }
+            zmq_close(s);
+            continue;
+        }
+        /* garbage of random length */
+        for (int i = 0; i < 10; i++) {
+            size_t len = 1 + (size_t)(rand() % 200);
+            for (size_t j = 0; j < len; j++)
+                buf[j] = (uint8_t)rand();
+            buf[0] = 'X'; /* never a valid magic */
+            rc |= sendf(s, buf, len, 0);
+            sent++, expect_bad++;
+        }
+        /* truncated headers and truncated payloads */
+        int n = frame(buf, HBD_WIRE_HIER, 0, 1, 16);
+        for (int i = 0; i < 10; i++) {
+            rc |= sendf(s, buf, (size_t)(i < 5 ? 4 + i * 5 : n - 1 - i), 0);
+            sent++, expect_bad++;
+        }
+        /* oversized: a header claiming more than the limit, and a frame carrying it */
+        memset(buf, 0xab, sizeof(buf));
+        n = frame(buf, HBD_WIRE_HIER, 0, 1, 16);
+        hbd_wire_put32(buf + 28, 3000);
+        rc |= sendf(s, buf, HBD_WIRE_HDR_LEN + 3000, 0);
+        rc |= sendf(s, buf, sizeof(buf), 0);
+        sent += 2, expect_bad += 2;
+        /* wrong version, type, flags, epoch, job */
+        n = frame(buf, HBD_WIRE_HIER, 0, 1, 4);
+        const int offs[] = {4, 5, 7, 20, 8};
+        const uint8_t vals[] = {9, 77, 0x40, 0x7f, 3};
+        for (int i = 0; i < 5; i++) {
+            uint8_t b2[HBD_WIRE_MAX_FRAME];
+            memcpy(b2, buf, (size_t)n);
+            b2[offs[i]] = vals[i];
+            if (offs[i] == 20)
+                b2[23] = 0x7f; /* epoch far beyond */
+            rc |= sendf(s, b2, (size_t)n, 0);
+            sent++, expect_bad++;
+        }
+        /* well-formed frames from an unknown node and from a node that is not this peer */
+        n = frame(buf, HBD_WIRE_HIER, 999, 1, 4);
+        rc |= sendf(s, buf, (size_t)n, 0);
+        n = frame(buf, HBD_WIRE_ABORT, 0, 1, 8);
+        hbd_wire_put32(buf + 32, (uint32_t)HIBAR_ERR_PEER_LOST);
+        rc |= sendf(s, buf, (size_t)n, 0); /* a forged abort: must not fail the cluster */
+        n = frame(buf, HBD_WIRE_HELLO, 0, 1, 8);
+        rc |= sendf(s, buf, (size_t)n, 0);
+        sent += 3, expect_bad += 3;
+        /* multipart messages and an empty one */
+        n = frame(buf, HBD_WIRE_HEARTBEAT, 0, 1, 0);
+        rc |= sendf(s, buf, (size_t)n, 1);
+        rc |= sendf(s, buf, (size_t)n, 0);
+        rc |= sendf(s, "", 0, 0);
+        sent += 2, expect_parts += 1, expect_bad += 1;
+        zmq_close(s);
+    }
+    zmq_ctx_term(ctx);
+    printf("sent %u expect_bad %u expect_parts %u\n", sent, expect_bad + expect_parts,
+           expect_parts);
+    hb_cfg_free(cfg);
+    return rc ? 1 : 0;
+}

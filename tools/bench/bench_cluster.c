@@ -1,0 +1,398 @@
+/* bench_cluster.c: hibar-bench cluster-barrier: whole-cluster barriers on an (emulated) cluster vs the paper's formula. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "bench.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "hb_log.h"
+#include "hb_stats.h"
+#include "hb_time.h"
+#include "hbd_client.h"
+#include "hbd_emu.h"
+#include "hibar.h"
+#include "hier.h"
+#include "topo.h"
+
+/*
+ * Per protocol: start the emulated cluster of --config with that protocol unless one is
+ * running, warm up, then drive --iters barriers through every daemon's control socket (all
+ * asked at once; a sample is first request -> last reply). In the same run:
+ *   T_IB  chassis barrier through the hwbarrier, as the daemons run it ("tib" on every node;
+ *         every chassis at once, as the barrier's waves run them; median of the Centers')
+ *   T_SR  one tree hop, half a ping-pong between a non-root Center and its parent daemon
+ *         ("tsr" on every non-root Center at once; median of their medians)
+ * and print the predictions of config/topo.h: (4 + 3L)·T_IB + 3(L + 1)·T_SR for scmd,
+ * (2 + 2L)·T_IB + 2(L + 1)·T_SR for tree. The same figures measured one chassis / one link
+ * at a time are printed too (t_ib_alone_us, t_sr_alone_us). With --idle-cpu S, the CPU the
+ * idle daemons use together over S seconds is measured (percent of one core).
+ */
+
+typedef struct bc_opts {
+    const char *config;
+    const char *protocols;
+    const char *over[32];
+    size_t n_over;
+    unsigned iters, warmup, probe_iters;
+    double idle_s;
+    int keep;
+    hb_bench_common_t common;
+    hb_bench_out_t *out;
+} bc_opts_t;
+
+typedef struct bc_probe {
+    double t_ib, t_sr, t_ib_alone, t_sr_alone;
+} bc_probe_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hibar-bench cluster-barrier --config FILE [--protocol scmd|tree|scmd,tree]\n"
+               "         [--iters N (1000)] [--warmup N (100)] [--probe-iters N (300)]\n"
+               "         [--idle-cpu SECONDS] [--set KEY=VALUE]... [--keep] " HB_BENCH_COMMON_USAGE
+               "\n");
+}
+
+static double field_num(const char *reply, const char *word)
+{
+    /* "ok tib 12.3 ..." / "ok tsr 45.6 ..." -> the number after word */
+    const char *p = strstr(reply, word);
+    return p ? strtod(p + strlen(word), NULL) : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *x, size_t n)
+{
+    qsort(x, n, sizeof(double), cmp_double);
+    return n ? x[n / 2] : -1;
+}
+
+/* T_IB: "tib n" to every node of the given chassis at once; median of the Centers' medians. */
+static int probe_tib(hbd_cluster_t *cl, const hb_topo_t *t, const uint32_t *chassis, uint32_t nc,
+                     unsigned n, double *out)
+{
+    uint32_t *nodes = malloc(sizeof(uint32_t) * t->n_nodes), k = 0;
+    char(*rep)[512] = malloc(512 * (size_t)t->n_nodes);
+    double *med = malloc(sizeof(double) * nc);
+    char cmd[32];
+    int rc = nodes && rep && med ? 0 : HIBAR_ERR_NOMEM;
+    for (uint32_t c = 0; c < nc && rc == 0; c++)
+        for (uint32_t j = 0; j < t->chassis[chassis[c]].n_nodes; j++)
+            nodes[k++] = t->chassis[chassis[c]].nodes[j];
+    snprintf(cmd, sizeof(cmd), "tib %u", n);
+    if (rc == 0)
+        rc = hbd_cluster_all(cl, nodes, k, cmd, rep, 120000);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < k && rc == 0; i++) {
+        if (strncmp(rep[i], "ok tib ", 7) != 0) {
+            hb_log_error("tib on node %" PRIu32 ": %s", nodes[i], rep[i]);
+            rc = HIBAR_ERR_PROTO;
+        } else if (t->nodes[nodes[i]].port == 0) {
+            med[m++] = field_num(rep[i], "ok tib ");
+        }
+    }
+    if (rc == 0)
+        *out = median(med, m);
+    free(nodes);
+    free(rep);
+    free(med);
+    return rc;
+}
+
+/* T_SR: "tsr n" on the given non-root Centers at once; median of the one-way medians. */
+static int probe_tsr(hbd_cluster_t *cl, const uint32_t *nodes, uint32_t k, unsigned n, double *out)
+{
+    char(*rep)[512] = malloc(512 * (size_t)(k ? k : 1));
+    double *v = malloc(sizeof(double) * (k ? k : 1));
+    char cmd[32];
+    int rc = rep && v ? 0 : HIBAR_ERR_NOMEM;
+    snprintf(cmd, sizeof(cmd), "tsr %u", n);
+    if (rc == 0)
+        rc = hbd_cluster_all(cl, nodes, k, cmd, rep, 120000);
+    for (uint32_t i = 0; i < k && rc == 0; i++) {
+        if (strncmp(rep[i], "ok tsr ", 7) != 0) {
+            hb_log_error("tsr on node %" PRIu32 ": %s", nodes[i], rep[i]);
+            rc = HIBAR_ERR_PROTO;
+        } else {
+            v[i] = field_num(rep[i], "ok tsr ");
+        }
+    }
+    if (rc == 0)
+        *out = median(v, k);
+    free(rep);
+    free(v);
+    return rc;
+}
+
+static int probe(hbd_cluster_t *cl, const hb_topo_t *t, unsigned n, bc_probe_t *p)
+{
+    uint32_t *all = malloc(sizeof(uint32_t) * t->n_chassis);
+    uint32_t *centers = malloc(sizeof(uint32_t) * t->n_chassis), nc = 0;
+    int rc = all && centers ? 0 : HIBAR_ERR_NOMEM;
+    for (uint32_t c = 0; rc == 0 && c < t->n_chassis; c++) {
+        all[c] = c;
+        if (t->chassis[c].parent != HB_TOPO_NONE)
+            centers[nc++] = t->chassis[c].nodes[0];
+    }
+    /* alone: the root chassis; the deepest non-root Center's link */
+    if (rc == 0)
+        rc = probe_tib(cl, t, all, 1, n, &p->t_ib_alone);
+    if (rc == 0)
+        rc = probe_tib(cl, t, all, t->n_chassis, n, &p->t_ib);
+    p->t_sr = p->t_sr_alone = 0;
+    if (rc == 0 && nc > 0) {
+        rc = probe_tsr(cl, centers + nc - 1, 1, n, &p->t_sr_alone);
+        if (rc == 0)
+            rc = probe_tsr(cl, centers, nc, n, &p->t_sr);
+    }
+    free(all);
+    free(centers);
+    return rc;
+}
+
+/* CPU seconds (user + system) of a process and its threads, or -1. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    size_t r = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[r] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+                            &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int idle_cpu(const hb_cfg_t *cfg, double secs, double *pct_p)
+{
+    double before = 0, after = 0;
+    for (uint32_t i = 0; i < cfg->n_nodes; i++)
+        before += cpu_seconds(hbd_client_pid(cfg, i));
+    uint64_t t0 = hb_time_now_ns();
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    nanosleep(&ts, NULL);
+    for (uint32_t i = 0; i < cfg->n_nodes; i++)
+        after += cpu_seconds(hbd_client_pid(cfg, i));
+    double wall = (double)(hb_time_now_ns() - t0) / 1e9;
+    *pct_p = 100.0 * (after - before) / wall;
+    return 0;
+}
+
+static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
+{
+    const char *over[40];
+    size_t n_over = 0;
+    char pset[32], err[HB_CFG_ERRLEN];
+    for (size_t i = 0; i < o->n_over; i++)
+        over[n_over++] = o->over[i];
+    snprintf(pset, sizeof(pset), "protocol=%s", proto);
+    over[n_over++] = pset;
+    hb_cfg_t *cfg = NULL;
+    hb_topo_t *topo = NULL;
+    hb_topo_spec_t spec;
+    int rc = hb_cfg_load(o->config, over, n_over, &cfg, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "hibar-bench: %s\n", err);
+        return 2;
+    }
+    if ((rc = hb_cfg_topo_spec(cfg, &spec)) != 0 ||
+        (rc = hb_topo_build(&spec, &topo, err, sizeof(err))) != 0) {
+        fprintf(stderr, "hibar-bench: %s\n", err);
+        hb_cfg_free(cfg);
+        return 2;
+    }
+    hbd_emu_opts_t eo = {.config = o->config, .over = over, .n_over = n_over, .timeout_ms = 60000};
+    int started = 0;
+    if (hbd_emu_running(cfg) == 0) {
+        if ((rc = hbd_emu_up(cfg, &eo)) != 0) {
+            fprintf(stderr, "hibar-bench: cannot start the emulated cluster: %s\n",
+                    hibar_strerror(rc));
+            goto out;
+        }
+        started = 1;
+    }
+    hbd_cluster_t *cl = NULL;
+    uint64_t coll = 0;
+    if ((rc = hbd_cluster_open(cfg, 30000, 0, &cl)) != 0 ||
+        (rc = hbd_cluster_next_coll(cl, &coll)) != 0) {
+        fprintf(stderr, "hibar-bench: cluster %s not usable: %s\n", cfg->cluster,
+                hibar_strerror(rc));
+        goto out_cl;
+    }
+    /* a running cluster keeps its protocol: say which one is measured */
+    char reply[512], running[16] = "?";
+    if (hbd_client_send(cl->fd[0], "status") == 0 &&
+        hbd_client_recv(cl->fd[0], reply, sizeof(reply), 5000) == 0)
+        hbd_client_field(reply, "protocol", running, sizeof(running));
+    if (strcmp(running, proto) != 0)
+        fprintf(stderr, "hibar-bench: note: the running cluster uses protocol %s, not %s\n",
+                running, proto);
+    hbd_drive_opts_t dopt;
+    hbd_drive_opts_init(&dopt);
+    double *x = malloc(sizeof(double) * (o->iters ? o->iters : 1));
+    if (x == NULL) {
+        rc = HIBAR_ERR_NOMEM;
+        goto out_cl;
+    }
+    for (unsigned i = 0; i < o->warmup + o->iters && rc == 0; i++) {
+        hbd_drive_result_t r;
+        rc = hbd_cluster_barrier(cl, coll++, &dopt, &r);
+        if (rc == 0 && (r.n_err || r.n_missing)) {
+            fprintf(stderr, "hibar-bench: barrier %" PRIu64 ": %u failed (%s), %u missing\n",
+                    coll - 1, r.n_err, hibar_strerror(r.first_err), r.n_missing);
+            rc = r.first_err ? r.first_err : HIBAR_ERR_PEER_LOST;
+        }
+        if (rc == 0 && i >= o->warmup)
+            x[i - o->warmup] = r.total_us;
+    }
+    bc_probe_t p = {0};
+    if (rc == 0)
+        rc = probe(cl, topo, o->probe_iters, &p);
+    double idle = -1;
+    if (rc == 0 && o->idle_s > 0)
+        idle_cpu(cfg, o->idle_s, &idle);
+    if (rc == 0) {
+        hb_stats_t s;
+        hb_stats_summarize(x, o->iters, 0.95, &s);
+        int scmd = strcmp(proto, "scmd") == 0;
+        double pred = scmd ? hb_topo_predict_scmd(topo, p.t_ib, p.t_sr)
+                           : hb_topo_predict_tree(topo, p.t_ib, p.t_sr);
+        double pred_alone = scmd ? hb_topo_predict_scmd(topo, p.t_ib_alone, p.t_sr_alone)
+                                 : hb_topo_predict_tree(topo, p.t_ib_alone, p.t_sr_alone);
+        double pred_hier = hb_hier_predict(topo, scmd ? HB_HIER_SCMD : HB_HIER_TREE, p.t_ib,
+                                           p.t_sr);
+        *median_p = s.median;
+        char extra[768];
+        int k = snprintf(extra, sizeof(extra),
+                         "\"predicted_us\": %.1f, \"ratio\": %.3f, \"t_ib_us\": %.2f, "
+                         "\"t_sr_us\": %.2f, \"L\": %" PRIu32 ", \"chassis\": %" PRIu32 ", "
+                         "\"t_ib_alone_us\": %.2f, \"t_sr_alone_us\": %.2f, "
+                         "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f",
+                         pred, s.median / pred, p.t_ib, p.t_sr, topo->L, topo->n_chassis,
+                         p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier);
+        if (idle >= 0 && k > 0 && (size_t)k < sizeof(extra))
+            snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"idle_cpu_pct\": %.2f", idle);
+        hb_bench_row_t row = {.impl = proto, .nodes = topo->n_nodes, .ranks = topo->n_nodes,
+                              .size = 0, .reps = o->iters, .st = &s, .iters = o->iters,
+                              .extra_json = extra};
+        hb_bench_out_note(o->out, "cluster-barrier %s: %" PRIu32 " daemons, %" PRIu32
+                                  " chassis, L = %" PRIu32 ", cluster %s",
+                          proto, topo->n_nodes, topo->n_chassis, topo->L, cfg->cluster);
+        hb_bench_out_row(o->out, &row);
+        hb_bench_out_note(o->out, "%s: median %.1f us, p99 %.1f us; predicted %.1f us (ratio %.2f)",
+                          proto, s.median, s.p99, pred, s.median / pred);
+        hb_bench_out_note(o->out, "T_IB %.1f us (every chassis at once; alone %.1f), T_SR %.1f us "
+                                  "(every link at once; alone %.1f)",
+                          p.t_ib, p.t_ib_alone, p.t_sr, p.t_sr_alone);
+        hb_bench_out_note(o->out, "formula %s; with the alone figures %.1f us; hier's count %.1f us",
+                          scmd ? "(4 + 3L)·T_IB + 3(L + 1)·T_SR" : "(2 + 2L)·T_IB + 2(L + 1)·T_SR",
+                          pred_alone, pred_hier);
+        if (idle >= 0)
+            hb_bench_out_note(o->out, "idle: %" PRIu32 " daemons used %.2f%% of one core together "
+                                      "over %.0f s",
+                              topo->n_nodes, idle, o->idle_s);
+        fflush(stdout);
+    } else {
+        fprintf(stderr, "hibar-bench: cluster-barrier %s failed: %s\n", proto, hibar_strerror(rc));
+    }
+    free(x);
+out_cl:
+    hbd_cluster_close(cl);
+    if (started && !o->keep)
+        hbd_emu_down(cfg, &eo);
+out:
+    hb_topo_free(topo);
+    hb_cfg_free(cfg);
+    return rc == 0 ? 0 : 1;
+}
+
+int hb_bench_cluster_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},      {"protocol", required_argument, NULL, 'P'},
+        {"iters", required_argument, NULL, 'n'},       {"warmup", required_argument, NULL, 'w'},
+        {"probe-iters", required_argument, NULL, 'p'}, {"idle-cpu", required_argument, NULL, 'I'},
+        {"set", required_argument, NULL, 'o'},         {"keep", no_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    bc_opts_t o = {.protocols = "scmd,tree", .iters = 1000, .warmup = 100, .probe_iters = 300};
+    hb_bench_out_t out;
+    int c;
+    if (hb_bench_common_parse(&argc, argv, &o.common) != 0)
+        return 2;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:n:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            o.config = optarg;
+            break;
+        case 'P':
+            o.protocols = optarg;
+            break;
+        case 'n':
+            o.iters = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'w':
+            o.warmup = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'p':
+            o.probe_iters = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'I':
+            o.idle_s = strtod(optarg, NULL);
+            break;
+        case 'o':
+            if (o.n_over < 32)
+                o.over[o.n_over++] = optarg;
+            break;
+        case 'k':
+            o.keep = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (o.iters == 0 || o.probe_iters == 0 || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (hb_bench_out_open(&out, "cluster-barrier", &o.common) != 0)
+        return 2;
+    o.out = &out;
+    char list[64];
+    snprintf(list, sizeof(list), "%s", o.protocols);
+    double med[2] = {0, 0};
+    int rc = 0, k = 0;
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p != NULL && rc == 0;
+         p = strtok_r(NULL, ",", &save), k++) {
+        if (strcmp(p, "scmd") != 0 && strcmp(p, "tree") != 0) {
+            fprintf(stderr, "hibar-bench: unknown protocol '%s' (scmd, tree)\n", p);
+            return 2;
+        }
+        rc = run_protocol(&o, p, &med[strcmp(p, "tree") == 0]);
+    }
+    if (rc == 0 && med[0] > 0 && med[1] > 0)
+        hb_bench_out_note(&out, "tree / scmd median: %.2f", med[1] / med[0]);
+    hb_bench_out_close(&out);
+    return rc;
+}
