@@ -95,9 +95,11 @@ int hb_hwb_test(hb_hwb_t *h, uint32_t sync_no);
 int hb_hwb_wait(hb_hwb_t *h, uint32_t sync_no, int timeout_ms);
 /* arrive + wait. */
 int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms);
-/* A file descriptor for an event loop: readable when some sync number of this node may have
- * completed (then call test). The fd stays owned by the handle. UNAVAIL if the backend has
- * none. */
+/* A file descriptor for an event loop (poll for POLLIN), owned by the handle: after an
+ * arrival it becomes readable when some sync number of this node may have completed. On
+ * readable, call hb_hwb_test() on every pending sync number; test clears the readability
+ * (and re-arms it while something is pending). Wake-ups may be spurious. UNAVAIL if the
+ * backend has none (shm: wait with hb_hwb_wait(), which sleeps on a futex). */
 int hb_hwb_fd(hb_hwb_t *h, int *fd_p);
 
 /* Every backend with its priority and availability here (for hibar-info). params may be

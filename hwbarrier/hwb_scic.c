@@ -231,6 +231,20 @@ static void hb_scic_close(hb_hwb_t *h)
     free(s);
 }
 
+/* Re-enable the interrupt: consume a pending count, then write 1 (UIO irqcontrol). */
+static int hb_scic_arm(void *arg)
+{
+    hb_scic_t *s = arg;
+    uint32_t v = 1, cnt;
+    while (read(s->fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+        ;
+    if (write(s->fd, &v, sizeof(v)) != (ssize_t)sizeof(v) && errno != EAGAIN) {
+        hb_log_error("hwbarrier scic: %s: enabling the interrupt: %m", s->path);
+        return HIBAR_ERR_IO;
+    }
+    return 0;
+}
+
 static int hb_scic_db_free(void *arg, int slow)
 {
     hb_scic_t *s = arg;
@@ -256,6 +270,9 @@ static int hb_scic_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
     s->seen[sync] = HB_SCIC_RES_COUNT(hb_scic_rd32(s->bar, HB_SCIC_B_RESULT(sync)));
     s->mask[sync] = mask;
     s->pending |= 1u << sync;
+    /* An event loop waits on the fd after arriving: the interrupt must be armed first. */
+    if (s->fd_armed && (rc = hb_scic_arm(s)) < 0)
+        return rc;
     hb_scic_wr64(s->bar, HB_SCIC_DOORBELL, hb_scic_db(mask, sync, HB_SCIC_DB_ARRIVE));
     return 0;
 }
@@ -286,25 +303,15 @@ static int hb_scic_collect(hb_scic_t *s, uint32_t sync, uint32_t code)
     }
 }
 
-/* Re-enable the interrupt: consume a pending count, then write 1 (UIO irqcontrol). */
-static int hb_scic_arm(void *arg)
-{
-    hb_scic_t *s = arg;
-    uint32_t v = 1, cnt;
-    while (read(s->fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
-        ;
-    if (write(s->fd, &v, sizeof(v)) != (ssize_t)sizeof(v) && errno != EAGAIN) {
-        hb_log_error("hwbarrier scic: %s: enabling the interrupt: %m", s->path);
-        return HIBAR_ERR_IO;
-    }
-    return 0;
-}
-
 static int hb_scic_test(hb_hwb_t *h, uint32_t sync)
 {
     hb_scic_t *s = (hb_scic_t *)h;
-    uint32_t code;
+    uint32_t code, cnt;
     int rc;
+    /* An event loop calls test when the fd is readable: consume the interrupt count. If
+     * a sync number is still pending, it is re-armed below. */
+    while (s->fd_armed && read(s->fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+        ;
     if (!(s->pending & (1u << sync)))
         return HIBAR_ERR_INVAL;
     rc = hb_scic_done(s, sync, &code);

@@ -461,6 +461,12 @@ static int hb_shm_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
     return hb_shm_collect(s, sync, f);
 }
 
+/*
+ * No event-loop fd: nothing lets one process make another's fd readable exactly while a
+ * completion is uncollected (a socket notification can land after the flag was collected
+ * and leave the fd readable with nothing to do). Callers wait with hb_hwb_wait(), which
+ * sleeps on the futex after its spin and yield budget.
+ */
 static int hb_shm_fd(hb_hwb_t *h, int *fd_p)
 {
     (void)h;

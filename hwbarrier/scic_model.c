@@ -138,8 +138,9 @@ static void inc(hb_scim_board_t *b, uint32_t off)
 
 static void hb_scim_status(hb_scim_board_t *b, uint32_t bit, int on)
 {
-    uint32_t st = rd(b, HB_SCIC_STATUS);
-    wr(b, HB_SCIC_STATUS, on ? st | bit : st & ~bit);
+    uint32_t st = rd(b, HB_SCIC_STATUS), nw = on ? st | bit : st & ~bit;
+    if (nw != st) /* STATUS shares a cache line with DOORBELL: write only on change */
+        wr(b, HB_SCIC_STATUS, nw);
 }
 
 /* ---- interrupt (UIO protocol on the socket) ---- */

@@ -9,6 +9,7 @@
 
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,8 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define T_WAIT_MS 20000 /* per-barrier guard: a broken barrier fails the test instead of hanging   \
-                         */
+#define T_WAIT_MS                                                                                  \
+    20000 /* per-barrier guard: a broken barrier fails the test instead of hanging                 \
+           */
 #define T_MAXROUNDS 4096
 
 /* Memory shared by the test process and its participant processes. */
@@ -84,7 +86,11 @@ static void t_params(hb_hwb_params_t *p, const char *cluster, uint32_t me, uint3
  * Ports open in reverse order (ports before the Center) to exercise any-order start.
  * Returns the number of participants that failed; details in t_sh->result/line.
  */
-static int t_run(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg)
+/* Called in the test process: phase 0 after the model starts, 1 once participants run,
+ * 2 after they all exited (the model still runs). */
+typedef void (*t_parent_fn)(int phase);
+
+static int t_run_ex(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg, t_parent_fn parent)
 {
     char cluster[48];
     pid_t pid[HB_HWB_MAX_NODES];
@@ -94,6 +100,8 @@ static int t_run(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg)
     memset(t_sh, 0, sizeof(*t_sh));
     if (strcmp(t_backend, "scic") == 0 && hb_scic_model_create(n, cluster, &t_model) < 0)
         return (int)n;
+    if (parent != NULL)
+        parent(0);
     for (int i = (int)n - 1; i >= 0; i--) {
         pid[i] = fork();
         if (pid[i] == 0) {
@@ -118,6 +126,8 @@ static int t_run(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg)
             return (int)n;
         }
     }
+    if (parent != NULL)
+        parent(1);
     for (uint32_t i = 0; i < n; i++) {
         int st;
         while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
@@ -132,11 +142,18 @@ static int t_run(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg)
             failed++;
         }
     }
+    if (parent != NULL)
+        parent(2);
     if (t_model != NULL) {
         hb_scic_model_destroy(t_model);
         t_model = NULL;
     }
     return failed;
+}
+
+static int t_run(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg)
+{
+    return t_run_ex(n, open_mask, body, arg, NULL);
 }
 
 static uint32_t t_full(uint32_t n)
@@ -316,6 +333,43 @@ static int t_body_never(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     return 0;
 }
 
+/* Event-loop fd (split phase driven by poll): the Center arrives first, then last. */
+static int t_body_fd(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int fd = -1, rc;
+    (void)arg;
+    if (me != 0) {
+        while (!atomic_load(&t_sh->go))
+            t_nap_us(100);
+        T_CHECK(hb_hwb_barrier(h, 6, t_full(n), T_WAIT_MS) == 0, 0);
+        atomic_fetch_add(&t_sh->cnt[0], 1);
+        T_CHECK(hb_hwb_barrier(h, 7, t_full(n), T_WAIT_MS) == 0, 0);
+        return 0;
+    }
+    rc = hb_hwb_fd(h, &fd);
+    if (strcmp(t_backend, "shm") == 0) {
+        T_CHECK(rc == HIBAR_ERR_UNAVAIL, rc);
+        atomic_store(&t_sh->go, 1);
+        T_CHECK(hb_hwb_barrier(h, 6, t_full(n), T_WAIT_MS) == 0, 0);
+        T_CHECK(hb_hwb_barrier(h, 7, t_full(n), T_WAIT_MS) == 0, 0);
+        return 0;
+    }
+    T_CHECK(rc == 0 && fd >= 0, rc);
+    for (uint32_t s = 6; s <= 7; s++) {
+        if (s == 7) /* the others wait at 7 before the Center arrives: it completes the round */
+            while (atomic_load(&t_sh->cnt[0]) < n - 1)
+                t_nap_us(100);
+        T_CHECK(hb_hwb_arrive(h, s, t_full(n)) == 0, 0);
+        atomic_store(&t_sh->go, 1);
+        while ((rc = hb_hwb_test(h, s)) == HIBAR_ERR_WOULD_BLOCK) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            T_CHECK(poll(&pfd, 1, T_WAIT_MS) == 1, HIBAR_ERR_TIMEOUT); /* the fd woke us */
+        }
+        T_CHECK(rc == 0, rc);
+    }
+    return 0;
+}
+
 /* ---- tests ---- */
 
 static void t_barriers(uint32_t n, long rounds)
@@ -374,6 +428,11 @@ static void test_timeout_2(void)
 static void test_timeout_3(void)
 {
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_timeout, NULL), 0);
+}
+
+static void test_fd_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd, NULL), 0);
 }
 
 static void test_dead_3(void)
@@ -496,6 +555,102 @@ static void test_shm_mode(void)
     hb_hwb_close(h);
 }
 
+/* ---- scic (device model) only: the chip's loss, slowness and flow control ---- */
+
+static hb_scic_model_stats_t t_mst[3];
+
+static void t_model_snapshot(void)
+{
+    for (uint32_t k = 0; k < 3; k++)
+        hb_scic_model_stats(t_model, k, &t_mst[k]);
+}
+
+/* Ports 0 and 1 wait at sync 4, port 2 at sync 9; then board 2's cable is cut. */
+static int t_body_lost(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int rc;
+    (void)arg;
+    rc = hb_hwb_arrive(h, me == 2 ? 9 : 4, t_full(n));
+    T_CHECK(rc == 0, rc);
+    atomic_fetch_add(&t_sh->go, 1);
+    rc = hb_hwb_wait(h, me == 2 ? 9 : 4, T_WAIT_MS);
+    t_sh->got[me] = rc;
+    T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
+    if (me == 2)
+        return 0;
+    /* the survivors go on without node 2 (arbitrary participation) */
+    T_CHECK(hb_hwb_barrier(h, 4, 0x3, T_WAIT_MS) == 0, HIBAR_ERR_INTERNAL);
+    /* and a round naming the lost node fails at once */
+    T_CHECK(hb_hwb_barrier(h, 5, t_full(n), T_WAIT_MS) == HIBAR_ERR_PEER_LOST, 0);
+    return 0;
+}
+
+static void t_parent_lose(int phase)
+{
+    if (phase != 1)
+        return;
+    while (atomic_load(&t_sh->go) < 3)
+        t_nap_us(500);
+    t_nap_us(20000);
+    hb_scic_model_lose_board(t_model, 2);
+}
+
+static void test_scic_lost(void)
+{
+    CU_ASSERT_EQUAL(t_run_ex(3, 7, t_body_lost, NULL, t_parent_lose), 0);
+}
+
+/* A slow Center (one packet or doorbell per 300 us): 16 arrivals from each port at once
+ * outrun it; its receive buffers fill, it sends STOP, later START; nothing is lost. */
+static void t_parent_slow(int phase)
+{
+    if (phase == 0)
+        hb_scic_model_slow_board(t_model, 0, 300);
+    else if (phase == 2)
+        t_model_snapshot();
+}
+
+static void test_scic_slow(void)
+{
+    CU_ASSERT_EQUAL(t_run_ex(3, 7, t_body_concurrent, NULL, t_parent_slow), 0);
+    CU_ASSERT(t_mst[0].stops_sent >= 1);  /* the slow Center told ports to stop */
+    CU_ASSERT(t_mst[0].starts_sent >= 1); /* and to start again */
+    CU_ASSERT(t_mst[1].tx_pauses + t_mst[2].tx_pauses >= 1); /* the ports obeyed */
+    for (int k = 0; k < 3; k++)
+        CU_ASSERT_EQUAL(t_mst[k].rx_overrun, 0);
+}
+
+/* The Center stops draining its receive buffers until the ports have been told to stop. */
+static void t_parent_hold(int phase)
+{
+    hb_scic_model_stats_t st;
+    if (phase == 0) {
+        hb_scic_model_hold_rx(t_model, 0, 1);
+        return;
+    }
+    if (phase == 2) {
+        t_model_snapshot();
+        return;
+    }
+    for (int i = 0; i < 40000; i++) { /* bounded: 20 s */
+        hb_scic_model_stats(t_model, 0, &st);
+        if (st.stops_sent >= 2)
+            break;
+        t_nap_us(500);
+    }
+    hb_scic_model_hold_rx(t_model, 0, 0);
+}
+
+static void test_scic_fill(void)
+{
+    CU_ASSERT_EQUAL(t_run_ex(3, 7, t_body_concurrent, NULL, t_parent_hold), 0);
+    CU_ASSERT(t_mst[0].stops_sent >= 2); /* both ports' links filled */
+    CU_ASSERT(t_mst[0].starts_sent >= 2);
+    CU_ASSERT(t_mst[1].tx_pauses >= 1 && t_mst[2].tx_pauses >= 1);
+    for (int k = 0; k < 3; k++)
+        CU_ASSERT_EQUAL(t_mst[k].rx_overrun, 0);
+}
+
 static int t_suite_shm(void)
 {
     t_backend = "shm";
@@ -524,6 +679,7 @@ static const t_case_t t_common[] = {
     {"mismatch_3", test_mismatch_3},
     {"timeout_2", test_timeout_2},
     {"timeout_3", test_timeout_3},
+    {"fd_3", test_fd_3},
     {"dead_3", test_dead_3},
     {"never_3", test_never_3},
     {"100k_2", test_100k},
@@ -532,6 +688,12 @@ static const t_case_t t_common[] = {
 static const t_case_t t_shm_only[] = {
     {"barrier_8", test_barrier_8}, {"barrier_32", test_barrier_32}, {"masks_8", test_masks_8},
     {"list", test_shm_list},       {"stale", test_shm_stale},       {"mode", test_shm_mode},
+};
+
+static const t_case_t t_scic_only[] = {
+    {"lost_board", test_scic_lost},
+    {"slow_board", test_scic_slow},
+    {"fill_buffer", test_scic_fill},
 };
 
 /* T_ONLY=name runs only the tests of that name (for timing one test). */
@@ -565,6 +727,7 @@ int main(void)
     if (getenv("T_SUITE") == NULL || strcmp(getenv("T_SUITE"), "scic") == 0) {
         s = CU_add_suite("hwb_scic_model", t_suite_scic, NULL);
         t_add(s, t_common, sizeof(t_common) / sizeof(t_common[0]));
+        t_add(s, t_scic_only, sizeof(t_scic_only) / sizeof(t_scic_only[0]));
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
