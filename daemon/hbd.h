@@ -116,12 +116,21 @@ void hbd_ctl_reply(struct hbd_ctl_conn *conn, const char *fmt, ...)
 /* Control connections are reference-tracked so late replies to closed ones are dropped. */
 struct hbd_ctl_conn *hbd_ctl_hold(struct hbd_ctl_conn *conn);
 void hbd_ctl_release(struct hbd_ctl_conn *conn);
+/* Take a connection's socket away from the control service (a command that streams, such
+ * as launch): the service stops reading and replying on it and the caller owns the fd
+ * (blocking mode unchanged, close it when done). -1 if the connection is already closed. */
+int hbd_ctl_detach(struct hbd_ctl_conn *conn);
 
 /* hbd_barrier.c: the barrier engine (hier state machine + hwbarrier + wire). */
 int hbd_barrier_init(hbd_t *d);
 void hbd_barrier_fini(hbd_t *d);
 /* Control command "barrier <coll_id>": reply to conn when the barrier completes. */
 void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id);
+/* Barrier coll_id for a daemon-internal user (PMIx fence): cb(d, coll_id, status, arg) is
+ * called exactly once when it completes or fails (possibly before this returns), unless this
+ * returns an error (PEER_LOST, NOT_INIT, BUSY: id already in flight, NOMEM). */
+typedef void (*hbd_barrier_cb_t)(hbd_t *d, uint64_t coll_id, int status, void *arg);
+int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg);
 /* A HIER frame from neighbour `from`. */
 void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 /* Fail every barrier in flight with status (a peer was lost). */

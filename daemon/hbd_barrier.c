@@ -35,6 +35,8 @@ typedef struct hbd_req {
     uint64_t coll;
     uint64_t t0;
     struct hbd_ctl_conn *conn;
+    hbd_barrier_cb_t cb; /* instead of a reply to conn (hbd_barrier_start) */
+    void *cb_arg;
     struct hbd_req *next;
 } hbd_req_t;
 
@@ -98,6 +100,11 @@ static void req_finish(hbd_t *d, uint64_t coll, int status)
         d->st.barriers_failed++;
     if (r == NULL)
         return;
+    if (r->cb != NULL) {
+        r->cb(d, coll, status, r->cb_arg);
+        free(r);
+        return;
+    }
     if (status == 0)
         hbd_ctl_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f", coll,
                       (double)(hb_time_now_ns() - r->t0) / 1e3);
@@ -309,6 +316,35 @@ void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
     drain(d);
 }
 
+int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (b == NULL || cb == NULL)
+        return HIBAR_ERR_INVAL;
+    if (d->lost)
+        return HIBAR_ERR_PEER_LOST;
+    if (!d->ready)
+        return HIBAR_ERR_NOT_INIT;
+    for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
+        if (r->coll == coll_id)
+            return HIBAR_ERR_BUSY;
+    hbd_req_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return HIBAR_ERR_NOMEM;
+    r->coll = coll_id;
+    r->t0 = hb_time_now_ns();
+    r->cb = cb;
+    r->cb_arg = arg;
+    r->next = b->reqs;
+    b->reqs = r;
+    b->n_reqs++;
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id,
+                       .epoch = d->epoch};
+    push(d, &ev);
+    drain(d);
+    return 0;
+}
+
 void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     if (d->bar == NULL || d->lost)
@@ -517,6 +553,8 @@ void hbd_barrier_fini(hbd_t *d)
     while (b->reqs != NULL) {
         hbd_req_t *r = b->reqs;
         b->reqs = r->next;
+        if (r->cb != NULL)
+            r->cb(d, r->coll, HIBAR_ERR_UNAVAIL, r->cb_arg);
         hbd_ctl_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
                       HIBAR_ERR_UNAVAIL);
         hbd_ctl_release(r->conn);

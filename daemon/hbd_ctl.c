@@ -98,6 +98,21 @@ void hbd_ctl_reply(struct hbd_ctl_conn *conn, const char *fmt, ...)
         conn_close(conn);
 }
 
+int hbd_ctl_detach(struct hbd_ctl_conn *conn)
+{
+    if (conn == NULL || conn->closed)
+        return -1;
+    int fd = conn->fd;
+    conn->closed = 1;
+    if (conn->ev != NULL)
+        event_free(conn->ev);
+    conn->ev = NULL;
+    conn->fd = -1;
+    n_conns--;
+    hbd_ctl_release(conn);
+    return fd;
+}
+
 static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
 {
     char buf[1536];
