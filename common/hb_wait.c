@@ -19,7 +19,7 @@
 #define HB_WAIT_SLOW_NS 1000000ull /* a slow (expensive) poll at most every millisecond */
 
 static hb_wait_policy_t hb_wait_policy = {
-    .spin_ns = 20000ull, .yield_ns = 2000000ull, .slice_ns = 20000000ull};
+    .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 20000000ull};
 static _Atomic int hb_wait_policy_ready;
 
 static uint64_t hb_wait_env_u64(const char *name, uint64_t dflt, uint64_t scale)
@@ -85,7 +85,7 @@ static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t 
         rc = poll(arg, 0);
         if (rc != HIBAR_ERR_WOULD_BLOCK)
             return rc;
-        if ((i & 63) == 63) {
+        if ((i & 15) == 15) {
             now = hb_time_now_ns();
             if (now >= deadline_ns)
                 return HIBAR_ERR_TIMEOUT;

@@ -690,7 +690,67 @@ static const t_case_t t_shm_only[] = {
     {"list", test_shm_list},       {"stale", test_shm_stale},       {"mode", test_shm_mode},
 };
 
+/* Board discovery through sysfs by PCI ids (a fake sysfs tree). */
+static void t_write(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_scic_sysfs(void)
+{
+    char root[128], d[256], cmd[700];
+    hb_hwb_params_t p;
+    hb_hwb_info_t info[4];
+    size_t n = 0;
+    int seen = 0;
+
+    snprintf(root, sizeof(root), "/tmp/hibar-%u-sysfs-%d", (unsigned)getuid(), (int)getpid());
+    snprintf(d, sizeof(d), "%s/class/uio/uio0/device", root); /* another PCI device */
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s %s/class/uio/uio7/device %s/class/uio/uio7/maps/map0",
+             d, root, root);
+    CU_ASSERT_FATAL(system(cmd) == 0);
+    t_write(d, "vendor", "0x8086\n");
+    t_write(d, "device", "0x5c1c\n");
+    memset(&p, 0, sizeof(p));
+    p.cluster = "x";
+    p.nodes = 1;
+    p.sysfs_root = root;
+    CU_ASSERT_EQUAL(hb_hwb_list(&p, info, 4, &n), 0);
+    for (size_t i = 0; i < n && i < 4; i++)
+        if (strcmp(info[i].name, "scic") == 0) {
+            CU_ASSERT(!info[i].available);
+            CU_ASSERT(strstr(info[i].why, "1b5c:5c1c") != NULL);
+        }
+    snprintf(d, sizeof(d), "%s/class/uio/uio7/device", root);
+    t_write(d, "vendor", "0x1b5c\n");
+    t_write(d, "device", "0x5c1c\n");
+    snprintf(d, sizeof(d), "%s/class/uio/uio7/maps/map0", root);
+    t_write(d, "size", "0x1000\n");
+    CU_ASSERT_EQUAL(hb_hwb_list(&p, info, 4, &n), 0);
+    for (size_t i = 0; i < n && i < 4; i++)
+        if (strcmp(info[i].name, "scic") == 0) {
+            seen = 1;
+            CU_ASSERT(info[i].available);
+            CU_ASSERT(strstr(info[i].why, "/dev/uio7") != NULL);
+        }
+    CU_ASSERT(seen);
+    p.pci_vendor = 0x1234; /* configurable ids */
+    CU_ASSERT_EQUAL(hb_hwb_list(&p, info, 4, &n), 0);
+    for (size_t i = 0; i < n && i < 4; i++)
+        if (strcmp(info[i].name, "scic") == 0)
+            CU_ASSERT(!info[i].available);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    CU_ASSERT(system(cmd) == 0);
+}
+
 static const t_case_t t_scic_only[] = {
+    {"sysfs", test_scic_sysfs},
     {"lost_board", test_scic_lost},
     {"slow_board", test_scic_slow},
     {"fill_buffer", test_scic_fill},

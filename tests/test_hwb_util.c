@@ -139,8 +139,8 @@ static void test_wait_sleeps(void)
     hb_wait_word_init(&t.w);
     CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, &pol, hb_time_now_ns() + 300000000ull),
                     HIBAR_ERR_TIMEOUT);
-    /* spin stage polls up to 64 times before it reads the clock; then ~1 poll per 100 ms */
-    CU_ASSERT(atomic_load(&t.polls) <= 64 + 10);
+    /* spin stage polls up to 16 times before it reads the clock; then ~1 poll per 100 ms */
+    CU_ASSERT(atomic_load(&t.polls) <= 16 + 10);
 }
 
 int main(void)
