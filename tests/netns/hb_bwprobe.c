@@ -294,16 +294,36 @@ int main(int argc, char **argv)
     hb_log_set_ident("hb_bwprobe");
     while ((c = getopt(argc, argv, "sc:b:p:n:T:t:l:h")) != -1) {
         switch (c) {
-        case 's': o.server = 1; break;
-        case 'c': o.addr = optarg; break;
-        case 'b': o.addr = optarg; break;
-        case 'p': o.port = atoi(optarg); break;
-        case 'n': o.conns = atoi(optarg); break;
-        case 'T': o.idle_s = atoi(optarg); break;
-        case 't': o.secs = atof(optarg); break;
-        case 'l': o.label = optarg; break;
-        case 'h': probe_usage(); return 0;
-        default: probe_usage(); return 2;
+        case 's':
+            o.server = 1;
+            break;
+        case 'c':
+            o.addr = optarg;
+            break;
+        case 'b':
+            o.addr = optarg;
+            break;
+        case 'p':
+            o.port = atoi(optarg);
+            break;
+        case 'n':
+            o.conns = atoi(optarg);
+            break;
+        case 'T':
+            o.idle_s = atoi(optarg);
+            break;
+        case 't':
+            o.secs = atof(optarg);
+            break;
+        case 'l':
+            o.label = optarg;
+            break;
+        case 'h':
+            probe_usage();
+            return 0;
+        default:
+            probe_usage();
+            return 2;
         }
     }
     if (optind != argc || o.port <= 0 || o.port > 65535 || o.conns < 0 || o.idle_s <= 0 ||

@@ -1,4 +1,5 @@
-/* mpi_bench.c: hibar-mpi-bench, the Open MPI peer of hibar-bench --compare (JSON rows, DESIGN section 6). */
+/* mpi_bench.c: hibar-mpi-bench, the Open MPI peer of hibar-bench --compare (JSON rows, DESIGN
+ * section 6). */
 /*
  * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
  * message size the way MPIBlib does:
@@ -31,7 +32,7 @@
 typedef enum { MB_BARRIER, MB_SCATTER, MB_GATHER, MB_BCAST, MB_ALLGATHER, MB_N_OPS } mb_op_t;
 
 static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter", "gather", "bcast",
-                                                   "allgather"};
+                                                  "allgather"};
 
 typedef struct mb_opts {
     int ops[MB_N_OPS];
@@ -63,11 +64,10 @@ static double mb_now_us(void)
 
 static void mb_usage(void)
 {
-    fprintf(stderr,
-            "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
-            "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
-            "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--osu]\n"
-            "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
+    fprintf(stderr, "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
+                    "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
+                    "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--osu]\n"
+                    "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
 }
 
 /* "64K" -> 65536; K, M, G are powers of 1024. Returns 0 or -1. */
@@ -79,10 +79,23 @@ static int mb_parse_size(const char *s, size_t *out_p)
     if (errno != 0 || end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'B' || *end == 'b')
         end++;
@@ -227,10 +240,10 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
 /* Two-sided 95% Student-t quantile for df degrees of freedom. */
 static double mb_t95(long df)
 {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                               2.262, 2.228,  2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
-                               2.101, 2.093,  2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-                               2.052, 2.048,  2.045, 2.042};
+    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                               2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                               2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                               2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
     if (df < 1)
         return INFINITY;
     if (df <= 30)
@@ -278,20 +291,26 @@ static int mb_run_op(mb_ctx_t *c, mb_op_t op, size_t size, int root)
 {
     int cnt = (int)size;
     switch (op) {
-    case MB_BARRIER: return MPI_Barrier(c->comm);
+    case MB_BARRIER:
+        return MPI_Barrier(c->comm);
     case MB_SCATTER:
         return MPI_Scatter(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, root, c->comm);
     case MB_GATHER:
         return MPI_Gather(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, root, c->comm);
-    case MB_BCAST: return MPI_Bcast(c->sbuf, cnt, MPI_BYTE, root, c->comm);
+    case MB_BCAST:
+        return MPI_Bcast(c->sbuf, cnt, MPI_BYTE, root, c->comm);
     case MB_ALLGATHER:
         return MPI_Allgather(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, c->comm);
-    default: return MPI_ERR_ARG;
+    default:
+        return MPI_ERR_ARG;
     }
 }
 
 /* The byte rank r contributes at offset i (rank-dependent so misplaced blocks show). */
-static unsigned char mb_pattern(int r, size_t i) { return (unsigned char)(r * 31 + (int)(i % 251)); }
+static unsigned char mb_pattern(int r, size_t i)
+{
+    return (unsigned char)(r * 31 + (int)(i % 251));
+}
 
 /* Fill the buffers before the checked warm-up iteration; what must be received is poisoned. */
 static void mb_fill(mb_ctx_t *c, mb_op_t op, size_t size, int root)
@@ -315,7 +334,8 @@ static void mb_fill(mb_ctx_t *c, mb_op_t op, size_t size, int root)
         for (size_t i = 0; i < size; i++)
             c->sbuf[i] = c->rank == root ? mb_pattern(root, i) : 0xee;
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
