@@ -46,13 +46,17 @@ static const hb_hwb_component_t *hb_hwb_find(const char *name)
     return NULL;
 }
 
-static int hb_hwb_open_one(const hb_hwb_component_t *c, const hb_hwb_params_t *p, hb_hwb_t **h_p)
+static int hb_hwb_open_one(const hb_hwb_component_t *c, const hb_hwb_params_t *p, hb_hwb_t **h_p,
+                           int forced)
 {
     char why[160] = "";
     hb_hwb_t *h;
     int rc = c->query(p, why, sizeof(why));
     if (rc < 0) {
-        hb_log_info("hwbarrier: backend %s unavailable: %s", c->name, why);
+        if (forced)
+            hb_log_error("hwbarrier: backend %s unavailable: %s", c->name, why);
+        else
+            hb_log_info("hwbarrier: backend %s unavailable: %s", c->name, why);
         return rc;
     }
     rc = c->ops->open(p, &h);
@@ -81,13 +85,10 @@ int hb_hwb_open(const char *backend, const hb_hwb_params_t *p, hb_hwb_t **h_p)
             hb_log_error("hwbarrier: unknown backend '%s' (known: scic, shm, auto)", backend);
             return HIBAR_ERR_NOT_FOUND;
         }
-        rc = hb_hwb_open_one(c, p, h_p);
-        if (rc == HIBAR_ERR_UNAVAIL)
-            hb_log_error("hwbarrier: backend %s forced but unavailable", backend);
-        return rc;
+        return hb_hwb_open_one(c, p, h_p, 1);
     }
     for (size_t i = 0; i < HB_HWB_NCOMP; i++) {
-        rc = hb_hwb_open_one(hb_hwb_components[i], p, h_p);
+        rc = hb_hwb_open_one(hb_hwb_components[i], p, h_p, 0);
         if (rc == 0)
             return 0;
         /* A usable backend that failed for a reason other than absence is an error. */

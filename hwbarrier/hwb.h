@@ -32,7 +32,9 @@ typedef struct hb_hwb_params {
     uint32_t chassis;    /* chassis index in the cluster */
     uint32_t port;       /* this node's index in the chassis; 0 = Center */
     uint32_t nodes;      /* nodes in the chassis, 1..HB_HWB_MAX_NODES */
-    uint32_t timeout_ms; /* open: how long to wait for the chassis (0 = 10000) */
+    /* open: how long to wait for the chassis (0 = 10000). shm: the Center creates the segment;
+     * ports that start first wait up to this long for it, so nodes start in any order. */
+    uint32_t timeout_ms;
     /* scic only (NULL/0 = defaults): */
     const char *uio_path;   /* UIO device (registers map 0 + interrupt fd); NULL = find by ids */
     const char *bar_path;   /* file to mmap as BAR0 instead of uio_path (device model, tests) */
