@@ -3,7 +3,8 @@
 /*
  * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
  * message size the way MPIBlib does:
- *  - warm-up iterations (not timed; the first one also checks the data moved correctly);
+ *  - warm-up iterations (not timed; the first one also checks the data moved correctly, so
+ *    --warmup 0 skips the check);
  *  - every timed repetition is isolated by an MPI_Barrier (no pipelining between reps);
  *  - the maximum method: each rank times the operation with its own monotonic clock, the
  *    repetition's time is the maximum over ranks (one MPI_Reduce per batch, outside timing);
@@ -66,7 +67,7 @@ static void mb_usage(void)
 {
     fprintf(stderr, "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
                     "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
-                    "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--osu]\n"
+                    "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
                     "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
 }
 
@@ -181,8 +182,8 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long n;
-        if (strcmp(a, "--osu") == 0) {
-            o->osu = 1;
+        if (strcmp(a, "--osu") == 0 || strcmp(a, "--json") == 0) {
+            o->osu = a[2] == 'o'; /* JSON rows are the default; --json is accepted */
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || !v)
@@ -206,7 +207,7 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
             if (mb_parse_long(v, 1, &o->max_iters) != 0)
                 return -1;
         } else if (strcmp(a, "--warmup") == 0) {
-            if (mb_parse_long(v, 1, &o->warmup) != 0)
+            if (mb_parse_long(v, 0, &o->warmup) != 0)
                 return -1;
         } else if (strcmp(a, "--root") == 0) {
             if (mb_parse_long(v, 0, &n) != 0 || n > 1000000)
