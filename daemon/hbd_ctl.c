@@ -15,6 +15,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd.h"
+#include "hbd_pmix.h"
 #include "hibar.h"
 #include "hwb.h"
 
@@ -29,6 +30,8 @@
  *   barrier <coll_id>    when it completes: ok barrier <id> 0 | err barrier <id> <status> <text>
  *   tib <n>              n chassis barriers (all nodes of the chassis must be asked at once)
  *   tsr <n> [node]       n round trips with a neighbour (default: parent, else first)
+ *   launch <spec>        start this node's ranks of a job; the connection then streams the
+ *                        job's output and exit statuses (hbd_launch.c)
  *   shutdown             ok bye, then the daemon exits cleanly
  */
 typedef struct hbd_ctl_conn {
@@ -194,6 +197,8 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
             if (rc != 0)
                 hbd_ctl_reply(c, "err %d %s", rc, hibar_strerror(rc));
         }
+    } else if (strcmp(cmd, "launch") == 0) {
+        hbd_launch_request(d, c, arg);
     } else if (strcmp(cmd, "shutdown") == 0) {
         hbd_ctl_reply(c, "ok bye");
         hb_log_info("shutdown requested on the control socket");
@@ -201,7 +206,7 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
         event_base_loopexit(d->base, NULL);
     } else {
         hbd_ctl_reply(c, "err %d unknown command '%.40s' (ping status stats barrier tib tsr "
-                         "shutdown)",
+                         "launch shutdown)",
                       HIBAR_ERR_INVAL, cmd);
     }
 }

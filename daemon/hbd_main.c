@@ -14,6 +14,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd.h"
+#include "hbd_pmix.h"
 #include "hibar.h"
 #include "hwb.h"
 
@@ -34,7 +35,7 @@ static void usage(FILE *f)
             "      --gen-key FILE    write a new cluster key pair to FILE (mode 0600) and exit\n"
             "  -h, --help, -V, --version\n"
             "Control socket: RUN_DIR/NAME.sock (commands: ping status stats barrier tib tsr "
-            "shutdown).\n");
+            "launch shutdown).\n");
 }
 
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
@@ -157,7 +158,8 @@ static int open_hwb(hbd_t *d)
 
 static void cleanup(hbd_t *d)
 {
-    hbd_barrier_fini(d);
+    hbd_barrier_fini(d); /* first: pending fences are answered while PMIx still runs */
+    hbd_pmix_stop(d);
     hbd_ctl_stop(d);
     hbd_net_stop(d);
     if (d->hwb != NULL)
@@ -340,7 +342,7 @@ int main(int argc, char **argv)
             goto out;
     }
     if (open_hwb(d) != 0 || hbd_net_start(d) != 0 || hbd_barrier_init(d) != 0 ||
-        hbd_ctl_start(d) != 0)
+        hbd_ctl_start(d) != 0 || hbd_pmix_start(d) != 0)
         goto out;
     hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),
                 d->sock_path, hb_cfg_protocol_name(d->cfg->protocol));

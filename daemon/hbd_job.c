@@ -1,0 +1,250 @@
+/* hbd_job.c: job specs, the file hibar-run hands to every daemon of a job (format in hbd_pmix.h). */
+#include "hb_config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hb_log.h"
+#include "hbd_pmix.h"
+#include "hibar.h"
+
+void hbd_job_spec_free(hbd_job_spec_t *s)
+{
+    if (s == NULL)
+        return;
+    for (uint32_t i = 0; i < s->n_argv; i++)
+        free(s->argv[i]);
+    for (uint32_t i = 0; i < s->n_env; i++)
+        free(s->env[i]);
+    free(s->argv);
+    free(s->env);
+    free(s->map);
+    free(s->cwd);
+    free(s);
+}
+
+static int read_all(const char *path, char **buf_p, size_t *len_p)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0)
+        return HIBAR_ERR_IO;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+        (uint64_t)sb.st_size > HBD_JOB_SPEC_MAX) {
+        close(fd);
+        return HIBAR_ERR_PERM;
+    }
+    char *buf = malloc((size_t)sb.st_size + 1);
+    size_t len = 0;
+    if (buf == NULL) {
+        close(fd);
+        return HIBAR_ERR_NOMEM;
+    }
+    while (len < (size_t)sb.st_size) {
+        ssize_t r = read(fd, buf + len, (size_t)sb.st_size - len);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    *buf_p = buf;
+    *len_p = len;
+    return 0;
+}
+
+/* Append a string to a NULL-terminated vector. */
+static int vec_push(char ***v, uint32_t *n, const char *s, size_t len)
+{
+    char **nv = realloc(*v, (*n + 2) * sizeof(char *));
+    if (nv == NULL)
+        return HIBAR_ERR_NOMEM;
+    *v = nv;
+    nv[*n] = strndup(s, len);
+    if (nv[*n] == NULL)
+        return HIBAR_ERR_NOMEM;
+    nv[++*n] = NULL;
+    return 0;
+}
+
+int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size_t cap)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    unsigned line = 1;
+    int rc = read_all(path, &buf, &len);
+    if (rc != 0) {
+        snprintf(err, cap, "%s: cannot read the job spec (%s)", path, hibar_strerror(rc));
+        return rc;
+    }
+    hbd_job_spec_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        free(buf);
+        return HIBAR_ERR_NOMEM;
+    }
+    const char *p = buf, *end = buf + len;
+    int have_hdr = 0, have_map = 0;
+    rc = HIBAR_ERR_INVAL;
+    while (p < end) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL || sp == NULL || sp > nl) {
+            snprintf(err, cap, "%s:%u: malformed record", path, line);
+            goto err_out;
+        }
+        size_t klen = (size_t)(sp - p);
+        const char *v = sp + 1;
+        char *e = NULL;
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(p, k, klen) == 0)
+        if (KEY("hibar-job")) {
+            if (strtoul(v, &e, 10) != 1 || e != nl) {
+                snprintf(err, cap, "%s:%u: unknown spec version", path, line);
+                goto err_out;
+            }
+            have_hdr = 1;
+        } else if (!have_hdr) {
+            snprintf(err, cap, "%s:%u: not a hibar job spec", path, line);
+            goto err_out;
+        } else if (KEY("id") || KEY("coll_base") || KEY("size") || KEY("tag")) {
+            errno = 0;
+            unsigned long long x = strtoull(v, &e, 10);
+            if (e != nl || errno != 0 || *v == '-') {
+                snprintf(err, cap, "%s:%u: bad number", path, line);
+                goto err_out;
+            }
+            if (KEY("id"))
+                s->id = x;
+            else if (KEY("coll_base"))
+                s->coll_base = x;
+            else if (KEY("tag"))
+                s->tag = x != 0;
+            else if (x == 0 || x > 1000000 || s->size != 0) {
+                snprintf(err, cap, "%s:%u: size must be 1..1000000 and given once", path, line);
+                goto err_out;
+            } else {
+                s->size = (uint32_t)x;
+            }
+        } else if (KEY("map")) {
+            if (s->size == 0 || have_map) {
+                snprintf(err, cap, "%s:%u: map before size, or twice", path, line);
+                goto err_out;
+            }
+            s->map = calloc(s->size, sizeof(uint32_t));
+            if (s->map == NULL) {
+                rc = HIBAR_ERR_NOMEM;
+                goto err_out;
+            }
+            const char *q = v;
+            for (uint32_t i = 0; i < s->size; i++) {
+                errno = 0;
+                unsigned long x = strtoul(q, &e, 10);
+                if (e == q || e > nl || errno != 0 || x >= UINT32_MAX) {
+                    snprintf(err, cap, "%s:%u: map needs %" PRIu32 " node ids", path, line,
+                             s->size);
+                    goto err_out;
+                }
+                s->map[i] = (uint32_t)x;
+                q = e;
+            }
+            if (q != nl) {
+                snprintf(err, cap, "%s:%u: map has more than %" PRIu32 " node ids", path, line,
+                         s->size);
+                goto err_out;
+            }
+            have_map = 1;
+        } else if (KEY("cwd") || KEY("arg") || KEY("env")) {
+            errno = 0;
+            unsigned long long n = strtoull(v, &e, 10);
+            if (e >= end || *e != ':' || errno != 0 || n > (unsigned long long)(end - e - 1) ||
+                e + 1 + n >= end || e[1 + n] != '\n' || memchr(e + 1, '\0', n) != NULL) {
+                snprintf(err, cap, "%s:%u: bad string record", path, line);
+                goto err_out;
+            }
+            const char *str = e + 1;
+            if (KEY("cwd")) {
+                free(s->cwd);
+                if ((s->cwd = strndup(str, n)) == NULL) {
+                    rc = HIBAR_ERR_NOMEM;
+                    goto err_out;
+                }
+            } else if (KEY("arg")) {
+                if ((rc = vec_push(&s->argv, &s->n_argv, str, n)) != 0)
+                    goto err_out;
+            } else if ((rc = vec_push(&s->env, &s->n_env, str, n)) != 0) {
+                goto err_out;
+            }
+            rc = HIBAR_ERR_INVAL;
+            for (const char *c = str; c < str + n; c++)
+                line += *c == '\n';
+            nl = str + n;
+        } else {
+            snprintf(err, cap, "%s:%u: unknown key '%.*s'", path, line, (int)(klen > 32 ? 32 : klen),
+                     p);
+            goto err_out;
+        }
+#undef KEY
+        p = nl + 1;
+        line++;
+    }
+    if (!have_hdr || !have_map || s->n_argv == 0 || s->argv[0][0] != '/') {
+        snprintf(err, cap, "%s: incomplete spec (header, size, map and an absolute argv[0] needed)",
+                 path);
+        goto err_out;
+    }
+    if (s->env == NULL && (rc = vec_push(&s->env, &s->n_env, "HIBAR_JOB=1", 11)) != 0)
+        goto err_out;
+    free(buf);
+    *spec_p = s;
+    return 0;
+err_out:
+    free(buf);
+    hbd_job_spec_free(s);
+    return rc;
+}
+
+static int put_str(FILE *f, const char *key, const char *s)
+{
+    return fprintf(f, "%s %zu:%s\n", key, strlen(s), s) < 0;
+}
+
+int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        hb_log_error("cannot create job spec %s: %m", path);
+        return HIBAR_ERR_IO;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        unlink(path);
+        return HIBAR_ERR_IO;
+    }
+    int bad = fprintf(f, "hibar-job 1\nid %" PRIu64 "\nsize %" PRIu32 "\ncoll_base %" PRIu64
+                         "\ntag %d\nmap",
+                      s->id, s->size, s->coll_base, s->tag) < 0;
+    for (uint32_t i = 0; i < s->size; i++)
+        bad |= fprintf(f, " %" PRIu32, s->map[i]) < 0;
+    bad |= fputc('\n', f) == EOF;
+    if (s->cwd != NULL)
+        bad |= put_str(f, "cwd", s->cwd);
+    for (uint32_t i = 0; i < s->n_argv; i++)
+        bad |= put_str(f, "arg", s->argv[i]);
+    for (uint32_t i = 0; i < s->n_env; i++)
+        bad |= put_str(f, "env", s->env[i]);
+    bad |= fclose(f) != 0;
+    if (bad) {
+        hb_log_error("cannot write job spec %s: %m", path);
+        unlink(path);
+        return HIBAR_ERR_IO;
+    }
+    return 0;
+}

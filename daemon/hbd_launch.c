@@ -1,0 +1,559 @@
+/* hbd_launch.c: hibard's local launcher: spawns a job's ranks on this node, forwards their output and exit statuses, stops the job when a rank fails. */
+#include "hb_config.h"
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hb_log.h"
+#include "hbd_pmix.h"
+#include "hibar.h"
+
+/*
+ * "launch SPEC" on the control socket: the daemon takes the connection over and from then on
+ * talks to hibar-run on it, one line per event (text escaped: '\\' and bytes < 0x20 or 0x7f
+ * as \xHH):
+ *   ok launch <nspace> <local ranks>     every local rank was spawned
+ *   err <status> <text>                  the launch failed (nothing runs), then close
+ *   o <rank> <1|2> <text>                one line of the rank's stdout (1) or stderr (2)
+ *   p <rank> <1|2> <text>                output without its newline (long line, or at EOF)
+ *   a <rank> <status> <text>             the rank called PMIx_Abort
+ *   x <rank> <code> <text>               the rank ended: exit code >= 0, or -signal; text
+ *                                        says why it counts as a failure, or "ok"
+ *   done <local ranks> <failed>          every local rank ended; the daemon closes
+ * hibar-run may send "kill" (stop the job). If it goes away the job is stopped.
+ * A rank fails when it exits non-zero, is killed by a signal, calls PMIx_Abort, or exits 0
+ * after PMIx_Init without PMIx_Finalize; the daemon then stops the job's other local ranks
+ * (SIGTERM to each rank's process group, SIGKILL HBD_KILL_GRACE_MS later) and hibar-run
+ * stops the other nodes.
+ */
+#define HBD_KILL_GRACE_MS 2000
+
+hbd_job_t *hbd_launch_jobs;
+
+static void job_finish_check(hbd_job_t *j);
+
+static void job_send(hbd_job_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_send(hbd_job_t *j, const char *fmt, ...)
+{
+    va_list ap;
+    if (j->bev == NULL)
+        return;
+    va_start(ap, fmt);
+    evbuffer_add_vprintf(bufferevent_get_output(j->bev), fmt, ap);
+    va_end(ap);
+}
+
+/* Escaped text then the newline. */
+static void job_send_text(hbd_job_t *j, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    char buf[4 * HBD_JOB_LINE + 2];
+    size_t o = 0;
+    if (j->bev == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (o + 5 > sizeof(buf)) {
+            evbuffer_add(bufferevent_get_output(j->bev), buf, o);
+            o = 0;
+        }
+        if (c == '\\' || c < 0x20 || c == 0x7f) {
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o++] = '\n';
+    evbuffer_add(bufferevent_get_output(j->bev), buf, o);
+}
+
+hbd_job_t *hbd_launch_job_find(const char *nspace)
+{
+    for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
+        if (strncmp(j->nspace, nspace, sizeof(j->nspace)) == 0)
+            return j;
+    return NULL;
+}
+
+hbd_rank_t *hbd_launch_rank_find(hbd_job_t *j, uint32_t rank)
+{
+    for (uint32_t k = 0; k < j->n_local; k++)
+        if (j->local[k].rank == rank)
+            return &j->local[k];
+    return NULL;
+}
+
+uint32_t hbd_pmix_n_jobs(void)
+{
+    uint32_t n = 0;
+    for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
+        n++;
+    return n;
+}
+
+static void job_free(hbd_job_t *j)
+{
+    for (hbd_job_t **pp = &hbd_launch_jobs; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    hbd_pmix_job_deregister(j);
+    for (uint32_t k = 0; k < j->n_local; k++)
+        for (int s = 0; s < 2; s++) {
+            if (j->local[k].ev_out[s] != NULL)
+                event_free(j->local[k].ev_out[s]);
+            if (j->local[k].out_fd[s] >= 0)
+                close(j->local[k].out_fd[s]);
+        }
+    if (j->ev_kill != NULL)
+        event_free(j->ev_kill);
+    if (j->bev != NULL)
+        bufferevent_free(j->bev);
+    else if (j->fd >= 0)
+        close(j->fd);
+    free(j->local);
+    free(j->nodes);
+    hbd_job_spec_free(j->spec);
+    free(j);
+}
+
+static void kill_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_job_t *j = arg;
+    (void)fd;
+    (void)what;
+    for (uint32_t k = 0; k < j->n_local; k++)
+        if (j->local[k].pid > 0) {
+            kill(-j->local[k].pid, SIGKILL);
+            kill(j->local[k].pid, SIGKILL);
+        }
+}
+
+void hbd_launch_kill(hbd_job_t *j, const char *why)
+{
+    static const struct timeval grace = {HBD_KILL_GRACE_MS / 1000, (HBD_KILL_GRACE_MS % 1000) * 1000};
+    if (j->killing)
+        return;
+    j->killing = 1;
+    hb_log_info("job %s: stopping its ranks on this node (%s)", j->nspace, why);
+    for (uint32_t k = 0; k < j->n_local; k++)
+        if (j->local[k].pid > 0) {
+            kill(-j->local[k].pid, SIGTERM);
+            kill(j->local[k].pid, SIGTERM);
+        }
+    if (j->ev_kill == NULL)
+        j->ev_kill = evtimer_new(j->d->base, kill_cb, j);
+    if (j->ev_kill != NULL)
+        evtimer_add(j->ev_kill, &grace);
+}
+
+void hbd_launch_on_abort(hbd_rank_t *r, int status, const char *msg)
+{
+    hbd_job_t *j = r->job;
+    r->aborted = 1;
+    j->failed = 1;
+    job_send(j, "a %" PRIu32 " %d ", r->rank, status);
+    job_send_text(j, msg, strlen(msg));
+    hbd_launch_kill(j, "a rank called PMIx_Abort");
+}
+
+/* The rank is reaped and both its pipes are at EOF: report it once. */
+static void rank_check_done(hbd_rank_t *r)
+{
+    hbd_job_t *j = r->job;
+    if (r->pid != -1 || r->out_fd[0] >= 0 || r->out_fd[1] >= 0)
+        return;
+    r->pid = -2; /* reported */
+    int code = WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus)
+               : WIFSIGNALED(r->wstatus) ? -WTERMSIG(r->wstatus) : -1;
+    const char *why = "ok";
+    if (r->aborted)
+        why = "called PMIx_Abort";
+    else if (code > 0)
+        why = "exited with a non-zero status";
+    else if (code < 0)
+        why = j->killing ? "stopped (job aborted)" : "killed by a signal";
+    else if (r->connected && !r->finalized)
+        why = "exited without calling PMIx_Finalize";
+    job_send(j, "x %" PRIu32 " %d %s\n", r->rank, code, why);
+    if (strcmp(why, "ok") != 0) {
+        j->failed = 1;
+        char b[96];
+        snprintf(b, sizeof(b), "rank %" PRIu32 " %s", r->rank, why);
+        hbd_launch_kill(j, b);
+    }
+    job_finish_check(j);
+}
+
+static void job_write_cb(struct bufferevent *bev, void *arg)
+{
+    hbd_job_t *j = arg;
+    (void)bev;
+    if (j->done_sent) /* the last line is out */
+        job_free(j);
+}
+
+static void job_finish_check(hbd_job_t *j)
+{
+    uint32_t failed = 0;
+    for (uint32_t k = 0; k < j->n_local; k++) {
+        if (j->local[k].pid != -2)
+            return;
+        failed += j->local[k].aborted || (WIFEXITED(j->local[k].wstatus)
+                                              ? WEXITSTATUS(j->local[k].wstatus) != 0
+                                              : 1);
+    }
+    hb_log_info("job %s: every local rank ended (%" PRIu32 " failed)", j->nspace, failed);
+    if (j->bev == NULL) {
+        job_free(j);
+        return;
+    }
+    job_send(j, "done %" PRIu32 " %" PRIu32 "\n", j->n_local, failed);
+    j->done_sent = 1;
+    bufferevent_disable(j->bev, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_output(j->bev)) == 0)
+        job_free(j);
+}
+
+static void out_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_rank_t *r = arg;
+    hbd_job_t *j = r->job;
+    int s = fd == r->out_fd[0] ? 0 : 1;
+    char buf[16384];
+    (void)what;
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        if (r->part_len[s] > 0) {
+            job_send(j, "p %" PRIu32 " %d ", r->rank, s + 1);
+            job_send_text(j, r->part[s], r->part_len[s]);
+            r->part_len[s] = 0;
+        }
+        event_free(r->ev_out[s]);
+        r->ev_out[s] = NULL;
+        close(fd);
+        r->out_fd[s] = -1;
+        rank_check_done(r);
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (buf[i] == '\n' || r->part_len[s] == HBD_JOB_LINE) {
+            job_send(j, "%c %" PRIu32 " %d ", buf[i] == '\n' ? 'o' : 'p', r->rank, s + 1);
+            job_send_text(j, r->part[s], r->part_len[s]);
+            r->part_len[s] = 0;
+            if (buf[i] == '\n')
+                continue;
+        }
+        r->part[s][r->part_len[s]++] = buf[i];
+    }
+}
+
+void hbd_launch_reap(hbd_t *d)
+{
+    (void)d;
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
+            for (uint32_t k = 0; k < j->n_local; k++)
+                if (j->local[k].pid == pid) {
+                    j->local[k].pid = -1;
+                    j->local[k].wstatus = st;
+                    hb_log_debug("job %s rank %" PRIu32 ": pid %d ended (status %#x)", j->nspace,
+                                 j->local[k].rank, (int)pid, st);
+                    rank_check_done(&j->local[k]); /* may free j: leave both loops */
+                    goto next;
+                }
+    next:;
+    }
+}
+
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    hbd_job_t *j = arg;
+    char *line;
+    size_t n;
+    while ((line = evbuffer_readln(bufferevent_get_input(bev), &n, EVBUFFER_EOL_LF)) != NULL) {
+        if (strcmp(line, "kill") == 0)
+            hbd_launch_kill(j, "hibar-run asked");
+        else
+            job_send(j, "err %d unknown command\n", HIBAR_ERR_INVAL);
+        free(line);
+    }
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    hbd_job_t *j = arg;
+    (void)bev;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        return;
+    bufferevent_free(j->bev);
+    j->bev = NULL;
+    j->fd = -1;
+    if (j->done_sent) {
+        job_free(j);
+        return;
+    }
+    hbd_launch_kill(j, "hibar-run went away");
+}
+
+/* fork + exec at once: the daemon has threads (PMIx, ZeroMQ), so the child only calls
+ * async-signal-safe functions before execve. */
+static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull)
+{
+    hbd_rank_t *r = &j->local[lr];
+    const hbd_job_spec_t *s = j->spec;
+    int p[2][2] = {{-1, -1}, {-1, -1}};
+    char **env = calloc(s->n_env + 1, sizeof(char *));
+    int rc = HIBAR_ERR_NOMEM;
+    if (env == NULL)
+        return rc;
+    for (uint32_t i = 0; i < s->n_env; i++)
+        if ((env[i] = strdup(s->env[i])) == NULL)
+            goto out;
+    if ((rc = hbd_pmix_setup_fork(j, lr, &env)) != 0)
+        goto out;
+    rc = HIBAR_ERR_IO;
+    if (pipe2(p[0], O_CLOEXEC) != 0 || pipe2(p[1], O_CLOEXEC) != 0) {
+        hb_log_error("pipe: %m");
+        goto out;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        hb_log_error("fork: %m");
+        goto out;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        setpgid(0, 0);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        sigaction(SIGPIPE, &dfl, NULL);
+        dup2(devnull, 0);
+        dup2(p[0][1], 1);
+        dup2(p[1][1], 2);
+        if (s->cwd != NULL && chdir(s->cwd) != 0) {
+            static const char m[] = "hibard: cannot change to the job's working directory\n";
+            if (write(2, m, sizeof(m) - 1) < 0)
+                _exit(126);
+            _exit(126);
+        }
+        execve(s->argv[0], s->argv, env);
+        static const char m[] = "hibard: cannot execute the program\n";
+        if (write(2, m, sizeof(m) - 1) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here: no window where a kill of the group misses it */
+    r->pid = pid;
+    for (int k = 0; k < 2; k++) {
+        close(p[k][1]);
+        p[k][1] = -1;
+        r->out_fd[k] = p[k][0];
+        p[k][0] = -1;
+        evutil_make_socket_nonblocking(r->out_fd[k]);
+        r->ev_out[k] = event_new(j->d->base, r->out_fd[k], EV_READ | EV_PERSIST, out_cb, r);
+        if (r->ev_out[k] == NULL || event_add(r->ev_out[k], NULL) != 0) {
+            hb_log_error("cannot watch rank output");
+            rc = HIBAR_ERR_NOMEM;
+            goto out; /* the caller stops the job */
+        }
+    }
+    rc = 0;
+out:
+    for (int k = 0; k < 2; k++)
+        for (int e = 0; e < 2; e++)
+            if (p[k][e] >= 0)
+                close(p[k][e]);
+    if (env != NULL)
+        for (char **e = env; *e != NULL; e++)
+            free(*e);
+    free(env);
+    return rc;
+}
+
+static int job_build(hbd_t *d, hbd_job_spec_t *spec, hbd_job_t **j_p, char *err, size_t cap)
+{
+    uint32_t n = d->topo->n_nodes;
+    uint8_t *used = calloc(n, 1);
+    hbd_job_t *j = calloc(1, sizeof(*j));
+    if (used == NULL || j == NULL) {
+        free(used);
+        free(j);
+        return HIBAR_ERR_NOMEM;
+    }
+    j->d = d;
+    j->spec = spec;
+    j->fd = -1;
+    snprintf(j->nspace, sizeof(j->nspace), "hibar.%" PRIu64, spec->id);
+    for (uint32_t r = 0; r < spec->size; r++) {
+        if (spec->map[r] >= n) {
+            snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
+                     r, spec->map[r]);
+            goto err_inval;
+        }
+        j->n_nodes += !used[spec->map[r]];
+        used[spec->map[r]] = 1;
+        j->n_local += spec->map[r] == d->self;
+    }
+    if (n > 1 && j->n_nodes != n) {
+        snprintf(err, cap, "a job must place ranks on every node of the cluster (%" PRIu32
+                 " of %" PRIu32 "): its fences span the whole chassis tree",
+                 j->n_nodes, n);
+        goto err_inval;
+    }
+    j->nodes = calloc(j->n_nodes, sizeof(uint32_t));
+    j->local = calloc(j->n_local ? j->n_local : 1, sizeof(hbd_rank_t));
+    if (j->nodes == NULL || j->local == NULL)
+        goto err_nomem;
+    for (uint32_t i = 0, k = 0; i < n; i++)
+        if (used[i])
+            j->nodes[k++] = i;
+    for (uint32_t r = 0, k = 0; r < spec->size; r++)
+        if (spec->map[r] == d->self) {
+            hbd_rank_t *x = &j->local[k];
+            x->job = j;
+            x->rank = r;
+            x->local_rank = k++;
+            x->out_fd[0] = x->out_fd[1] = -1;
+        }
+    free(used);
+    *j_p = j;
+    return 0;
+err_inval:
+    free(used);
+    j->spec = NULL;
+    free(j);
+    return HIBAR_ERR_INVAL;
+err_nomem:
+    free(used);
+    free(j->nodes);
+    free(j->local);
+    j->spec = NULL;
+    free(j);
+    return HIBAR_ERR_NOMEM;
+}
+
+void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
+{
+    char err[512] = "";
+    hbd_job_spec_t *spec = NULL;
+    hbd_job_t *j = NULL;
+    int rc;
+    if (spec_path == NULL) {
+        hbd_ctl_reply(conn, "err %d usage: launch <job spec file>", HIBAR_ERR_INVAL);
+        return;
+    }
+    if ((rc = hbd_job_spec_load(spec_path, &spec, err, sizeof(err))) != 0) {
+        hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        return;
+    }
+    if ((rc = job_build(d, spec, &j, err, sizeof(err))) != 0) {
+        hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_job_spec_free(spec);
+        return;
+    }
+    if (hbd_launch_job_find(j->nspace) != NULL) {
+        hbd_ctl_reply(conn, "err %d job %s exists", HIBAR_ERR_EXISTS, j->nspace);
+        j->n_local = 0;
+        job_free(j);
+        return;
+    }
+    if (d->lost || (!d->ready && d->topo->n_nodes > 1)) {
+        hbd_ctl_reply(conn, "err %d the cluster is not ready (or lost a node)",
+                      HIBAR_ERR_NOT_INIT);
+        j->n_local = 0;
+        job_free(j);
+        return;
+    }
+    j->next = hbd_launch_jobs;
+    hbd_launch_jobs = j;
+    j->fd = hbd_ctl_detach(conn);
+    if (j->fd < 0) {
+        j->n_local = 0;
+        job_free(j);
+        return;
+    }
+    j->bev = bufferevent_socket_new(d->base, j->fd, BEV_OPT_CLOSE_ON_FREE);
+    if (j->bev == NULL) {
+        j->n_local = 0;
+        job_free(j);
+        return;
+    }
+    bufferevent_setcb(j->bev, conn_read_cb, job_write_cb, conn_event_cb, j);
+    bufferevent_enable(j->bev, EV_READ | EV_WRITE);
+
+    if ((rc = hbd_pmix_job_register(j)) != 0) {
+        job_send(j, "err %d cannot register the job with the PMIx server\n", rc);
+        j->n_local = 0;
+        j->done_sent = 1;
+        return; /* freed once the reply is out */
+    }
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    uint32_t spawned = 0;
+    rc = devnull < 0 ? HIBAR_ERR_IO : 0;
+    for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
+        if ((rc = rank_spawn(j, k, devnull)) == 0)
+            spawned++;
+    if (devnull >= 0)
+        close(devnull);
+    if (rc != 0) {
+        /* the ones spawned are stopped; the others count as never started */
+        for (uint32_t k = 0; k < j->n_local; k++)
+            if (j->local[k].pid == 0) {
+                j->local[k].pid = -2;
+                j->local[k].wstatus = 127 << 8;
+            }
+        job_send(j, "err %d cannot spawn rank %" PRIu32 " of %s: %s\n", rc, spawned, j->nspace,
+                 hibar_strerror(rc));
+        j->failed = 1;
+        hbd_launch_kill(j, "spawn failed");
+        job_finish_check(j);
+        return;
+    }
+    hb_log_info("job %s: %" PRIu32 " of %" PRIu32 " ranks started here (%s)", j->nspace,
+                j->n_local, spec->size, spec->argv[0]);
+    job_send(j, "ok launch %s %" PRIu32 "\n", j->nspace, j->n_local);
+    if (j->n_local == 0)
+        job_finish_check(j);
+}
+
+void hbd_launch_stop_all(hbd_t *d)
+{
+    (void)d;
+    while (hbd_launch_jobs != NULL) {
+        hbd_job_t *j = hbd_launch_jobs;
+        for (uint32_t k = 0; k < j->n_local; k++)
+            if (j->local[k].pid > 0) {
+                kill(-j->local[k].pid, SIGKILL);
+                kill(j->local[k].pid, SIGKILL);
+                waitpid(j->local[k].pid, NULL, 0);
+                j->local[k].pid = -1;
+            }
+        if (j->bev != NULL) {
+            job_send(j, "err %d daemon shutting down\n", HIBAR_ERR_UNAVAIL);
+            bufferevent_flush(j->bev, EV_WRITE, BEV_FLUSH);
+        }
+        job_free(j);
+    }
+}

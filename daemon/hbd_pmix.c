@@ -1,0 +1,577 @@
+/* hbd_pmix.c: hibard as its node's PMIx server: init, namespace registration, upcalls handed to the loop. */
+#include "hb_config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <pmix.h>
+#include <pmix_server.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hb_log.h"
+#include "hbd_pmix.h"
+#include "hibar.h"
+
+/*
+ * PMIx calls the server module on its own progress thread. Each upcall copies what it needs
+ * into an op, appends it to a locked queue and rings an eventfd that the daemon's libevent
+ * loop watches; the loop runs the op (it owns all job state) and calls PMIx's callback from
+ * there (PMIx's callbacks may be called from any thread: they shift to PMIx's own). The
+ * module has no context pointer, so the server state is this process' single g_px.
+ */
+typedef enum { OP_CONNECTED, OP_FINALIZED, OP_ABORT, OP_FENCE } op_kind_t;
+
+typedef struct px_op {
+    op_kind_t kind;
+    pmix_proc_t proc;
+    int status;
+    char *msg;
+    char *data; /* fence: this node's contribution (copy) */
+    size_t ndata;
+    int collect;
+    int all; /* fence: the procs array covers the whole namespace */
+    pmix_op_cbfunc_t opcb;
+    pmix_modex_cbfunc_t mcb;
+    void *cbdata;
+    struct px_op *next;
+} px_op_t;
+
+typedef struct hbd_px {
+    hbd_t *d;
+    int up;
+    pthread_mutex_t mu;
+    px_op_t *head, *tail;
+    int efd;
+    struct event *ev_q, *ev_chld;
+    char tmpdir[400];
+} hbd_px_t;
+
+static hbd_px_t g_px = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
+
+/* ---- upcalls: PMIx's thread ---- */
+
+static pmix_status_t op_queue(px_op_t *op)
+{
+    uint64_t one = 1;
+    pthread_mutex_lock(&g_px.mu);
+    if (g_px.tail != NULL)
+        g_px.tail->next = op;
+    else
+        g_px.head = op;
+    g_px.tail = op;
+    pthread_mutex_unlock(&g_px.mu);
+    if (write(g_px.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        hb_log_warn("PMIx upcall queue: eventfd write: %m");
+    return PMIX_SUCCESS;
+}
+
+static px_op_t *op_new(op_kind_t kind, const pmix_proc_t *proc)
+{
+    px_op_t *op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return NULL;
+    op->kind = kind;
+    if (proc != NULL)
+        memcpy(&op->proc, proc, sizeof(op->proc));
+    return op;
+}
+
+static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_info_t info[],
+                                  size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)obj;
+    (void)info;
+    (void)ninfo;
+    px_op_t *op = op_new(OP_CONNECTED, proc);
+    if (op == NULL)
+        return PMIX_ERR_NOMEM;
+    op->opcb = cbfunc;
+    op->cbdata = cbdata;
+    return op_queue(op);
+}
+
+static pmix_status_t up_finalized(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cbfunc,
+                                  void *cbdata)
+{
+    (void)obj;
+    px_op_t *op = op_new(OP_FINALIZED, proc);
+    if (op == NULL)
+        return PMIX_ERR_NOMEM;
+    op->opcb = cbfunc;
+    op->cbdata = cbdata;
+    return op_queue(op);
+}
+
+static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],
+                              pmix_proc_t procs[], size_t nprocs, pmix_op_cbfunc_t cbfunc,
+                              void *cbdata)
+{
+    (void)obj;
+    (void)procs;
+    (void)nprocs; /* any subset: hibar aborts the whole job */
+    px_op_t *op = op_new(OP_ABORT, proc);
+    if (op == NULL)
+        return PMIX_ERR_NOMEM;
+    op->status = status;
+    op->msg = strdup(msg != NULL ? msg : "");
+    op->opcb = cbfunc;
+    op->cbdata = cbdata;
+    return op_queue(op);
+}
+
+static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+                              size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc,
+                              void *cbdata)
+{
+    if (nprocs == 0 || procs == NULL)
+        return PMIX_ERR_BAD_PARAM;
+    px_op_t *op = op_new(OP_FENCE, &procs[0]);
+    if (op == NULL)
+        return PMIX_ERR_NOMEM;
+    op->all = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
+    for (size_t i = 0; i < ninfo; i++)
+        if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA))
+            op->collect = PMIX_INFO_TRUE(&info[i]);
+    if (ndata > 0) {
+        op->data = malloc(ndata);
+        if (op->data == NULL) {
+            free(op);
+            return PMIX_ERR_NOMEM;
+        }
+        memcpy(op->data, data, ndata);
+        op->ndata = ndata;
+    }
+    op->mcb = cbfunc;
+    op->cbdata = cbdata;
+    return op_queue(op);
+}
+
+static pmix_server_module_t px_module = {
+    .client_connected2 = up_connected,
+    .client_finalized = up_finalized,
+    .abort = up_abort,
+    .fence_nb = up_fence,
+};
+
+/* ---- the loop side ---- */
+
+static void op_free(px_op_t *op)
+{
+    free(op->msg);
+    free(op->data);
+    free(op);
+}
+
+static void fence_release(void *cbdata) { free(cbdata); }
+
+/* Hand the fence's result to PMIx; the op's data goes with it (freed by fence_release). */
+static void fence_finish(px_op_t *op, pmix_status_t st)
+{
+    char *data = NULL;
+    size_t n = 0;
+    if (st == PMIX_SUCCESS && op->collect) {
+        data = op->data; /* this node's blob: the whole job's when the job has one node */
+        n = op->ndata;
+        op->data = NULL;
+    }
+    if (op->mcb != NULL)
+        op->mcb(st, data, n, op->cbdata, data ? fence_release : NULL, data);
+    else
+        free(data);
+    op_free(op);
+}
+
+static void fence_done(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    (void)d;
+    if (status != 0)
+        hb_log_warn("fence (collective %" PRIu64 ") failed: %s", coll, hibar_strerror(status));
+    fence_finish(arg, status == 0 ? PMIX_SUCCESS
+                                  : (status == HIBAR_ERR_TIMEOUT ? PMIX_ERR_TIMEOUT
+                                                                  : PMIX_ERR_COMM_FAILURE));
+}
+
+static void fence_run(hbd_t *d, px_op_t *op)
+{
+    hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
+    if (j == NULL) {
+        fence_finish(op, PMIX_ERR_NOT_FOUND);
+        return;
+    }
+    if (d->topo->n_nodes == 1) {
+        fence_finish(op, PMIX_SUCCESS); /* every participant is local and has arrived */
+        return;
+    }
+    /*
+     * Across nodes the fence is a barrier of the daemons' chassis-tree engine: every node of
+     * the cluster hosts ranks of the job (hibar-run places so) and the k-th fence of the job
+     * is collective coll_base + k everywhere. Subsets and data exchange across nodes are the
+     * fence provider's next step (hbd_fence.c): refused clearly until then.
+     */
+    if (!op->all || (op->collect && op->ndata > 0)) {
+        hb_log_warn("job %s: fence over a subset or collecting data across nodes is not "
+                    "supported yet",
+                    j->nspace);
+        fence_finish(op, PMIX_ERR_NOT_SUPPORTED);
+        return;
+    }
+    uint64_t coll = j->spec->coll_base + j->fence_seq++;
+    int rc = hbd_barrier_start(d, coll, fence_done, op);
+    if (rc != 0) {
+        hb_log_error("job %s: fence %" PRIu64 " cannot start: %s", j->nspace, coll,
+                     hibar_strerror(rc));
+        fence_finish(op, PMIX_ERR_COMM_FAILURE);
+    }
+}
+
+static void op_run(hbd_t *d, px_op_t *op)
+{
+    hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
+    hbd_rank_t *r = j ? hbd_launch_rank_find(j, op->proc.rank) : NULL;
+    switch (op->kind) {
+    case OP_CONNECTED:
+        if (r != NULL)
+            r->connected = 1;
+        break;
+    case OP_FINALIZED:
+        if (r != NULL)
+            r->finalized = 1;
+        break;
+    case OP_ABORT:
+        if (r != NULL)
+            hbd_launch_on_abort(r, op->status, op->msg);
+        break;
+    case OP_FENCE:
+        fence_run(d, op);
+        return;
+    }
+    if (op->opcb != NULL)
+        op->opcb(r != NULL ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, op->cbdata);
+    op_free(op);
+}
+
+static void queue_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    uint64_t v;
+    (void)what;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        hb_log_warn("PMIx upcall queue: eventfd read: %m");
+    for (;;) {
+        pthread_mutex_lock(&g_px.mu);
+        px_op_t *op = g_px.head;
+        if (op != NULL) {
+            g_px.head = op->next;
+            if (g_px.head == NULL)
+                g_px.tail = NULL;
+        }
+        pthread_mutex_unlock(&g_px.mu);
+        if (op == NULL)
+            break;
+        op->next = NULL;
+        op_run(d, op);
+    }
+}
+
+static void chld_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    hbd_launch_reap(arg);
+}
+
+/* Remove what PMIx left in its tmp dir (its rendezvous files), then the dir. */
+static void tmpdir_remove(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (dp != NULL) {
+        struct dirent *e;
+        char p[700];
+        while ((e = readdir(dp)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+            if (unlink(p) != 0 && errno == EISDIR) {
+                tmpdir_remove(p);
+            } else if (errno == EISDIR) {
+                tmpdir_remove(p);
+            }
+        }
+        closedir(dp);
+    }
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        hb_log_warn("cannot remove %s: %m", dir);
+}
+
+int hbd_pmix_start(hbd_t *d)
+{
+    char nspace[PMIX_MAX_NSLEN + 1];
+    pmix_info_t *info;
+    pmix_rank_t myrank = d->self;
+    int rc;
+
+    g_px.d = d;
+    if (snprintf(g_px.tmpdir, sizeof(g_px.tmpdir), "%s/%s.pmix", d->run_dir, d->name) >=
+        (int)sizeof(g_px.tmpdir)) {
+        hb_log_error("PMIx tmp dir path too long");
+        return HIBAR_ERR_CONFIG;
+    }
+    tmpdir_remove(g_px.tmpdir); /* a crashed daemon's leftovers */
+    if (mkdir(g_px.tmpdir, 0700) != 0) {
+        hb_log_error("cannot create %s: %m", g_px.tmpdir);
+        return HIBAR_ERR_IO;
+    }
+    g_px.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (g_px.efd < 0) {
+        hb_log_error("eventfd: %m");
+        goto err_dir;
+    }
+    g_px.ev_q = event_new(d->base, g_px.efd, EV_READ | EV_PERSIST, queue_cb, d);
+    g_px.ev_chld = evsignal_new(d->base, SIGCHLD, chld_cb, d);
+    if (g_px.ev_q == NULL || g_px.ev_chld == NULL || event_add(g_px.ev_q, NULL) != 0 ||
+        event_add(g_px.ev_chld, NULL) != 0) {
+        hb_log_error("cannot watch the PMIx upcall queue / SIGCHLD");
+        goto err_ev;
+    }
+    snprintf(nspace, sizeof(nspace), "hibard.%s.%s", d->cfg->cluster, d->name);
+    PMIX_INFO_CREATE(info, 6);
+    PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, g_px.tmpdir, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, g_px.tmpdir, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[2], PMIX_HOSTNAME, d->name, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[3], PMIX_SERVER_NSPACE, nspace, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[4], PMIX_SERVER_RANK, &myrank, PMIX_PROC_RANK);
+    bool no = false;
+    PMIX_INFO_LOAD(&info[5], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
+    rc = PMIx_server_init(&px_module, info, 6);
+    PMIX_INFO_FREE(info, 6);
+    if (rc != PMIX_SUCCESS) {
+        hb_log_error("PMIx_server_init: %s", PMIx_Error_string(rc));
+        goto err_ev;
+    }
+    g_px.up = 1;
+    hb_log_info("PMIx server up (libpmix %s), tmp dir %s, hostname %s", PMIx_Get_version(),
+                g_px.tmpdir, d->name);
+    return 0;
+err_ev:
+    if (g_px.ev_q != NULL)
+        event_free(g_px.ev_q);
+    if (g_px.ev_chld != NULL)
+        event_free(g_px.ev_chld);
+    g_px.ev_q = g_px.ev_chld = NULL;
+    close(g_px.efd);
+    g_px.efd = -1;
+err_dir:
+    tmpdir_remove(g_px.tmpdir);
+    return HIBAR_ERR_INTERNAL;
+}
+
+void hbd_pmix_stop(hbd_t *d)
+{
+    if (g_px.d == NULL)
+        return;
+    hbd_launch_stop_all(d);
+    if (g_px.up)
+        PMIx_server_finalize();
+    g_px.up = 0;
+    /* PMIx's thread is gone: ops it queued since are answered by nobody */
+    while (g_px.head != NULL) {
+        px_op_t *op = g_px.head;
+        g_px.head = op->next;
+        op_free(op);
+    }
+    g_px.tail = NULL;
+    if (g_px.ev_q != NULL)
+        event_free(g_px.ev_q);
+    if (g_px.ev_chld != NULL)
+        event_free(g_px.ev_chld);
+    g_px.ev_q = g_px.ev_chld = NULL;
+    if (g_px.efd >= 0)
+        close(g_px.efd);
+    g_px.efd = -1;
+    tmpdir_remove(g_px.tmpdir);
+    g_px.d = NULL;
+}
+
+/* ---- namespace registration ---- */
+
+static void info_u32(pmix_info_t *i, const char *key, uint32_t v)
+{
+    PMIX_INFO_LOAD(i, key, &v, PMIX_UINT32);
+}
+
+static void info_u16(pmix_info_t *i, const char *key, uint16_t v)
+{
+    PMIX_INFO_LOAD(i, key, &v, PMIX_UINT16);
+}
+
+static void info_rank(pmix_info_t *i, const char *key, pmix_rank_t v)
+{
+    PMIX_INFO_LOAD(i, key, &v, PMIX_PROC_RANK);
+}
+
+/* Append s to a growing string. */
+static int sb_add(char **buf, size_t *len, size_t *cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 > *cap) {
+        size_t nc = (*cap + n + 1) * 2;
+        char *nb = realloc(*buf, nc);
+        if (nb == NULL)
+            return HIBAR_ERR_NOMEM;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, s, n + 1);
+    *len += n;
+    return 0;
+}
+
+int hbd_pmix_job_register(hbd_job_t *j)
+{
+    hbd_t *d = j->d;
+    const hbd_job_spec_t *s = j->spec;
+    char *hosts = NULL, *ppn = NULL, *peers = NULL, *regex = NULL, *pregex = NULL, num[32];
+    size_t hl = 0, hc = 0, pl = 0, pc = 0, el = 0, ec = 0;
+    uint32_t *node_idx = NULL, *lrank = NULL, *nrank = NULL, *count = NULL;
+    pmix_info_t *info = NULL;
+    size_t ninfo = 0;
+    int rc = HIBAR_ERR_NOMEM;
+
+    /* index of each cluster node among the job's nodes, ranks' local/node ranks */
+    node_idx = calloc(d->topo->n_nodes, sizeof(uint32_t));
+    lrank = calloc(s->size, sizeof(uint32_t));
+    count = calloc(j->n_nodes, sizeof(uint32_t));
+    nrank = lrank;
+    if (node_idx == NULL || lrank == NULL || count == NULL)
+        goto out;
+    for (uint32_t k = 0; k < j->n_nodes; k++)
+        node_idx[j->nodes[k]] = k;
+    for (uint32_t r = 0; r < s->size; r++)
+        lrank[r] = count[node_idx[s->map[r]]]++;
+    /* "n0,n1,..." and "0,1;2,3" */
+    for (uint32_t k = 0; k < j->n_nodes; k++) {
+        if ((k > 0 && sb_add(&hosts, &hl, &hc, ",")) ||
+            sb_add(&hosts, &hl, &hc, d->cfg->nodes[j->nodes[k]].name))
+            goto out;
+        if (k > 0 && sb_add(&ppn, &pl, &pc, ";"))
+            goto out;
+        int first = 1;
+        for (uint32_t r = 0; r < s->size; r++) {
+            if (s->map[r] != j->nodes[k])
+                continue;
+            snprintf(num, sizeof(num), "%s%" PRIu32, first ? "" : ",", r);
+            first = 0;
+            if (sb_add(&ppn, &pl, &pc, num))
+                goto out;
+            if (j->nodes[k] == d->self && sb_add(&peers, &el, &ec, num))
+                goto out;
+        }
+    }
+    if (PMIx_generate_regex(hosts, &regex) != PMIX_SUCCESS ||
+        PMIx_generate_ppn(ppn, &pregex) != PMIX_SUCCESS) {
+        hb_log_error("job %s: cannot generate the node/proc maps", j->nspace);
+        rc = HIBAR_ERR_INTERNAL;
+        goto out;
+    }
+    size_t njob = 12;
+    PMIX_INFO_CREATE(info, njob + s->size);
+    if (info == NULL)
+        goto out;
+    ninfo = njob + s->size;
+    uint32_t i = 0;
+    PMIX_INFO_LOAD(&info[i++], PMIX_JOBID, j->nspace, PMIX_STRING);
+    info_u32(&info[i++], PMIX_UNIV_SIZE, s->size);
+    info_u32(&info[i++], PMIX_JOB_SIZE, s->size);
+    info_u32(&info[i++], PMIX_MAX_PROCS, s->size);
+    info_u32(&info[i++], PMIX_NUM_NODES, j->n_nodes);
+    info_u32(&info[i++], PMIX_JOB_NUM_APPS, 1);
+    info_u32(&info[i++], PMIX_LOCAL_SIZE, j->n_local);
+    PMIX_INFO_LOAD(&info[i++], PMIX_LOCAL_PEERS, peers ? peers : "", PMIX_STRING);
+    info_rank(&info[i++], PMIX_LOCALLDR, j->n_local ? j->local[0].rank : PMIX_RANK_UNDEF);
+    PMIX_INFO_LOAD(&info[i++], PMIX_NODE_MAP, regex, PMIX_REGEX);
+    PMIX_INFO_LOAD(&info[i++], PMIX_PROC_MAP, pregex, PMIX_REGEX);
+    info_u32(&info[i++], PMIX_APPNUM, 0);
+    for (uint32_t r = 0; r < s->size; r++, i++) {
+        pmix_data_array_t *da;
+        PMIX_DATA_ARRAY_CREATE(da, 8, PMIX_INFO);
+        if (da == NULL)
+            goto out;
+        pmix_info_t *pi = da->array;
+        info_rank(&pi[0], PMIX_RANK, r);
+        info_u16(&pi[1], PMIX_LOCAL_RANK, (uint16_t)lrank[r]);
+        info_u16(&pi[2], PMIX_NODE_RANK, (uint16_t)nrank[r]);
+        info_u32(&pi[3], PMIX_APPNUM, 0);
+        PMIX_INFO_LOAD(&pi[4], PMIX_HOSTNAME, d->cfg->nodes[s->map[r]].name, PMIX_STRING);
+        info_u32(&pi[5], PMIX_NODEID, node_idx[s->map[r]]);
+        info_rank(&pi[6], PMIX_GLOBAL_RANK, r);
+        info_rank(&pi[7], PMIX_APP_RANK, r);
+        PMIX_LOAD_KEY(info[i].key, PMIX_PROC_DATA);
+        info[i].value.type = PMIX_DATA_ARRAY;
+        info[i].value.data.darray = da;
+    }
+    pmix_status_t st = PMIx_server_register_nspace(j->nspace, (int)j->n_local, info, ninfo, NULL,
+                                                   NULL);
+    if (st != PMIX_SUCCESS && st != PMIX_OPERATION_SUCCEEDED) {
+        hb_log_error("job %s: PMIx_server_register_nspace: %s", j->nspace, PMIx_Error_string(st));
+        rc = HIBAR_ERR_INTERNAL;
+        goto out;
+    }
+    j->registered = 1;
+    for (uint32_t k = 0; k < j->n_local; k++) {
+        pmix_proc_t p;
+        PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
+        st = PMIx_server_register_client(&p, geteuid(), getegid(), &j->local[k], NULL, NULL);
+        if (st != PMIX_SUCCESS && st != PMIX_OPERATION_SUCCEEDED) {
+            hb_log_error("job %s: PMIx_server_register_client(%" PRIu32 "): %s", j->nspace,
+                         j->local[k].rank, PMIx_Error_string(st));
+            rc = HIBAR_ERR_INTERNAL;
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (info != NULL)
+        PMIX_INFO_FREE(info, ninfo);
+    free(regex);
+    free(pregex);
+    free(hosts);
+    free(ppn);
+    free(peers);
+    free(node_idx);
+    free(lrank);
+    free(count);
+    return rc;
+}
+
+void hbd_pmix_job_deregister(hbd_job_t *j)
+{
+    if (!j->registered || !g_px.up)
+        return;
+    for (uint32_t k = 0; k < j->n_local; k++) {
+        pmix_proc_t p;
+        PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
+        PMIx_server_deregister_client(&p, NULL, NULL);
+    }
+    PMIx_server_deregister_nspace(j->nspace, NULL, NULL);
+    j->registered = 0;
+}
+
+int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, j->nspace, j->local[lr].rank);
+    pmix_status_t st = PMIx_server_setup_fork(&p, env);
+    if (st != PMIX_SUCCESS) {
+        hb_log_error("job %s: PMIx_server_setup_fork(%" PRIu32 "): %s", j->nspace,
+                     j->local[lr].rank, PMIx_Error_string(st));
+        return HIBAR_ERR_INTERNAL;
+    }
+    return 0;
+}

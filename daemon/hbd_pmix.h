@@ -1,0 +1,114 @@
+/* hbd_pmix.h: hibard as its node's PMIx server and local launcher: jobs, ranks, fences. */
+#ifndef HBD_PMIX_H
+#define HBD_PMIX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hbd.h"
+
+struct event;
+struct bufferevent;
+
+#define HBD_JOB_NSLEN 256   /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
+#define HBD_JOB_LINE 1800   /* longest forwarded output chunk, before escaping */
+#define HBD_JOB_SPEC_MAX (16u << 20)
+
+/*
+ * A job spec is the file hibar-run writes into the run dir and names in "launch PATH".
+ * Text records, one per line, strings carry their length so they may hold anything:
+ *   hibar-job 1
+ *   id <u64>            job id (unique in the cluster; hibar-run uses its pid and time)
+ *   size <n>            ranks in the job
+ *   coll_base <u64>     collective id of the job's first fence (from the cluster's next_coll)
+ *   tag <0|1>           prefix forwarded output with the rank (done by hibar-run; kept here)
+ *   map <node> x size   cluster node id of every rank, in rank order
+ *   cwd <len>:<bytes>
+ *   arg <len>:<bytes>   argv[0] (an absolute path), argv[1], ...
+ *   env <len>:<bytes>   NAME=VALUE, the ranks' whole environment (PMIx adds its own)
+ */
+typedef struct hbd_job_spec {
+    uint64_t id;
+    uint32_t size;
+    uint64_t coll_base;
+    int tag;
+    uint32_t *map; /* [size] node of each rank */
+    char *cwd;
+    char **argv; /* NULL-terminated */
+    char **env;  /* NULL-terminated */
+    uint32_t n_argv, n_env;
+} hbd_job_spec_t;
+
+/* hbd_job.c: parse a spec (file:line in err on failure). 0, INVAL, IO, NOMEM. */
+int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size_t cap);
+void hbd_job_spec_free(hbd_job_spec_t *s);
+/* Write a spec (hibar-run). 0 or IO. */
+int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s);
+
+/* One rank of a job placed on this node. */
+typedef struct hbd_rank {
+    struct hbd_job *job;
+    uint32_t rank, local_rank;
+    pid_t pid;              /* 0 before the spawn, -1 once reaped */
+    int wstatus;            /* waitpid status once reaped */
+    int out_fd[2];          /* read ends of stdout, stderr pipes, or -1 at EOF */
+    struct event *ev_out[2];
+    char part[2][HBD_JOB_LINE]; /* output not yet ended by a newline */
+    size_t part_len[2];
+    int connected, finalized, aborted;
+} hbd_rank_t;
+
+/* A job as this daemon sees it. */
+typedef struct hbd_job {
+    hbd_t *d;
+    hbd_job_spec_t *spec;
+    char nspace[HBD_JOB_NSLEN];
+    uint32_t *nodes;  /* cluster node ids hosting ranks, ascending */
+    uint32_t n_nodes; /* job nodes */
+    hbd_rank_t *local;
+    uint32_t n_local;
+    uint32_t n_running; /* spawned and not reaped or with open pipes */
+    uint32_t fence_seq; /* fences started so far */
+    int registered;     /* nspace registered with the PMIx server */
+    int killing;        /* the job is being stopped */
+    int failed;         /* some rank failed (or the job was killed) */
+    int done_sent;      /* the last line is queued: free the job once it is out */
+    int fd;             /* hibar-run's connection (detached control connection) */
+    struct bufferevent *bev;
+    struct event *ev_kill; /* SIGKILL escalation */
+    struct hbd_job *next;
+} hbd_job_t;
+
+/* hbd_pmix.c: PMIx server. */
+/* PMIx_server_init with PMIX_SERVER_TMPDIR = RUN_DIR/NAME.pmix and PMIX_HOSTNAME = NAME;
+ * the upcall queue and SIGCHLD watcher on d's loop. 0 or IO / INTERNAL (logged). */
+int hbd_pmix_start(hbd_t *d);
+/* Stop every job (SIGKILL), PMIx_server_finalize, remove the tmp dir. Safe if never started. */
+void hbd_pmix_stop(hbd_t *d);
+/* Register the job's namespace (job info, per-rank info) and its local clients. Blocking
+ * (on PMIx's thread, a few ms). 0 or INTERNAL. */
+int hbd_pmix_job_register(hbd_job_t *j);
+void hbd_pmix_job_deregister(hbd_job_t *j);
+/* Add PMIx's variables for local rank lr to the malloc'd NULL-terminated *env. */
+int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env);
+/* Number of jobs this daemon runs (status). */
+uint32_t hbd_pmix_n_jobs(void);
+
+/* hbd_launch.c: the local launcher. */
+/* Control command "launch SPEC": takes the connection over (hbd_ctl_detach), spawns this
+ * node's ranks and streams to it (see hbd_launch.c for the lines). */
+void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path);
+/* A child may have exited (SIGCHLD): reap every one of ours. */
+void hbd_launch_reap(hbd_t *d);
+/* Stop the job: SIGTERM to every rank's process group, SIGKILL after a grace period. */
+void hbd_launch_kill(hbd_job_t *j, const char *why);
+/* Rank events from the PMIx server (on the loop). */
+hbd_job_t *hbd_launch_job_find(const char *nspace);
+hbd_rank_t *hbd_launch_rank_find(hbd_job_t *j, uint32_t rank);
+void hbd_launch_on_abort(hbd_rank_t *r, int status, const char *msg);
+/* Stop every job and free it (daemon shutdown). */
+void hbd_launch_stop_all(hbd_t *d);
+/* The job list (for the PMIx upcalls). */
+extern hbd_job_t *hbd_launch_jobs;
+
+#endif
