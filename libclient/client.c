@@ -109,7 +109,7 @@ int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p)
     client_attach_wait_t aw;
     hb_seg_ctl_t *me;
     hibar_t *h;
-    uint32_t expect = HB_SEG_RANK_EMPTY, radix;
+    uint32_t expect = HB_SEG_RANK_EMPTY, radix, flat_max;
     uint64_t init_ms, timeout_ms;
     int rc;
 
@@ -179,8 +179,10 @@ int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p)
     radix = (uint32_t)client_env_ms("HIBAR_NBAR_RADIX", HB_NBAR_DEFAULT_RADIX);
     if (radix < 2 || radix > HB_SEG_MAX_RANKS)
         radix = HB_NBAR_DEFAULT_RADIX;
+    flat_max = (uint32_t)client_env_ms("HIBAR_NBAR_FLAT_MAX", HB_NBAR_DEFAULT_FLAT_MAX);
     timeout_ms = client_env_ms("HIBAR_TIMEOUT_MS", 0);
-    rc = hb_nbar_init(&h->bar, &h->seg, rank, h->doorbell_fd, radix, timeout_ms * 1000000ull);
+    rc = hb_nbar_init(&h->bar, &h->seg, rank, h->doorbell_fd, radix, flat_max,
+                      timeout_ms * 1000000ull);
     if (rc != 0)
         goto err_leave;
     h->nbar_ready = 1;

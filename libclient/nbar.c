@@ -264,8 +264,9 @@ static uint64_t nbar_deadline(const hb_nbar_t *b)
 /* ---- the barrier ---- */
 
 int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
-                 uint32_t radix, uint64_t timeout_ns)
+                 uint32_t radix, uint32_t flat_max, uint64_t timeout_ns)
 {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t (*keys)[HB_SEG_NKEYS];
     uint32_t r;
     int rc;
@@ -278,6 +279,10 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
     b->nranks = seg->lay.nranks;
     b->doorbell_fd = doorbell_fd;
     b->timeout_ns = timeout_ns;
+    b->flat = seg->nnodes <= 1 && b->nranks <= flat_max;
+    b->pol = *hb_wait_policy_default();
+    if (getenv("HIBAR_WAIT_SPIN_US") == NULL && ncpu > 0 && b->nranks > (uint32_t)ncpu)
+        b->pol.spin_ns = 0;
     keys = malloc(b->nranks * sizeof(*keys));
     if (keys == NULL)
         return HIBAR_ERR_NOMEM;
@@ -290,7 +295,8 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
     if (rc != 0)
         return rc;
     /* A rank joining a segment in use (not the case today) starts at the current epoch. */
-    b->seq = atomic_load(&hb_seg_hdr(seg)->release);
+    b->seq = b->flat ? atomic_load(&hb_seg_ctl(seg, rank)->bar_arrive)
+                     : atomic_load(&hb_seg_hdr(seg)->release);
     return 0;
 }
 
@@ -339,6 +345,12 @@ int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p)
         return HIBAR_ERR_PEER_LOST;
     epoch = ++b->seq;
     *epoch_p = epoch;
+    if (b->flat) {
+        hb_seg_ctl_t *me = hb_seg_ctl(b->seg, b->rank);
+        atomic_store_explicit(&me->bar_arrive, epoch, memory_order_release);
+        hb_wait_word_wake(&me->bar_wake);
+        return 0;
+    }
     g = b->tree.rank_group[b->rank];
     while (g != HB_NBAR_NONE) {
         uint64_t old = atomic_fetch_add_explicit(&hb_seg_group(b->seg, g)->count, 1,
@@ -353,7 +365,33 @@ int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p)
 typedef struct nbar_wait_arg {
     hb_nbar_t *b;
     uint64_t epoch;
+    uint32_t missing; /* flat: the rank waited for */
 } nbar_wait_arg_t;
+
+/* Flat: the first rank that has not reached `epoch`, or nranks if none. */
+static uint32_t nbar_flat_missing(hb_nbar_t *b, uint64_t epoch, uint32_t from)
+{
+    uint32_t r;
+    for (r = from; r < b->nranks; r++) {
+        if (atomic_load_explicit(&hb_seg_ctl(b->seg, r)->bar_arrive, memory_order_acquire) <
+            epoch)
+            break;
+    }
+    return r;
+}
+
+static int nbar_flat_poll(void *arg, int slow)
+{
+    nbar_wait_arg_t *a = arg;
+    hb_seg_hdr_t *h = hb_seg_hdr(a->b->seg);
+
+    if (atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->missing)->bar_arrive,
+                             memory_order_acquire) >= a->epoch)
+        return 0;
+    if (atomic_load_explicit(&h->state, memory_order_relaxed) != HB_SEG_JOB_OK)
+        return HIBAR_ERR_PEER_LOST;
+    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+}
 
 static int nbar_poll(void *arg, int slow)
 {
@@ -369,15 +407,34 @@ static int nbar_poll(void *arg, int slow)
 
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
 {
-    nbar_wait_arg_t a = {b, epoch};
+    nbar_wait_arg_t a = {b, epoch, 0};
+    if (b->flat) {
+        if (nbar_flat_missing(b, epoch, 0) == b->nranks)
+            return 0;
+        return atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK ? HIBAR_ERR_PEER_LOST
+                                                                       : HIBAR_ERR_WOULD_BLOCK;
+    }
     return nbar_poll(&a, 0);
 }
 
 int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
 {
-    nbar_wait_arg_t a = {b, epoch};
-    int rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, NULL,
-                           nbar_deadline(b));
+    nbar_wait_arg_t a = {b, epoch, 0};
+    uint64_t deadline = nbar_deadline(b);
+    int rc = 0;
+
+    if (b->flat) {
+        /* Wait for each missing rank in turn, asleep (if need be) on its own wake word. */
+        while ((a.missing = nbar_flat_missing(b, epoch, a.missing)) < b->nranks) {
+            rc = hb_wait_until(&hb_seg_ctl(b->seg, a.missing)->bar_wake, nbar_flat_poll, &a,
+                               &b->pol, deadline);
+            if (rc != 0)
+                break;
+        }
+    } else {
+        rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &b->pol,
+                           deadline);
+    }
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: barrier epoch %llu not released within %llu ms",
                      (unsigned long long)epoch, (unsigned long long)(b->timeout_ns / 1000000));
@@ -502,7 +559,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     a.val = ((uint64_t)(uint32_t)(hash ^ (hash >> 32)) << 32) | epoch;
     if (sorted[0] == b->rank) {
         rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_leader, &a,
-                           NULL, nbar_deadline(b));
+                           &b->pol, nbar_deadline(b));
         if (rc != 0)
             goto out;
         for (i = 1; i < n; i++) {
@@ -515,7 +572,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
                               memory_order_release);
         hb_wait_word_wake(&hb_seg_ctl(b->seg, sorted[0])->sub_wake);
         rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_member, &a,
-                           NULL, nbar_deadline(b));
+                           &b->pol, nbar_deadline(b));
     }
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: subset barrier of %zu ranks timed out", n);

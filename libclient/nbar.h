@@ -23,7 +23,16 @@
  * writes node_arrived and rings the daemon's doorbell; the daemon runs the inter-node
  * barrier and publishes the release (hb_seg_release).
  *
+ * Small single-node jobs (nranks <= flat_max, default 4) skip the tree: each rank publishes
+ * its epoch in its own control line and waits until every rank's epoch has reached its own,
+ * sleeping (when it must) on the wake word of the first rank still missing. Nothing is
+ * written by anyone but the arriving rank, so the critical path is one cache-line transfer.
+ *
  * Epochs (sequence numbers) only grow; nothing is reset between barriers.
+ *
+ * Waiting follows hb_wait (spin, yield, futex). When the node has more ranks than CPUs the
+ * spin stage is skipped (unless HIBAR_WAIT_SPIN_US says otherwise): spinning then only keeps
+ * the rank we wait for off the CPU.
  */
 
 #define HB_NBAR_NONE UINT32_MAX
@@ -63,13 +72,16 @@ typedef struct hb_nbar {
     uint64_t seq;          /* last epoch this rank arrived at */
     uint64_t timeout_ns;   /* per wait; 0 = wait as long as the peers live */
     uint64_t last_check_ns;
+    int flat;              /* every rank polls every rank (small single-node jobs) */
+    hb_wait_policy_t pol;
     hb_nbar_sub_t *subs;   /* subset barriers seen: hash of the rank set -> epoch */
     size_t nsubs, cap;
 } hb_nbar_t;
 
 /* Build the tree from the keys every rank published (all ranks must be attached). */
 int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
-                 uint32_t radix, uint64_t timeout_ns);
+                 uint32_t radix, uint32_t flat_max, uint64_t timeout_ns);
+#define HB_NBAR_DEFAULT_FLAT_MAX 4u
 void hb_nbar_fini(hb_nbar_t *b);
 
 /* Arrive at the next epoch (never waits); *epoch_p = that epoch. HIBAR_ERR_PEER_LOST if the

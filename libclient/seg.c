@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(hb_seg_ctl_t) == 4 * HB_SEG_LINE, "ctl is four cache lines");
+_Static_assert(sizeof(hb_seg_ctl_t) == 5 * HB_SEG_LINE, "ctl is five cache lines");
 _Static_assert(sizeof(hb_seg_group_t) == HB_SEG_LINE, "a group counter is one cache line");
 _Static_assert(sizeof(hb_seg_desc_t) == 64, "a descriptor is 64 bytes");
 _Static_assert(sizeof(hb_seg_ring_t) == 2 * HB_SEG_LINE, "ring header: head and tail lines");
@@ -102,6 +102,7 @@ void hb_seg_format(void *base, const hb_seg_layout_t *lay, uint64_t job_id, uint
     atomic_init(&h->release, 0);
     hb_wait_word_init(&h->release_wake);
     atomic_init(&h->node_arrived, 0);
+    /* The rest (control blocks, counters, rings) is zero, which is their initial state. */
 }
 
 int hb_seg_validate(const void *base, size_t mapped, hb_seg_layout_t *lay_p)
@@ -341,6 +342,8 @@ void hb_seg_mark_broken(hb_seg_t *seg, int32_t rank)
     atomic_store(&h->state, HB_SEG_JOB_BROKEN);
     hb_wait_word_wake(&h->release_wake);
     hb_wait_word_wake(&h->attach_wake);
-    for (r = 0; r < seg->lay.nranks; r++)
+    for (r = 0; r < seg->lay.nranks; r++) {
         hb_wait_word_wake(&hb_seg_ctl(seg, r)->sub_wake);
+        hb_wait_word_wake(&hb_seg_ctl(seg, r)->bar_wake);
+    }
 }

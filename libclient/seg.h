@@ -18,10 +18,12 @@
  *                     rank, attach count), the barrier release word (+ its futex wake word),
  *                     and the multi-node hook (node_arrived, written by the node's last
  *                     arriver for the daemon).
- *   off_ctl           nranks x hb_seg_ctl_t (4 cache lines per rank): identity (pid,
+ *   off_ctl           nranks x hb_seg_ctl_t (5 cache lines per rank): identity (pid,
  *                     state, hwloc keys), collective record (op, root, size, buffers),
- *                     subset-barrier arrival, subset release + wake word. Each line has
- *                     exactly one writer.
+ *                     barrier and subset-barrier arrival, subset release + wake word,
+ *                     the barrier arrival's wake word. Each line has
+ *                     exactly one writer (a sleeping waiter also counts itself in the
+ *                     wake word next to what it waits for).
  *   off_tree          nranks x one cache line: the fan-in counters of the barrier tree's
  *                     groups (at most nranks - 1 groups).
  *   off_coll          2 x nranks x uint64: counts and displacements published by the root
@@ -106,11 +108,12 @@ typedef struct hb_seg_hdr {
     _Atomic uint32_t attached;                   /* ranks that finished attaching */
     hb_wait_word_t attach_wake;
     _Alignas(HB_SEG_LINE) _Atomic uint64_t release; /* last released barrier epoch */
-    hb_wait_word_t release_wake;
+    /* Its own line: bumping it must not steal the release line from the pollers. */
+    _Alignas(HB_SEG_LINE) hb_wait_word_t release_wake;
     _Alignas(HB_SEG_LINE) _Atomic uint64_t node_arrived; /* epoch complete on this node */
 } hb_seg_hdr_t;
 
-/* A rank's control block: four cache lines, each with one writer. */
+/* A rank's control block: five cache lines, each with one writer. */
 typedef struct hb_seg_ctl {
     /* line 0, written by the rank at attach and finalize */
     _Alignas(HB_SEG_LINE) _Atomic uint32_t state; /* HB_SEG_RANK_* */
@@ -129,11 +132,16 @@ typedef struct hb_seg_ctl {
     uint64_t recvbuf;
     int32_t err;
     uint32_t pad1;
-    /* line 2, subset-barrier arrival (key << 32 | epoch), written by the rank */
-    _Alignas(HB_SEG_LINE) _Atomic uint64_t sub_arrive;
+    /* line 2, written by the rank: its last barrier epoch (flat barrier) and its
+     * subset-barrier arrival (key << 32 | epoch) */
+    _Alignas(HB_SEG_LINE) _Atomic uint64_t bar_arrive;
+    _Atomic uint64_t sub_arrive;
     /* line 3, subset release written by the subset's leader; the rank sleeps on sub_wake */
     _Alignas(HB_SEG_LINE) _Atomic uint64_t sub_go;
     hb_wait_word_t sub_wake;
+    /* line 4, the wake word of bar_arrive: bumped by the rank, slept on by its waiters (its
+     * own line so that the bump does not steal bar_arrive's line from the pollers) */
+    _Alignas(HB_SEG_LINE) hb_wait_word_t bar_wake;
 } hb_seg_ctl_t;
 
 /* A fan-in counter of the barrier tree: arrivals since the segment was created. */

@@ -288,16 +288,23 @@ static void test_barrier(void)
 {
     pad_counter_t *c = shared_new(128 * sizeof(pad_counter_t));
     size_t i;
+    int tree;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    for (i = 0; i < NCOUNTS; i++) {
-        harness_t hs = {.n = rank_counts[i], .nnodes = 1, .killed_rank = -1};
-        memset(c, 0, 128 * sizeof(*c));
-        CU_ASSERT_EQUAL(run_ranks(&hs, rank_barrier, c), 0);
-        memset(c, 0, 128 * sizeof(*c));
-        CU_ASSERT_EQUAL(run_ranks(&hs, rank_split, c), 0);
-        memset(c, 0, 128 * sizeof(*c));
-        CU_ASSERT_EQUAL(run_ranks(&hs, rank_subset, c), 0);
+    /* small jobs use the flat barrier by default; force the tree for them too */
+    for (tree = 0; tree < 2; tree++) {
+        if (tree)
+            setenv("HIBAR_NBAR_FLAT_MAX", "0", 1);
+        for (i = 0; i < NCOUNTS; i++) {
+            harness_t hs = {.n = rank_counts[i], .nnodes = 1, .killed_rank = -1};
+            memset(c, 0, 128 * sizeof(*c));
+            CU_ASSERT_EQUAL(run_ranks(&hs, rank_barrier, c), 0);
+            memset(c, 0, 128 * sizeof(*c));
+            CU_ASSERT_EQUAL(run_ranks(&hs, rank_split, c), 0);
+            memset(c, 0, 128 * sizeof(*c));
+            CU_ASSERT_EQUAL(run_ranks(&hs, rank_subset, c), 0);
+        }
+        unsetenv("HIBAR_NBAR_FLAT_MAX");
     }
     munmap(c, 128 * sizeof(pad_counter_t));
 }
@@ -711,6 +718,9 @@ static void test_peer_lost(void)
     harness_t h4 = {.n = 4, .nnodes = 1, .killed_rank = 1};
 
     CU_ASSERT_EQUAL(run_ranks(&h3, rank_dies, NULL), 0);
+    setenv("HIBAR_NBAR_FLAT_MAX", "0", 1);
+    CU_ASSERT_EQUAL(run_ranks(&h3, rank_dies, NULL), 0);
+    unsetenv("HIBAR_NBAR_FLAT_MAX");
     CU_ASSERT_EQUAL(run_ranks(&h8, rank_dies, NULL), 0);
     CU_ASSERT_EQUAL(run_ranks(&h2, rank_dies, NULL), 0);
     CU_ASSERT_EQUAL(run_ranks(&h4, rank_dies_in_coll, NULL), 0);

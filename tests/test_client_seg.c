@@ -58,12 +58,15 @@ static void test_layout_regions(void)
             CU_ASSERT_EQUAL(l.total_size, l.off_bufs + n * 8192ull);
         }
     }
-    /* control words of a rank: four separate lines, in the rank's own block */
+    /* control words of a rank: five separate lines, in the rank's own block */
     CU_ASSERT_EQUAL(offsetof(hb_seg_ctl_t, coll_seq), HB_SEG_LINE);
-    CU_ASSERT_EQUAL(offsetof(hb_seg_ctl_t, sub_arrive), 2 * HB_SEG_LINE);
+    CU_ASSERT_EQUAL(offsetof(hb_seg_ctl_t, bar_arrive), 2 * HB_SEG_LINE);
+    CU_ASSERT(offsetof(hb_seg_ctl_t, sub_arrive) < 3 * HB_SEG_LINE);
+    CU_ASSERT_EQUAL(offsetof(hb_seg_ctl_t, bar_wake), 4 * HB_SEG_LINE);
     CU_ASSERT_EQUAL(offsetof(hb_seg_ctl_t, sub_go), 3 * HB_SEG_LINE);
     CU_ASSERT_EQUAL(offsetof(hb_seg_hdr_t, release) % HB_SEG_LINE, 0);
     CU_ASSERT(offsetof(hb_seg_hdr_t, release) != offsetof(hb_seg_hdr_t, state));
+    CU_ASSERT(offsetof(hb_seg_hdr_t, release_wake) >= offsetof(hb_seg_hdr_t, release) + HB_SEG_LINE);
     CU_ASSERT_EQUAL(offsetof(hb_seg_hdr_t, node_arrived) % HB_SEG_LINE, 0);
 }
 

@@ -54,6 +54,8 @@ void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r);
 void hb_bench_out_close(hb_bench_out_t *o);
 
 /* The modes (one file each). */
+int hb_bench_barrier_main(int argc, char **argv); /* barrier: bench_client.c */
+int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */
 int hb_bench_hwbarrier_main(int argc, char **argv);
 int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
 

@@ -9,6 +9,10 @@
 
 /* One line per mode; each mode lives in its own bench_<mode>.c. */
 static const hb_bench_mode_t hb_bench_modes[] = {
+    {"barrier", "libhibar barrier latency, one node, N ranks (--compare: Open MPI)",
+     hb_bench_barrier_main},
+    {"scatter", "libhibar scatter latency per size, one node, N ranks (--compare: Open MPI)",
+     hb_bench_scatter_main},
     {"hwbarrier", "chassis barrier latency per backend (shm, scic), CPU of idle waits",
      hb_bench_hwbarrier_main},
     {"cluster-barrier", "whole-cluster barrier (scmd, tree) on an emulated cluster vs the formulas",

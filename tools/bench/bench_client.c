@@ -1,0 +1,472 @@
+/* bench_client.c: hibar-bench barrier|scatter on one node: libhibar's intra-node data plane. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "bench.h"
+
+#include "client.h"
+#include "hb_log.h"
+#include "hb_stats.h"
+#include "hb_time.h"
+#include "hibar.h"
+#include "seg.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * This process stands in for hibard: it creates the job's segment (a sealed memfd, as the
+ * daemon will) and forks N ranks that join it with the library's attach path, then call the
+ * public API (hibar_barrier, hibar_scatter): the code measured is the code users run.
+ * Timing, as hibar-mpi-bench does for the Open MPI peer (MPIBlib's maximum method): every
+ * repetition is isolated by a hibar_barrier; each rank times the operation with
+ * CLOCK_MONOTONIC; a repetition's time is the maximum over the ranks. The average of a loop
+ * of back-to-back operations (OSU style) is reported too as loop_us. With --compare the same
+ * measurement runs under Open MPI's mpirun (hibar-mpi-bench) in the same run and the ratio
+ * of the medians is printed.
+ */
+
+#define BC_MAX_RANKS 64
+#define BC_MAX_SIZES 32
+
+typedef struct bc_opts {
+    const char *bench; /* "barrier" or "scatter" */
+    uint32_t n;
+    uint64_t iters, warmup;
+    size_t sizes[BC_MAX_SIZES];
+    int nsizes;
+    int bind; /* 1: rank r on CPU r % CPUs */
+    int compare;
+} bc_opts_t;
+
+typedef struct bc_shared {
+    int status[BC_MAX_RANKS];
+    double loop_us;
+    int cma;
+    double t[]; /* [n][iters] */
+} bc_shared_t;
+
+static void bc_usage(FILE *f, const char *bench)
+{
+    fprintf(f,
+            "usage: hibar-bench %s --ranks N [--iters I] [--warmup W]%s [--bind core|none]\n"
+            "                   [--compare] " HB_BENCH_COMMON_USAGE "\n"
+            "  --ranks N      ranks on this node (1..%d), default 2\n"
+            "  --iters I      measured repetitions per row, default %s\n"
+            "  --warmup W     repetitions before measuring, default 100\n"
+            "%s"
+            "  --bind B       core: rank r bound to CPU r %% CPUs (default); none\n"
+            "  --compare      also run hibar-mpi-bench under mpirun, print the ratio\n",
+            bench, strcmp(bench, "scatter") == 0 ? " [--sizes LIST]" : "", BC_MAX_RANKS,
+            strcmp(bench, "scatter") == 0 ? "1000" : "10000",
+            strcmp(bench, "scatter") == 0
+                ? "  --sizes LIST   bytes per rank, e.g. 8,1K,64K,1M (default 8,1K,64K,1M)\n"
+                : "");
+}
+
+static int bc_size(const char *s, size_t *v)
+{
+    char *end;
+    unsigned long long x;
+    errno = 0;
+    x = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    if (*end == 'K' || *end == 'k')
+        x <<= 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        x <<= 20, end++;
+    if (*end != '\0' || x > (64ull << 20))
+        return -1;
+    *v = (size_t)x;
+    return 0;
+}
+
+static int bc_parse(int argc, char **argv, bc_opts_t *o)
+{
+    static const struct option lo[] = {
+        {"ranks", required_argument, NULL, 'n'},  {"iters", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'}, {"sizes", required_argument, NULL, 's'},
+        {"bind", required_argument, NULL, 'b'},   {"compare", no_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    int c, scatter = strcmp(o->bench, "scatter") == 0;
+    char *end, *list, *tok, *save = NULL;
+
+    o->n = 2;
+    o->iters = scatter ? 1000 : 10000;
+    o->warmup = 100;
+    o->bind = 1;
+    if (scatter) {
+        static const size_t dflt[] = {8, 1024, 65536, 1 << 20};
+        memcpy(o->sizes, dflt, sizeof(dflt));
+        o->nsizes = 4;
+    } else {
+        o->sizes[0] = 0;
+        o->nsizes = 1;
+    }
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+        errno = 0;
+        switch (c) {
+        case 'n':
+            o->n = (uint32_t)strtoul(optarg, &end, 10);
+            if (*end || errno || o->n < 1 || o->n > BC_MAX_RANKS) {
+                fprintf(stderr, "hibar-bench %s: --ranks must be 1..%d\n", o->bench,
+                        BC_MAX_RANKS);
+                return -1;
+            }
+            break;
+        case 'i':
+        case 'w':
+            if (c == 'i')
+                o->iters = strtoull(optarg, &end, 10);
+            else
+                o->warmup = strtoull(optarg, &end, 10);
+            if (*end || errno || (c == 'i' && (o->iters < 1 || o->iters > 10000000)) ||
+                o->warmup > 10000000) {
+                fprintf(stderr, "hibar-bench %s: bad --%s '%s'\n", o->bench,
+                        c == 'i' ? "iters" : "warmup", optarg);
+                return -1;
+            }
+            break;
+        case 's':
+            if (!scatter) {
+                fprintf(stderr, "hibar-bench %s: --sizes is for scatter\n", o->bench);
+                return -1;
+            }
+            list = strdup(optarg);
+            if (list == NULL)
+                return -1;
+            o->nsizes = 0;
+            for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (o->nsizes == BC_MAX_SIZES || bc_size(tok, &o->sizes[o->nsizes]) != 0) {
+                    fprintf(stderr, "hibar-bench scatter: bad size '%s' (at most %d, each <= 64M)\n",
+                            tok, BC_MAX_SIZES);
+                    free(list);
+                    return -1;
+                }
+                o->nsizes++;
+            }
+            free(list);
+            if (o->nsizes == 0) {
+                fprintf(stderr, "hibar-bench scatter: --sizes is empty\n");
+                return -1;
+            }
+            break;
+        case 'b':
+            if (strcmp(optarg, "core") != 0 && strcmp(optarg, "none") != 0) {
+                fprintf(stderr, "hibar-bench %s: --bind core|none\n", o->bench);
+                return -1;
+            }
+            o->bind = strcmp(optarg, "core") == 0;
+            break;
+        case 'c':
+            o->compare = 1;
+            break;
+        case 'h':
+            bc_usage(stdout, o->bench);
+            exit(0);
+        default:
+            bc_usage(stderr, o->bench);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "hibar-bench %s: unexpected argument '%s'\n", o->bench, argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static int bc_op(hibar_t *h, const bc_opts_t *o, size_t size, const void *sbuf, void *rbuf)
+{
+    if (strcmp(o->bench, "barrier") == 0)
+        return hibar_barrier(h);
+    return hibar_scatter(h, sbuf, rbuf, size, 0);
+}
+
+/* One rank: returns a status. */
+static int bc_rank(int seg_fd, uint32_t me, const bc_opts_t *o, size_t size, bc_shared_t *sh)
+{
+    double *t = sh->t + (uint64_t)me * o->iters;
+    char *sbuf = NULL, *rbuf = NULL;
+    hibar_t *h = NULL;
+    uint64_t i, t0;
+    int rc;
+
+    if (o->bind) {
+        cpu_set_t set;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        CPU_ZERO(&set);
+        CPU_SET((int)(me % (uint32_t)(ncpu > 0 ? ncpu : 1)), &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0)
+            hb_log_warn("rank %u: sched_setaffinity: %m", (unsigned)me);
+    }
+    if (size > 0) {
+        sbuf = me == 0 ? malloc(size * o->n) : NULL;
+        rbuf = malloc(size);
+        if ((me == 0 && sbuf == NULL) || rbuf == NULL) {
+            rc = HIBAR_ERR_NOMEM;
+            goto out;
+        }
+        if (sbuf != NULL)
+            memset(sbuf, 0x5a, size * o->n);
+        memset(rbuf, 0, size);
+    }
+    rc = hb_client_attach(seg_fd, -1, me, &h);
+    if (rc != 0)
+        goto out;
+    if (me == 0)
+        sh->cma = hb_client_cma(h);
+    for (i = 0; i < o->warmup && rc == 0; i++)
+        rc = bc_op(h, o, size, sbuf, rbuf);
+    /* MPIBlib maximum method: isolated repetitions */
+    for (i = 0; i < o->iters && rc == 0; i++) {
+        rc = hibar_barrier(h);
+        t0 = hb_time_now_ns();
+        if (rc == 0)
+            rc = bc_op(h, o, size, sbuf, rbuf);
+        t[i] = (double)(hb_time_now_ns() - t0) / 1e3;
+    }
+    /* OSU style: back-to-back */
+    if (rc == 0)
+        rc = hibar_barrier(h);
+    t0 = hb_time_now_ns();
+    for (i = 0; i < o->iters && rc == 0; i++)
+        rc = bc_op(h, o, size, sbuf, rbuf);
+    if (me == 0)
+        sh->loop_us = (double)(hb_time_now_ns() - t0) / 1e3 / (double)o->iters;
+    if (rc == 0 && size > 0 && rbuf[size - 1] != 0x5a)
+        rc = HIBAR_ERR_INTERNAL; /* the data did not arrive */
+    {
+        int frc = hibar_finalize(&h);
+        if (rc == 0)
+            rc = frc;
+    }
+out:
+    free(sbuf);
+    free(rbuf);
+    return rc;
+}
+
+/* Where hibar-mpi-bench is: next to this program (build tree: peer/, installed: same dir). */
+static int bc_peer_path(char *buf, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash;
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    slash = strrchr(self, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    if (snprintf(buf, len, "%.*s/peer/hibar-mpi-bench", (int)(len - 32), self) < (int)len &&
+        access(buf, X_OK) == 0)
+        return 0;
+    if (snprintf(buf, len, "%.*s/hibar-mpi-bench", (int)(len - 32), self) < (int)len &&
+        access(buf, X_OK) == 0)
+        return 0;
+    return -1;
+}
+
+static double bc_json_num(const char *line, const char *key)
+{
+    char k[64];
+    const char *p;
+    snprintf(k, sizeof(k), "\"%s\": ", key);
+    p = strstr(line, k);
+    return p == NULL ? -1.0 : strtod(p + strlen(k), NULL);
+}
+
+/* Run the Open MPI peer for one row; fills *st (median, min, max, p99, ci, mean). */
+static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *iters_p)
+{
+    char peer[PATH_MAX], cmd[PATH_MAX + 512], line[1024];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *p;
+    int found = 0, status;
+
+    if (bc_peer_path(peer, sizeof(peer)) != 0) {
+        fprintf(stderr, "hibar-bench %s: --compare: hibar-mpi-bench not found (configure "
+                        "found no mpicc?)\n", o->bench);
+        return -1;
+    }
+    if (geteuid() == 0) {
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    }
+    /* The peer at its best: yield when idle if ranks outnumber cores, as mpirun does. */
+    snprintf(cmd, sizeof(cmd),
+             "mpirun -n %u --oversubscribe%s %s --bench %s --sizes %zu --iters %llu "
+             "--warmup %llu 2>&1",
+             (unsigned)o->n, (long)o->n > ncpu ? " --mca mpi_yield_when_idle 1" : "", peer,
+             o->bench, size, (unsigned long long)o->iters, (unsigned long long)o->warmup);
+    fflush(stdout);
+    p = popen(cmd, "r");
+    if (p == NULL) {
+        fprintf(stderr, "hibar-bench %s: popen mpirun: %s\n", o->bench, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof(line), p) != NULL) {
+        if (strstr(line, "\"impl\": \"open-mpi\"") != NULL && bc_json_num(line, "median_us") >= 0) {
+            memset(st, 0, sizeof(*st));
+            st->median = bc_json_num(line, "median_us");
+            st->min = bc_json_num(line, "min_us");
+            st->max = bc_json_num(line, "max_us");
+            st->p99 = bc_json_num(line, "p99_us");
+            st->ci = bc_json_num(line, "ci_us");
+            st->mean = bc_json_num(line, "mean_us");
+            st->confidence = 0.95;
+            *iters_p = (uint64_t)bc_json_num(line, "iters");
+            st->n = (size_t)*iters_p;
+            found = 1;
+        } else if (!found) {
+            fprintf(stderr, "mpirun: %s", line);
+        }
+    }
+    status = pclose(p);
+    if (!found || status != 0) {
+        fprintf(stderr, "hibar-bench %s: the Open MPI run failed (%s)\n", o->bench, cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fork the ranks for one row; x gets the per-repetition maximum over ranks. */
+static int bc_row(const bc_opts_t *o, size_t size, bc_shared_t *sh, double *x)
+{
+    pid_t pid[BC_MAX_RANKS];
+    hb_seg_t seg;
+    uint32_t i, n = o->n;
+    uint64_t k;
+    int rc, failed = 0;
+
+    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1,
+                       &seg);
+    if (rc != 0) {
+        fprintf(stderr, "hibar-bench %s: segment: %s\n", o->bench, hibar_strerror(rc));
+        return -1;
+    }
+    fflush(NULL);
+    for (i = 0; i < n; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            sh->status[i] = bc_rank(seg.fd, i, o, size, sh);
+            _exit(0);
+        }
+        if (pid[i] < 0) {
+            fprintf(stderr, "hibar-bench %s: fork: %s\n", o->bench, strerror(errno));
+            for (k = 0; k < i; k++)
+                kill(pid[k], SIGKILL);
+            n = i;
+            failed = 1;
+            break;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        int st;
+        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sh->status[i] != 0) {
+            fprintf(stderr, "hibar-bench %s: rank %u failed: %s\n", o->bench, (unsigned)i,
+                    WIFEXITED(st) ? hibar_strerror(sh->status[i]) : "killed");
+            failed = 1;
+        }
+    }
+    hb_seg_unmap(&seg);
+    if (failed)
+        return -1;
+    for (k = 0; k < o->iters; k++) {
+        double m = 0;
+        for (i = 0; i < o->n; i++)
+            m = sh->t[(uint64_t)i * o->iters + k] > m ? sh->t[(uint64_t)i * o->iters + k] : m;
+        x[k] = m;
+    }
+    return 0;
+}
+
+static int bc_main(const char *bench, int argc, char **argv)
+{
+    hb_bench_common_t com;
+    hb_bench_out_t out;
+    bc_opts_t o;
+    bc_shared_t *sh;
+    size_t shlen;
+    double *x;
+    int s, rc = 1;
+
+    memset(&o, 0, sizeof(o));
+    o.bench = bench;
+    if (hb_bench_common_parse(&argc, argv, &com) < 0 || bc_parse(argc, argv, &o) < 0)
+        return 2;
+    shlen = sizeof(*sh) + (size_t)o.n * o.iters * sizeof(double);
+    sh = mmap(NULL, shlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    x = malloc(o.iters * sizeof(*x));
+    if (sh == MAP_FAILED || x == NULL) {
+        fprintf(stderr, "hibar-bench %s: out of memory\n", bench);
+        if (sh != MAP_FAILED)
+            munmap(sh, shlen);
+        free(x);
+        return 1;
+    }
+    if (hb_bench_out_open(&out, bench, &com) != 0)
+        goto out;
+    hb_bench_out_note(&out,
+                      "hibar-bench %s: one node, %u ranks (processes, %s), %ld cores online; "
+                      "impl hibar = libhibar's intra-node path",
+                      bench, o.n, o.bind ? "bound to CPU rank % cores" : "not bound",
+                      sysconf(_SC_NPROCESSORS_ONLN));
+    hb_bench_out_note(&out, "latency per repetition = max over ranks (isolated by a barrier); "
+                            "loop_us = back-to-back average");
+    for (s = 0; s < o.nsizes; s++) {
+        hb_stats_t st, pst;
+        hb_bench_row_t row = {.impl = "hibar", .nodes = 1, .ranks = o.n, .size = o.sizes[s],
+                              .reps = o.iters, .iters = o.iters, .st = &st};
+        char extra[256];
+        uint64_t piters = 0;
+
+        if (bc_row(&o, o.sizes[s], sh, x) != 0)
+            goto out_close;
+        hb_stats_summarize(x, o.iters, com.confidence, &st);
+        snprintf(extra, sizeof(extra),
+                 "\"method\": \"maximum\", \"loop_us\": %.3f, \"warmup\": %llu, \"cma\": %d",
+                 sh->loop_us, (unsigned long long)o.warmup, sh->cma);
+        row.extra_json = extra;
+        hb_bench_out_note(&out, "impl hibar, size %zu: loop_us %.3f", o.sizes[s], sh->loop_us);
+        hb_bench_out_row(&out, &row);
+        if (o.compare) {
+            hb_bench_row_t prow = {.impl = "open-mpi", .nodes = 1, .ranks = o.n,
+                                   .size = o.sizes[s], .st = &pst};
+            char pextra[128];
+            if (bc_peer(&o, o.sizes[s], &pst, &piters) != 0)
+                goto out_close;
+            prow.iters = prow.reps = piters;
+            snprintf(pextra, sizeof(pextra), "\"method\": \"maximum\", \"ratio\": %.3f",
+                     pst.median > 0 ? st.median / pst.median : 0.0);
+            prow.extra_json = pextra;
+            hb_bench_out_note(&out, "impl open-mpi, size %zu: ratio hibar/open-mpi (medians) %.3f",
+                              o.sizes[s], pst.median > 0 ? st.median / pst.median : 0.0);
+            hb_bench_out_row(&out, &prow);
+        }
+    }
+    rc = 0;
+out_close:
+    hb_bench_out_close(&out);
+out:
+    munmap(sh, shlen);
+    free(x);
+    return rc;
+}
+
+int hb_bench_barrier_main(int argc, char **argv) { return bc_main("barrier", argc, argv); }
+int hb_bench_scatter_main(int argc, char **argv) { return bc_main("scatter", argc, argv); }
