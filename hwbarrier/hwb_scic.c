@@ -261,6 +261,10 @@ static int hb_scic_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
         return HIBAR_ERR_INVAL;
     if (s->pending & (1u << sync))
         return HIBAR_ERR_BUSY;
+    if (!(hb_scic_rd32(s->bar, HB_SCIC_STATUS) & HB_SCIC_ST_LINK_UP)) {
+        hb_log_error("hwbarrier scic: %s: board link down", s->path);
+        return HIBAR_ERR_PEER_LOST;
+    }
     /* The doorbell takes one command at a time; the chip takes it within microseconds. */
     rc = hb_wait_until(NULL, hb_scic_db_free, s, NULL, hb_time_now_ns() + 1000000000ull);
     if (rc < 0) {

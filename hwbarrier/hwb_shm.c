@@ -253,7 +253,8 @@ static int hb_shm_attach(hb_shm_t *s, uint64_t deadline)
             close(fd);
             return HIBAR_ERR_EXISTS;
         }
-        /* A previous holder of this port may have died mid-round: clear its flags. */
+        /* A previous holder of this port may have died mid-round: clear its flags. (Poison
+         * stays: it may name this port for a disagreeing round it has not joined yet.) */
         for (uint32_t i = 0; i < HB_HWB_NSYNC; i++)
             atomic_store(&seg->flags[s->me].flag[i], HB_SHM_IDLE);
         atomic_store(&seg->node[s->me].pid, s->pid);

@@ -576,8 +576,8 @@ static int t_body_lost(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     rc = hb_hwb_wait(h, me == 2 ? 9 : 4, T_WAIT_MS);
     t_sh->got[me] = rc;
     T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
-    if (me == 2)
-        return 0;
+    if (me == 2) /* our own board is gone: arrivals fail at once */
+        return hb_hwb_arrive(h, 3, t_full(n)) == HIBAR_ERR_PEER_LOST ? 0 : HIBAR_ERR_INTERNAL;
     /* the survivors go on without node 2 (arbitrary participation) */
     T_CHECK(hb_hwb_barrier(h, 4, 0x3, T_WAIT_MS) == 0, HIBAR_ERR_INTERNAL);
     /* and a round naming the lost node fails at once */

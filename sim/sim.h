@@ -1,0 +1,212 @@
+/* sim.h: hibar-sim's discrete-event engine, cost model and drivers of the production hier/ and
+ * coll/ state machines. */
+#ifndef HB_SIM_H
+#define HB_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hier.h"
+#include "hier_local.h"
+#include "topo.h"
+
+/*
+ * Sans-I/O like hier/ and coll/: no socket, thread or clock; time is the simulation's own
+ * (microseconds, double). Everything is deterministic: the same input and seed give the same
+ * result, bit for bit (events at the same time run in the order they were scheduled).
+ *
+ * ---- The cost model (what hibar-sim(1) documents) ----------------------------------------
+ * Control messages (hier SEND, no payload): the sender's NIC is busy ctl_gap, the message
+ * arrives ctl_gap + T_SR after it could leave (hop TSR), or g(0) + L (hop PLOGP, from the
+ * PlogP tables); a hop between two sites adds the WAN latency.
+ * Chassis barrier: completes T_IB after the last node of its mask arrived, on every node.
+ * Data messages (coll SEND of m bytes):
+ *   LAN (same site): FIFO reservation of the sender's out-NIC AND the receiver's in-NIC:
+ *     start = max(ready, out_free[src], in_free[dst]); both are busy c(m) = alpha + m/b_LAN
+ *     (PLOGP: g(m)); it arrives at start + c(m) + lan_lat (PLOGP: + L). Several senders to
+ *     one receiver (incast) and several messages from one sender are thus serialized.
+ *   WAN (other site): the sender is busy alpha (start-up); the message then queues on its
+ *     lane (one FIFO per node pair: a lane is one connection) and, at the head, becomes a
+ *     flow on the directed site-pair WAN. Flows share the WAN by processor sharing: with n
+ *     flows active each runs at b_WAN(n) (hb_model_bwan: the measured per-lane table, else
+ *     min(b_lane, B_WAN / n)), recomputed whenever a flow starts or ends. It arrives the WAN
+ *     latency L after its last byte left. WAN flows do not occupy the sender's NIC beyond
+ *     alpha (b_WAN << b_LAN), so a root serves its own site while its lane runs.
+ * Not modelled: TCP slow start, PlogP-BR's retransmission-timeout penalty, switch-internal
+ * contention inside a site (only NICs are resources), CPU time of the daemons.
+ */
+
+/* ---- the event engine ------------------------------------------------------------------ */
+
+/* One event: a time, a kind and a few words for the driver; seq is the tie-break. */
+typedef struct hb_sim_ev {
+    double t;
+    uint64_t seq;  /* order of scheduling: equal times run in this order */
+    uint32_t kind; /* the driver's */
+    uint32_t node;
+    uint32_t a, b;
+    uint64_t x;
+} hb_sim_ev_t;
+
+typedef struct hb_sim_engine hb_sim_engine_t;
+
+/* An empty engine at time 0. 0 or NOMEM. */
+int hb_sim_engine_create(hb_sim_engine_t **e_p);
+void hb_sim_engine_destroy(hb_sim_engine_t *e);
+/* Schedule an event at t (>= now; an earlier t is clamped to now). 0 or NOMEM. */
+int hb_sim_engine_push(hb_sim_engine_t *e, double t, uint32_t kind, uint32_t node, uint32_t a,
+                       uint32_t b, uint64_t x);
+/* Take the earliest event (ties: the one scheduled first) and advance now to its time.
+ * 0, or NOT_FOUND when no event is left. */
+int hb_sim_engine_pop(hb_sim_engine_t *e, hb_sim_ev_t *ev_p);
+double hb_sim_engine_now(const hb_sim_engine_t *e);
+size_t hb_sim_engine_pending(const hb_sim_engine_t *e);
+uint64_t hb_sim_engine_count(const hb_sim_engine_t *e); /* events popped so far */
+
+/* ---- parameters -------------------------------------------------------------------------- */
+
+#define HB_SIM_MAX_TAB 64 /* entries of the measured tables (lanes, PlogP sizes) */
+
+typedef enum hb_sim_hop {
+    HB_SIM_HOP_TSR = 0,  /* control hop T_SR, data Hockney alpha + m/b_LAN */
+    HB_SIM_HOP_PLOGP = 1 /* control hop g(0) + L, data g(m) + L from the PlogP tables */
+} hb_sim_hop_t;
+
+/* Every cost the model uses. Units: µs, bytes, bytes/µs (1 byte/µs = 8 Mbit/s). Plain data
+ * (no pointers): copy it freely. */
+typedef struct hb_sim_params {
+    double t_ib;    /* chassis barrier */
+    double t_sr;    /* one inter-chassis send/receive (control message) */
+    double ctl_gap; /* sender NIC time per control message (default 0: sends to several
+                     * children leave at once, as the paper's formula assumes) */
+    hb_sim_hop_t hop;
+    double alpha;                 /* per-message start-up of a data message */
+    double b_lan;                 /* LAN point-to-point bandwidth */
+    double lan_lat;               /* LAN latency on top of alpha (default 0) */
+    double wan_lat;               /* WAN one-way latency L */
+    double b_lane;                /* WAN cap of one node pair (b_WAN) */
+    double B_wan;                 /* WAN total cap per direction between two sites */
+    uint32_t n_b_wan;             /* measured b_WAN(P), P = 1..n_b_wan; 0: none */
+    double b_wan[HB_SIM_MAX_TAB]; /* per-lane bandwidth with P lanes active */
+    /* PlogP (hop PLOGP): values at n_logp sizes, ascending */
+    double logp_L;
+    uint32_t n_logp;
+    double logp_m[HB_SIM_MAX_TAB], logp_os[HB_SIM_MAX_TAB], logp_or[HB_SIM_MAX_TAB];
+    double logp_g[HB_SIM_MAX_TAB];
+} hb_sim_params_t;
+
+/* Defaults: T_IB 4 µs, T_SR 60 µs, gap 0, hop TSR, alpha 50 µs, LAN 1 Gbit/s, WAN L 5000 µs,
+ * 250 Mbit/s per lane, 1 Gbit/s total (the multi-lane paper's test bed). */
+void hb_sim_params_init(hb_sim_params_t *p);
+/* INVAL with a reason in err when a value is unusable (negative time, zero bandwidth...). */
+int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen);
+/* b_WAN(n) in bytes/µs per flow with n flows active (coll/model.h's hb_model_bwan). */
+double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
+
+/* ---- calibration from hibar-bench JSON rows (DESIGN section 6) ------------------------- */
+
+/*
+ * Rows read (one JSON object per line; blank lines and lines starting with '#' skipped):
+ *   bench "hwbarrier"        median_us -> T_IB (the row with most nodes; ties: the last)
+ *   bench "cluster-barrier"  t_ib_us, t_sr_us -> T_IB, T_SR (override hwbarrier/tsr);
+ *                            the row itself is kept for validation (protocol impl, nodes,
+ *                            median_us)
+ *   bench "tsr"              median_us -> T_SR (one-way)
+ *   bench "lanes"            impl "lan": mbit (or bw_mbps) -> b_LAN, latency_us -> alpha;
+ *                            impl "wan": lanes = P and mbit per lane -> b_WAN(P),
+ *                            total_mbit -> B_WAN, latency_us -> L
+ *   bench "logp"             size, L_us, os_us, or_us, g_us -> PlogP tables (hop PLOGP)
+ * Other rows are counted and ignored. A malformed line fails the whole file with
+ * "FILE:LINE: what" in err (HIBAR_ERR_CONFIG); unreadable file: HIBAR_ERR_IO.
+ */
+typedef struct hb_sim_meas {
+    char impl[16];
+    uint32_t nodes;
+    double median_us, t_ib_us, t_sr_us;
+} hb_sim_meas_t;
+
+#define HB_SIM_MAX_MEAS 32
+
+typedef struct hb_sim_calib {
+    uint32_t rows, used; /* rows read, rows that set a parameter */
+    unsigned set;        /* HB_SIM_SET_* bits: what the file gave */
+    uint32_t n_meas;     /* cluster-barrier measurements kept for validation */
+    hb_sim_meas_t meas[HB_SIM_MAX_MEAS];
+} hb_sim_calib_t;
+
+#define HB_SIM_SET_TIB 1u
+#define HB_SIM_SET_TSR 2u
+#define HB_SIM_SET_LAN 4u
+#define HB_SIM_SET_WAN 8u
+#define HB_SIM_SET_LOGP 16u
+
+int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, char *err,
+                     size_t errlen);
+
+/*
+ * A tiny JSON reader for one flat object per line: hb_sim_json_parse fills up to max
+ * key/value pairs (strings unescaped into the caller's buffer, numbers as double; nested
+ * objects, arrays, true/false/null accepted and reported as kind OTHER). INVAL with a reason.
+ */
+typedef enum { HB_SIM_JSON_NUM = 0, HB_SIM_JSON_STR = 1, HB_SIM_JSON_OTHER = 2 } hb_sim_json_kind_t;
+typedef struct hb_sim_json_kv {
+    const char *key;
+    hb_sim_json_kind_t kind;
+    const char *str;
+    double num;
+} hb_sim_json_kv_t;
+int hb_sim_json_parse(const char *line, char *buf, size_t buflen, hb_sim_json_kv_t *kv, size_t max,
+                      size_t *n_p, const char **why_p);
+
+/* ---- topologies ------------------------------------------------------------------------ */
+
+/* n_nodes in chassis of chassis_size (the last may be smaller), sites contiguous blocks of
+ * whole chassis (chassis c in site c * sites / n_chassis), fanout as in topo.h. */
+int hb_sim_topo_gen(uint32_t n_nodes, uint32_t chassis_size, uint32_t fanout, uint32_t sites,
+                    hb_topo_t **topo_p, char *err, size_t errlen);
+
+/* ---- runs -------------------------------------------------------------------------------- */
+
+/*
+ * Traces use hier_local.h's record (hb_hier_rec_t: ARRIVE, MSG, HWB_DONE for events fed;
+ * SEND, HWB_ARRIVE, COMPLETE, FAIL for actions produced; t = simulated time, n_ib/n_sr 0) and
+ * its line format (hb_hier_rec_format), so the traces of hier_local, hibar-sim and the daemon's
+ * driver compare line by line: per node, the action records come in program order whatever
+ * the delivery order.
+ */
+typedef void (*hb_sim_trace_fn)(void *arg, const hb_hier_rec_t *r);
+typedef void (*hb_sim_progress_fn)(void *arg, uint64_t events, double t_us);
+
+typedef struct hb_sim_opts {
+    hb_hier_proto_t proto; /* barrier protocol (fence: the barrier before the allgather) */
+    uint32_t barriers;     /* consecutive barriers (default 1); latency is their mean */
+    double skew_us;        /* arrivals uniform in [0, skew) (default 0: all at 0) */
+    uint64_t seed;         /* for the skew */
+    hb_sim_trace_fn trace; /* or NULL */
+    void *trace_arg;
+    hb_sim_progress_fn progress; /* or NULL: called every 2^20 events */
+    void *progress_arg;
+} hb_sim_opts_t;
+
+typedef struct hb_sim_result {
+    double latency_us;       /* barrier: mean over barriers of (last COMPLETE - last ARRIVE);
+                              * collective: last COMPLETE - start */
+    double t_end;            /* time of the last event */
+    double barrier_us;       /* fence: its barrier part (last COMPLETE of the barrier) */
+    uint64_t events;         /* events processed */
+    uint64_t messages;       /* messages sent (control + data) */
+    uint64_t bytes;          /* data bytes sent */
+    uint64_t hwb_rounds;     /* chassis barrier rounds */
+    uint64_t refused;        /* events a state machine refused (must be 0) */
+    uint64_t wan_flows;      /* WAN flows */
+    uint32_t max_wan_active; /* largest number of concurrent WAN flows on one site pair */
+} hb_sim_result_t;
+
+void hb_sim_opts_init(hb_sim_opts_t *o);
+
+/* Simulate o->barriers barriers of o->proto on topo with the real hb_hier engines (one per
+ * node). 0, or INVAL / NOMEM / INTERNAL (an engine refused an event or the run stalled). */
+int hb_sim_barrier(const hb_topo_t *topo, const hb_sim_params_t *p, const hb_sim_opts_t *o,
+                   hb_sim_result_t *r_p);
+
+#endif

@@ -1,0 +1,530 @@
+/* sim_calib.c: a small JSON-line reader and the calibration of the model from hibar-bench rows. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hibar.h"
+#include "model.h"
+#include "sim.h"
+
+/* ---- the JSON reader ------------------------------------------------------------------- */
+
+typedef struct jp {
+    const char *s;
+    char *out; /* string storage */
+    size_t out_len, out_cap;
+    const char *why;
+} jp_t;
+
+static void jp_ws(jp_t *j)
+{
+    while (*j->s == ' ' || *j->s == '\t' || *j->s == '\r' || *j->s == '\n')
+        j->s++;
+}
+
+static int jp_fail(jp_t *j, const char *why)
+{
+    if (j->why == NULL)
+        j->why = why;
+    return -1;
+}
+
+static int jp_put(jp_t *j, char c)
+{
+    if (j->out_len + 1 >= j->out_cap)
+        return jp_fail(j, "line too long");
+    j->out[j->out_len++] = c;
+    return 0;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+/* A string at *s (the opening quote); stored unescaped (non-ASCII \u escapes become '?')
+ * when store, its start in *str_p. */
+static int jp_string(jp_t *j, int store, const char **str_p)
+{
+    size_t start = j->out_len;
+
+    if (*j->s != '"')
+        return jp_fail(j, "expected a string");
+    j->s++;
+    for (;;) {
+        unsigned char c = (unsigned char)*j->s;
+        if (c == '\0')
+            return jp_fail(j, "unterminated string");
+        if (c < 0x20)
+            return jp_fail(j, "control character in a string");
+        j->s++;
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            char e = *j->s++;
+            switch (e) {
+            case '"':
+            case '\\':
+            case '/':
+                break;
+            case 'b':
+                e = '\b';
+                break;
+            case 'f':
+                e = '\f';
+                break;
+            case 'n':
+                e = '\n';
+                break;
+            case 'r':
+                e = '\r';
+                break;
+            case 't':
+                e = '\t';
+                break;
+            case 'u': {
+                int k, v = 0;
+                for (k = 0; k < 4; k++) {
+                    int h = hexval((unsigned char)j->s[k]);
+                    if (h < 0)
+                        return jp_fail(j, "bad \\u escape");
+                    v = v * 16 + h;
+                }
+                j->s += 4;
+                e = v < 0x80 ? (char)v : '?';
+                break;
+            }
+            default:
+                return jp_fail(j, "bad escape in a string");
+            }
+            c = (unsigned char)e;
+        }
+        if (store && jp_put(j, (char)c) != 0)
+            return -1;
+    }
+    if (store) {
+        if (jp_put(j, '\0') != 0)
+            return -1;
+        *str_p = j->out + start;
+    }
+    return 0;
+}
+
+static int jp_number(jp_t *j, double *v_p)
+{
+    const char *p = j->s;
+    char *end;
+
+    /* JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+    if (*p == '-')
+        p++;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (isdigit((unsigned char)*p))
+            p++;
+    else
+        return jp_fail(j, "bad value");
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return jp_fail(j, "bad number");
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return jp_fail(j, "bad number");
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    errno = 0;
+    *v_p = strtod(j->s, &end);
+    if (end != p || !isfinite(*v_p))
+        return jp_fail(j, "bad number");
+    j->s = p;
+    return 0;
+}
+
+/* Any value, skipped (depth-limited). */
+static int jp_skip(jp_t *j, int depth)
+{
+    double d;
+
+    if (depth > 32)
+        return jp_fail(j, "nested too deep");
+    jp_ws(j);
+    if (*j->s == '"')
+        return jp_string(j, 0, NULL);
+    if (*j->s == '{' || *j->s == '[') {
+        char close = *j->s == '{' ? '}' : ']';
+        int obj = close == '}';
+        j->s++;
+        jp_ws(j);
+        if (*j->s == close) {
+            j->s++;
+            return 0;
+        }
+        for (;;) {
+            jp_ws(j);
+            if (obj) {
+                if (jp_string(j, 0, NULL) != 0)
+                    return -1;
+                jp_ws(j);
+                if (*j->s++ != ':')
+                    return jp_fail(j, "expected ':'");
+            }
+            if (jp_skip(j, depth + 1) != 0)
+                return -1;
+            jp_ws(j);
+            if (*j->s == ',') {
+                j->s++;
+                continue;
+            }
+            if (*j->s == close) {
+                j->s++;
+                return 0;
+            }
+            return jp_fail(j, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+        }
+    }
+    if (strncmp(j->s, "true", 4) == 0 || strncmp(j->s, "null", 4) == 0) {
+        j->s += 4;
+        return 0;
+    }
+    if (strncmp(j->s, "false", 5) == 0) {
+        j->s += 5;
+        return 0;
+    }
+    return jp_number(j, &d);
+}
+
+int hb_sim_json_parse(const char *line, char *buf, size_t buflen, hb_sim_json_kv_t *kv, size_t max,
+                      size_t *n_p, const char **why_p)
+{
+    jp_t j = {.s = line, .out = buf, .out_cap = buflen};
+    size_t n = 0;
+
+    if (line == NULL || buf == NULL || kv == NULL || n_p == NULL)
+        return HIBAR_ERR_INVAL;
+    jp_ws(&j);
+    if (*j.s != '{') {
+        jp_fail(&j, "not a JSON object");
+        goto err_;
+    }
+    j.s++;
+    jp_ws(&j);
+    if (*j.s == '}') {
+        j.s++;
+    } else {
+        for (;;) {
+            hb_sim_json_kv_t e = {0};
+            jp_ws(&j);
+            if (jp_string(&j, 1, &e.key) != 0)
+                goto err_;
+            jp_ws(&j);
+            if (*j.s++ != ':') {
+                jp_fail(&j, "expected ':'");
+                goto err_;
+            }
+            jp_ws(&j);
+            if (*j.s == '"') {
+                e.kind = HB_SIM_JSON_STR;
+                if (jp_string(&j, 1, &e.str) != 0)
+                    goto err_;
+            } else if (*j.s == '-' || isdigit((unsigned char)*j.s)) {
+                e.kind = HB_SIM_JSON_NUM;
+                if (jp_number(&j, &e.num) != 0)
+                    goto err_;
+            } else {
+                e.kind = HB_SIM_JSON_OTHER;
+                if (jp_skip(&j, 0) != 0)
+                    goto err_;
+            }
+            if (n < max)
+                kv[n++] = e;
+            jp_ws(&j);
+            if (*j.s == ',') {
+                j.s++;
+                continue;
+            }
+            if (*j.s == '}') {
+                j.s++;
+                break;
+            }
+            jp_fail(&j, "expected ',' or '}'");
+            goto err_;
+        }
+    }
+    jp_ws(&j);
+    if (*j.s != '\0') {
+        jp_fail(&j, "text after the object");
+        goto err_;
+    }
+    *n_p = n;
+    return 0;
+err_:
+    if (why_p != NULL)
+        *why_p = j.why;
+    return HIBAR_ERR_INVAL;
+}
+
+/* ---- calibration ------------------------------------------------------------------------- */
+
+#define CAL_MAX_KV 64
+
+typedef struct cal_row {
+    hb_sim_json_kv_t kv[CAL_MAX_KV];
+    size_t n;
+} cal_row_t;
+
+static const hb_sim_json_kv_t *row_get(const cal_row_t *r, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (strcmp(r->kv[i].key, key) == 0)
+            return &r->kv[i];
+    return NULL;
+}
+
+/* Number at key (>= 0 and finite), or -1 when absent; -2 when present but not usable. */
+static double row_num(const cal_row_t *r, const char *key)
+{
+    const hb_sim_json_kv_t *e = row_get(r, key);
+
+    if (e == NULL)
+        return -1;
+    if (e->kind != HB_SIM_JSON_NUM || !(e->num >= 0))
+        return -2;
+    return e->num;
+}
+
+static const char *row_str(const cal_row_t *r, const char *key)
+{
+    const hb_sim_json_kv_t *e = row_get(r, key);
+
+    return (e != NULL && e->kind == HB_SIM_JSON_STR) ? e->str : NULL;
+}
+
+/* Calibration state beyond the parameters themselves. */
+typedef struct cal_state {
+    double hwb_nodes; /* nodes of the hwbarrier row used, -1: none */
+    int from_cluster; /* T_IB/T_SR came from a cluster-barrier row */
+    uint32_t n_logp;
+    double logp_L_sum;
+} cal_state_t;
+
+static int cal_bad(char *err, size_t errlen, const char *path, unsigned line, const char *what,
+                   const char *key)
+{
+    if (err != NULL && errlen > 0)
+        snprintf(err, errlen, "%s:%u: %s%s%s%s", path, line, what, key ? " '" : "", key ? key : "",
+                 key ? "'" : "");
+    return HIBAR_ERR_CONFIG;
+}
+
+/* Insert a PlogP point (sizes kept ascending; the same size replaces). */
+static int cal_logp(hb_sim_params_t *p, double m, double os, double orv, double g)
+{
+    uint32_t i = 0, k;
+
+    while (i < p->n_logp && p->logp_m[i] < m)
+        i++;
+    if (i < p->n_logp && p->logp_m[i] == m) {
+        p->logp_os[i] = os;
+        p->logp_or[i] = orv;
+        p->logp_g[i] = g;
+        return 0;
+    }
+    if (p->n_logp >= HB_SIM_MAX_TAB)
+        return -1;
+    for (k = p->n_logp; k > i; k--) {
+        p->logp_m[k] = p->logp_m[k - 1];
+        p->logp_os[k] = p->logp_os[k - 1];
+        p->logp_or[k] = p->logp_or[k - 1];
+        p->logp_g[k] = p->logp_g[k - 1];
+    }
+    p->logp_m[i] = m;
+    p->logp_os[i] = os;
+    p->logp_or[i] = orv;
+    p->logp_g[i] = g;
+    p->n_logp++;
+    return 0;
+}
+
+static int cal_row(const cal_row_t *r, hb_sim_params_t *p, hb_sim_calib_t *c, cal_state_t *st,
+                   const char *path, unsigned line, char *err, size_t errlen)
+{
+    const char *bench = row_str(r, "bench"), *impl = row_str(r, "impl");
+    double med = row_num(r, "median_us"), nodes = row_num(r, "nodes");
+
+    if (bench == NULL)
+        return cal_bad(err, errlen, path, line, "row without a string key", "bench");
+    if (med == -2)
+        return cal_bad(err, errlen, path, line, "not a number >= 0:", "median_us");
+    if (strcmp(bench, "hwbarrier") == 0) {
+        if (med < 0)
+            return cal_bad(err, errlen, path, line, "hwbarrier row without", "median_us");
+        if (!st->from_cluster && nodes >= st->hwb_nodes) {
+            p->t_ib = med;
+            st->hwb_nodes = nodes;
+            c->set |= HB_SIM_SET_TIB;
+        }
+        c->used++;
+    } else if (strcmp(bench, "tsr") == 0) {
+        if (med < 0)
+            return cal_bad(err, errlen, path, line, "tsr row without", "median_us");
+        if (!st->from_cluster) {
+            p->t_sr = med;
+            c->set |= HB_SIM_SET_TSR;
+        }
+        c->used++;
+    } else if (strcmp(bench, "cluster-barrier") == 0) {
+        double tib = row_num(r, "t_ib_us"), tsr = row_num(r, "t_sr_us");
+        if (tib == -2 || tsr == -2)
+            return cal_bad(err, errlen, path, line,
+                           "not a number >= 0:", tib == -2 ? "t_ib_us" : "t_sr_us");
+        if (tib >= 0 && tsr >= 0) {
+            p->t_ib = tib;
+            p->t_sr = tsr;
+            st->from_cluster = 1;
+            c->set |= HB_SIM_SET_TIB | HB_SIM_SET_TSR;
+        }
+        if (med >= 0 && impl != NULL && nodes > 0 && c->n_meas < HB_SIM_MAX_MEAS) {
+            hb_sim_meas_t *m = &c->meas[c->n_meas++];
+            snprintf(m->impl, sizeof(m->impl), "%s", impl);
+            m->nodes = (uint32_t)nodes;
+            m->median_us = med;
+            m->t_ib_us = tib;
+            m->t_sr_us = tsr;
+        }
+        c->used++;
+    } else if (strcmp(bench, "lanes") == 0) {
+        double mbit = row_num(r, "mbit"), lat = row_num(r, "latency_us");
+        if (mbit < 0)
+            mbit = row_num(r, "bw_mbps");
+        if (mbit == -2 || lat == -2)
+            return cal_bad(err, errlen, path, line,
+                           "not a number >= 0:", mbit == -2 ? "mbit" : "latency_us");
+        if (impl == NULL || mbit <= 0)
+            return cal_bad(err, errlen, path, line, "lanes row needs impl and a bandwidth > 0",
+                           "mbit");
+        if (strcmp(impl, "lan") == 0) {
+            p->b_lan = HB_MODEL_MBIT(mbit);
+            if (lat >= 0)
+                p->alpha = lat;
+            c->set |= HB_SIM_SET_LAN;
+        } else if (strcmp(impl, "wan") == 0) {
+            double P = row_num(r, "lanes"), tot = row_num(r, "total_mbit");
+            if (P < 1 || P > HB_SIM_MAX_TAB || P != floor(P))
+                return cal_bad(err, errlen, path, line, "wan row needs lanes 1..64", "lanes");
+            while (p->n_b_wan < (uint32_t)P) {
+                /* fill holes with the last known value until the row's P */
+                p->b_wan[p->n_b_wan] = p->n_b_wan ? p->b_wan[p->n_b_wan - 1] : HB_MODEL_MBIT(mbit);
+                p->n_b_wan++;
+            }
+            p->b_wan[(uint32_t)P - 1] = HB_MODEL_MBIT(mbit);
+            if (P == 1)
+                p->b_lane = HB_MODEL_MBIT(mbit);
+            if (tot > 0)
+                p->B_wan = HB_MODEL_MBIT(tot);
+            if (lat >= 0)
+                p->wan_lat = lat;
+            c->set |= HB_SIM_SET_WAN;
+        } else {
+            return cal_bad(err, errlen, path, line, "lanes row with impl not lan/wan:", impl);
+        }
+        c->used++;
+    } else if (strcmp(bench, "logp") == 0) {
+        double m = row_num(r, "size"), L = row_num(r, "L_us"), os = row_num(r, "os_us"),
+               orv = row_num(r, "or_us"), g = row_num(r, "g_us");
+        if (m < 0 || L < 0 || g < 0)
+            return cal_bad(err, errlen, path, line, "logp row needs size, L_us, g_us >= 0",
+                           m < 0   ? "size"
+                           : L < 0 ? "L_us"
+                                   : "g_us");
+        if (cal_logp(p, m, os > 0 ? os : 0, orv > 0 ? orv : 0, g) != 0)
+            return cal_bad(err, errlen, path, line, "too many logp sizes (64 at most)", NULL);
+        st->logp_L_sum += L;
+        st->n_logp++;
+        p->logp_L = st->logp_L_sum / st->n_logp;
+        c->set |= HB_SIM_SET_LOGP;
+        c->used++;
+    }
+    return 0;
+}
+
+int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, char *err,
+                     size_t errlen)
+{
+    hb_sim_params_t np;
+    hb_sim_calib_t c;
+    cal_state_t st = {.hwb_nodes = -1};
+    char line[8192], buf[8192];
+    cal_row_t *row = NULL;
+    unsigned lineno = 0;
+    FILE *f;
+    int rc = 0;
+
+    if (path == NULL || p == NULL)
+        return HIBAR_ERR_INVAL;
+    f = fopen(path, "r");
+    if (f == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return HIBAR_ERR_IO;
+    }
+    row = calloc(1, sizeof(*row));
+    if (row == NULL) {
+        fclose(f);
+        return HIBAR_ERR_NOMEM;
+    }
+    memset(&c, 0, sizeof(c));
+    np = *p;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *why = NULL, *s = line;
+        size_t len = strlen(line);
+        lineno++;
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+            rc = cal_bad(err, errlen, path, lineno, "line too long", NULL);
+            break;
+        }
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '\n' || *s == '\r' || *s == '\0' || *s == '#')
+            continue;
+        if (hb_sim_json_parse(s, buf, sizeof(buf), row->kv, CAL_MAX_KV, &row->n, &why) != 0) {
+            rc = cal_bad(err, errlen, path, lineno, why ? why : "malformed JSON", NULL);
+            break;
+        }
+        c.rows++;
+        rc = cal_row(row, &np, &c, &st, path, lineno, err, errlen);
+        if (rc != 0)
+            break;
+    }
+    if (rc == 0 && ferror(f)) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s: read error", path);
+        rc = HIBAR_ERR_IO;
+    }
+    fclose(f);
+    free(row);
+    if (rc == 0 && hb_sim_params_check(&np, buf, sizeof(buf)) != 0)
+        rc = cal_bad(err, errlen, path, lineno, buf, NULL);
+    if (rc != 0)
+        return rc;
+    *p = np;
+    if (c_p != NULL)
+        *c_p = c;
+    return 0;
+}

@@ -1,0 +1,93 @@
+/* sim_int.h: internals of sim/: the simulated world (network resources, message pool) shared by the
+ * drivers. */
+#ifndef HB_SIM_INT_H
+#define HB_SIM_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+/* Event kinds of the drivers (hb_sim_ev_t.kind). */
+enum {
+    SIM_EV_ARRIVE = 1,    /* node: local ARRIVE of collective x */
+    SIM_EV_DELIVER = 2,   /* node: message x (pool index) arrives */
+    SIM_EV_HWB_DONE = 3,  /* node: chassis barrier sync a of collective x completed */
+    SIM_EV_WAN_ENQ = 4,   /* message x joins its WAN lane */
+    SIM_EV_WAN_DONE = 5,  /* flow a finished (if its generation is still b) */
+    SIM_EV_COLL_START = 6 /* node: the collective starts here */
+};
+
+enum { SIM_MSG_CTL = 0, SIM_MSG_DATA = 1 };
+
+/* A message in flight. */
+typedef struct sim_msg {
+    uint32_t from, to;
+    uint32_t kind; /* SIM_MSG_CTL / SIM_MSG_DATA */
+    uint32_t hmsg; /* CTL: hb_hier_msg_t */
+    uint32_t seq;  /* DATA: executor sequence number */
+    uint32_t next; /* free list / lane queue link */
+    uint64_t coll_id;
+    uint64_t off, len;
+} sim_msg_t;
+
+/* A WAN flow (one per WAN data message, while it is on the wire). */
+typedef struct sim_flow {
+    uint32_t msg, link, lane;
+    uint32_t gen;  /* bumped at each reschedule: older WAN_DONE events are stale */
+    uint32_t next; /* free list */
+    double rem;    /* bytes left */
+    double rate;   /* bytes/µs now */
+} sim_flow_t;
+
+/* A directed site pair's WAN: the flows on it. */
+typedef struct sim_link {
+    uint32_t *act;
+    uint32_t n_act, cap_act;
+    double t_last; /* when rem of the active flows was last brought up to date */
+} sim_link_t;
+
+/* A node pair's lane: a FIFO of WAN messages, one on the wire at a time. */
+typedef struct sim_lane {
+    uint64_t key; /* (from << 32 | to) + 1; 0: empty slot */
+    uint32_t busy;
+    uint32_t head, tail; /* queued messages (UINT32_MAX: none) */
+} sim_lane_t;
+
+typedef struct sim_world {
+    hb_sim_engine_t *eng;
+    hb_sim_params_t p;
+    uint32_t n_nodes, n_sites;
+    uint32_t *site_of; /* [n_nodes] (owned copy) */
+    double *out_free;  /* [n_nodes] sender NIC free at */
+    double *in_free;   /* [n_nodes] receiver NIC free at */
+    sim_msg_t *msgs;
+    uint32_t n_msgs, cap_msgs, free_msg;
+    sim_flow_t *flows;
+    uint32_t n_flows, cap_flows, free_flow;
+    sim_link_t *links; /* [n_sites * n_sites] */
+    sim_lane_t *lanes;
+    size_t cap_lanes, n_lanes;
+    hb_sim_result_t res;
+} sim_world_t;
+
+/* site_of may be NULL (one site). 0 or NOMEM / INVAL. */
+int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
+                   const uint32_t *site_of);
+void sim_world_free(sim_world_t *w);
+/* A control message from -> to, leaving now. */
+int sim_send_ctl(sim_world_t *w, uint32_t from, uint32_t to, uint32_t hmsg, uint64_t coll_id);
+/* A data message of len bytes, leaving now. */
+int sim_send_data(sim_world_t *w, uint32_t from, uint32_t to, uint32_t seq, uint64_t off,
+                  uint64_t len);
+/* Handle the network's own events (WAN_ENQ, WAN_DONE): 1 handled, 0 not a network event,
+ * negative status on error. */
+int sim_net_event(sim_world_t *w, const hb_sim_ev_t *ev);
+/* Give a delivered message back to the pool. */
+void sim_msg_release(sim_world_t *w, uint32_t idx);
+/* Cost of a LAN data message of m bytes on the sender (alpha + m/b_LAN, or PlogP g(m)) and the
+ * latency after it. */
+double sim_lan_busy(const sim_world_t *w, double m);
+double sim_lan_lat(const sim_world_t *w);
+
+#endif

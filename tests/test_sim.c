@@ -1,0 +1,539 @@
+/* test_sim.c: CUnit tests of sim/: event order, the paper's barrier formulas, calibration, traces,
+ * determinism. */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hibar.h"
+#include "hier.h"
+#include "hier_local.h"
+#include "sim.h"
+#include "topo.h"
+
+/* ---- the event engine -------------------------------------------------------------------- */
+
+static void test_engine_order(void)
+{
+    static const double t[] = {5, 1, 3, 1, 5, 0, 3, 1, 2, 5};
+    hb_sim_engine_t *e;
+    hb_sim_ev_t ev;
+    double last_t = -1;
+    uint64_t last_seq = 0;
+    uint32_t seen = 0, i;
+
+    CU_ASSERT_FATAL(hb_sim_engine_create(&e) == 0);
+    for (i = 0; i < 10; i++)
+        CU_ASSERT(hb_sim_engine_push(e, t[i], 7, i, 0, 0, i) == 0);
+    CU_ASSERT(hb_sim_engine_pending(e) == 10);
+    while (hb_sim_engine_pop(e, &ev) == 0) {
+        /* time order; equal times in scheduling order */
+        CU_ASSERT(ev.t > last_t || (ev.t == last_t && ev.seq > last_seq));
+        CU_ASSERT(ev.node == 99 ? ev.t == 0 : ev.t == t[ev.node]);
+        CU_ASSERT(hb_sim_engine_now(e) == ev.t);
+        last_t = ev.t;
+        last_seq = ev.seq;
+        seen++;
+        if (ev.node ==
+            5) /* at time 0, schedule one in the past: it runs now, after the rest at 0 */
+            CU_ASSERT(hb_sim_engine_push(e, -4, 7, 99, 0, 0, 99) == 0);
+    }
+    CU_ASSERT(seen == 11);
+    CU_ASSERT(hb_sim_engine_count(e) == 11);
+    CU_ASSERT(hb_sim_engine_pop(e, &ev) == HIBAR_ERR_NOT_FOUND);
+    hb_sim_engine_destroy(e);
+}
+
+/* The order of the 1,1,1 ties is exactly the push order. */
+static void test_engine_ties(void)
+{
+    hb_sim_engine_t *e;
+    hb_sim_ev_t ev;
+    uint32_t i, last = 0;
+    double last_t = -1;
+
+    CU_ASSERT_FATAL(hb_sim_engine_create(&e) == 0);
+    for (i = 0; i < 5000; i++)
+        CU_ASSERT(hb_sim_engine_push(e, (double)(i % 3), 1, i, 0, 0, 0) == 0);
+    for (i = 0; i < 5000; i++) {
+        CU_ASSERT_FATAL(hb_sim_engine_pop(e, &ev) == 0);
+        /* all of time 0 in push order, then all of time 1, then 2 */
+        CU_ASSERT(ev.t >= last_t);
+        if (ev.t == last_t)
+            CU_ASSERT(ev.node > last);
+        CU_ASSERT(ev.node % 3 == (uint32_t)ev.t);
+        last_t = ev.t;
+        last = ev.node;
+    }
+    hb_sim_engine_destroy(e);
+    /* explicit: three events at the same time come out in push order */
+    CU_ASSERT_FATAL(hb_sim_engine_create(&e) == 0);
+    hb_sim_engine_push(e, 2, 1, 30, 0, 0, 0);
+    hb_sim_engine_push(e, 1, 1, 10, 0, 0, 0);
+    hb_sim_engine_push(e, 2, 1, 31, 0, 0, 0);
+    hb_sim_engine_push(e, 1, 1, 11, 0, 0, 0);
+    hb_sim_engine_push(e, 2, 1, 32, 0, 0, 0);
+    {
+        static const uint32_t want[] = {10, 11, 30, 31, 32};
+        for (i = 0; i < 5; i++) {
+            CU_ASSERT_FATAL(hb_sim_engine_pop(e, &ev) == 0);
+            CU_ASSERT(ev.node == want[i]);
+        }
+    }
+    hb_sim_engine_destroy(e);
+}
+
+/* ---- barriers against the formulas ------------------------------------------------------ */
+
+static hb_sim_params_t const_params(double t_ib, double t_sr)
+{
+    hb_sim_params_t p;
+
+    hb_sim_params_init(&p);
+    p.t_ib = t_ib;
+    p.t_sr = t_sr;
+    p.ctl_gap = 0;
+    return p;
+}
+
+/* The paper's counts, computed here: scmd (4 + 3L) IB + 3(L + 1) SR; tree (3 + 2L) IB +
+ * 2(L + 1) SR (hier.h: DESIGN's (2 + 2L) is one T_IB short). A lone chassis: one T_IB. */
+static double paper(const hb_topo_t *t, hb_hier_proto_t p, double ib, double sr)
+{
+    if (t->n_chassis == 1)
+        return ib;
+    if (p == HB_HIER_SCMD)
+        return (4 + 3 * t->L) * ib + 3 * (t->L + 1) * sr;
+    return (3 + 2 * t->L) * ib + 2 * (t->L + 1) * sr;
+}
+
+static void check_formula(uint32_t nodes, uint32_t csize, uint32_t fanout)
+{
+    hb_topo_t *t = NULL;
+    char err[256];
+    int pr;
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(nodes, csize, fanout, 1, &t, err, sizeof(err)) == 0);
+    for (pr = 0; pr < 2; pr++) {
+        hb_sim_params_t p = const_params(3.0, 50.0);
+        hb_sim_opts_t o;
+        hb_sim_result_t r;
+        hb_sim_opts_init(&o);
+        o.proto = (hb_hier_proto_t)pr;
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+        CU_ASSERT(r.refused == 0);
+        /* exact: constant costs, every step a sum of 3s and 50s */
+        CU_ASSERT(r.latency_us == paper(t, (hb_hier_proto_t)pr, 3.0, 50.0));
+        CU_ASSERT(r.latency_us == hb_hier_predict(t, (hb_hier_proto_t)pr, 3.0, 50.0));
+        if (r.latency_us != paper(t, (hb_hier_proto_t)pr, 3.0, 50.0))
+            fprintf(stderr, "\n%u nodes chassis %u fanout %u %s: sim %g formula %g (L %u)\n", nodes,
+                    csize, fanout, pr ? "tree" : "scmd", r.latency_us,
+                    paper(t, (hb_hier_proto_t)pr, 3.0, 50.0), t->L);
+    }
+    hb_topo_free(t);
+}
+
+/* The paper's cluster: 30 nodes, 10 chassis of 3, fanout 0 (L = 1). */
+static void test_barrier_paper30(void)
+{
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = const_params(2.37, 60.0);
+    hb_sim_opts_t o;
+    hb_sim_result_t r;
+    char err[256];
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(30, 3, 0, 1, &t, err, sizeof(err)) == 0);
+    CU_ASSERT(t->n_chassis == 10);
+    CU_ASSERT(t->L == 1);
+    hb_sim_opts_init(&o);
+    o.proto = HB_HIER_SCMD;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+    CU_ASSERT(fabs(r.latency_us - (7 * 2.37 + 6 * 60.0)) < 1e-9);
+    /* 3 rounds per chassis barrier phase of scmd: root 2 + inter 3 + low 2 */
+    CU_ASSERT(r.hwb_rounds == 1 * 2 + 3 * 3 + 6 * 2);
+    o.proto = HB_HIER_TREE;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+    CU_ASSERT(fabs(r.latency_us - (5 * 2.37 + 4 * 60.0)) < 1e-9);
+    hb_topo_free(t);
+    check_formula(30, 3, 0);
+}
+
+static void test_barrier_shapes(void)
+{
+    check_formula(1, 3, 0);  /* one node */
+    check_formula(3, 3, 0);  /* a lone chassis */
+    check_formula(6, 3, 0);  /* root + 1 child */
+    check_formula(12, 3, 0); /* L = 0 */
+    check_formula(100, 3, 0);
+    check_formula(100, 4, 2);
+    check_formula(1000, 3, 4);
+    check_formula(1000, 8, 16);
+    check_formula(997, 5, 3); /* a short last chassis */
+}
+
+/* Several barriers back to back (as a benchmark loop runs them). */
+static void test_barrier_repeat(void)
+{
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = const_params(4.0, 32.0);
+    hb_sim_opts_t o;
+    hb_sim_result_t r;
+    char err[256];
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(300, 3, 2, 1, &t, err, sizeof(err)) == 0);
+    hb_sim_opts_init(&o);
+    o.barriers = 20;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+    /* back to back, the mean is the period (sum telescopes: barrier b + 1's last arrival is
+     * barrier b's last completion); upper nodes start the next barrier while the release is
+     * still travelling down, so the period is below one isolated barrier */
+    CU_ASSERT(fabs(r.latency_us - r.t_end / 20) < 1e-9);
+    CU_ASSERT(r.latency_us < paper(t, HB_HIER_SCMD, 4.0, 32.0));
+    CU_ASSERT(r.latency_us > 0);
+    CU_ASSERT(r.refused == 0);
+    o.barriers = 1;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+    CU_ASSERT(r.latency_us == paper(t, HB_HIER_SCMD, 4.0, 32.0));
+    hb_topo_free(t);
+}
+
+/* A sender gap serializes sends to several children: never faster than without. */
+static void test_barrier_gap(void)
+{
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = const_params(4.0, 32.0);
+    hb_sim_opts_t o;
+    hb_sim_result_t r0, r1;
+    char err[256];
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(300, 3, 8, 1, &t, err, sizeof(err)) == 0);
+    hb_sim_opts_init(&o);
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r0) == 0);
+    p.ctl_gap = 5.0;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r1) == 0);
+    CU_ASSERT(r1.latency_us > r0.latency_us);
+    hb_topo_free(t);
+}
+
+/* Same seed, same result, bit for bit; another seed, another arrival pattern. */
+static void test_determinism(void)
+{
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = const_params(4.0, 32.0);
+    hb_sim_opts_t o;
+    hb_sim_result_t a, b, c;
+    char err[256];
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(999, 3, 0, 1, &t, err, sizeof(err)) == 0);
+    hb_sim_opts_init(&o);
+    o.skew_us = 500;
+    o.seed = 42;
+    o.barriers = 3;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &a) == 0);
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &b) == 0);
+    CU_ASSERT(memcmp(&a, &b, sizeof(a)) == 0);
+    o.seed = 43;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &c) == 0);
+    CU_ASSERT(c.t_end != a.t_end);
+    /* skewed arrivals never make the barrier (from the last arrival) slower than the formula */
+    CU_ASSERT(a.latency_us <= paper(t, HB_HIER_SCMD, 4.0, 32.0) + 1e-9);
+    hb_topo_free(t);
+}
+
+/* ---- traces: the simulator's actions per node equal hier_local's ------------------------- */
+
+#define MAXREC 4096
+typedef struct rec_list {
+    char line[MAXREC][96];
+    uint32_t node[MAXREC];
+    size_t n;
+} rec_list_t;
+
+/* Keep action records only, formatted without the stamps (" ib=..."). */
+static void keep(rec_list_t *l, const hb_hier_rec_t *r)
+{
+    char buf[256], *cut;
+
+    if (r->kind != HB_HIER_REC_SEND && r->kind != HB_HIER_REC_HWB_ARRIVE &&
+        r->kind != HB_HIER_REC_COMPLETE && r->kind != HB_HIER_REC_FAIL)
+        return;
+    if (l->n >= MAXREC || hb_hier_rec_format(r, buf, sizeof(buf)) != 0)
+        return;
+    cut = strstr(buf, " ib=");
+    if (cut != NULL)
+        *cut = '\0';
+    buf[sizeof(l->line[0]) - 1] = '\0';
+    memcpy(l->line[l->n], buf, strlen(buf) + 1);
+    l->node[l->n++] = r->node;
+}
+
+static void trace_cb(void *arg, const hb_hier_rec_t *r)
+{
+    keep(arg, r);
+}
+
+/* Node v's lines in order, joined. */
+static void node_seq(const rec_list_t *l, uint32_t v, char *out, size_t len)
+{
+    size_t i, off = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < l->n; i++)
+        if (l->node[i] == v && off < len)
+            off += (size_t)snprintf(out + off, len - off, "%s;", l->line[i]);
+}
+
+static void test_trace_vs_hier_local(void)
+{
+    static rec_list_t a, b;
+    static char sa[8192], sb[8192];
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = const_params(3.0, 50.0);
+    hb_sim_opts_t o;
+    hb_sim_result_t r;
+    hb_hier_local_t *l;
+    hb_hier_cfg_t cfg;
+    const hb_hier_rec_t *tr;
+    char err[256];
+    size_t n, i;
+    uint32_t v;
+    int pr;
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(30, 3, 0, 1, &t, err, sizeof(err)) == 0);
+    for (pr = 0; pr < 2; pr++) {
+        memset(&a, 0, sizeof(a));
+        memset(&b, 0, sizeof(b));
+        hb_sim_opts_init(&o);
+        o.proto = (hb_hier_proto_t)pr;
+        o.trace = trace_cb;
+        o.trace_arg = &a;
+        o.skew_us = 100; /* another interleaving than hier_local's */
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+        hb_hier_cfg_init(&cfg);
+        cfg.protocol = (hb_hier_proto_t)pr;
+        cfg.n_sync = 2;
+        CU_ASSERT_FATAL(hb_hier_local_create(t, &cfg, &l) == 0);
+        for (v = 0; v < t->n_nodes; v++)
+            CU_ASSERT(hb_hier_local_arrive(l, v, 0) == 0);
+        hb_hier_local_run(l, HB_HIER_LOCAL_LIFO, 100000);
+        tr = hb_hier_local_trace(l, &n);
+        for (i = 0; i < n; i++)
+            keep(&b, &tr[i]);
+        CU_ASSERT(a.n == b.n);
+        CU_ASSERT(a.n > 0);
+        for (v = 0; v < t->n_nodes; v++) {
+            node_seq(&a, v, sa, sizeof(sa));
+            node_seq(&b, v, sb, sizeof(sb));
+            CU_ASSERT(strcmp(sa, sb) == 0);
+            if (strcmp(sa, sb) != 0)
+                fprintf(stderr, "\nnode %u:\n sim   %s\n local %s\n", v, sa, sb);
+        }
+        hb_hier_local_destroy(l);
+    }
+    hb_topo_free(t);
+}
+
+/* ---- calibration and the JSON reader ----------------------------------------------------- */
+
+static char tmpdir[64];
+
+static const char *write_tmp(const char *name, const char *text)
+{
+    static char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    f = fopen(path, "w");
+    if (f == NULL)
+        return NULL;
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_json(void)
+{
+    hb_sim_json_kv_t kv[8];
+    char buf[256];
+    const char *why = NULL;
+    size_t n;
+
+    CU_ASSERT(hb_sim_json_parse("{\"bench\": \"a\\\"b\", \"x\": -1.5e2, \"o\": {\"y\": [1, 2, "
+                                "{}]}, \"t\": true, \"n\": null}",
+                                buf, sizeof(buf), kv, 8, &n, &why) == 0);
+    CU_ASSERT_FATAL(n == 5);
+    CU_ASSERT(strcmp(kv[0].key, "bench") == 0 && kv[0].kind == HB_SIM_JSON_STR);
+    CU_ASSERT(strcmp(kv[0].str, "a\"b") == 0);
+    CU_ASSERT(kv[1].kind == HB_SIM_JSON_NUM && kv[1].num == -150.0);
+    CU_ASSERT(kv[2].kind == HB_SIM_JSON_OTHER && kv[3].kind == HB_SIM_JSON_OTHER);
+    CU_ASSERT(hb_sim_json_parse("{}", buf, sizeof(buf), kv, 8, &n, &why) == 0 && n == 0);
+    /* malformed */
+    CU_ASSERT(hb_sim_json_parse("{\"a\": 1,}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("{\"a\" 1}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("{\"a\": 01}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("{\"a\": 1} x", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("{\"a\": \"x}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("[1]", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("{\"a\": tru}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(hb_sim_json_parse("{\"a\": 1e}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
+    CU_ASSERT(why != NULL);
+}
+
+static void test_calibrate(void)
+{
+    hb_sim_params_t p;
+    hb_sim_calib_t c;
+    char err[512];
+    const char *path;
+
+    hb_sim_params_init(&p);
+    path = write_tmp(
+        "cal.json",
+        "# hibar-bench output\n"
+        "{\"bench\": \"hwbarrier\", \"impl\": \"shm\", \"nodes\": 2, \"median_us\": 1.4}\n"
+        "{\"bench\": \"hwbarrier\", \"impl\": \"shm\", \"nodes\": 3, \"median_us\": 2.5}\n"
+        "\n"
+        "{\"bench\": \"tsr\", \"impl\": \"zmq\", \"nodes\": 2, \"median_us\": 70}\n"
+        "{\"bench\": \"lanes\", \"impl\": \"lan\", \"mbit\": 800, \"latency_us\": 40}\n"
+        "{\"bench\": \"lanes\", \"impl\": \"wan\", \"lanes\": 1, \"mbit\": 240, "
+        "\"total_mbit\": 960, \"latency_us\": 4000}\n"
+        "{\"bench\": \"lanes\", \"impl\": \"wan\", \"lanes\": 4, \"mbit\": 200}\n"
+        "{\"bench\": \"logp\", \"impl\": \"tcp\", \"size\": 1024, \"L_us\": 30, "
+        "\"g_us\": 20}\n"
+        "{\"bench\": \"logp\", \"impl\": \"tcp\", \"size\": 0, \"L_us\": 30, "
+        "\"g_us\": 10}\n"
+        "{\"bench\": \"scatter\", \"impl\": \"flat\", \"median_us\": 5}\n");
+    CU_ASSERT_FATAL(path != NULL);
+    CU_ASSERT_FATAL(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
+    CU_ASSERT(p.t_ib == 2.5);
+    CU_ASSERT(p.t_sr == 70);
+    CU_ASSERT(fabs(p.b_lan - 100.0) < 1e-12);
+    CU_ASSERT(p.alpha == 40);
+    CU_ASSERT(p.wan_lat == 4000);
+    CU_ASSERT(fabs(p.b_lane - 30.0) < 1e-12);
+    CU_ASSERT(fabs(p.B_wan - 120.0) < 1e-12);
+    CU_ASSERT(p.n_b_wan == 4);
+    CU_ASSERT(fabs(p.b_wan[3] - 25.0) < 1e-12);
+    CU_ASSERT(fabs(p.b_wan[1] - 30.0) < 1e-12); /* hole filled with the last known value */
+    CU_ASSERT(fabs(hb_sim_bwan(&p, 4) - 25.0) < 1e-12);
+    CU_ASSERT(p.n_logp == 2 && p.logp_m[0] == 0 && p.logp_g[1] == 20 && p.logp_L == 30);
+    CU_ASSERT(c.rows == 9 && c.used == 8);
+    CU_ASSERT(c.set == (HB_SIM_SET_TIB | HB_SIM_SET_TSR | HB_SIM_SET_LAN | HB_SIM_SET_WAN |
+                        HB_SIM_SET_LOGP));
+
+    /* cluster-barrier rows override and are kept for validation */
+    path = write_tmp(
+        "cb.json", "{\"bench\": \"hwbarrier\", \"impl\": \"shm\", \"nodes\": 3, \"median_us\": 9}\n"
+                   "{\"bench\": \"cluster-barrier\", \"impl\": \"scmd\", \"nodes\": 30, "
+                   "\"ranks\": 30, \"size\": 0, \"iters\": 100, \"median_us\": 900.5, "
+                   "\"t_ib_us\": 12.5, \"t_sr_us\": 110.25}\n");
+    hb_sim_params_init(&p);
+    CU_ASSERT_FATAL(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
+    CU_ASSERT(p.t_ib == 12.5 && p.t_sr == 110.25);
+    CU_ASSERT(c.n_meas == 1 && c.meas[0].nodes == 30 && c.meas[0].median_us == 900.5);
+    CU_ASSERT(strcmp(c.meas[0].impl, "scmd") == 0);
+
+    /* malformed: file:line, nothing changed */
+    path = write_tmp("bad.json", "{\"bench\": \"tsr\", \"median_us\": 5}\n"
+                                 "{\"bench\": \"tsr\", \"median_us\": }\n");
+    hb_sim_params_init(&p);
+    p.t_sr = 1234;
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(strstr(err, "bad.json:2:") != NULL);
+    CU_ASSERT(p.t_sr == 1234);
+    path = write_tmp("bad2.json", "{\"impl\": \"x\"}\n");
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(strstr(err, ":1:") != NULL && strstr(err, "bench") != NULL);
+    path = write_tmp("bad3.json", "{\"bench\": \"hwbarrier\", \"median_us\": -3}\n");
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    path = write_tmp("bad4.json", "{\"bench\": \"lanes\", \"impl\": \"wan\", \"mbit\": 100}\n");
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(strstr(err, "lanes") != NULL);
+    CU_ASSERT(hb_sim_calibrate("/nonexistent/hibar-sim.json", &p, &c, err, sizeof(err)) ==
+              HIBAR_ERR_IO);
+}
+
+static void test_params_check(void)
+{
+    hb_sim_params_t p;
+    char err[128];
+
+    hb_sim_params_init(&p);
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == 0);
+    p.b_lan = 0;
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    hb_sim_params_init(&p);
+    p.t_ib = -1;
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    hb_sim_params_init(&p);
+    p.hop = HB_SIM_HOP_PLOGP; /* without tables */
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    /* default WAN model: min(lane, total / n) */
+    hb_sim_params_init(&p);
+    CU_ASSERT(fabs(hb_sim_bwan(&p, 1) - 250.0 / 8) < 1e-12);
+    CU_ASSERT(fabs(hb_sim_bwan(&p, 8) - 1000.0 / 8 / 8) < 1e-12);
+}
+
+static void test_topo_gen(void)
+{
+    hb_topo_t *t = NULL;
+    char err[256];
+    uint32_t i;
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(2000, 4, 8, 2, &t, err, sizeof(err)) == 0);
+    CU_ASSERT(t->n_nodes == 2000 && t->n_chassis == 500 && t->n_sites == 2);
+    for (i = 0; i < t->n_nodes; i++) {
+        CU_ASSERT(t->nodes[i].site == (i < 1000 ? 0u : 1u));
+        CU_ASSERT(t->nodes[i].site == t->nodes[t->chassis[t->nodes[i].chassis].nodes[0]].site);
+    }
+    hb_topo_free(t);
+    CU_ASSERT(hb_sim_topo_gen(0, 3, 0, 1, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_topo_gen(10, 33, 0, 1, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_topo_gen(6, 3, 0, 3, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    unsigned fails;
+
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/hibar-test-sim-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        return 99;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 99;
+    s = CU_add_suite("sim", NULL, NULL);
+    if (s == NULL || !CU_add_test(s, "engine event order", test_engine_order) ||
+        !CU_add_test(s, "engine ties", test_engine_ties) ||
+        !CU_add_test(s, "barrier = paper formula, 30 nodes", test_barrier_paper30) ||
+        !CU_add_test(s, "barrier = formula, many shapes", test_barrier_shapes) ||
+        !CU_add_test(s, "barrier repeated", test_barrier_repeat) ||
+        !CU_add_test(s, "barrier sender gap", test_barrier_gap) ||
+        !CU_add_test(s, "determinism", test_determinism) ||
+        !CU_add_test(s, "trace = hier_local's", test_trace_vs_hier_local) ||
+        !CU_add_test(s, "json reader", test_json) ||
+        !CU_add_test(s, "calibration", test_calibrate) ||
+        !CU_add_test(s, "params check", test_params_check) ||
+        !CU_add_test(s, "generated topology", test_topo_gen)) {
+        CU_cleanup_registry();
+        return 99;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    {
+        static const char *names[] = {"cal.json",  "cb.json",   "bad.json",
+                                      "bad2.json", "bad3.json", "bad4.json"};
+        char path[128];
+        size_t i;
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+            unlink(path);
+        }
+        rmdir(tmpdir);
+    }
+    return fails ? 1 : 0;
+}

@@ -1,0 +1,892 @@
+/* hibar_sim.c: hibar-sim, scale predictions (barrier, fence, multi-lane scatter) from the
+ * production sans-I/O code. */
+#include "hb_config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hibar.h"
+#include "hier.h"
+#include "model.h"
+#include "sim.h"
+#include "topo.h"
+
+extern char **environ;
+
+#define MAX_LIST 16
+
+typedef struct opts {
+    const char *mode;
+    const char *config, *calibrate, *plot, *trace;
+    uint32_t nodes, chassis, fanout, sites;
+    int have_fanout;
+    int protos; /* bit 0 scmd, bit 1 tree */
+    uint32_t sweep[MAX_LIST], n_sweep;
+    uint32_t fanouts[MAX_LIST], n_fanouts;
+    uint32_t barriers;
+    double skew;
+    uint64_t seed;
+    int json, quiet;
+    hb_sim_params_t p;
+    hb_sim_calib_t cal;
+    /* fence / scatter */
+    uint32_t ppn;
+    double blob;
+    double sizes[MAX_LIST];
+    uint32_t n_sizes;
+    uint32_t lanes[MAX_LIST], n_lanes;
+    const char *const *over;
+    size_t n_over;
+} opts_t;
+
+static int tty; /* stderr is a terminal: show progress */
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: hibar-sim [MODE] [options]\n"
+        "modes:\n"
+        "  barrier    barrier latency (default: sweep 1k/10k/100k nodes, scmd and tree,\n"
+        "             fanouts 0 2 4 8 16, best fanout marked); one topology with --nodes or\n"
+        "             --config\n"
+        "  fence      PMIx fence (tree barrier + allgather of per-rank blobs) at 100/1k/10k nodes\n"
+        "  scatter    multi-lane against single-lane scatter, 2 sites x 1k nodes (also gather)\n"
+        "  predict    barrier + fence + scatter\n"
+        "  validate   simulate the cluster-barrier rows of --calibrate on --config's topology\n"
+        "             and compare with their measured medians (15%% target)\n"
+        "topology:\n"
+        "  --config FILE        cluster file (hb_cfg_load; --set KEY=VALUE overrides)\n"
+        "  --nodes N --chassis-size C (3) --fanout K (0) --sites S (1)\n"
+        "  --sweep N,N,...      node counts of the sweeps; --fanouts K,K,...\n"
+        "model:\n"
+        "  --calibrate FILE     hibar-bench --json rows (hwbarrier, tsr, cluster-barrier,\n"
+        "                       lanes, logp)\n"
+        "  --t-ib US --t-sr US --gap US --alpha US --lan-mbit M --lan-lat US\n"
+        "  --wan-lat US --lane-mbit M --wan-mbit M --hop tsr|plogp\n"
+        "run:\n"
+        "  --protocol scmd|tree|both   --barriers N   --skew US   --seed N\n"
+        "  --ppn N (1) --blob BYTES (1024)  --size BYTES,...  --lanes P,...\n"
+        "output:\n"
+        "  --json        one JSON row per result (DESIGN section 6 keys)\n"
+        "  --plot DIR    gnuplot scripts, data and PNGs in DIR\n"
+        "  --trace FILE  (one barrier topology) every event fed to and action produced by\n"
+        "                each node's engine, one line each, without times\n"
+        "  -q            no progress on the terminal\n");
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static int parse_u32(const char *s, uint32_t *v)
+{
+    char *end;
+    unsigned long x;
+
+    errno = 0;
+    x = strtoul(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || x > UINT32_MAX || s[0] == '-')
+        return -1;
+    *v = (uint32_t)x;
+    return 0;
+}
+
+static int parse_dbl(const char *s, double *v)
+{
+    char *end;
+
+    errno = 0;
+    *v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(*v) || *v < 0)
+        return -1;
+    return 0;
+}
+
+static int parse_u32_list(const char *s, uint32_t *v, uint32_t *n)
+{
+    char buf[256], *tok, *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", s);
+    *n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= MAX_LIST || parse_u32(tok, &v[*n]) != 0)
+            return -1;
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
+static int parse_dbl_list(const char *s, double *v, uint32_t *n)
+{
+    char buf[256], *tok, *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", s);
+    *n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= MAX_LIST || parse_dbl(tok, &v[*n]) != 0)
+            return -1;
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
+static void progress(void *arg, uint64_t events, double t_us)
+{
+    const char *what = arg;
+
+    if (tty)
+        fprintf(stderr, "\r  %s: %" PRIu64 "M events, simulated t = %.1f us   ", what, events >> 20,
+                t_us);
+}
+
+static void progress_clear(void)
+{
+    if (tty)
+        fprintf(stderr, "\r%70s\r", "");
+}
+
+static double wall_s(uint64_t t0)
+{
+    return (double)(hb_time_now_ns() - t0) / 1e9;
+}
+
+/* Topology from --config (with its fanout unless --fanout) or generated. */
+static int make_topo(const opts_t *o, uint32_t nodes, uint32_t fanout, hb_topo_t **t_p)
+{
+    char err[HB_CFG_ERRLEN];
+    int rc;
+
+    if (o->config != NULL) {
+        hb_cfg_t *cfg;
+        hb_topo_spec_t spec;
+        rc = hb_cfg_load(o->config, o->over, o->n_over, &cfg, err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "hibar-sim: %s\n", err);
+            return rc;
+        }
+        rc = hb_cfg_topo_spec(cfg, &spec);
+        if (rc == 0) {
+            if (o->have_fanout)
+                spec.fanout = fanout;
+            rc = hb_topo_build(&spec, t_p, err, sizeof(err));
+            if (rc != 0)
+                fprintf(stderr, "hibar-sim: %s: %s\n", o->config, err);
+        }
+        hb_cfg_free(cfg);
+        return rc;
+    }
+    rc = hb_sim_topo_gen(nodes, o->chassis, fanout, o->sites, t_p, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "hibar-sim: topology: %s\n", err);
+    return rc;
+}
+
+/* Heap bytes per hb_hier engine (glibc's mallinfo2 around creating some of them). */
+static double engine_bytes(const hb_topo_t *t, hb_hier_proto_t proto)
+{
+    uint32_t n = t->n_nodes < 2000 ? t->n_nodes : 2000, i;
+    hb_hier_t **e = calloc(n, sizeof(*e));
+    hb_hier_cfg_t cfg;
+    struct mallinfo2 a, b;
+    double per = -1;
+
+    if (e == NULL)
+        return -1;
+    hb_hier_cfg_init(&cfg);
+    cfg.protocol = proto;
+    cfg.n_sync = 2; /* what the simulator uses */
+    a = mallinfo2();
+    for (i = 0; i < n; i++)
+        if (hb_hier_create(t, i, &cfg, &e[i]) != 0)
+            break;
+    b = mallinfo2();
+    if (i == n)
+        per = (double)(b.uordblks - a.uordblks) / n;
+    while (i-- > 0)
+        hb_hier_destroy(e[i]);
+    free(e);
+    return per;
+}
+
+static void print_params(const opts_t *o)
+{
+    const hb_sim_params_t *p = &o->p;
+
+    if (o->json)
+        return;
+    printf("# model: T_IB %.2f us, T_SR %.2f us, gap %.2f us, hop %s; alpha %.1f us, b_LAN %.0f "
+           "Mbit/s; WAN L %.0f us, lane %.0f Mbit/s, total %.0f Mbit/s%s\n",
+           p->t_ib, p->t_sr, p->ctl_gap, p->hop == HB_SIM_HOP_PLOGP ? "plogp" : "tsr", p->alpha,
+           p->b_lan * 8, p->wan_lat, p->b_lane * 8, p->B_wan * 8,
+           p->n_b_wan ? " (measured b_WAN(P) table)" : "");
+    if (o->calibrate != NULL)
+        printf("# calibrated from %s: %" PRIu32 " rows, %" PRIu32 " used%s%s%s%s%s\n", o->calibrate,
+               o->cal.rows, o->cal.used, o->cal.set & HB_SIM_SET_TIB ? ", T_IB" : "",
+               o->cal.set & HB_SIM_SET_TSR ? ", T_SR" : "",
+               o->cal.set & HB_SIM_SET_LAN ? ", LAN" : "",
+               o->cal.set & HB_SIM_SET_WAN ? ", WAN" : "",
+               o->cal.set & HB_SIM_SET_LOGP ? ", PlogP" : "");
+}
+
+/* ---- plots ------------------------------------------------------------------------------- */
+
+/* Run gnuplot on script; 0 if it exited 0. */
+static int run_gnuplot(const char *arg1, const char *arg2)
+{
+    char *argv[4] = {"gnuplot", (char *)arg1, (char *)arg2, NULL};
+    pid_t pid;
+    int st;
+    posix_spawn_file_actions_t fa;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", 1 /* O_WRONLY */, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", 1, 0);
+    if (posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -1;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    if (waitpid(pid, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* The PNG terminal this gnuplot has: pngcairo, else png; NULL if no gnuplot. */
+static const char *png_terminal(void)
+{
+    static const char *term;
+    static int probed;
+
+    if (!probed) {
+        probed = 1;
+        if (run_gnuplot("-e", "set terminal pngcairo") == 0)
+            term = "pngcairo";
+        else if (run_gnuplot("-e", "set terminal png") == 0)
+            term = "png";
+    }
+    return term;
+}
+
+static FILE *plot_open(const char *dir, const char *name, char *path, size_t len)
+{
+    FILE *f;
+
+    snprintf(path, len, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (f == NULL)
+        fprintf(stderr, "hibar-sim: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+/* Write script (the caller wrote the data), then run it; says what was made. */
+static void plot_finish(const char *gp, const char *png)
+{
+    const char *term = png_terminal();
+
+    if (term == NULL) {
+        fprintf(stderr, "hibar-sim: gnuplot with a PNG terminal not found; script left in %s\n",
+                gp);
+        return;
+    }
+    if (run_gnuplot(gp, NULL) != 0)
+        fprintf(stderr, "hibar-sim: gnuplot %s failed\n", gp);
+    else if (!tty || 1)
+        fprintf(stderr, "hibar-sim: wrote %s\n", png);
+}
+
+/* ---- barrier ------------------------------------------------------------------------------- */
+
+typedef struct bar_row {
+    hb_hier_proto_t proto;
+    uint32_t nodes, fanout, L, chassis;
+    double sim, formula, wall;
+    uint64_t events;
+    int best, ok;
+} bar_row_t;
+
+static FILE *trace_f;
+static void trace_fn(void *arg, const hb_hier_rec_t *r)
+{
+    char line[256];
+
+    (void)arg;
+    hb_hier_rec_format(r, line, sizeof(line));
+    fprintf(trace_f, "%s\n", line);
+}
+
+static int bar_one(const opts_t *o, const hb_topo_t *t, hb_hier_proto_t proto, bar_row_t *row)
+{
+    hb_sim_opts_t so;
+    hb_sim_result_t r;
+    char what[96];
+    uint64_t t0;
+    int rc;
+
+    hb_sim_opts_init(&so);
+    so.proto = proto;
+    so.barriers = o->barriers;
+    so.skew_us = o->skew;
+    so.seed = o->seed;
+    snprintf(what, sizeof(what), "%s %" PRIu32 " nodes fanout %" PRIu32, hb_hier_proto_name(proto),
+             t->n_nodes, t->fanout);
+    if (!o->quiet) {
+        so.progress = progress;
+        so.progress_arg = what;
+        if (tty)
+            fprintf(stderr, "\r  %s ...", what);
+    }
+    if (trace_f != NULL) {
+        so.trace = trace_fn;
+    }
+    t0 = hb_time_now_ns();
+    rc = hb_sim_barrier(t, &o->p, &so, &r);
+    row->wall = wall_s(t0);
+    if (!o->quiet)
+        progress_clear();
+    row->proto = proto;
+    row->nodes = t->n_nodes;
+    row->fanout = t->fanout;
+    row->L = t->L;
+    row->chassis = t->n_chassis;
+    row->formula = hb_hier_predict(t, proto, o->p.t_ib, o->p.t_sr);
+    if (rc != 0) {
+        fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+        return rc;
+    }
+    row->sim = r.latency_us;
+    row->events = r.events;
+    row->ok = 1;
+    return 0;
+}
+
+static void bar_print(const opts_t *o, const bar_row_t *rows, size_t n)
+{
+    size_t i;
+
+    if (!o->json)
+        printf("# %-8s %8s %7s %4s %8s %14s %14s %10s %8s %s\n", "Protocol", "Nodes", "Fanout", "L",
+               "Chassis", "Sim(us)", "Formula(us)", "Events", "Wall(s)", "Best");
+    for (i = 0; i < n; i++) {
+        const bar_row_t *r = &rows[i];
+        if (!r->ok)
+            continue;
+        if (o->json)
+            printf("{\"bench\": \"sim-barrier\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                   ", \"ranks\": %" PRIu32 ", \"size\": 0, \"iters\": %" PRIu32
+                   ", \"predicted_us\": %.2f, \"fanout\": %" PRIu32 ", \"L\": %" PRIu32
+                   ", \"chassis\": %" PRIu32 ", \"formula_us\": %.2f, \"t_ib_us\": %.2f, "
+                   "\"t_sr_us\": %.2f, \"best\": %s, \"events\": %" PRIu64 ", \"wall_s\": %.3f}\n",
+                   hb_hier_proto_name(r->proto), r->nodes, r->nodes, o->barriers, r->sim, r->fanout,
+                   r->L, r->chassis, r->formula, o->p.t_ib, o->p.t_sr, r->best ? "true" : "false",
+                   r->events, r->wall);
+        else
+            printf("  %-8s %8" PRIu32 " %7" PRIu32 " %4" PRIu32 " %8" PRIu32
+                   " %14.1f %14.1f %10" PRIu64 " %8.2f %s\n",
+                   hb_hier_proto_name(r->proto), r->nodes, r->fanout, r->L, r->chassis, r->sim,
+                   r->formula, r->events, r->wall, r->best ? "<- best" : "");
+    }
+    fflush(stdout);
+}
+
+static void bar_plot(const opts_t *o, const bar_row_t *rows, size_t n)
+{
+    char dat[512], gp[512], png[512];
+    FILE *f;
+    size_t i, k;
+    int pr;
+
+    f = plot_open(o->plot, "barrier.dat", dat, sizeof(dat));
+    if (f == NULL)
+        return;
+    /* one block per (protocol, fanout): nodes sim */
+    for (pr = 0; pr < 2; pr++)
+        for (k = 0; k < o->n_fanouts; k++) {
+            fprintf(f, "# %s fanout %" PRIu32 "\n", pr ? "tree" : "scmd", o->fanouts[k]);
+            for (i = 0; i < n; i++)
+                if (rows[i].ok && (int)rows[i].proto == pr && rows[i].fanout == o->fanouts[k])
+                    fprintf(f, "%" PRIu32 " %.3f %d\n", rows[i].nodes, rows[i].sim, rows[i].best);
+            fprintf(f, "\n\n");
+        }
+    fclose(f);
+    f = plot_open(o->plot, "barrier.gp", gp, sizeof(gp));
+    if (f == NULL)
+        return;
+    snprintf(png, sizeof(png), "%s/barrier.png", o->plot);
+    fprintf(
+        f,
+        "# barrier.gp: hibar-sim barrier latency against node count (hibar-sim barrier --plot)\n"
+        "set terminal %s size 900,600\nset output '%s'\n"
+        "set title 'hibar-sim: barrier latency (T_IB %.2f us, T_SR %.2f us)'\n"
+        "set logscale xy\nset xlabel 'nodes'\nset ylabel 'latency (us)'\nset key left top\n"
+        "set grid\nplot ",
+        png_terminal() ? png_terminal() : "pngcairo", png, o->p.t_ib, o->p.t_sr);
+    for (pr = 0, i = 0; pr < 2; pr++)
+        for (k = 0; k < o->n_fanouts; k++, i++)
+            fprintf(f, "%s'%s' index %zu using 1:2 with linespoints title '%s fanout %" PRIu32 "'",
+                    i ? ", " : "", dat, i, pr ? "tree" : "scmd", o->fanouts[k]);
+    fprintf(f,
+            ", '%s' using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 2 lc rgb 'black' "
+            "title 'best fanout'\n",
+            dat);
+    fclose(f);
+    plot_finish(gp, png);
+}
+
+static int mode_barrier(opts_t *o)
+{
+    bar_row_t *rows;
+    size_t n = 0, i, j;
+    int pr, rc = 0, single = o->config != NULL || o->nodes > 0;
+    uint32_t s, k;
+
+    if (!o->n_fanouts) {
+        static const uint32_t def[] = {0, 2, 4, 8, 16};
+        memcpy(o->fanouts, def, sizeof(def));
+        o->n_fanouts = 5;
+    }
+    if (single) {
+        o->n_sweep = 1;
+        o->sweep[0] = o->nodes;
+        if (o->have_fanout || o->config != NULL) {
+            o->n_fanouts = 1;
+            o->fanouts[0] = o->fanout;
+        }
+    } else if (!o->n_sweep) {
+        o->sweep[0] = 1000;
+        o->sweep[1] = 10000;
+        o->sweep[2] = 100000;
+        o->n_sweep = 3;
+    }
+    rows = calloc((size_t)o->n_sweep * o->n_fanouts * 2, sizeof(*rows));
+    if (rows == NULL)
+        return HIBAR_ERR_NOMEM;
+    print_params(o);
+    for (s = 0; s < o->n_sweep && rc == 0; s++) {
+        for (k = 0; k < o->n_fanouts && rc == 0; k++) {
+            hb_topo_t *t = NULL;
+            rc = make_topo(o, o->sweep[s], o->fanouts[k], &t);
+            if (rc != 0)
+                break;
+            if (single && !o->json) {
+                double eb = engine_bytes(t, HB_HIER_SCMD);
+                printf("# topology: %" PRIu32 " nodes, %" PRIu32 " chassis, %" PRIu32
+                       " sites, fanout %" PRIu32 ", depth %" PRIu32 ", L %" PRIu32
+                       "; hb_hier engine %.0f bytes/node\n",
+                       t->n_nodes, t->n_chassis, t->n_sites, t->fanout, t->depth, t->L, eb);
+            }
+            for (pr = 0; pr < 2 && rc == 0; pr++)
+                if (o->protos & (1 << pr))
+                    rc = bar_one(o, t, (hb_hier_proto_t)pr, &rows[n++]);
+            hb_topo_free(t);
+        }
+    }
+    /* best fanout per (nodes, protocol): the fastest, the first of equals */
+    for (i = 0; i < n; i++) {
+        int best = rows[i].ok;
+        for (j = 0; j < n && best; j++) {
+            int earlier = j < i;
+            if (j == i || !rows[j].ok || rows[j].nodes != rows[i].nodes ||
+                rows[j].proto != rows[i].proto)
+                continue;
+            if (rows[j].sim < rows[i].sim || (rows[j].sim == rows[i].sim && earlier))
+                best = 0;
+        }
+        rows[i].best = best && o->n_fanouts > 1;
+    }
+    bar_print(o, rows, n);
+    if (o->plot != NULL && n > 0)
+        bar_plot(o, rows, n);
+    free(rows);
+    return rc;
+}
+
+/* ---- validate ------------------------------------------------------------------------------ */
+
+static int mode_validate(opts_t *o)
+{
+    hb_topo_t *t = NULL;
+    uint32_t i;
+    int rc, fails = 0;
+
+    if (o->calibrate == NULL || (o->config == NULL && o->nodes == 0)) {
+        fprintf(stderr,
+                "hibar-sim: validate needs --calibrate FILE and --config FILE (or --nodes)\n");
+        return HIBAR_ERR_CONFIG;
+    }
+    if (o->cal.n_meas == 0) {
+        fprintf(stderr, "hibar-sim: %s has no cluster-barrier row to validate against\n",
+                o->calibrate);
+        return HIBAR_ERR_NOT_FOUND;
+    }
+    rc = make_topo(o, o->nodes, o->fanout, &t);
+    if (rc != 0)
+        return rc;
+    if (!o->json)
+        printf("# %-8s %6s %12s %12s %10s %8s %8s %s\n", "Protocol", "Nodes", "Measured(us)",
+               "Sim(us)", "Error(%)", "T_IB", "T_SR", "Within 15%");
+    for (i = 0; i < o->cal.n_meas; i++) {
+        const hb_sim_meas_t *m = &o->cal.meas[i];
+        hb_hier_proto_t proto;
+        hb_sim_params_t p = o->p;
+        hb_sim_opts_t so;
+        hb_sim_result_t r;
+        double err;
+        if (hb_hier_proto_parse(m->impl, &proto) != 0 || m->nodes != t->n_nodes) {
+            fprintf(stderr,
+                    "hibar-sim: skipping the %s row of %" PRIu32 " nodes (topology has %" PRIu32
+                    ")\n",
+                    m->impl, m->nodes, t->n_nodes);
+            continue;
+        }
+        if (m->t_ib_us >= 0 && m->t_sr_us >= 0) {
+            p.t_ib = m->t_ib_us;
+            p.t_sr = m->t_sr_us;
+        }
+        hb_sim_opts_init(&so);
+        so.proto = proto;
+        rc = hb_sim_barrier(t, &p, &so, &r);
+        if (rc != 0)
+            break;
+        err = 100.0 * (r.latency_us - m->median_us) / m->median_us;
+        fails += fabs(err) > 15.0;
+        if (o->json)
+            printf("{\"bench\": \"sim-validate\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                   ", \"size\": 0, \"median_us\": %.2f, \"predicted_us\": %.2f, \"error_pct\": "
+                   "%.1f, \"t_ib_us\": %.2f, \"t_sr_us\": %.2f, \"within\": %s}\n",
+                   m->impl, m->nodes, m->median_us, r.latency_us, err, p.t_ib, p.t_sr,
+                   fabs(err) <= 15.0 ? "true" : "false");
+        else
+            printf("  %-8s %6" PRIu32 " %12.1f %12.1f %10.1f %8.2f %8.2f %s\n", m->impl, m->nodes,
+                   m->median_us, r.latency_us, err, p.t_ib, p.t_sr,
+                   fabs(err) <= 15.0 ? "yes" : "NO");
+    }
+    hb_topo_free(t);
+    if (rc == 0 && fails > 0)
+        return 1;
+    return rc;
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+enum {
+    OPT_CONFIG = 256,
+    OPT_NODES,
+    OPT_CHASSIS,
+    OPT_FANOUT,
+    OPT_SITES,
+    OPT_SWEEP,
+    OPT_FANOUTS,
+    OPT_CAL,
+    OPT_TIB,
+    OPT_TSR,
+    OPT_GAP,
+    OPT_ALPHA,
+    OPT_LANMBIT,
+    OPT_LANLAT,
+    OPT_WANLAT,
+    OPT_LANEMBIT,
+    OPT_WANMBIT,
+    OPT_HOP,
+    OPT_PROTO,
+    OPT_BARRIERS,
+    OPT_SKEW,
+    OPT_SEED,
+    OPT_PPN,
+    OPT_BLOB,
+    OPT_SIZE,
+    OPT_LANES,
+    OPT_JSON,
+    OPT_PLOT,
+    OPT_TRACE,
+    OPT_SET
+};
+
+int main(int argc, char **argv)
+{
+    static const struct option lo[] = {{"config", required_argument, NULL, OPT_CONFIG},
+                                       {"nodes", required_argument, NULL, OPT_NODES},
+                                       {"chassis-size", required_argument, NULL, OPT_CHASSIS},
+                                       {"fanout", required_argument, NULL, OPT_FANOUT},
+                                       {"sites", required_argument, NULL, OPT_SITES},
+                                       {"sweep", required_argument, NULL, OPT_SWEEP},
+                                       {"fanouts", required_argument, NULL, OPT_FANOUTS},
+                                       {"calibrate", required_argument, NULL, OPT_CAL},
+                                       {"t-ib", required_argument, NULL, OPT_TIB},
+                                       {"t-sr", required_argument, NULL, OPT_TSR},
+                                       {"gap", required_argument, NULL, OPT_GAP},
+                                       {"alpha", required_argument, NULL, OPT_ALPHA},
+                                       {"lan-mbit", required_argument, NULL, OPT_LANMBIT},
+                                       {"lan-lat", required_argument, NULL, OPT_LANLAT},
+                                       {"wan-lat", required_argument, NULL, OPT_WANLAT},
+                                       {"lane-mbit", required_argument, NULL, OPT_LANEMBIT},
+                                       {"wan-mbit", required_argument, NULL, OPT_WANMBIT},
+                                       {"hop", required_argument, NULL, OPT_HOP},
+                                       {"protocol", required_argument, NULL, OPT_PROTO},
+                                       {"barriers", required_argument, NULL, OPT_BARRIERS},
+                                       {"skew", required_argument, NULL, OPT_SKEW},
+                                       {"seed", required_argument, NULL, OPT_SEED},
+                                       {"ppn", required_argument, NULL, OPT_PPN},
+                                       {"blob", required_argument, NULL, OPT_BLOB},
+                                       {"size", required_argument, NULL, OPT_SIZE},
+                                       {"lanes", required_argument, NULL, OPT_LANES},
+                                       {"json", no_argument, NULL, OPT_JSON},
+                                       {"plot", required_argument, NULL, OPT_PLOT},
+                                       {"trace", required_argument, NULL, OPT_TRACE},
+                                       {"set", required_argument, NULL, OPT_SET},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    static const char *over[64];
+    opts_t o;
+    char err[256];
+    int c, rc = 0, bad = 0;
+    double d;
+    uint32_t u;
+    /* command-line values of the model, applied over the calibration */
+    double tib = -1, tsr = -1, gap = -1, alpha = -1, lanm = -1, lanl = -1, wanl = -1, lanem = -1,
+           wanm = -1;
+    int hop = -1;
+
+    hb_log_init_from_env();
+    hb_log_set_ident("hibar-sim");
+    memset(&o, 0, sizeof(o));
+    o.mode = "barrier";
+    o.chassis = 3;
+    o.sites = 1;
+    o.protos = 3;
+    o.barriers = 1;
+    o.seed = 1;
+    o.ppn = 1;
+    o.blob = 1024;
+    o.over = over;
+    hb_sim_params_init(&o.p);
+    if (argc > 1 && argv[1][0] != '-') {
+        o.mode = argv[1];
+        argv++;
+        argc--;
+    }
+    while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+        switch (c) {
+        case OPT_CONFIG:
+            o.config = optarg;
+            break;
+        case OPT_NODES:
+            bad |= parse_u32(optarg, &o.nodes) != 0 || o.nodes == 0;
+            break;
+        case OPT_CHASSIS:
+            bad |= parse_u32(optarg, &o.chassis) != 0;
+            break;
+        case OPT_FANOUT:
+            bad |= parse_u32(optarg, &o.fanout) != 0;
+            o.have_fanout = 1;
+            break;
+        case OPT_SITES:
+            bad |= parse_u32(optarg, &o.sites) != 0;
+            break;
+        case OPT_SWEEP:
+            bad |= parse_u32_list(optarg, o.sweep, &o.n_sweep) != 0;
+            break;
+        case OPT_FANOUTS:
+            bad |= parse_u32_list(optarg, o.fanouts, &o.n_fanouts) != 0;
+            break;
+        case OPT_CAL:
+            o.calibrate = optarg;
+            break;
+        case OPT_TIB:
+            bad |= parse_dbl(optarg, &tib) != 0;
+            break;
+        case OPT_TSR:
+            bad |= parse_dbl(optarg, &tsr) != 0;
+            break;
+        case OPT_GAP:
+            bad |= parse_dbl(optarg, &gap) != 0;
+            break;
+        case OPT_ALPHA:
+            bad |= parse_dbl(optarg, &alpha) != 0;
+            break;
+        case OPT_LANMBIT:
+            bad |= parse_dbl(optarg, &lanm) != 0;
+            break;
+        case OPT_LANLAT:
+            bad |= parse_dbl(optarg, &lanl) != 0;
+            break;
+        case OPT_WANLAT:
+            bad |= parse_dbl(optarg, &wanl) != 0;
+            break;
+        case OPT_LANEMBIT:
+            bad |= parse_dbl(optarg, &lanem) != 0;
+            break;
+        case OPT_WANMBIT:
+            bad |= parse_dbl(optarg, &wanm) != 0;
+            break;
+        case OPT_HOP:
+            hop = strcmp(optarg, "tsr") == 0 ? 0 : strcmp(optarg, "plogp") == 0 ? 1 : -2;
+            bad |= hop == -2;
+            break;
+        case OPT_PROTO:
+            o.protos = strcmp(optarg, "scmd") == 0   ? 1
+                       : strcmp(optarg, "tree") == 0 ? 2
+                       : strcmp(optarg, "both") == 0 ? 3
+                                                     : 0;
+            bad |= o.protos == 0;
+            break;
+        case OPT_BARRIERS:
+            bad |= parse_u32(optarg, &o.barriers) != 0 || o.barriers == 0;
+            break;
+        case OPT_SKEW:
+            bad |= parse_dbl(optarg, &o.skew) != 0;
+            break;
+        case OPT_SEED:
+            bad |= parse_u32(optarg, &u) != 0;
+            o.seed = u;
+            break;
+        case OPT_PPN:
+            bad |= parse_u32(optarg, &o.ppn) != 0 || o.ppn == 0;
+            break;
+        case OPT_BLOB:
+            bad |= parse_dbl(optarg, &o.blob) != 0;
+            break;
+        case OPT_SIZE:
+            bad |= parse_dbl_list(optarg, o.sizes, &o.n_sizes) != 0;
+            break;
+        case OPT_LANES:
+            bad |= parse_u32_list(optarg, o.lanes, &o.n_lanes) != 0;
+            break;
+        case OPT_JSON:
+            o.json = 1;
+            break;
+        case OPT_PLOT:
+            o.plot = optarg;
+            break;
+        case OPT_TRACE:
+            o.trace = optarg;
+            break;
+        case OPT_SET:
+            if (o.n_over >= 64)
+                bad = 1;
+            else
+                over[o.n_over++] = optarg;
+            break;
+        case 'q':
+            o.quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "hibar-sim: bad value for --%s: '%s'\n", lo[c - OPT_CONFIG].name,
+                    optarg ? optarg : "");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "hibar-sim: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    tty = isatty(2) && !o.quiet;
+    /* the config file's link figures first, then the calibration, then the flags */
+    if (o.config != NULL) {
+        hb_cfg_t *cfg;
+        char cerr[HB_CFG_ERRLEN];
+        rc = hb_cfg_load(o.config, o.over, o.n_over, &cfg, cerr, sizeof(cerr));
+        if (rc != 0) {
+            fprintf(stderr, "hibar-sim: %s\n", cerr);
+            return 2;
+        }
+        o.p.alpha = cfg->links.lan_lat_us;
+        o.p.b_lan = HB_MODEL_MBIT(cfg->links.lan_bw_mbps);
+        o.p.wan_lat = cfg->links.wan_lat_us;
+        o.p.b_lane = HB_MODEL_MBIT(cfg->links.wan_lane_bw_mbps);
+        o.p.B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps);
+        if (!o.have_fanout)
+            o.fanout = cfg->fanout;
+        hb_cfg_free(cfg);
+    }
+    if (o.calibrate != NULL) {
+        rc = hb_sim_calibrate(o.calibrate, &o.p, &o.cal, err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "hibar-sim: %s\n", err);
+            return 2;
+        }
+    }
+    if (tib >= 0)
+        o.p.t_ib = tib;
+    if (tsr >= 0)
+        o.p.t_sr = tsr;
+    if (gap >= 0)
+        o.p.ctl_gap = gap;
+    if (alpha >= 0)
+        o.p.alpha = alpha;
+    if (lanm >= 0)
+        o.p.b_lan = HB_MODEL_MBIT(lanm);
+    if (lanl >= 0)
+        o.p.lan_lat = lanl;
+    if (wanl >= 0)
+        o.p.wan_lat = wanl;
+    if (lanem >= 0) {
+        o.p.b_lane = HB_MODEL_MBIT(lanem);
+        o.p.n_b_wan = 0;
+    }
+    if (wanm >= 0) {
+        o.p.B_wan = HB_MODEL_MBIT(wanm);
+        o.p.n_b_wan = 0;
+    }
+    if (hop >= 0)
+        o.p.hop = (hb_sim_hop_t)hop;
+    if (hb_sim_params_check(&o.p, err, sizeof(err)) != 0) {
+        fprintf(stderr, "hibar-sim: %s\n", err);
+        return 2;
+    }
+    if (o.trace != NULL) {
+        if (strcmp(o.mode, "barrier") != 0 || (o.config == NULL && o.nodes == 0)) {
+            fprintf(stderr, "hibar-sim: --trace needs mode barrier and one topology\n");
+            return 2;
+        }
+        trace_f = fopen(o.trace, "w");
+        if (trace_f == NULL) {
+            fprintf(stderr, "hibar-sim: %s: %s\n", o.trace, strerror(errno));
+            return 2;
+        }
+    }
+    if (o.plot != NULL && mkdir(o.plot, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "hibar-sim: %s: %s\n", o.plot, strerror(errno));
+        return 2;
+    }
+    (void)d;
+    if (strcmp(o.mode, "barrier") == 0)
+        rc = mode_barrier(&o);
+    else if (strcmp(o.mode, "validate") == 0)
+        rc = mode_validate(&o);
+    else {
+        fprintf(stderr, "hibar-sim: unknown mode '%s'\n", o.mode);
+        usage(stderr);
+        return 2;
+    }
+    if (trace_f != NULL && fclose(trace_f) != 0) {
+        fprintf(stderr, "hibar-sim: %s: %s\n", o.trace, strerror(errno));
+        rc = HIBAR_ERR_IO;
+    }
+    if (!o.quiet && !o.json) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) == 0)
+            fprintf(stderr, "hibar-sim: peak RSS %.1f MiB\n", ru.ru_maxrss / 1024.0);
+    }
+    return rc == 0 ? 0 : rc == 1 ? 1 : rc == HIBAR_ERR_CONFIG ? 2 : 1;
+}
