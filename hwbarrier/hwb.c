@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Highest priority first. */
+/* Every backend; "auto" tries them by descending priority. */
 static const hb_hwb_component_t *const hb_hwb_components[] = {
     &hb_hwb_scic_component,
     &hb_hwb_shm_component,
@@ -36,6 +36,20 @@ int hb_hwb_params_check(const hb_hwb_params_t *p)
         return HIBAR_ERR_INVAL;
     }
     return 0;
+}
+
+/* The k-th component in descending priority (ties: table order). */
+static const hb_hwb_component_t *hb_hwb_by_priority(size_t k)
+{
+    const hb_hwb_component_t *order[HB_HWB_NCOMP];
+    memcpy(order, hb_hwb_components, sizeof(order));
+    for (size_t i = 1; i < HB_HWB_NCOMP; i++)
+        for (size_t j = i; j > 0 && order[j - 1]->priority < order[j]->priority; j--) {
+            const hb_hwb_component_t *t = order[j - 1];
+            order[j - 1] = order[j];
+            order[j] = t;
+        }
+    return order[k];
 }
 
 static const hb_hwb_component_t *hb_hwb_find(const char *name)
@@ -88,7 +102,7 @@ int hb_hwb_open(const char *backend, const hb_hwb_params_t *p, hb_hwb_t **h_p)
         return hb_hwb_open_one(c, p, h_p, 1);
     }
     for (size_t i = 0; i < HB_HWB_NCOMP; i++) {
-        rc = hb_hwb_open_one(hb_hwb_components[i], p, h_p, 0);
+        rc = hb_hwb_open_one(hb_hwb_by_priority(i), p, h_p, 0);
         if (rc == 0)
             return 0;
         /* A usable backend that failed for a reason other than absence is an error. */
@@ -161,7 +175,7 @@ int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, 
     if (params == NULL)
         params = &dflt;
     for (size_t i = 0; i < HB_HWB_NCOMP && i < max; i++) {
-        const hb_hwb_component_t *c = hb_hwb_components[i];
+        const hb_hwb_component_t *c = hb_hwb_by_priority(i);
         snprintf(info[i].name, sizeof(info[i].name), "%s", c->name);
         info[i].priority = c->priority;
         info[i].why[0] = '\0';
