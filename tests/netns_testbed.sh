@@ -59,6 +59,13 @@ if [ "${1-}" = --inside ]; then
     echo "one LAN pair: $lan Mbit/s (uncapped)"
     [ "$lan" -ge $((LANE * 2)) ] || fail "LAN pair got only $lan Mbit/s: is the LAN capped?"
 
+    # Round trips across the router (the echo path works; the time is reported, not checked).
+    ip netns exec "$pfx-s1-n3" "$probe" -s -n 1 -T 30 -p 5302 &
+    rtt=$(ip netns exec "$pfx-s0-n3" "$probe" -c 10.231.1.4 -p 5302 -r 200) || fail "rtt probe failed"
+    wait
+    echo "$rtt"
+    echo "$rtt" | grep -q '"bench": "rtt", .*"iters": 200, "median_us": [0-9.]*' || fail "no rtt row"
+
     # Lanes really used: exactly the 4 lanes s1-nj -> s0-nj carried bulk data into site 0.
     stats=$($HIBAR_TESTBED_STATS) || fail "testbed --stats failed"
     busy=$(echo "$stats" | awk '$1 == "lane" && $2 ~ /\.1\./ && $3 ~ /\.0\./ && $4 > 1000000' | wc -l)

@@ -1,4 +1,4 @@
-/* hb_bwprobe.c: a tiny TCP bandwidth probe for the network-namespace test bed (no iperf here). */
+/* hb_bwprobe.c: TCP bandwidth and round-trip probe for the namespace test bed (no iperf here). */
 /*
  * Server: hb_bwprobe -s [-b ADDR] [-p PORT] [-n CONNS] [-T IDLE_S]
  *   accepts connections (one child process each), drains each until EOF and answers with the
@@ -7,8 +7,12 @@
  * Client: hb_bwprobe -c ADDR [-p PORT] [-t SECS] [-l LABEL]
  *   sends for SECS seconds (default 2), half-closes, waits for the server's answer and prints
  *   one JSON row (DESIGN section 6 keys where they apply) with the measured Mbit/s.
- * The rate is the receiver's byte count over the sender's time from connect to the answer,
- * so data still queued in socket buffers when the sender stops is counted correctly.
+ *   The rate is the receiver's byte count over the sender's time from connect to the answer,
+ *   so data still queued in socket buffers when the sender stops is counted correctly.
+ * Client: hb_bwprobe -c ADDR -r N [-p PORT] [-l LABEL]
+ *   N round trips of one byte (TCP_NODELAY, after 10 warm-up ones); prints one JSON row
+ *   with the median, min, max and p99 round-trip time.
+ * The client's first byte tells the server which of the two it wants ('B' or 'R').
  */
 #include "hb_config.h" /* first: _GNU_SOURCE for accept4 */
 
@@ -38,6 +42,7 @@ typedef struct probe_opts {
     const char *addr;
     const char *label;
     int port;
+    int rtt_iters;
     int conns;
     int idle_s;
     double secs;
@@ -46,7 +51,8 @@ typedef struct probe_opts {
 static void probe_usage(void)
 {
     fprintf(stderr, "usage: hb_bwprobe -s [-b ADDR] [-p PORT] [-n CONNS] [-T IDLE_S]\n"
-                    "       hb_bwprobe -c ADDR [-p PORT] [-t SECS] [-l LABEL]\n");
+                    "       hb_bwprobe -c ADDR [-p PORT] [-t SECS] [-l LABEL]\n"
+                    "       hb_bwprobe -c ADDR -r ROUND_TRIPS [-p PORT] [-l LABEL]\n");
 }
 
 static void probe_put_u64(unsigned char *p, uint64_t v)
@@ -113,13 +119,47 @@ static int probe_parse_addr(const char *addr, int port, struct sockaddr_in *sa)
     return 0;
 }
 
-/* One accepted connection, in a child: drain to EOF, answer (bytes, receive time in ns). */
+/* Round-trip mode: echo every byte until EOF. */
+static int probe_serve_echo(int fd)
+{
+    int one = 1;
+    char b;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    for (;;) {
+        ssize_t n = read(fd, &b, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            hb_log_error("bwprobe: read: %m");
+            return 1;
+        }
+        if (n == 0)
+            return 0;
+        if (probe_write_all(fd, &b, 1) != 0)
+            return 1;
+    }
+}
+
+/*
+ * One accepted connection, in a child. Bandwidth mode: drain to EOF, answer (bytes, receive
+ * time in ns); round-trip mode: echo.
+ */
 static int probe_serve_one(int fd)
 {
     static char buf[PROBE_BUF];
     uint64_t bytes = 0, t0 = 0, t1;
     unsigned char ans[16];
+    char mode;
 
+    if (probe_read_all(fd, &mode, 1) != 0)
+        return 1;
+    if (mode == 'R')
+        return probe_serve_echo(fd);
+    if (mode != 'B') {
+        hb_log_error("bwprobe: unknown mode byte 0x%02x", (unsigned char)mode);
+        return 1;
+    }
     for (;;) {
         ssize_t n = read(fd, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
@@ -252,6 +292,8 @@ static int probe_client(const probe_opts_t *o)
     if (getsockname(fd, (struct sockaddr *)&me, &melen) == 0)
         inet_ntop(AF_INET, &me.sin_addr, src, sizeof(src));
     memset(buf, 0x5a, sizeof(buf));
+    if (probe_write_all(fd, "B", 1) != 0)
+        goto out;
     t0 = hb_time_now_ns();
     tend = t0 + (uint64_t)(o->secs * 1e9);
     while (hb_time_now_ns() < tend) {
@@ -285,6 +327,57 @@ out:
     return rc;
 }
 
+static int probe_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int probe_client_rtt(const probe_opts_t *o)
+{
+    struct sockaddr_in sa;
+    uint64_t *rtt = NULL;
+    int fd, one = 1, rc = 1;
+    long n = o->rtt_iters;
+    char b = 'R';
+
+    if (probe_parse_addr(o->addr, o->port, &sa) != 0)
+        return 2;
+    rtt = malloc(sizeof(*rtt) * (size_t)n);
+    if (!rtt) {
+        hb_log_error("bwprobe: out of memory");
+        return 1;
+    }
+    fd = probe_connect(&sa, o->addr, o->port);
+    if (fd < 0)
+        goto out_free;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (probe_write_all(fd, &b, 1) != 0)
+        goto out;
+    for (long i = -10; i < n; i++) {
+        uint64_t t0 = hb_time_now_ns();
+        if (probe_write_all(fd, &b, 1) != 0 || probe_read_all(fd, &b, 1) != 0)
+            goto out;
+        if (i >= 0)
+            rtt[i] = hb_time_now_ns() - t0;
+    }
+    qsort(rtt, (size_t)n, sizeof(*rtt), probe_cmp_u64);
+    long k = (long)(0.99 * (double)n + 0.999999) - 1;
+    double med = n % 2 ? (double)rtt[n / 2] : ((double)rtt[n / 2 - 1] + (double)rtt[n / 2]) / 2;
+    printf("{\"bench\": \"rtt\", \"impl\": \"tcp\", \"label\": \"%s\", \"dst\": \"%s\", "
+           "\"size\": 1, \"iters\": %ld, \"median_us\": %.1f, \"min_us\": %.1f, "
+           "\"max_us\": %.1f, \"p99_us\": %.1f}\n",
+           o->label ? o->label : "", o->addr, n, med / 1e3, (double)rtt[0] / 1e3,
+           (double)rtt[n - 1] / 1e3, (double)rtt[k < 0 ? 0 : k] / 1e3);
+    fflush(stdout);
+    rc = 0;
+out:
+    close(fd);
+out_free:
+    free(rtt);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     probe_opts_t o = {.port = 5201, .idle_s = 60, .secs = 2.0};
@@ -292,7 +385,7 @@ int main(int argc, char **argv)
 
     hb_log_init_from_env();
     hb_log_set_ident("hb_bwprobe");
-    while ((c = getopt(argc, argv, "sc:b:p:n:T:t:l:h")) != -1) {
+    while ((c = getopt(argc, argv, "sc:b:p:n:T:t:l:r:h")) != -1) {
         switch (c) {
         case 's':
             o.server = 1;
@@ -318,6 +411,9 @@ int main(int argc, char **argv)
         case 'l':
             o.label = optarg;
             break;
+        case 'r':
+            o.rtt_iters = atoi(optarg);
+            break;
         case 'h':
             probe_usage();
             return 0;
@@ -327,10 +423,13 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc || o.port <= 0 || o.port > 65535 || o.conns < 0 || o.idle_s <= 0 ||
-        !(o.secs > 0.0 && o.secs < 3600.0) || (!o.server && !o.addr)) {
+        !(o.secs > 0.0 && o.secs < 3600.0) || (!o.server && !o.addr) || o.rtt_iters < 0 ||
+        o.rtt_iters > 10000000) {
         probe_usage();
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    return o.server ? probe_server(&o) : probe_client(&o);
+    if (o.server)
+        return probe_server(&o);
+    return o.rtt_iters > 0 ? probe_client_rtt(&o) : probe_client(&o);
 }
