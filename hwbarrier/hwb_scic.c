@@ -271,12 +271,12 @@ static int hb_scic_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
         hb_log_error("hwbarrier scic: %s: doorbell not taken by the chip", s->path);
         return rc == HIBAR_ERR_TIMEOUT ? HIBAR_ERR_BUSY : rc;
     }
-    s->seen[sync] = HB_SCIC_RES_COUNT(hb_scic_rd32(s->bar, HB_SCIC_B_RESULT(sync)));
-    s->mask[sync] = mask;
-    s->pending |= 1u << sync;
     /* An event loop waits on the fd after arriving: the interrupt must be armed first. */
     if (s->fd_armed && (rc = hb_scic_arm(s)) < 0)
         return rc;
+    s->seen[sync] = HB_SCIC_RES_COUNT(hb_scic_rd32(s->bar, HB_SCIC_B_RESULT(sync)));
+    s->mask[sync] = mask;
+    s->pending |= 1u << sync;
     hb_scic_wr64(s->bar, HB_SCIC_DOORBELL, hb_scic_db(mask, sync, HB_SCIC_DB_ARRIVE));
     return 0;
 }
@@ -365,7 +365,8 @@ static int hb_scic_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
     if (rc == HIBAR_ERR_TIMEOUT)
         return rc;
     if (rc < 0) {
-        hb_log_warn("hwbarrier scic: %s: board link down", s->path);
+        if (rc == HIBAR_ERR_PEER_LOST)
+            hb_log_warn("hwbarrier scic: %s: board link down", s->path);
         s->pending &= ~(1u << sync);
         return rc;
     }
