@@ -746,15 +746,20 @@ static int iv_cmp(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : 0;
 }
 
-/* Is [lo, hi) inside the union of the sorted, merged intervals? */
+/* Is [lo, hi) inside the union of the sorted, merged (disjoint) intervals? */
 static int iv_covered(const iv_t *m, size_t n, uint64_t lo, uint64_t hi)
 {
     if (lo >= hi)
         return 1;
-    for (size_t i = 0; i < n; i++)
-        if (m[i].lo <= lo && hi <= m[i].hi)
-            return 1;
-    return 0;
+    size_t a = 0, b = n; /* the last interval starting at or before lo */
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (m[mid].lo <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a > 0 && hi <= m[a - 1].hi;
 }
 
 typedef struct pm {

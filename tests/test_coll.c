@@ -515,6 +515,38 @@ static void test_counts(void)
     run_free(&r);
     hb_coll_sched_free(s);
 
+    /* three sites of 5 (root's), 3 and 6 nodes, 4 lanes asked: 3 + 4 WAN pairs, distinct ends */
+    {
+        uint32_t st3[14] = {0, 1, 2, 0, 2, 1, 2, 0, 2, 1, 2, 0, 0, 2};
+        hb_coll_nodes_t nodes3 = {.n_nodes = 14, .site_of = st3};
+        for (int op = 0; op < HB_COLL_OP_COUNT; op++) {
+            hb_coll_args_t a3 = {.op = (hb_coll_op_t)op, .alg = HB_COLL_ALG_MULTI_LANE, .root = 3,
+                                 .size = 50, .lanes = 4};
+            CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes3, &a3, &s), 0);
+            CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_RANDOM_ANY, 0, 9), 0);
+            CU_ASSERT_EQUAL(check_data(&r, s, 9), 0);
+            uint32_t pairs[3] = {0, 0, 0};
+            for (uint32_t v = 0; v < 14; v++)
+                for (uint32_t w = 0; w < 14; w++)
+                    if (st3[v] != st3[w] && r.pair[v * 14 + w] > 0)
+                        pairs[st3[v] == 0 ? st3[w] : st3[v]]++;
+            if (op == HB_COLL_BCAST) {
+                CU_ASSERT_EQUAL(s->lanes, 3); /* bcast: the same parts to every site */
+                CU_ASSERT_EQUAL(pairs[1], 3);
+                CU_ASSERT_EQUAL(pairs[2], 3);
+            } else if (op == HB_COLL_ALLGATHER) {
+                CU_ASSERT_EQUAL(pairs[1], 2 * 3); /* the same lanes, up then down */
+                CU_ASSERT_EQUAL(pairs[2], 2 * 4);
+            } else {
+                CU_ASSERT_EQUAL(s->lanes, 4);
+                CU_ASSERT_EQUAL(pairs[1], 3);
+                CU_ASSERT_EQUAL(pairs[2], 4);
+            }
+            run_free(&r);
+            hb_coll_sched_free(s);
+        }
+    }
+
     /* segments: 1000 bytes per rank in 64-byte segments; every node gets one message per segment */
     s = two_sites(HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 4, 4, 4, 64, 1000, site_of, ranks_of);
     CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_RANDOM_LINK, 0, 6), 0);
