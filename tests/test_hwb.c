@@ -67,6 +67,14 @@ static void t_cluster(char *buf, size_t len)
     snprintf(buf, len, "test%d-%u", (int)getpid(), t_seq++);
 }
 
+/* Remove the shm segment of a test cluster, if any (normally the Center did). */
+static void t_unlink(const char *cluster)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "/hibar-%u-%s-c3", (unsigned)getuid(), cluster);
+    shm_unlink(name);
+}
+
 static void t_params(hb_hwb_params_t *p, const char *cluster, uint32_t me, uint32_t n)
 {
     memset(p, 0, sizeof(*p));
@@ -144,6 +152,7 @@ static int t_run_ex(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg, t
     }
     if (parent != NULL)
         parent(2);
+    t_unlink(cluster); /* a participant that crashed must not leave its segment behind */
     if (t_model != NULL) {
         hb_scic_model_destroy(t_model);
         t_model = NULL;

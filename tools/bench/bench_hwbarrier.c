@@ -242,6 +242,12 @@ int hb_bench_hwbarrier_main(int argc, char **argv)
             failed = 1;
         }
     }
+    {
+        /* the Center unlinks its segment on close; if it crashed, do it here */
+        char name[96];
+        snprintf(name, sizeof(name), "/hibar-%u-%s-c0", (unsigned)getuid(), cluster);
+        shm_unlink(name);
+    }
     if (failed)
         goto out_unmap;
     x = malloc(o.iters * sizeof(*x));
