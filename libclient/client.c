@@ -91,7 +91,14 @@ static int client_attach_poll(void *arg, int slow)
     if (now - w->probe.last_check_ns < 10000000ull)
         return HIBAR_ERR_WOULD_BLOCK;
     w->probe.last_check_ns = now;
-    return hb_nbar_check_peers(&w->probe) == 0 ? HIBAR_ERR_WOULD_BLOCK : HIBAR_ERR_PEER_LOST;
+    {
+        /* Nobody leaves before all have joined: a departure here is a failure. */
+        int lost = hb_nbar_find_lost(&w->probe);
+        if (lost < 0)
+            return HIBAR_ERR_WOULD_BLOCK;
+        hb_seg_mark_broken(w->probe.seg, (int32_t)lost);
+        return HIBAR_ERR_PEER_LOST;
+    }
 }
 
 static void client_free(hibar_t *h)

@@ -225,9 +225,8 @@ int hb_nbar_pid_dead(int pid)
     return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-int hb_nbar_check_peers(hb_nbar_t *b)
+int hb_nbar_find_lost(hb_nbar_t *b)
 {
-    hb_seg_hdr_t *h = hb_seg_hdr(b->seg);
     uint32_t r;
 
     for (r = 0; r < b->nranks; r++) {
@@ -238,22 +237,33 @@ int hb_nbar_check_peers(hb_nbar_t *b)
         c = hb_seg_ctl(b->seg, r);
         st = atomic_load_explicit(&c->state, memory_order_acquire);
         if (st == HB_SEG_RANK_LEFT ||
-            (st == HB_SEG_RANK_ATTACHED && hb_nbar_pid_dead(atomic_load(&c->pid)))) {
-            hb_seg_mark_broken(b->seg, (int32_t)r);
-            return HIBAR_ERR_PEER_LOST;
-        }
+            (st == HB_SEG_RANK_ATTACHED && hb_nbar_pid_dead(atomic_load(&c->pid))))
+            return (int)r;
     }
-    return atomic_load(&h->state) == HB_SEG_JOB_BROKEN ? HIBAR_ERR_PEER_LOST : 0;
+    return -1;
 }
 
-/* Called on the wait's slow path: rate-limited peer check. */
-static int nbar_slow_check(hb_nbar_t *b)
+/*
+ * The wait's slow path: a rate-limited look at the peers. A rank that finalized (LEFT) did
+ * so after the last barrier every rank took part in, so the condition waited for may have
+ * become true between our last poll and the moment we saw it leave: poll once more (the
+ * acquire load of its state makes what it saw visible to us) before declaring it lost.
+ */
+static int nbar_slow_check(hb_nbar_t *b, hb_wait_poll_fn poll, void *arg)
 {
     uint64_t now = hb_time_now_ns();
+    int lost;
+
     if (now - b->last_check_ns < HB_NBAR_CHECK_NS)
         return HIBAR_ERR_WOULD_BLOCK;
     b->last_check_ns = now;
-    return hb_nbar_check_peers(b) == 0 ? HIBAR_ERR_WOULD_BLOCK : HIBAR_ERR_PEER_LOST;
+    lost = hb_nbar_find_lost(b);
+    if (lost < 0)
+        return HIBAR_ERR_WOULD_BLOCK;
+    if (poll(arg, 0) == 0)
+        return 0;
+    hb_seg_mark_broken(b->seg, (int32_t)lost);
+    return HIBAR_ERR_PEER_LOST;
 }
 
 static uint64_t nbar_deadline(const hb_nbar_t *b)
@@ -390,7 +400,7 @@ static int nbar_flat_poll(void *arg, int slow)
         return 0;
     if (atomic_load_explicit(&h->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
-    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+    return slow ? nbar_slow_check(a->b, nbar_flat_poll, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
 static int nbar_poll(void *arg, int slow)
@@ -402,7 +412,7 @@ static int nbar_poll(void *arg, int slow)
         return 0;
     if (atomic_load_explicit(&h->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
-    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+    return slow ? nbar_slow_check(a->b, nbar_poll, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
@@ -477,7 +487,7 @@ static int nbar_sub_poll_leader(void *arg, int slow)
         return 0;
     if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
-    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+    return slow ? nbar_slow_check(a->b, nbar_sub_poll_leader, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
 static int nbar_sub_poll_member(void *arg, int slow)
@@ -488,7 +498,7 @@ static int nbar_sub_poll_member(void *arg, int slow)
         return 0;
     if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
-    return slow ? nbar_slow_check(a->b) : HIBAR_ERR_WOULD_BLOCK;
+    return slow ? nbar_slow_check(a->b, nbar_sub_poll_member, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
 /* Epoch of the next barrier over this rank set (every member counts the same way). */

@@ -98,8 +98,8 @@ int hb_nbar_barrier(hb_nbar_t *b);
  * rank leads. HIBAR_ERR_INVAL for a bad set. */
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n);
 
-/* Look for dead or departed ranks now (marks the job broken): 0 or HIBAR_ERR_PEER_LOST. */
-int hb_nbar_check_peers(hb_nbar_t *b);
+/* A rank of the node (not this one) that is dead or has left, or -1. Marks nothing. */
+int hb_nbar_find_lost(hb_nbar_t *b);
 /* Is process `pid` gone (no such process, or a zombie)? */
 int hb_nbar_pid_dead(int pid);
 
