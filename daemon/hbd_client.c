@@ -221,6 +221,7 @@ void hbd_drive_opts_init(hbd_drive_opts_t *o)
     memset(o, 0, sizeof(*o));
     o->late_node = UINT32_MAX;
     o->kill_node = UINT32_MAX;
+    o->kill_sig = SIGKILL;
     o->timeout_ms = 60000;
 }
 
@@ -286,7 +287,7 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
             kill_pending = 0;
             t_kill = hb_time_now_ns();
             if (kill_pid > 0)
-                kill(kill_pid, SIGKILL);
+                kill(kill_pid, o->kill_sig);
             else
                 hb_log_warn("no pid for node %s: nothing killed", cl->cfg->nodes[o->kill_node].name);
         }

@@ -47,8 +47,9 @@ int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p);
 typedef struct hbd_drive_opts {
     uint32_t late_node; /* UINT32_MAX: none; else this node is asked late_ms later */
     uint32_t late_ms;
-    uint32_t kill_node; /* UINT32_MAX: none; else never asked, and SIGKILLed after kill_ms */
+    uint32_t kill_node; /* UINT32_MAX: none; else never asked, and sent kill_sig after kill_ms */
     uint32_t kill_ms;
+    int kill_sig;       /* default SIGKILL; SIGSTOP makes a hung daemon */
     int timeout_ms;     /* per barrier, waiting for replies; default 60000 */
 } hbd_drive_opts_t;
 

@@ -3,6 +3,7 @@
 #include "hbd_emu.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -223,6 +224,16 @@ static void nap_ms(unsigned ms)
     nanosleep(&ts, NULL);
 }
 
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0 && errno != ENOENT)
+        hb_log_warn("cannot remove %s: %m", path);
+    return 0;
+}
+
 static int unlink_quiet(const char *path)
 {
     if (unlink(path) != 0 && errno != ENOENT) {
@@ -300,6 +311,14 @@ int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
             if (unlink_quiet(path) != 0)
                 rc = HIBAR_ERR_IO;
         }
+    }
+    /* each daemon's PMIx server directory (PMIX_SERVER_TMPDIR), which a crash leaves behind */
+    for (uint32_t i = 0; i < n; i++) {
+        char path[400];
+        struct stat sb;
+        snprintf(path, sizeof(path), "%s/%s.pmix", cfg->run_dir, cfg->nodes[i].name);
+        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
     if (cfg->key_file == NULL) {
         char path[400];

@@ -16,7 +16,7 @@ for proto in scmd tree; do
     [ "$n" -eq 30 ] || { echo "$stats"; fail "$proto: $n of 30 daemons report 1000 barriers"; }
     echo "$stats" | grep -q " bad=0 " || fail "$proto: malformed frames counted"
     [ "$(echo "$stats" | grep -c ' bad=0 ')" -eq 30 ] || fail "$proto: malformed frames counted"
-    cl down >/dev/null || fail "$proto: down"
+    down
     check_clean
 done
 echo "PASS: 1000 barriers with scmd and with tree on 30 daemons"

@@ -41,5 +41,16 @@ trap 'exit 1' INT TERM
 
 up() { cl "$@" up || fail "cluster did not come up"; }
 
+# Stop the cluster; a daemon log with a sanitizer report (ASan/UBSan builds) fails the test.
+down() {
+    cl down --keep-logs >/dev/null || fail "down"
+    if grep -l -E "Sanitizer|runtime error:" "$RUN_DIR"/*.log 2>/dev/null; then
+        grep -h -A20 -E "Sanitizer|runtime error:" "$RUN_DIR"/*.log | head -60
+        fail "sanitizer report in a daemon log"
+    fi
+    rm -f "$RUN_DIR"/*.log
+    rmdir "$RUN_DIR" 2>/dev/null
+}
+
 # stats NODE KEY: one counter of a daemon's stats line
 stat_of() { cl ctl "$1" stats | tr ' ' '\n' | sed -n "s/^$2=//p"; }

@@ -1,5 +1,6 @@
 /* hibar_cluster.c: hibar-cluster, start/inspect/stop an emulated cluster and drive barriers on it. */
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static void usage(FILE *f)
             "crash)\n"
             "  barrier   drive barriers through every control socket\n"
             "              --count N (1)  --late NODE:MS  --kill NODE:MS  --expect STATUS (0)\n"
-            "              --timeout MS (60000)\n"
+            "              --timeout MS (60000)  --stop (--kill sends SIGSTOP: a hung daemon)\n"
             "  ctl NODE|all COMMAND...   send one control command, print the replies\n"
             "options:\n"
             "  -c, --config FILE     cluster configuration (default $HIBAR_CONFIG)\n"
@@ -90,7 +91,7 @@ static int cmd_status(const hb_cfg_t *cfg)
 typedef struct barrier_args {
     unsigned long count;
     const char *late, *kill;
-    int expect, timeout_ms;
+    int expect, timeout_ms, stop;
 } barrier_args_t;
 
 static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
@@ -101,6 +102,8 @@ static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
     hbd_drive_opts_init(&o);
     if (ba->timeout_ms > 0)
         o.timeout_ms = ba->timeout_ms;
+    if (ba->stop)
+        o.kill_sig = SIGSTOP;
     if (ba->late != NULL && node_arg(cfg, ba->late, &o.late_node, &o.late_ms) != 0) {
         fprintf(stderr, "hibar-cluster: --late NODE:MS, unknown node in '%s'\n", ba->late);
         return 2;
@@ -157,8 +160,9 @@ static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
         printf(", late node %s +%" PRIu32 " ms, earliest completion %.1f ms", 
                cfg->nodes[o.late_node].name, o.late_ms, late_min / 1e3);
     if (o.kill_node < cfg->n_nodes)
-        printf(", killed %s at +%" PRIu32 " ms, last reply %.1f ms after the kill",
-               cfg->nodes[o.kill_node].name, o.kill_ms, kill_max / 1e3);
+        printf(", %s %s at +%" PRIu32 " ms, last reply %.1f ms after the kill",
+               ba->stop ? "stopped" : "killed", cfg->nodes[o.kill_node].name, o.kill_ms,
+               kill_max / 1e3);
     printf("\n");
     hbd_cluster_close(cl);
     return bad ? 1 : 0;
@@ -208,6 +212,7 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},         {"count", required_argument, NULL, 'n'},
         {"late", required_argument, NULL, 'L'},      {"kill", required_argument, NULL, 'K'},
         {"expect", required_argument, NULL, 'e'},    {"timeout", required_argument, NULL, 't'},
+        {"stop", no_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     const char *over[MAX_OVER];
     hbd_emu_opts_t eo = {.timeout_ms = 30000};
@@ -252,6 +257,9 @@ int main(int argc, char **argv)
             break;
         case 't':
             ba.timeout_ms = atoi(optarg);
+            break;
+        case 'S':
+            ba.stop = 1;
             break;
         case 'h':
             usage(stdout);

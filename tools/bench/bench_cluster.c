@@ -29,9 +29,11 @@
  *   T_SR  one tree hop, half a ping-pong between a non-root Center and its parent daemon
  *         ("tsr" on every non-root Center at once; median of their medians)
  * and print the predictions of config/topo.h: (4 + 3L)·T_IB + 3(L + 1)·T_SR for scmd,
- * (2 + 2L)·T_IB + 2(L + 1)·T_SR for tree. The same figures measured one chassis / one link
- * at a time are printed too (t_ib_alone_us, t_sr_alone_us). With --idle-cpu S, the CPU the
- * idle daemons use together over S seconds is measured (percent of one core).
+ * hb_topo_predict_tree for tree. The same figures measured one chassis / one link at a time
+ * are printed too (t_ib_alone_us, t_sr_alone_us), and the driver's own share: a "ping" to
+ * every daemon at once, to the last reply (t_ctl_us; ratio_net leaves it out). With
+ * --idle-cpu S, the CPU the idle daemons use together over S seconds is measured (percent of
+ * one core).
  */
 
 typedef struct bc_opts {
@@ -48,6 +50,7 @@ typedef struct bc_opts {
 
 typedef struct bc_probe {
     double t_ib, t_sr, t_ib_alone, t_sr_alone;
+    double t_ctl; /* "ping" to every daemon at once -> last reply: the driver's own share */
 } bc_probe_t;
 
 static void usage(FILE *f)
@@ -134,6 +137,28 @@ static int probe_tsr(hbd_cluster_t *cl, const uint32_t *nodes, uint32_t k, unsig
     return rc;
 }
 
+/* The driver's fan-out and fan-in alone: every daemon asked "ping" at once, to the last reply. */
+static int probe_ctl(hbd_cluster_t *cl, unsigned n, double *out)
+{
+    uint32_t *nodes = malloc(sizeof(uint32_t) * cl->n);
+    char(*rep)[512] = malloc(512 * (size_t)cl->n);
+    double *v = malloc(sizeof(double) * n);
+    int rc = nodes && rep && v ? 0 : HIBAR_ERR_NOMEM;
+    for (uint32_t i = 0; rc == 0 && i < cl->n; i++)
+        nodes[i] = i;
+    for (unsigned k = 0; k < n && rc == 0; k++) {
+        uint64_t t0 = hb_time_now_ns();
+        rc = hbd_cluster_all(cl, nodes, cl->n, "ping", rep, 10000);
+        v[k] = (double)(hb_time_now_ns() - t0) / 1e3;
+    }
+    if (rc == 0)
+        *out = median(v, n);
+    free(nodes);
+    free(rep);
+    free(v);
+    return rc;
+}
+
 static int probe(hbd_cluster_t *cl, const hb_topo_t *t, unsigned n, bc_probe_t *p)
 {
     uint32_t *all = malloc(sizeof(uint32_t) * t->n_chassis);
@@ -155,6 +180,8 @@ static int probe(hbd_cluster_t *cl, const hb_topo_t *t, unsigned n, bc_probe_t *
         if (rc == 0)
             rc = probe_tsr(cl, centers, nc, n, &p->t_sr);
     }
+    if (rc == 0)
+        rc = probe_ctl(cl, n, &p->t_ctl);
     free(all);
     free(centers);
     return rc;
@@ -283,9 +310,11 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
                          "\"predicted_us\": %.1f, \"ratio\": %.3f, \"t_ib_us\": %.2f, "
                          "\"t_sr_us\": %.2f, \"L\": %" PRIu32 ", \"chassis\": %" PRIu32 ", "
                          "\"t_ib_alone_us\": %.2f, \"t_sr_alone_us\": %.2f, "
-                         "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f",
+                         "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f, "
+                         "\"t_ctl_us\": %.1f, \"ratio_net\": %.3f",
                          pred, s.median / pred, p.t_ib, p.t_sr, topo->L, topo->n_chassis,
-                         p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier);
+                         p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier, p.t_ctl,
+                         (s.median - p.t_ctl) / pred);
         if (idle >= 0 && k > 0 && (size_t)k < sizeof(extra))
             snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"idle_cpu_pct\": %.2f", idle);
         hb_bench_row_t row = {.impl = proto, .nodes = topo->n_nodes, .ranks = topo->n_nodes,
@@ -300,9 +329,13 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         hb_bench_out_note(o->out, "T_IB %.1f us (every chassis at once; alone %.1f), T_SR %.1f us "
                                   "(every link at once; alone %.1f)",
                           p.t_ib, p.t_ib_alone, p.t_sr, p.t_sr_alone);
-        hb_bench_out_note(o->out, "formula %s; with the alone figures %.1f us; hier's count %.1f us",
-                          scmd ? "(4 + 3L)·T_IB + 3(L + 1)·T_SR" : "(2 + 2L)·T_IB + 2(L + 1)·T_SR",
+        hb_bench_out_note(o->out, "formula %s (config/topo.h); with the alone figures %.1f us; "
+                                  "hier's count %.1f us",
+                          scmd ? "(4 + 3L)·T_IB + 3(L + 1)·T_SR" : "hb_topo_predict_tree",
                           pred_alone, pred_hier);
+        hb_bench_out_note(o->out, "driver share (ping to every daemon, last reply) %.1f us; "
+                                  "(median - that) / predicted = %.2f",
+                          p.t_ctl, (s.median - p.t_ctl) / pred);
         if (idle >= 0)
             hb_bench_out_note(o->out, "idle: %" PRIu32 " daemons used %.2f%% of one core together "
                                       "over %.0f s",
