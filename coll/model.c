@@ -112,6 +112,49 @@ static uint32_t pow2_floor(uint32_t x)
     return k;
 }
 
+/* Cost of one message of b bytes: sender occupancy, and latency until it has arrived. */
+typedef void (*msg_cost_fn)(const void *ctx, double b, int wan, double *occ, double *lat);
+
+/*
+ * Root-rotated binomial tree over ranks 0..n0-1 (root's site) and n0..n0+n1-1, larger subtree
+ * first; a node sends once it has its data. Returns the last arrival, or < 0 without memory.
+ */
+static double binomial_walk(uint32_t n0, uint32_t n1, double M, int per_node, msg_cost_fn cost,
+                            const void *ctx)
+{
+    uint32_t n = n0 + n1;
+    double *ready = calloc(n, sizeof(*ready));
+    if (ready == NULL)
+        return -1.0;
+    double end = 0.0;
+    for (uint32_t r = 0; r < n; r++) {
+        double t = ready[r];
+        if (t > end)
+            end = t;
+        /* children of r: r + k for powers of two k below r's lowest set bit (all for r = 0) */
+        uint32_t lim = r == 0 ? n : (r & (~r + 1u));
+        for (uint32_t k = pow2_floor(n); k >= 1; k >>= 1) {
+            if (k >= lim || (uint64_t)r + k >= n)
+                continue;
+            uint32_t c = r + k;
+            uint32_t sub = n - c < k ? n - c : k;
+            double occ, lat;
+            cost(ctx, per_node ? (double)sub * M : M, (r < n0) != (c < n0), &occ, &lat);
+            t += occ;
+            ready[c] = t + lat;
+        }
+    }
+    free(ready);
+    return end;
+}
+
+static void hockney_cost(const void *ctx, double b, int wan, double *occ, double *lat)
+{
+    const hb_model_lanes_t *p = ctx;
+    *occ = p->alpha + b / (wan ? hb_model_bwan(p, 1) : p->b_lan);
+    *lat = wan ? p->L : 0.0;
+}
+
 int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n0,
                   uint32_t n1, double M, double *t_p)
 {
@@ -122,7 +165,6 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
     double bw = n1 > 0 ? hb_model_bwan(p, 1) : 1.0;
     if (bw <= 0.0)
         return HIBAR_ERR_INVAL;
-    uint32_t n = n0 + n1;
     int per_node = op != HB_COLL_BCAST;
     if (alg == HB_COLL_ALG_FLAT) {
         double t = 0.0, end = 0.0;
@@ -139,28 +181,9 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
         *t_p = end;
         return 0;
     }
-    double *ready = calloc(n, sizeof(*ready));
-    if (ready == NULL)
+    double end = binomial_walk(n0, n1, M, per_node, hockney_cost, p);
+    if (end < 0.0)
         return HIBAR_ERR_NOMEM;
-    double end = 0.0;
-    for (uint32_t r = 0; r < n; r++) {
-        double t = ready[r];
-        if (t > end)
-            end = t;
-        /* children of r: r + k for powers of two k below r's lowest set bit (all for r = 0) */
-        uint32_t lim = r == 0 ? n : (r & (~r + 1u));
-        for (uint32_t k = pow2_floor(n); k >= 1; k >>= 1) {
-            if (k >= lim || (uint64_t)r + k >= n)
-                continue;
-            uint32_t c = r + k;
-            uint32_t sub = n - c < k ? n - c : k;
-            double bytes = per_node ? (double)sub * M : M;
-            int wan = (r < n0) != (c < n0);
-            t += p->alpha + bytes / (wan ? bw : p->b_lan);
-            ready[c] = t + (wan ? p->L : 0.0);
-        }
-    }
-    free(ready);
     *t_p = end;
     return 0;
 }
@@ -302,8 +325,9 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
         if (alg == HB_COLL_ALG_FLAT && op == HB_COLL_SCATTER) {
             t = (double)(n - 1) * hb_model_plogp_g(p, HB_MODEL_PAT_ONE_TO_MANY, m) + p->L;
         } else if (alg == HB_COLL_ALG_FLAT) {
-            t = (double)(n - 1) * hb_model_plogp_g(p, HB_MODEL_PAT_MANY_TO_ONE, m) + p->L +
-                (double)hb_model_plogp_eq(p, m, n) * p->t_rto;
+            t = (double)(n - 1) * hb_model_plogp_g(p, HB_MODEL_PAT_MANY_TO_ONE, m) + p->L;
+            if (n >= 3)
+                t += (double)hb_model_plogp_eq(p, m, n) * p->t_rto;
         } else {
             for (uint32_t k = 0; k < d; k++)
                 t += hb_model_plogp_g(p, HB_MODEL_PAT_PAIR, ldexp(m, (int)k)) + p->L;
@@ -332,6 +356,108 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
     return 0;
 }
 
+/* Context of the two-site PlogP message costs. */
+typedef struct sites_ctx {
+    const hb_model_plogp_t *lan;
+    const hb_model_lanes_t *wan;
+} sites_ctx_t;
+
+/* w(b, P): a WAN message's sender occupancy. */
+static double wan_occ(const sites_ctx_t *c, double b, uint32_t P)
+{
+    double g = hb_model_plogp_g(c->lan, HB_MODEL_PAT_PAIR, b), t = b / hb_model_bwan(c->wan, P);
+    return g > t ? g : t;
+}
+
+static void sites_cost(const void *ctx, double b, int wan, double *occ, double *lat)
+{
+    const sites_ctx_t *c = ctx;
+    *occ = wan ? wan_occ(c, b, 1) : hb_model_plogp_g(c->lan, HB_MODEL_PAT_PAIR, b);
+    *lat = wan ? c->wan->L : c->lan->L;
+}
+
+/* RTO penalty of a many-to-one phase: `senders` senders with `bytes` in flight. */
+static double incast(const hb_model_plogp_t *p, uint32_t senders, double bytes)
+{
+    if (senders < 2 || p->flow_control || !(p->q < bytes))
+        return 0.0;
+    return p->t_rto;
+}
+
+/* (k)·g(b, pattern) + L if k > 0, else 0: one LAN phase of k messages. */
+static double lan_phase(const hb_model_plogp_t *p, uint32_t k, double b, hb_model_pat_t pat)
+{
+    return k == 0 ? 0.0 : (double)k * hb_model_plogp_g(p, pat, b) + p->L;
+}
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wan, hb_coll_op_t op,
+                         hb_coll_alg_t alg, uint32_t n0, uint32_t n1, double m, uint32_t P,
+                         double *t_p)
+{
+    if (lan == NULL || lan->n == 0 || lan->m == NULL || lan->g == NULL || wan == NULL ||
+        n0 == 0 || n1 == 0 || m < 0.0 || t_p == NULL)
+        return HIBAR_ERR_INVAL;
+    if (op != HB_COLL_SCATTER && op != HB_COLL_GATHER)
+        return HIBAR_ERR_INVAL;
+    if (alg == HB_COLL_ALG_MULTI_LANE && (P < 1 || P > n0 || P > n1))
+        return HIBAR_ERR_INVAL;
+    if (alg != HB_COLL_ALG_MULTI_LANE)
+        P = 1;
+    if (hb_model_bwan(wan, P) <= 0.0)
+        return HIBAR_ERR_INVAL;
+    sites_ctx_t c = {.lan = lan, .wan = wan};
+    const hb_model_pat_t out = HB_MODEL_PAT_ONE_TO_MANY, in = HB_MODEL_PAT_MANY_TO_ONE;
+    double Lw = wan->L, t;
+    uint32_t X = hb_model_x(n1, P);
+    int sc = op == HB_COLL_SCATTER;
+    switch (alg) {
+    case HB_COLL_ALG_FLAT:
+        if (sc) {
+            double A = (double)n1 * wan_occ(&c, m, 1);
+            t = dmax(A + Lw, A + lan_phase(lan, n0 - 1, m, out));
+        } else {
+            t = (double)(n0 - 1) * hb_model_plogp_g(lan, in, m) + (double)n1 * wan_occ(&c, m, 1) +
+                dmax(n0 > 1 ? lan->L : 0.0, Lw) + incast(lan, n0 + n1 - 1, (double)(n0 + n1 - 1) * m);
+        }
+        break;
+    case HB_COLL_ALG_BINOMIAL:
+        t = binomial_walk(n0, n1, m, 1, sites_cost, &c);
+        if (t < 0.0)
+            return HIBAR_ERR_NOMEM;
+        break;
+    case HB_COLL_ALG_SINGLE_LANE: {
+        double W = wan_occ(&c, (double)n1 * m, 1);
+        if (sc) {
+            t = dmax(W + Lw + lan_phase(lan, n1 - 1, m, out), W + lan_phase(lan, n0 - 1, m, out));
+        } else {
+            double R = lan_phase(lan, n1 - 1, m, in) + incast(lan, n1 - 1, (double)(n1 - 1) * m);
+            t = dmax(R + W + Lw,
+                     lan_phase(lan, n0 - 1, m, in) + incast(lan, n0 - 1, (double)(n0 - 1) * m));
+        }
+        break;
+    }
+    case HB_COLL_ALG_MULTI_LANE: {
+        double Xm = (double)X * m, V = wan_occ(&c, Xm, P);
+        if (sc) {
+            double S = (double)(P - 1) * hb_model_plogp_g(lan, out, Xm);
+            t = dmax(S + (P > 1 ? lan->L : 0.0) + V + Lw + lan_phase(lan, X - 1, m, out),
+                     S + V + lan_phase(lan, n0 - 1, m, out));
+        } else {
+            double R = lan_phase(lan, X - 1, m, in) + incast(lan, X - 1, (double)(X - 1) * m) + V + Lw;
+            double F = lan_phase(lan, P - 1, Xm, in) + incast(lan, P - 1, (double)(P - 1) * Xm);
+            t = dmax(R + F, lan_phase(lan, n0 - 1, m, in) + incast(lan, n0 - 1, (double)(n0 - 1) * m));
+        }
+        break;
+    }
+    default:
+        return HIBAR_ERR_INVAL;
+    }
+    *t_p = t;
+    return 0;
+}
+
 int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,
                     hb_model_choice_t *choice_p)
 {
@@ -343,6 +469,8 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
         c.alg_us[a] = -1.0;
     uint32_t best_P[HB_COLL_ALG_COUNT] = {0, 0, 1, 0};
+    int use_sites = params->plogp != NULL && params->n1 > 0 &&
+                    (op == HB_COLL_SCATTER || op == HB_COLL_GATHER);
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++) {
         hb_coll_alg_t alg = (hb_coll_alg_t)a;
         double t = -1.0;
@@ -361,7 +489,9 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
             rc = HIBAR_ERR_INVAL;
             for (uint32_t P = 1; P <= hi; P++) {
                 double tp;
-                int r2 = predict_lanes(params, op, alg, size, P, &tp);
+                int r2 = use_sites ? hb_model_plogp_sites(params->plogp, params->lanes, op, alg,
+                                                          params->n0, params->n1, size, P, &tp)
+                                   : predict_lanes(params, op, alg, size, P, &tp);
                 if (r2 == HIBAR_ERR_NOMEM)
                     return r2;
                 if (r2 == 0 && (rc != 0 || tp < t)) {
@@ -370,6 +500,9 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
                     rc = 0;
                 }
             }
+        } else if (use_sites) {
+            rc = hb_model_plogp_sites(params->plogp, params->lanes, op, alg, params->n0, params->n1,
+                                      size, 1, &t);
         } else {
             rc = predict_lanes(params, op, alg, size, 1, &t);
         }

@@ -116,7 +116,8 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
  * PlogP(-BR) prediction on one site of n nodes, m bytes per node (bcast: m in total):
  *   scatter flat      (n-1)·g(m, 1→n) + L
  *   scatter binomial  Σ_{k<d} (g(2^k·m, pair) + L), d = ceil(log2 n)
- *   gather flat       (n-1)·g(m, n→1) + L + E_q(m, n)·T_RTO     (all children send at once)
+ *   gather flat       (n-1)·g(m, n→1) + L + E_q(m, n)·T_RTO     (all children send at once;
+ *                     E only for a many-to-one phase: 2 senders or more)
  *   gather binomial   Σ_{k<d} (g(2^k·m, pair) + L)              (pairwise: no incast)
  *   bcast flat        (n-1)·g(m, 1→n) + L;   bcast binomial d·(g(m, pair) + L)
  *   allgather         gather(m) + bcast(n·m) of the same algorithm
@@ -124,6 +125,30 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
  */
 int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n,
                            double m, double *t_p);
+
+/*
+ * Two sites, PlogP(-BR) on the LAN (lan) and the lane model on the WAN (wan->L, b_WAN(P)):
+ * a WAN message of b bytes occupies its sender w(b, P) = max(g(b, pair), b / b_WAN(P)) and
+ * arrives wan->L later. E(B) = T_RTO if no flow control and q < B (the bytes the senders of a
+ * many-to-one phase, 2 or more, have in flight), else 0. X = ceil(n1 / P). Scatter:
+ *   flat         A = n1·w(m,1);  max(A + L_w, A + (n0-1)·g(m,1→n) + L)
+ *   single-lane  W = w(n1·m,1);  max(W + L_w + (n1-1)·g(m,1→n) + L, W + (n0-1)·g(m,1→n) + L)
+ *   multi-lane   S = (P-1)·g(X·m,1→n) (the shares), V = w(X·m,P);
+ *                max(S + L + V + L_w + (X-1)·g(m,1→n) + L, S + V + (n0-1)·g(m,1→n) + L)
+ * Gather (the same phases reversed, with incast where several send to one):
+ *   flat         (n0-1)·g(m,n→1) + n1·w(m,1) + max(L, L_w) + E((n0+n1-1)·m)
+ *   single-lane  max(R + w(n1·m,1) + L_w, (n0-1)·g(m,n→1) + L + E((n0-1)·m)),
+ *                R = (n1-1)·g(m,n→1) + L + E((n1-1)·m)
+ *   multi-lane   max(R + F, (n0-1)·g(m,n→1) + L + E((n0-1)·m)),
+ *                R = (X-1)·g(m,n→1) + L + E((X-1)·m) + V + L_w,
+ *                F = (P-1)·g(X·m,n→1) + L + E((P-1)·X·m)   (Dep_sends -> root)
+ * binomial: the tree of hb_model_tree with these message costs (pairwise: no E). A phase with
+ * no message (n0 = 1, X = 1, P = 1) costs nothing, its L included. bcast and allgather:
+ * HIBAR_ERR_INVAL (the chooser uses the lane model for them).
+ */
+int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wan, hb_coll_op_t op,
+                         hb_coll_alg_t alg, uint32_t n0, uint32_t n1, double m, uint32_t P,
+                         double *t_p);
 
 /* What the chooser knows about the cluster. */
 typedef struct hb_model_params {
@@ -145,8 +170,9 @@ typedef struct hb_model_choice {
 /*
  * Pick the algorithm (and P) predicted fastest for op with size bytes per node (bcast: in
  * total). One site: flat or binomial (PlogP(-BR) if params->plogp, else Hockney). Two sites:
- * flat, binomial, single-lane and multi-lane at P_opt from the lane model; allgather is
- * gather + bcast. Ties go to the simpler algorithm (enum order).
+ * flat, binomial, single-lane and multi-lane at P_opt, from hb_model_plogp_sites for scatter
+ * and gather when params->plogp is set, else from the lane model; allgather is gather + bcast.
+ * Ties go to the simpler algorithm (enum order).
  */
 int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,
                     hb_model_choice_t *choice_p);

@@ -191,6 +191,59 @@ static void test_plogp(void)
                     HIBAR_ERR_INVAL);
 }
 
+/* Two sites: LAN PlogP above (g(b) = 5 + b/100 µs, L 50), WAN from base() (L 1000, 10 B/µs). */
+static void test_plogp_sites(void)
+{
+    hb_model_plogp_t lan = plogp();
+    hb_model_lanes_t wan = base();
+    double t = 0.0;
+#define SITES(op, alg, P) hb_model_plogp_sites(&lan, &wan, op, alg, 4, 4, 1000.0, P, &t)
+    CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 0), 0);
+    NEAR(t, 1400.0); /* A = 4 * max(15, 100) = 400; max(400 + 1000, 400 + 45 + 50) */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_SINGLE_LANE, 0), 0);
+    NEAR(t, 1495.0); /* 400 + 1000 + 3*15 + 50 */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 4), 0);
+    NEAR(t, 1195.0); /* S 45, + L 50, V 100, + L_w 1000, X - 1 = 0 */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 2), 0);
+    NEAR(t, 1340.0); /* S 25 + 50 + V 200 + 1000 + (15 + 50) */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 0), 0);
+    NEAR(t, 1540.0);
+    /* gather: 7 senders with 7000 bytes into a 1500-byte queue: an RTO */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_FLAT, 0), 0);
+    NEAR(t, 45.0 + 400.0 + 1000.0 + 200000.0);
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_SINGLE_LANE, 0), 0);
+    NEAR(t, 95.0 + 200000.0 + 400.0 + 1000.0);
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 4), 0);
+    NEAR(t, 1100.0 + 95.0 + 200000.0); /* R 1100, F: 3 Dep_sends into the root */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 2), 0);
+    NEAR(t, 95.0 + 200000.0); /* the root's own site's incast dominates */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_BINOMIAL, 0), 0);
+    NEAR(t, 1540.0); /* pairwise: no incast */
+    CU_ASSERT_EQUAL(SITES(HB_COLL_BCAST, HB_COLL_ALG_FLAT, 0), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 5), HIBAR_ERR_INVAL);
+    /* one sender is not an incast */
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&lan, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 2, 2000.0, &t), 0);
+    NEAR(t, 75.0);
+
+    /* the chooser: binomial gather under incast, multi-lane P 4 with flow control */
+    hb_model_params_t pr = {.n0 = 4, .n1 = 4, .lanes = &wan, .plogp = &lan};
+    hb_model_choice_t c;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    NEAR(c.predicted_us, 1540.0);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
+    CU_ASSERT_EQUAL(c.lanes, 4);
+    NEAR(c.predicted_us, 1195.0);
+    lan.flow_control = 1;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
+    CU_ASSERT_EQUAL(c.lanes, 4);
+    NEAR(c.predicted_us, 1195.0); /* R 1100 + F 95 */
+    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 1445.0);
+#undef SITES
+}
+
 static void test_choose(void)
 {
     hb_model_lanes_t lanes = base();
@@ -265,6 +318,7 @@ int main(void)
         CU_add_test(s, "P_opt search", test_popt) == NULL ||
         CU_add_test(s, "flat and binomial trees", test_tree) == NULL ||
         CU_add_test(s, "PlogP and PlogP-BR", test_plogp) == NULL ||
+        CU_add_test(s, "PlogP-BR on two sites", test_plogp_sites) == NULL ||
         CU_add_test(s, "chooser", test_choose) == NULL) {
         CU_cleanup_registry();
         return 99;
