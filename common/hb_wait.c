@@ -19,7 +19,7 @@
 #define HB_WAIT_SLOW_NS 1000000ull /* a slow (expensive) poll at most every millisecond */
 
 static hb_wait_policy_t hb_wait_policy = {
-    .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 20000000ull};
+    .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 100000000ull};
 static _Atomic int hb_wait_policy_ready;
 
 static uint64_t hb_wait_env_u64(const char *name, uint64_t dflt, uint64_t scale)

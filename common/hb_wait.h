@@ -31,7 +31,7 @@ typedef struct hb_wait_policy {
  */
 typedef int (*hb_wait_poll_fn)(void *arg, int slow);
 
-/* Defaults: spin 2 us, yield 2 ms, sleep slices of 20 ms; overridden by the environment
+/* Defaults: spin 2 us, yield 2 ms, sleep slices of 100 ms; overridden by the environment
  * (HIBAR_WAIT_SPIN_US, HIBAR_WAIT_YIELD_US, HIBAR_WAIT_SLICE_MS) when first used. */
 const hb_wait_policy_t *hb_wait_policy_default(void);
 

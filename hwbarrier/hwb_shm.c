@@ -409,6 +409,27 @@ static int hb_shm_find_lost(hb_shm_t *s, uint32_t mask)
     return -1;
 }
 
+/*
+ * Is our round at sync still in progress (our mask installed, our bit in reach)? If not, a
+ * completer has taken it and is writing the flags: a participant that left after seeing its
+ * own flag does not make our round fail.
+ */
+static int hb_shm_in_round(hb_shm_t *s, uint32_t sync)
+{
+    uint64_t mr = atomic_load(&s->seg->sync[sync].mr);
+    return (uint32_t)mr == s->mask[sync] && ((uint32_t)(mr >> 32) & (1u << s->me));
+}
+
+static int hb_shm_poll_flag(void *arg, int slow)
+{
+    hb_shm_waitctx_t *c = arg;
+    (void)slow;
+    return atomic_load_explicit(&c->s->seg->flags[c->s->me].flag[c->sync], memory_order_acquire) !=
+                   HB_SHM_ARRIVED
+               ? 0
+               : HIBAR_ERR_WOULD_BLOCK;
+}
+
 static int hb_shm_poll(void *arg, int slow)
 {
     hb_shm_waitctx_t *c = arg;
@@ -416,7 +437,7 @@ static int hb_shm_poll(void *arg, int slow)
     uint32_t f = atomic_load_explicit(&s->seg->flags[s->me].flag[c->sync], memory_order_acquire);
     if (f != HB_SHM_ARRIVED)
         return 0;
-    if (slow && hb_shm_find_lost(s, s->mask[c->sync]) >= 0)
+    if (slow && hb_shm_find_lost(s, s->mask[c->sync]) >= 0 && hb_shm_in_round(s, c->sync))
         return HIBAR_ERR_PEER_LOST;
     return HIBAR_ERR_WOULD_BLOCK;
 }
@@ -426,7 +447,7 @@ static void hb_shm_abort_lost(hb_shm_t *s, uint32_t sync)
 {
     hb_shm_sync_t *sy = &s->seg->sync[sync];
     uint64_t old = atomic_load(&sy->mr);
-    while ((uint32_t)old == s->mask[sync]) {
+    while ((uint32_t)old == s->mask[sync] && ((uint32_t)(old >> 32) & (1u << s->me))) {
         if (atomic_compare_exchange_weak(&sy->mr, &old, 0)) {
             hb_shm_release(s, sync, (uint32_t)(old >> 32), HB_SHM_ERR_LOST);
             return;
@@ -454,8 +475,14 @@ static int hb_shm_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
         hb_shm_abort_lost(s, sync);
     }
     f = atomic_load_explicit(&s->seg->flags[s->me].flag[sync], memory_order_acquire);
+    if (f == HB_SHM_ARRIVED && rc == HIBAR_ERR_PEER_LOST) {
+        /* Someone else took the round meanwhile: its flag write is imminent, unless it died. */
+        (void)hb_wait_until(&s->seg->node[s->me].wake, hb_shm_poll_flag, &c, NULL,
+                            hb_time_now_ns() + 100000000ull);
+        f = atomic_load_explicit(&s->seg->flags[s->me].flag[sync], memory_order_acquire);
+    }
     if (f == HB_SHM_ARRIVED) {
-        /* A completer took the round but has not written our flag: it may have died. */
+        /* A completer took the round but has not written our flag: it died. */
         s->pending &= ~(1u << sync);
         return HIBAR_ERR_PEER_LOST;
     }
