@@ -466,6 +466,16 @@ static int nbar_u32_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/*
+ * Subset barriers: the lowest rank of the set leads. A member publishes (key of the set,
+ * its epoch for that set) in sub_arrive and waits for the leader to copy it into its sub_go.
+ * Disagreement: a member waiting for this leader with another value (another set, or the
+ * same set out of step) while the leader waits for it can never complete; the leader then
+ * publishes its own value in sub_fail (for members still to come) and answers every member
+ * waiting for it with its value | HB_NBAR_SUB_FAIL: all of them get HIBAR_ERR_MISMATCH.
+ */
+#define HB_NBAR_SUB_FAIL (1ull << 63)
+
 typedef struct nbar_sub_arg {
     hb_nbar_t *b;
     const uint32_t *ranks;
@@ -473,9 +483,25 @@ typedef struct nbar_sub_arg {
     uint64_t val;
 } nbar_sub_arg_t;
 
+/* Is member m waiting for this leader with a value that is not ours (and not one we already
+ * answered)? *arr_p gets its value. */
+static int nbar_sub_stuck(nbar_sub_arg_t *a, uint32_t m, uint64_t *arr_p)
+{
+    hb_seg_ctl_t *c = hb_seg_ctl(a->b->seg, m);
+    uint64_t arr;
+
+    if (atomic_load_explicit(&c->sub_pending, memory_order_acquire) == 0 ||
+        atomic_load_explicit(&c->sub_leader, memory_order_relaxed) != a->b->rank)
+        return 0;
+    arr = atomic_load_explicit(&c->sub_arrive, memory_order_relaxed);
+    *arr_p = arr;
+    return arr != a->val && (atomic_load(&c->sub_go) & ~HB_NBAR_SUB_FAIL) != arr;
+}
+
 static int nbar_sub_poll_leader(void *arg, int slow)
 {
     nbar_sub_arg_t *a = arg;
+    uint64_t arr;
     size_t i;
 
     for (i = 1; i < a->n; i++) {
@@ -487,18 +513,49 @@ static int nbar_sub_poll_leader(void *arg, int slow)
         return 0;
     if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
-    return slow ? nbar_slow_check(a->b, nbar_sub_poll_leader, arg) : HIBAR_ERR_WOULD_BLOCK;
+    if (!slow)
+        return HIBAR_ERR_WOULD_BLOCK;
+    for (i = 1; i < a->n; i++) {
+        if (nbar_sub_stuck(a, a->ranks[i], &arr))
+            return HIBAR_ERR_MISMATCH;
+    }
+    return nbar_slow_check(a->b, nbar_sub_poll_leader, arg);
 }
 
 static int nbar_sub_poll_member(void *arg, int slow)
 {
     nbar_sub_arg_t *a = arg;
-    if (atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->b->rank)->sub_go, memory_order_acquire) ==
-        a->val)
+    uint64_t go =
+        atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->b->rank)->sub_go, memory_order_acquire);
+    if (go == a->val)
         return 0;
+    if (go == (a->val | HB_NBAR_SUB_FAIL) ||
+        atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->ranks[0])->sub_fail,
+                             memory_order_acquire) == a->val)
+        return HIBAR_ERR_MISMATCH;
     if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
     return slow ? nbar_slow_check(a->b, nbar_sub_poll_member, arg) : HIBAR_ERR_WOULD_BLOCK;
+}
+
+/* The leader found a disagreement: fail its set and every member waiting for it. */
+static void nbar_sub_fail(nbar_sub_arg_t *a)
+{
+    uint64_t arr;
+    size_t i;
+
+    atomic_store_explicit(&hb_seg_ctl(a->b->seg, a->b->rank)->sub_fail, a->val,
+                          memory_order_release);
+    for (i = 1; i < a->n; i++) {
+        hb_seg_ctl_t *c = hb_seg_ctl(a->b->seg, a->ranks[i]);
+        if (atomic_load_explicit(&c->sub_arrive, memory_order_acquire) == a->val)
+            atomic_store_explicit(&c->sub_go, a->val | HB_NBAR_SUB_FAIL, memory_order_release);
+        else if (nbar_sub_stuck(a, a->ranks[i], &arr))
+            atomic_store_explicit(&c->sub_go, arr | HB_NBAR_SUB_FAIL, memory_order_release);
+        hb_wait_word_wake(&c->sub_wake);
+    }
+    hb_log_error("nbar: ranks disagree on a subset barrier led by rank %u",
+                 (unsigned)a->b->rank);
 }
 
 /* Epoch of the next barrier over this rank set (every member counts the same way). */
@@ -566,10 +623,12 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     a.b = b;
     a.ranks = sorted;
     a.n = n;
-    a.val = ((uint64_t)(uint32_t)(hash ^ (hash >> 32)) << 32) | epoch;
+    a.val = ((uint64_t)((uint32_t)(hash ^ (hash >> 32)) & 0x7fffffffu) << 32) | epoch;
     if (sorted[0] == b->rank) {
         rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_leader, &a,
                            &b->pol, nbar_deadline(b));
+        if (rc == HIBAR_ERR_MISMATCH)
+            nbar_sub_fail(&a);
         if (rc != 0)
             goto out;
         for (i = 1; i < n; i++) {
@@ -578,11 +637,13 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
             hb_wait_word_wake(&c->sub_wake);
         }
     } else {
-        atomic_store_explicit(&hb_seg_ctl(b->seg, b->rank)->sub_arrive, a.val,
-                              memory_order_release);
+        hb_seg_ctl_t *mine = hb_seg_ctl(b->seg, b->rank);
+        atomic_store_explicit(&mine->sub_arrive, a.val, memory_order_release);
+        atomic_store_explicit(&mine->sub_leader, sorted[0], memory_order_relaxed);
+        atomic_store_explicit(&mine->sub_pending, 1, memory_order_release);
         hb_wait_word_wake(&hb_seg_ctl(b->seg, sorted[0])->sub_wake);
-        rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_member, &a,
-                           &b->pol, nbar_deadline(b));
+        rc = hb_wait_until(&mine->sub_wake, nbar_sub_poll_member, &a, &b->pol, nbar_deadline(b));
+        atomic_store_explicit(&mine->sub_pending, 0, memory_order_release);
     }
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: subset barrier of %zu ranks timed out", n);

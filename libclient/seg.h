@@ -132,10 +132,14 @@ typedef struct hb_seg_ctl {
     uint64_t recvbuf;
     int32_t err;
     uint32_t pad1;
-    /* line 2, written by the rank: its last barrier epoch (flat barrier) and its
-     * subset-barrier arrival (key << 32 | epoch) */
+    /* line 2, written by the rank: its last barrier epoch (flat barrier); its subset-barrier
+     * arrival (key << 32 | epoch), the leader it waits for and whether it waits; as a
+     * leader, the arrival value of a subset barrier it found mismatched */
     _Alignas(HB_SEG_LINE) _Atomic uint64_t bar_arrive;
     _Atomic uint64_t sub_arrive;
+    _Atomic uint64_t sub_fail;
+    _Atomic uint32_t sub_leader;
+    _Atomic uint32_t sub_pending;
     /* line 3, subset release written by the subset's leader; the rank sleeps on sub_wake */
     _Alignas(HB_SEG_LINE) _Atomic uint64_t sub_go;
     hb_wait_word_t sub_wake;

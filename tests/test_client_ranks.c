@@ -591,6 +591,14 @@ static int rank_misuse(hibar_t *h, int rank, int n, void *arg)
         /* NULL counts at the root */
         CHECK_RC(hibar_gatherv(h, sbuf, 10, rbuf, NULL, displs, 0), HIBAR_ERR_INVAL);
     }
+    if (n >= 3) {
+        /* rank 1 leaves rank 2 out of a subset barrier the others hold with 3 ranks */
+        int three[3] = {0, 1, 2}, two[2] = {0, 1};
+        if (rank <= 2)
+            CHECK_RC(hibar_barrier_subset(h, rank == 1 ? two : three, rank == 1 ? 2 : 3),
+                     HIBAR_ERR_MISMATCH);
+        CHECK_RC(hibar_barrier(h), 0);
+    }
     /* the job is still usable */
     memset(rbuf, rank == 0 ? 7 : 0, 100);
     CHECK_RC(hibar_bcast(h, rbuf, 100, 0), 0);
