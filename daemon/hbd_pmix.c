@@ -40,7 +40,9 @@ typedef struct px_op {
     pmix_op_cbfunc_t opcb;
     pmix_modex_cbfunc_t mcb;
     void *cbdata;
-    struct px_op *next;
+    hbd_job_t *job;           /* fence in flight: its job (NULL once answered early) */
+    struct px_op *next;       /* queue */
+    struct px_op *fnext;      /* fences in flight */
 } px_op_t;
 
 typedef struct hbd_px {
@@ -50,6 +52,7 @@ typedef struct hbd_px {
     px_op_t *head, *tail;
     int efd;
     struct event *ev_q, *ev_chld;
+    px_op_t *fences; /* in flight in the barrier engine (loop thread only) */
     char tmpdir[400];
 } hbd_px_t;
 
@@ -174,6 +177,11 @@ static void fence_release(void *cbdata) { free(cbdata); }
 /* Hand the fence's result to PMIx; the op's data goes with it (freed by fence_release). */
 static void fence_finish(px_op_t *op, pmix_status_t st)
 {
+    for (px_op_t **pp = &g_px.fences; *pp != NULL; pp = &(*pp)->fnext)
+        if (*pp == op) {
+            *pp = op->fnext;
+            break;
+        }
     char *data = NULL;
     size_t n = 0;
     if (st == PMIX_SUCCESS && op->collect) {
@@ -223,6 +231,9 @@ static void fence_run(hbd_t *d, px_op_t *op)
         return;
     }
     uint64_t coll = j->spec->coll_base + j->fence_seq++;
+    op->job = j;
+    op->fnext = g_px.fences;
+    g_px.fences = op;
     int rc = hbd_barrier_start(d, coll, fence_done, op);
     if (rc != 0) {
         hb_log_error("job %s: fence %" PRIu64 " cannot start: %s", j->nspace, coll,
@@ -340,6 +351,14 @@ int hbd_pmix_start(hbd_t *d)
         hb_log_error("cannot watch the PMIx upcall queue / SIGCHLD");
         goto err_ev;
     }
+    /*
+     * PMIx's shared-memory data store (gds ds12/ds21) keeps process-shared mutexes in a
+     * segment the clients map; a client killed while it holds one (a rank stopped because
+     * its job failed) leaves it locked and the server hangs on it for ever (openpmix issue
+     * 1233; seen here in PMIx_server_finalize). The hash store has no such lock; job info is
+     * small. The user can still choose with PMIX_MCA_gds.
+     */
+    setenv("PMIX_MCA_gds", "hash", 0);
     snprintf(nspace, sizeof(nspace), "hibard.%s.%s", d->cfg->cluster, d->name);
     PMIX_INFO_CREATE(info, 6);
     PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, g_px.tmpdir, PMIX_STRING);
@@ -377,6 +396,9 @@ void hbd_pmix_stop(hbd_t *d)
     if (g_px.d == NULL)
         return;
     hbd_launch_stop_all(d);
+    /* first: should PMIx hang in finalize (see hbd_pmix_start) and the daemon be killed,
+     * nothing of it is left in the run dir */
+    tmpdir_remove(g_px.tmpdir);
     if (g_px.up)
         PMIx_server_finalize();
     g_px.up = 0;
@@ -550,16 +572,35 @@ out:
     return rc;
 }
 
+static void dereg_done(pmix_status_t st, void *cbdata)
+{
+    (void)st;
+    (void)cbdata;
+}
+
 void hbd_pmix_job_deregister(hbd_job_t *j)
 {
     if (!j->registered || !g_px.up)
         return;
-    for (uint32_t k = 0; k < j->n_local; k++) {
-        pmix_proc_t p;
-        PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
-        PMIx_server_deregister_client(&p, NULL, NULL);
-    }
-    PMIx_server_deregister_nspace(j->nspace, NULL, NULL);
+    /*
+     * A fence still in flight in the barrier engine (the job was stopped while some nodes
+     * were in it) is answered now, while PMIx still knows the namespace: PMIx frees its
+     * tracker with the namespace, so a late answer would touch freed memory. The barrier's
+     * own completion, whenever it comes, then only frees the op.
+     */
+    for (px_op_t *op = g_px.fences; op != NULL; op = op->fnext)
+        if (op->job == j && op->mcb != NULL) {
+            op->mcb(PMIX_ERR_COMM_FAILURE, NULL, 0, op->cbdata, NULL, NULL);
+            op->mcb = NULL;
+            op->job = NULL;
+        }
+    /*
+     * Not the blocking form (NULL callback): with libpmix 4.2.2 a blocking
+     * PMIx_server_deregister_client after a client was killed mid-fence sometimes never
+     * returns (PMIx's thread waits on one of its own locks). Dropping the namespace drops its
+     * clients too, and nothing here needs to wait for it.
+     */
+    PMIx_server_deregister_nspace(j->nspace, dereg_done, NULL);
     j->registered = 0;
 }
 
