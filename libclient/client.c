@@ -1,4 +1,5 @@
-/* client.c: the public libhibar API (hibar_*) on top of the segment, the barrier and the collectives. */
+/* client.c: the public libhibar API (hibar_*) on top of the segment, the barrier and the
+ * collectives. */
 #include "hb_config.h"
 
 #include "client.h"
@@ -56,7 +57,10 @@ static int client_enter(hibar_t *h)
     return 0;
 }
 
-static void client_leave(hibar_t *h) { atomic_store(&h->in_call, 0); }
+static void client_leave(hibar_t *h)
+{
+    atomic_store(&h->in_call, 0);
+}
 
 /* Enter a collective call: no split-phase barrier may be outstanding. */
 static int client_enter_coll(hibar_t *h)
@@ -179,8 +183,8 @@ int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p)
     if (rc != 0) {
         if (rc == HIBAR_ERR_TIMEOUT)
             hb_log_error("only %u of %u ranks joined within %llu ms",
-                         (unsigned)atomic_load(&hb_seg_hdr(&h->seg)->attached),
-                         (unsigned)h->size, (unsigned long long)init_ms);
+                         (unsigned)atomic_load(&hb_seg_hdr(&h->seg)->attached), (unsigned)h->size,
+                         (unsigned long long)init_ms);
         goto err_leave;
     }
     radix = (uint32_t)client_env_ms("HIBAR_NBAR_RADIX", HB_NBAR_DEFAULT_RADIX);
@@ -209,9 +213,18 @@ err_free:
     return rc;
 }
 
-hb_seg_t *hb_client_seg(hibar_t *h) { return &h->seg; }
-hb_nbar_t *hb_client_nbar(hibar_t *h) { return &h->bar; }
-int hb_client_cma(hibar_t *h) { return h->coll.cma_all; }
+hb_seg_t *hb_client_seg(hibar_t *h)
+{
+    return &h->seg;
+}
+hb_nbar_t *hb_client_nbar(hibar_t *h)
+{
+    return &h->bar;
+}
+int hb_client_cma(hibar_t *h)
+{
+    return h->coll.cma_all;
+}
 
 static int client_env_u32(const char *name, uint32_t *v_p)
 {
@@ -379,8 +392,14 @@ out:
     return rc;
 }
 
-int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch) { return client_split(h, epoch, 0); }
-int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch) { return client_split(h, epoch, 1); }
+int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch)
+{
+    return client_split(h, epoch, 0);
+}
+int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch)
+{
+    return client_split(h, epoch, 1);
+}
 
 int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
 {
@@ -436,23 +455,33 @@ static int client_coll(hibar_t *h, const hb_ncoll_args_t *a)
 
 int hibar_scatter(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTER, .root = root, .sendbuf = sendbuf,
-                         .recvbuf = recvbuf, .count = bytes};
+    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTER,
+                         .root = root,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = bytes};
     return client_coll(h, &a);
 }
 
 int hibar_gather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHER, .root = root, .sendbuf = sendbuf,
-                         .recvbuf = recvbuf, .count = bytes};
+    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHER,
+                         .root = root,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = bytes};
     return client_coll(h, &a);
 }
 
 int hibar_scatterv(hibar_t *h, const void *sendbuf, const size_t *counts, const size_t *displs,
                    void *recvbuf, size_t recvbytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTERV, .root = root, .sendbuf = sendbuf,
-                         .recvbuf = recvbuf, .count = recvbytes, .counts = counts,
+    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTERV,
+                         .root = root,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = recvbytes,
+                         .counts = counts,
                          .displs = displs};
     return client_coll(h, &a);
 }
@@ -460,23 +489,30 @@ int hibar_scatterv(hibar_t *h, const void *sendbuf, const size_t *counts, const 
 int hibar_gatherv(hibar_t *h, const void *sendbuf, size_t sendbytes, void *recvbuf,
                   const size_t *counts, const size_t *displs, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHERV, .root = root, .sendbuf = sendbuf,
-                         .recvbuf = recvbuf, .count = sendbytes, .counts = counts,
+    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHERV,
+                         .root = root,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = sendbytes,
+                         .counts = counts,
                          .displs = displs};
     return client_coll(h, &a);
 }
 
 int hibar_bcast(hibar_t *h, void *buf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_BCAST, .root = root, .sendbuf = buf, .recvbuf = buf,
-                         .count = bytes};
+    hb_ncoll_args_t a = {
+        .op = HB_NCOLL_BCAST, .root = root, .sendbuf = buf, .recvbuf = buf, .count = bytes};
     return client_coll(h, &a);
 }
 
 int hibar_allgather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_ALLGATHER, .root = 0, .sendbuf = sendbuf,
-                         .recvbuf = recvbuf, .count = bytes};
+    hb_ncoll_args_t a = {.op = HB_NCOLL_ALLGATHER,
+                         .root = 0,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = bytes};
     return client_coll(h, &a);
 }
 

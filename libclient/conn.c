@@ -120,8 +120,8 @@ int hb_conn_client(const char *path, uint32_t rank, uint64_t job_id, int *seg_fd
     }
     if (nfds < 1 || w.nranks == 0 || w.rank >= w.nranks ||
         (rank != HB_CONN_RANK_ANY && w.rank != rank)) {
-        hb_log_error("inconsistent welcome from hibard (rank %u of %u, %d fds)",
-                     (unsigned)w.rank, (unsigned)w.nranks, nfds);
+        hb_log_error("inconsistent welcome from hibard (rank %u of %u, %d fds)", (unsigned)w.rank,
+                     (unsigned)w.nranks, nfds);
         rc = HIBAR_ERR_PROTO;
         goto out;
     }
@@ -150,8 +150,8 @@ int hb_conn_accept_hello(int fd, uid_t uid, hb_conn_hello_t *hello_p, pid_t *pid
     if (rc != 0)
         return rc;
     if (cr.uid != uid && cr.uid != 0) {
-        hb_log_warn("client pid %d with uid %u refused (job uid %u)", (int)cr.pid,
-                    (unsigned)cr.uid, (unsigned)uid);
+        hb_log_warn("client pid %d with uid %u refused (job uid %u)", (int)cr.pid, (unsigned)cr.uid,
+                    (unsigned)uid);
         return HIBAR_ERR_PERM;
     }
     do

@@ -1,4 +1,5 @@
-/* conn.h: the client <-> hibard handshake on the daemon's UNIX socket (segment hand-over), hb_conn_*. */
+/* conn.h: the client <-> hibard handshake on the daemon's UNIX socket (segment hand-over),
+ * hb_conn_*. */
 #ifndef HB_CONN_H
 #define HB_CONN_H
 

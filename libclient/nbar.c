@@ -273,11 +273,11 @@ static uint64_t nbar_deadline(const hb_nbar_t *b)
 
 /* ---- the barrier ---- */
 
-int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
-                 uint32_t radix, uint32_t flat_max, uint64_t timeout_ns)
+int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, uint32_t radix,
+                 uint32_t flat_max, uint64_t timeout_ns)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t (*keys)[HB_SEG_NKEYS];
+    uint32_t(*keys)[HB_SEG_NKEYS];
     uint32_t r;
     int rc;
 
@@ -363,8 +363,8 @@ int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p)
     }
     g = b->tree.rank_group[b->rank];
     while (g != HB_NBAR_NONE) {
-        uint64_t old = atomic_fetch_add_explicit(&hb_seg_group(b->seg, g)->count, 1,
-                                                 memory_order_acq_rel);
+        uint64_t old =
+            atomic_fetch_add_explicit(&hb_seg_group(b->seg, g)->count, 1, memory_order_acq_rel);
         if (old + 1 != epoch * b->tree.group_size[g])
             return 0; /* others still to come: the last of them carries on */
         g = b->tree.group_parent[g];
@@ -383,8 +383,7 @@ static uint32_t nbar_flat_missing(hb_nbar_t *b, uint64_t epoch, uint32_t from)
 {
     uint32_t r;
     for (r = from; r < b->nranks; r++) {
-        if (atomic_load_explicit(&hb_seg_ctl(b->seg, r)->bar_arrive, memory_order_acquire) <
-            epoch)
+        if (atomic_load_explicit(&hb_seg_ctl(b->seg, r)->bar_arrive, memory_order_acquire) < epoch)
             break;
     }
     return r;
@@ -422,7 +421,7 @@ int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
         if (nbar_flat_missing(b, epoch, 0) == b->nranks)
             return 0;
         return atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK ? HIBAR_ERR_PEER_LOST
-                                                                       : HIBAR_ERR_WOULD_BLOCK;
+                                                                        : HIBAR_ERR_WOULD_BLOCK;
     }
     return nbar_poll(&a, 0);
 }
@@ -442,8 +441,7 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
                 break;
         }
     } else {
-        rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &b->pol,
-                           deadline);
+        rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &b->pol, deadline);
     }
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: barrier epoch %llu not released within %llu ms",
@@ -530,8 +528,8 @@ static int nbar_sub_poll_member(void *arg, int slow)
     if (go == a->val)
         return 0;
     if (go == (a->val | HB_NBAR_SUB_FAIL) ||
-        atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->ranks[0])->sub_fail,
-                             memory_order_acquire) == a->val)
+        atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->ranks[0])->sub_fail, memory_order_acquire) ==
+            a->val)
         return HIBAR_ERR_MISMATCH;
     if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
@@ -554,8 +552,7 @@ static void nbar_sub_fail(nbar_sub_arg_t *a)
             atomic_store_explicit(&c->sub_go, arr | HB_NBAR_SUB_FAIL, memory_order_release);
         hb_wait_word_wake(&c->sub_wake);
     }
-    hb_log_error("nbar: ranks disagree on a subset barrier led by rank %u",
-                 (unsigned)a->b->rank);
+    hb_log_error("nbar: ranks disagree on a subset barrier led by rank %u", (unsigned)a->b->rank);
 }
 
 /* Epoch of the next barrier over this rank set (every member counts the same way). */

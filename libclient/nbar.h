@@ -67,20 +67,20 @@ typedef struct hb_nbar_sub {
 typedef struct hb_nbar {
     hb_seg_t *seg;
     uint32_t rank, nranks;
-    int doorbell_fd;       /* the daemon's eventfd, or -1 (single-node job) */
+    int doorbell_fd; /* the daemon's eventfd, or -1 (single-node job) */
     hb_nbar_tree_t tree;
-    uint64_t seq;          /* last epoch this rank arrived at */
-    uint64_t timeout_ns;   /* per wait; 0 = wait as long as the peers live */
+    uint64_t seq;        /* last epoch this rank arrived at */
+    uint64_t timeout_ns; /* per wait; 0 = wait as long as the peers live */
     uint64_t last_check_ns;
-    int flat;              /* every rank polls every rank (small single-node jobs) */
+    int flat; /* every rank polls every rank (small single-node jobs) */
     hb_wait_policy_t pol;
-    hb_nbar_sub_t *subs;   /* subset barriers seen: hash of the rank set -> epoch */
+    hb_nbar_sub_t *subs; /* subset barriers seen: hash of the rank set -> epoch */
     size_t nsubs, cap;
 } hb_nbar_t;
 
 /* Build the tree from the keys every rank published (all ranks must be attached). */
-int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd,
-                 uint32_t radix, uint32_t flat_max, uint64_t timeout_ns);
+int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, uint32_t radix,
+                 uint32_t flat_max, uint64_t timeout_ns);
 #define HB_NBAR_DEFAULT_FLAT_MAX 4u
 void hb_nbar_fini(hb_nbar_t *b);
 

@@ -48,8 +48,7 @@ void hb_ncoll_probe_run(hb_seg_t *seg, uint32_t rank)
     peer = hb_seg_ctl(seg, (rank + 1) % n);
     r.iov_base = (void *)(uintptr_t)peer->probe_addr;
     r.iov_len = sizeof(got);
-    if (process_vm_readv((pid_t)atomic_load(&peer->pid), &l, 1, &r, 1, 0) !=
-            (ssize_t)sizeof(got) ||
+    if (process_vm_readv((pid_t)atomic_load(&peer->pid), &l, 1, &r, 1, 0) != (ssize_t)sizeof(got) ||
         got != peer->probe_val) {
         hb_log_info("process_vm_readv from rank %u: %m; large messages will go through the "
                     "segment in chunks",
@@ -93,11 +92,11 @@ static int ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int writ
             int e = errno;
             hb_log_error("process_vm_%sv pid %d, %zu bytes: %m", write ? "write" : "read", pid,
                          len);
-            return n == 0 ? HIBAR_ERR_IO
-                   : e == ESRCH ? HIBAR_ERR_PEER_LOST
+            return n == 0        ? HIBAR_ERR_IO
+                   : e == ESRCH  ? HIBAR_ERR_PEER_LOST
                    : e == EFAULT ? HIBAR_ERR_INVAL
-                   : e == EPERM ? HIBAR_ERR_PERM
-                                : HIBAR_ERR_IO;
+                   : e == EPERM  ? HIBAR_ERR_PERM
+                                 : HIBAR_ERR_IO;
         }
         lp += n;
         remote += (uint64_t)n;
@@ -122,8 +121,14 @@ typedef struct ncoll_run {
     uint64_t B;    /* staging buffer size */
 } ncoll_run_t;
 
-static int ncoll_has_root(hb_ncoll_op_t op) { return op != HB_NCOLL_ALLGATHER; }
-static int ncoll_is_v(hb_ncoll_op_t op) { return op == HB_NCOLL_SCATTERV || op == HB_NCOLL_GATHERV; }
+static int ncoll_has_root(hb_ncoll_op_t op)
+{
+    return op != HB_NCOLL_ALLGATHER;
+}
+static int ncoll_is_v(hb_ncoll_op_t op)
+{
+    return op == HB_NCOLL_SCATTERV || op == HB_NCOLL_GATHERV;
+}
 
 /* Check this rank's own arguments. */
 static int ncoll_check_local(const hb_ncoll_t *c, const hb_ncoll_args_t *a)
@@ -153,8 +158,7 @@ static int ncoll_check_local(const hb_ncoll_t *c, const hb_ncoll_args_t *a)
         return 0;
     case HB_NCOLL_SCATTERV:
     case HB_NCOLL_GATHERV:
-        if (a->count > 0 &&
-            (a->op == HB_NCOLL_SCATTERV ? a->recvbuf == NULL : a->sendbuf == NULL))
+        if (a->count > 0 && (a->op == HB_NCOLL_SCATTERV ? a->recvbuf == NULL : a->sendbuf == NULL))
             return HIBAR_ERR_INVAL;
         if (!am_root)
             return 0;
@@ -239,8 +243,8 @@ static void ncoll_read(ncoll_run_t *x, uint64_t k)
             return;
         for (s = 0; s < c->nranks; s++) {
             if (s != me)
-                ncoll_stage_out((char *)a->recvbuf + x->dsp[s], hb_seg_buf(c->seg, s), x->cnt[s],
-                                k, x->B);
+                ncoll_stage_out((char *)a->recvbuf + x->dsp[s], hb_seg_buf(c->seg, s), x->cnt[s], k,
+                                x->B);
         }
         return;
     case HB_NCOLL_BCAST:
@@ -251,8 +255,8 @@ static void ncoll_read(ncoll_run_t *x, uint64_t k)
     case HB_NCOLL_ALLGATHER:
         for (s = 0; s < c->nranks; s++) {
             if (s != me)
-                ncoll_stage_out((char *)a->recvbuf + (uint64_t)s * a->count,
-                                hb_seg_buf(c->seg, s), a->count, k, x->B);
+                ncoll_stage_out((char *)a->recvbuf + (uint64_t)s * a->count, hb_seg_buf(c->seg, s),
+                                a->count, k, x->B);
         }
         return;
     }
@@ -330,7 +334,7 @@ static int ncoll_verdict(ncoll_run_t *x, uint64_t seq)
     for (i = 0; i < c->nranks; i++) {
         if (x->rec[i].err != 0)
             return x->rec[i].err < 0 && x->rec[i].err >= HIBAR_ERR_LAST ? x->rec[i].err
-                                                                       : HIBAR_ERR_PROTO;
+                                                                        : HIBAR_ERR_PROTO;
     }
     for (i = 0; i < c->nranks; i++) {
         const ncoll_rec_t *r = &x->rec[i];

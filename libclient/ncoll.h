@@ -20,8 +20,8 @@ typedef enum hb_ncoll_op {
 /* One rank's view of a collective (byte counts). */
 typedef struct hb_ncoll_args {
     hb_ncoll_op_t op;
-    int root;             /* ignored by allgather */
-    const void *sendbuf;  /* bcast: the buffer (root sends it, the others receive into it) */
+    int root;            /* ignored by allgather */
+    const void *sendbuf; /* bcast: the buffer (root sends it, the others receive into it) */
     void *recvbuf;
     size_t count;         /* bytes per rank; v-forms: this rank's own receive / send count */
     const size_t *counts; /* v-forms, at the root: bytes per rank */
@@ -32,8 +32,8 @@ typedef struct hb_ncoll {
     hb_seg_t *seg;
     hb_nbar_t *bar;
     uint32_t rank, nranks;
-    uint64_t seq;  /* collectives this rank entered */
-    int cma_all;   /* every rank can reach its peers by process_vm_readv/writev */
+    uint64_t seq; /* collectives this rank entered */
+    int cma_all;  /* every rank can reach its peers by process_vm_readv/writev */
     uint64_t probe_val;
 } hb_ncoll_t;
 

@@ -21,7 +21,10 @@ _Static_assert(sizeof(hb_seg_desc_t) == 64, "a descriptor is 64 bytes");
 _Static_assert(sizeof(hb_seg_ring_t) == 2 * HB_SEG_LINE, "ring header: head and tail lines");
 _Static_assert(sizeof(hb_seg_hdr_t) % HB_SEG_LINE == 0, "header is whole lines");
 
-static uint64_t hb_seg_round(uint64_t x) { return (x + HB_SEG_LINE - 1) & ~(uint64_t)(HB_SEG_LINE - 1); }
+static uint64_t hb_seg_round(uint64_t x)
+{
+    return (x + HB_SEG_LINE - 1) & ~(uint64_t)(HB_SEG_LINE - 1);
+}
 
 int hb_seg_layout_compute(uint32_t nranks, uint32_t ring_depth, uint64_t buf_size,
                           hb_seg_layout_t *lay_p)
@@ -129,8 +132,8 @@ int hb_seg_validate(const void *base, size_t mapped, hb_seg_layout_t *lay_p)
     else if (hb_seg_layout_compute(d.nranks, d.ring_depth, d.buf_size, &l) != 0)
         why = "impossible ranks, ring depth or buffer size";
     else if (l.off_ctl != d.off_ctl || l.off_tree != d.off_tree || l.off_coll != d.off_coll ||
-             l.off_rings != d.off_rings || l.ring_size != d.ring_size ||
-             l.off_bufs != d.off_bufs || l.total_size != d.total_size)
+             l.off_rings != d.off_rings || l.ring_size != d.ring_size || l.off_bufs != d.off_bufs ||
+             l.total_size != d.total_size)
         why = "offsets disagree with the layout";
     else if (d.total_size > mapped)
         why = "segment larger than the mapping";

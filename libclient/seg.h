@@ -104,8 +104,8 @@ typedef struct hb_seg_desc_hdr {
 typedef struct hb_seg_hdr {
     hb_seg_desc_hdr_t d;
     _Alignas(HB_SEG_LINE) _Atomic uint32_t state; /* HB_SEG_JOB_* */
-    _Atomic int32_t lost_rank;                   /* first rank found dead, or -1 */
-    _Atomic uint32_t attached;                   /* ranks that finished attaching */
+    _Atomic int32_t lost_rank;                    /* first rank found dead, or -1 */
+    _Atomic uint32_t attached;                    /* ranks that finished attaching */
     hb_wait_word_t attach_wake;
     _Alignas(HB_SEG_LINE) _Atomic uint64_t release; /* last released barrier epoch */
     /* Its own line: bumping it must not steal the release line from the pollers. */
@@ -119,7 +119,7 @@ typedef struct hb_seg_ctl {
     _Alignas(HB_SEG_LINE) _Atomic uint32_t state; /* HB_SEG_RANK_* */
     _Atomic int32_t pid;
     uint32_t keys[HB_SEG_NKEYS];
-    uint32_t cma_ok;     /* this rank could read its neighbour by process_vm_readv */
+    uint32_t cma_ok; /* this rank could read its neighbour by process_vm_readv */
     uint32_t pad0;
     uint64_t probe_addr; /* address of probe_val's twin in the rank's own memory */
     uint64_t probe_val;
@@ -213,7 +213,10 @@ int hb_seg_map(int fd, hb_seg_t *seg_p);
 /* Unmap and close. Safe on a zeroed or already unmapped segment. */
 void hb_seg_unmap(hb_seg_t *seg);
 
-static inline hb_seg_hdr_t *hb_seg_hdr(const hb_seg_t *seg) { return (hb_seg_hdr_t *)seg->base; }
+static inline hb_seg_hdr_t *hb_seg_hdr(const hb_seg_t *seg)
+{
+    return (hb_seg_hdr_t *)seg->base;
+}
 static inline hb_seg_ctl_t *hb_seg_ctl(const hb_seg_t *seg, uint32_t rank)
 {
     return (hb_seg_ctl_t *)((char *)seg->base + seg->lay.off_ctl + rank * sizeof(hb_seg_ctl_t));

@@ -1,4 +1,5 @@
-/* test_client_ranks.c: forked ranks over a test-made segment: barriers, collectives, misuse, deaths. */
+/* test_client_ranks.c: forked ranks over a test-made segment: barriers, collectives, misuse,
+ * deaths. */
 #include "hb_config.h"
 
 #include <CUnit/CUnit.h>
@@ -30,31 +31,30 @@
 /* A rank's body: 0 = pass, else the failing line (printed by CHECK). */
 typedef int (*rank_fn)(hibar_t *h, int rank, int n, void *arg);
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s\n", rank, __FILE__, __LINE__,    \
-                    #cond);                                                                    \
-            return __LINE__;                                                                   \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s\n", rank, __FILE__, __LINE__,        \
+                    #cond);                                                                        \
+            return __LINE__;                                                                       \
+        }                                                                                          \
     } while (0)
-#define CHECK_RC(call, want)                                                                   \
-    do {                                                                                       \
-        int rc_ = (call);                                                                      \
-        if (rc_ != (want)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: %s returned %d (%s), want %d (%s)\n", rank,       \
-                    __FILE__, __LINE__, #call, rc_, hibar_strerror(rc_), (want),              \
-                    hibar_strerror(want));                                                     \
-            return __LINE__;                                                                   \
-        }                                                                                      \
+#define CHECK_RC(call, want)                                                                       \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != (want)) {                                                                       \
+            fprintf(stderr, "rank %d: %s:%d: %s returned %d (%s), want %d (%s)\n", rank, __FILE__, \
+                    __LINE__, #call, rc_, hibar_strerror(rc_), (want), hibar_strerror(want));      \
+            return __LINE__;                                                                       \
+        }                                                                                          \
     } while (0)
 
 typedef struct harness {
     int n;
-    uint32_t nnodes;    /* > 1: this process plays the daemon for the inter-node release */
-    int killed_rank;    /* this rank is expected to die by SIGKILL, or -1 */
-    int bind;           /* bind rank r to CPU r % CPUs before it attaches */
-    unsigned releases;  /* epochs released by the stand-in daemon */
+    uint32_t nnodes;   /* > 1: this process plays the daemon for the inter-node release */
+    int killed_rank;   /* this rank is expected to die by SIGKILL, or -1 */
+    int bind;          /* bind rank r to CPU r % CPUs before it attaches */
+    unsigned releases; /* epochs released by the stand-in daemon */
 } harness_t;
 
 static int child_main(int seg_fd, int db_fd, int rank, int n, int bind, rank_fn fn, void *arg)
@@ -511,8 +511,8 @@ static int rank_coll(hibar_t *h, int rank, int n, void *arg)
 static void run_coll(int n, int iters, size_t max_piece, int cma)
 {
     harness_t hs = {.n = n, .nnodes = 1, .killed_rank = -1};
-    coll_cfg_t cfg = {.seed = (unsigned)time(NULL) ^ (unsigned)n, .iters = iters,
-                      .max_piece = max_piece};
+    coll_cfg_t cfg = {
+        .seed = (unsigned)time(NULL) ^ (unsigned)n, .iters = iters, .max_piece = max_piece};
 
     if (!cma)
         setenv("HIBAR_CMA", "0", 1);

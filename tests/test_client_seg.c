@@ -66,7 +66,8 @@ static void test_layout_regions(void)
     CU_ASSERT_EQUAL(offsetof(hb_seg_ctl_t, sub_go), 3 * HB_SEG_LINE);
     CU_ASSERT_EQUAL(offsetof(hb_seg_hdr_t, release) % HB_SEG_LINE, 0);
     CU_ASSERT(offsetof(hb_seg_hdr_t, release) != offsetof(hb_seg_hdr_t, state));
-    CU_ASSERT(offsetof(hb_seg_hdr_t, release_wake) >= offsetof(hb_seg_hdr_t, release) + HB_SEG_LINE);
+    CU_ASSERT(offsetof(hb_seg_hdr_t, release_wake) >=
+              offsetof(hb_seg_hdr_t, release) + HB_SEG_LINE);
     CU_ASSERT_EQUAL(offsetof(hb_seg_hdr_t, node_arrived) % HB_SEG_LINE, 0);
 }
 
@@ -359,8 +360,7 @@ static void test_tree_shapes(void)
         keys[r][2] = r / 6;
         keys[r][3] = r / 3;
     }
-    CU_ASSERT_EQUAL_FATAL(hb_nbar_tree_build(24, (const uint32_t(*)[HB_SEG_NKEYS])keys, 2, &t),
-                          0);
+    CU_ASSERT_EQUAL_FATAL(hb_nbar_tree_build(24, (const uint32_t(*)[HB_SEG_NKEYS])keys, 2, &t), 0);
     check_tree(&t);
     for (r = 0; r < 24; r += 3) {
         CU_ASSERT_EQUAL(t.rank_group[r] == t.rank_group[r + 1] ||

@@ -119,8 +119,7 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         case 'n':
             o->n = (uint32_t)strtoul(optarg, &end, 10);
             if (*end || errno || o->n < 1 || o->n > BC_MAX_RANKS) {
-                fprintf(stderr, "hibar-bench %s: --ranks must be 1..%d\n", o->bench,
-                        BC_MAX_RANKS);
+                fprintf(stderr, "hibar-bench %s: --ranks must be 1..%d\n", o->bench, BC_MAX_RANKS);
                 return -1;
             }
             break;
@@ -148,8 +147,9 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
             o->nsizes = 0;
             for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 if (o->nsizes == BC_MAX_SIZES || bc_size(tok, &o->sizes[o->nsizes]) != 0) {
-                    fprintf(stderr, "hibar-bench scatter: bad size '%s' (at most %d, each <= 64M)\n",
-                            tok, BC_MAX_SIZES);
+                    fprintf(stderr,
+                            "hibar-bench scatter: bad size '%s' (at most %d, each <= 64M)\n", tok,
+                            BC_MAX_SIZES);
                     free(list);
                     return -1;
                 }
@@ -297,8 +297,10 @@ static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *it
     int found = 0, status;
 
     if (bc_peer_path(peer, sizeof(peer)) != 0) {
-        fprintf(stderr, "hibar-bench %s: --compare: hibar-mpi-bench not found (configure "
-                        "found no mpicc?)\n", o->bench);
+        fprintf(stderr,
+                "hibar-bench %s: --compare: hibar-mpi-bench not found (configure "
+                "found no mpicc?)\n",
+                o->bench);
         return -1;
     }
     if (geteuid() == 0) {
@@ -351,8 +353,7 @@ static int bc_row(const bc_opts_t *o, size_t size, bc_shared_t *sh, double *x)
     uint64_t k;
     int rc, failed = 0;
 
-    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1,
-                       &seg);
+    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, &seg);
     if (rc != 0) {
         fprintf(stderr, "hibar-bench %s: segment: %s\n", o->bench, hibar_strerror(rc));
         return -1;
@@ -430,8 +431,13 @@ static int bc_main(const char *bench, int argc, char **argv)
                             "loop_us = back-to-back average");
     for (s = 0; s < o.nsizes; s++) {
         hb_stats_t st, pst;
-        hb_bench_row_t row = {.impl = "hibar", .nodes = 1, .ranks = o.n, .size = o.sizes[s],
-                              .reps = o.iters, .iters = o.iters, .st = &st};
+        hb_bench_row_t row = {.impl = "hibar",
+                              .nodes = 1,
+                              .ranks = o.n,
+                              .size = o.sizes[s],
+                              .reps = o.iters,
+                              .iters = o.iters,
+                              .st = &st};
         char extra[256];
         uint64_t piters = 0;
 
@@ -445,8 +451,8 @@ static int bc_main(const char *bench, int argc, char **argv)
         hb_bench_out_note(&out, "impl hibar, size %zu: loop_us %.3f", o.sizes[s], sh->loop_us);
         hb_bench_out_row(&out, &row);
         if (o.compare) {
-            hb_bench_row_t prow = {.impl = "open-mpi", .nodes = 1, .ranks = o.n,
-                                   .size = o.sizes[s], .st = &pst};
+            hb_bench_row_t prow = {
+                .impl = "open-mpi", .nodes = 1, .ranks = o.n, .size = o.sizes[s], .st = &pst};
             char pextra[128];
             if (bc_peer(&o, o.sizes[s], &pst, &piters) != 0)
                 goto out_close;
@@ -468,5 +474,11 @@ out:
     return rc;
 }
 
-int hb_bench_barrier_main(int argc, char **argv) { return bc_main("barrier", argc, argv); }
-int hb_bench_scatter_main(int argc, char **argv) { return bc_main("scatter", argc, argv); }
+int hb_bench_barrier_main(int argc, char **argv)
+{
+    return bc_main("barrier", argc, argv);
+}
+int hb_bench_scatter_main(int argc, char **argv)
+{
+    return bc_main("scatter", argc, argv);
+}
