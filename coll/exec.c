@@ -1,4 +1,5 @@
 /* exec.c: the per-node executor of a collective schedule, a sans-I/O state machine (event -> actions). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -464,6 +465,18 @@ int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *
 int hb_coll_exec_pending(const hb_coll_exec_t *x)
 {
     return x != NULL && x->more;
+}
+
+int hb_coll_exec_describe(const hb_coll_exec_t *x, char *buf, size_t len)
+{
+    if (x == NULL || buf == NULL || len == 0)
+        return HIBAR_ERR_INVAL;
+    const char *state = x->failed ? "failed" : x->completed ? "complete" : x->delivered ? "delivered"
+                        : x->started ? "running" : "not started";
+    int k = snprintf(buf, len, "node %u %s %s: %s, received %u/%u segments, send step %u/%u segment %u",
+                     x->node, hb_coll_op_name(x->s->op), hb_coll_alg_name(x->s->alg), state,
+                     x->n_rdone, x->nrs, x->cur_step, x->nst, x->cur_seg);
+    return k < 0 || (size_t)k >= len ? HIBAR_ERR_TRUNCATED : 0;
 }
 
 int hb_coll_exec_done(const hb_coll_exec_t *x)

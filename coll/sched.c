@@ -852,6 +852,18 @@ out_:
     return rc;
 }
 
+int hb_coll_sched_describe(const hb_coll_sched_t *s, char *buf, size_t len)
+{
+    if (s == NULL || buf == NULL || len == 0)
+        return HIBAR_ERR_INVAL;
+    int k = snprintf(buf, len,
+                     "%s %s root %u nodes %u sites %u lanes %u segment %llu bytes %llu steps %u",
+                     hb_coll_op_name(s->op), hb_coll_alg_name(s->alg), s->root, s->n_nodes,
+                     s->n_sites, s->lanes, (unsigned long long)s->seg_size,
+                     (unsigned long long)s->total, s->step_start[s->n_nodes]);
+    return k < 0 || (size_t)k >= len ? HIBAR_ERR_TRUNCATED : 0;
+}
+
 int hb_coll_nodes_from_topo(const struct hb_topo *topo, const uint32_t *ranks_of,
                             uint32_t *site_buf, hb_coll_nodes_t *nodes_p)
 {

@@ -111,6 +111,9 @@ static inline const hb_coll_step_t *hb_coll_sched_steps(const hb_coll_sched_t *s
  */
 int hb_coll_sched_check(const hb_coll_sched_t *s, char *msg, size_t msglen);
 
+/* One line describing the schedule (for logs and hibar-info); 0 or HIBAR_ERR_TRUNCATED. */
+int hb_coll_sched_describe(const hb_coll_sched_t *s, char *buf, size_t len);
+
 /*
  * Fill nodes from a topology: site_of from topo->nodes[i].site (written into site_buf, which
  * holds topo->n_nodes entries), ranks_of as given (NULL: 1 each). Only reads the structure.
@@ -184,6 +187,8 @@ void hb_coll_exec_free(hb_coll_exec_t *x);
 int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *acts, size_t max,
                       size_t *n_p);
 int hb_coll_exec_pending(const hb_coll_exec_t *x);
+/* One line on the executor's progress (a stuck collective's log line); 0 or HIBAR_ERR_TRUNCATED. */
+int hb_coll_exec_describe(const hb_coll_exec_t *x, char *buf, size_t len);
 int hb_coll_exec_done(const hb_coll_exec_t *x); /* 1 after COMPLETE or FAIL */
 
 #endif

@@ -634,6 +634,13 @@ static void test_pipelining(void)
     CU_ASSERT_EQUAL(f[0].kind, HB_COLL_ACT_FAIL);
     CU_ASSERT_EQUAL(f[0].status, HIBAR_ERR_PEER_LOST);
     CU_ASSERT(hb_coll_exec_done(ds));
+    char line[160];
+    CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, sizeof(line)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "node 1 scatter multi-lane: failed, received 3/8 segments"));
+    CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, 10), HIBAR_ERR_TRUNCATED);
+    CU_ASSERT_EQUAL(hb_coll_sched_describe(s, line, sizeof(line)), 0);
+    CU_ASSERT_STRING_EQUAL(line, "scatter multi-lane root 0 nodes 4 sites 2 lanes 2 segment 100 "
+                                 "bytes 1600 steps 13");
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &lost, f, 8, &nf), 0);
     CU_ASSERT_EQUAL(nf, 0);
     hb_coll_exec_free(root);
