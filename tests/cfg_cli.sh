@@ -34,7 +34,7 @@ n12 = d["nodes"][12]
 assert n12["center"] is True and n12["parent"] == "n04" and n12["chassis"] == 4
 assert d["nodes"][13]["port_index"] == 1 and d["nodes"][13]["parent"] is None
 p = d["predictions"]
-assert abs(p["scmd_us"] - (7 * 2.5 + 6 * 120)) < 1e-9 and abs(p["tree_us"] - (4 * 2.5 + 4 * 120)) < 1e-9
+assert abs(p["scmd_us"] - (7 * 2.5 + 6 * 120)) < 1e-9 and abs(p["tree_us"] - (5 * 2.5 + 4 * 120)) < 1e-9
 assert d["protocol"] == "scmd" and d["fanout"] == 0 and d["cluster"] == "scmd30"
 assert "libyaml" in d["dependencies"] and d["version"]
 ' < "$tmp/scmd.json"
