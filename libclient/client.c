@@ -25,7 +25,8 @@ struct hibar {
     uint32_t rank, size;
     int doorbell_fd;
     int split_pending;
-    hibar_epoch_t split_epoch;
+    hibar_epoch_t split_epoch; /* the outstanding epoch, or the last completed one */
+    int split_status;          /* how the last completed one ended */
     int nbar_ready;
 };
 
@@ -380,13 +381,19 @@ static int client_split(hibar_t *h, hibar_epoch_t epoch, int block)
     int rc = client_enter(h);
     if (rc != 0)
         return rc;
+    if (!h->split_pending && epoch == h->split_epoch && epoch != 0) {
+        rc = h->split_status; /* completed by an earlier test or wait: same answer */
+        goto out;
+    }
     if (!h->split_pending || epoch != h->split_epoch) {
         rc = HIBAR_ERR_INVAL;
         goto out;
     }
     rc = block ? hb_nbar_wait(&h->bar, epoch) : hb_nbar_test(&h->bar, epoch);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    if (rc != HIBAR_ERR_WOULD_BLOCK) {
         h->split_pending = 0;
+        h->split_status = rc;
+    }
 out:
     client_leave(h);
     return rc;

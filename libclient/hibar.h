@@ -89,7 +89,8 @@ int hibar_barrier(hibar_t *h);
  * ticket; wait blocks until every rank has arrived at that epoch; test does not block
  * (HIBAR_ERR_WOULD_BLOCK while others have not arrived). One split-phase barrier may be
  * outstanding per handle: any other collective call before its wait gives
- * HIBAR_ERR_BUSY. A ticket that is not the outstanding one gives HIBAR_ERR_INVAL. */
+ * HIBAR_ERR_BUSY. Testing or waiting again on the ticket that completed last gives the same
+ * answer again; any other ticket gives HIBAR_ERR_INVAL. */
 int hibar_barrier_arrive(hibar_t *h, hibar_epoch_t *epoch_p);
 int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch);
 int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch);

@@ -307,6 +307,7 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, ui
     /* A rank joining a segment in use (not the case today) starts at the current epoch. */
     b->seq = b->flat ? atomic_load(&hb_seg_ctl(seg, rank)->bar_arrive)
                      : atomic_load(&hb_seg_hdr(seg)->release);
+    b->done = b->seq;
     return 0;
 }
 
@@ -353,6 +354,11 @@ int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p)
 
     if (atomic_load_explicit(&hb_seg_hdr(b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
         return HIBAR_ERR_PEER_LOST;
+    if (b->done < b->seq) {
+        int rc = hb_nbar_wait(b, b->seq);
+        if (rc != 0)
+            return rc;
+    }
     epoch = ++b->seq;
     *epoch_p = epoch;
     if (b->flat) {
@@ -417,13 +423,19 @@ static int nbar_poll(void *arg, int slow)
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
 {
     nbar_wait_arg_t a = {b, epoch, 0};
+    int rc;
     if (b->flat) {
         if (nbar_flat_missing(b, epoch, 0) == b->nranks)
-            return 0;
-        return atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK ? HIBAR_ERR_PEER_LOST
-                                                                        : HIBAR_ERR_WOULD_BLOCK;
+            rc = 0;
+        else
+            rc = atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK ? HIBAR_ERR_PEER_LOST
+                                                                          : HIBAR_ERR_WOULD_BLOCK;
+    } else {
+        rc = nbar_poll(&a, 0);
     }
-    return nbar_poll(&a, 0);
+    if (rc == 0 && epoch > b->done)
+        b->done = epoch;
+    return rc;
 }
 
 int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
@@ -443,6 +455,8 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
     } else {
         rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &b->pol, deadline);
     }
+    if (rc == 0 && epoch > b->done)
+        b->done = epoch;
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: barrier epoch %llu not released within %llu ms",
                      (unsigned long long)epoch, (unsigned long long)(b->timeout_ns / 1000000));

@@ -70,6 +70,7 @@ typedef struct hb_nbar {
     int doorbell_fd; /* the daemon's eventfd, or -1 (single-node job) */
     hb_nbar_tree_t tree;
     uint64_t seq;        /* last epoch this rank arrived at */
+    uint64_t done;       /* last epoch this rank saw released */
     uint64_t timeout_ns; /* per wait; 0 = wait as long as the peers live */
     uint64_t last_check_ns;
     int flat; /* every rank polls every rank (small single-node jobs) */
@@ -84,8 +85,10 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, ui
 #define HB_NBAR_DEFAULT_FLAT_MAX 4u
 void hb_nbar_fini(hb_nbar_t *b);
 
-/* Arrive at the next epoch (never waits); *epoch_p = that epoch. HIBAR_ERR_PEER_LOST if the
- * job is broken, HIBAR_ERR_IO if the doorbell cannot be rung. */
+/* Arrive at the next epoch; *epoch_p = that epoch. Does not wait, except for the previous
+ * epoch if a wait for it ended early (timeout): arriving twice before a release would
+ * corrupt the counters. HIBAR_ERR_PEER_LOST if the job is broken, HIBAR_ERR_IO if the
+ * doorbell cannot be rung. */
 int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p);
 /* 0 if `epoch` is released, HIBAR_ERR_WOULD_BLOCK if not yet, HIBAR_ERR_PEER_LOST. */
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch);

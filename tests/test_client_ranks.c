@@ -232,11 +232,9 @@ static int rank_split(hibar_t *h, int rank, int n, void *arg)
         CHECK_RC(hibar_barrier_wait(h, e + 1), HIBAR_ERR_INVAL);
         rc = hibar_barrier_test(h, e);
         CHECK(rc == 0 || rc == HIBAR_ERR_WOULD_BLOCK);
-        if (rc == 0) {
-            CHECK_RC(hibar_barrier_wait(h, e), HIBAR_ERR_INVAL); /* already completed */
-        } else {
-            CHECK_RC(hibar_barrier_wait(h, e), 0);
-        }
+        CHECK_RC(hibar_barrier_wait(h, e), 0); /* also after a test that completed it */
+        CHECK_RC(hibar_barrier_test(h, e), 0);
+        CHECK_RC(hibar_barrier_wait(h, e - 1), HIBAR_ERR_INVAL);
         if (check_counters(c, all, n, i, rank) != 0)
             return __LINE__;
     }
@@ -599,6 +597,23 @@ static int rank_misuse(hibar_t *h, int rank, int n, void *arg)
                      HIBAR_ERR_MISMATCH);
         CHECK_RC(hibar_barrier(h), 0);
     }
+    if (n >= 2) {
+        /* a bounded wait that runs out; the next barrier first completes the old epoch */
+        if (rank == 0) {
+            CHECK_RC(hibar_set_timeout(h, 20), 0);
+            CHECK_RC(hibar_barrier(h), HIBAR_ERR_TIMEOUT);
+            CHECK_RC(hibar_set_timeout(h, 0), 0);
+            atomic_store(&flag[1], 1);
+            CHECK_RC(hibar_barrier(h), 0);
+        } else {
+            while (atomic_load(&flag[1]) == 0) {
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+            }
+            CHECK_RC(hibar_barrier(h), 0);
+            CHECK_RC(hibar_barrier(h), 0);
+        }
+    }
     /* the job is still usable */
     memset(rbuf, rank == 0 ? 7 : 0, 100);
     CHECK_RC(hibar_bcast(h, rbuf, 100, 0), 0);
@@ -641,7 +656,8 @@ static void test_misuse(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(flag);
     for (i = 0; i < NCOUNTS; i++) {
         harness_t hs = {.n = rank_counts[i], .nnodes = 1, .killed_rank = -1};
-        atomic_store(flag, 0);
+        atomic_store(&flag[0], 0);
+        atomic_store(&flag[1], 0);
         CU_ASSERT_EQUAL(run_ranks(&hs, rank_misuse, (void *)flag), 0);
     }
     munmap((void *)flag, 4096);
