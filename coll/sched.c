@@ -497,6 +497,7 @@ static void build_multi_lane(bld_t *b, uint32_t req)
     for (uint32_t k = 1; k < S; k++) {
         uint32_t P = lanes_for(b, k, req), n = site_n(b, k);
         uint64_t slo = site_lo(b, k), shi = site_hi(b, k), V = T - (shi - slo);
+        /* each Dep_recv first sends its group (held since the first phase), then its part */
         for (uint32_t j = 0; j < P; j++) {
             uint32_t from = dep_recv(b, k, P, j);
             grp_range(b, k, P, j, &lo, &hi);
@@ -504,12 +505,15 @@ static void build_multi_lane(bld_t *b, uint32_t req)
                 uint32_t v = site_node(b, k, i);
                 if (v == from)
                     continue;
-                add_outside(b, from, v, slo, shi, frac(V, j, P), frac(V, j + 1, P), 1);
                 if (i >= grp_lo(n, P, j) && i < grp_lo(n, P, j + 1))
                     add_minus(b, from, v, lo, hi, blk_lo(b, v), blk_hi(b, v), 1);
                 else
                     add(b, from, v, lo, hi - lo, 1);
             }
+            for (uint32_t i = 0; i < n; i++)
+                if (site_node(b, k, i) != from)
+                    add_outside(b, from, site_node(b, k, i), slo, shi, frac(V, j, P),
+                                frac(V, j + 1, P), 1);
         }
     }
 }
@@ -679,11 +683,14 @@ int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args
     uint64_t off = 0;
     for (uint32_t v = 0; v < n; v++) {
         s->site_of[v] = nodes->site_of ? nodes->site_of[v] : 0;
-        if (args->op != HB_COLL_BCAST)
-            s->bytes[v] = args->counts ? args->counts[v]
-                                       : (nodes->ranks_of ? nodes->ranks_of[v] : 1u) * args->size;
+        int ovf = 0;
+        if (args->op != HB_COLL_BCAST && args->counts != NULL)
+            s->bytes[v] = args->counts[v];
+        else if (args->op != HB_COLL_BCAST)
+            ovf = __builtin_mul_overflow((uint64_t)(nodes->ranks_of ? nodes->ranks_of[v] : 1u),
+                                         args->size, &s->bytes[v]);
         s->noff[v] = off;
-        if (s->bytes[v] > UINT64_MAX / 2 - off) {
+        if (ovf || s->bytes[v] > UINT64_MAX / 2 - off) {
             rc = HIBAR_ERR_INVAL;
             hb_log_error("coll: collective size overflows");
             goto err_;

@@ -765,6 +765,19 @@ static void test_nodata_and_misc(void)
     args.counts = counts;
     CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
     args.counts = NULL;
+    args.op = HB_COLL_GATHER;
+    args.size = UINT64_MAX / 2; /* 4 nodes x 1 rank: the total overflows */
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
+    uint32_t many[4] = {3, 3, 3, 3};
+    hb_coll_nodes_t big = {.n_nodes = 4, .ranks_of = many};
+    args.size = UINT64_MAX / 3 + 1; /* ranks x size overflows */
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&big, &args, &s), HIBAR_ERR_INVAL);
+    args.size = 5;
+    args.seg_size = 1; /* fine: 15 bytes, 15 segments */
+    CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&big, &args, &s), 0);
+    hb_coll_sched_free(s);
+    args.seg_size = 0;
+    args.op = HB_COLL_BCAST;
     args.alg = HB_COLL_ALG_COUNT;
     CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
     /* a root without its buffer */
