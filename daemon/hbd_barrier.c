@@ -105,9 +105,12 @@ static void req_finish(hbd_t *d, uint64_t coll, int status)
         free(r);
         return;
     }
+    /* elapsed us, then arrival and completion on CLOCK_MONOTONIC (ns): daemons sharing a host
+     * share that clock, so a driver can tell the last arrival from the last completion */
+    uint64_t now = hb_time_now_ns();
     if (status == 0)
-        hbd_ctl_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f", coll,
-                      (double)(hb_time_now_ns() - r->t0) / 1e3);
+        hbd_ctl_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f %" PRIu64 " %" PRIu64, coll,
+                      (double)(now - r->t0) / 1e3, r->t0, now);
     else
         hbd_ctl_reply(r->conn, "err barrier %" PRIu64 " %d %s", coll, status,
                       hibar_strerror(status));

@@ -225,16 +225,23 @@ void hbd_drive_opts_init(hbd_drive_opts_t *o)
     o->timeout_ms = 60000;
 }
 
-/* Parse "ok barrier <id> 0 ..." / "err barrier <id> <status> ...": status or PROTO. */
-static int parse_barrier_reply(const char *line, uint64_t coll, int *status_p)
+/* Parse "ok barrier <id> 0 <us> <t_arrive> <t_done>" / "err barrier <id> <status> ...":
+ * status or PROTO; the stamps are 0 when absent. */
+static int parse_barrier_reply(const char *line, uint64_t coll, int *status_p, uint64_t *ta_p,
+                               uint64_t *tc_p)
 {
     char word[8], kind[16];
-    unsigned long long id;
+    unsigned long long id, ta = 0, tc = 0;
+    double us;
     int st;
     if (sscanf(line, "%7s %15s %llu %d", word, kind, &id, &st) != 4 ||
         strcmp(kind, "barrier") != 0 || id != coll)
         return HIBAR_ERR_PROTO;
+    if (st != 0 || sscanf(line, "%*s %*s %*u %*d %lf %llu %llu", &us, &ta, &tc) != 3)
+        ta = tc = 0;
     *status_p = st;
+    *ta_p = ta;
+    *tc_p = tc;
     return 0;
 }
 
@@ -255,7 +262,8 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
     r->all_err_same = 1;
     snprintf(cmd, sizeof(cmd), "barrier %" PRIu64, coll);
     pid_t kill_pid = o->kill_node < n ? hbd_client_pid(cl->cfg, o->kill_node) : -1;
-    uint64_t t0 = hb_time_now_ns(), t_late = 0, t_kill = 0;
+    uint64_t t0 = hb_time_now_ns(), t_late = 0, t_kill = 0, ta_max = 0, tc_max = 0;
+    int stamps = 1;
     for (uint32_t i = 0; i < n; i++) {
         pf[i].fd = -1;
         pf[i].events = POLLIN;
@@ -314,6 +322,7 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
             if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             int st;
+            uint64_t ta = 0, tc = 0;
             int rr = hbd_client_recv(pf[i].fd, line, sizeof(line), 0);
             if (rr == HIBAR_ERR_TIMEOUT)
                 continue; /* partial line */
@@ -323,7 +332,7 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
             got[i] = 1;
             if (rr != 0) {
                 st = HIBAR_ERR_PEER_LOST; /* the daemon went away */
-            } else if (parse_barrier_reply(line, coll, &st) != 0) {
+            } else if (parse_barrier_reply(line, coll, &st, &ta, &tc) != 0) {
                 hb_log_error("node %s: unexpected reply '%s'", cl->cfg->nodes[i].name, line);
                 st = HIBAR_ERR_PROTO;
             }
@@ -334,6 +343,10 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
                 r->after_late_us = (double)(t - t_late) / 1e3;
             if (t_kill)
                 r->after_kill_us = (double)(t - t_kill) / 1e3;
+            if (ta == 0 || tc == 0)
+                stamps = 0;
+            ta_max = ta > ta_max ? ta : ta_max;
+            tc_max = tc > tc_max ? tc : tc_max;
             if (st == 0) {
                 r->n_ok++;
                 r->all_err_same = 0;
@@ -353,6 +366,8 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
     for (uint32_t i = 0; i < n; i++)
         if (pf[i].fd >= 0)
             r->n_missing++;
+    if (stamps && r->n_missing == 0 && r->n_ok > 0 && tc_max > ta_max)
+        r->proto_us = (double)(tc_max - ta_max) / 1e3;
     if (o->late_node < n && t_late == 0)
         r->n_missing++;
 out:

@@ -59,6 +59,8 @@ typedef struct hbd_drive_result {
     double first_us;     /* first request sent -> first reply */
     double after_late_us; /* late request sent -> first reply (late_node only) */
     double after_kill_us; /* kill -> last reply (kill_node only) */
+    double proto_us;     /* last arrival at a daemon -> last completion, from the daemons'
+                          * CLOCK_MONOTONIC stamps (one host only); 0 if not all reported */
     uint32_t n_ok, n_err, n_missing;
     int first_err;       /* first non-zero status seen */
     int all_err_same;    /* every reply carried first_err */

@@ -31,7 +31,9 @@
  * and print the predictions of config/topo.h: (4 + 3L)·T_IB + 3(L + 1)·T_SR for scmd,
  * hb_topo_predict_tree for tree. The same figures measured one chassis / one link at a time
  * are printed too (t_ib_alone_us, t_sr_alone_us), and the driver's own share: a "ping" to
- * every daemon at once, to the last reply (t_ctl_us; ratio_net leaves it out). With
+ * every daemon at once, to the last reply (t_ctl_us; ratio_net leaves it out), and the
+ * protocol alone: last arrival at a daemon to last completion, from the stamps the daemons
+ * put in their replies (CLOCK_MONOTONIC, shared on one host: protocol_median_us). With
  * --idle-cpu S, the CPU the idle daemons use together over S seconds is measured (percent of
  * one core).
  */
@@ -47,6 +49,8 @@ typedef struct bc_opts {
     hb_bench_common_t common;
     hb_bench_out_t *out;
 } bc_opts_t;
+
+#define BC_BLOCKS 5
 
 typedef struct bc_probe {
     double t_ib, t_sr, t_ib_alone, t_sr_alone;
@@ -273,10 +277,19 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
     hbd_drive_opts_t dopt;
     hbd_drive_opts_init(&dopt);
     double *x = malloc(sizeof(double) * (o->iters ? o->iters : 1));
-    if (x == NULL) {
+    double *y = malloc(sizeof(double) * (o->iters ? o->iters : 1));
+    unsigned ny = 0;
+    if (x == NULL || y == NULL) {
+        free(x);
+        free(y);
         rc = HIBAR_ERR_NOMEM;
         goto out_cl;
     }
+    /* barriers and probes alternate in BC_BLOCKS blocks, so that both see the same machine
+     * (this host is shared); each probe figure is the median of its block medians */
+    bc_probe_t pb[BC_BLOCKS];
+    unsigned nb = 0, per_block = (o->iters + BC_BLOCKS - 1) / BC_BLOCKS;
+    unsigned probe_n = o->probe_iters / BC_BLOCKS ? o->probe_iters / BC_BLOCKS : 1;
     for (unsigned i = 0; i < o->warmup + o->iters && rc == 0; i++) {
         hbd_drive_result_t r;
         rc = hbd_cluster_barrier(cl, coll++, &dopt, &r);
@@ -285,18 +298,40 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
                     coll - 1, r.n_err, hibar_strerror(r.first_err), r.n_missing);
             rc = r.first_err ? r.first_err : HIBAR_ERR_PEER_LOST;
         }
-        if (rc == 0 && i >= o->warmup)
+        if (rc == 0 && i >= o->warmup) {
             x[i - o->warmup] = r.total_us;
+            if (r.proto_us > 0)
+                y[ny++] = r.proto_us;
+        }
+        unsigned done = i + 1 - o->warmup;
+        if (rc == 0 && i >= o->warmup && nb < BC_BLOCKS &&
+            (done % per_block == 0 || done == o->iters))
+            rc = probe(cl, topo, probe_n, &pb[nb++]);
     }
     bc_probe_t p = {0};
-    if (rc == 0)
-        rc = probe(cl, topo, o->probe_iters, &p);
+    if (rc == 0 && nb > 0) {
+        double v[5][BC_BLOCKS] = {{0}};
+        for (unsigned k = 0; k < nb; k++) {
+            v[0][k] = pb[k].t_ib;
+            v[1][k] = pb[k].t_sr;
+            v[2][k] = pb[k].t_ib_alone;
+            v[3][k] = pb[k].t_sr_alone;
+            v[4][k] = pb[k].t_ctl;
+        }
+        p.t_ib = median(v[0], nb);
+        p.t_sr = median(v[1], nb);
+        p.t_ib_alone = median(v[2], nb);
+        p.t_sr_alone = median(v[3], nb);
+        p.t_ctl = median(v[4], nb);
+    }
     double idle = -1;
     if (rc == 0 && o->idle_s > 0)
         idle_cpu(cfg, o->idle_s, &idle);
     if (rc == 0) {
-        hb_stats_t s;
-        hb_stats_summarize(x, o->iters, 0.95, &s);
+        hb_stats_t s, sp = {0};
+        hb_stats_summarize(x, o->iters, o->common.confidence, &s);
+        if (ny > 0)
+            hb_stats_summarize(y, ny, o->common.confidence, &sp);
         int scmd = strcmp(proto, "scmd") == 0;
         double pred = scmd ? hb_topo_predict_scmd(topo, p.t_ib, p.t_sr)
                            : hb_topo_predict_tree(topo, p.t_ib, p.t_sr);
@@ -311,10 +346,12 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
                          "\"t_sr_us\": %.2f, \"L\": %" PRIu32 ", \"chassis\": %" PRIu32 ", "
                          "\"t_ib_alone_us\": %.2f, \"t_sr_alone_us\": %.2f, "
                          "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f, "
-                         "\"t_ctl_us\": %.1f, \"ratio_net\": %.3f",
+                         "\"t_ctl_us\": %.1f, \"ratio_net\": %.3f, "
+                         "\"protocol_median_us\": %.1f, \"protocol_p99_us\": %.1f, "
+                         "\"ratio_protocol\": %.3f",
                          pred, s.median / pred, p.t_ib, p.t_sr, topo->L, topo->n_chassis,
                          p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier, p.t_ctl,
-                         (s.median - p.t_ctl) / pred);
+                         (s.median - p.t_ctl) / pred, sp.median, sp.p99, sp.median / pred);
         if (idle >= 0 && k > 0 && (size_t)k < sizeof(extra))
             snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"idle_cpu_pct\": %.2f", idle);
         hb_bench_row_t row = {.impl = proto, .nodes = topo->n_nodes, .ranks = topo->n_nodes,
@@ -336,6 +373,9 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         hb_bench_out_note(o->out, "driver share (ping to every daemon, last reply) %.1f us; "
                                   "(median - that) / predicted = %.2f",
                           p.t_ctl, (s.median - p.t_ctl) / pred);
+        hb_bench_out_note(o->out, "protocol alone (last arrival -> last completion, daemons' "
+                                  "clocks): median %.1f us, p99 %.1f us, ratio to predicted %.2f",
+                          sp.median, sp.p99, sp.median / pred);
         if (idle >= 0)
             hb_bench_out_note(o->out, "idle: %" PRIu32 " daemons used %.2f%% of one core together "
                                       "over %.0f s",
@@ -345,6 +385,7 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         fprintf(stderr, "hibar-bench: cluster-barrier %s failed: %s\n", proto, hibar_strerror(rc));
     }
     free(x);
+    free(y);
 out_cl:
     hbd_cluster_close(cl);
     if (started && !o->keep)
