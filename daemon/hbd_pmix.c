@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hb_log.h"
@@ -391,6 +392,43 @@ err_dir:
     return HIBAR_ERR_INTERNAL;
 }
 
+static void *finalize_main(void *arg)
+{
+    (void)arg;
+    PMIx_server_finalize();
+    return NULL;
+}
+
+/*
+ * PMIx_server_finalize, but never a daemon that does not stop: after clients were killed
+ * mid-job, libpmix 4.2.2 sometimes blocks in it for ever on one of its own mutexes (left
+ * locked, or freed, by its handling of the lost clients). It runs on a helper thread; if it
+ * has not returned after HBD_PMIX_FINI_MS the daemon goes on exiting without it.
+ */
+#define HBD_PMIX_FINI_MS 2000
+static void finalize_bounded(void)
+{
+    pthread_t t;
+    struct timespec ts;
+    if (pthread_create(&t, NULL, finalize_main, NULL) != 0) {
+        PMIx_server_finalize();
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += HBD_PMIX_FINI_MS / 1000;
+    ts.tv_nsec += (HBD_PMIX_FINI_MS % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
+        hb_log_warn("PMIx_server_finalize did not return within %d ms (a libpmix lock left "
+                    "by a killed client); exiting without it",
+                    HBD_PMIX_FINI_MS);
+        pthread_detach(t);
+    }
+}
+
 void hbd_pmix_stop(hbd_t *d)
 {
     if (g_px.d == NULL)
@@ -400,7 +438,7 @@ void hbd_pmix_stop(hbd_t *d)
      * nothing of it is left in the run dir */
     tmpdir_remove(g_px.tmpdir);
     if (g_px.up)
-        PMIx_server_finalize();
+        finalize_bounded();
     g_px.up = 0;
     /* PMIx's thread is gone: ops it queued since are answered by nobody */
     while (g_px.head != NULL) {

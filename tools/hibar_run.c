@@ -462,20 +462,7 @@ int main(int argc, char **argv)
                  (int)getpid());
         over[n_over++] = own_name;
         over[n_over++] = own_dir;
-        if (emulate == NULL) {
-            /* one node, named after this host */
-            static char nodes_over[300];
-            char host[256] = "localhost";
-            gethostname(host, sizeof(host) - 1);
-            for (char *p = host; *p; p++)
-                if (*p == '.') {
-                    *p = '\0';
-                    break;
-                }
-            snprintf(nodes_over, sizeof(nodes_over), "nodes=%s", host);
-            if (n_over < MAX_OVER + 2)
-                (void)nodes_over; /* the default configuration already has one node */
-        }
+        /* without --emulate: the default configuration, one node named after this host */
         int rc = hb_cfg_load(emulate, over, n_over, &cfg, err, sizeof(err));
         if (rc != 0) {
             fprintf(stderr, "hibar-run: %s\n", err);

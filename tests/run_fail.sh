@@ -1,0 +1,38 @@
+#!/bin/bash
+# run_fail.sh: a failing rank aborts the job: non-zero exit, killed rank, PMIx_Abort, a rank
+# that dies mid-job while the others wait in a fence, timeout; the others are stopped and
+# hibar-run names the rank and its status; nothing is left behind.
+. "$(dirname "$0")/run_lib.sh"
+
+# exit 3 after init, on one node: the others' fence fails (PMIx sees the rank's connection
+# go) or they are stopped; hibar-run's status is that of the first failure it hears of
+run_nz() {
+    timeout -k 5 60 "$RUN" "$@" >"$OUT" 2>"$ERR"
+    local rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "hibar-run $*: exit $rc, expected a failure"
+}
+run_nz -n 4 "$HELLO" --fences 2 --fail-rank 2
+grep -q "rank 2 (node .*) exited with status 3" "$ERR" || fail "exit status not reported"
+check_clean
+
+# across nodes: rank 5 exits 3 while the others wait in the fence for it
+run_nz -n 8 --emulate "$FOUR" "$HELLO" --fences 3 --fail-rank 5
+grep -q "rank 5 (node rt2) exited with status 3" "$ERR" || fail "4x2: exit status not reported"
+check_clean
+
+# PMIx_Abort(4, ...)
+run 4 -n 8 --emulate "$FOUR" "$HELLO" --fences 3 --abort-rank 1
+grep -q "rank 1 (node rt0) called PMIx_Abort with status 4: pmix_hello asked to abort" "$ERR" ||
+    fail "abort not reported"
+check_clean
+
+# dead client: rank 6 kills itself (SIGKILL) while the others are in the fence
+run_nz -n 8 --emulate "$FOUR" "$HELLO" --fences 3 --die-rank 6
+grep -q "rank 6 (node rt3) was killed by signal 9" "$ERR" || fail "killed rank not reported"
+check_clean
+
+# a rank that never reaches the fence: --timeout stops the job (exit 124)
+run 124 -n 4 --timeout 2 "$HELLO" --fences 1 --hang-rank 0
+grep -q "timeout after 2 s" "$ERR" || fail "timeout not reported"
+check_clean
+echo "PASS: run_fail"

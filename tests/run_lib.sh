@@ -1,0 +1,69 @@
+# run_lib.sh: shared set-up of the hibar-run tests (sourced): paths, a 4-node configuration,
+# checks that nothing is left behind (ranks, daemons, run dirs), cleanup on exit.
+src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+bld=${top_builddir:-$(pwd)/..}
+RUN="$bld/tools/hibar-run"
+HELLO="$bld/tests/pmix_hello"
+export HIBARD="$bld/daemon/hibard"
+TMP=$(mktemp -d /tmp/hibar-runtest.XXXXXX)
+OUT="$TMP/out"
+ERR="$TMP/err"
+unset HIBAR_CONFIG
+
+[ -x "$RUN" ] && [ -x "$HIBARD" ] && [ -x "$HELLO" ] || { echo "SKIP: hibar-run, hibard or pmix_hello not built"; exit 77; }
+[ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
+
+# 4 nodes, 2 chassis of 2 (shm chassis barrier inside each, a 2-level tree)
+cat > "$TMP/four.yaml" <<YAML
+cluster: hbrt
+nodes: rt[0-3]
+chassis:
+  - rt[0-1]
+  - rt[2-3]
+protocol: scmd
+bootstrap: local
+heartbeat:
+  interval_ms: 200
+  timeout_ms: 2000
+barrier_timeout_ms: 20000
+YAML
+FOUR="$TMP/four.yaml"
+
+fail() {
+    echo "FAIL: $*"
+    echo "--- stdout"; tail -n 20 "$OUT" 2>/dev/null
+    echo "--- stderr"; tail -n 20 "$ERR" 2>/dev/null
+    exit 1
+}
+
+# Nothing of the jobs may remain: no rank process, no run dir of a finished hibar-run.
+check_clean() {
+    local left d
+    left=$(pgrep -f -- "$HELLO" || true)
+    [ -z "$left" ] || fail "ranks still running: $left"
+    for d in /tmp/hibar-$(id -u)-hbrun*; do
+        [ -e "$d" ] || continue
+        kill -0 "${d##*hbrun}" 2>/dev/null && continue # a hibar-run still running
+        ls -la "$d"
+        fail "run dir $d left behind"
+    done
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT
+    rm -rf "$TMP"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# run EXPECTED_STATUS ARGS...: hibar-run with a time bound (never hang the test suite)
+run() {
+    local want=$1 rc
+    shift
+    timeout -k 5 60 "$RUN" "$@" >"$OUT" 2>"$ERR"
+    rc=$?
+    [ $rc -eq 124 ] && [ "$want" != 124 ] && fail "hibar-run $* did not end within 60 s"
+    [ $rc -eq "$want" ] || fail "hibar-run $*: exit $rc, expected $want"
+}

@@ -1,0 +1,29 @@
+#!/bin/bash
+# run_ompi.sh: an unmodified Open MPI program (MPI_Init, MPI_Barrier, MPI_Finalize) under
+# hibar-run on 1 node x 4 ranks; skipped when Open MPI's mpicc is not installed.
+. "$(dirname "$0")/run_lib.sh"
+command -v mpicc >/dev/null || { echo "SKIP: no mpicc"; exit 77; }
+cat > "$TMP/mpi_hello.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    int rank, size, sum = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 0; i < 20; i++)
+        MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("mpi rank %d of %d sum %d\n", rank, size, sum);
+    MPI_Finalize();
+    return 0;
+}
+C
+mpicc -o "$TMP/mpi_hello" "$TMP/mpi_hello.c" || { echo "SKIP: mpicc cannot build"; exit 77; }
+run 0 -n 4 "$TMP/mpi_hello"
+[ "$(grep -c '^mpi rank [0-3] of 4 sum 6$' "$OUT")" -eq 4 ] || fail "Open MPI 1x4"
+left=$(pgrep -f -- "$TMP/mpi_hello" || true)
+[ -z "$left" ] || fail "MPI ranks left: $left"
+check_clean
+echo "PASS: run_ompi"
