@@ -773,6 +773,13 @@ static void test_doorbell(void)
 
 /* ---- hibar_init through the daemon's socket, and the singleton ---- */
 
+static void quiet_log(int level, const char *msg, void *arg)
+{
+    (void)level;
+    (void)msg;
+    (void)arg;
+}
+
 static int conn_child(const char *path)
 {
     hibar_t *h = NULL;
@@ -852,6 +859,124 @@ static void test_init_socket(void)
     CU_ASSERT(ok);
 }
 
+/* A child that expects hibar_init to fail with `want`. */
+static int refused_child(const char *path, int want)
+{
+    hibar_t *h = NULL;
+    setenv("HIBAR_SOCKET", path, 1);
+    hibar_set_log_callback(quiet_log, NULL);
+    return hibar_init(&h) == want && h == NULL ? 0 : 1;
+}
+
+static void test_init_refused(void)
+{
+    struct sockaddr_un sa;
+    pid_t pid;
+    int lfd, k, ok = 1;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/hibar-test-%d-r.sock", (int)getpid());
+    lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    CU_ASSERT_FATAL(lfd >= 0);
+    unlink(sa.sun_path);
+    CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    CU_ASSERT_FATAL(listen(lfd, 8) == 0);
+    /* 0: the daemon refuses (PERM); 1: it answers garbage (PROTO); 2: a welcome without the
+     * segment (PROTO) */
+    for (k = 0; k < 3; k++) {
+        static const int want[3] = {HIBAR_ERR_PERM, HIBAR_ERR_PROTO, HIBAR_ERR_PROTO};
+        hb_conn_hello_t hello;
+        hb_conn_welcome_t w;
+        pid_t ppid;
+        int cfd, st;
+
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0)
+            _exit(refused_child(sa.sun_path, want[k]));
+        cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0 || hb_conn_accept_hello(cfd, getuid(), &hello, &ppid) != 0 || ppid != pid)
+            ok = 0;
+        memset(&w, 0, sizeof(w));
+        w.magic = HB_CONN_MAGIC;
+        w.version = HB_CONN_VERSION;
+        w.type = HB_CONN_WELCOME;
+        w.nranks = 1;
+        if (k == 0) {
+            w.status = HIBAR_ERR_PERM;
+            ok &= hb_conn_send_welcome(cfd, &w, -1, -1) == 0;
+        } else if (k == 1) {
+            ok &= send(cfd, "garbage", 7, 0) == 7;
+        } else {
+            ok &= hb_conn_send_welcome(cfd, &w, -1, -1) == 0;
+        }
+        if (cfd >= 0)
+            close(cfd);
+        if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "refused child %d: status 0x%x\n", k, st);
+            ok = 0;
+        }
+    }
+    close(lfd);
+    unlink(sa.sun_path);
+    CU_ASSERT(ok);
+}
+
+/* hibar_init from an inherited segment: HIBAR_SEG_FD + HIBAR_RANK. */
+static int inherited_child(int fd, int rank)
+{
+    hibar_t *h = NULL;
+    char v[16];
+    int r = -1, n = 0, got[3], k;
+
+    snprintf(v, sizeof(v), "%d", fd);
+    setenv("HIBAR_SEG_FD", v, 1);
+    unsetenv("HIBAR_SOCKET");
+    if (rank < 0) { /* no rank: a configuration error, and no attach */
+        unsetenv("HIBAR_RANK");
+        hibar_set_log_callback(quiet_log, NULL);
+        return hibar_init(&h) == HIBAR_ERR_CONFIG ? 0 : 20;
+    }
+    snprintf(v, sizeof(v), "%d", rank);
+    setenv("HIBAR_RANK", v, 1);
+    if (hibar_init(&h) != 0)
+        return 21;
+    if (hibar_rank(h, &r) != 0 || r != rank || hibar_size(h, &n) != 0 || n != 3)
+        return 22;
+    if (hibar_allgather(h, &r, got, sizeof(int)) != 0)
+        return 23;
+    for (k = 0; k < n; k++) {
+        if (got[k] != k)
+            return 24;
+    }
+    return hibar_finalize(&h) == 0 ? 0 : 25;
+}
+
+static void test_init_inherited(void)
+{
+    hb_seg_t seg;
+    pid_t pids[4];
+    int k, ok = 1;
+
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 16, 8192, 11, 0, 1, &seg), 0);
+    fflush(NULL);
+    for (k = 0; k < 4; k++) {
+        pids[k] = fork();
+        if (pids[k] == 0)
+            _exit(inherited_child(seg.fd, k < 3 ? k : -1));
+    }
+    for (k = 0; k < 4; k++) {
+        int st;
+        if (waitpid(pids[k], &st, 0) != pids[k] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "inherited child %d: status 0x%x\n", k, st);
+            ok = 0;
+        }
+    }
+    hb_seg_unmap(&seg);
+    CU_ASSERT(ok);
+}
+
 static void test_singleton(void)
 {
     hibar_t *h = NULL;
@@ -891,7 +1016,9 @@ int hb_test_client_ranks_register(void)
         CU_add_test(s, "misuse gets error codes", test_misuse) == NULL ||
         CU_add_test(s, "a killed rank gives PEER_LOST", test_peer_lost) == NULL ||
         CU_add_test(s, "multi-node hook: doorbell and release", test_doorbell) == NULL ||
-        CU_add_test(s, "hibar_init through the daemon socket", test_init_socket) == NULL)
+        CU_add_test(s, "hibar_init through the daemon socket", test_init_socket) == NULL ||
+        CU_add_test(s, "hibar_init refused or misled by the daemon", test_init_refused) == NULL ||
+        CU_add_test(s, "hibar_init from an inherited segment", test_init_inherited) == NULL)
         return -1;
     return 0;
 }
