@@ -10,7 +10,9 @@
 #include "hibar.h"
 #include "hier.h"
 #include "hier_local.h"
+#include "model.h"
 #include "sim.h"
+#include "sim_coll.h"
 #include "topo.h"
 
 /* ---- the event engine -------------------------------------------------------------------- */
@@ -494,6 +496,229 @@ static void test_topo_gen(void)
     CU_ASSERT(hb_sim_topo_gen(6, 3, 0, 3, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
 }
 
+/* ---- collectives: Hockney, lanes, T(P) ------------------------------------------------- */
+
+/* Constants chosen so that every sum is exact in binary floating point. */
+static hb_sim_params_t net_params(void)
+{
+    hb_sim_params_t p;
+
+    hb_sim_params_init(&p);
+    p.alpha = 50;
+    p.b_lan = 128; /* 1024 Mbit/s */
+    p.lan_lat = 0;
+    p.wan_lat = 4096;
+    p.b_lane = 32; /* 256 Mbit/s */
+    p.B_wan = 128; /* 4 lanes' worth */
+    return p;
+}
+
+static int run_coll(uint32_t n0, uint32_t n1, hb_coll_op_t op, hb_coll_alg_t alg, uint64_t size,
+                    uint32_t lanes, uint64_t seg, const hb_sim_params_t *p, hb_sim_result_t *r)
+{
+    uint32_t *site = calloc(n0 + n1, sizeof(uint32_t)), i;
+    hb_coll_nodes_t nodes;
+    hb_coll_args_t args;
+    int rc;
+
+    for (i = n0; i < n0 + n1; i++)
+        site[i] = 1;
+    memset(&nodes, 0, sizeof(nodes));
+    nodes.n_nodes = n0 + n1;
+    nodes.site_of = n1 ? site : NULL;
+    memset(&args, 0, sizeof(args));
+    args.op = op;
+    args.alg = alg;
+    args.size = size;
+    args.lanes = lanes;
+    args.seg_size = seg;
+    rc = hb_sim_coll(&nodes, &args, p, NULL, r);
+    free(site);
+    return rc;
+}
+
+/* A single LAN link: one message costs alpha + M/b; a flat scatter from the root is the
+ * Hockney sum (n - 1)(alpha + M/b) (the root's NIC sends one message after the other). */
+static void test_coll_hockney(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t r;
+    uint32_t n;
+
+    CU_ASSERT_FATAL(run_coll(2, 0, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4096, 0, 0, &p, &r) == 0);
+    CU_ASSERT(r.latency_us == 50 + 4096 / 128.0);
+    CU_ASSERT(r.messages == 1 && r.bytes == 4096);
+    for (n = 3; n <= 65; n += 31) {
+        CU_ASSERT_FATAL(run_coll(n, 0, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4096, 0, 0, &p, &r) == 0);
+        CU_ASSERT(r.latency_us == (n - 1) * (50 + 4096 / 128.0));
+        CU_ASSERT(r.refused == 0);
+        /* gather: incast on the root's NIC, the same sum */
+        CU_ASSERT_FATAL(run_coll(n, 0, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4096, 0, 0, &p, &r) == 0);
+        CU_ASSERT(r.latency_us == (n - 1) * (50 + 4096 / 128.0));
+    }
+    /* the model's own flat prediction agrees (hb_model_tree, one site) */
+    {
+        hb_model_lanes_t ml = {.L = p.wan_lat,
+                               .alpha = p.alpha,
+                               .b_lan = p.b_lan,
+                               .b_lane = p.b_lane,
+                               .B_wan = p.B_wan};
+        double t;
+        CU_ASSERT_FATAL(hb_model_tree(&ml, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 65, 0, 4096, &t) ==
+                        0);
+        CU_ASSERT_FATAL(run_coll(65, 0, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4096, 0, 0, &p, &r) ==
+                        0);
+        CU_ASSERT(fabs(r.latency_us - t) < 1e-6);
+    }
+}
+
+/* One WAN link: alpha + M/b_lane + L; two flows of one node pair share one lane (FIFO). */
+static void test_coll_wan_link(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t r;
+
+    CU_ASSERT_FATAL(run_coll(1, 1, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 8192, 0, 0, &p, &r) == 0);
+    CU_ASSERT(r.latency_us == 50 + 8192 / 32.0 + 4096);
+    CU_ASSERT(r.wan_flows == 1);
+    /* in 4 segments on the same lane: one after the other, the same time plus nothing */
+    CU_ASSERT_FATAL(run_coll(1, 1, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 8192, 0, 2048, &p, &r) == 0);
+    CU_ASSERT(r.wan_flows == 4);
+    CU_ASSERT(r.max_wan_active == 1);
+    CU_ASSERT(fabs(r.latency_us - (50 + 8192 / 32.0 + 4096)) < 1e-9);
+}
+
+/*
+ * Multi-lane with P lanes and caps: with an (almost) free LAN, T(P) = L + X(P)·M/b_WAN(P)
+ * (X(P) = ceil(n1/P); b_WAN(P) = min(lane, total/P)), so the WAN part falls as 1/P until the
+ * total cap binds (P = 4 here) and stays flat after; the full model with a real LAN grows
+ * again past its optimum. Single-lane carries everything on one lane: L + n1·M/b_lane.
+ */
+static void test_coll_lanes_tp(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t r;
+    const uint32_t n = 16;
+    const double M = 65536;
+    uint32_t P;
+
+    p.alpha = 0;
+    p.b_lan = 1e9; /* LAN nearly free: the WAN structure alone */
+    for (P = 1; P <= 16; P *= 2) {
+        double x = (n + P - 1) / P, bw = P <= 4 ? 32.0 : 128.0 / P;
+        double want = p.wan_lat + x * M / bw;
+        CU_ASSERT_FATAL(run_coll(n, n, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, (uint64_t)M, P, 0,
+                                 &p, &r) == 0);
+        CU_ASSERT(fabs(r.latency_us - want) / want < 1e-3);
+        if (fabs(r.latency_us - want) / want >= 1e-3)
+            fprintf(stderr, "\nP %u: sim %g want %g\n", P, r.latency_us, want);
+        CU_ASSERT(r.max_wan_active == P);
+        /* gather: the same with directions reversed */
+        CU_ASSERT_FATAL(
+            run_coll(n, n, HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, (uint64_t)M, P, 0, &p, &r) == 0);
+        CU_ASSERT(fabs(r.latency_us - want) / want < 1e-3);
+    }
+    CU_ASSERT_FATAL(
+        run_coll(n, n, HB_COLL_SCATTER, HB_COLL_ALG_SINGLE_LANE, (uint64_t)M, 0, 0, &p, &r) == 0);
+    CU_ASSERT(fabs(r.latency_us - (p.wan_lat + n * M / 32.0)) / r.latency_us < 1e-3);
+
+    /* with the real LAN: multi-lane beats single-lane for large M */
+    {
+        hb_sim_params_t q = net_params();
+        hb_sim_result_t s1, s4;
+        CU_ASSERT_FATAL(run_coll(n, n, HB_COLL_SCATTER, HB_COLL_ALG_SINGLE_LANE, (uint64_t)M, 0,
+                                 65536, &q, &s1) == 0);
+        CU_ASSERT_FATAL(run_coll(n, n, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, (uint64_t)M, 4,
+                                 65536, &q, &s4) == 0);
+        /* the paper's 1.5-2x region for large messages */
+        CU_ASSERT(s4.latency_us * 1.5 < s1.latency_us);
+        CU_ASSERT(s4.latency_us * 2.5 > s1.latency_us);
+    }
+}
+
+/* Measured per-lane table: b_WAN(P) comes from it, not from the caps. */
+static void test_coll_lane_table(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t r;
+    const double M = 65536;
+
+    p.alpha = 0;
+    p.b_lan = 1e9;
+    p.n_b_wan = 2;
+    p.b_wan[0] = 16; /* one lane alone: 16 B/us */
+    p.b_wan[1] = 8;  /* two at once: 8 each */
+    CU_ASSERT_FATAL(
+        run_coll(4, 4, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, (uint64_t)M, 2, 0, &p, &r) == 0);
+    CU_ASSERT(fabs(r.latency_us - (p.wan_lat + 2 * M / 8)) / r.latency_us < 1e-3);
+}
+
+static void test_coll_determinism(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t a, b;
+
+    CU_ASSERT_FATAL(
+        run_coll(50, 50, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 100000, 7, 16384, &p, &a) == 0);
+    CU_ASSERT_FATAL(
+        run_coll(50, 50, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 100000, 7, 16384, &p, &b) == 0);
+    CU_ASSERT(memcmp(&a, &b, sizeof(a)) == 0);
+    CU_ASSERT(a.refused == 0);
+}
+
+/* Every algorithm of every operation runs to completion on two sites. */
+static void test_coll_all(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t r;
+    int op, alg;
+
+    for (op = 0; op < HB_COLL_OP_COUNT; op++)
+        for (alg = 0; alg < HB_COLL_ALG_COUNT; alg++) {
+            CU_ASSERT(
+                run_coll(13, 9, (hb_coll_op_t)op, (hb_coll_alg_t)alg, 3000, 3, 1024, &p, &r) == 0);
+            CU_ASSERT(r.latency_us > 0 && r.refused == 0);
+        }
+}
+
+/* The fence: its barrier is the tree formula; the allgather comes after it. */
+static void test_fence(void)
+{
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = net_params();
+    hb_sim_opts_t o;
+    hb_sim_result_t r;
+    char err[256];
+
+    p.t_ib = 4;
+    p.t_sr = 64;
+    CU_ASSERT_FATAL(hb_sim_topo_gen(108, 3, 0, 1, &t, err, sizeof(err)) == 0);
+    hb_sim_opts_init(&o);
+    o.proto = HB_HIER_TREE;
+    CU_ASSERT_FATAL(hb_sim_fence(t, 4, 1024, HB_COLL_ALG_BINOMIAL, &p, &o, &r) == 0);
+    CU_ASSERT(r.barrier_us == paper(t, HB_HIER_TREE, 4, 64));
+    CU_ASSERT(r.latency_us > r.barrier_us);
+    CU_ASSERT(r.refused == 0);
+    /* more data per rank costs more */
+    {
+        hb_sim_result_t r2;
+        CU_ASSERT_FATAL(hb_sim_fence(t, 4, 4096, HB_COLL_ALG_BINOMIAL, &p, &o, &r2) == 0);
+        CU_ASSERT(r2.latency_us > r.latency_us);
+    }
+    hb_topo_free(t);
+}
+
+static int add_coll_tests(CU_pSuite s)
+{
+    return CU_add_test(s, "coll: Hockney sum", test_coll_hockney) &&
+           CU_add_test(s, "coll: one WAN link", test_coll_wan_link) &&
+           CU_add_test(s, "coll: multi-lane T(P) structure", test_coll_lanes_tp) &&
+           CU_add_test(s, "coll: measured lane table", test_coll_lane_table) &&
+           CU_add_test(s, "coll: determinism", test_coll_determinism) &&
+           CU_add_test(s, "coll: every op and algorithm", test_coll_all) &&
+           CU_add_test(s, "fence", test_fence);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -516,7 +741,7 @@ int main(void)
         !CU_add_test(s, "json reader", test_json) ||
         !CU_add_test(s, "calibration", test_calibrate) ||
         !CU_add_test(s, "params check", test_params_check) ||
-        !CU_add_test(s, "generated topology", test_topo_gen)) {
+        !CU_add_test(s, "generated topology", test_topo_gen) || !add_coll_tests(s)) {
         CU_cleanup_registry();
         return 99;
     }

@@ -23,6 +23,7 @@
 #include "hier.h"
 #include "model.h"
 #include "sim.h"
+#include "sim_coll.h"
 #include "topo.h"
 
 extern char **environ;
@@ -579,6 +580,319 @@ static int mode_validate(opts_t *o)
     return rc;
 }
 
+/* ---- fence --------------------------------------------------------------------------------- */
+
+/* Polyakov et al., EuroMPI 2019: a full PMIx fence on 108 nodes takes about 10 ms. */
+#define PUBLISHED_FENCE_NODES 108
+#define PUBLISHED_FENCE_US 10000.0
+
+static int mode_fence(opts_t *o)
+{
+    static const uint32_t def_nodes[] = {100, 108, 1000, 10000};
+    static const hb_coll_alg_t algs[] = {HB_COLL_ALG_FLAT, HB_COLL_ALG_BINOMIAL};
+    uint32_t nn = 4, i, k;
+    const uint32_t *nodes = def_nodes;
+    char dat[512], gp[512], png[512];
+    FILE *df = NULL;
+    int rc = 0;
+
+    if (o->nodes > 0) {
+        nodes = &o->nodes;
+        nn = 1;
+    }
+    print_params(o);
+    if (!o->json) {
+        printf("# fence: tree barrier, then allgather of %" PRIu32 " rank(s) x %.0f bytes per node "
+               "(coll schedule); chassis %" PRIu32 ", fanout %" PRIu32 "\n",
+               o->ppn, o->blob, o->chassis, o->fanout);
+        printf("# published: about %.0f us for a full fence on %d nodes (Polyakov et al., "
+               "EuroMPI 2019)\n",
+               PUBLISHED_FENCE_US, PUBLISHED_FENCE_NODES);
+        printf("# %-10s %8s %12s %14s %14s %10s %8s %s\n", "Allgather", "Nodes", "Blob(B)",
+               "Fence(us)", "Barrier(us)", "Messages", "Wall(s)", "Best");
+    }
+    if (o->plot != NULL)
+        df = plot_open(o->plot, "fence.dat", dat, sizeof(dat));
+    for (i = 0; i < nn && rc == 0; i++) {
+        hb_topo_t *t = NULL;
+        double best = -1, val[2] = {-1, -1};
+        hb_sim_result_t res[2];
+        double wall[2] = {0, 0};
+        rc = make_topo(o, nodes[i], o->fanout, &t);
+        if (rc != 0)
+            break;
+        for (k = 0; k < 2 && rc == 0; k++) {
+            hb_sim_opts_t so;
+            char what[64];
+            uint64_t t0 = hb_time_now_ns();
+            hb_sim_opts_init(&so);
+            so.proto = HB_HIER_TREE;
+            snprintf(what, sizeof(what), "fence %s %" PRIu32 " nodes", hb_coll_alg_name(algs[k]),
+                     t->n_nodes);
+            if (!o->quiet) {
+                so.progress = progress;
+                so.progress_arg = what;
+                if (tty)
+                    fprintf(stderr, "\r  %s ...", what);
+            }
+            rc = hb_sim_fence(t, o->ppn, (uint64_t)o->blob, algs[k], &o->p, &so, &res[k]);
+            wall[k] = wall_s(t0);
+            if (!o->quiet)
+                progress_clear();
+            if (rc != 0) {
+                fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+                break;
+            }
+            val[k] = res[k].latency_us;
+            if (best < 0 || val[k] < best)
+                best = val[k];
+        }
+        for (k = 0; k < 2 && rc == 0; k++) {
+            int is_best = val[k] == best && (k == 0 || val[0] != best);
+            if (o->json)
+                printf("{\"bench\": \"sim-fence\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                       ", \"ranks\": %" PRIu64 ", \"size\": %.0f, \"iters\": 1, "
+                       "\"predicted_us\": %.2f, \"barrier_us\": %.2f, \"fanout\": %" PRIu32
+                       ", \"ppn\": %" PRIu32 ", \"messages\": %" PRIu64 ", \"best\": %s%s}\n",
+                       hb_coll_alg_name(algs[k]), t->n_nodes, (uint64_t)t->n_nodes * o->ppn,
+                       o->blob, val[k], res[k].barrier_us, t->fanout, o->ppn, res[k].messages,
+                       is_best ? "true" : "false",
+                       t->n_nodes == PUBLISHED_FENCE_NODES
+                           ? ", \"published_us\": 10000, \"published\": \"Polyakov et al., "
+                             "EuroMPI 2019\""
+                           : "");
+            else
+                printf("  %-10s %8" PRIu32 " %12.0f %14.1f %14.1f %10" PRIu64 " %8.2f %s%s\n",
+                       hb_coll_alg_name(algs[k]), t->n_nodes, o->ppn * o->blob, val[k],
+                       res[k].barrier_us, res[k].messages, wall[k], is_best ? "<- best" : "",
+                       t->n_nodes == PUBLISHED_FENCE_NODES ? "  (published: ~10000 us)" : "");
+        }
+        if (df != NULL && rc == 0)
+            fprintf(df, "%" PRIu32 " %.3f %.3f %.3f\n", t->n_nodes, val[0], val[1],
+                    res[0].barrier_us);
+        hb_topo_free(t);
+    }
+    fflush(stdout);
+    if (df != NULL) {
+        FILE *f;
+        fclose(df);
+        f = plot_open(o->plot, "fence.gp", gp, sizeof(gp));
+        if (f != NULL && rc == 0) {
+            snprintf(png, sizeof(png), "%s/fence.png", o->plot);
+            fprintf(
+                f,
+                "# fence.gp: hibar-sim PMIx fence prediction (hibar-sim fence --plot)\n"
+                "set terminal %s size 900,600\nset output '%s'\n"
+                "set title 'hibar-sim: PMIx fence, %" PRIu32 " x %.0f B per node'\n"
+                "set logscale xy\nset xlabel 'nodes'\nset ylabel 'time (us)'\n"
+                "set key left top\nset grid\n"
+                "plot '%s' using 1:2 with linespoints title 'fence, flat allgather', "
+                "'%s' using 1:3 with linespoints title 'fence, binomial allgather', "
+                "'%s' using 1:4 with linespoints title 'its tree barrier', "
+                "'-' with points pt 7 ps 2 title 'published: 108 nodes (Polyakov et al. 2019)'\n"
+                "%d %.0f\ne\n",
+                png_terminal() ? png_terminal() : "pngcairo", png, o->ppn, o->blob, dat, dat, dat,
+                PUBLISHED_FENCE_NODES, PUBLISHED_FENCE_US);
+            fclose(f);
+            plot_finish(gp, png);
+        } else if (f != NULL) {
+            fclose(f);
+        }
+    }
+    return rc;
+}
+
+/* ---- scatter / gather: multi-lane against single-lane ----------------------------------- */
+
+typedef struct sc_row {
+    hb_coll_op_t op;
+    hb_coll_alg_t alg;
+    uint32_t lanes;
+    double size, sim, model;
+    uint64_t flows;
+    uint32_t max_active;
+    int best;
+} sc_row_t;
+
+static int mode_scatter(opts_t *o)
+{
+    static const double def_sizes[] = {1024, 65536, 1048576};
+    static const uint32_t def_lanes[] = {2, 4, 8, 16, 32, 64};
+    uint32_t per_site = o->nodes > 0 ? o->nodes / 2 : 1000, n, i, s, k, nl, ns;
+    uint32_t *site_of = NULL;
+    const double *sizes = o->n_sizes ? o->sizes : def_sizes;
+    const uint32_t *lanes = o->n_lanes ? o->lanes : def_lanes;
+    sc_row_t *rows = NULL;
+    size_t nr = 0, cap;
+    hb_model_lanes_t ml;
+    hb_coll_nodes_t nodes;
+    int rc = 0, op;
+    char dat[512], gp[512], png[512];
+
+    ns = o->n_sizes ? o->n_sizes : 3;
+    nl = o->n_lanes ? o->n_lanes : 6;
+    if (per_site < 1)
+        per_site = 1;
+    n = 2 * per_site;
+    cap = (size_t)2 * ns * (nl + 4);
+    site_of = malloc(sizeof(uint32_t) * n);
+    rows = calloc(cap, sizeof(*rows));
+    if (site_of == NULL || rows == NULL) {
+        free(site_of);
+        free(rows);
+        return HIBAR_ERR_NOMEM;
+    }
+    for (i = 0; i < n; i++)
+        site_of[i] = i < per_site ? 0 : 1;
+    memset(&nodes, 0, sizeof(nodes));
+    nodes.n_nodes = n;
+    nodes.site_of = site_of;
+    memset(&ml, 0, sizeof(ml));
+    ml.L = o->p.wan_lat;
+    ml.alpha = o->p.alpha;
+    ml.b_lan = o->p.b_lan;
+    ml.b_lane = o->p.b_lane;
+    ml.B_wan = o->p.B_wan;
+    ml.b_wan = o->p.n_b_wan ? o->p.b_wan : NULL;
+    ml.n_b_wan = o->p.n_b_wan;
+    ml.lan_startup = 1;
+    print_params(o);
+    for (op = 0; op < 2 && rc == 0; op++) {
+        for (s = 0; s < ns && rc == 0; s++) {
+            uint32_t popt = 1;
+            double popt_t;
+            size_t first = nr;
+            /* single-lane, then multi-lane at each P and at the model's P_opt */
+            hb_model_popt(&ml, per_site, per_site, sizes[s], 0, &popt, &popt_t);
+            for (k = 0; k <= nl + 1 && rc == 0; k++) {
+                hb_coll_args_t args;
+                hb_sim_result_t r;
+                hb_sim_opts_t so;
+                sc_row_t *row = &rows[nr];
+                char what[96];
+                uint32_t P = k == 0 ? 1 : k <= nl ? lanes[k - 1] : popt;
+                size_t j;
+                int dup = 0;
+                if (k > 0 && P > per_site)
+                    continue;
+                for (j = first + 1; j < nr; j++)
+                    dup |= rows[j].lanes == P;
+                if (k > 0 && dup)
+                    continue;
+                memset(&args, 0, sizeof(args));
+                args.op = op ? HB_COLL_GATHER : HB_COLL_SCATTER;
+                args.alg = k == 0 ? HB_COLL_ALG_SINGLE_LANE : HB_COLL_ALG_MULTI_LANE;
+                args.root = 0;
+                args.size = (uint64_t)sizes[s];
+                args.seg_size = 65536;
+                args.lanes = P;
+                hb_sim_opts_init(&so);
+                snprintf(what, sizeof(what), "%s %s P=%" PRIu32 " %.0f B", hb_coll_op_name(args.op),
+                         hb_coll_alg_name(args.alg), P, sizes[s]);
+                if (!o->quiet) {
+                    so.progress = progress;
+                    so.progress_arg = what;
+                    if (tty)
+                        fprintf(stderr, "\r  %s ...", what);
+                }
+                rc = hb_sim_coll(&nodes, &args, &o->p, &so, &r);
+                if (!o->quiet)
+                    progress_clear();
+                if (rc != 0) {
+                    fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+                    break;
+                }
+                row->op = args.op;
+                row->alg = args.alg;
+                row->lanes = P;
+                row->size = sizes[s];
+                row->sim = r.latency_us;
+                row->flows = r.wan_flows;
+                row->max_active = r.max_wan_active;
+                if (k == 0)
+                    hb_model_single_lane(&ml, per_site, per_site, sizes[s], &row->model);
+                else
+                    hb_model_multi_lane(&ml, per_site, per_site, sizes[s], P, &row->model);
+                nr++;
+            }
+            /* the best P of this size */
+            {
+                size_t b = first + 1, j;
+                for (j = first + 1; j < nr; j++)
+                    if (rows[j].sim < rows[b].sim)
+                        b = j;
+                if (b < nr)
+                    rows[b].best = 1;
+            }
+        }
+    }
+    if (rc == 0) {
+        size_t j;
+        if (!o->json)
+            printf("# %-8s %-12s %5s %10s %14s %14s %9s %8s %s\n", "Op", "Algorithm", "Lanes",
+                   "Size(B)", "Sim(us)", "Model T(P)", "vs single", "WANflows", "Best");
+        for (j = 0; j < nr; j++) {
+            const sc_row_t *r = &rows[j];
+            double single = r->sim;
+            size_t q;
+            for (q = 0; q < nr; q++)
+                if (rows[q].op == r->op && rows[q].size == r->size &&
+                    rows[q].alg == HB_COLL_ALG_SINGLE_LANE)
+                    single = rows[q].sim;
+            if (o->json)
+                printf("{\"bench\": \"sim-%s\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                       ", \"ranks\": %" PRIu32 ", \"size\": %.0f, \"iters\": 1, \"predicted_us\": "
+                       "%.2f, \"model_us\": %.2f, \"lanes\": %" PRIu32 ", \"sites\": 2, "
+                       "\"speedup\": %.3f, \"best\": %s}\n",
+                       hb_coll_op_name(r->op), hb_coll_alg_name(r->alg), n, n, r->size, r->sim,
+                       r->model, r->lanes, single / r->sim, r->best ? "true" : "false");
+            else
+                printf("  %-8s %-12s %5" PRIu32 " %10.0f %14.1f %14.1f %9.2f %8" PRIu64 " %s\n",
+                       hb_coll_op_name(r->op), hb_coll_alg_name(r->alg), r->lanes, r->size, r->sim,
+                       r->model, single / r->sim, r->flows, r->best ? "<- best P" : "");
+        }
+        fflush(stdout);
+    }
+    if (rc == 0 && o->plot != NULL) {
+        FILE *f = plot_open(o->plot, "scatter.dat", dat, sizeof(dat));
+        size_t j;
+        if (f != NULL) {
+            for (s = 0; s < ns; s++) {
+                fprintf(f, "# scatter %.0f B: lanes sim model (lanes 1 = single-lane)\n", sizes[s]);
+                for (j = 0; j < nr; j++)
+                    if (rows[j].op == HB_COLL_SCATTER && rows[j].size == sizes[s])
+                        fprintf(f, "%" PRIu32 " %.3f %.3f\n", rows[j].lanes, rows[j].sim,
+                                rows[j].model);
+                fprintf(f, "\n\n");
+            }
+            fclose(f);
+            f = plot_open(o->plot, "scatter.gp", gp, sizeof(gp));
+        }
+        if (f != NULL) {
+            snprintf(png, sizeof(png), "%s/scatter.png", o->plot);
+            fprintf(
+                f,
+                "# scatter.gp: hibar-sim multi-lane scatter, 2 sites (hibar-sim scatter --plot)\n"
+                "set terminal %s size 900,600\nset output '%s'\n"
+                "set title 'hibar-sim: scatter, 2 sites x %" PRIu32 " nodes (P = 1: single-lane)'\n"
+                "set logscale xy\nset xlabel 'lanes P'\nset ylabel 'time (us)'\n"
+                "set key outside right\nset grid\nplot ",
+                png_terminal() ? png_terminal() : "pngcairo", png, per_site);
+            for (s = 0; s < ns; s++)
+                fprintf(f,
+                        "%s'%s' index %" PRIu32 " using 1:2 with linespoints title 'sim %.0f B', "
+                        "'%s' index %" PRIu32 " using 1:3 with lines dt 2 title 'T(P) %.0f B'",
+                        s ? ", " : "", dat, s, sizes[s], dat, s, sizes[s]);
+            fprintf(f, "\n");
+            fclose(f);
+            plot_finish(gp, png);
+        }
+    }
+    free(site_of);
+    free(rows);
+    return rc;
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 enum {
@@ -874,7 +1188,17 @@ int main(int argc, char **argv)
         rc = mode_barrier(&o);
     else if (strcmp(o.mode, "validate") == 0)
         rc = mode_validate(&o);
-    else {
+    else if (strcmp(o.mode, "fence") == 0)
+        rc = mode_fence(&o);
+    else if (strcmp(o.mode, "scatter") == 0)
+        rc = mode_scatter(&o);
+    else if (strcmp(o.mode, "predict") == 0) {
+        rc = mode_barrier(&o);
+        if (rc == 0)
+            rc = mode_fence(&o);
+        if (rc == 0)
+            rc = mode_scatter(&o);
+    } else {
         fprintf(stderr, "hibar-sim: unknown mode '%s'\n", o.mode);
         usage(stderr);
         return 2;
