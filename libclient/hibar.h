@@ -51,12 +51,19 @@ const char *hibar_strerror(int status);
  *   argument error on one rank (NULL buffer, root out of range) is returned by every rank
  *   of that collective as HIBAR_ERR_INVAL. A rank that dies (or finalizes) while others
  *   wait for it makes their calls return HIBAR_ERR_PEER_LOST; after that every call on the
- *   handle returns HIBAR_ERR_PEER_LOST.
+ *   handle returns HIBAR_ERR_PEER_LOST. (Not detected: a plain barrier on some ranks
+ *   matched against a collective on others; the collective ranks get MISMATCH, the
+ *   barrier ranks do not, and the job is out of step from then on.)
  * - A handle is not thread-safe; it may be used from any thread, one call at a time. Two
  *   threads calling on one handle at the same time is detected: the second call returns
  *   HIBAR_ERR_THREAD without doing anything.
  * - By default a wait lasts as long as the peers are alive; HIBAR_TIMEOUT_MS (environment)
- *   or hibar_set_timeout bounds each wait (HIBAR_ERR_TIMEOUT).
+ *   or hibar_set_timeout bounds each wait (HIBAR_ERR_TIMEOUT). A barrier that timed out is
+ *   completed first by the next barrier call; a collective that timed out may leave the
+ *   ranks out of step: treat it as fatal for the job.
+ * - Today collectives and subset barriers work among the ranks of one node (a job whose
+ *   segment spans several nodes gets HIBAR_ERR_UNAVAIL for them); the barrier already has
+ *   its multi-node path through the daemon.
  */
 typedef struct hibar hibar_t;
 
@@ -78,7 +85,7 @@ int hibar_init(hibar_t **h_p);
  * NULL (also on error). Collective; blocking. */
 int hibar_finalize(hibar_t **h_p);
 
-/* This process's rank (0 .. size - 1) and the number of ranks. Non-blocking. */
+/* This process's rank (0 .. size - 1) and the number of ranks. Non-blocking; thread-safe. */
 int hibar_rank(hibar_t *h, int *rank_p);
 int hibar_size(hibar_t *h, int *size_p);
 
@@ -96,14 +103,15 @@ int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch);
 int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch);
 
 /* Barrier among the n ranks listed (distinct, any order, the caller among them). Every
- * listed rank must call it with the same set; other ranks do not take part. Today the
+ * listed rank must call it with the same set; other ranks do not take part. Members that
+ * disagree on the set (with the same lowest rank) all get HIBAR_ERR_MISMATCH. Today the
  * ranks must share a node (HIBAR_ERR_UNAVAIL otherwise). HIBAR_ERR_INVAL for a bad set. */
 int hibar_barrier_subset(hibar_t *h, const int *ranks, int n);
 
 /* Collectives. Sizes are in bytes; a rank never reads or writes outside the bytes named.
  * Send and receive buffers must not overlap. */
 
-/* root's sendbuf holds size x bytes; rank i receives bytes [i*bytes, (i+1)*bytes) in
+/* root's sendbuf holds size * bytes; rank i receives bytes [i*bytes, (i+1)*bytes) in
  * recvbuf. sendbuf is ignored on other ranks. */
 int hibar_scatter(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root);
 /* Each rank sends `bytes`; root receives rank i's bytes at recvbuf + i*bytes. */
