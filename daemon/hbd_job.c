@@ -1,4 +1,5 @@
-/* hbd_job.c: job specs, the file hibar-run hands to every daemon of a job (format in hbd_pmix.h). */
+/* hbd_job.c: job specs, the file hibar-run hands to every daemon of a job (format in hbd_pmix.h).
+ */
 #include "hb_config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -186,8 +187,8 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
                 line += *c == '\n';
             nl = str + n;
         } else {
-            snprintf(err, cap, "%s:%u: unknown key '%.*s'", path, line, (int)(klen > 32 ? 32 : klen),
-                     p);
+            snprintf(err, cap, "%s:%u: unknown key '%.*s'", path, line,
+                     (int)(klen > 32 ? 32 : klen), p);
             goto err_out;
         }
 #undef KEY
@@ -228,9 +229,10 @@ int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s)
         unlink(path);
         return HIBAR_ERR_IO;
     }
-    int bad = fprintf(f, "hibar-job 1\nid %" PRIu64 "\nsize %" PRIu32 "\ncoll_base %" PRIu64
-                         "\ntag %d\nmap",
-                      s->id, s->size, s->coll_base, s->tag) < 0;
+    int bad =
+        fprintf(f,
+                "hibar-job 1\nid %" PRIu64 "\nsize %" PRIu32 "\ncoll_base %" PRIu64 "\ntag %d\nmap",
+                s->id, s->size, s->coll_base, s->tag) < 0;
     for (uint32_t i = 0; i < s->size; i++)
         bad |= fprintf(f, " %" PRIu32, s->map[i]) < 0;
     bad |= fputc('\n', f) == EOF;

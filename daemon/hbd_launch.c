@@ -1,4 +1,5 @@
-/* hbd_launch.c: hibard's local launcher: spawns a job's ranks on this node, forwards their output and exit statuses, stops the job when a rank fails. */
+/* hbd_launch.c: hibard's local launcher: spawns a job's ranks on this node, forwards their output
+ * and exit statuses, stops the job when a rank fails. */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/buffer.h>
@@ -145,7 +146,8 @@ static void kill_cb(evutil_socket_t fd, short what, void *arg)
 
 void hbd_launch_kill(hbd_job_t *j, const char *why)
 {
-    static const struct timeval grace = {HBD_KILL_GRACE_MS / 1000, (HBD_KILL_GRACE_MS % 1000) * 1000};
+    static const struct timeval grace = {HBD_KILL_GRACE_MS / 1000,
+                                         (HBD_KILL_GRACE_MS % 1000) * 1000};
     if (j->killing)
         return;
     j->killing = 1;
@@ -178,8 +180,9 @@ static void rank_check_done(hbd_rank_t *r)
     if (r->pid != -1 || r->out_fd[0] >= 0 || r->out_fd[1] >= 0)
         return;
     r->pid = -2; /* reported */
-    int code = WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus)
-               : WIFSIGNALED(r->wstatus) ? -WTERMSIG(r->wstatus) : -1;
+    int code = WIFEXITED(r->wstatus)     ? WEXITSTATUS(r->wstatus)
+               : WIFSIGNALED(r->wstatus) ? -WTERMSIG(r->wstatus)
+                                         : -1;
     const char *why = "ok";
     if (r->aborted)
         why = "called PMIx_Abort";
@@ -213,9 +216,8 @@ static void job_finish_check(hbd_job_t *j)
     for (uint32_t k = 0; k < j->n_local; k++) {
         if (j->local[k].pid != -2)
             return;
-        failed += j->local[k].aborted || (WIFEXITED(j->local[k].wstatus)
-                                              ? WEXITSTATUS(j->local[k].wstatus) != 0
-                                              : 1);
+        failed += j->local[k].aborted ||
+                  (WIFEXITED(j->local[k].wstatus) ? WEXITSTATUS(j->local[k].wstatus) != 0 : 1);
     }
     hb_log_info("job %s: every local rank ended (%" PRIu32 " failed)", j->nspace, failed);
     if (j->bev == NULL) {
@@ -408,8 +410,8 @@ static int job_build(hbd_t *d, hbd_job_spec_t *spec, hbd_job_t **j_p, char *err,
     snprintf(j->nspace, sizeof(j->nspace), "hibar.%" PRIu64, spec->id);
     for (uint32_t r = 0; r < spec->size; r++) {
         if (spec->map[r] >= n) {
-            snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
-                     r, spec->map[r]);
+            snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster", r,
+                     spec->map[r]);
             goto err_inval;
         }
         j->n_nodes += !used[spec->map[r]];
@@ -417,8 +419,9 @@ static int job_build(hbd_t *d, hbd_job_spec_t *spec, hbd_job_t **j_p, char *err,
         j->n_local += spec->map[r] == d->self;
     }
     if (n > 1 && j->n_nodes != n) {
-        snprintf(err, cap, "a job must place ranks on every node of the cluster (%" PRIu32
-                 " of %" PRIu32 "): its fences span the whole chassis tree",
+        snprintf(err, cap,
+                 "a job must place ranks on every node of the cluster (%" PRIu32 " of %" PRIu32
+                 "): its fences span the whole chassis tree",
                  j->n_nodes, n);
         goto err_inval;
     }
@@ -480,8 +483,7 @@ void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_pa
         return;
     }
     if (d->lost || (!d->ready && d->topo->n_nodes > 1)) {
-        hbd_ctl_reply(conn, "err %d the cluster is not ready (or lost a node)",
-                      HIBAR_ERR_NOT_INIT);
+        hbd_ctl_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
         j->n_local = 0;
         job_free(j);
         return;
@@ -531,8 +533,8 @@ void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_pa
         job_finish_check(j);
         return;
     }
-    hb_log_info("job %s: %" PRIu32 " of %" PRIu32 " ranks started here (%s)", j->nspace,
-                j->n_local, spec->size, spec->argv[0]);
+    hb_log_info("job %s: %" PRIu32 " of %" PRIu32 " ranks started here (%s)", j->nspace, j->n_local,
+                spec->size, spec->argv[0]);
     job_send(j, "ok launch %s %" PRIu32 "\n", j->nspace, j->n_local);
     if (j->n_local == 0)
         job_finish_check(j);

@@ -1,4 +1,5 @@
-/* hbd_pmix.c: hibard as its node's PMIx server: init, namespace registration, upcalls handed to the loop. */
+/* hbd_pmix.c: hibard as its node's PMIx server: init, namespace registration, upcalls handed to the
+ * loop. */
 #include "hb_config.h"
 #include <dirent.h>
 #include <errno.h>
@@ -41,9 +42,9 @@ typedef struct px_op {
     pmix_op_cbfunc_t opcb;
     pmix_modex_cbfunc_t mcb;
     void *cbdata;
-    hbd_job_t *job;           /* fence in flight: its job (NULL once answered early) */
-    struct px_op *next;       /* queue */
-    struct px_op *fnext;      /* fences in flight */
+    hbd_job_t *job;      /* fence in flight: its job (NULL once answered early) */
+    struct px_op *next;  /* queue */
+    struct px_op *fnext; /* fences in flight */
 } px_op_t;
 
 typedef struct hbd_px {
@@ -173,7 +174,10 @@ static void op_free(px_op_t *op)
     free(op);
 }
 
-static void fence_release(void *cbdata) { free(cbdata); }
+static void fence_release(void *cbdata)
+{
+    free(cbdata);
+}
 
 /* Hand the fence's result to PMIx; the op's data goes with it (freed by fence_release). */
 static void fence_finish(px_op_t *op, pmix_status_t st)
@@ -204,7 +208,7 @@ static void fence_done(hbd_t *d, uint64_t coll, int status, void *arg)
         hb_log_warn("fence (collective %" PRIu64 ") failed: %s", coll, hibar_strerror(status));
     fence_finish(arg, status == 0 ? PMIX_SUCCESS
                                   : (status == HIBAR_ERR_TIMEOUT ? PMIX_ERR_TIMEOUT
-                                                                  : PMIX_ERR_COMM_FAILURE));
+                                                                 : PMIX_ERR_COMM_FAILURE));
 }
 
 static void fence_run(hbd_t *d, px_op_t *op)
@@ -572,12 +576,12 @@ int hbd_pmix_job_register(hbd_job_t *j)
         info_u32(&pi[5], PMIX_NODEID, node_idx[s->map[r]]);
         info_rank(&pi[6], PMIX_GLOBAL_RANK, r);
         info_rank(&pi[7], PMIX_APP_RANK, r);
-        PMIX_LOAD_KEY(info[i].key, PMIX_PROC_DATA);
+        snprintf(info[i].key, sizeof(info[i].key), "%s", PMIX_PROC_DATA);
         info[i].value.type = PMIX_DATA_ARRAY;
         info[i].value.data.darray = da;
     }
-    pmix_status_t st = PMIx_server_register_nspace(j->nspace, (int)j->n_local, info, ninfo, NULL,
-                                                   NULL);
+    pmix_status_t st =
+        PMIx_server_register_nspace(j->nspace, (int)j->n_local, info, ninfo, NULL, NULL);
     if (st != PMIX_SUCCESS && st != PMIX_OPERATION_SUCCEEDED) {
         hb_log_error("job %s: PMIx_server_register_nspace: %s", j->nspace, PMIx_Error_string(st));
         rc = HIBAR_ERR_INTERNAL;

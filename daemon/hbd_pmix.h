@@ -10,8 +10,8 @@
 struct event;
 struct bufferevent;
 
-#define HBD_JOB_NSLEN 256   /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
-#define HBD_JOB_LINE 1800   /* longest forwarded output chunk, before escaping */
+#define HBD_JOB_NSLEN 256 /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
+#define HBD_JOB_LINE 1800 /* longest forwarded output chunk, before escaping */
 #define HBD_JOB_SPEC_MAX (16u << 20)
 
 /*
@@ -49,9 +49,9 @@ int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s);
 typedef struct hbd_rank {
     struct hbd_job *job;
     uint32_t rank, local_rank;
-    pid_t pid;              /* 0 before the spawn, -1 once reaped */
-    int wstatus;            /* waitpid status once reaped */
-    int out_fd[2];          /* read ends of stdout, stderr pipes, or -1 at EOF */
+    pid_t pid;     /* 0 before the spawn, -1 once reaped */
+    int wstatus;   /* waitpid status once reaped */
+    int out_fd[2]; /* read ends of stdout, stderr pipes, or -1 at EOF */
     struct event *ev_out[2];
     char part[2][HBD_JOB_LINE]; /* output not yet ended by a newline */
     size_t part_len[2];

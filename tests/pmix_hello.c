@@ -1,4 +1,5 @@
-/* pmix_hello.c: tiny PMIx client for the launcher tests: init, job info, fences, finalize; exit status says what failed. */
+/* pmix_hello.c: tiny PMIx client for the launcher tests: init, job info, fences, finalize; exit
+ * status says what failed. */
 #include <pmix.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,8 +70,8 @@ int main(int argc, char **argv)
     const char *host = "?";
     if (PMIx_Get(&me, PMIX_HOSTNAME, NULL, 0, &hv) == PMIX_SUCCESS && hv->type == PMIX_STRING)
         host = hv->data.string;
-    printf("hello rank %u of %u local_rank %u local_size %u host %s\n", me.rank, size, lrank,
-           lsize, host);
+    printf("hello rank %u of %u local_rank %u local_size %u host %s\n", me.rank, size, lrank, lsize,
+           host);
     fflush(stdout);
     if ((long)me.rank == fail)
         return 3;

@@ -1,4 +1,5 @@
-/* hibar_run.c: hibar-run, launch a job's ranks as PMIx clients through the hibard daemons of a cluster. */
+/* hibar_run.c: hibar-run, launch a job's ranks as PMIx clients through the hibard daemons of a
+ * cluster. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -68,7 +69,10 @@ typedef struct run {
 } run_t;
 
 static volatile sig_atomic_t got_signal;
-static void on_signal(int sig) { got_signal = sig; }
+static void on_signal(int sig)
+{
+    got_signal = sig;
+}
 
 /* Find PROGRAM like execvp would; its absolute path into out[PATH_MAX]. */
 static int resolve_program(const char *prog, char *out)
@@ -92,13 +96,13 @@ static int resolve_program(const char *prog, char *out)
 }
 
 /* Placement: node of each rank. Returns 0 or prints why not and returns 2. */
-static int place(const hb_cfg_t *cfg, uint32_t n, uint32_t per_node, int by_chassis,
-                 uint32_t *map)
+static int place(const hb_cfg_t *cfg, uint32_t n, uint32_t per_node, int by_chassis, uint32_t *map)
 {
     uint32_t nn = cfg->n_nodes;
     if (per_node > 0 && (uint64_t)per_node * nn < n) {
-        fprintf(stderr, "hibar-run: %" PRIu32 " ranks do not fit on %" PRIu32
-                        " nodes with --per-node %" PRIu32 "\n",
+        fprintf(stderr,
+                "hibar-run: %" PRIu32 " ranks do not fit on %" PRIu32
+                " nodes with --per-node %" PRIu32 "\n",
                 n, nn, per_node);
         return 2;
     }
@@ -107,8 +111,7 @@ static int place(const hb_cfg_t *cfg, uint32_t n, uint32_t per_node, int by_chas
         return 1;
     /* ranks per node: K each in node order, or spread evenly */
     for (uint32_t i = 0, left = n; i < nn; i++) {
-        uint32_t c = per_node > 0 ? (left < per_node ? left : per_node)
-                                  : n / nn + (i < n % nn);
+        uint32_t c = per_node > 0 ? (left < per_node ? left : per_node) : n / nn + (i < n % nn);
         cnt[i] = c;
         left -= c;
     }
@@ -253,8 +256,8 @@ static void on_line(run_t *R, uint32_t i, char *line)
                 fprintf(stderr, "hibar-run: rank %s (node %s) exited with status %d\n", rk, node,
                         code);
             else if (code < 0 && strcmp(why, "killed by a signal") == 0)
-                fprintf(stderr, "hibar-run: rank %s (node %s) was killed by signal %d (%s)\n",
-                        rk, node, -code, strsignal(-code));
+                fprintf(stderr, "hibar-run: rank %s (node %s) was killed by signal %d (%s)\n", rk,
+                        node, -code, strsignal(-code));
             else if (!R->killing)
                 fprintf(stderr, "hibar-run: rank %s (node %s) %s\n", rk, node, why);
         }
@@ -338,19 +341,18 @@ static int run_job(run_t *R, int timeout_s)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"np", required_argument, NULL, 'n'},      {"per-node", required_argument, NULL, 'N'},
-        {"map-by", required_argument, NULL, 'm'},  {"emulate", required_argument, NULL, 'e'},
-        {"config", required_argument, NULL, 'c'},  {"set", required_argument, NULL, 'o'},
-        {"tag-output", no_argument, NULL, 't'},    {"timeout", required_argument, NULL, 'T'},
-        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
+        {"np", required_argument, NULL, 'n'},        {"per-node", required_argument, NULL, 'N'},
+        {"map-by", required_argument, NULL, 'm'},    {"emulate", required_argument, NULL, 'e'},
+        {"config", required_argument, NULL, 'c'},    {"set", required_argument, NULL, 'o'},
+        {"tag-output", no_argument, NULL, 't'},      {"timeout", required_argument, NULL, 'T'},
+        {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
         {"log-level", required_argument, NULL, 'l'}, {NULL, 0, NULL, 0}};
     const char *emulate = NULL, *config = NULL, *log_level = NULL;
     const char *over[MAX_OVER + 2];
     size_t n_over = 0;
     long np = 0, per_node = 0, timeout_s = 0;
     int by_chassis = 0, tag = 0, verbose = 0, c, status = 1;
-    char err[HB_CFG_ERRLEN], prog[PATH_MAX], spec_path[600] = "", own_name[64],
-        own_dir[128];
+    char err[HB_CFG_ERRLEN], prog[PATH_MAX], spec_path[600] = "", own_name[64], own_dir[128];
 
     hb_log_init_from_env();
     hb_log_set_ident("hibar-run");
@@ -471,8 +473,8 @@ int main(int argc, char **argv)
         eo.over = over;
         eo.n_over = n_over;
         if ((rc = hbd_emu_up(cfg, &eo)) != 0) {
-            fprintf(stderr, "hibar-run: cannot start the emulated cluster %s: %s\n",
-                    cfg->cluster, hibar_strerror(rc));
+            fprintf(stderr, "hibar-run: cannot start the emulated cluster %s: %s\n", cfg->cluster,
+                    hibar_strerror(rc));
             hbd_emu_down(cfg, &eo);
             hb_cfg_free(cfg);
             return 1;
@@ -573,8 +575,7 @@ int main(int argc, char **argv)
         cl->fd[i] = -1;
         R.alive++;
         if (hbd_client_send(R.nc[i].fd, cmd) != 0) {
-            fprintf(stderr, "hibar-run: cannot reach the daemon of node %s\n",
-                    cfg->nodes[i].name);
+            fprintf(stderr, "hibar-run: cannot reach the daemon of node %s\n", cfg->nodes[i].name);
             fail(&R, 1);
             kill_all(&R, NULL);
         }
