@@ -6,7 +6,7 @@
 
 static const char *const op_names[HB_COLL_OP_COUNT] = {"scatter", "gather", "bcast", "allgather"};
 static const char *const alg_names[HB_COLL_ALG_COUNT] = {"flat", "binomial", "single-lane",
-                                                          "multi-lane"};
+                                                         "multi-lane"};
 
 const char *hb_coll_op_name(hb_coll_op_t op)
 {

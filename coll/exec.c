@@ -1,4 +1,4 @@
-/* exec.c: the per-node executor of a collective schedule, a sans-I/O state machine (event -> actions). */
+/* exec.c: the per-node executor of a collective schedule: a sans-I/O event -> actions machine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +33,8 @@ struct hb_coll_exec {
     uint8_t *work; /* layout bytes [wlo, whi) */
     uint64_t wlo, whi;
     /* receives */
-    rseg_t *rs;        /* [nrs] in step order */
-    uint8_t *rdone;    /* [nrs] */
+    rseg_t *rs;     /* [nrs] in step order */
+    uint8_t *rdone; /* [nrs] */
     uint32_t nrs, n_rdone;
     uint32_t rprefix;  /* rs[0 .. rprefix) all arrived */
     uint32_t *rsorted; /* [nrs] indices sorted by offset */
@@ -42,11 +42,11 @@ struct hb_coll_exec {
     uint32_t *rbypeer; /* [nrs] indices grouped by peer, step order within a peer */
     ptab_t *rpeers;    /* sorted by peer */
     uint32_t nrpeers;
-    ptab_t *speers;    /* sorted by peer */
+    ptab_t *speers; /* sorted by peer */
     uint32_t nspeers;
     /* progress */
-    uint32_t post_step;          /* next step to consider for POST_RECV */
-    uint32_t cur_step, cur_seg;  /* send cursor */
+    uint32_t post_step;         /* next step to consider for POST_RECV */
+    uint32_t cur_step, cur_seg; /* send cursor */
     int started, delivered, completed, failed, fail_emitted, more;
     int status;
 };
@@ -206,8 +206,8 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
         for (uint32_t g = 0; g < st->nseg; g++, k++) {
             uint64_t c, d;
             seg_range(s, st, g, &c, &d);
-            x->rs[k] = (rseg_t){.off = c, .len = d - c, .peer = st->peer, .step = i, .seg = g,
-                               .phase = st->phase};
+            x->rs[k] = (rseg_t){
+                .off = c, .len = d - c, .peer = st->peer, .step = i, .seg = g, .phase = st->phase};
         }
     }
     rkey_t *keys = calloc(x->nrs ? x->nrs : 1, sizeof(*keys));
@@ -238,7 +238,8 @@ err_:
     return rc;
 }
 
-/* Receive segment e carries bytes of send segment [c, d) (a first phase never waits for the second). */
+/* Receive segment e carries bytes of send segment [c, d) (a first phase never waits for the
+ * second). */
 static int related(const rseg_t *e, uint64_t c, uint64_t d, uint8_t phase)
 {
     return e->phase <= phase && e->len > 0 && e->off < d && e->off + e->len > c;
@@ -290,7 +291,8 @@ static void copy_io(hb_coll_exec_t *x, const hb_coll_step_t *st, int out)
     }
 }
 
-static int push(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n, const hb_coll_act_t *a)
+static int push(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n,
+                const hb_coll_act_t *a)
 {
     if (*n >= max) {
         x->more = 1;
@@ -319,8 +321,13 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
         const hb_coll_step_t *st = &x->st[x->post_step];
         if (st->kind != HB_COLL_STEP_RECV)
             continue;
-        hb_coll_act_t a = {.kind = HB_COLL_ACT_POST_RECV, .to = st->peer, .step = x->post_step,
-                           .nseg = st->nseg, .off = st->off, .len = st->len, .wan = st->wan};
+        hb_coll_act_t a = {.kind = HB_COLL_ACT_POST_RECV,
+                           .to = st->peer,
+                           .step = x->post_step,
+                           .nseg = st->nseg,
+                           .off = st->off,
+                           .len = st->len,
+                           .wan = st->wan};
         if (!push(x, acts, max, n, &a))
             return;
     }
@@ -342,9 +349,15 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
             !ready(x, c, d, st->phase))
             break;
         ptab_t *p = ptab_find(x->speers, x->nspeers, st->peer);
-        hb_coll_act_t a = {.kind = HB_COLL_ACT_SEND, .to = st->peer, .seq = p->next,
-                           .step = x->cur_step, .seg = x->cur_seg, .nseg = st->nseg, .off = c,
-                           .len = d - c, .wan = st->wan,
+        hb_coll_act_t a = {.kind = HB_COLL_ACT_SEND,
+                           .to = st->peer,
+                           .seq = p->next,
+                           .step = x->cur_step,
+                           .seg = x->cur_seg,
+                           .nseg = st->nseg,
+                           .off = c,
+                           .len = d - c,
+                           .wan = st->wan,
                            .data = x->work ? x->work + (c - x->wlo) : NULL};
         if (!push(x, acts, max, n, &a))
             return;
@@ -387,7 +400,8 @@ static int on_msg(hb_coll_exec_t *x, const hb_coll_ev_t *ev)
 {
     ptab_t *p = ptab_find(x->rpeers, x->nrpeers, ev->from);
     if (p == NULL || ev->seq >= p->count) {
-        hb_log_debug("coll: node %u: unexpected segment %u from node %u", x->node, ev->seq, ev->from);
+        hb_log_debug("coll: node %u: unexpected segment %u from node %u", x->node, ev->seq,
+                     ev->from);
         return HIBAR_ERR_PROTO;
     }
     uint32_t i = x->rbypeer[p->base + ev->seq];
@@ -471,11 +485,15 @@ int hb_coll_exec_describe(const hb_coll_exec_t *x, char *buf, size_t len)
 {
     if (x == NULL || buf == NULL || len == 0)
         return HIBAR_ERR_INVAL;
-    const char *state = x->failed ? "failed" : x->completed ? "complete" : x->delivered ? "delivered"
-                        : x->started ? "running" : "not started";
-    int k = snprintf(buf, len, "node %u %s %s: %s, received %u/%u segments, send step %u/%u segment %u",
-                     x->node, hb_coll_op_name(x->s->op), hb_coll_alg_name(x->s->alg), state,
-                     x->n_rdone, x->nrs, x->cur_step, x->nst, x->cur_seg);
+    const char *state = x->failed      ? "failed"
+                        : x->completed ? "complete"
+                        : x->delivered ? "delivered"
+                        : x->started   ? "running"
+                                       : "not started";
+    int k =
+        snprintf(buf, len, "node %u %s %s: %s, received %u/%u segments, send step %u/%u segment %u",
+                 x->node, hb_coll_op_name(x->s->op), hb_coll_alg_name(x->s->alg), state, x->n_rdone,
+                 x->nrs, x->cur_step, x->nst, x->cur_seg);
     return k < 0 || (size_t)k >= len ? HIBAR_ERR_TRUNCATED : 0;
 }
 

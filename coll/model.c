@@ -205,8 +205,8 @@ static double bcast_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t 
 {
     double part = S / (double)P;
     double share = (double)(P - 1) * (p->alpha + part / p->b_lan);
-    double remote = share + p->L + part / hb_model_bwan(p, P) +
-                    (double)(n1 - 1) * (p->alpha + part / p->b_lan);
+    double remote =
+        share + p->L + part / hb_model_bwan(p, P) + (double)(n1 - 1) * (p->alpha + part / p->b_lan);
     double local = share + (double)(n0 - 1) * (p->alpha + S / p->b_lan);
     return remote > local ? remote : local;
 }
@@ -306,8 +306,8 @@ static uint32_t ceil_log2(uint32_t n)
     return d;
 }
 
-int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n,
-                           double m, double *t_p)
+int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
+                           uint32_t n, double m, double *t_p)
 {
     if (p == NULL || p->n == 0 || p->m == NULL || p->g == NULL || n == 0 || m < 0.0 || t_p == NULL)
         return HIBAR_ERR_INVAL;
@@ -390,14 +390,17 @@ static double lan_phase(const hb_model_plogp_t *p, uint32_t k, double b, hb_mode
     return k == 0 ? 0.0 : (double)k * hb_model_plogp_g(p, pat, b) + p->L;
 }
 
-static double dmax(double a, double b) { return a > b ? a : b; }
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
 
 int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wan, hb_coll_op_t op,
                          hb_coll_alg_t alg, uint32_t n0, uint32_t n1, double m, uint32_t P,
                          double *t_p)
 {
-    if (lan == NULL || lan->n == 0 || lan->m == NULL || lan->g == NULL || wan == NULL ||
-        n0 == 0 || n1 == 0 || m < 0.0 || t_p == NULL)
+    if (lan == NULL || lan->n == 0 || lan->m == NULL || lan->g == NULL || wan == NULL || n0 == 0 ||
+        n1 == 0 || m < 0.0 || t_p == NULL)
         return HIBAR_ERR_INVAL;
     if (op != HB_COLL_SCATTER && op != HB_COLL_GATHER)
         return HIBAR_ERR_INVAL;
@@ -419,7 +422,8 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
             t = dmax(A + Lw, A + lan_phase(lan, n0 - 1, m, out));
         } else {
             t = (double)(n0 - 1) * hb_model_plogp_g(lan, in, m) + (double)n1 * wan_occ(&c, m, 1) +
-                dmax(n0 > 1 ? lan->L : 0.0, Lw) + incast(lan, n0 + n1 - 1, (double)(n0 + n1 - 1) * m);
+                dmax(n0 > 1 ? lan->L : 0.0, Lw) +
+                incast(lan, n0 + n1 - 1, (double)(n0 + n1 - 1) * m);
         }
         break;
     case HB_COLL_ALG_BINOMIAL:
@@ -445,9 +449,11 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
             t = dmax(S + (P > 1 ? lan->L : 0.0) + V + Lw + lan_phase(lan, X - 1, m, out),
                      S + V + lan_phase(lan, n0 - 1, m, out));
         } else {
-            double R = lan_phase(lan, X - 1, m, in) + incast(lan, X - 1, (double)(X - 1) * m) + V + Lw;
+            double R =
+                lan_phase(lan, X - 1, m, in) + incast(lan, X - 1, (double)(X - 1) * m) + V + Lw;
             double F = lan_phase(lan, P - 1, Xm, in) + incast(lan, P - 1, (double)(P - 1) * Xm);
-            t = dmax(R + F, lan_phase(lan, n0 - 1, m, in) + incast(lan, n0 - 1, (double)(n0 - 1) * m));
+            t = dmax(R + F,
+                     lan_phase(lan, n0 - 1, m, in) + incast(lan, n0 - 1, (double)(n0 - 1) * m));
         }
         break;
     }
@@ -461,7 +467,8 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
 int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,
                     hb_model_choice_t *choice_p)
 {
-    if (params == NULL || choice_p == NULL || params->n0 == 0 || op >= HB_COLL_OP_COUNT || size < 0.0)
+    if (params == NULL || choice_p == NULL || params->n0 == 0 || op >= HB_COLL_OP_COUNT ||
+        size < 0.0)
         return HIBAR_ERR_INVAL;
     if (params->lanes == NULL && (params->n1 > 0 || params->plogp == NULL))
         return HIBAR_ERR_INVAL;
@@ -469,8 +476,8 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
         c.alg_us[a] = -1.0;
     uint32_t best_P[HB_COLL_ALG_COUNT] = {0, 0, 1, 0};
-    int use_sites = params->plogp != NULL && params->n1 > 0 &&
-                    (op == HB_COLL_SCATTER || op == HB_COLL_GATHER);
+    int use_sites =
+        params->plogp != NULL && params->n1 > 0 && (op == HB_COLL_SCATTER || op == HB_COLL_GATHER);
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++) {
         hb_coll_alg_t alg = (hb_coll_alg_t)a;
         double t = -1.0;

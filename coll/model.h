@@ -1,4 +1,4 @@
-/* model.h: cost models of the collectives (Hockney, single/multi-lane T(P), PlogP, PlogP-BR) and the chooser. */
+/* model.h: collective cost models (Hockney, lane T(P), PlogP, PlogP-BR) and the chooser. */
 #ifndef HB_MODEL_H
 #define HB_MODEL_H
 
@@ -53,7 +53,8 @@ uint32_t hb_model_y(uint32_t n0, uint32_t n1, uint32_t P);
  * n_alt = max(n0, n1). n0, n1: processes in the root's and the remote site; M bytes each.
  * Gather is the same with directions reversed (same value).
  */
-int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, double *t_p);
+int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M,
+                         double *t_p);
 
 /*
  * Multi-lane scatter: T(P) = L + X(P)·M/b_WAN(P) + Y(P)·M/b_LAN + alpha (+ Y(P)·alpha when
@@ -62,7 +63,8 @@ int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, do
 int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t P,
                         double *t_p);
 
-/* P_opt: the P in 1..min(n0, n1, p_max) (p_max 0: no cap) minimizing T(P); ties go to the smaller P. */
+/* P_opt: the P in 1..min(n0, n1, p_max) (p_max 0: no cap) minimizing T(P); ties go to the smaller
+ * P. */
 int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t p_max,
                   uint32_t *P_p, double *t_p);
 
@@ -92,16 +94,16 @@ typedef enum {
  * extrapolated along the last segment (never below the last value).
  */
 typedef struct hb_model_plogp {
-    double L;                /* end-to-end latency, µs */
-    uint32_t n;              /* points in the tables, >= 1 */
-    const double *m;         /* [n] message sizes, bytes, strictly ascending */
-    const double *os;        /* [n] send overhead o_s(m), µs */
-    const double *orv;       /* [n] receive overhead o_r(m), µs */
-    const double *g;         /* [n] gap g(m), µs */
+    double L;                                /* end-to-end latency, µs */
+    uint32_t n;                              /* points in the tables, >= 1 */
+    const double *m;                         /* [n] message sizes, bytes, strictly ascending */
+    const double *os;                        /* [n] send overhead o_s(m), µs */
+    const double *orv;                       /* [n] receive overhead o_r(m), µs */
+    const double *g;                         /* [n] gap g(m), µs */
     const double *g_pat[HB_MODEL_PAT_COUNT]; /* [n] g(m, C) per pattern; NULL: g(m) */
-    double q;                /* switch queue, bytes */
-    double t_rto;            /* retransmission timeout, µs */
-    int flow_control;        /* 1: link-level flow control (no loss, no RTO penalty) */
+    double q;                                /* switch queue, bytes */
+    double t_rto;                            /* retransmission timeout, µs */
+    int flow_control; /* 1: link-level flow control (no loss, no RTO penalty) */
 } hb_model_plogp_t;
 
 /* Interpolated table value at size m (see above). */
@@ -123,8 +125,8 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
  *   allgather         gather(m) + bcast(n·m) of the same algorithm
  * Single- and multi-lane need sites: HIBAR_ERR_INVAL.
  */
-int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n,
-                           double m, double *t_p);
+int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
+                           uint32_t n, double m, double *t_p);
 
 /*
  * Two sites, PlogP(-BR) on the LAN (lan) and the lane model on the WAN (wan->L, b_WAN(P)):
@@ -162,8 +164,8 @@ typedef struct hb_model_params {
 /* The chooser's answer. */
 typedef struct hb_model_choice {
     hb_coll_alg_t alg;
-    uint32_t lanes;       /* P for multi-lane, 1 for single-lane, 0 otherwise */
-    double predicted_us;  /* the model's time for this choice */
+    uint32_t lanes;                   /* P for multi-lane, 1 for single-lane, 0 otherwise */
+    double predicted_us;              /* the model's time for this choice */
     double alg_us[HB_COLL_ALG_COUNT]; /* every candidate's prediction; < 0: not applicable */
 } hb_model_choice_t;
 

@@ -1,4 +1,4 @@
-/* sched.c: builds collective schedules (flat, binomial, single-lane, multi-lane) as per-node step lists. */
+/* sched.c: builds collective schedules (flat, binomial, single/multi-lane) as node step lists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,17 +69,29 @@ static void add_minus(bld_t *b, uint32_t from, uint32_t to, uint64_t a, uint64_t
 }
 
 /* Layout range of node v's block. */
-static uint64_t blk_lo(const bld_t *b, uint32_t v) { return b->s->loff[v]; }
-static uint64_t blk_hi(const bld_t *b, uint32_t v) { return b->s->loff[v] + b->s->bytes[v]; }
+static uint64_t blk_lo(const bld_t *b, uint32_t v)
+{
+    return b->s->loff[v];
+}
+static uint64_t blk_hi(const bld_t *b, uint32_t v)
+{
+    return b->s->loff[v] + b->s->bytes[v];
+}
 
 /* Site k's members (k in the builder's order: 0 is the root's site). */
-static uint32_t site_n(const bld_t *b, uint32_t k) { return b->site_start[k + 1] - b->site_start[k]; }
+static uint32_t site_n(const bld_t *b, uint32_t k)
+{
+    return b->site_start[k + 1] - b->site_start[k];
+}
 static uint32_t site_node(const bld_t *b, uint32_t k, uint32_t i)
 {
     return b->site_nodes[b->site_start[k] + i];
 }
 /* Layout range of site k (layouts that keep sites contiguous). */
-static uint64_t site_lo(const bld_t *b, uint32_t k) { return blk_lo(b, site_node(b, k, 0)); }
+static uint64_t site_lo(const bld_t *b, uint32_t k)
+{
+    return blk_lo(b, site_node(b, k, 0));
+}
 static uint64_t site_hi(const bld_t *b, uint32_t k)
 {
     return blk_hi(b, site_node(b, k, site_n(b, k) - 1));
@@ -318,14 +330,18 @@ static uint32_t lanes_for(const bld_t *b, uint32_t k, uint32_t req)
 }
 
 /* Dep_send of lane j: the root for lane 0, else the j-th member of the root's site. */
-static uint32_t dep_send(const bld_t *b, uint32_t j) { return site_node(b, 0, j); }
+static uint32_t dep_send(const bld_t *b, uint32_t j)
+{
+    return site_node(b, 0, j);
+}
 /* Dep_recv of lane j in site k with P lanes: the first member of group j. */
 static uint32_t dep_recv(const bld_t *b, uint32_t k, uint32_t P, uint32_t j)
 {
     return site_node(b, k, grp_lo(site_n(b, k), P, j));
 }
 /* Layout range of group j of site k. */
-static void grp_range(const bld_t *b, uint32_t k, uint32_t P, uint32_t j, uint64_t *lo, uint64_t *hi)
+static void grp_range(const bld_t *b, uint32_t k, uint32_t P, uint32_t j, uint64_t *lo,
+                      uint64_t *hi)
 {
     uint32_t n = site_n(b, k), i0 = grp_lo(n, P, j), i1 = grp_lo(n, P, j + 1);
     *lo = blk_lo(b, site_node(b, k, i0));
@@ -427,13 +443,15 @@ static void build_multi_lane(bld_t *b, uint32_t req)
         }
         for (uint32_t k = 1; k < S; k++)
             for (uint32_t j = 1; j < P; j++)
-                add(b, dep_send(b, j), dep_recv(b, k, P, j), PART_LO(j), PART_LO(j + 1) - PART_LO(j), 0);
+                add(b, dep_send(b, j), dep_recv(b, k, P, j), PART_LO(j),
+                    PART_LO(j + 1) - PART_LO(j), 0);
         for (uint32_t k = 1; k < S; k++)
             for (uint32_t j = 0; j < P; j++) {
                 uint32_t from = dep_recv(b, k, P, j);
                 for (uint32_t i = 0; i < site_n(b, k); i++)
                     if (site_node(b, k, i) != from)
-                        add(b, from, site_node(b, k, i), PART_LO(j), PART_LO(j + 1) - PART_LO(j), 0);
+                        add(b, from, site_node(b, k, i), PART_LO(j), PART_LO(j + 1) - PART_LO(j),
+                            0);
             }
 #undef PART_LO
         return;
@@ -533,7 +551,8 @@ static int has_output(const hb_coll_sched_t *s, uint32_t v)
 /* Layout range of node v's input or output. */
 static void io_range(const hb_coll_sched_t *s, uint32_t v, int out, uint64_t *lo, uint64_t *hi)
 {
-    int whole = out ? (s->op != HB_COLL_SCATTER) : (s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST);
+    int whole =
+        out ? (s->op != HB_COLL_SCATTER) : (s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST);
     if (whole) {
         *lo = 0;
         *hi = s->total;
@@ -600,8 +619,13 @@ static int assemble(bld_t *b)
         uint8_t wan = s->site_of[x->from] != s->site_of[x->to];
         hb_coll_step_t *snd = &s->steps[s->step_start[x->from] + fill[x->from]++];
         hb_coll_step_t *rcv = &s->steps[s->step_start[x->to] + fill[x->to]++];
-        *snd = (hb_coll_step_t){.kind = HB_COLL_STEP_SEND, .peer = x->to, .off = x->off,
-                                .len = x->len, .nseg = nseg, .wan = wan, .phase = x->phase};
+        *snd = (hb_coll_step_t){.kind = HB_COLL_STEP_SEND,
+                                .peer = x->to,
+                                .off = x->off,
+                                .len = x->len,
+                                .nseg = nseg,
+                                .wan = wan,
+                                .phase = x->phase};
         *rcv = *snd;
         rcv->kind = HB_COLL_STEP_RECV;
         rcv->peer = x->from;
@@ -846,8 +870,9 @@ int hb_coll_sched_check(const hb_coll_sched_t *s, char *msg, size_t msglen)
     for (size_t i = 0; i < ns; i++) {
         if (snd[i].from != rcv[i].from || snd[i].to != rcv[i].to || snd[i].off != rcv[i].off ||
             snd[i].len != rcv[i].len) {
-            snprintf(msg, msglen, "send %u->%u [%llu +%llu) does not match its receive", snd[i].from,
-                     snd[i].to, (unsigned long long)snd[i].off, (unsigned long long)snd[i].len);
+            snprintf(msg, msglen, "send %u->%u [%llu +%llu) does not match its receive",
+                     snd[i].from, snd[i].to, (unsigned long long)snd[i].off,
+                     (unsigned long long)snd[i].len);
             goto out_;
         }
     }
@@ -863,11 +888,10 @@ int hb_coll_sched_describe(const hb_coll_sched_t *s, char *buf, size_t len)
 {
     if (s == NULL || buf == NULL || len == 0)
         return HIBAR_ERR_INVAL;
-    int k = snprintf(buf, len,
-                     "%s %s root %u nodes %u sites %u lanes %u segment %llu bytes %llu steps %u",
-                     hb_coll_op_name(s->op), hb_coll_alg_name(s->alg), s->root, s->n_nodes,
-                     s->n_sites, s->lanes, (unsigned long long)s->seg_size,
-                     (unsigned long long)s->total, s->step_start[s->n_nodes]);
+    int k = snprintf(
+        buf, len, "%s %s root %u nodes %u sites %u lanes %u segment %llu bytes %llu steps %u",
+        hb_coll_op_name(s->op), hb_coll_alg_name(s->alg), s->root, s->n_nodes, s->n_sites, s->lanes,
+        (unsigned long long)s->seg_size, (unsigned long long)s->total, s->step_start[s->n_nodes]);
     return k < 0 || (size_t)k >= len ? HIBAR_ERR_TRUNCATED : 0;
 }
 

@@ -1,4 +1,4 @@
-/* sched.h: collective schedules as data (per-node step lists) and the per-node executor state machine. */
+/* sched.h: collective schedules as data (node step lists) and the per-node executor. */
 #ifndef HB_SCHED_H
 #define HB_SCHED_H
 
@@ -34,13 +34,13 @@ typedef struct hb_coll_args {
     uint64_t size;          /* bytes per rank; bcast: bytes in total */
     const uint64_t *counts; /* [n_nodes] bytes per node (-v forms), or NULL */
     uint64_t seg_size;      /* pipelining segment, bytes; 0: one segment per message */
-    uint32_t lanes;         /* multi-lane: P per remote site (clamped to both sites' sizes); 0: max */
+    uint32_t lanes; /* multi-lane: P per remote site (clamped to both sites' sizes); 0: max */
 } hb_coll_args_t;
 
 /* A step of one node's schedule. */
 typedef enum {
-    HB_COLL_STEP_SEND = 0, /* send [off, off+len) to peer, in nseg segments */
-    HB_COLL_STEP_RECV = 1, /* receive [off, off+len) from peer, in nseg segments */
+    HB_COLL_STEP_SEND = 0,     /* send [off, off+len) to peer, in nseg segments */
+    HB_COLL_STEP_RECV = 1,     /* receive [off, off+len) from peer, in nseg segments */
     HB_COLL_STEP_COPY_IN = 2,  /* copy the node's input from the user buffer into the layout */
     HB_COLL_STEP_COPY_OUT = 3, /* copy the node's output from the layout into the user buffer */
 } hb_coll_step_kind_t;
@@ -59,14 +59,14 @@ typedef enum {
  */
 typedef struct hb_coll_step {
     hb_coll_step_kind_t kind;
-    uint32_t peer;  /* node; HB_COLL_NONE for copies */
-    uint64_t off;   /* layout offset, bytes */
-    uint64_t len;   /* bytes */
-    uint32_t nseg;  /* segments: max(1, ceil(len / seg_size)) */
-    uint32_t gate;  /* receive segments that must have arrived first; 0: none */
+    uint32_t peer;      /* node; HB_COLL_NONE for copies */
+    uint64_t off;       /* layout offset, bytes */
+    uint64_t len;       /* bytes */
+    uint32_t nseg;      /* segments: max(1, ceil(len / seg_size)) */
+    uint32_t gate;      /* receive segments that must have arrived first; 0: none */
     uint32_t gate_last; /* receive segments that must have arrived before the last segment */
-    uint8_t wan;    /* 1: the peer is in another site */
-    uint8_t phase;  /* 0; 1 for the second phase of allgather */
+    uint8_t wan;        /* 1: the peer is in another site */
+    uint8_t phase;      /* 0; 1 for the second phase of allgather */
 } hb_coll_step_t;
 
 /* A whole schedule: every node's steps, plus the layout. Immutable once built; shareable. */
@@ -74,7 +74,7 @@ typedef struct hb_coll_sched {
     hb_coll_op_t op;
     hb_coll_alg_t alg;
     uint32_t n_nodes, root;
-    uint32_t lanes;       /* multi-lane: largest P used; 1 single-lane; 0 otherwise */
+    uint32_t lanes; /* multi-lane: largest P used; 1 single-lane; 0 otherwise */
     uint64_t seg_size;
     uint64_t total;       /* layout bytes (sum of blocks; bcast: size) */
     uint64_t *bytes;      /* [n_nodes] block bytes per node (bcast: 0) */
@@ -159,7 +159,7 @@ typedef struct hb_coll_act {
     uint64_t off, len;
     const void *data; /* SEND: payload (NULL without data) */
     uint8_t wan;
-    int status;       /* FAIL */
+    int status; /* FAIL */
 } hb_coll_act_t;
 
 /* Run without data (simulator): buffers NULL, MSG data ignored, SEND data NULL. */

@@ -13,7 +13,10 @@
 
 static uint64_t rng_state;
 
-static void rng_seed(uint64_t s) { rng_state = s * 2654435761u + 0x9e3779b97f4a7c15ull; }
+static void rng_seed(uint64_t s)
+{
+    rng_state = s * 2654435761u + 0x9e3779b97f4a7c15ull;
+}
 
 static uint64_t rng(void)
 {
@@ -23,13 +26,16 @@ static uint64_t rng(void)
     return rng_state * 2685821657736338717ull;
 }
 
-static uint32_t rnd(uint32_t n) { return n ? (uint32_t)(rng() % n) : 0; }
+static uint32_t rnd(uint32_t n)
+{
+    return n ? (uint32_t)(rng() % n) : 0;
+}
 
 /* ---- the in-memory network ---- */
 
 typedef enum {
-    DLV_FIFO = 0,     /* scripted: every message in the order it was sent */
-    DLV_LIFO = 1,     /* scripted: the newest message first */
+    DLV_FIFO = 0,        /* scripted: every message in the order it was sent */
+    DLV_LIFO = 1,        /* scripted: the newest message first */
     DLV_RANDOM_LINK = 2, /* seeded: a random link, its oldest message (per-link FIFO) */
     DLV_RANDOM_ANY = 3,  /* seeded: any message (links reorder) */
     DLV_COUNT = 4
@@ -49,14 +55,14 @@ typedef struct run {
     hb_coll_exec_t **x;
     uint8_t **sbuf, **rbuf;
     uint64_t *rlen;
-    msg_t *q;               /* in flight, in send order */
+    msg_t *q;              /* in flight, in send order */
     size_t nq, capq, head; /* in flight: q[head .. nq) */
     uint64_t next_id;
-    uint32_t *msgs_to;      /* [n] segments received per node */
-    uint32_t *msgs_from;    /* [n] segments sent per node */
-    uint32_t *wan_from;     /* [n] WAN segments sent per node */
-    uint32_t *wan_to;       /* [n] WAN segments received per node */
-    uint32_t *pair;         /* [n*n] segments per (from, to) */
+    uint32_t *msgs_to;   /* [n] segments received per node */
+    uint32_t *msgs_from; /* [n] segments sent per node */
+    uint32_t *wan_from;  /* [n] WAN segments sent per node */
+    uint32_t *wan_to;    /* [n] WAN segments received per node */
+    uint32_t *pair;      /* [n*n] segments per (from, to) */
     uint32_t *delivered, *completed, *failed;
     int proto_errors;
     size_t total_msgs;
@@ -104,8 +110,13 @@ static void handle_acts(run_t *r, uint32_t v, const hb_coll_act_t *a, size_t na)
                     abort();
             }
             msg_t *m = &r->q[r->nq++];
-            *m = (msg_t){.from = v, .to = a[i].to, .seq = a[i].seq, .off = a[i].off,
-                         .len = a[i].len, .wan = a[i].wan, .id = r->next_id++};
+            *m = (msg_t){.from = v,
+                         .to = a[i].to,
+                         .seq = a[i].seq,
+                         .off = a[i].off,
+                         .len = a[i].len,
+                         .wan = a[i].wan,
+                         .id = r->next_id++};
             if (a[i].data != NULL && a[i].len > 0) {
                 m->data = malloc(a[i].len);
                 if (m->data == NULL)
@@ -251,7 +262,7 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
     uint32_t started = 0;
     int scripted = mode == DLV_FIFO || mode == DLV_LIFO;
     for (;;) {
-            if (r->head == r->nq)
+        if (r->head == r->nq)
             r->head = r->nq = 0;
         if (started < n && (scripted || r->nq == 0 || rnd(3) == 0)) {
             hb_coll_ev_t ev = {.kind = HB_COLL_EV_START};
@@ -264,8 +275,12 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
         r->msgs_to[m.to]++;
         if (m.wan)
             r->wan_to[m.to]++;
-        hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG, .from = m.from, .seq = m.seq, .off = m.off,
-                           .len = m.len, .data = m.data};
+        hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
+                           .from = m.from,
+                           .seq = m.seq,
+                           .off = m.off,
+                           .len = m.len,
+                           .data = m.data};
         feed(r, m.to, &ev);
         free(m.data);
     }
@@ -358,9 +373,13 @@ static void one_case(uint64_t seed, hb_coll_op_t op, hb_coll_alg_t alg, dlv_t mo
     shape_t sh;
     random_shape(&sh, 24);
     hb_coll_nodes_t nodes = {.n_nodes = sh.n, .site_of = sh.site_of, .ranks_of = sh.ranks_of};
-    hb_coll_args_t args = {.op = op, .alg = alg, .root = rnd(sh.n), .size = sizes[rnd(5)],
+    hb_coll_args_t args = {.op = op,
+                           .alg = alg,
+                           .root = rnd(sh.n),
+                           .size = sizes[rnd(5)],
                            .counts = (vform && op != HB_COLL_BCAST) ? sh.counts : NULL,
-                           .seg_size = segs[rnd(5)], .lanes = rnd(5)};
+                           .seg_size = segs[rnd(5)],
+                           .lanes = rnd(5)};
     if (args.seg_size > 0 && args.seg_size < args.size / 8) /* bound the message count */
         args.seg_size = args.size / 8 + 1;
     hb_coll_sched_t *s = NULL;
@@ -401,8 +420,8 @@ static void test_random_all(void)
         for (int op = 0; op < HB_COLL_OP_COUNT; op++)
             for (int alg = 0; alg < HB_COLL_ALG_COUNT; alg++)
                 for (int mode = 0; mode < DLV_COUNT; mode++)
-                    one_case(seed * 1000 + (uint64_t)(op * 100 + alg * 10 + mode),
-                             (hb_coll_op_t)op, (hb_coll_alg_t)alg, (dlv_t)mode, (int)(seed & 1));
+                    one_case(seed * 1000 + (uint64_t)(op * 100 + alg * 10 + mode), (hb_coll_op_t)op,
+                             (hb_coll_alg_t)alg, (dlv_t)mode, (int)(seed & 1));
     CU_ASSERT(g_cases >= 30 * 4 * 4 * 4 || g_failures > 0);
 }
 
@@ -424,8 +443,8 @@ static hb_coll_sched_t *two_sites(hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n
         ranks_of[v] = 1 + v % 3;
     }
     hb_coll_nodes_t nodes = {.n_nodes = n, .site_of = site_of, .ranks_of = ranks_of};
-    hb_coll_args_t args = {.op = op, .alg = alg, .root = 0, .size = size, .seg_size = seg,
-                           .lanes = lanes};
+    hb_coll_args_t args = {
+        .op = op, .alg = alg, .root = 0, .size = size, .seg_size = seg, .lanes = lanes};
     hb_coll_sched_t *s = NULL;
     CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), 0);
     return s;
@@ -436,7 +455,8 @@ static void test_counts(void)
     uint32_t site_of[64], ranks_of[64];
     run_t r;
     /* flat scatter: n-1 messages, all from root, one per node */
-    hb_coll_sched_t *s = two_sites(HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 5, 4, 0, 0, 10, site_of, ranks_of);
+    hb_coll_sched_t *s =
+        two_sites(HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 5, 4, 0, 0, 10, site_of, ranks_of);
     CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_RANDOM_ANY, 0, 1), 0);
     CU_ASSERT_EQUAL(r.total_msgs, 8);
     CU_ASSERT_EQUAL(r.msgs_from[0], 8);
@@ -520,8 +540,11 @@ static void test_counts(void)
         uint32_t st3[14] = {0, 1, 2, 0, 2, 1, 2, 0, 2, 1, 2, 0, 0, 2};
         hb_coll_nodes_t nodes3 = {.n_nodes = 14, .site_of = st3};
         for (int op = 0; op < HB_COLL_OP_COUNT; op++) {
-            hb_coll_args_t a3 = {.op = (hb_coll_op_t)op, .alg = HB_COLL_ALG_MULTI_LANE, .root = 3,
-                                 .size = 50, .lanes = 4};
+            hb_coll_args_t a3 = {.op = (hb_coll_op_t)op,
+                                 .alg = HB_COLL_ALG_MULTI_LANE,
+                                 .root = 3,
+                                 .size = 50,
+                                 .lanes = 4};
             CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes3, &a3, &s), 0);
             CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_RANDOM_ANY, 0, 9), 0);
             CU_ASSERT_EQUAL(check_data(&r, s, 9), 0);
@@ -569,8 +592,12 @@ static void test_pipelining(void)
 {
     uint32_t site_of[8] = {0, 0, 1, 1}, ranks_of[8] = {4, 4, 4, 4};
     hb_coll_nodes_t nodes = {.n_nodes = 4, .site_of = site_of, .ranks_of = ranks_of};
-    hb_coll_args_t args = {.op = HB_COLL_SCATTER, .alg = HB_COLL_ALG_MULTI_LANE, .root = 0,
-                           .size = 100, .seg_size = 100, .lanes = 2};
+    hb_coll_args_t args = {.op = HB_COLL_SCATTER,
+                           .alg = HB_COLL_ALG_MULTI_LANE,
+                           .root = 0,
+                           .size = 100,
+                           .seg_size = 100,
+                           .lanes = 2};
     hb_coll_sched_t *s = NULL;
     CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes, &args, &s), 0);
     CU_ASSERT_EQUAL(s->lanes, 2);
@@ -594,8 +621,12 @@ static void test_pipelining(void)
     CU_ASSERT_EQUAL(acts[0].nseg, 4);
     CU_ASSERT_EQUAL(acts[0].wan, 0);
     /* deliver segment 0 only: the Dep_send forwards exactly segment 0 over the WAN to node 3 */
-    hb_coll_ev_t m = {.kind = HB_COLL_EV_MSG, .from = 0, .seq = acts[0].seq, .off = acts[0].off,
-                      .len = acts[0].len, .data = acts[0].data};
+    hb_coll_ev_t m = {.kind = HB_COLL_EV_MSG,
+                      .from = 0,
+                      .seq = acts[0].seq,
+                      .off = acts[0].off,
+                      .len = acts[0].len,
+                      .data = acts[0].data};
     hb_coll_act_t f[8];
     size_t nf = 0;
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &m, f, 8, &nf), 0);
@@ -617,12 +648,20 @@ static void test_pipelining(void)
     bad.seq = 99;
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HIBAR_ERR_PROTO);
     /* segment 2 before segment 1: nothing to forward until 1 arrives (in-order sends) */
-    m = (hb_coll_ev_t){.kind = HB_COLL_EV_MSG, .from = 0, .seq = acts[2].seq, .off = acts[2].off,
-                       .len = acts[2].len, .data = acts[2].data};
+    m = (hb_coll_ev_t){.kind = HB_COLL_EV_MSG,
+                       .from = 0,
+                       .seq = acts[2].seq,
+                       .off = acts[2].off,
+                       .len = acts[2].len,
+                       .data = acts[2].data};
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &m, f, 8, &nf), 0);
     CU_ASSERT_EQUAL(nf, 0);
-    m = (hb_coll_ev_t){.kind = HB_COLL_EV_MSG, .from = 0, .seq = acts[1].seq, .off = acts[1].off,
-                       .len = acts[1].len, .data = acts[1].data};
+    m = (hb_coll_ev_t){.kind = HB_COLL_EV_MSG,
+                       .from = 0,
+                       .seq = acts[1].seq,
+                       .off = acts[1].off,
+                       .len = acts[1].len,
+                       .data = acts[1].data};
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &m, f, 8, &nf), 0);
     CU_ASSERT_EQUAL(nf, 2);
     CU_ASSERT_EQUAL(f[0].seg, 1);
@@ -636,7 +675,8 @@ static void test_pipelining(void)
     CU_ASSERT(hb_coll_exec_done(ds));
     char line[160];
     CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, sizeof(line)), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, "node 1 scatter multi-lane: failed, received 3/8 segments"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(line, "node 1 scatter multi-lane: failed, received 3/8 segments"));
     CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, 10), HIBAR_ERR_TRUNCATED);
     CU_ASSERT_EQUAL(hb_coll_sched_describe(s, line, sizeof(line)), 0);
     CU_ASSERT_STRING_EQUAL(line, "scatter multi-lane root 0 nodes 4 sites 2 lanes 2 segment 100 "
@@ -664,7 +704,8 @@ static void test_zero_sync(void)
         int completed = 0;
         /* start every node but node 4: nobody may complete */
         for (uint32_t v = 0; v < 6; v++) {
-            CU_ASSERT_EQUAL_FATAL(hb_coll_exec_create(s, v, NULL, NULL, HB_COLL_EXEC_NODATA, &x[v]), 0);
+            CU_ASSERT_EQUAL_FATAL(hb_coll_exec_create(s, v, NULL, NULL, HB_COLL_EXEC_NODATA, &x[v]),
+                                  0);
         }
         /* run the others to quiescence with a simple FIFO */
         msg_t q[256];
@@ -676,18 +717,21 @@ static void test_zero_sync(void)
             CU_ASSERT_EQUAL(hb_coll_exec_step(x[v], &ev, acts, 32, &na), 0);
             for (size_t i = 0; i < na; i++) {
                 if (acts[i].kind == HB_COLL_ACT_SEND && nq < 256)
-                    q[nq++] = (msg_t){.from = v, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
+                    q[nq++] = (msg_t){
+                        .from = v, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
                 completed += acts[i].kind == HB_COLL_ACT_COMPLETE;
             }
         }
         for (size_t h = 0; h < nq; h++) {
             if (q[h].to == 4)
                 continue; /* held: node 4 has not started, it gets them later */
-            hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG, .from = q[h].from, .seq = q[h].seq, .off = q[h].off};
+            hb_coll_ev_t ev = {
+                .kind = HB_COLL_EV_MSG, .from = q[h].from, .seq = q[h].seq, .off = q[h].off};
             CU_ASSERT_EQUAL(hb_coll_exec_step(x[q[h].to], &ev, acts, 32, &na), 0);
             for (size_t i = 0; i < na; i++) {
                 if (acts[i].kind == HB_COLL_ACT_SEND && nq < 256)
-                    q[nq++] = (msg_t){.from = q[h].to, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
+                    q[nq++] = (msg_t){
+                        .from = q[h].to, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
                 completed += acts[i].kind == HB_COLL_ACT_COMPLETE;
             }
         }
@@ -698,17 +742,20 @@ static void test_zero_sync(void)
         CU_ASSERT_EQUAL(hb_coll_exec_step(x[4], &ev4, acts, 32, &na), 0);
         for (size_t i = 0; i < na; i++) {
             if (acts[i].kind == HB_COLL_ACT_SEND && nq < 256)
-                q[nq++] = (msg_t){.from = 4, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
+                q[nq++] =
+                    (msg_t){.from = 4, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
             completed += acts[i].kind == HB_COLL_ACT_COMPLETE;
         }
         for (size_t h = 0; h < nq; h++) {
-            hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG, .from = q[h].from, .seq = q[h].seq, .off = q[h].off};
+            hb_coll_ev_t ev = {
+                .kind = HB_COLL_EV_MSG, .from = q[h].from, .seq = q[h].seq, .off = q[h].off};
             if (h < held_end && q[h].to != 4)
                 continue; /* delivered in the first pass */
             CU_ASSERT_EQUAL(hb_coll_exec_step(x[q[h].to], &ev, acts, 32, &na), 0);
             for (size_t i = 0; i < na; i++) {
                 if (acts[i].kind == HB_COLL_ACT_SEND && nq < 256)
-                    q[nq++] = (msg_t){.from = q[h].to, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
+                    q[nq++] = (msg_t){
+                        .from = q[h].to, .to = acts[i].to, .seq = acts[i].seq, .off = acts[i].off};
                 completed += acts[i].kind == HB_COLL_ACT_COMPLETE;
             }
         }
@@ -726,8 +773,8 @@ static void test_nodata_and_misc(void)
 {
     uint32_t site_of[40], ranks_of[40];
     run_t r;
-    hb_coll_sched_t *s = two_sites(HB_COLL_ALLGATHER, HB_COLL_ALG_MULTI_LANE, 20, 20, 0, 512,
-                                   4096, site_of, ranks_of);
+    hb_coll_sched_t *s = two_sites(HB_COLL_ALLGATHER, HB_COLL_ALG_MULTI_LANE, 20, 20, 0, 512, 4096,
+                                   site_of, ranks_of);
     CU_ASSERT_EQUAL(s->lanes, 20);
     CU_ASSERT_EQUAL(hb_coll_sched_check(s, NULL, 0), 0);
     CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_RANDOM_LINK, HB_COLL_EXEC_NODATA, 7), 0);
@@ -744,7 +791,8 @@ static void test_nodata_and_misc(void)
     CU_ASSERT_EQUAL(hb_coll_nodes_from_topo(&topo, NULL, buf, &nodes), 0);
     CU_ASSERT_EQUAL(nodes.n_nodes, 4);
     CU_ASSERT_EQUAL(nodes.site_of[2], 1);
-    hb_coll_args_t args = {.op = HB_COLL_SCATTER, .alg = HB_COLL_ALG_SINGLE_LANE, .root = 3, .size = 5};
+    hb_coll_args_t args = {
+        .op = HB_COLL_SCATTER, .alg = HB_COLL_ALG_SINGLE_LANE, .root = 3, .size = 5};
     CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes, &args, &s), 0);
     CU_ASSERT_EQUAL(s->n_sites, 2);
     CU_ASSERT_EQUAL(s->lanes, 1);

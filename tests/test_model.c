@@ -14,7 +14,8 @@
 /* L 1000 µs, alpha 10 µs, b_LAN 100 B/µs, per-lane 10 B/µs under a 40 B/µs total. */
 static hb_model_lanes_t base(void)
 {
-    hb_model_lanes_t p = {.L = 1000.0, .alpha = 10.0, .b_lan = 100.0, .b_lane = 10.0, .B_wan = 40.0};
+    hb_model_lanes_t p = {
+        .L = 1000.0, .alpha = 10.0, .b_lan = 100.0, .b_lane = 10.0, .B_wan = 40.0};
     return p;
 }
 
@@ -152,8 +153,15 @@ static const double pos[] = {2.0, 4.0, 20.0};
 
 static hb_model_plogp_t plogp(void)
 {
-    hb_model_plogp_t p = {.L = 50.0, .n = 3, .m = pm, .os = pos, .orv = pos, .g = pg,
-                          .q = 1500.0, .t_rto = 200000.0, .flow_control = 0};
+    hb_model_plogp_t p = {.L = 50.0,
+                          .n = 3,
+                          .m = pm,
+                          .os = pos,
+                          .orv = pos,
+                          .g = pg,
+                          .q = 1500.0,
+                          .t_rto = 200000.0,
+                          .flow_control = 0};
     return p;
 }
 
@@ -168,18 +176,22 @@ static void test_plogp(void)
     CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 1000.0, 4), 1); /* 1500 < 3000 */
     CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 500.0, 4), 0);  /* 1500 < 1500 is false */
     double t = 0.0;
-    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4, 1000.0, &t), 0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4, 1000.0, &t),
+                    0);
     NEAR(t, 95.0); /* 3*15 + 50 */
-    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 4, 1000.0, &t), 0);
+    CU_ASSERT_EQUAL(
+        hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 4, 1000.0, &t), 0);
     NEAR(t, 140.0); /* g(1000) + L + g(2000) + L */
     CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 1000.0, &t), 0);
     NEAR(t, 95.0 + 200000.0); /* incast overflows the 1500-byte queue */
     CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 500.0, &t), 0);
     NEAR(t, 80.0);
-    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_BCAST, HB_COLL_ALG_BINOMIAL, 4, 1000.0, &t), 0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_BCAST, HB_COLL_ALG_BINOMIAL, 4, 1000.0, &t),
+                    0);
     NEAR(t, 130.0);
     /* allgather flat, n 2, m 1000: gather 15 + 50 (q 1500 >= 1000: no penalty) + bcast of 2000 */
-    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_ALLGATHER, HB_COLL_ALG_FLAT, 2, 1000.0, &t), 0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_ALLGATHER, HB_COLL_ALG_FLAT, 2, 1000.0, &t),
+                    0);
     NEAR(t, 65.0 + 25.0 + 50.0);
     /* a per-pattern gap replaces g for that pattern */
     static const double g_in[] = {10.0, 30.0, 210.0};
@@ -222,7 +234,8 @@ static void test_plogp_sites(void)
     CU_ASSERT_EQUAL(SITES(HB_COLL_BCAST, HB_COLL_ALG_FLAT, 0), HIBAR_ERR_INVAL);
     CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 5), HIBAR_ERR_INVAL);
     /* one sender is not an incast */
-    CU_ASSERT_EQUAL(hb_model_plogp_predict(&lan, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 2, 2000.0, &t), 0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&lan, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 2, 2000.0, &t),
+                    0);
     NEAR(t, 75.0);
 
     /* the chooser: binomial gather under incast, multi-lane P 4 with flow control */
