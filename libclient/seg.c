@@ -327,6 +327,33 @@ uint64_t hb_seg_ring_count(hb_seg_ring_t *ring, uint32_t depth)
     return head - tail > depth ? 0 : head - tail;
 }
 
+int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p)
+{
+    uint64_t node = atomic_load_explicit(&hb_seg_hdr(seg)->node_arrived, memory_order_acquire);
+    uint64_t best = 0;
+    unsigned other = 0;
+    uint32_t r;
+    int rc = 0, prc;
+
+    for (r = 0; r < seg->lay.nranks; r++) {
+        hb_seg_desc_t d;
+        while ((prc = hb_seg_ring_pop(hb_seg_ring(seg, r, 0), seg->lay.ring_depth, &d)) == 0) {
+            if (d.op == HB_SEG_OP_NBAR_ARRIVED && d.epoch <= node && d.epoch > best)
+                best = d.epoch;
+            else if (d.op != HB_SEG_OP_NBAR_ARRIVED)
+                other++;
+        }
+        if (prc == HIBAR_ERR_PROTO) {
+            hb_log_error("segment: descriptor ring of rank %u is corrupt", (unsigned)r);
+            rc = HIBAR_ERR_PROTO;
+        }
+    }
+    *epoch_p = best;
+    if (other_p != NULL)
+        *other_p = other;
+    return rc;
+}
+
 void hb_seg_release(hb_seg_t *seg, uint64_t epoch)
 {
     hb_seg_hdr_t *h = hb_seg_hdr(seg);

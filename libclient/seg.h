@@ -256,6 +256,13 @@ uint64_t hb_seg_ring_count(hb_seg_ring_t *ring, uint32_t depth);
 /* Daemon side of the multi-node barrier: publish `epoch` as released and wake the waiters. */
 void hb_seg_release(hb_seg_t *seg, uint64_t epoch);
 
+/* Daemon side, after its doorbell (eventfd) fired: take every descriptor off every rank's
+ * sq ring; *epoch_p = the highest NBAR_ARRIVED epoch that matches node_arrived (the node
+ * finished that epoch locally; the daemon now runs the inter-node barrier and then calls
+ * hb_seg_release), or 0 if none. Other descriptors are counted in *other_p (may be NULL).
+ * HIBAR_ERR_PROTO if a ring is corrupt (the rest are still drained). Never blocks. */
+int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p);
+
 /* Mark the job broken because `rank` was lost (first caller wins) and wake every sleeper. */
 void hb_seg_mark_broken(hb_seg_t *seg, int32_t rank);
 

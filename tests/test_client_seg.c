@@ -278,6 +278,47 @@ static void test_ring_corrupt(void)
     free(r);
 }
 
+static void test_drain(void)
+{
+    hb_seg_t seg;
+    hb_seg_desc_t d;
+    uint64_t epoch = 99;
+    unsigned other = 99;
+
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 4, 4096, 1, 0, 2, &seg), 0);
+    CU_ASSERT_EQUAL(hb_seg_drain_arrivals(&seg, &epoch, &other), 0);
+    CU_ASSERT_EQUAL(epoch, 0);
+    CU_ASSERT_EQUAL(other, 0);
+    memset(&d, 0, sizeof(d));
+    d.op = HB_SEG_OP_NBAR_ARRIVED;
+    d.epoch = 7; /* ahead of node_arrived: not trusted */
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(&seg, 2, 0), 4, &d), 0);
+    d.epoch = 5;
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(&seg, 1, 0), 4, &d), 0);
+    d.epoch = 6;
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(&seg, 0, 0), 4, &d), 0);
+    d.op = HB_SEG_OP_NOP;
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(&seg, 0, 0), 4, &d), 0);
+    atomic_store(&hb_seg_hdr(&seg)->node_arrived, 6);
+    CU_ASSERT_EQUAL(hb_seg_drain_arrivals(&seg, &epoch, &other), 0);
+    CU_ASSERT_EQUAL(epoch, 6);
+    CU_ASSERT_EQUAL(other, 1);
+    CU_ASSERT_EQUAL(hb_seg_ring_count(hb_seg_ring(&seg, 0, 0), 4), 0);
+    CU_ASSERT_EQUAL(hb_seg_ring_count(hb_seg_ring(&seg, 2, 0), 4), 0);
+    /* release: the epoch is published for the waiters */
+    hb_seg_release(&seg, epoch);
+    CU_ASSERT_EQUAL(atomic_load(&hb_seg_hdr(&seg)->release), 6);
+    /* a corrupt ring is reported, the others still drained */
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(&seg, 1, 0), 4, &d), 0);
+    atomic_store(&hb_seg_ring(&seg, 0, 0)->head, 1000);
+    hb_log_set_sink(quiet_sink, NULL);
+    CU_ASSERT_EQUAL(hb_seg_drain_arrivals(&seg, &epoch, &other), HIBAR_ERR_PROTO);
+    hb_log_set_sink(NULL, NULL);
+    CU_ASSERT_EQUAL(other, 1);
+    CU_ASSERT_EQUAL(hb_seg_ring_count(hb_seg_ring(&seg, 1, 0), 4), 0);
+    hb_seg_unmap(&seg);
+}
+
 /* Every rank reaches one top; each group's size is the number of units pointing to it. */
 static void check_tree(const hb_nbar_tree_t *t)
 {
@@ -409,6 +450,7 @@ int hb_test_client_seg_register(void)
         CU_add_test(s, "ring full, empty, sequence", test_ring_basic) == NULL ||
         CU_add_test(s, "ring wrap-around", test_ring_wrap) == NULL ||
         CU_add_test(s, "ring corruption", test_ring_corrupt) == NULL ||
+        CU_add_test(s, "daemon side: drain arrivals, release", test_drain) == NULL ||
         CU_add_test(s, "barrier tree shapes", test_tree_shapes) == NULL ||
         CU_add_test(s, "hwloc keys of this process", test_keys_local) == NULL)
         return -1;
