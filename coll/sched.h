@@ -87,6 +87,25 @@ typedef struct hb_coll_sched {
 } hb_coll_sched_t;
 
 /*
+ * Algorithms. A site's leader is its first node (the root in the root's site); for remote
+ * site k, P_k = min(lanes, nodes of the root's site, nodes of site k).
+ *  flat         root exchanges with every node; it sends to other sites' nodes first.
+ *  binomial     root-rotated binomial tree over node indices, larger subtree first, site-blind.
+ *  single-lane  root <-> each remote leader over the WAN (the whole site's data), each leader
+ *               <-> its site, root <-> its own site (MagPIe).
+ *  multi-lane   scatter (DESIGN section 1 step order): (1) root -> Dep_send j (j-th node of
+ *               the root's site, j >= 1) over the LAN: what lane j carries to every remote
+ *               site; (2) root -> Dep_recv 0 over the WAN; (3) root -> its own site; (4) Dep_send
+ *               j -> Dep_recv j over the WAN, segment by segment as the share arrives; (5) each
+ *               Dep_recv -> its group. A remote site's nodes, in node order, form P_k balanced
+ *               groups (at most X = ceil(n_k / P_k) nodes); Dep_recv j is group j's first node.
+ *               gather: the same reversed. bcast: the buffer in P = min_k P_k parts, part j
+ *               via Dep_send j and Dep_recv j, which sends it to every other node of its site.
+ *  allgather    (every algorithm) the gather to root, then each node gets what it lacks the
+ *               same way down; multi-lane: a remote site's complement in P_k parts over lanes.
+ */
+
+/*
  * Build the schedule of one collective for every node. Deterministic: every daemon building
  * it from the same input gets the same schedule. Single- and multi-lane on one site are
  * valid and degenerate to flat. Errors: HIBAR_ERR_INVAL (no nodes, root out of range, bad
