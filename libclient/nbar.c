@@ -364,7 +364,16 @@ int hb_nbar_arrive(hb_nbar_t *b, uint64_t *epoch_p)
     if (b->flat) {
         hb_seg_ctl_t *me = hb_seg_ctl(b->seg, b->rank);
         atomic_store_explicit(&me->bar_arrive, epoch, memory_order_release);
-        hb_wait_word_wake(&me->bar_wake);
+        /*
+         * The wake (a locked add: it waits until the store above is visible) is deferred to
+         * the first look at the others in test or wait, so that the store's cache-line
+         * transfer overlaps with that look. A waiter already asleep is woken at once; one
+         * falling asleep right now is woken by the deferred bump.
+         */
+        if (atomic_load_explicit(&me->bar_wake.sleepers, memory_order_relaxed) != 0)
+            hb_wait_word_wake(&me->bar_wake);
+        else
+            b->wake_pending = 1;
         return 0;
     }
     g = b->tree.rank_group[b->rank];
@@ -420,12 +429,23 @@ static int nbar_poll(void *arg, int slow)
     return slow ? nbar_slow_check(a->b, nbar_poll, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
+/* Flat: the wake word bump deferred by arrive. */
+static void nbar_flat_wake(hb_nbar_t *b)
+{
+    if (b->wake_pending) {
+        b->wake_pending = 0;
+        hb_wait_word_wake(&hb_seg_ctl(b->seg, b->rank)->bar_wake);
+    }
+}
+
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
 {
     nbar_wait_arg_t a = {b, epoch, 0};
     int rc;
     if (b->flat) {
-        if (nbar_flat_missing(b, epoch, 0) == b->nranks)
+        uint32_t m = nbar_flat_missing(b, epoch, 0);
+        nbar_flat_wake(b);
+        if (m == b->nranks)
             rc = 0;
         else
             rc = atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK ? HIBAR_ERR_PEER_LOST
@@ -445,6 +465,8 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
     int rc = 0;
 
     if (b->flat) {
+        a.missing = nbar_flat_missing(b, epoch, 0);
+        nbar_flat_wake(b);
         /* Wait for each missing rank in turn, asleep (if need be) on its own wake word. */
         while ((a.missing = nbar_flat_missing(b, epoch, a.missing)) < b->nranks) {
             rc = hb_wait_until(&hb_seg_ctl(b->seg, a.missing)->bar_wake, nbar_flat_poll, &a,

@@ -73,7 +73,8 @@ typedef struct hb_nbar {
     uint64_t done;       /* last epoch this rank saw released */
     uint64_t timeout_ns; /* per wait; 0 = wait as long as the peers live */
     uint64_t last_check_ns;
-    int flat; /* every rank polls every rank (small single-node jobs) */
+    int flat;         /* every rank polls every rank (small single-node jobs) */
+    int wake_pending; /* flat: bar_wake still to be bumped for our last arrival */
     hb_wait_policy_t pol;
     hb_nbar_sub_t *subs; /* subset barriers seen: hash of the rank set -> epoch */
     size_t nsubs, cap;
