@@ -143,6 +143,9 @@ void hbd_barrier_on_hwb(hbd_t *d);
 void hbd_barrier_tick(hbd_t *d);
 /* Barriers in flight (for stats). */
 uint32_t hbd_barrier_in_flight(const hbd_t *d);
+/* Messages the barrier engine dropped (wrong job/epoch, role, duplicate, order, stale,
+ * window) and events for collectives that had already failed. */
+void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p);
 /* The next collective id this node expects (ids are consecutive from 0). */
 uint64_t hbd_barrier_next_coll(const hbd_t *d);
 

@@ -410,6 +410,17 @@ void hbd_barrier_tick(hbd_t *d)
 
 uint32_t hbd_barrier_in_flight(const hbd_t *d) { return d->bar ? d->bar->n_reqs : 0; }
 
+void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p)
+{
+    hb_hier_stats_t s;
+    memset(&s, 0, sizeof(s));
+    if (d->bar != NULL)
+        hb_hier_stats(d->bar->h, &s);
+    *dropped_p = s.drop_mismatch + s.drop_role + s.drop_dup + s.drop_order + s.drop_stale +
+                 s.drop_window + s.bad_hwb;
+    *late_p = s.late;
+}
+
 uint64_t hbd_barrier_next_coll(const hbd_t *d) { return d->bar ? d->bar->next_coll : 0; }
 
 /* ---- T_IB probe: n chassis barriers in a row on the reserved sync number ---- */

@@ -121,6 +121,8 @@ static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
     char buf[1536];
     size_t off = 0;
     const hbd_stats_t *s = &d->st;
+    uint64_t hier_drop, hier_late;
+    hbd_barrier_drops(d, &hier_drop, &hier_late);
     off += (size_t)snprintf(buf + off, sizeof(buf) - off,
                             "ok rx=%" PRIu64 " tx=%" PRIu64 " tx_fail=%" PRIu64 " bad=%" PRIu64,
                             s->rx_frames, s->tx_frames, s->tx_fail, s->rx_bad_total);
@@ -131,9 +133,11 @@ static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
         snprintf(buf + off, sizeof(buf) - off,
                  " bad_parts=%" PRIu64 " unknown_peer=%" PRIu64 " auth_denied=%" PRIu64
                  " barriers=%" PRIu64 " failed=%" PRIu64 " peers_lost=%" PRIu64
-                 " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32,
+                 " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32 " hier_drop=%" PRIu64
+                 " hier_late=%" PRIu64,
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
-                 s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d));
+                 s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
+                 hier_drop, hier_late);
     hbd_ctl_reply(c, "%s", buf);
 }
 

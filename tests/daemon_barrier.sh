@@ -16,6 +16,7 @@ for proto in scmd tree; do
     [ "$n" -eq 30 ] || { echo "$stats"; fail "$proto: $n of 30 daemons report 1000 barriers"; }
     echo "$stats" | grep -q " bad=0 " || fail "$proto: malformed frames counted"
     [ "$(echo "$stats" | grep -c ' bad=0 ')" -eq 30 ] || fail "$proto: malformed frames counted"
+    [ "$(echo "$stats" | grep -c ' hier_drop=0 ')" -eq 30 ] || { echo "$stats"; fail "$proto: protocol messages dropped"; }
     down
     check_clean
 done
