@@ -13,6 +13,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd.h"
+#include "hbd_pmix.h"
 #include "hibar.h"
 
 /*
@@ -261,6 +262,9 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         case HBD_WIRE_HIER:
             hbd_barrier_on_msg(d, &m);
+            return;
+        case HBD_WIRE_FENCE:
+            hbd_fence_on_msg(d, &m);
             return;
         case HBD_WIRE_ABORT: {
             hbd_wire_abort_t a;

@@ -211,6 +211,20 @@ static void fence_done(hbd_t *d, uint64_t coll, int status, void *arg)
                                                                  : PMIX_ERR_COMM_FAILURE));
 }
 
+static void dfence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
+{
+    px_op_t *op = arg;
+    (void)d;
+    if (status != 0)
+        hb_log_warn("fence with data failed: %s", hibar_strerror(status));
+    free(op->data);
+    op->data = (char *)data; /* every node's blob, handed to PMIx by fence_finish */
+    op->ndata = len;
+    fence_finish(
+        op, status == 0 ? PMIX_SUCCESS
+                        : (status == HIBAR_ERR_TIMEOUT ? PMIX_ERR_TIMEOUT : PMIX_ERR_COMM_FAILURE));
+}
+
 static void fence_run(hbd_t *d, px_op_t *op)
 {
     hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
@@ -223,16 +237,29 @@ static void fence_run(hbd_t *d, px_op_t *op)
         return;
     }
     /*
-     * Across nodes the fence is a barrier of the daemons' chassis-tree engine: every node of
-     * the cluster hosts ranks of the job (hibar-run places so) and the k-th fence of the job
-     * is collective coll_base + k everywhere. Subsets and data exchange across nodes are the
-     * fence provider's next step (hbd_fence.c): refused clearly until then.
+     * Across nodes, every node of the cluster hosts ranks of the job (hibar-run places so).
+     * A fence without data is a barrier of the daemons' chassis-tree engine: the k-th one of
+     * the job is collective coll_base + k everywhere. A fence that collects data gathers the
+     * nodes' blobs up the chassis tree and releases their concatenation (hbd_fence.c).
+     * PMIX_COLLECT_DATA is the same on every node, so all take the same path. Fences over a
+     * subset of the job are refused clearly for now.
      */
-    if (!op->all || (op->collect && op->ndata > 0)) {
-        hb_log_warn("job %s: fence over a subset or collecting data across nodes is not "
-                    "supported yet",
-                    j->nspace);
+    if (!op->all) {
+        hb_log_warn("job %s: a fence over a subset of the job is not supported yet", j->nspace);
         fence_finish(op, PMIX_ERR_NOT_SUPPORTED);
+        return;
+    }
+    if (op->collect) {
+        /* ids of their own: the job id's low 40 bits and a sequence, top bit set */
+        uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
+        op->job = j;
+        op->fnext = g_px.fences;
+        g_px.fences = op;
+        int rc = hbd_fence_start(d, id, op->data, op->ndata, dfence_done, op);
+        if (rc != 0) {
+            hb_log_error("job %s: fence with data cannot start: %s", j->nspace, hibar_strerror(rc));
+            fence_finish(op, PMIX_ERR_COMM_FAILURE);
+        }
         return;
     }
     uint64_t coll = j->spec->coll_base + j->fence_seq++;
@@ -437,6 +464,7 @@ void hbd_pmix_stop(hbd_t *d)
 {
     if (g_px.d == NULL)
         return;
+    hbd_fence_fini(d); /* answered while the jobs' namespaces still exist */
     hbd_launch_stop_all(d);
     /* first: should PMIx hang in finalize (see hbd_pmix_start) and the daemon be killed,
      * nothing of it is left in the run dir */

@@ -67,13 +67,14 @@ typedef struct hbd_job {
     uint32_t n_nodes; /* job nodes */
     hbd_rank_t *local;
     uint32_t n_local;
-    uint32_t n_running; /* spawned and not reaped or with open pipes */
-    uint32_t fence_seq; /* fences started so far */
-    int registered;     /* nspace registered with the PMIx server */
-    int killing;        /* the job is being stopped */
-    int failed;         /* some rank failed (or the job was killed) */
-    int done_sent;      /* the last line is queued: free the job once it is out */
-    int fd;             /* hibar-run's connection (detached control connection) */
+    uint32_t n_running;  /* spawned and not reaped or with open pipes */
+    uint32_t fence_seq;  /* fences without data started so far (barrier engine ids) */
+    uint32_t dfence_seq; /* fences with data started so far (hbd_fence ids) */
+    int registered;      /* nspace registered with the PMIx server */
+    int killing;         /* the job is being stopped */
+    int failed;          /* some rank failed (or the job was killed) */
+    int done_sent;       /* the last line is queued: free the job once it is out */
+    int fd;              /* hibar-run's connection (detached control connection) */
     struct bufferevent *bev;
     struct event *ev_kill; /* SIGKILL escalation */
     struct hbd_job *next;
@@ -93,6 +94,19 @@ void hbd_pmix_job_deregister(hbd_job_t *j);
 int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env);
 /* Number of jobs this daemon runs (status). */
 uint32_t hbd_pmix_n_jobs(void);
+
+/* hbd_fence.c: fence with data across nodes (gather up the chassis tree, release down). */
+/* Completion: status 0 and the concatenation of every node's blob (malloc'd, the callee
+ * frees it), or a negative status and NULL. */
+typedef void (*hbd_fence_cb_t)(hbd_t *d, int status, uint8_t *data, size_t len, void *arg);
+/* This node's contribution to fence coll (copied). cb is called exactly once, possibly before
+ * this returns, unless it returns an error (PEER_LOST, NOT_INIT, BUSY, NOMEM). */
+int hbd_fence_start(hbd_t *d, uint64_t coll, const void *data, size_t len, hbd_fence_cb_t cb,
+                    void *arg);
+/* A HBD_WIRE_FENCE frame from a neighbour. */
+void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+/* Fail every fence in flight with UNAVAIL (shutdown). */
+void hbd_fence_fini(hbd_t *d);
 
 /* hbd_launch.c: the local launcher. */
 /* Control command "launch SPEC": takes the connection over (hbd_ctl_detach), spawns this

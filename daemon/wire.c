@@ -49,6 +49,8 @@ static int type_len_ok(unsigned type, uint32_t len)
         return len == 8;
     case HBD_WIRE_ECHO:
         return len <= 64;
+    case HBD_WIRE_FENCE:
+        return len >= 12 && len <= HBD_WIRE_MAX_PAYLOAD;
     default:
         return 0;
     }
@@ -161,7 +163,8 @@ void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a)
 
 const char *hbd_wire_type_name(unsigned type)
 {
-    static const char *const names[] = {"?", "hello", "heartbeat", "hier", "abort", "echo"};
+    static const char *const names[] = {"?",     "hello", "heartbeat", "hier",
+                                        "abort", "echo",  "fence"};
     return type_known(type) ? names[type] : "unknown";
 }
 

@@ -31,7 +31,8 @@ typedef enum hbd_wire_type {
     HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
-    HBD_WIRE_TYPE_MAX = 5
+    HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + data */
+    HBD_WIRE_TYPE_MAX = 6
 } hbd_wire_type_t;
 
 #define HBD_WIRE_F_REPLY 0x0001u /* this frame answers a HELLO or an ECHO */

@@ -1,6 +1,7 @@
 #!/bin/bash
-# run_ompi.sh: an unmodified Open MPI program (MPI_Init, MPI_Barrier, MPI_Finalize) under
-# hibar-run on 1 node x 4 ranks; skipped when Open MPI's mpicc is not installed.
+# run_ompi.sh: an unmodified Open MPI program (MPI_Init, MPI_Barrier, MPI_Allreduce,
+# MPI_Finalize) under hibar-run on 1 node x 4 ranks and on 4 emulated nodes x 2 ranks (MPI_Init's
+# fence with data across nodes); skipped when Open MPI's mpicc is not installed.
 . "$(dirname "$0")/run_lib.sh"
 command -v mpicc >/dev/null || { echo "SKIP: no mpicc"; exit 77; }
 cat > "$TMP/mpi_hello.c" <<'C'
@@ -23,6 +24,8 @@ C
 mpicc -o "$TMP/mpi_hello" "$TMP/mpi_hello.c" || { echo "SKIP: mpicc cannot build"; exit 77; }
 run 0 -n 4 "$TMP/mpi_hello"
 [ "$(grep -c '^mpi rank [0-3] of 4 sum 6$' "$OUT")" -eq 4 ] || fail "Open MPI 1x4"
+run 0 -n 8 --emulate "$FOUR" "$TMP/mpi_hello"
+[ "$(grep -c '^mpi rank [0-7] of 8 sum 28$' "$OUT")" -eq 8 ] || fail "Open MPI 4x2"
 left=$(pgrep -f -- "$TMP/mpi_hello" || true)
 [ -z "$left" ] || fail "MPI ranks left: $left"
 check_clean

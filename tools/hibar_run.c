@@ -508,7 +508,7 @@ int main(int argc, char **argv)
     size_t n_env = 0;
     while (environ[n_env] != NULL)
         n_env++;
-    char *extra[4];
+    char *extra[5];
     size_t n_extra = 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t max_host = 0;
@@ -528,6 +528,10 @@ int main(int argc, char **argv)
         extra[n_extra++] = "OMPI_MCA_ess=pmi";
     if (getenv("OMPI_MCA_mpi_yield_when_idle") == NULL && cores > 0 && max_host > (uint32_t)cores)
         extra[n_extra++] = "OMPI_MCA_mpi_yield_when_idle=1";
+    /* emulated nodes share this host under different hostnames: Open MPI's shared-memory
+     * transport (vader) then crashes between them (checked here); TCP over loopback works */
+    if (getenv("OMPI_MCA_btl") == NULL && cfg->bootstrap == HB_CFG_BOOT_LOCAL && cfg->n_nodes > 1)
+        extra[n_extra++] = "OMPI_MCA_btl=self,tcp";
     char **env = calloc(n_env + n_extra + 1, sizeof(char *));
     if (env == NULL)
         goto out;
