@@ -325,12 +325,9 @@ int main(int argc, char **argv)
         goto out;
     signal(SIGPIPE, SIG_IGN);
 
-    struct event_config *ec = event_config_new();
-    if (ec != NULL)
-        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
-    d->base = ec ? event_base_new_with_config(ec) : NULL;
-    if (ec != NULL)
-        event_config_free(ec);
+    /* plain epoll timers (ms): the loop only needs the 1 s tick and zero timers, and a
+     * precise (timerfd) timer would cost a system call each time one is set */
+    d->base = event_base_new();
     if (d->base == NULL) {
         hb_log_error("cannot create the event loop");
         goto out;
