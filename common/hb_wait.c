@@ -19,7 +19,7 @@
 #define HB_WAIT_SLOW_NS 1000000ull /* a slow (expensive) poll at most every millisecond */
 
 static hb_wait_policy_t hb_wait_policy = {
-    .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 100000000ull};
+    .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 100000000ull, .spin_max_ns = 50000ull};
 static _Atomic int hb_wait_policy_ready;
 
 static uint64_t hb_wait_env_u64(const char *name, uint64_t dflt, uint64_t scale)
@@ -42,6 +42,9 @@ const hb_wait_policy_t *hb_wait_policy_default(void)
         /* Racing initializers compute the same values; the last store wins harmlessly. */
         hb_wait_policy_t p = hb_wait_policy;
         p.spin_ns = hb_wait_env_u64("HIBAR_WAIT_SPIN_US", p.spin_ns, 1000);
+        p.spin_max_ns = hb_wait_env_u64("HIBAR_WAIT_SPIN_MAX_US", p.spin_max_ns, 1000);
+        if (p.spin_max_ns < p.spin_ns)
+            p.spin_max_ns = p.spin_ns;
         p.yield_ns = hb_wait_env_u64("HIBAR_WAIT_YIELD_US", p.yield_ns, 1000);
         p.slice_ns = hb_wait_env_u64("HIBAR_WAIT_SLICE_MS", p.slice_ns, 1000000);
         if (p.slice_ns == 0)
@@ -72,29 +75,57 @@ static struct timespec hb_wait_ts(uint64_t ns)
     return ts;
 }
 
+/* The spin budget of this wait. */
+static uint64_t hb_wait_spin_budget(const hb_wait_policy_t *pol, hb_wait_adapt_t *ad)
+{
+    uint64_t max = pol->spin_max_ns > pol->spin_ns ? pol->spin_max_ns : pol->spin_ns;
+    if (ad == NULL)
+        return pol->spin_ns;
+    if (ad->spin_ns == 0 || ++ad->waits % 64 == 0)
+        return max; /* first wait, or a probe */
+    return ad->spin_ns;
+}
+
+/* Learn from how the wait ended (spun: it ended inside a spin stage of `used` ns). */
+static void hb_wait_adapt(const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, int spun, uint64_t used)
+{
+    uint64_t max = pol->spin_max_ns > pol->spin_ns ? pol->spin_max_ns : pol->spin_ns;
+    if (ad == NULL)
+        return;
+    if (spun)
+        ad->spin_ns = max;
+    else
+        ad->spin_ns = used / 2 > pol->spin_ns ? used / 2 : pol->spin_ns;
+    if (ad->spin_ns == 0)
+        ad->spin_ns = 1; /* a zero floor: keep "learned" distinct from "new" */
+}
+
 /* Stages 1 and 2. Returns the poll result, HIBAR_ERR_TIMEOUT, or WOULD_BLOCK when the budget
  * is spent and the caller should go to sleep. */
 static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
-                        uint64_t start, uint64_t deadline_ns)
+                        hb_wait_adapt_t *ad, uint64_t start, uint64_t deadline_ns)
 {
-    uint64_t now = start, last_slow = start;
+    uint64_t now = start, last_slow = start, spin = hb_wait_spin_budget(pol, ad);
     unsigned i;
     int rc;
 
     for (i = 0;; i++) {
         rc = poll(arg, 0);
-        if (rc != HIBAR_ERR_WOULD_BLOCK)
+        if (rc != HIBAR_ERR_WOULD_BLOCK) {
+            hb_wait_adapt(pol, ad, 1, spin);
             return rc;
+        }
         if ((i & 15) == 15) {
             now = hb_time_now_ns();
             if (now >= deadline_ns)
                 return HIBAR_ERR_TIMEOUT;
-            if (now - start >= pol->spin_ns)
+            if (now - start >= spin)
                 break;
         }
         hb_wait_pause();
     }
-    while (now - start < pol->spin_ns + pol->yield_ns) {
+    hb_wait_adapt(pol, ad, 0, spin);
+    while (now - start < spin + pol->yield_ns) {
         int slow = now - last_slow >= HB_WAIT_SLOW_NS;
         if (slow)
             last_slow = now;
@@ -112,6 +143,12 @@ static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t 
 int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
                   uint64_t deadline_ns)
 {
+    return hb_wait_until_adaptive(w, poll, arg, pol, NULL, deadline_ns);
+}
+
+int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
+                           const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline_ns)
+{
     uint64_t now;
     int rc;
 
@@ -123,7 +160,7 @@ int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_w
     if (deadline_ns == 0)
         return HIBAR_ERR_TIMEOUT;
     now = hb_time_now_ns();
-    rc = hb_wait_busy(poll, arg, pol, now, deadline_ns);
+    rc = hb_wait_busy(poll, arg, pol, ad, now, deadline_ns);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
     for (;;) {
@@ -155,7 +192,7 @@ int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_w
 }
 
 int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg,
-                     const hb_wait_policy_t *pol, uint64_t deadline_ns)
+                     const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline_ns)
 {
     uint64_t now;
     int rc;
@@ -168,7 +205,7 @@ int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg
     if (deadline_ns == 0)
         return HIBAR_ERR_TIMEOUT;
     now = hb_time_now_ns();
-    rc = hb_wait_busy(poll, arg, pol, now, deadline_ns);
+    rc = hb_wait_busy(poll, arg, pol, ad, now, deadline_ns);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
     for (;;) {

@@ -19,10 +19,23 @@ typedef struct hb_wait_word {
 
 /* How long each stage lasts. Zero spin or yield skips that stage. */
 typedef struct hb_wait_policy {
-    uint64_t spin_ns;  /* stage 1: pause-instruction spin */
-    uint64_t yield_ns; /* stage 2: sched_yield loop */
-    uint64_t slice_ns; /* stage 3: longest single sleep (bounds liveness checks) */
+    uint64_t spin_ns;     /* stage 1: pause-instruction spin (adaptive waits: the floor) */
+    uint64_t yield_ns;    /* stage 2: sched_yield loop */
+    uint64_t slice_ns;    /* stage 3: longest single sleep (bounds liveness checks) */
+    uint64_t spin_max_ns; /* adaptive waits: the ceiling of the spin stage */
 } hb_wait_policy_t;
+
+/*
+ * Adaptive spin, one per waiter (not shared, zero-initialized). Spinning only pays when the
+ * waker runs on another core at the same time; when processes outnumber cores the spinner
+ * holds the core the waker needs. So: a wait that ends inside its spin stage sets the spin
+ * budget back to the ceiling; a wait that needed to yield or sleep halves it (down to the
+ * floor); every 64th wait probes with the ceiling so a machine that became idle is noticed.
+ */
+typedef struct hb_wait_adapt {
+    uint64_t spin_ns; /* current budget; 0 = start at the ceiling */
+    uint32_t waits;
+} hb_wait_adapt_t;
 
 /*
  * Poll function: 0 = done, HIBAR_ERR_WOULD_BLOCK = keep waiting, other negative = stop with
@@ -31,8 +44,9 @@ typedef struct hb_wait_policy {
  */
 typedef int (*hb_wait_poll_fn)(void *arg, int slow);
 
-/* Defaults: spin 2 us, yield 2 ms, sleep slices of 100 ms; overridden by the environment
- * (HIBAR_WAIT_SPIN_US, HIBAR_WAIT_YIELD_US, HIBAR_WAIT_SLICE_MS) when first used. */
+/* Defaults: spin 2 us (adaptive: 2..50 us), yield 2 ms, sleep slices of 100 ms; overridden
+ * by the environment (HIBAR_WAIT_SPIN_US, HIBAR_WAIT_SPIN_MAX_US, HIBAR_WAIT_YIELD_US,
+ * HIBAR_WAIT_SLICE_MS) when first used. */
 const hb_wait_policy_t *hb_wait_policy_default(void);
 
 void hb_wait_word_init(hb_wait_word_t *w);
@@ -49,6 +63,9 @@ void hb_wait_word_wake(hb_wait_word_t *w);
  */
 int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
                   uint64_t deadline_ns);
+/* The same with an adaptive spin stage (ad may be NULL: fixed policy). */
+int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
+                           const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline_ns);
 
 /*
  * Same rule, but stage 3 sleeps in poll(2) on fd (readable = something happened) instead of a
@@ -57,7 +74,7 @@ int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_w
  */
 typedef int (*hb_wait_arm_fn)(void *arg);
 int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg,
-                     const hb_wait_policy_t *pol, uint64_t deadline_ns);
+                     const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline_ns);
 
 /* One CPU pause (x86 PAUSE, arm YIELD, else a compiler barrier). */
 static inline void hb_wait_pause(void)

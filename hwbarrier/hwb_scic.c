@@ -44,6 +44,7 @@ typedef struct hb_scic {
     uint32_t mask[HB_HWB_NSYNC];
     uint32_t seen[HB_HWB_NSYNC]; /* B_RESULT count when we arrived */
     int fd_armed;                /* the event-loop fd was asked for: keep the irq armed */
+    hb_wait_adapt_t adapt;       /* our waits' adaptive spin */
     char path[256];
 } hb_scic_t;
 
@@ -361,7 +362,7 @@ static int hb_scic_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
     if (!(s->pending & (1u << sync)))
         return HIBAR_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-    rc = hb_wait_until_fd(s->fd, hb_scic_arm_cb, hb_scic_poll, &c, NULL, deadline);
+    rc = hb_wait_until_fd(s->fd, hb_scic_arm_cb, hb_scic_poll, &c, NULL, &s->adapt, deadline);
     if (rc == HIBAR_ERR_TIMEOUT)
         return rc;
     if (rc < 0) {

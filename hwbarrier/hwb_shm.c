@@ -85,6 +85,7 @@ typedef struct hb_shm {
     int32_t pid;
     uint32_t pending;            /* bit s: arrived at s, completion not yet collected */
     uint32_t mask[HB_HWB_NSYNC]; /* mask this node arrived with */
+    hb_wait_adapt_t adapt;       /* our waits' adaptive spin */
     char name[96];
 } hb_shm_t;
 
@@ -466,7 +467,8 @@ static int hb_shm_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
     if (!(s->pending & (1u << sync)))
         return HIBAR_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-    rc = hb_wait_until(&s->seg->node[s->me].wake, hb_shm_poll, &c, NULL, deadline);
+    rc = hb_wait_until_adaptive(&s->seg->node[s->me].wake, hb_shm_poll, &c, NULL, &s->adapt,
+                                deadline);
     if (rc == HIBAR_ERR_TIMEOUT)
         return rc; /* still pending: the caller may wait again */
     if (rc == HIBAR_ERR_PEER_LOST) {

@@ -143,6 +143,39 @@ static void test_wait_sleeps(void)
     CU_ASSERT(atomic_load(&t.polls) <= 16 + 10);
 }
 
+/* Adaptive spin: waits that outlast the spin stage halve it (to the floor); one that ends
+ * inside it restores the ceiling. */
+static uint64_t t_until;
+static int t_poll_time(void *arg, int slow)
+{
+    (void)arg;
+    (void)slow;
+    return hb_time_now_ns() >= t_until ? 0 : HIBAR_ERR_WOULD_BLOCK;
+}
+
+static int t_poll_second(void *arg, int slow)
+{
+    int *calls = arg;
+    (void)slow;
+    return ++*calls >= 2 ? 0 : HIBAR_ERR_WOULD_BLOCK;
+}
+
+static void test_wait_adaptive(void)
+{
+    static const hb_wait_policy_t pol = {
+        .spin_ns = 4000, .yield_ns = 10000000, .slice_ns = 1000000, .spin_max_ns = 64000};
+    hb_wait_adapt_t ad = {0, 0};
+    int calls = 0;
+    for (int i = 0; i < 6; i++) {
+        t_until = hb_time_now_ns() + 500000; /* 0.5 ms: beyond any spin budget */
+        CU_ASSERT_EQUAL(hb_wait_until_adaptive(NULL, t_poll_time, NULL, &pol, &ad, UINT64_MAX), 0);
+    }
+    CU_ASSERT_EQUAL(ad.spin_ns, 4000); /* 64 -> 32 -> 16 -> 8 -> 4 -> 4 (floor) us */
+    /* second poll: inside the spin stage */
+    CU_ASSERT_EQUAL(hb_wait_until_adaptive(NULL, t_poll_second, &calls, &pol, &ad, UINT64_MAX), 0);
+    CU_ASSERT_EQUAL(ad.spin_ns, 64000);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -158,6 +191,7 @@ int main(void)
     CU_add_test(s, "error", test_wait_error);
     CU_add_test(s, "wake_process", test_wait_wake_process);
     CU_add_test(s, "sleeps", test_wait_sleeps);
+    CU_add_test(s, "adaptive", test_wait_adaptive);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     fails = CU_get_number_of_failures();
