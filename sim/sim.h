@@ -77,8 +77,8 @@ typedef enum hb_sim_hop {
 typedef struct hb_sim_params {
     double t_ib;    /* chassis barrier */
     double t_sr;    /* one inter-chassis send/receive (control message) */
-    double ctl_gap; /* sender NIC time per control message (default 0: sends to several
-                     * children leave at once, as the paper's formula assumes) */
+    double ctl_gap; /* sender time per control message: sends to k children leave one gap
+                     * apart (0: all at once, as the paper's formula assumes) */
     hb_sim_hop_t hop;
     double alpha;                 /* per-message start-up of a data message */
     double b_lan;                 /* LAN point-to-point bandwidth */
@@ -93,10 +93,15 @@ typedef struct hb_sim_params {
     uint32_t n_logp;
     double logp_m[HB_SIM_MAX_TAB], logp_os[HB_SIM_MAX_TAB], logp_or[HB_SIM_MAX_TAB];
     double logp_g[HB_SIM_MAX_TAB];
+    /* CPU: each event a node's state machine handles costs it cpu_us, one at a time per node;
+     * with cores > 0 all nodes share that many CPUs (an emulated cluster on one host), FIFO.
+     * Default 0 and 0: a real cluster, the hop figures include the daemons' work. */
+    double cpu_us;
+    uint32_t cores;
 } hb_sim_params_t;
 
-/* Defaults: T_IB 4 µs, T_SR 60 µs, gap 0, hop TSR, alpha 50 µs, LAN 1 Gbit/s, WAN L 5000 µs,
- * 250 Mbit/s per lane, 1 Gbit/s total (the multi-lane paper's test bed). */
+/* Defaults: T_IB 4 µs, T_SR 60 µs, gap 1 µs (a zmq_send measured here), hop TSR, alpha 50 µs, LAN 1
+ * Gbit/s, WAN L 5000 µs, 250 Mbit/s per lane, 1 Gbit/s total (the multi-lane paper's test bed). */
 void hb_sim_params_init(hb_sim_params_t *p);
 /* INVAL with a reason in err when a value is unusable (negative time, zero bandwidth...). */
 int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen);
@@ -110,7 +115,7 @@ double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
  *   bench "hwbarrier"        median_us -> T_IB (the row with most nodes; ties: the last)
  *   bench "cluster-barrier"  t_ib_us, t_sr_us -> T_IB, T_SR (override hwbarrier/tsr);
  *                            the row itself is kept for validation (protocol impl, nodes,
- *                            median_us)
+ *                            median_us, protocol_median_us)
  *   bench "tsr"              median_us -> T_SR (one-way)
  *   bench "lanes"            impl "lan": mbit (or bw_mbps) -> b_LAN, latency_us -> alpha;
  *                            impl "wan": lanes = P and mbit per lane -> b_WAN(P),
@@ -123,6 +128,7 @@ typedef struct hb_sim_meas {
     char impl[16];
     uint32_t nodes;
     double median_us, t_ib_us, t_sr_us;
+    double protocol_median_us; /* daemon-stamped arrival -> completion, or -1 */
 } hb_sim_meas_t;
 
 #define HB_SIM_MAX_MEAS 32

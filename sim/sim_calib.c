@@ -407,6 +407,7 @@ static int cal_row(const cal_row_t *r, hb_sim_params_t *p, hb_sim_calib_t *c, ca
             m->median_us = med;
             m->t_ib_us = tib;
             m->t_sr_us = tsr;
+            m->protocol_median_us = row_num(r, "protocol_median_us");
         }
         c->used++;
     } else if (strcmp(bench, "lanes") == 0) {
@@ -519,6 +520,8 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     }
     fclose(f);
     free(row);
+    if (rc == 0 && (c.set & HB_SIM_SET_LOGP))
+        np.ctl_gap = hb_model_interp(np.logp_m, np.logp_g, np.n_logp, 0);
     if (rc == 0 && hb_sim_params_check(&np, buf, sizeof(buf)) != 0)
         rc = cal_bad(err, errlen, path, lineno, buf, NULL);
     if (rc != 0)

@@ -314,6 +314,27 @@ int sim_loop(sim_world_t *w, int (*handle)(void *arg, const hb_sim_ev_t *ev), vo
     int rc;
 
     while (hb_sim_engine_pop(w->eng, &ev) == 0) {
+        if (w->p.cpu_us > 0 && ev.b == 0 &&
+            (ev.kind == SIM_EV_ARRIVE || ev.kind == SIM_EV_DELIVER || ev.kind == SIM_EV_HWB_DONE ||
+             ev.kind == SIM_EV_COLL_START)) {
+            /* the node's CPU (and a shared core) handles it, one event at a time: the event
+             * takes effect when that work is done (b = 1 marks it paid) */
+            double start = ev.t > w->cpu_free[ev.node] ? ev.t : w->cpu_free[ev.node];
+            uint32_t c, k = 0;
+            if (w->p.cores > 0) {
+                for (c = 1; c < w->p.cores; c++)
+                    if (w->core_free[c] < w->core_free[k])
+                        k = c;
+                if (w->core_free[k] > start)
+                    start = w->core_free[k];
+                w->core_free[k] = start + w->p.cpu_us;
+            }
+            w->cpu_free[ev.node] = start + w->p.cpu_us;
+            rc = hb_sim_engine_push(w->eng, start + w->p.cpu_us, ev.kind, ev.node, ev.a, 1, ev.x);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
         rc = sim_net_event(w, &ev);
         if (rc == 0)
             rc = handle(arg, &ev);

@@ -61,6 +61,8 @@ typedef struct sim_world {
     uint32_t *site_of; /* [n_nodes] (owned copy) */
     double *out_free;  /* [n_nodes] sender NIC free at */
     double *in_free;   /* [n_nodes] receiver NIC free at */
+    double *cpu_free;  /* [n_nodes] the node's CPU free at (cpu_us > 0) */
+    double *core_free; /* [cores] */
     sim_msg_t *msgs;
     uint32_t n_msgs, cap_msgs, free_msg;
     sim_flow_t *flows;

@@ -421,6 +421,7 @@ static void test_calibrate(void)
     CU_ASSERT(fabs(p.b_wan[1] - 30.0) < 1e-12); /* hole filled with the last known value */
     CU_ASSERT(fabs(hb_sim_bwan(&p, 4) - 25.0) < 1e-12);
     CU_ASSERT(p.n_logp == 2 && p.logp_m[0] == 0 && p.logp_g[1] == 20 && p.logp_L == 30);
+    CU_ASSERT(p.ctl_gap == 10); /* g(0) */
     CU_ASSERT(c.rows == 9 && c.used == 8);
     CU_ASSERT(c.set == (HB_SIM_SET_TIB | HB_SIM_SET_TSR | HB_SIM_SET_LAN | HB_SIM_SET_WAN |
                         HB_SIM_SET_LOGP));
@@ -510,6 +511,7 @@ static hb_sim_params_t net_params(void)
     p.wan_lat = 4096;
     p.b_lane = 32; /* 256 Mbit/s */
     p.B_wan = 128; /* 4 lanes' worth */
+    p.ctl_gap = 0;
     return p;
 }
 
