@@ -17,9 +17,11 @@
  * Several sync numbers may be in flight at once. A sync number is reusable as soon as this
  * node has seen its completion (test/wait returned 0 or a round error). All participants of
  * one round must pass the same mask: if they do not, every one of them gets
- * HIBAR_ERR_MISMATCH (from test/wait). A participant that dies makes the others fail with
- * HIBAR_ERR_PEER_LOST; one that never arrives makes them time out (HIBAR_ERR_TIMEOUT, which
- * leaves the arrival pending: wait again or close). A handle is used by one thread at a time.
+ * HIBAR_ERR_MISMATCH (from test/wait). A participant that dies makes the others of its
+ * rounds fail with HIBAR_ERR_PEER_LOST (shm: its process died or closed; scic: its board or
+ * cable was lost — a dead process on a live board is only seen as a timeout); one that never
+ * arrives makes them time out (HIBAR_ERR_TIMEOUT, which leaves the arrival pending: wait
+ * again or close). A handle is used by one thread at a time.
  */
 
 #define HB_HWB_MAX_NODES 32
