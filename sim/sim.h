@@ -181,6 +181,13 @@ int hb_sim_topo_gen(uint32_t n_nodes, uint32_t chassis_size, uint32_t fanout, ui
  * the delivery order.
  */
 typedef void (*hb_sim_trace_fn)(void *arg, const hb_hier_rec_t *r);
+
+/* The trace record of an event fed to node's engine (ARRIVE, MSG, HWB_DONE; PEER_LOST and
+ * TIMEOUT become REFUSED records with status 0) and of an action it produced, at time t: what
+ * any driver (the daemon's drain loop included) needs to print the common trace with
+ * hb_hier_rec_format. */
+void hb_sim_rec_ev(uint32_t node, const hb_hier_ev_t *ev, double t, hb_hier_rec_t *r_p);
+void hb_sim_rec_act(uint32_t node, const hb_hier_act_t *a, double t, hb_hier_rec_t *r_p);
 typedef void (*hb_sim_progress_fn)(void *arg, uint64_t events, double t_us);
 
 typedef struct hb_sim_opts {

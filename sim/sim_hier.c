@@ -147,52 +147,77 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     return 0;
 }
 
-static void sim_trace(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev, const hb_hier_act_t *a)
+void hb_sim_rec_act(uint32_t node, const hb_hier_act_t *a, double t, hb_hier_rec_t *r_p)
 {
     hb_hier_rec_t r;
 
     memset(&r, 0, sizeof(r));
-    r.t = hb_sim_engine_now(s->w->eng);
+    r.t = t;
     r.node = node;
-    if (a != NULL) {
-        r.coll_id = a->coll_id;
-        r.step = a->step;
-        switch (a->kind) {
-        case HB_HIER_ACT_SEND:
-            r.kind = HB_HIER_REC_SEND;
-            r.peer = a->to;
-            r.msg = a->msg;
-            break;
-        case HB_HIER_ACT_HWB_ARRIVE:
-            r.kind = HB_HIER_REC_HWB_ARRIVE;
-            r.sync_no = a->sync_no;
-            r.phase = a->phase;
-            break;
-        case HB_HIER_ACT_COMPLETE:
-            r.kind = HB_HIER_REC_COMPLETE;
-            break;
-        default:
-            r.kind = HB_HIER_REC_FAIL;
-            r.status = a->status;
-            break;
-        }
-    } else if (ev != NULL) {
-        r.coll_id = ev->coll_id;
-        switch (ev->kind) {
-        case HB_HIER_EV_ARRIVE:
-            r.kind = HB_HIER_REC_ARRIVE;
-            break;
-        case HB_HIER_EV_MSG:
-            r.kind = HB_HIER_REC_MSG;
-            r.peer = ev->from;
-            r.msg = ev->msg;
-            break;
-        default:
-            r.kind = HB_HIER_REC_HWB_DONE;
-            r.sync_no = ev->sync_no;
-            break;
-        }
+    r.coll_id = a->coll_id;
+    r.step = a->step;
+    switch (a->kind) {
+    case HB_HIER_ACT_SEND:
+        r.kind = HB_HIER_REC_SEND;
+        r.peer = a->to;
+        r.msg = a->msg;
+        break;
+    case HB_HIER_ACT_HWB_ARRIVE:
+        r.kind = HB_HIER_REC_HWB_ARRIVE;
+        r.sync_no = a->sync_no;
+        r.phase = a->phase;
+        break;
+    case HB_HIER_ACT_COMPLETE:
+        r.kind = HB_HIER_REC_COMPLETE;
+        break;
+    default:
+        r.kind = HB_HIER_REC_FAIL;
+        r.status = a->status;
+        break;
     }
+    *r_p = r;
+}
+
+void hb_sim_rec_ev(uint32_t node, const hb_hier_ev_t *ev, double t, hb_hier_rec_t *r_p)
+{
+    hb_hier_rec_t r;
+
+    memset(&r, 0, sizeof(r));
+    r.t = t;
+    r.node = node;
+    r.coll_id = ev->coll_id;
+    switch (ev->kind) {
+    case HB_HIER_EV_ARRIVE:
+        r.kind = HB_HIER_REC_ARRIVE;
+        break;
+    case HB_HIER_EV_MSG:
+        r.kind = HB_HIER_REC_MSG;
+        r.peer = ev->from;
+        r.msg = ev->msg;
+        break;
+    case HB_HIER_EV_HWB_DONE:
+        r.kind = HB_HIER_REC_HWB_DONE;
+        r.sync_no = ev->sync_no;
+        break;
+    default:
+        r.kind = HB_HIER_REC_REFUSED;
+        r.peer = ev->from;
+        break;
+    }
+    *r_p = r;
+}
+
+static void sim_trace(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev, const hb_hier_act_t *a)
+{
+    hb_hier_rec_t r;
+    double t = hb_sim_engine_now(s->w->eng);
+
+    if (a != NULL)
+        hb_sim_rec_act(node, a, t, &r);
+    else if (ev != NULL)
+        hb_sim_rec_ev(node, ev, t, &r);
+    else
+        return;
     s->o.trace(s->o.trace_arg, &r);
 }
 
