@@ -1,0 +1,31 @@
+#!/bin/sh
+# client_bench.sh: hibar-bench barrier|scatter run end to end (rows printed, data checked by the ranks); no timing checked.
+set -u
+bench="${top_builddir:-..}/tools/hibar-bench"
+[ -x "$bench" ] || { echo "client_bench: $bench not built"; exit 99; }
+fail=0
+check() { # check NAME OUTPUT ROWS: OUTPUT has ROWS json rows of impl hibar
+    n=$(printf '%s\n' "$2" | grep -c '"impl": "hibar"')
+    if [ "$n" -ne "$3" ]; then
+        echo "FAIL $1: $n hibar rows, want $3"
+        printf '%s\n' "$2"
+        fail=1
+    else
+        echo "ok   $1"
+    fi
+}
+out=$("$bench" barrier --ranks 3 --iters 200 --warmup 10 --json) || { echo "FAIL barrier: exit $?"; fail=1; }
+check "barrier 3 ranks" "$out" 1
+out=$("$bench" barrier --ranks 8 --iters 50 --warmup 5 --bind none --json) || { echo "FAIL barrier 8: exit $?"; fail=1; }
+check "barrier 8 ranks" "$out" 1
+# 8 B through the segment, 70 KiB by cross-memory attach, and the same chunked through the segment
+out=$("$bench" scatter --ranks 2 --iters 20 --warmup 2 --sizes 8,70K --json) || { echo "FAIL scatter: exit $?"; fail=1; }
+check "scatter 2 ranks" "$out" 2
+out=$(HIBAR_CMA=0 "$bench" scatter --ranks 3 --iters 20 --warmup 2 --sizes 200K --json) || { echo "FAIL scatter chunked: exit $?"; fail=1; }
+check "scatter 3 ranks, chunked" "$out" 1
+# bad usage: exit status 2
+"$bench" barrier --ranks 0 >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] && echo "ok   --ranks 0 refused" || { echo "FAIL --ranks 0: exit $rc"; fail=1; }
+"$bench" scatter --sizes 1X >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] && echo "ok   --sizes 1X refused" || { echo "FAIL --sizes 1X: exit $rc"; fail=1; }
+exit $fail
