@@ -14,6 +14,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd.h"
+#include "hbd_boot.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
 #include "hwb.h"
@@ -246,7 +247,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc || node == NULL) {
+    if (optind != argc) {
         usage(stderr);
         return 2;
     }
@@ -259,9 +260,15 @@ int main(int argc, char **argv)
         dup2(fd, 2);
         close(fd);
     }
-    rc = hb_cfg_load(config, over, n_over, &d->cfg, err, sizeof(err));
+    /* bootstrap pmix / env learn the node list (and this node's name) here */
+    rc = hbd_boot_load(config, over, n_over, &node, &foreground, &d->cfg, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "hibard: %s\n", err);
+        return 2;
+    }
+    if (node == NULL) {
+        usage(stderr);
+        hb_cfg_free(d->cfg);
         return 2;
     }
     hb_topo_spec_t spec;
