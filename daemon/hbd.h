@@ -29,6 +29,8 @@ typedef struct hbd_peer {
     int lost;           /* found dead */
     int warned;         /* a malformed frame from it was logged */
     uint64_t last_rx_ns;
+    uint64_t probe_ns;      /* first unanswered heartbeat probe (accepted links), or 0 */
+    uint64_t probe_last_ns; /* last probe sent */
 } hbd_peer_t;
 
 /* Counters shown by the control command "stats". */
@@ -104,6 +106,8 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
                  const void *payload, uint32_t len);
 /* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
+/* Make sure the periodic check (barrier timeouts) runs: call when a barrier starts. */
+void hbd_net_tick_arm(hbd_t *d);
 /* Start a T_SR probe: n round trips to neighbour `to`; the reply goes to conn. */
 int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n);
 

@@ -313,6 +313,7 @@ void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
     r->next = b->reqs;
     b->reqs = r;
     b->n_reqs++;
+    hbd_net_tick_arm(d);
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id,
                        .epoch = d->epoch};
     push(d, &ev);
@@ -341,6 +342,7 @@ int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg
     r->next = b->reqs;
     b->reqs = r;
     b->n_reqs++;
+    hbd_net_tick_arm(d);
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id,
                        .epoch = d->epoch};
     push(d, &ev);

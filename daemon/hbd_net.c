@@ -239,6 +239,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             why = HBD_WIRE_BAD_NODE;
     } else if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0) {
         p->last_rx_ns = hb_time_now_ns();
+        p->probe_ns = 0;
         d->st.rx_frames++;
         switch (m.type) {
         case HBD_WIRE_HELLO: {
@@ -259,6 +260,9 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         }
         case HBD_WIRE_HEARTBEAT:
+            /* a probe (see probe_peers) is answered at once; any frame ends a probe */
+            if (!(m.flags & HBD_WIRE_F_REPLY))
+                (void)hbd_net_send(d, from, HBD_WIRE_HEARTBEAT, HBD_WIRE_F_REPLY, 0, NULL, 0);
             return;
         case HBD_WIRE_HIER:
             hbd_barrier_on_msg(d, &m);
@@ -462,6 +466,46 @@ static int peer_resolve(hbd_t *d, hbd_peer_t *p)
     return 1;
 }
 
+/*
+ * ZeroMQ's heartbeats run on the connections this daemon opened; on the ones it accepted it
+ * relies on the TTL the peer's PINGs carry. But libzmq disarms that TTL timer on every data
+ * frame and re-arms it only on the next PING, so a peer that hangs between a data frame and
+ * its next PING is never timed out. While barriers are in flight (the only time a hung peer
+ * matters), the daemon therefore probes those peers itself: a HEARTBEAT every interval, and
+ * a peer that answers nothing for the heartbeat timeout is lost. Idle daemons send nothing.
+ */
+static void probe_peers(hbd_t *d, uint64_t now)
+{
+    uint64_t ivl = (uint64_t)d->cfg->heartbeat_interval_ms * 1000000ull;
+    uint64_t to = (uint64_t)d->cfg->heartbeat_timeout_ms * 1000000ull;
+    for (uint32_t i = 0; i < d->n_peers && !d->lost; i++) {
+        hbd_peer_t *p = &d->peers[i];
+        if (p->outgoing || !p->hello_ack || p->lost)
+            continue;
+        if (p->probe_ns != 0 && now - p->probe_ns > to) {
+            hb_log_warn("node %" PRIu32 " answered no heartbeat for %" PRIu32 " ms", p->node,
+                        d->cfg->heartbeat_timeout_ms);
+            hbd_net_peer_lost(d, p->node, HIBAR_ERR_PEER_LOST);
+            return;
+        }
+        if (now - p->last_rx_ns >= ivl && now - p->probe_last_ns >= ivl) {
+            if (p->probe_ns == 0)
+                p->probe_ns = now;
+            p->probe_last_ns = now;
+            (void)hbd_net_send(d, p->node, HBD_WIRE_HEARTBEAT, 0, 0, NULL, 0);
+        }
+    }
+}
+
+/* While barriers are in flight: every heartbeat interval, 10 ms to 1 s. */
+static struct timeval tick_period(const hbd_t *d)
+{
+    uint32_t ms = d->cfg->heartbeat_interval_ms;
+    ms = ms < 10 ? 10 : (ms > 1000 ? 1000 : ms);
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    return tv;
+}
+
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
@@ -495,12 +539,26 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     hbd_barrier_tick(d);
+    /* an idle, linked daemon needs no timer at all (hbd_net_tick_arm starts it again) */
+    if (d->ready && hbd_barrier_in_flight(d) == 0) {
+        for (uint32_t i = 0; i < d->n_peers; i++)
+            d->peers[i].probe_ns = 0;
+        return;
+    }
     struct timeval tv = {0, 20000};
     if (d->ready) {
-        tv.tv_sec = 1;
-        tv.tv_usec = 0;
+        probe_peers(d, now);
+        tv = tick_period(d);
     }
     event_add(d->ev_tick, &tv);
+}
+
+void hbd_net_tick_arm(hbd_t *d)
+{
+    /* first look one period from now: barriers shorter than that never send a probe */
+    struct timeval tv = tick_period(d);
+    if (d->ev_tick != NULL && !evtimer_pending(d->ev_tick, NULL))
+        evtimer_add(d->ev_tick, &tv);
 }
 
 static int sockopt_int(void *s, int opt, int v, const char *name)
