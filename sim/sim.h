@@ -113,7 +113,8 @@ double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
 /*
  * Rows read (one JSON object per line; blank lines and lines starting with '#' skipped):
  *   bench "hwbarrier"        median_us -> T_IB (the row with most nodes; ties: the last)
- *   bench "cluster-barrier"  t_ib_us, t_sr_us -> T_IB, T_SR (override hwbarrier/tsr);
+ *   bench "cluster-barrier"  t_ib_us, t_sr_us -> T_IB, T_SR (their mean over such rows;
+ *                            override hwbarrier/tsr);
  *                            the row itself is kept for validation (protocol impl, nodes,
  *                            median_us, protocol_median_us)
  *   bench "tsr"              median_us -> T_SR (one-way)

@@ -318,8 +318,9 @@ static const char *row_str(const cal_row_t *r, const char *key)
 
 /* Calibration state beyond the parameters themselves. */
 typedef struct cal_state {
-    double hwb_nodes; /* nodes of the hwbarrier row used, -1: none */
-    int from_cluster; /* T_IB/T_SR came from a cluster-barrier row */
+    double hwb_nodes;    /* nodes of the hwbarrier row used, -1: none */
+    int from_cluster;    /* T_IB/T_SR came from cluster-barrier rows */
+    double cb_ib, cb_sr; /* their sums (the mean is used) */
     uint32_t n_logp;
     double logp_L_sum;
 } cal_state_t;
@@ -395,9 +396,11 @@ static int cal_row(const cal_row_t *r, hb_sim_params_t *p, hb_sim_calib_t *c, ca
             return cal_bad(err, errlen, path, line,
                            "not a number >= 0:", tib == -2 ? "t_ib_us" : "t_sr_us");
         if (tib >= 0 && tsr >= 0) {
-            p->t_ib = tib;
-            p->t_sr = tsr;
-            st->from_cluster = 1;
+            st->cb_ib += tib;
+            st->cb_sr += tsr;
+            st->from_cluster++;
+            p->t_ib = st->cb_ib / st->from_cluster;
+            p->t_sr = st->cb_sr / st->from_cluster;
             c->set |= HB_SIM_SET_TIB | HB_SIM_SET_TSR;
         }
         if (med >= 0 && impl != NULL && nodes > 0 && c->n_meas < HB_SIM_MAX_MEAS) {

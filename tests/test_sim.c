@@ -1,6 +1,7 @@
 /* test_sim.c: CUnit tests of sim/: event order, the paper's barrier formulas, calibration, traces,
  * determinism. */
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,6 +438,17 @@ static void test_calibrate(void)
     CU_ASSERT(p.t_ib == 12.5 && p.t_sr == 110.25);
     CU_ASSERT(c.n_meas == 1 && c.meas[0].nodes == 30 && c.meas[0].median_us == 900.5);
     CU_ASSERT(strcmp(c.meas[0].impl, "scmd") == 0);
+    path =
+        write_tmp("cb2.json", "{\"bench\": \"cluster-barrier\", \"impl\": \"scmd\", \"nodes\": 30, "
+                              "\"median_us\": 900, \"t_ib_us\": 10, \"t_sr_us\": 100, "
+                              "\"protocol_median_us\": 700}\n"
+                              "{\"bench\": \"cluster-barrier\", \"impl\": \"tree\", \"nodes\": 30, "
+                              "\"median_us\": 800, \"t_ib_us\": 20, \"t_sr_us\": 50}\n");
+    hb_sim_params_init(&p);
+    CU_ASSERT_FATAL(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
+    CU_ASSERT(p.t_ib == 15 && p.t_sr == 75);
+    CU_ASSERT(c.n_meas == 2 && c.meas[0].protocol_median_us == 700);
+    CU_ASSERT(c.meas[1].protocol_median_us < 0);
 
     /* malformed: file:line, nothing changed */
     path = write_tmp("bad.json", "{\"bench\": \"tsr\", \"median_us\": 5}\n"
@@ -752,14 +764,18 @@ int main(void)
     fails = CU_get_number_of_failures();
     CU_cleanup_registry();
     {
-        static const char *names[] = {"cal.json",  "cb.json",   "bad.json",
-                                      "bad2.json", "bad3.json", "bad4.json"};
-        char path[128];
-        size_t i;
-        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-            snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+        /* every file write_tmp made, then the directory */
+        DIR *d = opendir(tmpdir);
+        struct dirent *e;
+        char path[512];
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", tmpdir, e->d_name);
             unlink(path);
         }
+        if (d != NULL)
+            closedir(d);
         rmdir(tmpdir);
     }
     return fails ? 1 : 0;

@@ -436,7 +436,7 @@ static void bar_plot(const opts_t *o, const bar_row_t *rows, size_t n)
     fprintf(
         f,
         "# barrier.gp: hibar-sim barrier latency against node count (hibar-sim barrier --plot)\n"
-        "set terminal %s size 900,600\nset output '%s'\n"
+        "set terminal %s noenhanced size 900,600\nset output '%s'\n"
         "set title 'hibar-sim: barrier latency (T_IB %.2f us, T_SR %.2f us)'\n"
         "set logscale xy\nset xlabel 'nodes'\nset ylabel 'latency (us)'\nset key left top\n"
         "set grid\nplot ",
@@ -695,7 +695,7 @@ static int mode_fence(opts_t *o)
             fprintf(
                 f,
                 "# fence.gp: hibar-sim PMIx fence prediction (hibar-sim fence --plot)\n"
-                "set terminal %s size 900,600\nset output '%s'\n"
+                "set terminal %s noenhanced size 900,600\nset output '%s'\n"
                 "set title 'hibar-sim: PMIx fence, %" PRIu32 " x %.0f B per node'\n"
                 "set logscale xy\nset xlabel 'nodes'\nset ylabel 'time (us)'\n"
                 "set key left top\nset grid\n"
@@ -724,7 +724,7 @@ typedef struct sc_row {
     double size, sim, model;
     uint64_t flows;
     uint32_t max_active;
-    int best;
+    int best, popt;
 } sc_row_t;
 
 static int mode_scatter(opts_t *o)
@@ -821,6 +821,7 @@ static int mode_scatter(opts_t *o)
                 row->size = sizes[s];
                 row->sim = r.latency_us;
                 row->flows = r.wan_flows;
+                row->popt = k > 0 && P == popt;
                 row->max_active = r.max_wan_active;
                 if (k == 0)
                     hb_model_single_lane(&ml, per_site, per_site, sizes[s], &row->model);
@@ -856,13 +857,15 @@ static int mode_scatter(opts_t *o)
                 printf("{\"bench\": \"sim-%s\", \"impl\": \"%s\", \"nodes\": %" PRIu32
                        ", \"ranks\": %" PRIu32 ", \"size\": %.0f, \"iters\": 1, \"predicted_us\": "
                        "%.2f, \"model_us\": %.2f, \"lanes\": %" PRIu32 ", \"sites\": 2, "
-                       "\"speedup\": %.3f, \"best\": %s}\n",
+                       "\"speedup\": %.3f, \"best\": %s, \"model_popt\": %s}\n",
                        hb_coll_op_name(r->op), hb_coll_alg_name(r->alg), n, n, r->size, r->sim,
-                       r->model, r->lanes, single / r->sim, r->best ? "true" : "false");
+                       r->model, r->lanes, single / r->sim, r->best ? "true" : "false",
+                       r->popt ? "true" : "false");
             else
-                printf("  %-8s %-12s %5" PRIu32 " %10.0f %14.1f %14.1f %9.2f %8" PRIu64 " %s\n",
+                printf("  %-8s %-12s %5" PRIu32 " %10.0f %14.1f %14.1f %9.2f %8" PRIu64 " %s%s\n",
                        hb_coll_op_name(r->op), hb_coll_alg_name(r->alg), r->lanes, r->size, r->sim,
-                       r->model, single / r->sim, r->flows, r->best ? "<- best P" : "");
+                       r->model, single / r->sim, r->flows, r->best ? "<- best P" : "",
+                       r->popt ? " (model's P_opt)" : "");
         }
         fflush(stdout);
     }
@@ -872,10 +875,20 @@ static int mode_scatter(opts_t *o)
         if (f != NULL) {
             for (s = 0; s < ns; s++) {
                 fprintf(f, "# scatter %.0f B: lanes sim model (lanes 1 = single-lane)\n", sizes[s]);
-                for (j = 0; j < nr; j++)
-                    if (rows[j].op == HB_COLL_SCATTER && rows[j].size == sizes[s])
-                        fprintf(f, "%" PRIu32 " %.3f %.3f\n", rows[j].lanes, rows[j].sim,
-                                rows[j].model);
+                /* ascending P, one row each (the P_opt row may repeat a P) */
+                uint32_t last = 0;
+                for (;;) {
+                    size_t b = nr;
+                    for (j = 0; j < nr; j++)
+                        if (rows[j].op == HB_COLL_SCATTER && rows[j].size == sizes[s] &&
+                            rows[j].lanes > last && (b == nr || rows[j].lanes < rows[b].lanes))
+                            b = j;
+                    if (b == nr)
+                        break;
+                    fprintf(f, "%" PRIu32 " %.3f %.3f\n", rows[b].lanes, rows[b].sim,
+                            rows[b].model);
+                    last = rows[b].lanes;
+                }
                 fprintf(f, "\n\n");
             }
             fclose(f);
@@ -886,7 +899,7 @@ static int mode_scatter(opts_t *o)
             fprintf(
                 f,
                 "# scatter.gp: hibar-sim multi-lane scatter, 2 sites (hibar-sim scatter --plot)\n"
-                "set terminal %s size 900,600\nset output '%s'\n"
+                "set terminal %s noenhanced size 900,600\nset output '%s'\n"
                 "set title 'hibar-sim: scatter, 2 sites x %" PRIu32 " nodes (P = 1: single-lane)'\n"
                 "set logscale xy\nset xlabel 'lanes P'\nset ylabel 'time (us)'\n"
                 "set key outside right\nset grid\nplot ",
