@@ -51,9 +51,10 @@ const char *hibar_strerror(int status);
  *   argument error on one rank (NULL buffer, root out of range) is returned by every rank
  *   of that collective as HIBAR_ERR_INVAL. A rank that dies (or finalizes) while others
  *   wait for it makes their calls return HIBAR_ERR_PEER_LOST; after that every call on the
- *   handle returns HIBAR_ERR_PEER_LOST. (Not detected: a plain barrier on some ranks
- *   matched against a collective on others; the collective ranks get MISMATCH, the
- *   barrier ranks do not, and the job is out of step from then on.)
+ *   handle returns HIBAR_ERR_PEER_LOST. A plain barrier on some ranks where the others
+ *   call a collective: the collective ranks get HIBAR_ERR_MISMATCH, the barrier ranks'
+ *   barrier succeeds and their next collective gets HIBAR_ERR_MISMATCH; the ranks stay
+ *   one barrier apart from then on (treat it as fatal for the job).
  * - A handle is not thread-safe; it may be used from any thread, one call at a time. Two
  *   threads calling on one handle at the same time is detected: the second call returns
  *   HIBAR_ERR_THREAD without doing anything.

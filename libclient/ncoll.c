@@ -107,7 +107,7 @@ static int ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int writ
 
 /* A private copy of everyone's record, taken after the first barrier. */
 typedef struct ncoll_rec {
-    uint64_t seq, count, sendbuf, recvbuf;
+    uint64_t seq, count, sendbuf, recvbuf, epoch;
     uint32_t op;
     int32_t root, err, pid;
 } ncoll_rec_t;
@@ -338,7 +338,7 @@ static int ncoll_verdict(ncoll_run_t *x, uint64_t seq)
     }
     for (i = 0; i < c->nranks; i++) {
         const ncoll_rec_t *r = &x->rec[i];
-        if (r->seq != seq || r->op != (uint32_t)a->op ||
+        if (r->seq != seq || r->epoch != x->rec[x->c->rank].epoch || r->op != (uint32_t)a->op ||
             (ncoll_has_root(a->op) && r->root != a->root))
             return HIBAR_ERR_MISMATCH;
         if (ncoll_is_v(a->op) ? r->count != x->cnt[i] : r->count != a->count)
@@ -380,6 +380,9 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
     mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
     mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
     mine->err = lerr;
+    /* Ranks in step open the collective with the same barrier epoch; a rank that called a
+     * plain barrier where the others called this collective does not. */
+    mine->epoch = c->bar->seq + 1;
     own_max = a->count;
     if (lerr == 0 && am_root && a->op != HB_NCOLL_BCAST) {
         for (i = 0; i < n; i++) {
@@ -416,6 +419,7 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
         x.rec[i].sendbuf = r->sendbuf;
         x.rec[i].recvbuf = r->recvbuf;
         x.rec[i].err = r->err;
+        x.rec[i].epoch = r->epoch;
         x.rec[i].pid = atomic_load(&r->pid);
     }
     if (ncoll_has_root(a->op) && a->op != HB_NCOLL_BCAST && a->root >= 0 && a->root < (int)n) {
@@ -431,6 +435,14 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
     if (rc != 0) {
         if (rc != lerr)
             hb_log_debug("collective %llu: %s", (unsigned long long)seq, hibar_strerror(rc));
+        /*
+         * Leave the verdict in our record. Every rank reached the same one, so a rank still
+         * reading finds nothing new; but a rank that is one barrier out of step (it called
+         * hibar_barrier while we entered this collective) reads our record after our last
+         * barrier, and must not take it for a good one.
+         */
+        if (mine->err == 0)
+            mine->err = rc;
         goto out_barrier;
     }
     for (i = 0; i < n; i++)

@@ -130,6 +130,7 @@ typedef struct hb_seg_ctl {
     uint64_t count;
     uint64_t sendbuf;
     uint64_t recvbuf;
+    uint64_t epoch; /* the barrier epoch that opens this collective */
     int32_t err;
     uint32_t pad1;
     /* line 2, written by the rank: its last barrier epoch (flat barrier); its subset-barrier

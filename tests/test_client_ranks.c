@@ -640,6 +640,14 @@ static int rank_misuse(hibar_t *h, int rank, int n, void *arg)
         }
     }
     CHECK_RC(hibar_barrier(h), 0);
+    if (n >= 2) {
+        /* last: rank 0 calls a plain barrier where the others call bcast, then the bcast
+         * it skipped; it must not take the others' failed bcast for a good one. The ranks
+         * stay one barrier apart: finalize may then report PEER_LOST. */
+        if (rank == 0)
+            CHECK_RC(hibar_barrier(h), 0);
+        CHECK_RC(hibar_bcast(h, rbuf, 8, 0), HIBAR_ERR_MISMATCH);
+    }
     return 0;
 }
 
