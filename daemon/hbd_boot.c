@@ -840,8 +840,9 @@ static int run_files(const hb_cfg_t *cfg, const hbd_boot_res_t *res, char *err, 
                     strerror(errno));
     if (cfg->key_file == NULL) {
         char text[256];
-        const char *colon = strchr(res->key, ':');
-        if (colon == NULL || colon - res->key != 40 || strlen(colon + 1) != 40)
+        /* two Z85 keys of 40 characters around a ':' (which Z85 also uses: split by length) */
+        const char *colon = res->key + 40;
+        if (strlen(res->key) != 81 || *colon != ':')
             return fail(err, errlen, HIBAR_ERR_PROTO, "bootstrap: no cluster key was agreed");
         snprintf(text, sizeof(text),
                  "# hibar cluster key pair (CurveZMQ); keep private\npublic=%.40s\nsecret=%s\n",
