@@ -606,6 +606,38 @@ static void t_parent_lose(int phase)
     hb_scic_model_lose_board(t_model, 2);
 }
 
+/* The Center's board is lost: the ports' boards end every flagged sync with LOST. */
+static int t_body_lost_center(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int rc;
+    (void)arg;
+    rc = hb_hwb_arrive(h, me == 0 ? 9 : 4, t_full(n)); /* two rounds, neither complete */
+    T_CHECK(rc == 0, rc);
+    atomic_fetch_add(&t_sh->go, 1);
+    rc = hb_hwb_wait(h, me == 0 ? 9 : 4, T_WAIT_MS);
+    t_sh->got[me] = rc;
+    T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
+    /* the ports cannot reach a Center any more: every new round fails at once */
+    if (me != 0)
+        T_CHECK(hb_hwb_barrier(h, 5, 0x6u, T_WAIT_MS) == HIBAR_ERR_PEER_LOST, 0);
+    return 0;
+}
+
+static void t_parent_lose_center(int phase)
+{
+    if (phase != 1)
+        return;
+    while (atomic_load(&t_sh->go) < 3)
+        t_nap_us(500);
+    t_nap_us(20000);
+    hb_scic_model_lose_board(t_model, 0);
+}
+
+static void test_scic_lost_center(void)
+{
+    CU_ASSERT_EQUAL(t_run_ex(3, 7, t_body_lost_center, NULL, t_parent_lose_center), 0);
+}
+
 static void test_scic_lost(void)
 {
     CU_ASSERT_EQUAL(t_run_ex(3, 7, t_body_lost, NULL, t_parent_lose), 0);
@@ -763,6 +795,7 @@ static void test_scic_sysfs(void)
 static const t_case_t t_scic_only[] = {
     {"sysfs", test_scic_sysfs},
     {"lost_board", test_scic_lost},
+    {"lost_center", test_scic_lost_center},
     {"slow_board", test_scic_slow},
     {"fill_buffer", test_scic_fill},
 };
