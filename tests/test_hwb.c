@@ -40,6 +40,7 @@ typedef int (*t_body_fn)(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg);
 static const char *t_backend;    /* backend of the running suite */
 static hb_scic_model_t *t_model; /* scic: the device model of the running group */
 static t_shared_t *t_sh;
+static long t_center_delay_us; /* the Center opens this late (any-order start) */
 static unsigned t_seq;
 
 #define T_CHECK(cond, st)                                                                          \
@@ -118,6 +119,8 @@ static int t_run_ex(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg, t
             int rc;
             if (!(open_mask & (1u << i)))
                 _exit(0);
+            if (i == 0 && t_center_delay_us > 0)
+                t_nap_us(t_center_delay_us); /* the ports open first and wait for it */
             t_params(&p, cluster, (uint32_t)i, n);
             rc = hb_hwb_open(t_backend, &p, &h);
             if (rc == 0) {
@@ -549,6 +552,15 @@ static void test_shm_stale(void)
     CU_ASSERT(access(path, F_OK) != 0); /* the Center unlinks on close */
 }
 
+/* The Center starts 300 ms after its ports: they wait for its segment, then all work. */
+static void test_shm_late_center(void)
+{
+    long rounds = 100;
+    t_center_delay_us = 300000;
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_barriers, &rounds), 0);
+    t_center_delay_us = 0;
+}
+
 /* The segment is created mode 0600 under the hibar name. */
 static void test_shm_mode(void)
 {
@@ -729,8 +741,10 @@ static const t_case_t t_common[] = {
 };
 
 static const t_case_t t_shm_only[] = {
-    {"barrier_8", test_barrier_8}, {"barrier_32", test_barrier_32}, {"masks_8", test_masks_8},
-    {"list", test_shm_list},       {"stale", test_shm_stale},       {"mode", test_shm_mode},
+    {"barrier_8", test_barrier_8}, {"barrier_32", test_barrier_32},
+    {"masks_8", test_masks_8},     {"late_center", test_shm_late_center},
+    {"list", test_shm_list},       {"stale", test_shm_stale},
+    {"mode", test_shm_mode},
 };
 
 /* Board discovery through sysfs by PCI ids (a fake sysfs tree). */
