@@ -144,23 +144,37 @@ static void kill_cb(evutil_socket_t fd, short what, void *arg)
         }
 }
 
-void hbd_launch_kill(hbd_job_t *j, const char *why)
+static void term_cb(evutil_socket_t fd, short what, void *arg)
 {
     static const struct timeval grace = {HBD_KILL_GRACE_MS / 1000,
                                          (HBD_KILL_GRACE_MS % 1000) * 1000};
-    if (j->killing)
-        return;
-    j->killing = 1;
-    hb_log_info("job %s: stopping its ranks on this node (%s)", j->nspace, why);
+    hbd_job_t *j = arg;
+    (void)fd;
+    (void)what;
     for (uint32_t k = 0; k < j->n_local; k++)
         if (j->local[k].pid > 0) {
             kill(-j->local[k].pid, SIGTERM);
             kill(j->local[k].pid, SIGTERM);
         }
-    if (j->ev_kill == NULL)
-        j->ev_kill = evtimer_new(j->d->base, kill_cb, j);
-    if (j->ev_kill != NULL)
+    if (j->ev_kill != NULL && evtimer_assign(j->ev_kill, j->d->base, kill_cb, j) == 0)
         evtimer_add(j->ev_kill, &grace);
+}
+
+void hbd_launch_kill(hbd_job_t *j, const char *why)
+{
+    /* the ranks waiting in a fence get its error first; SIGTERM comes a moment later */
+    static const struct timeval settle = {0, 50000};
+    if (j->killing)
+        return;
+    j->killing = 1;
+    hb_log_info("job %s: stopping its ranks on this node (%s)", j->nspace, why);
+    hbd_pmix_job_cancel_fences(j);
+    if (j->ev_kill == NULL)
+        j->ev_kill = evtimer_new(j->d->base, term_cb, j);
+    if (j->ev_kill != NULL)
+        evtimer_add(j->ev_kill, &settle);
+    else
+        term_cb(-1, 0, j);
 }
 
 void hbd_launch_on_abort(hbd_rank_t *r, int status, const char *msg)

@@ -648,15 +648,15 @@ static void dereg_done(pmix_status_t st, void *cbdata)
     (void)cbdata;
 }
 
-void hbd_pmix_job_deregister(hbd_job_t *j)
+void hbd_pmix_job_cancel_fences(hbd_job_t *j)
 {
-    if (!j->registered || !g_px.up)
-        return;
     /*
-     * A fence still in flight in the barrier engine (the job was stopped while some nodes
-     * were in it) is answered now, while PMIx still knows the namespace: PMIx frees its
-     * tracker with the namespace, so a late answer would touch freed memory. The barrier's
-     * own completion, whenever it comes, then only frees the op.
+     * A fence still in flight (the job is being stopped while some nodes were in it) is
+     * answered now with an error, while its clients live and PMIx still knows the
+     * namespace: answering after PMIx dropped its tracker (namespace gone) would touch freed
+     * memory, and libpmix 4.2.2 was seen to deadlock when clients die inside a fence the
+     * host has not answered. The barrier's own completion, whenever it comes, only frees
+     * the op.
      */
     for (px_op_t *op = g_px.fences; op != NULL; op = op->fnext)
         if (op->job == j && op->mcb != NULL) {
@@ -664,6 +664,13 @@ void hbd_pmix_job_deregister(hbd_job_t *j)
             op->mcb = NULL;
             op->job = NULL;
         }
+}
+
+void hbd_pmix_job_deregister(hbd_job_t *j)
+{
+    if (!j->registered || !g_px.up)
+        return;
+    hbd_pmix_job_cancel_fences(j);
     /*
      * Not the blocking form (NULL callback): with libpmix 4.2.2 a blocking
      * PMIx_server_deregister_client after a client was killed mid-fence sometimes never

@@ -90,6 +90,8 @@ void hbd_pmix_stop(hbd_t *d);
  * (on PMIx's thread, a few ms). 0 or INTERNAL. */
 int hbd_pmix_job_register(hbd_job_t *j);
 void hbd_pmix_job_deregister(hbd_job_t *j);
+/* Answer the job's fences in flight with an error (before its ranks are stopped). */
+void hbd_pmix_job_cancel_fences(hbd_job_t *j);
 /* Add PMIx's variables for local rank lr to the malloc'd NULL-terminated *env. */
 int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env);
 /* Number of jobs this daemon runs (status). */

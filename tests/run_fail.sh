@@ -35,4 +35,21 @@ check_clean
 run 124 -n 4 --timeout 2 "$HELLO" --fences 1 --hang-rank 0
 grep -q "timeout after 2 s" "$ERR" || fail "timeout not reported"
 check_clean
+# a running cluster (not one hibar-run starts) survives failed jobs: after PMIx_Abort and a
+# rank killed inside a fence, the next jobs run (its daemons' barrier engines are brought back
+# in step, PMIx's server is not wedged)
+CL=(env "HIBARD=$HIBARD" "$bld/tools/hibar-cluster" --config "$FOUR" --set "cluster=hbrt$$"
+    --set "run_dir=/tmp/hibar-$(id -u)-hbrt$$")
+EXTRA_CLEANUP='"${CL[@]}" down >/dev/null 2>&1'
+"${CL[@]}" up >/dev/null || fail "cluster did not come up"
+SETS=(--config "$FOUR" -o "cluster=hbrt$$" -o "run_dir=/tmp/hibar-$(id -u)-hbrt$$")
+run 4 "${SETS[@]}" -n 8 "$HELLO" --fences 3 --abort-rank 2
+run_nz "${SETS[@]}" -n 8 "$HELLO" --fences 3 --die-rank 0
+run 0 "${SETS[@]}" -n 8 "$HELLO" --fences 3
+[ "$(grep -c '^bye rank' "$OUT")" -eq 8 ] || fail "job after failed jobs"
+run 0 "${SETS[@]}" -n 4 --per-node 1 "$HELLO" --fences 2
+"${CL[@]}" down >/dev/null || fail "cluster down"
+EXTRA_CLEANUP=:
+[ ! -e "/tmp/hibar-$(id -u)-hbrt$$" ] || fail "cluster run dir left behind"
+check_clean
 echo "PASS: run_fail"

@@ -9,6 +9,8 @@ TMP=$(mktemp -d /tmp/hibar-runtest.XXXXXX)
 OUT="$TMP/out"
 ERR="$TMP/err"
 unset HIBAR_CONFIG
+# sanitizer builds: libpmix's own leaks (in the ranks and the daemons) are not ours
+export LSAN_OPTIONS="suppressions=$src/tests/lsan-pmix.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 [ -x "$RUN" ] && [ -x "$HIBARD" ] && [ -x "$HELLO" ] || { echo "SKIP: hibar-run, hibard or pmix_hello not built"; exit 77; }
 [ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
@@ -49,9 +51,11 @@ check_clean() {
     done
 }
 
+EXTRA_CLEANUP=:
 cleanup() {
     local rc=$?
     trap - EXIT
+    $EXTRA_CLEANUP
     rm -rf "$TMP"
     exit $rc
 }

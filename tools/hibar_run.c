@@ -270,6 +270,60 @@ static void on_line(run_t *R, uint32_t i, char *line)
     }
 }
 
+/*
+ * After a job that failed, some daemons may have entered a fence (a collective of their
+ * barrier engine) that the others never reached: the engine's collectives would be out of
+ * step for every later job. The daemons that are behind are made to arrive at the missing
+ * collectives, which then complete everywhere. 0, or the error (the cluster needs a restart).
+ */
+static int barrier_catch_up(const hb_cfg_t *cfg)
+{
+    hbd_cluster_t *cl = NULL;
+    uint32_t n = cfg->n_nodes, *behind = NULL;
+    uint64_t *next = calloc(n, sizeof(uint64_t)), hi = 0;
+    char(*rep)[512] = calloc(n, 512);
+    int rc = next && rep ? hbd_cluster_open(cfg, 5000, 0, &cl) : HIBAR_ERR_NOMEM;
+    behind = calloc(n, sizeof(uint32_t));
+    if (rc == 0 && behind == NULL)
+        rc = HIBAR_ERR_NOMEM;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        char v[32];
+        uint32_t me = i;
+        rc = hbd_cluster_all(cl, &me, 1, "status", &rep[i], 5000);
+        if (rc == 0 && hbd_client_field(rep[i], "next_coll", v, sizeof(v)) != 0)
+            rc = HIBAR_ERR_PROTO;
+        if (rc == 0)
+            next[i] = strtoull(v, NULL, 10);
+        if (rc == 0 && next[i] > hi)
+            hi = next[i];
+    }
+    for (uint64_t k = 0; rc == 0 && hi > 0 && k < hi; k++) {
+        uint32_t nb = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (next[i] <= k)
+                behind[nb++] = i;
+        if (nb == 0)
+            continue;
+        char cmd[64];
+        snprintf(cmd, sizeof(cmd), "barrier %" PRIu64, k);
+        rc = hbd_cluster_all(cl, behind, nb, cmd, rep, 10000);
+        for (uint32_t i = 0; rc == 0 && i < nb; i++)
+            if (strncmp(rep[i], "ok", 2) != 0)
+                rc = HIBAR_ERR_PEER_LOST;
+    }
+    if (rc != 0)
+        fprintf(stderr,
+                "hibar-run: the daemons' barrier engines could not be brought back in step "
+                "after the failed job (%s): restart cluster %s\n",
+                hibar_strerror(rc), cfg->cluster);
+    if (cl != NULL)
+        hbd_cluster_close(cl);
+    free(next);
+    free(rep);
+    free(behind);
+    return rc;
+}
+
 static int run_job(run_t *R, int timeout_s)
 {
     struct pollfd *pfd = calloc(R->n_nodes, sizeof(*pfd));
@@ -587,6 +641,8 @@ int main(int argc, char **argv)
     uint64_t t_sent = hb_time_now_ns();
     status = run_job(&R, (int)timeout_s);
     uint64_t t_end = hb_time_now_ns();
+    if (status != 0 && !own && cfg->n_nodes > 1)
+        barrier_catch_up(cfg);
     if (verbose)
         fprintf(stderr,
                 "hibar-run: cluster ready %.1f ms, launch to end of job %.1f ms, total %.1f ms, "
