@@ -33,11 +33,11 @@ typedef struct sim_msg {
 
 /* A WAN flow (one per WAN data message, while it is on the wire). */
 typedef struct sim_flow {
-    uint32_t msg, link, lane;
-    uint32_t gen;  /* bumped at each reschedule: older WAN_DONE events are stale */
-    uint32_t next; /* free list */
-    double rem;    /* bytes left */
-    double rate;   /* bytes/µs now */
+    uint32_t msg, link, lane; /* lane: index when it started (stale after the table grows) */
+    uint32_t gen;             /* bumped at each reschedule: older WAN_DONE events are stale */
+    uint32_t next;            /* free list */
+    double rem;               /* bytes left */
+    double rate;              /* bytes/µs now */
 } sim_flow_t;
 
 /* A directed site pair's WAN: the flows on it. */

@@ -278,27 +278,35 @@ static int lane_grow(sim_world_t *w)
     return 0;
 }
 
-/* The lane of (from, to), created idle if new; its index in *i_p. */
+/* The lane of (from, to), created idle if new; its index in *i_p. Indices change when the
+ * table grows (only when a lane is created): never keep one across a lane_get. */
 static int lane_get(sim_world_t *w, uint32_t from, uint32_t to, size_t *i_p)
 {
     uint64_t key = (((uint64_t)from << 32) | to) + 1;
-    size_t j;
+    size_t j = 0;
     int rc;
 
+    if (w->cap_lanes > 0) {
+        j = lane_hash(key) & (w->cap_lanes - 1);
+        while (w->lanes[j].key != 0 && w->lanes[j].key != key)
+            j = (j + 1) & (w->cap_lanes - 1);
+        if (w->lanes[j].key == key) {
+            *i_p = j;
+            return 0;
+        }
+    }
     if (2 * (w->n_lanes + 1) > w->cap_lanes) {
         rc = lane_grow(w);
         if (rc != 0)
             return rc;
+        j = lane_hash(key) & (w->cap_lanes - 1);
+        while (w->lanes[j].key != 0)
+            j = (j + 1) & (w->cap_lanes - 1);
     }
-    j = lane_hash(key) & (w->cap_lanes - 1);
-    while (w->lanes[j].key != 0 && w->lanes[j].key != key)
-        j = (j + 1) & (w->cap_lanes - 1);
-    if (w->lanes[j].key == 0) {
-        w->lanes[j].key = key;
-        w->lanes[j].busy = 0;
-        w->lanes[j].head = w->lanes[j].tail = SIM_NONE;
-        w->n_lanes++;
-    }
+    w->lanes[j].key = key;
+    w->lanes[j].busy = 0;
+    w->lanes[j].head = w->lanes[j].tail = SIM_NONE;
+    w->n_lanes++;
     *i_p = j;
     return 0;
 }
@@ -452,14 +460,18 @@ static int net_done(sim_world_t *w, uint32_t fi, uint32_t gen)
     sim_link_t *l;
     sim_lane_t *ln;
     uint32_t i, msg, next;
+    size_t lane;
     int rc;
 
     if (fi >= w->n_flows || w->flows[fi].gen != gen)
         return 0; /* stale: the flow was rescheduled */
     f = &w->flows[fi];
     l = &w->links[f->link];
-    ln = &w->lanes[f->lane];
     msg = f->msg;
+    rc = lane_get(w, w->msgs[msg].from, w->msgs[msg].to, &lane); /* exists: no growth */
+    if (rc != 0)
+        return rc;
+    ln = &w->lanes[lane];
     link_advance(w, l, now);
     for (i = 0; i < l->n_act && l->act[i] != fi; i++)
         ;
@@ -481,7 +493,7 @@ static int net_done(sim_world_t *w, uint32_t fi, uint32_t gen)
         if (ln->head == SIM_NONE)
             ln->tail = SIM_NONE;
         w->msgs[next].next = SIM_NONE;
-        return flow_start(w, next, (size_t)(ln - w->lanes));
+        return flow_start(w, next, lane);
     }
     return link_reschedule(w, l, now);
 }

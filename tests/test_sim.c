@@ -695,6 +695,26 @@ static void test_coll_all(void)
         }
 }
 
+/* Hundreds of lanes (flat over the WAN: one per remote node, the lane table grows while
+ * flows run): the total cap bounds the WAN part from below, every node gets its block once. */
+static void test_coll_many_lanes(void)
+{
+    hb_sim_params_t p = net_params();
+    hb_sim_result_t r;
+    const double M = 16384;
+
+    CU_ASSERT_FATAL(
+        run_coll(300, 300, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, (uint64_t)M, 0, 4096, &p, &r) == 0);
+    CU_ASSERT(r.refused == 0);
+    CU_ASSERT(r.wan_flows == 300 * 4);
+    CU_ASSERT(r.max_wan_active > 1); /* staggered by the root's start-ups */
+    CU_ASSERT(r.latency_us >= p.wan_lat + 300 * M / p.B_wan);
+    CU_ASSERT_FATAL(
+        run_coll(300, 300, HB_COLL_GATHER, HB_COLL_ALG_FLAT, (uint64_t)M, 0, 4096, &p, &r) == 0);
+    CU_ASSERT(r.refused == 0);
+    CU_ASSERT(r.latency_us >= p.wan_lat + 300 * M / p.B_wan);
+}
+
 /* The fence: its barrier is the tree formula; the allgather comes after it. */
 static void test_fence(void)
 {
@@ -730,6 +750,7 @@ static int add_coll_tests(CU_pSuite s)
            CU_add_test(s, "coll: measured lane table", test_coll_lane_table) &&
            CU_add_test(s, "coll: determinism", test_coll_determinism) &&
            CU_add_test(s, "coll: every op and algorithm", test_coll_all) &&
+           CU_add_test(s, "coll: hundreds of lanes", test_coll_many_lanes) &&
            CU_add_test(s, "fence", test_fence);
 }
 

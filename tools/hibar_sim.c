@@ -775,26 +775,31 @@ static int mode_scatter(opts_t *o)
             uint32_t popt = 1;
             double popt_t;
             size_t first = nr;
-            /* single-lane, then multi-lane at each P and at the model's P_opt */
+            /* single-lane, multi-lane at each P and at the model's P_opt, then the site-blind
+             * flat and binomial */
             hb_model_popt(&ml, per_site, per_site, sizes[s], 0, &popt, &popt_t);
-            for (k = 0; k <= nl + 1 && rc == 0; k++) {
+            for (k = 0; k <= nl + 3 && rc == 0; k++) {
                 hb_coll_args_t args;
                 hb_sim_result_t r;
                 hb_sim_opts_t so;
                 sc_row_t *row = &rows[nr];
                 char what[96];
-                uint32_t P = k == 0 ? 1 : k <= nl ? lanes[k - 1] : popt;
+                int blind = k > nl + 1;
+                uint32_t P = k == 0 ? 1 : k <= nl ? lanes[k - 1] : blind ? 0 : popt;
                 size_t j;
                 int dup = 0;
-                if (k > 0 && P > per_site)
+                if (k > 0 && !blind && P > per_site)
                     continue;
                 for (j = first + 1; j < nr; j++)
                     dup |= rows[j].lanes == P;
-                if (k > 0 && dup)
+                if (k > 0 && !blind && dup)
                     continue;
                 memset(&args, 0, sizeof(args));
                 args.op = op ? HB_COLL_GATHER : HB_COLL_SCATTER;
-                args.alg = k == 0 ? HB_COLL_ALG_SINGLE_LANE : HB_COLL_ALG_MULTI_LANE;
+                args.alg = k == 0        ? HB_COLL_ALG_SINGLE_LANE
+                           : !blind      ? HB_COLL_ALG_MULTI_LANE
+                           : k == nl + 2 ? HB_COLL_ALG_FLAT
+                                         : HB_COLL_ALG_BINOMIAL;
                 args.root = 0;
                 args.size = (uint64_t)sizes[s];
                 args.seg_size = 65536;
@@ -823,19 +828,23 @@ static int mode_scatter(opts_t *o)
                 row->flows = r.wan_flows;
                 row->popt = k > 0 && P == popt;
                 row->max_active = r.max_wan_active;
+                row->model = -1;
                 if (k == 0)
                     hb_model_single_lane(&ml, per_site, per_site, sizes[s], &row->model);
-                else
+                else if (!blind)
                     hb_model_multi_lane(&ml, per_site, per_site, sizes[s], P, &row->model);
+                else
+                    hb_model_tree(&ml, args.op, args.alg, per_site, per_site, sizes[s],
+                                  &row->model);
                 nr++;
             }
             /* the best P of this size */
             {
                 size_t b = first + 1, j;
                 for (j = first + 1; j < nr; j++)
-                    if (rows[j].sim < rows[b].sim)
+                    if (rows[j].alg == HB_COLL_ALG_MULTI_LANE && rows[j].sim < rows[b].sim)
                         b = j;
-                if (b < nr)
+                if (b < nr && rows[b].alg == HB_COLL_ALG_MULTI_LANE)
                     rows[b].best = 1;
             }
         }
