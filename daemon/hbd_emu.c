@@ -50,13 +50,12 @@ const char *hbd_emu_hibard_path(void)
     return "hibard";
 }
 
-/* The pid in node i's pid file if that process is alive and is a hibard, else -1. */
-static pid_t live_pid(const hb_cfg_t *cfg, uint32_t i)
+/* 1 if pid is a live (not zombie) hibard process. */
+static int is_hibard(pid_t pid)
 {
-    pid_t pid = hbd_client_pid(cfg, i);
     char path[64], comm[64] = "";
     if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
-        return -1;
+        return 0;
     snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
     FILE *f = fopen(path, "r");
     if (f != NULL) {
@@ -65,7 +64,7 @@ static pid_t live_pid(const hb_cfg_t *cfg, uint32_t i)
         fclose(f);
     }
     if (strstr(comm, "hibard") == NULL)
-        return -1; /* the pid was reused by something else */
+        return 0; /* the pid was reused by something else */
     /* a zombie is dead for our purposes */
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     f = fopen(path, "r");
@@ -76,9 +75,16 @@ static pid_t live_pid(const hb_cfg_t *cfg, uint32_t i)
         buf[r] = '\0';
         char *rp = strrchr(buf, ')');
         if (rp != NULL && rp[1] == ' ' && rp[2] == 'Z')
-            return -1;
+            return 0;
     }
-    return pid;
+    return 1;
+}
+
+/* The pid in node i's pid file if that process is alive and is a hibard, else -1. */
+static pid_t live_pid(const hb_cfg_t *cfg, uint32_t i)
+{
+    pid_t pid = hbd_client_pid(cfg, i);
+    return is_hibard(pid) ? pid : -1;
 }
 
 unsigned hbd_emu_running(const hb_cfg_t *cfg)
@@ -268,8 +274,9 @@ int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
     int termed = 0;
     for (;;) {
         uint32_t alive = 0;
+        /* the pids found at the start: a daemon removes its pid file before it has exited */
         for (uint32_t i = 0; i < n; i++)
-            if (pid[i] > 0 && (kill(pid[i], 0) == 0 || errno == EPERM) && live_pid(cfg, i) > 0)
+            if (pid[i] > 0 && is_hibard(pid[i]))
                 alive++;
             else
                 pid[i] = -1;

@@ -4,6 +4,8 @@ src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${top_builddir:-$(pwd)/..}
 CLUSTER_TOOL="$bld/tools/hibar-cluster"
 export HIBARD="$bld/daemon/hibard"
+# sanitizer builds: libpmix's own one-time allocations are not ours to free
+export LSAN_OPTIONS="suppressions=$src/tests/daemon_lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 CONFIG=${HIBAR_TEST_CONFIG:-$src/examples/scmd-30.yaml}
 NAME="hbt-$$-${TEST_TAG:-x}"
 RUN_DIR="/tmp/hibar-$(id -u)-$NAME"
