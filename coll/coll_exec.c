@@ -1,11 +1,11 @@
-/* exec.c: the per-node executor of a collective schedule: a sans-I/O event -> actions machine. */
+/* coll_exec.c: the per-node executor of a collective schedule: a sans-I/O event -> actions machine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hibar.h"
 #include "hb_log.h"
-#include "sched.h"
+#include "coll_sched.h"
 
 /* One expected receive segment. */
 typedef struct rseg {

@@ -1,9 +1,9 @@
-/* model.c: cost models of the collectives and the algorithm chooser (pure arithmetic, no I/O). */
+/* coll_model.c: cost models of the collectives and the algorithm chooser (pure arithmetic, no I/O). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "hibar.h"
-#include "model.h"
+#include "coll_model.h"
 
 double hb_model_hockney(double alpha, double beta, double m)
 {

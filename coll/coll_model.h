@@ -1,4 +1,4 @@
-/* model.h: collective cost models (Hockney, lane T(P), PlogP, PlogP-BR) and the chooser. */
+/* coll_model.h: collective cost models (Hockney, lane T(P), PlogP, PlogP-BR) and the chooser. */
 #ifndef HB_MODEL_H
 #define HB_MODEL_H
 

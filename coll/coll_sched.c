@@ -1,11 +1,11 @@
-/* sched.c: builds collective schedules (flat, binomial, single/multi-lane) as node step lists. */
+/* coll_sched.c: builds collective schedules (flat, binomial, single/multi-lane) as node step lists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hibar.h"
 #include "hb_log.h"
-#include "sched.h"
+#include "coll_sched.h"
 #include "../config/topo.h"
 
 /* One transfer between two nodes, before it is split into the two nodes' step lists. */

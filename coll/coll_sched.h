@@ -1,4 +1,4 @@
-/* sched.h: collective schedules as data (node step lists) and the per-node executor. */
+/* coll_sched.h: collective schedules as data (node step lists) and the per-node executor. */
 #ifndef HB_SCHED_H
 #define HB_SCHED_H
 

@@ -105,7 +105,7 @@ typedef struct hb_sim_params {
 void hb_sim_params_init(hb_sim_params_t *p);
 /* INVAL with a reason in err when a value is unusable (negative time, zero bandwidth...). */
 int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen);
-/* b_WAN(n) in bytes/µs per flow with n flows active (coll/model.h's hb_model_bwan). */
+/* b_WAN(n) in bytes/µs per flow with n flows active (coll/coll_model.h's hb_model_bwan). */
 double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
 
 /* ---- calibration from hibar-bench JSON rows (DESIGN section 6) ------------------------- */

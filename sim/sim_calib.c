@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hibar.h"
-#include "model.h"
+#include "coll_model.h"
 #include "sim.h"
 
 /* ---- the JSON reader ------------------------------------------------------------------- */

@@ -3,7 +3,7 @@
 #ifndef HB_SIM_COLL_H
 #define HB_SIM_COLL_H
 
-#include "sched.h"
+#include "coll_sched.h"
 #include "sim.h"
 
 /*

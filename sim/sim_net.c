@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "hibar.h"
-#include "model.h"
+#include "coll_model.h"
 #include "sim_int.h"
 
 #define SIM_NONE UINT32_MAX

@@ -6,7 +6,7 @@
 #include <CUnit/Basic.h>
 
 #include "hibar.h"
-#include "sched.h"
+#include "coll_sched.h"
 #include "../config/topo.h"
 
 /* ---- deterministic random numbers (xorshift64*) ---- */

@@ -6,7 +6,7 @@
 #include <CUnit/Basic.h>
 
 #include "hibar.h"
-#include "model.h"
+#include "coll_model.h"
 
 #define EPS 1e-6
 #define NEAR(a, b) CU_ASSERT_DOUBLE_EQUAL((a), (b), EPS)

@@ -11,7 +11,7 @@
 #include "hibar.h"
 #include "hier.h"
 #include "hier_local.h"
-#include "model.h"
+#include "coll_model.h"
 #include "sim.h"
 #include "sim_coll.h"
 #include "topo.h"

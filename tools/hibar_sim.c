@@ -21,7 +21,7 @@
 #include "hb_time.h"
 #include "hibar.h"
 #include "hier.h"
-#include "model.h"
+#include "coll_model.h"
 #include "sim.h"
 #include "sim_coll.h"
 #include "topo.h"
