@@ -396,8 +396,7 @@ int hb_cfg_create(hb_cfg_t **cfg_p)
     cfg->links.wan_lane_bw_mbps = 250;
     cfg->links.wan_total_bw_mbps = 1000;
     cfg->links.wan_lat_us = 5000;
-    cfg->scic_vendor = 0x10ee;
-    cfg->scic_device = 0x5c1c;
+    /* scic_vendor, scic_device: 0 = the driver's ids (hwbarrier/hwb.h, doc/scic-registers.md) */
     *cfg_p = cfg;
     return 0;
 

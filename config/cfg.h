@@ -83,7 +83,7 @@ typedef struct hb_cfg {
     char *key_file;                 /* CurveZMQ key pair file, or NULL: generated in run_dir */
     char *run_dir;                  /* default /tmp/hibar-<uid>-<cluster> */
     hb_cfg_links_t links;
-    uint16_t scic_vendor, scic_device; /* PCI ids of the SCIC board */
+    uint16_t scic_vendor, scic_device; /* PCI ids of the SCIC board; 0 = the driver's */
     char *scic_uio;                    /* /dev/uioN override, or NULL: search /sys/class/uio */
 
     void *priv; /* parse state (raw hostlists and their positions); do not touch */

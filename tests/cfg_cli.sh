@@ -54,6 +54,10 @@ check "local: 12 nodes, 4 chassis of 3, 2 sites" '
 assert d["n_nodes"] == 12 and d["n_chassis"] == 4 and d["n_sites"] == 2 and d["bootstrap"] == "local"
 assert all(len(c["nodes"]) == 3 for c in d["chassis"])
 assert all(n["address"] == "127.0.0.1" and n["port"] == 0 for n in d["nodes"])
+b = {x["name"]: x for x in d["backends"]}
+assert set(b) == {"shm", "scic"} and b["scic"]["priority"] > b["shm"]["priority"], b
+assert b["shm"]["available"] is True and b["scic"]["why"], b
+assert d["scic"]["vendor"] == "0x1b5c" and d["scic"]["device"] == "0x5c1c", d["scic"]
 ' < "$tmp/local.json"
 
 # Overrides: flag over environment over file.

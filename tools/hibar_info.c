@@ -11,6 +11,7 @@
 #include "cfg.h"
 #include "hb_log.h"
 #include "hibar.h"
+#include "hwb.h"
 #include "topo.h"
 
 #define INFO_EXIT_CONFIG 2 /* bad configuration or bad usage */
@@ -98,19 +99,51 @@ static void info_deps(FILE *f, int json)
         fputc('}', f);
 }
 
+static unsigned info_scic_vendor(const hb_cfg_t *cfg)
+{
+    return cfg->scic_vendor != 0 ? cfg->scic_vendor : HB_HWB_SCIC_VENDOR;
+}
+
+static unsigned info_scic_device(const hb_cfg_t *cfg)
+{
+    return cfg->scic_device != 0 ? cfg->scic_device : HB_HWB_SCIC_DEVICE;
+}
+
 /*
- * HWBARRIER BACKEND LISTING: the place where hibar-info shows the chassis-barrier backends
- * found on this host (hwbarrier/hwb.h: hb_hwb_list(), with each backend's availability and
- * why not). Not wired in this build: the lead links libhbhwb.la into hibar-info and fills this
- * function. Until then it says so, in text and as "backends": null in JSON.
+ * The hwbarrier backends of this build, highest priority first, each with whether it is usable
+ * on this host and why (or why not): each backend's own query, with the config's scic settings.
  */
 static void info_backends(FILE *f, const hb_cfg_t *cfg, int json)
 {
-    (void)cfg;
+    hb_hwb_info_t info[8];
+    hb_hwb_params_t p = {
+        .cluster = cfg->cluster,
+        .nodes = 1,
+        .uio_path = cfg->scic_uio,
+        .pci_vendor = cfg->scic_vendor,
+        .pci_device = cfg->scic_device,
+    };
+    size_t n = 0, i;
+
+    if (hb_hwb_list(&p, info, sizeof(info) / sizeof(info[0]), &n) < 0)
+        n = 0;
     if (json)
-        fputs("null", f);
-    else
-        fputs("  (backend listing not included in this build of hibar-info)\n", f);
+        fputc('[', f);
+    for (i = 0; i < n; i++) {
+        if (json) {
+            fprintf(f, "%s{\"name\": ", i ? ", " : "");
+            json_str(f, info[i].name);
+            fprintf(f, ", \"priority\": %d, \"available\": %s, \"why\": ", info[i].priority,
+                    info[i].available ? "true" : "false");
+            json_str(f, info[i].why);
+            fputc('}', f);
+        } else {
+            fprintf(f, "  %-5s priority %-3d %-13s %s\n", info[i].name, info[i].priority,
+                    info[i].available ? "available" : "not available", info[i].why);
+        }
+    }
+    if (json)
+        fputc(']', f);
 }
 
 /* ---- text output ---- */
@@ -138,7 +171,7 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
     fprintf(f, "links:      LAN %g Mbit/s %g us; WAN %g Mbit/s per lane, %g Mbit/s total, %g us\n",
             cfg->links.lan_bw_mbps, cfg->links.lan_lat_us, cfg->links.wan_lane_bw_mbps,
             cfg->links.wan_total_bw_mbps, cfg->links.wan_lat_us);
-    fprintf(f, "scic:       PCI %04x:%04x, uio %s\n", cfg->scic_vendor, cfg->scic_device,
+    fprintf(f, "scic:       PCI %04x:%04x, uio %s\n", info_scic_vendor(cfg), info_scic_device(cfg),
             cfg->scic_uio != NULL ? cfg->scic_uio : "(search /sys/class/uio)");
     fputs("hwbarrier backends:\n", f);
     info_backends(f, cfg, 0);
@@ -231,7 +264,7 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
     fputs(", \"latency_us\": ", f);
     json_num(f, cfg->links.wan_lat_us);
     fprintf(f, "}}, \"scic\": {\"vendor\": \"0x%04x\", \"device\": \"0x%04x\", \"uio\": ",
-            cfg->scic_vendor, cfg->scic_device);
+            info_scic_vendor(cfg), info_scic_device(cfg));
     if (cfg->scic_uio != NULL)
         json_str(f, cfg->scic_uio);
     else
