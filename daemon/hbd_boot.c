@@ -637,6 +637,13 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     const char *how = "";
     int fd = -1, rc, e = 0;
 
+    const char *rv = getenv("HIBAR_RENDEZVOUS");
+    if (r0->addr[0] == '\0' && rv != NULL && *rv != '\0') {
+        if (inet_pton(AF_INET, rv, &sa.sin_addr) != 1)
+            return fail(err, errlen, HIBAR_ERR_CONFIG,
+                        "environment HIBAR_RENDEZVOUS: not an IPv4 address '%s'", rv);
+        snprintf(r0->addr, sizeof(r0->addr), "%.63s", rv);
+    }
     if (r0->addr[0] == '\0') {
         struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
         int g = getaddrinfo(r0->name, NULL, &hints, &ai);

@@ -20,8 +20,8 @@
  *
  * With `bootstrap: env` the node list and this node's index come from SLURM_JOB_NODELIST /
  * SLURM_NODEID, or HIBAR_HOSTFILE (one "NAME [ADDRESS]" per line) / HIBAR_NODE_INDEX; every
- * daemon reports to a rendezvous that the first node serves on `port`; daemons listen on
- * `port` + 1.
+ * daemon reports to a rendezvous that the first node serves on `port` (its address from the
+ * hostfile, else HIBAR_RENDEZVOUS, else its name resolved); daemons listen on `port` + 1.
  *
  * Either way the nodes are then set in the configuration (chassis and sites from its
  * hostlists, or the daemons sharing an address form a chassis), the cluster key pair is

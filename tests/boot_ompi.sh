@@ -48,8 +48,8 @@ hibard=$bld/daemon/hibard
 
 # wait (bounded) until the cluster file lists n nodes and every daemon has its pid file
 wait_up() {
-    local n=$1 i
-    for i in $(seq 1 100); do
+    local n=$1
+    for _ in $(seq 1 100); do
         if [ -f "$run_dir/cluster.yaml" ] && [ "$(grep -c '^  - {name:' "$run_dir/cluster.yaml")" -eq "$n" ] &&
             [ "$(ls "$run_dir"/*.sock 2>/dev/null | wc -l)" -eq "$n" ]; then
             return 0
@@ -67,7 +67,7 @@ sleep 0.5
 mpi_pid=$(pgrep -f -- "^mpirun .*cluster=$name" | head -1)
 wait_up 4 || { cat "$tmp/daemons.log"; fail "4 daemons did not come up under mpirun"; }
 t1=$(date +%s.%N)
-echo "4 daemons up under mpirun in $(echo "$t1 - $t0" | bc 2>/dev/null || echo ?) s"
+echo "4 daemons up under mpirun in $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s"
 cat "$run_dir/cluster.yaml"
 for h in "${hosts[@]}"; do
     grep -q "name: \"$h\", address: \"10\.231\.0\.[1-4]\"" "$run_dir/cluster.yaml" ||
@@ -88,7 +88,7 @@ cat "$tmp/run.out"
 # 3. no orphans: mpirun goes, every hibard goes
 [ -n "$mpi_pid" ] || fail "cannot find mpirun's pid"
 kill -TERM "$mpi_pid"
-for i in $(seq 1 50); do
+for _ in $(seq 1 50); do
     [ -z "$(pgrep -f -- "$hibard .*cluster=$name" || true)" ] && break
     sleep 0.2
 done

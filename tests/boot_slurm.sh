@@ -1,0 +1,123 @@
+#!/bin/bash
+# boot_slurm.sh: integration test: Debian's Slurm (munge, slurmctld, one slurmd per namespace host) starts hibard with `srun --mpi=pmix` (bootstrap pmix) and without PMIx (bootstrap env) on 3 hosts; hibar-run pmix_hello across them; srun's end stops every daemon.
+# Skips (77) without root, Slurm, munge, Slurm's mpi/pmix plugin or the test bed.
+set -u
+src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+bld=${top_builddir:-$src}
+tb=$src/tests/netns/testbed
+name=${HB_BOOT_NAME:-bs$$} # the bed, the Slurm and the hibar cluster share it
+export HB_BOOT_NAME=$name
+run_dir=/tmp/hibar-$(id -u)-$name
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if [ "${1-}" != --inside ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+    for p in munged slurmctld slurmd srun sinfo; do
+        command -v $p >/dev/null || { echo "SKIP: no $p (apt-get install slurm-wlm munge)"; exit 77; }
+    done
+    ls /usr/lib/*/slurm-wlm/mpi_pmix*.so >/dev/null 2>&1 ||
+        { echo "SKIP: Slurm's mpi/pmix plugin is missing (apt-get install slurm-wlm-basic-plugins)"; exit 77; }
+    for f in "$bld/daemon/hibard" "$bld/tools/hibar-boot" "$bld/tools/hibar-run" "$bld/tests/pmix_hello"; do
+        [ -x "$f" ] || { echo "SKIP: $f not built"; exit 77; }
+    done
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
+    timeout -s TERM 240 "$tb" --sites 1 --nodes 3 --name "$name" -- bash "$0" --inside
+    rc=$?
+    "$src/tests/slurm/down" "$name"
+    left=$(pgrep -f -- "cluster=$name" || true)
+    if [ -n "$left" ] || [ -e "$run_dir" ]; then
+        [ -n "$left" ] && kill -KILL $left 2>/dev/null
+        rm -rf "$run_dir"
+        [ $rc -eq 0 ] && fail "daemons or run dir left behind"
+    fi
+    [ -z "$(ip netns list 2>/dev/null | grep "hibar-$name-")" ] || fail "namespaces left"
+    exit $rc
+fi
+
+# ---- inside the bed -------------------------------------------------------------------------
+tmp=$(mktemp -d /tmp/hibar-boot-slurm.XXXXXX)
+srun_pid=''
+cleanup() {
+    [ -n "$srun_pid" ] && kill -TERM "$srun_pid" 2>/dev/null
+    left=$(pgrep -f -- "cluster=$name" || true)
+    [ -n "$left" ] && kill -TERM $left 2>/dev/null && sleep 1
+    left=$(pgrep -f -- "cluster=$name" || true)
+    [ -n "$left" ] && kill -KILL $left 2>/dev/null
+    "$src/tests/slurm/down" "$name"
+    rm -rf "$tmp" "$run_dir"
+}
+trap cleanup EXIT
+read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
+hibard=$bld/daemon/hibard
+on0() { "$HIBAR_TESTBED_HOSTEXEC" "${hosts[0]}" "$@"; }
+
+wait_up() {
+    local n=$1
+    for _ in $(seq 1 100); do
+        if [ -f "$run_dir/cluster.yaml" ] && [ "$(grep -c '^  - {name:' "$run_dir/cluster.yaml")" -eq "$n" ] &&
+            [ "$(ls "$run_dir"/*.sock 2>/dev/null | wc -l)" -eq "$n" ]; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+wait_gone() {
+    for _ in $(seq 1 75); do
+        [ -z "$(pgrep -f -- "$hibard .*cluster=$name" || true)" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+t0=$(date +%s.%N)
+"$src/tests/slurm/up" "$name" >"$tmp/up.out" 2>&1 || { cat "$tmp/up.out"; fail "Slurm did not come up"; }
+export SLURM_CONF=/tmp/hibar-$name.slurm/slurm.conf
+echo "Slurm up (munged, slurmctld, 3 slurmd) in $(awk "BEGIN { printf \"%.2f\", $(date +%s.%N) - $t0 }") s"
+on0 sinfo -N
+
+# 1. srun --mpi=pmix: one hibard per node, bootstrap pmix
+t0=$(date +%s.%N)
+on0 srun -O --mpi=pmix -N 3 --ntasks-per-node=1 \
+    "$hibard" -f -l info -o "cluster=$name" -o bootstrap=pmix >"$tmp/daemons.log" 2>&1 &
+sleep 0.5
+srun_pid=$(pgrep -f -- "^srun .*cluster=$name" | head -1)
+wait_up 3 || { cat "$tmp/daemons.log"; fail "3 daemons did not come up under srun --mpi=pmix"; }
+echo "3 daemons up under srun --mpi=pmix in $(awk "BEGIN { printf \"%.2f\", $(date +%s.%N) - $t0 }") s"
+cat "$run_dir/cluster.yaml"
+for h in "${hosts[@]}"; do
+    grep -q "name: \"$h\", address: \"10\.231\.0\.[1-3]\"" "$run_dir/cluster.yaml" || fail "host $h missing"
+done
+sleep 1
+"$bld/tools/hibar-run" --config "$run_dir/cluster.yaml" -n 6 -T 60 -t "$bld/tests/pmix_hello" >"$tmp/run.out" 2>&1
+rc=$?
+cat "$tmp/run.out"
+[ $rc -eq 0 ] || { cat "$tmp/daemons.log"; fail "hibar-run exited $rc"; }
+[ "$(grep -c 'bye rank [0-5] after 2 fences' "$tmp/run.out")" -eq 6 ] || fail "expected 6 byes"
+[ "$(grep -o 'host hibar-[^ ]*' "$tmp/run.out" | sort -u | wc -l)" -eq 3 ] || fail "ranks not on 3 hosts"
+[ -n "$srun_pid" ] || fail "cannot find srun's pid"
+kill -TERM "$srun_pid"
+wait_gone || fail "hibards outlived srun"
+srun_pid=''
+wait
+echo "srun stopped: every daemon exited"
+rm -rf "$run_dir"
+
+# 2. bootstrap env under srun without PMIx: SLURM_JOB_NODELIST / SLURM_NODEID, rendezvous on node 0
+on0 env HIBAR_RENDEZVOUS=10.231.0.1 srun -O --mpi=none -N 3 --ntasks-per-node=1 \
+    "$hibard" -l info -o "cluster=$name" -o bootstrap=env -o port=7320 >"$tmp/daemons-env.log" 2>&1 &
+sleep 0.5
+srun_pid=$(pgrep -f -- "^srun .*cluster=$name" | head -1)
+wait_up 3 || { cat "$tmp/daemons-env.log"; fail "3 daemons did not come up with bootstrap env"; }
+grep -q 'port: 7321' "$run_dir/cluster.yaml" || fail "env: daemons not on port + 1"
+sleep 1
+"$bld/tools/hibar-run" --config "$run_dir/cluster.yaml" -n 3 -T 60 "$bld/tests/pmix_hello" >"$tmp/run3.out" 2>&1 ||
+    { cat "$tmp/run3.out" "$tmp/daemons-env.log"; fail "hibar-run on the env cluster"; }
+[ "$(grep -c 'bye rank [0-2] after 2 fences' "$tmp/run3.out")" -eq 3 ] || fail "env: expected 3 byes"
+echo "bootstrap env under srun: 3 daemons, pmix_hello x3 ok"
+kill -TERM "$srun_pid"
+wait_gone || fail "hibards (env) outlived srun"
+srun_pid=''
+wait
+echo "PASS"
