@@ -14,6 +14,10 @@ export LSAN_OPTIONS="suppressions=$src/tests/lsan-pmix.supp${LSAN_OPTIONS:+:$LSA
 
 [ -x "$RUN" ] && [ -x "$HIBARD" ] && [ -x "$HELLO" ] || { echo "SKIP: hibar-run, hibard or pmix_hello not built"; exit 77; }
 [ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
+# A private copy of the client, so that check_clean's pgrep sees this test's ranks only, not
+# those of the other run_* tests that make check runs at the same time.
+cp "$HELLO" "$TMP/pmix_hello"
+HELLO="$TMP/pmix_hello"
 
 # 4 nodes, 2 chassis of 2 (shm chassis barrier inside each, a 2-level tree)
 cat > "$TMP/four.yaml" <<YAML
