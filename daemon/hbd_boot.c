@@ -1,4 +1,5 @@
-/* hbd_boot.c: hibard's start-up under a resource manager: bootstrap pmix (through hibar-boot) and env (rendezvous). */
+/* hbd_boot.c: hibard's start-up under a resource manager: bootstrap pmix (through hibar-boot) and
+ * env (rendezvous). */
 #include "hb_config.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -100,7 +101,7 @@ static int addr_pick(char *out, size_t cap, char *err, size_t errlen)
         if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
             continue;
         if (ifn != NULL && *ifn != '\0' ? strcmp(i->ifa_name, ifn) != 0
-                                         : (i->ifa_flags & IFF_LOOPBACK) != 0)
+                                        : (i->ifa_flags & IFF_LOOPBACK) != 0)
             continue;
         inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, out,
                   (socklen_t)cap);
@@ -429,8 +430,8 @@ static int env_nodes(hbd_boot_res_t *res, char *err, size_t errlen)
         what = "HIBAR_NODE_INDEX";
         FILE *f = fopen(hf, "re");
         if (f == NULL)
-            return fail(err, errlen, HIBAR_ERR_IO, "bootstrap env: cannot read HIBAR_HOSTFILE %s: %s",
-                        hf, strerror(errno));
+            return fail(err, errlen, HIBAR_ERR_IO,
+                        "bootstrap env: cannot read HIBAR_HOSTFILE %s: %s", hf, strerror(errno));
         char ln[512];
         unsigned lineno = 0;
         while (fgets(ln, sizeof(ln), f) != NULL) {
@@ -448,8 +449,8 @@ static int env_nodes(hbd_boot_res_t *res, char *err, size_t errlen)
             if (!word_ok(a[0]) || strlen(a[0]) >= sizeof(res->ents[0].name) ||
                 (k == 2 && inet_pton(AF_INET, a[1], &ia) != 1)) {
                 fclose(f);
-                return fail(err, errlen, HIBAR_ERR_CONFIG, "%s:%u: bad host line '%s'", hf,
-                            lineno, k == 2 ? a[1] : a[0]);
+                return fail(err, errlen, HIBAR_ERR_CONFIG, "%s:%u: bad host line '%s'", hf, lineno,
+                            k == 2 ? a[1] : a[0]);
             }
             hbd_boot_ent_t *ne = realloc(res->ents, (size_t)(n + 1) * sizeof(*ne));
             if (ne == NULL) {
@@ -524,8 +525,8 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
 {
     uint32_t n = res->n, joined = 1;
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1, rc = 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(cfg->port),
-                             .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr.s_addr = htonl(INADDR_ANY)};
     hbd_boot_rd_t *conn = calloc(n, sizeof(*conn)); /* [i]: node i's connection */
     char line[HBD_BOOT_LINE_MAX], msg[HBD_BOOT_LINE_MAX];
 
@@ -558,8 +559,7 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
         unsigned idx, port;
         const char *why = NULL;
         int r = line_read(&tmp, line, sizeof(line), hb_time_now_ns() + 5000000000u);
-        if (r != 0 ||
-            sscanf(line, "HELLO %63s %u %127s %63s %u", cl, &idx, name, addr, &port) != 5)
+        if (r != 0 || sscanf(line, "HELLO %63s %u %127s %63s %u", cl, &idx, name, addr, &port) != 5)
             why = "malformed HELLO";
         else if (strcmp(cl, cfg->cluster) != 0)
             why = "from another cluster";
@@ -571,8 +571,8 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
             why = "bad endpoint";
         if (why != NULL) {
             hb_log_warn("bootstrap env: rendezvous refused a peer: %s", why);
-            int l = snprintf(msg, sizeof(msg), "ERR rendezvous at %s: %s\n", res->ents[0].name,
-                             why);
+            int l =
+                snprintf(msg, sizeof(msg), "ERR rendezvous at %s: %s\n", res->ents[0].name, why);
             (void)write_all(cfd, msg, (size_t)l);
             close(cfd);
             continue;
@@ -585,7 +585,8 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
         joined++;
     }
     if (joined < n) {
-        size_t o = (size_t)snprintf(msg, sizeof(msg), "%" PRIu32 " of %" PRIu32
+        size_t o = (size_t)snprintf(msg, sizeof(msg),
+                                    "%" PRIu32 " of %" PRIu32
                                     " nodes did not reach the rendezvous at %s port %u within "
                                     "%u s:",
                                     n - joined, n, res->ents[0].name, (unsigned)cfg->port, to);
@@ -628,8 +629,7 @@ out:
 
 /* Node i > 0: connect to node 0's rendezvous (retrying until the deadline), say HELLO, read
  * the cluster. */
-static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char *err,
-                    size_t errlen)
+static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char *err, size_t errlen)
 {
     hbd_boot_ent_t *r0 = &res->ents[0], *me = &res->ents[res->self];
     char where[200], line[HBD_BOOT_LINE_MAX];
@@ -676,8 +676,8 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
                     "bootstrap env: node %s cannot reach the rendezvous of node %s at %s within "
                     "%u s: %s",
                     me->name, r0->name, where, to, e != 0 ? strerror(e) : "timed out");
-    int n = snprintf(line, sizeof(line), "HELLO %s %" PRIu32 " %s %s %u\n", cfg->cluster,
-                     res->self, me->name, me->addr, me->port);
+    int n = snprintf(line, sizeof(line), "HELLO %s %" PRIu32 " %s %s %u\n", cfg->cluster, res->self,
+                     me->name, me->addr, me->port);
     hbd_boot_rd_t *rd = calloc(1, sizeof(*rd));
     if (rd == NULL) {
         close(fd);
@@ -714,8 +714,8 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
         if (sscanf(line, "NODE %u %127s %u %63s %u", &i, h, &lr, a, &p) != 5 || i >= res->n ||
             strcmp(h, res->ents[i].name) != 0 || !word_ok(a) || p == 0 || p > 65535) {
             how = line;
-            rc = fail(err, errlen, HIBAR_ERR_PROTO, "bootstrap env: rendezvous at %s: bad line '%.200s'",
-                      where, how);
+            rc = fail(err, errlen, HIBAR_ERR_PROTO,
+                      "bootstrap env: rendezvous at %s: bad line '%.200s'", where, how);
             goto out;
         }
         snprintf(res->ents[i].addr, sizeof(res->ents[i].addr), "%s", a);
@@ -724,8 +724,8 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     }
     for (uint32_t i = 0; i < res->n; i++)
         if (!res->ents[i].seen) {
-            rc = fail(err, errlen, HIBAR_ERR_PROTO, "bootstrap env: rendezvous at %s: node %s missing",
-                      where, res->ents[i].name);
+            rc = fail(err, errlen, HIBAR_ERR_PROTO,
+                      "bootstrap env: rendezvous at %s: node %s missing", where, res->ents[i].name);
             goto out;
         }
     rc = 0;
@@ -797,8 +797,7 @@ static int cfg_rebuild(const char *config, const char *const *over, size_t n_ove
         config = getenv("HIBAR_CONFIG");
     if ((rc = hb_cfg_create(&cfg)) != 0)
         return rc;
-    if (config != NULL && *config != '\0' &&
-        (rc = hb_cfg_read_file(cfg, config, err, errlen)) != 0)
+    if (config != NULL && *config != '\0' && (rc = hb_cfg_read_file(cfg, config, err, errlen)) != 0)
         goto out;
     if ((rc = nodes_yaml(res, &fd, path, sizeof(path))) != 0) {
         fail(err, errlen, rc, "bootstrap: cannot write the node list: %s", strerror(errno));
@@ -906,9 +905,8 @@ static void env_scrub(void)
     }
 }
 
-int hbd_boot_load(const char *config, const char *const *over, size_t n_over,
-                  const char **node_p, int *foreground_p, hb_cfg_t **cfg_p, char *err,
-                  size_t errlen)
+int hbd_boot_load(const char *config, const char *const *over, size_t n_over, const char **node_p,
+                  int *foreground_p, hb_cfg_t **cfg_p, char *err, size_t errlen)
 {
     hb_cfg_t *cfg = NULL, *full = NULL;
     hbd_boot_res_t res = {0};

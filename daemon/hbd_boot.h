@@ -36,9 +36,8 @@
  * HIBAR_ERR_CONFIG with the one-line message in err (as hb_cfg_load), or another negative
  * HIBAR_ERR_* with the message in err (what was tried). Blocking; call before any thread.
  */
-int hbd_boot_load(const char *config, const char *const *over, size_t n_over,
-                  const char **node_p, int *foreground_p, hb_cfg_t **cfg_p, char *err,
-                  size_t errlen);
+int hbd_boot_load(const char *config, const char *const *over, size_t n_over, const char **node_p,
+                  int *foreground_p, hb_cfg_t **cfg_p, char *err, size_t errlen);
 
 /* The helper's side of the pipe protocol (tools/hibar_boot.c and hbd_boot.c agree on it):
  *   helper -> hibard: "RANK <rank> <size> <local_rank> <hostname>\n"

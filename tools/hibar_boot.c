@@ -1,4 +1,5 @@
-/* hibar_boot.c: hibar-boot, hibard's short-lived PMIx client for `bootstrap: pmix` (Put / Fence / Get of every daemon's endpoint). */
+/* hibar_boot.c: hibar-boot, hibard's short-lived PMIx client for `bootstrap: pmix` (Put / Fence /
+ * Get of every daemon's endpoint). */
 #include <pmix.h>
 #include <stdio.h>
 #include <stdlib.h>
