@@ -112,7 +112,22 @@ rc=$?
 echo "$out"
 [ $rc -eq 2 ] && echo "$out" | grep -q 'bootstrap pmix: .*PMIx' || fail "pmix with a dead server: rc $rc"
 
-# 4c. bootstrap env from a hostfile: 3 hosts, then a node missing and an unreachable rendezvous
+# 4c. a daemon missing from the PMIx fence: the 4th rank of the job never starts hibard; the
+# others all stop with the same message after HIBAR_BOOT_TIMEOUT
+t0=$(date +%s)
+out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HIBAR_BOOT_TIMEOUT=3 timeout 60 \
+    mpirun --allow-run-as-root --oversubscribe --bind-to none -x HIBAR_BOOT_TIMEOUT \
+    -n 3 "$hibard" -f -o "cluster=$name" -o bootstrap=pmix : -n 1 sleep 30 2>&1)
+t1=$(date +%s)
+msgs=$(echo "$out" | grep '^hibard: ' | sort -u)
+echo "$msgs"
+[ "$(echo "$msgs" | wc -l)" -eq 1 ] && echo "$msgs" | grep -q 'bootstrap pmix: PMIx_Fence of the 4 daemons (timeout 3 s)' ||
+    fail "missing daemon under PMIx: expected one fence message"
+[ $((t1 - t0)) -lt 30 ] || fail "missing daemon under PMIx: took $((t1 - t0)) s"
+[ -z "$(pgrep -f -- "$hibard .*cluster=$name" || true)" ] || fail "hibards left after the failed fence"
+rm -rf "$run_dir"
+
+# 4d. bootstrap env from a hostfile: 3 hosts, then a node missing and an unreachable rendezvous
 printf '%s %s\n' "${hosts[0]}" 10.231.0.1 "${hosts[1]}" 10.231.0.2 "${hosts[2]}" 10.231.0.3 >"$tmp/hosts"
 start_env() { # index
     HIBAR_HOSTFILE=$tmp/hosts HIBAR_NODE_INDEX=$1 HIBAR_BOOT_TIMEOUT=${TO:-20} \
