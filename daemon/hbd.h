@@ -14,6 +14,7 @@ struct event;
 struct hb_hwb;
 struct hbd_ctl_conn;
 struct hbd_barrier_state;
+struct hbd_coll_state;
 
 #define HBD_ID_MAX 16 /* routing id buffer: "n<id>" / "o<id>" */
 
@@ -89,6 +90,7 @@ typedef struct hbd {
 
     /* barriers */
     struct hbd_barrier_state *bar;
+    struct hbd_coll_state *coll; /* collectives in flight (hbd_coll.c) */
 
     hbd_stats_t st;
 } hbd_t;
@@ -104,6 +106,12 @@ void hbd_net_stop(hbd_t *d);
  * HIBAR_ERR_PEER_LOST (unreachable), HIBAR_ERR_INVAL. Logged once where it fails. */
 int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                  const void *payload, uint32_t len);
+/* Link to any node on demand (collectives): 0 once linked both ways, HIBAR_ERR_WOULD_BLOCK
+ * while the link comes up (call again: it resends HELLO), HIBAR_ERR_PEER_LOST, HIBAR_ERR_IO.
+ * hbd_net_send returns HIBAR_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is
+ * not up yet or the peer's queue is full. */
+int hbd_net_link(hbd_t *d, uint32_t node);
+int hbd_net_peer_up(hbd_t *d, uint32_t node);
 /* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
 /* Make sure the periodic check (barrier timeouts) runs: call when a barrier starts. */
@@ -153,6 +161,13 @@ void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p);
 /* The next collective id this node expects (ids are consecutive from 0). */
 uint64_t hbd_barrier_next_coll(const hbd_t *d);
 
+/* hbd_coll.c: collectives across nodes (coll/ schedules executed over COLL frames). */
+int hbd_coll_init(hbd_t *d);
+void hbd_coll_fini(hbd_t *d);
+/* Control command "coll OP ALG ROOT SIZE [LANES [SEG]]" (see hbd_coll.c). */
+void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args);
+void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+void hbd_coll_fail_all(hbd_t *d, int status, uint32_t lost);
 /* Build the file paths in the run dir for a node name. */
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
                char *port, size_t lpo);

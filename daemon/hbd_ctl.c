@@ -201,6 +201,11 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
             if (rc != 0)
                 hbd_ctl_reply(c, "err %d %s", rc, hibar_strerror(rc));
         }
+    } else if (strcmp(cmd, "coll") == 0) {
+        char rest[256];
+        snprintf(rest, sizeof(rest), "%s %s %s", arg ? arg : "", arg2 ? arg2 : "",
+                 save ? save : "");
+        hbd_coll_request(d, c, rest);
     } else if (strcmp(cmd, "launch") == 0) {
         hbd_launch_request(d, c, arg);
     } else if (strcmp(cmd, "shutdown") == 0) {
@@ -210,7 +215,7 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
         event_base_loopexit(d->base, NULL);
     } else {
         hbd_ctl_reply(c, "err %d unknown command '%.40s' (ping status stats barrier tib tsr "
-                         "launch shutdown)",
+                         "coll launch shutdown)",
                       HIBAR_ERR_INVAL, cmd);
     }
 }

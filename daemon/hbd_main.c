@@ -160,6 +160,7 @@ static int open_hwb(hbd_t *d)
 static void cleanup(hbd_t *d)
 {
     hbd_barrier_fini(d); /* first: pending fences are answered while PMIx still runs */
+    hbd_coll_fini(d);
     hbd_pmix_stop(d);
     hbd_ctl_stop(d);
     hbd_net_stop(d);
@@ -348,7 +349,7 @@ int main(int argc, char **argv)
         if (d->ev_sig[i] == NULL || event_add(d->ev_sig[i], NULL) != 0)
             goto out;
     }
-    if (open_hwb(d) != 0 || hbd_net_start(d) != 0 || hbd_barrier_init(d) != 0 ||
+    if (open_hwb(d) != 0 || hbd_coll_init(d) != 0 || hbd_net_start(d) != 0 || hbd_barrier_init(d) != 0 ||
         hbd_ctl_start(d) != 0 || hbd_pmix_start(d) != 0)
         goto out;
     hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),

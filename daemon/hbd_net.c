@@ -59,6 +59,8 @@ static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
     return &d->peers[d->peer_of[node]];
 }
 
+static int add_peer(hbd_t *d, uint32_t node);
+
 static void rearm(hbd_t *d, void *sock, struct event *ev)
 {
     uint32_t events = 0;
@@ -72,7 +74,7 @@ static void rearm(hbd_t *d, void *sock, struct event *ev)
 int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                  const void *payload, uint32_t len)
 {
-    uint8_t buf[HBD_WIRE_MAX_FRAME];
+    uint8_t buf[HBD_WIRE_COLL_MAX_FRAME];
     char id[HBD_ID_MAX];
     hbd_peer_t *p = peer_get(d, to);
     hbd_wire_msg_t m = {.type = type, .flags = flags, .job = 0, .coll_id = coll_id,
@@ -95,6 +97,8 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
         rc = zmq_send(d->router, buf, (size_t)n, ZMQ_DONTWAIT);
     int err = errno;
     rearm(d, d->router, d->ev_router);
+    if (rc < 0 && (err == EAGAIN || (err == EHOSTUNREACH && !p->hello_ack)))
+        return HIBAR_ERR_WOULD_BLOCK; /* queue full, or an on-demand link not up yet */
     if (rc < 0) {
         d->st.tx_fail++;
         /* before the link is up, EHOSTUNREACH only means "not connected yet" */
@@ -140,6 +144,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
     d->lost_node = node;
     hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hibar_strerror(status));
     hbd_barrier_fail_all(d, status, node);
+    hbd_coll_fail_all(d, status, node);
     /* flood: every live neighbour learns it once, and passes it on once */
     uint8_t pl[8];
     hbd_wire_abort_t a = {.status = status, .lost = node};
@@ -230,6 +235,13 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
+    if (p == NULL && from < d->topo->n_nodes && from != d->self &&
+        hbd_wire_decode(data, len, &ctx, &m, &why) == 0 &&
+        ((m.type == HBD_WIRE_HELLO && !(m.flags & HBD_WIRE_F_REPLY)) || m.type == HBD_WIRE_COLL)) {
+        /* a cluster member (CurveZMQ-authenticated) linking on demand for a collective */
+        add_peer(d, from);
+        p = peer_get(d, from);
+    }
     if (p == NULL) {
         /* not a neighbour (or not a routing id of ours): never trusted, but decoded so the
          * counters say what was wrong with it */
@@ -269,6 +281,9 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         case HBD_WIRE_FENCE:
             hbd_fence_on_msg(d, &m);
+            return;
+        case HBD_WIRE_COLL:
+            hbd_coll_on_msg(d, &m);
             return;
         case HBD_WIRE_ABORT: {
             hbd_wire_abort_t a;
@@ -583,6 +598,40 @@ static int add_peer(hbd_t *d, uint32_t node)
     return 0;
 }
 
+int hbd_net_link(hbd_t *d, uint32_t node)
+{
+    hbd_peer_t *p;
+    if (node == d->self || node >= d->topo->n_nodes)
+        return HIBAR_ERR_INVAL;
+    add_peer(d, node);
+    p = peer_get(d, node);
+    if (p->lost)
+        return HIBAR_ERR_PEER_LOST;
+    if (p->hello_rx && p->hello_ack)
+        return 0;
+    if (p->outgoing && !p->connected && peer_resolve(d, p)) {
+        char id[HBD_ID_MAX];
+        idstr(id, 'n', p->node);
+        if (zmq_setsockopt(d->router, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
+            zmq_connect(d->router, p->endpoint) != 0) {
+            hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
+                         zmq_strerror(errno));
+            p->endpoint[0] = '\0';
+            return HIBAR_ERR_IO;
+        }
+        p->connected = 1;
+    }
+    if (p->outgoing && p->connected)
+        send_hello(d, p, 0);
+    return HIBAR_ERR_WOULD_BLOCK;
+}
+
+int hbd_net_peer_up(hbd_t *d, uint32_t node)
+{
+    hbd_peer_t *p = peer_get(d, node);
+    return p != NULL && !p->lost && p->hello_rx && p->hello_ack;
+}
+
 static int write_port_file(hbd_t *d)
 {
     char tmp[400];
@@ -619,7 +668,8 @@ int hbd_net_start(hbd_t *d)
     int rc = HIBAR_ERR_INTERNAL;
 
     d->peer_of = malloc(sizeof(uint32_t) * t->n_nodes);
-    d->peers = calloc(me->n_children + ch->n_nodes + 1, sizeof(hbd_peer_t));
+    /* room for every node: collectives link to any node on demand (hbd_net_link) */
+    d->peers = calloc(t->n_nodes, sizeof(hbd_peer_t));
     if (d->peer_of == NULL || d->peers == NULL)
         return HIBAR_ERR_NOMEM;
     for (uint32_t i = 0; i < t->n_nodes; i++)

@@ -51,6 +51,8 @@ static int type_len_ok(unsigned type, uint32_t len)
         return len <= 64;
     case HBD_WIRE_FENCE:
         return len >= 12 && len <= HBD_WIRE_MAX_PAYLOAD;
+    case HBD_WIRE_COLL:
+        return len >= HBD_WIRE_COLL_HDR && len <= HBD_WIRE_COLL_MAX_PAYLOAD;
     default:
         return 0;
     }
@@ -130,6 +132,14 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
     }
     if (m.type == HBD_WIRE_HELLO && ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes)
         return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
+    if (m.type == HBD_WIRE_COLL) {
+        hbd_wire_coll_t c;
+        hbd_wire_coll_unpack(m.payload, &c);
+        if (c.op >= 4 || c.alg >= 4 || c.reserved != 0 ||
+            (ctx != NULL && c.root >= ctx->n_nodes) ||
+            c.off > UINT64_MAX - (m.len - HBD_WIRE_COLL_HDR))
+            return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
+    }
     if (why_p != NULL)
         *why_p = HBD_WIRE_OK;
     if (msg_p != NULL)
@@ -161,10 +171,37 @@ void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a)
     a->lost = hbd_wire_get32(in + 4);
 }
 
+void hbd_wire_coll_pack(const hbd_wire_coll_t *c, uint8_t out[HBD_WIRE_COLL_HDR])
+{
+    out[0] = c->op;
+    out[1] = c->alg;
+    out[2] = (uint8_t)c->reserved;
+    out[3] = (uint8_t)(c->reserved >> 8);
+    hbd_wire_put32(out + 4, c->root);
+    put64(out + 8, c->size);
+    hbd_wire_put32(out + 16, c->lanes);
+    hbd_wire_put32(out + 20, c->seq);
+    put64(out + 24, c->seg_size);
+    put64(out + 32, c->off);
+}
+
+void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *c)
+{
+    c->op = in[0];
+    c->alg = in[1];
+    c->reserved = get16(in + 2);
+    c->root = hbd_wire_get32(in + 4);
+    c->size = get64(in + 8);
+    c->lanes = hbd_wire_get32(in + 16);
+    c->seq = hbd_wire_get32(in + 20);
+    c->seg_size = get64(in + 24);
+    c->off = get64(in + 32);
+}
+
 const char *hbd_wire_type_name(unsigned type)
 {
     static const char *const names[] = {"?",     "hello", "heartbeat", "hier",
-                                        "abort", "echo",  "fence"};
+                                        "abort", "echo",  "fence",     "coll"};
     return type_known(type) ? names[type] : "unknown";
 }
 

@@ -23,7 +23,13 @@
 #define HBD_WIRE_VERSION 1
 #define HBD_WIRE_HDR_LEN 32
 #define HBD_WIRE_MAX_PAYLOAD 1024
+/* COLL frames carry larger payloads: a 40-byte header (op, alg, root, size, lanes, seq, seg
+ * size, layout offset) then up to HBD_WIRE_COLL_MAX_DATA bytes of data */
+#define HBD_WIRE_COLL_HDR 40
+#define HBD_WIRE_COLL_MAX_DATA 32768
+#define HBD_WIRE_COLL_MAX_PAYLOAD (HBD_WIRE_COLL_HDR + HBD_WIRE_COLL_MAX_DATA)
 #define HBD_WIRE_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
+#define HBD_WIRE_COLL_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD)
 
 typedef enum hbd_wire_type {
     HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (8 bytes) */
@@ -32,7 +38,8 @@ typedef enum hbd_wire_type {
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
     HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + data */
-    HBD_WIRE_TYPE_MAX = 6
+    HBD_WIRE_COLL = 7,      /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
+    HBD_WIRE_TYPE_MAX = 7
 } hbd_wire_type_t;
 
 #define HBD_WIRE_F_REPLY 0x0001u /* this frame answers a HELLO or an ECHO */
@@ -86,6 +93,19 @@ typedef struct hbd_wire_abort {
     uint32_t lost;     /* node found lost, or UINT32_MAX */
 } hbd_wire_abort_t;
 
+/* COLL payload header: the collective's arguments (so a daemon can build the schedule from
+ * the first frame, before its own ranks asked) and the segment's place in the layout. */
+typedef struct hbd_wire_coll {
+    uint8_t op, alg;   /* hb_coll_op_t, hb_coll_alg_t: below 4 */
+    uint16_t reserved; /* 0 */
+    uint32_t root;     /* < n_nodes */
+    uint64_t size;     /* bytes per node (bcast: in total) */
+    uint32_t lanes;
+    uint32_t seq;      /* per (sender, receiver) segment number */
+    uint64_t seg_size; /* pipelining segment */
+    uint64_t off;      /* layout offset of the data that follows */
+} hbd_wire_coll_t;
+
 /*
  * Encode header + payload into buf (cap bytes). Returns the frame length (> 0), or
  * HIBAR_ERR_INVAL (unknown type, payload illegal for the type) or HIBAR_ERR_TRUNCATED (cap too
@@ -106,6 +126,8 @@ void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[8]);
 void hbd_wire_hello_unpack(const uint8_t in[8], hbd_wire_hello_t *h);
 void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8]);
 void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a);
+void hbd_wire_coll_pack(const hbd_wire_coll_t *c, uint8_t out[HBD_WIRE_COLL_HDR]);
+void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *c);
 uint32_t hbd_wire_get32(const uint8_t *p);
 void hbd_wire_put32(uint8_t *p, uint32_t v);
 

@@ -1,0 +1,620 @@
+/* hbd_coll.c: collectives across nodes: every daemon builds the same coll/ schedule and runs its node's hb_coll_exec over COLL frames. */
+#include "hbd.h"
+
+#include "coll_model.h"
+#include "coll_sched.h"
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hibar.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * A collective is named by its id: the daemons' "coll" commands are numbered from 0 in the
+ * order each daemon receives them, so every daemon must be asked the same sequence (as with
+ * "barrier"). Every COLL frame carries the collective's arguments, so a daemon that gets a
+ * frame before its own command builds the schedule from the frame (the executor accepts
+ * messages before START); when the command comes, arguments that differ fail it with
+ * HIBAR_ERR_MISMATCH, and so does a frame whose arguments differ from the daemon's.
+ *
+ * Data: this is the daemons' half of the collective. Until the per-job segment is served by
+ * hibard, the input is a pattern derived from (collective id, node, byte), and every daemon
+ * checks its output against the pattern: the reply says whether the data arrived intact.
+ *
+ * Sends go through a FIFO per collective: a frame waits while the on-demand link to its
+ * peer comes up (hbd_net_link) or the peer's ZeroMQ queue is full, retried from a 1 ms
+ * timer. A collective that has not finished after HIBAR_COLL_TIMEOUT_MS (default 60000)
+ * fails with HIBAR_ERR_TIMEOUT; a lost node fails every collective in flight.
+ */
+
+#define HBD_COLL_ACTS 64
+#define HBD_COLL_LINK_NS 50000000ull /* HELLO resend while a link comes up */
+
+typedef struct hbd_coll_run {
+    struct hbd_coll_run *next;
+    uint64_t id;
+    hbd_wire_coll_t key; /* op, alg, root, size, lanes, seg_size (seq, off unused) */
+    hb_coll_sched_t *s;
+    hb_coll_exec_t *x;
+    uint8_t *in, *out;
+    uint64_t in_len, out_len;
+    hb_coll_act_t *q; /* pending sends, FIFO */
+    size_t qhead, nq, qcap;
+    struct hbd_ctl_conn *conn;
+    int started, complete, failed, status, delivered, warned;
+    double predicted_us;
+    uint64_t t_created, t_start, t_done, last_link_ns;
+    uint64_t frames_tx, frames_rx;
+} hbd_coll_run_t;
+
+typedef struct hbd_coll_state {
+    hbd_coll_run_t *runs;
+    uint64_t next_id; /* id of the next local command */
+    struct event *ev_timer;
+    uint32_t *site_of;
+    hb_coll_nodes_t nodes;
+    uint64_t timeout_ns;
+    uint64_t done, failed, late, bad;
+} hbd_coll_state_t;
+
+static uint8_t pat(uint64_t id, uint32_t node, uint64_t i)
+{
+    return (uint8_t)(node * 131u + (uint32_t)i * 7u + (uint32_t)(i >> 8) * 13u +
+                     (uint32_t)id * 17u + 1u);
+}
+
+int hbd_coll_init(hbd_t *d)
+{
+    hbd_coll_state_t *st = calloc(1, sizeof(*st));
+    const char *to = getenv("HIBAR_COLL_TIMEOUT_MS");
+    if (st == NULL)
+        return HIBAR_ERR_NOMEM;
+    st->site_of = calloc(d->topo->n_nodes, sizeof(uint32_t));
+    if (st->site_of == NULL || hb_coll_nodes_from_topo(d->topo, NULL, st->site_of, &st->nodes) != 0) {
+        free(st->site_of);
+        free(st);
+        return HIBAR_ERR_NOMEM;
+    }
+    st->timeout_ns = 60000ull * 1000000ull;
+    if (to != NULL && atol(to) > 0)
+        st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
+    d->coll = st;
+    return 0;
+}
+
+static void run_free(hbd_coll_run_t *r)
+{
+    if (r->conn != NULL)
+        hbd_ctl_release(r->conn);
+    hb_coll_exec_free(r->x);
+    hb_coll_sched_free(r->s);
+    free(r->in);
+    free(r->out);
+    free(r->q);
+    free(r);
+}
+
+void hbd_coll_fini(hbd_t *d)
+{
+    hbd_coll_state_t *st = d->coll;
+    if (st == NULL)
+        return;
+    while (st->runs != NULL) {
+        hbd_coll_run_t *r = st->runs;
+        st->runs = r->next;
+        if (r->conn != NULL)
+            hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST,
+                          "daemon stopping", r->id);
+        run_free(r);
+    }
+    if (st->ev_timer != NULL)
+        event_free(st->ev_timer);
+    free(st->site_of);
+    free(st);
+    d->coll = NULL;
+}
+
+static hbd_coll_run_t *run_find(hbd_coll_state_t *st, uint64_t id)
+{
+    for (hbd_coll_run_t *r = st->runs; r != NULL; r = r->next)
+        if (r->id == id)
+            return r;
+    return NULL;
+}
+
+static void run_unlink(hbd_coll_state_t *st, hbd_coll_run_t *r)
+{
+    for (hbd_coll_run_t **pp = &st->runs; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            return;
+        }
+}
+
+static int key_equal(const hbd_wire_coll_t *a, const hbd_wire_coll_t *b)
+{
+    return a->op == b->op && a->alg == b->alg && a->root == b->root && a->size == b->size &&
+           a->lanes == b->lanes && a->seg_size == b->seg_size;
+}
+
+/* Build the schedule and the executor with its pattern input. */
+static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_coll_run_t **r_p)
+{
+    hbd_coll_state_t *st = d->coll;
+    uint32_t v = d->self;
+    hb_coll_args_t a = {.op = (hb_coll_op_t)key->op,
+                        .alg = (hb_coll_alg_t)key->alg,
+                        .root = key->root,
+                        .size = key->size,
+                        .seg_size = key->seg_size,
+                        .lanes = key->lanes};
+    hbd_coll_run_t *r = calloc(1, sizeof(*r));
+    int rc;
+    if (r == NULL)
+        return HIBAR_ERR_NOMEM;
+    r->id = id;
+    r->key = *key;
+    r->t_created = hb_time_now_ns();
+    rc = hb_coll_sched_build(&st->nodes, &a, &r->s);
+    if (rc != 0)
+        goto err_free;
+    const hb_coll_sched_t *s = r->s;
+    if ((s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST) && v == s->root)
+        r->in_len = s->total;
+    else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER)
+        r->in_len = s->bytes[v];
+    if (s->op == HB_COLL_SCATTER)
+        r->out_len = s->bytes[v];
+    else if (s->op == HB_COLL_GATHER)
+        r->out_len = v == s->root ? s->total : 0;
+    else
+        r->out_len = s->total;
+    r->in = malloc(r->in_len + 1);
+    r->out = malloc(r->out_len + 1);
+    if (r->in == NULL || r->out == NULL) {
+        rc = HIBAR_ERR_NOMEM;
+        goto err_free;
+    }
+    memset(r->out, 0xEE, r->out_len + 1);
+    if (s->op == HB_COLL_SCATTER && v == s->root) {
+        for (uint32_t w = 0; w < s->n_nodes; w++)
+            for (uint64_t i = 0; i < s->bytes[w]; i++)
+                r->in[s->noff[w] + i] = pat(id, w, i);
+    } else {
+        uint32_t who = s->op == HB_COLL_BCAST ? 0 : v;
+        for (uint64_t i = 0; i < r->in_len; i++)
+            r->in[i] = pat(id, who, i);
+    }
+    rc = hb_coll_exec_create(s, v, r->in, r->out, 0, &r->x);
+    if (rc != 0)
+        goto err_free;
+    r->next = st->runs;
+    st->runs = r;
+    *r_p = r;
+    return 0;
+err_free:
+    run_free(r);
+    return rc;
+}
+
+/* Does the output hold the pattern? */
+static int run_check(const hbd_coll_run_t *r, uint32_t v)
+{
+    const hb_coll_sched_t *s = r->s;
+    const uint8_t *out = r->out;
+    switch (s->op) {
+    case HB_COLL_SCATTER:
+        for (uint64_t i = 0; i < s->bytes[v]; i++)
+            if (out[i] != pat(r->id, v, i))
+                return 0;
+        break;
+    case HB_COLL_BCAST:
+        for (uint64_t i = 0; i < s->total; i++)
+            if (out[i] != pat(r->id, 0, i))
+                return 0;
+        break;
+    case HB_COLL_GATHER:
+        if (v != s->root)
+            break;
+        /* fall through */
+    case HB_COLL_ALLGATHER:
+        for (uint32_t w = 0; w < s->n_nodes; w++)
+            for (uint64_t i = 0; i < s->bytes[w]; i++)
+                if (out[s->noff[w] + i] != pat(r->id, w, i))
+                    return 0;
+        break;
+    default:
+        return 0;
+    }
+    if (out[r->out_len] != 0xEE)
+        return 0;
+    return r->delivered == (s->op != HB_COLL_GATHER || v == s->root);
+}
+
+static void timer_arm(hbd_t *d);
+
+/* Reply and free a run that is over here (complete with its queue flushed, or failed) and
+ * whose command arrived. */
+static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
+{
+    hbd_coll_state_t *st = d->coll;
+    if (!r->started || !(r->failed || (r->complete && r->qhead == r->nq)))
+        return;
+    r->t_done = hb_time_now_ns();
+    if (!r->failed && !run_check(r, d->self)) {
+        hb_log_error("collective %" PRIu64 " (%s %s): wrong data in node %" PRIu32 "'s output",
+                     r->id, hb_coll_op_name(r->s->op), hb_coll_alg_name(r->s->alg), d->self);
+        r->failed = 1;
+        r->status = HIBAR_ERR_INTERNAL;
+    }
+    if (r->failed) {
+        st->failed++;
+        hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, r->status, hibar_strerror(r->status),
+                      r->id);
+    } else {
+        st->done++;
+        hbd_ctl_reply(r->conn,
+                      "ok coll id=%" PRIu64 " op=%s alg=%s lanes=%" PRIu32 " size=%" PRIu64
+                      " total=%" PRIu64 " us=%.1f predicted_us=%.1f frames_tx=%" PRIu64
+                      " frames_rx=%" PRIu64 " check=ok",
+                      r->id, hb_coll_op_name(r->s->op), hb_coll_alg_name(r->s->alg), r->s->lanes,
+                      r->key.size, r->s->total, (double)(r->t_done - r->t_start) / 1e3,
+                      r->predicted_us, r->frames_tx, r->frames_rx);
+    }
+    run_unlink(st, r);
+    run_free(r);
+}
+
+static void run_fail(hbd_coll_run_t *r, int status)
+{
+    if (r->failed || (r->complete && r->qhead == r->nq))
+        return;
+    r->failed = 1;
+    r->status = status;
+    r->qhead = r->nq = 0;
+}
+
+/* Send what the links and queues allow, in order. */
+static void run_flush(hbd_t *d, hbd_coll_run_t *r)
+{
+    static uint8_t pl[HBD_WIRE_COLL_MAX_PAYLOAD];
+    uint64_t now = hb_time_now_ns();
+    while (!r->failed && r->qhead < r->nq) {
+        const hb_coll_act_t *a = &r->q[r->qhead];
+        if (!hbd_net_peer_up(d, a->to)) {
+            if (now - r->last_link_ns >= HBD_COLL_LINK_NS) {
+                r->last_link_ns = now;
+                int rc = hbd_net_link(d, a->to);
+                if (rc != 0 && rc != HIBAR_ERR_WOULD_BLOCK) {
+                    run_fail(r, rc);
+                    return;
+                }
+                if (rc == 0)
+                    continue;
+            }
+            return;
+        }
+        hbd_wire_coll_t c = r->key;
+        c.seq = a->seq;
+        c.off = a->off;
+        hbd_wire_coll_pack(&c, pl);
+        if (a->len > 0)
+            memcpy(pl + HBD_WIRE_COLL_HDR, a->data, a->len);
+        int rc = hbd_net_send(d, a->to, HBD_WIRE_COLL, 0, r->id, pl,
+                              (uint32_t)(HBD_WIRE_COLL_HDR + a->len));
+        if (rc == HIBAR_ERR_WOULD_BLOCK)
+            return;
+        if (rc != 0) {
+            run_fail(r, rc);
+            return;
+        }
+        r->frames_tx++;
+        r->qhead++;
+    }
+    if (r->qhead == r->nq)
+        r->qhead = r->nq = 0;
+}
+
+static int run_queue(hbd_coll_run_t *r, const hb_coll_act_t *a)
+{
+    if (a->len > HBD_WIRE_COLL_MAX_DATA) {
+        hb_log_error("collective %" PRIu64 ": segment of %" PRIu64 " bytes exceeds a frame", r->id,
+                     a->len);
+        return HIBAR_ERR_INTERNAL;
+    }
+    if (r->nq == r->qcap) {
+        size_t cap = r->qcap ? r->qcap * 2 : 64;
+        hb_coll_act_t *q = realloc(r->q, cap * sizeof(*q));
+        if (q == NULL)
+            return HIBAR_ERR_NOMEM;
+        r->q = q;
+        r->qcap = cap;
+    }
+    r->q[r->nq++] = *a;
+    return 0;
+}
+
+/* Feed one event and act on what the executor says. */
+static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
+{
+    hb_coll_act_t acts[HBD_COLL_ACTS];
+    hb_coll_ev_t poll = {.kind = HB_COLL_EV_POLL};
+    for (;;) {
+        size_t n = 0;
+        int rc = hb_coll_exec_step(r->x, ev, acts, HBD_COLL_ACTS, &n);
+        if (rc == HIBAR_ERR_PROTO) {
+            d->coll->bad++;
+            if (!r->warned) {
+                char buf[160];
+                r->warned = 1;
+                hb_coll_exec_describe(r->x, buf, sizeof(buf));
+                hb_log_warn("collective %" PRIu64 ": dropped an unexpected segment from node %" PRIu32
+                            " (%s)", r->id, ev->from, buf);
+            }
+            return;
+        }
+        if (rc != 0) {
+            run_fail(r, rc);
+            return;
+        }
+        for (size_t i = 0; i < n && !r->failed; i++) {
+            switch (acts[i].kind) {
+            case HB_COLL_ACT_SEND:
+                rc = run_queue(r, &acts[i]);
+                if (rc != 0)
+                    run_fail(r, rc);
+                break;
+            case HB_COLL_ACT_POST_RECV:
+                break;
+            case HB_COLL_ACT_DELIVER:
+                r->delivered = 1;
+                break;
+            case HB_COLL_ACT_COMPLETE:
+                r->complete = 1;
+                break;
+            case HB_COLL_ACT_FAIL:
+                run_fail(r, acts[i].status);
+                break;
+            }
+        }
+        if (r->failed || !hb_coll_exec_pending(r->x))
+            break;
+        ev = &poll;
+    }
+    run_flush(d, r);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    hbd_coll_state_t *st = d->coll;
+    uint64_t now = hb_time_now_ns();
+    (void)fd;
+    (void)what;
+    hbd_coll_run_t *r = st->runs, *next;
+    for (; r != NULL; r = next) {
+        next = r->next;
+        run_flush(d, r);
+        if (!r->failed && now - r->t_created > st->timeout_ns) {
+            char buf[160];
+            hb_coll_exec_describe(r->x, buf, sizeof(buf));
+            hb_log_error("collective %" PRIu64 " timed out on node %" PRIu32 ": %s", r->id,
+                         d->self, buf);
+            run_fail(r, HIBAR_ERR_TIMEOUT);
+        }
+        run_maybe_finish(d, r);
+    }
+    /* runs that failed before their command came stay until it comes (or forever: bounded
+     * by the commands the ranks send) */
+    timer_arm(d);
+}
+
+static void timer_arm(hbd_t *d)
+{
+    hbd_coll_state_t *st = d->coll;
+    int busy = 0, any = 0;
+    for (hbd_coll_run_t *r = st->runs; r != NULL; r = r->next) {
+        if (r->failed)
+            continue;
+        any = 1;
+        busy |= r->qhead < r->nq;
+    }
+    if (!any)
+        return;
+    if (st->ev_timer == NULL) {
+        st->ev_timer = evtimer_new(d->base, timer_cb, d);
+        if (st->ev_timer == NULL)
+            return;
+    }
+    struct timeval tv = {0, busy ? 1000 : 50000};
+    if (!evtimer_pending(st->ev_timer, NULL) || busy)
+        evtimer_add(st->ev_timer, &tv);
+}
+
+/* The model's choice (or the prediction for a forced algorithm). */
+static void model_choose(hbd_t *d, hbd_wire_coll_t *key, int auto_alg, double *pred_p)
+{
+    const hb_cfg_links_t *l = &d->cfg->links;
+    hbd_coll_state_t *st = d->coll;
+    uint32_t n = d->topo->n_nodes, rs = st->site_of[key->root], other = UINT32_MAX;
+    uint32_t n0 = 0, n1 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (st->site_of[i] == rs) {
+            n0++;
+        } else if (other == UINT32_MAX || st->site_of[i] == other) {
+            other = st->site_of[i];
+            n1++;
+        }
+    }
+    hb_model_lanes_t ml = {.L = l->wan_lat_us,
+                           .alpha = l->lan_lat_us,
+                           .b_lan = HB_MODEL_MBIT(l->lan_bw_mbps),
+                           .b_lane = HB_MODEL_MBIT(l->wan_lane_bw_mbps),
+                           .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
+                           .lan_startup = 1};
+    hb_model_params_t p = {.n0 = n0, .n1 = n1, .p_max = key->lanes, .lanes = &ml};
+    hb_model_choice_t c;
+    *pred_p = -1;
+    if (hb_model_choose((hb_coll_op_t)key->op, (double)key->size, &p, &c) != 0)
+        return;
+    if (auto_alg) {
+        key->alg = (uint8_t)c.alg;
+        if (c.alg == HB_COLL_ALG_MULTI_LANE)
+            key->lanes = c.lanes;
+        *pred_p = c.predicted_us;
+    } else {
+        *pred_p = c.alg_us[key->alg];
+    }
+}
+
+/* "coll OP ALG ROOT SIZE [LANES [SEG]]": ALG auto|flat|binomial|single-lane|multi-lane
+ * (HIBAR_COLL_ALG in the daemon's environment forces one for auto; HIBAR_COLL_LANES the
+ * lanes when LANES is 0); SIZE bytes per node (bcast: in total); SEG the pipelining
+ * segment (default and at most HBD_WIRE_COLL_MAX_DATA). */
+void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
+{
+    hbd_coll_state_t *st = d->coll;
+    char *save = NULL, *tok[6] = {0};
+    unsigned long long v[4] = {0, 0, 0, 0};
+    hb_coll_op_t op;
+    hb_coll_alg_t alg = HB_COLL_ALG_FLAT;
+    int ntok = 0, auto_alg = 0;
+    for (char *t = strtok_r(args, " \t", &save); t != NULL && ntok < 6;
+         t = strtok_r(NULL, " \t", &save))
+        tok[ntok++] = t;
+    for (int i = 2; i < ntok; i++) {
+        char *end;
+        v[i - 2] = strtoull(tok[i], &end, 0);
+        if (*end != '\0' || tok[i][0] == '-')
+            ntok = -1;
+    }
+    const char *env_alg = getenv("HIBAR_COLL_ALG"), *env_lanes = getenv("HIBAR_COLL_LANES");
+    if (ntok >= 2 && strcmp(tok[1], "auto") == 0 && env_alg != NULL && *env_alg != '\0' &&
+        strcmp(env_alg, "auto") != 0)
+        tok[1] = (char *)env_alg;
+    if (ntok >= 2 && strcmp(tok[1], "auto") == 0)
+        auto_alg = 1;
+    if (ntok < 4 || hb_coll_op_parse(tok[0], &op) != 0 ||
+        (!auto_alg && hb_coll_alg_parse(tok[1], &alg) != 0) || v[0] >= d->topo->n_nodes ||
+        v[1] > (1ull << 32) || v[3] > HBD_WIRE_COLL_MAX_DATA) {
+        hbd_ctl_reply(conn, "err %d usage: coll scatter|gather|bcast|allgather "
+                            "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
+                      HIBAR_ERR_INVAL);
+        return;
+    }
+    if (v[2] == 0 && env_lanes != NULL)
+        v[2] = strtoull(env_lanes, NULL, 10);
+    hbd_wire_coll_t key = {.op = (uint8_t)op,
+                           .alg = (uint8_t)alg,
+                           .root = (uint32_t)v[0],
+                           .size = v[1],
+                           .lanes = (uint32_t)v[2],
+                           .seg_size = v[3] ? v[3] : HBD_WIRE_COLL_MAX_DATA};
+    double pred;
+    model_choose(d, &key, auto_alg, &pred);
+    uint64_t id = st->next_id++;
+    if (d->lost) {
+        hbd_ctl_reply(conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST,
+                      hibar_strerror(HIBAR_ERR_PEER_LOST), id);
+        return;
+    }
+    hbd_coll_run_t *r = run_find(st, id);
+    if (r == NULL) {
+        int rc = run_create(d, id, &key, &r);
+        if (rc != 0) {
+            hbd_ctl_reply(conn, "err %d %s id=%" PRIu64, rc, hibar_strerror(rc), id);
+            return;
+        }
+    } else if (!key_equal(&key, &r->key)) {
+        hb_log_error("collective %" PRIu64 ": this node asked for %s %s root %" PRIu32
+                     " size %" PRIu64 ", a peer for %s %s root %" PRIu32 " size %" PRIu64,
+                     id, hb_coll_op_name(op), hb_coll_alg_name((hb_coll_alg_t)key.alg), key.root,
+                     key.size, hb_coll_op_name((hb_coll_op_t)r->key.op),
+                     hb_coll_alg_name((hb_coll_alg_t)r->key.alg), r->key.root, r->key.size);
+        run_fail(r, HIBAR_ERR_MISMATCH);
+    }
+    r->conn = hbd_ctl_hold(conn);
+    r->started = 1;
+    r->predicted_us = pred;
+    r->t_start = hb_time_now_ns();
+    /* bring up the links this node's steps need before the first send */
+    uint32_t ns;
+    const hb_coll_step_t *steps = hb_coll_sched_steps(r->s, d->self, &ns);
+    for (uint32_t i = 0; i < ns && !r->failed; i++)
+        if (steps[i].peer != HB_COLL_NONE && !hbd_net_peer_up(d, steps[i].peer)) {
+            int rc = hbd_net_link(d, steps[i].peer);
+            if (rc != 0 && rc != HIBAR_ERR_WOULD_BLOCK)
+                run_fail(r, rc);
+        }
+    r->last_link_ns = hb_time_now_ns();
+    if (!r->failed) {
+        hb_coll_ev_t ev = {.kind = HB_COLL_EV_START};
+        run_feed(d, r, &ev);
+    }
+    run_maybe_finish(d, r);
+    timer_arm(d);
+}
+
+void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_coll_state_t *st = d->coll;
+    hbd_wire_coll_t c;
+    if (st == NULL)
+        return;
+    hbd_wire_coll_unpack(m->payload, &c);
+    hbd_coll_run_t *r = run_find(st, m->coll_id);
+    if (r == NULL) {
+        if (m->coll_id < st->next_id) {
+            st->late++; /* for a collective already over (or failed) here */
+            return;
+        }
+        if (m->coll_id > st->next_id + 1024) {
+            st->bad++;
+            return;
+        }
+        int rc = run_create(d, m->coll_id, &c, &r);
+        if (rc != 0) {
+            hb_log_warn("collective %" PRIu64 " announced by node %" PRIu32 ": %s", m->coll_id,
+                        m->src, hibar_strerror(rc));
+            st->bad++;
+            return;
+        }
+    }
+    if (r->failed)
+        return;
+    if (!key_equal(&c, &r->key)) {
+        hb_log_error("collective %" PRIu64 ": node %" PRIu32 " runs other arguments than this node",
+                     r->id, m->src);
+        run_fail(r, HIBAR_ERR_MISMATCH);
+    } else {
+        hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
+                           .from = m->src,
+                           .seq = c.seq,
+                           .off = c.off,
+                           .len = m->len - HBD_WIRE_COLL_HDR,
+                           .data = m->payload + HBD_WIRE_COLL_HDR};
+        r->frames_rx++;
+        run_feed(d, r, &ev);
+    }
+    run_maybe_finish(d, r);
+    timer_arm(d);
+}
+
+void hbd_coll_fail_all(hbd_t *d, int status, uint32_t lost)
+{
+    hbd_coll_state_t *st = d->coll;
+    if (st == NULL)
+        return;
+    hbd_coll_run_t *r = st->runs, *next;
+    for (; r != NULL; r = next) {
+        next = r->next;
+        if (!r->failed)
+            hb_log_warn("collective %" PRIu64 " fails: node %" PRIu32 " lost", r->id, lost);
+        run_fail(r, status);
+        run_maybe_finish(d, r);
+    }
+}
