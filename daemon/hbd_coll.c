@@ -260,10 +260,10 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
         hbd_ctl_reply(r->conn,
                       "ok coll id=%" PRIu64 " op=%s alg=%s lanes=%" PRIu32 " size=%" PRIu64
                       " total=%" PRIu64 " us=%.1f predicted_us=%.1f frames_tx=%" PRIu64
-                      " frames_rx=%" PRIu64 " check=ok",
+                      " frames_rx=%" PRIu64 " t0_ns=%" PRIu64 " t1_ns=%" PRIu64 " check=ok",
                       r->id, hb_coll_op_name(r->s->op), hb_coll_alg_name(r->s->alg), r->s->lanes,
                       r->key.size, r->s->total, (double)(r->t_done - r->t_start) / 1e3,
-                      r->predicted_us, r->frames_tx, r->frames_rx);
+                      r->predicted_us, r->frames_tx, r->frames_rx, r->t_start, r->t_done);
     }
     run_unlink(st, r);
     run_free(r);
