@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "hbd.h"
 #include "hibar.h"
 #include "hier.h"
+#include "hier_local.h"
 #include "hwb.h"
 
 /*
@@ -63,9 +65,89 @@ typedef struct hbd_barrier_state {
     uint32_t tib_n, tib_done;
     uint64_t tib_t0;
     double *tib;
+    /* HIBAR_TRACE_DIR: every event fed to hier and every outcome, one line each (below) */
+    FILE *trace;
+    uint64_t trace_t0;
 } hbd_barrier_state_t;
 
 static void poll_schedule(hbd_t *d);
+
+/*
+ * The trace (HIBAR_TRACE_DIR=DIR: DIR/n<node>.trace, flushed per line) for `hibar-sim
+ * replay`: a '#' header with the engine's configuration, then each event fed to hb_hier_step
+ * (ARRIVE, MSG, HWB_DONE in hb_hier_rec_format's format; "PEER_LOST from nX", "TIMEOUT"),
+ * followed by what it gave: its actions, or one REFUSED line with the status. t = us since
+ * the engine was created; ib/sr are not known here (0).
+ */
+static void trace_line(hbd_t *d, hb_hier_rec_t *r, const char *text)
+{
+    char line[256];
+    r->node = d->self;
+    r->t = (double)(hb_time_now_ns() - d->bar->trace_t0) / 1e3;
+    if (text != NULL)
+        snprintf(line, sizeof(line), "n%" PRIu32 " coll %" PRIu64 " %s ib=0 sr=0 t=%g", r->node,
+                 r->coll_id, text, r->t);
+    else if (hb_hier_rec_format(r, line, sizeof(line)) != 0)
+        return;
+    fprintf(d->bar->trace, "%s\n", line);
+    fflush(d->bar->trace);
+}
+
+/* hb_hier_step with the trace. */
+static int step(hbd_t *d, const hb_hier_ev_t *ev, size_t *n_p)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hb_hier_rec_t r = {.coll_id = ev->coll_id, .peer = ev->from, .msg = ev->msg};
+    char text[64];
+    if (b->trace != NULL) {
+        const char *t = NULL;
+        if (ev->kind == HB_HIER_EV_ARRIVE)
+            r.kind = HB_HIER_REC_ARRIVE;
+        else if (ev->kind == HB_HIER_EV_MSG)
+            r.kind = HB_HIER_REC_MSG;
+        else if (ev->kind == HB_HIER_EV_HWB_DONE) {
+            r.kind = HB_HIER_REC_HWB_DONE;
+            r.sync_no = ev->sync_no;
+            if (ev->status != 0) {
+                snprintf(text, sizeof(text), "HWB_DONE sync %" PRIu32 " status %d", ev->sync_no,
+                         ev->status);
+                t = text;
+            }
+        } else if (ev->kind == HB_HIER_EV_PEER_LOST) {
+            snprintf(text, sizeof(text), "PEER_LOST from n%" PRIu32, ev->from);
+            t = text;
+        } else
+            t = "TIMEOUT";
+        trace_line(d, &r, t);
+    }
+    int rc = hb_hier_step(b->h, ev, b->acts, b->max_acts, n_p);
+    if (b->trace == NULL)
+        return rc;
+    if (rc != 0) {
+        hb_hier_rec_t f = {.kind = HB_HIER_REC_REFUSED, .coll_id = ev->coll_id, .status = rc};
+        trace_line(d, &f, NULL);
+    }
+    for (size_t i = 0; rc == 0 && i < *n_p; i++) {
+        const hb_hier_act_t *a = &b->acts[i];
+        hb_hier_rec_t o = {.coll_id = a->coll_id, .step = a->step};
+        if (a->kind == HB_HIER_ACT_SEND) {
+            o.kind = HB_HIER_REC_SEND;
+            o.peer = a->to;
+            o.msg = a->msg;
+        } else if (a->kind == HB_HIER_ACT_HWB_ARRIVE) {
+            o.kind = HB_HIER_REC_HWB_ARRIVE;
+            o.sync_no = a->sync_no;
+            o.phase = a->phase;
+        } else if (a->kind == HB_HIER_ACT_COMPLETE) {
+            o.kind = HB_HIER_REC_COMPLETE;
+        } else {
+            o.kind = HB_HIER_REC_FAIL;
+            o.status = a->status;
+        }
+        trace_line(d, &o, NULL);
+    }
+    return rc;
+}
 
 static void push(hbd_t *d, const hb_hier_ev_t *ev)
 {
@@ -201,7 +283,7 @@ static void drain(hbd_t *d)
                 continue;
             }
             size_t n = 0;
-            int rc = hb_hier_step(b->h, &ev, b->acts, b->max_acts, &n);
+            int rc = step(d, &ev, &n);
             if (rc != 0) {
                 hb_log_debug("hier refused event %d coll %" PRIu64 " from %" PRIu32 ": %s",
                              ev.kind, ev.coll_id, ev.from, hibar_strerror(rc));
@@ -369,7 +451,7 @@ void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost)
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
     size_t n = 0;
     /* directly, not through the queue: this is what a queued PEER_LOST turns into */
-    if (lost < d->topo->n_nodes && hb_hier_step(b->h, &ev, b->acts, b->max_acts, &n) == 0)
+    if (lost < d->topo->n_nodes && step(d, &ev, &n) == 0)
         for (size_t i = 0; i < n; i++)
             exec_act(d, &b->acts[i]);
     /* the cluster is broken: chassis barriers still pending will never be waited for again
@@ -543,6 +625,24 @@ int hbd_barrier_init(hbd_t *d)
         return rc;
     }
     b->max_acts = hb_hier_max_actions(b->h);
+    const char *tdir = getenv("HIBAR_TRACE_DIR");
+    if (tdir != NULL && *tdir != '\0') {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/n%" PRIu32 ".trace", tdir, d->self);
+        b->trace = fopen(path, "w");
+        if (b->trace == NULL) {
+            hb_log_error("barrier trace %s: %m", path);
+            return HIBAR_ERR_IO;
+        }
+        b->trace_t0 = hb_time_now_ns();
+        fprintf(b->trace,
+                "# hibard trace: node %" PRIu32 " nodes %" PRIu32 " protocol %s job %" PRIu32
+                " epoch %" PRIu32 " first_coll %" PRIu64 " sync_base %" PRIu32 " n_sync %" PRIu32
+                "\n",
+                d->self, d->topo->n_nodes, hb_hier_proto_name(hc.protocol), hc.job, hc.epoch,
+                hc.first_coll, hc.sync_base, hc.n_sync);
+        fflush(b->trace);
+    }
     b->acts = calloc(b->max_acts, sizeof(*b->acts));
     b->ev_poll = evtimer_new(d->base, poll_cb, d);
     if (b->acts == NULL || b->ev_poll == NULL)
@@ -586,6 +686,8 @@ void hbd_barrier_fini(hbd_t *d)
     if (b->ev_poll != NULL)
         event_free(b->ev_poll);
     hb_hier_destroy(b->h);
+    if (b->trace != NULL)
+        fclose(b->trace);
     free(b->acts);
     free(b);
     d->bar = NULL;
