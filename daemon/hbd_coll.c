@@ -1,4 +1,5 @@
-/* hbd_coll.c: collectives across nodes: every daemon builds the same coll/ schedule and runs its node's hb_coll_exec over COLL frames. */
+/* hbd_coll.c: collectives across nodes: every daemon builds the same coll/ schedule and runs its
+ * node's hb_coll_exec over COLL frames. */
 #include "hbd.h"
 
 #include "coll_model.h"
@@ -74,7 +75,8 @@ int hbd_coll_init(hbd_t *d)
     if (st == NULL)
         return HIBAR_ERR_NOMEM;
     st->site_of = calloc(d->topo->n_nodes, sizeof(uint32_t));
-    if (st->site_of == NULL || hb_coll_nodes_from_topo(d->topo, NULL, st->site_of, &st->nodes) != 0) {
+    if (st->site_of == NULL ||
+        hb_coll_nodes_from_topo(d->topo, NULL, st->site_of, &st->nodes) != 0) {
         free(st->site_of);
         free(st);
         return HIBAR_ERR_NOMEM;
@@ -107,8 +109,8 @@ void hbd_coll_fini(hbd_t *d)
         hbd_coll_run_t *r = st->runs;
         st->runs = r->next;
         if (r->conn != NULL)
-            hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST,
-                          "daemon stopping", r->id);
+            hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST, "daemon stopping",
+                          r->id);
         run_free(r);
     }
     if (st->ev_timer != NULL)
@@ -352,8 +354,9 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
                 char buf[160];
                 r->warned = 1;
                 hb_coll_exec_describe(r->x, buf, sizeof(buf));
-                hb_log_warn("collective %" PRIu64 ": dropped an unexpected segment from node %" PRIu32
-                            " (%s)", r->id, ev->from, buf);
+                hb_log_warn("collective %" PRIu64
+                            ": dropped an unexpected segment from node %" PRIu32 " (%s)",
+                            r->id, ev->from, buf);
             }
             return;
         }
@@ -402,8 +405,8 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         if (!r->failed && now - r->t_created > st->timeout_ns) {
             char buf[160];
             hb_coll_exec_describe(r->x, buf, sizeof(buf));
-            hb_log_error("collective %" PRIu64 " timed out on node %" PRIu32 ": %s", r->id,
-                         d->self, buf);
+            hb_log_error("collective %" PRIu64 " timed out on node %" PRIu32 ": %s", r->id, d->self,
+                         buf);
             run_fail(r, HIBAR_ERR_TIMEOUT);
         }
         run_maybe_finish(d, r);
@@ -501,8 +504,9 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     if (ntok < 4 || hb_coll_op_parse(tok[0], &op) != 0 ||
         (!auto_alg && hb_coll_alg_parse(tok[1], &alg) != 0) || v[0] >= d->topo->n_nodes ||
         v[1] > (1ull << 32) || v[3] > HBD_WIRE_COLL_MAX_DATA) {
-        hbd_ctl_reply(conn, "err %d usage: coll scatter|gather|bcast|allgather "
-                            "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
+        hbd_ctl_reply(conn,
+                      "err %d usage: coll scatter|gather|bcast|allgather "
+                      "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
                       HIBAR_ERR_INVAL);
         return;
     }
