@@ -42,6 +42,7 @@ run_all() {
 }
 
 CONFIG=$src/examples/local.yaml
+export HIBAR_COLL_TIMEOUT_MS=5000
 up
 run_all 12 $((4 << 20))
 echo "12 daemons, 2 sites: $NCOLL collectives ok"
@@ -53,7 +54,40 @@ done
 HIBAR_COLL_TIMEOUT_MS= wait
 grep -q "err " "$RUN_DIR/xc.0" || { cat "$RUN_DIR"/xc.*; fail "mismatch not reported at the root"; }
 rm -f "$RUN_DIR"/xc.*
+# a hung node (SIGSTOP): the root of a gather gets HIBAR_ERR_TIMEOUT (-3, HIBAR_COLL_TIMEOUT_MS)
+# or HIBAR_ERR_PEER_LOST (-4, heartbeats), never hangs; the others finish their part
+pid5=$(cat "$RUN_DIR/n05.pid")
+kill -STOP "$pid5"
+for ((i = 0; i < 12; i++)); do
+    [ $i -eq 5 ] && continue
+    cl ctl "$(printf 'n%02d' "$i")" coll gather flat 0 1000 >"$RUN_DIR/xc.$i" 2>&1 &
+done
+wait
+kill -CONT "$pid5"
+grep -q "^n00: err -[34] " "$RUN_DIR/xc.0" || { cat "$RUN_DIR"/xc.*; fail "hung node: no timeout at the root"; }
+echo "hung node: root says $(cut -c1-60 "$RUN_DIR/xc.0")"
+rm -f "$RUN_DIR"/xc.*
 down
+check_clean
+
+# a killed node: every daemon learns it and every later collective fails, never hangs
+up
+cl ctl n00 coll bcast flat 0 1000 >/dev/null # warm: the first one links the nodes
+for ((i = 1; i < 12; i++)); do cl ctl "$(printf 'n%02d' "$i")" coll bcast flat 0 1000 >/dev/null & done
+wait
+kill -KILL "$(cat "$RUN_DIR/n07.pid")"
+sleep 3
+for ((i = 0; i < 12; i++)); do
+    [ $i -eq 7 ] && continue
+    cl ctl "$(printf 'n%02d' "$i")" coll scatter binomial 0 5000 >"$RUN_DIR/xc.$i" 2>&1 &
+done
+wait
+n=$(cat "$RUN_DIR"/xc.* | grep -c ": err -4 ")
+[ "$n" -eq 11 ] || { cat "$RUN_DIR"/xc.*; fail "killed node: $n of 11 daemons report a lost peer"; }
+echo "killed node: 11 of 11 daemons fail the next collective"
+rm -f "$RUN_DIR"/xc.*
+cl down >/dev/null 2>&1
+rm -f "$RUN_DIR"/*.log; rmdir "$RUN_DIR" 2>/dev/null
 check_clean
 
 CONFIG=$src/examples/scmd-30.yaml
