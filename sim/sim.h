@@ -200,6 +200,8 @@ typedef struct hb_sim_opts {
     void *trace_arg;
     hb_sim_progress_fn progress; /* or NULL: called every 2^20 events */
     void *progress_arg;
+    uint32_t epoch;  /* the engines' epoch (0: 1) */
+    uint32_t n_sync; /* the engines' sync numbers (0: 2, one barrier in flight) */
 } hb_sim_opts_t;
 
 typedef struct hb_sim_result {
@@ -217,6 +219,21 @@ typedef struct hb_sim_result {
 } hb_sim_result_t;
 
 void hb_sim_opts_init(hb_sim_opts_t *o);
+
+/*
+ * Replay (sim_replay.c). A daemon trace (hibard with HIBAR_TRACE_DIR: a '#' header naming
+ * the node and its engine's protocol, epoch, sync numbers; then every event fed to hier, each
+ * followed by the actions it gave or a REFUSED line) is fed, event by event in its order,
+ * through the simulator's barrier driver (sim_hier.c: the same engines and feed path as
+ * hb_sim_barrier, with the actions recorded instead of carried out). The actions are
+ * formatted with hb_hier_rec_format and compared line by line with the recorded ones (up to
+ * " ib=": stamps differ). 0 when every line matches (*n_ev_p events, *n_act_p action lines
+ * compared; either may be NULL); MISMATCH at the first difference, CONFIG for a trace that
+ * does not fit topo, PROTO for a line that cannot be parsed, IO if the file cannot be read;
+ * err then says which file and line, and what was expected and got.
+ */
+int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p, uint64_t *n_act_p,
+                       char *err, size_t errlen);
 
 /* Simulate o->barriers barriers of o->proto on topo with the real hb_hier engines (one per
  * node). 0, or INVAL / NOMEM / INTERNAL (an engine refused an event or the run stalled). */

@@ -32,7 +32,10 @@ int sim_hier_init(sim_hier_t *s, sim_world_t *w, const hb_topo_t *topo, const hb
         s->o.barriers = 1;
     hb_hier_cfg_init(&cfg);
     cfg.protocol = o->proto;
-    cfg.n_sync = 2; /* one barrier in flight per node, plus early messages for the next */
+    cfg.n_sync = o->n_sync ? o->n_sync : 2; /* default: one barrier in flight per node, plus
+                                             * early messages for the next */
+    cfg.epoch = o->epoch ? o->epoch : 1;
+    s->o.epoch = cfg.epoch;
     s->n_sync = cfg.n_sync;
     s->eng = calloc(topo->n_nodes, sizeof(*s->eng));
     s->rounds = calloc((size_t)topo->n_chassis * cfg.n_sync, sizeof(*s->rounds));
@@ -222,7 +225,7 @@ static void sim_trace(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev, cons
 }
 
 /* Feed ev to node's engine and carry out its actions. */
-static int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
+int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
 {
     double now = hb_sim_engine_now(s->w->eng);
     size_t n, i;
@@ -231,6 +234,18 @@ static int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
     rc = hb_hier_step(s->eng[node], ev, s->acts, s->max_acts, &n);
     if (rc == 0 && s->o.trace != NULL)
         sim_trace(s, node, ev, NULL);
+    if (rc != 0 && s->replay) {
+        hb_hier_rec_t r;
+        memset(&r, 0, sizeof(r));
+        r.kind = HB_HIER_REC_REFUSED;
+        r.node = node;
+        r.coll_id = ev->coll_id;
+        r.status = rc;
+        r.t = now;
+        if (s->o.trace != NULL)
+            s->o.trace(s->o.trace_arg, &r);
+        return rc;
+    }
     if (rc != 0) {
         s->w->res.refused++;
         hb_log_error("sim: node %" PRIu32 " refused a %s event: %s", node,
@@ -242,6 +257,8 @@ static int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
         const hb_hier_act_t *a = &s->acts[i];
         if (s->o.trace != NULL)
             sim_trace(s, node, NULL, a);
+        if (s->replay)
+            continue;
         switch (a->kind) {
         case HB_HIER_ACT_SEND:
             rc = sim_send_ctl(s->w, node, a->to, a->msg, a->coll_id);
@@ -282,7 +299,7 @@ int sim_hier_event(sim_hier_t *s, const hb_sim_ev_t *ev)
 
     memset(&hev, 0, sizeof(hev));
     hev.job = 0;
-    hev.epoch = 1;
+    hev.epoch = s->o.epoch;
     switch (ev->kind) {
     case SIM_EV_ARRIVE:
         hev.kind = HB_HIER_EV_ARRIVE;

@@ -27,12 +27,16 @@ typedef struct sim_hier {
     /* called at each node's COMPLETE (the fence starts its allgather there), or NULL */
     int (*on_complete)(void *arg, uint32_t node, double t);
     void *cb_arg;
+    int replay; /* sim_replay.c: actions are only traced, not carried out */
 } sim_hier_t;
 
 int sim_hier_init(sim_hier_t *s, sim_world_t *w, const hb_topo_t *topo, const hb_sim_opts_t *o);
 void sim_hier_free(sim_hier_t *s);
 /* Schedule every node's first ARRIVE (at 0, or skewed). */
 int sim_hier_start(sim_hier_t *s);
+/* Feed ev to node's engine, trace it (o.trace) and carry out its actions; a refused event is
+ * INTERNAL, or in replay mode traced as a REFUSED record and its status returned. */
+int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev);
 /* 1 handled, 0 not a barrier event, negative status. */
 int sim_hier_event(sim_hier_t *s, const hb_sim_ev_t *ev);
 /* Check every barrier completed everywhere; set latency_us and barrier_us. */

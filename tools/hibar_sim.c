@@ -32,7 +32,7 @@ extern char **environ;
 
 typedef struct opts {
     const char *mode;
-    const char *config, *calibrate, *plot, *trace;
+    const char *config, *calibrate, *plot, *trace, *trace_dir;
     uint32_t nodes, chassis, fanout, sites;
     int have_fanout;
     int protos; /* bit 0 scmd, bit 1 tree */
@@ -71,6 +71,10 @@ static void usage(FILE *f)
         "             at P = 2..64 (--lanes) and the model's P_opt, sizes 1K/64K/1M (--size),\n"
         "             scatter and gather, with the closed-form T(P) beside each\n"
         "  predict    barrier + fence + scatter\n"
+        "  replay     feed each node's events recorded by hibard (HIBAR_TRACE_DIR) through\n"
+        "             the simulator's driver and compare the actions line by line:\n"
+        "             --config FILE (the daemons' cluster) --trace-dir DIR; exit 1 at a\n"
+        "             difference (the first one of each node is shown)\n"
         "  validate   simulate the cluster-barrier rows of --calibrate on --config's topology\n"
         "             and compare with their measured medians (15%% target)\n"
         "topology:\n"
@@ -593,6 +597,55 @@ static int mode_validate(opts_t *o)
     return rc;
 }
 
+/* ---- replay ------------------------------------------------------------------------------- */
+
+/* Every node's DIR/n<node>.trace through hb_sim_replay_file. */
+static int mode_replay(opts_t *o)
+{
+    hb_topo_t *t = NULL;
+    uint64_t ev_all = 0, act_all = 0;
+    uint32_t i, same = 0, differ = 0;
+    int rc = 0;
+
+    if (o->trace_dir == NULL || o->config == NULL) {
+        fprintf(stderr, "hibar-sim: replay needs --config FILE and --trace-dir DIR\n");
+        return HIBAR_ERR_CONFIG;
+    }
+    rc = make_topo(o, 0, o->fanout, &t);
+    if (rc != 0)
+        return HIBAR_ERR_CONFIG;
+    for (i = 0; i < t->n_nodes; i++) {
+        char path[4096], err[1024];
+        uint64_t n_ev = 0, n_act = 0;
+        int r;
+        snprintf(path, sizeof(path), "%s/n%" PRIu32 ".trace", o->trace_dir, i);
+        r = hb_sim_replay_file(t, path, &n_ev, &n_act, err, sizeof(err));
+        if (r == HIBAR_ERR_MISMATCH) {
+            printf("n%-4" PRIu32 " DIFFERS  %s\n", i, err);
+            differ++;
+            continue;
+        }
+        if (r != 0) {
+            fprintf(stderr, "hibar-sim: replay: %s\n", err[0] ? err : hibar_strerror(r));
+            rc = HIBAR_ERR_CONFIG;
+            break;
+        }
+        same++;
+        ev_all += n_ev;
+        act_all += n_act;
+        if (!o->quiet)
+            printf("n%-4" PRIu32 " same     %" PRIu64 " events, %" PRIu64 " action lines\n", i,
+                   n_ev, n_act);
+    }
+    hb_topo_free(t);
+    if (rc != 0)
+        return rc;
+    printf("replay: %" PRIu32 " of %" PRIu32 " nodes: the simulator's driver gave the daemon's "
+           "actions (%" PRIu64 " events, %" PRIu64 " action lines); %" PRIu32 " differ\n",
+           same, same + differ, ev_all, act_all, differ);
+    return differ > 0 ? 1 : 0;
+}
+
 /* ---- fence --------------------------------------------------------------------------------- */
 
 /* Polyakov et al., EuroMPI 2019: a full PMIx fence on 108 nodes takes about 10 ms. */
@@ -962,7 +1015,8 @@ enum {
     OPT_TRACE,
     OPT_SET,
     OPT_CPU,
-    OPT_CORES
+    OPT_CORES,
+    OPT_TRACE_DIR
 };
 
 int main(int argc, char **argv)
@@ -999,6 +1053,7 @@ int main(int argc, char **argv)
                                        {"set", required_argument, NULL, OPT_SET},
                                        {"cpu", required_argument, NULL, OPT_CPU},
                                        {"cores", required_argument, NULL, OPT_CORES},
+                                       {"trace-dir", required_argument, NULL, OPT_TRACE_DIR},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     static const char *over[64];
@@ -1140,6 +1195,9 @@ int main(int argc, char **argv)
         case OPT_CORES:
             bad |= parse_u32(optarg, &cores) != 0;
             break;
+        case OPT_TRACE_DIR:
+            o.trace_dir = optarg;
+            break;
         case 'q':
             o.quiet = 1;
             break;
@@ -1239,6 +1297,8 @@ int main(int argc, char **argv)
         rc = mode_barrier(&o);
     else if (strcmp(o.mode, "validate") == 0)
         rc = mode_validate(&o);
+    else if (strcmp(o.mode, "replay") == 0)
+        rc = mode_replay(&o);
     else if (strcmp(o.mode, "fence") == 0)
         rc = mode_fence(&o);
     else if (strcmp(o.mode, "scatter") == 0)
