@@ -33,6 +33,8 @@ extern char **environ;
 typedef struct opts {
     const char *mode;
     const char *config, *calibrate, *plot, *trace, *trace_dir;
+    int measure;            /* validate: run hibar-bench cluster-barrier first */
+    uint32_t measure_iters; /* its --iters (0: its default) */
     uint32_t nodes, chassis, fanout, sites;
     int have_fanout;
     int protos; /* bit 0 scmd, bit 1 tree */
@@ -76,7 +78,9 @@ static void usage(FILE *f)
         "             --config FILE (the daemons' cluster) --trace-dir DIR; exit 1 at a\n"
         "             difference (the first one of each node is shown)\n"
         "  validate   simulate the cluster-barrier rows of --calibrate on --config's topology\n"
-        "             and compare with their measured medians (15%% target)\n"
+        "             and compare with their measured medians (15%% target); --measure: run\n"
+        "             hibar-bench cluster-barrier --config F --json first and use its rows\n"
+        "             (--measure-iters N: its --iters), measured and simulated in one run\n"
         "topology:\n"
         "  --config FILE        cluster file (hb_cfg_load; --set KEY=VALUE overrides)\n"
         "  --nodes N --chassis-size C (3) --fanout K (0) --sites S (1)\n"
@@ -527,11 +531,98 @@ static int mode_barrier(opts_t *o)
 
 /* ---- validate ------------------------------------------------------------------------------ */
 
+/*
+ * validate --measure: run `hibar-bench cluster-barrier --config F --json` (both protocols, the
+ * same --set overrides) into a private file, whose rows then calibrate the simulation: the
+ * measurement and its simulation side by side in one run. hibar-bench is $HIBAR_BENCH, else
+ * the one beside this program, else found on PATH.
+ */
+static int measure_run(const opts_t *o, char *path, size_t len)
+{
+    char self[4096], bench[4096], iters[16];
+    const char *argv[8 + 2 * 64 + 1];
+    const char *env = getenv("HIBAR_BENCH");
+    posix_spawn_file_actions_t fa;
+    ssize_t n;
+    size_t i, k = 0;
+    pid_t pid;
+    int fd, st, rc;
+
+    snprintf(path, len, "/tmp/hibar-sim-measure.XXXXXX");
+    fd = mkstemp(path);
+    if (fd < 0) {
+        fprintf(stderr, "hibar-sim: %s: %s\n", path, strerror(errno));
+        path[0] = '\0';
+        return HIBAR_ERR_IO;
+    }
+    if (env != NULL && *env != '\0') {
+        snprintf(bench, sizeof(bench), "%s", env);
+    } else {
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+        if (slash != NULL) {
+            *slash = '\0';
+            snprintf(bench, sizeof(bench), "%.4000s/hibar-bench", self);
+        }
+        if (slash == NULL || access(bench, X_OK) != 0) {
+            /* a libtool build keeps the program in .libs/ */
+            if (slash != NULL && strlen(self) > 6 && strcmp(self + strlen(self) - 6, "/.libs") == 0)
+                self[strlen(self) - 6] = '\0';
+            snprintf(bench, sizeof(bench), "%.4000s/hibar-bench", self);
+            if (slash == NULL || access(bench, X_OK) != 0)
+                snprintf(bench, sizeof(bench), "hibar-bench");
+        }
+    }
+    argv[k++] = bench;
+    argv[k++] = "cluster-barrier";
+    argv[k++] = "--config";
+    argv[k++] = o->config;
+    argv[k++] = "--json";
+    if (o->measure_iters > 0) {
+        snprintf(iters, sizeof(iters), "%" PRIu32, o->measure_iters);
+        argv[k++] = "--iters";
+        argv[k++] = iters;
+    }
+    for (i = 0; i < o->n_over && i < 64; i++) {
+        argv[k++] = "--set";
+        argv[k++] = o->over[i];
+    }
+    argv[k] = NULL;
+    if (!o->quiet)
+        fprintf(stderr, "hibar-sim: measuring: %s cluster-barrier --config %s --json ...\n", bench,
+                o->config);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd, 1);
+    posix_spawn_file_actions_addclose(&fa, fd);
+    rc = posix_spawnp(&pid, bench, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd);
+    if (rc != 0) {
+        fprintf(stderr, "hibar-sim: cannot run %s: %s\n", bench, strerror(rc));
+        unlink(path);
+        path[0] = '\0';
+        return HIBAR_ERR_IO;
+    }
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            st = -1;
+            break;
+        }
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "hibar-sim: %s cluster-barrier failed (status %d)\n", bench, st);
+        unlink(path);
+        path[0] = '\0';
+        return HIBAR_ERR_IO;
+    }
+    return 0;
+}
+
 static int mode_validate(opts_t *o)
 {
     hb_topo_t *t = NULL;
     uint32_t i;
-    int rc, fails = 0;
+    int rc;
+    unsigned fails = 0, rows = 0;
 
     if (o->calibrate == NULL || (o->config == NULL && o->nodes == 0)) {
         fprintf(stderr,
@@ -547,11 +638,18 @@ static int mode_validate(opts_t *o)
     if (rc != 0)
         return rc;
     if (!o->json)
-        printf("# measured: the daemons' protocol-only median (protocol_median_us) when the row "
-               "has it, else median_us\n"
-               "# %-8s %6s %12s %12s %10s %8s %8s %8s %s\n",
-               "Protocol", "Nodes", "Measured(us)", "Sim(us)", "Error(%)", "T_IB", "T_SR", "CPU",
-               "Within 15%");
+        printf("# validate: one barrier on %s (%" PRIu32 " nodes), measured and simulated side by "
+               "side\n"
+               "# measured:  %s; the daemons' protocol-only median (protocol_median_us) when the "
+               "row has it, else median_us\n"
+               "# simulated: hibar-sim, every node's hb_hier engine, with that row's own T_IB and "
+               "T_SR\n"
+               "# error:     (simulated - measured) / measured; target: within +-15%%\n"
+               "# %-8s %6s %14s %14s %10s %7s %-8s %8s %8s %8s\n",
+               o->config ? o->config : "the generated topology", t->n_nodes,
+               o->measure ? "hibar-bench cluster-barrier, run just now" : o->calibrate, "Protocol",
+               "Nodes", "Measured(us)", "Simulated(us)", "Error(%)", "Target", "Within", "T_IB(us)",
+               "T_SR(us)", "CPU(us)");
     for (i = 0; i < o->cal.n_meas; i++) {
         const hb_sim_meas_t *m = &o->cal.meas[i];
         hb_hier_proto_t proto;
@@ -587,10 +685,14 @@ static int mode_validate(opts_t *o)
                 m->impl, m->nodes, meas, r.latency_us, err, p.t_ib, p.t_sr, p.cpu_us, p.cores,
                 fabs(err) <= 15.0 ? "true" : "false");
         else
-            printf("  %-8s %6" PRIu32 " %12.1f %12.1f %10.1f %8.2f %8.2f %8.2f %s\n", m->impl,
-                   m->nodes, meas, r.latency_us, err, p.t_ib, p.t_sr, p.cpu_us,
-                   fabs(err) <= 15.0 ? "yes" : "NO");
+            printf("  %-8s %6" PRIu32 " %14.1f %14.1f %+10.1f %7s %-8s %8.2f %8.2f %8.2f\n",
+                   m->impl, m->nodes, meas, r.latency_us, err, "15%",
+                   fabs(err) <= 15.0 ? "yes" : "NO", p.t_ib, p.t_sr, p.cpu_us);
+        rows++;
     }
+    if (rc == 0 && !o->json)
+        printf("validate: %u of %u protocols within 15%% of the measured barrier\n", rows - fails,
+               rows);
     hb_topo_free(t);
     if (rc == 0 && fails > 0)
         return 1;
@@ -1016,47 +1118,53 @@ enum {
     OPT_SET,
     OPT_CPU,
     OPT_CORES,
-    OPT_TRACE_DIR
+    OPT_TRACE_DIR,
+    OPT_MEASURE,
+    OPT_MEASURE_ITERS
 };
 
 int main(int argc, char **argv)
 {
-    static const struct option lo[] = {{"config", required_argument, NULL, OPT_CONFIG},
-                                       {"nodes", required_argument, NULL, OPT_NODES},
-                                       {"chassis-size", required_argument, NULL, OPT_CHASSIS},
-                                       {"fanout", required_argument, NULL, OPT_FANOUT},
-                                       {"sites", required_argument, NULL, OPT_SITES},
-                                       {"sweep", required_argument, NULL, OPT_SWEEP},
-                                       {"fanouts", required_argument, NULL, OPT_FANOUTS},
-                                       {"calibrate", required_argument, NULL, OPT_CAL},
-                                       {"t-ib", required_argument, NULL, OPT_TIB},
-                                       {"t-sr", required_argument, NULL, OPT_TSR},
-                                       {"gap", required_argument, NULL, OPT_GAP},
-                                       {"alpha", required_argument, NULL, OPT_ALPHA},
-                                       {"lan-mbit", required_argument, NULL, OPT_LANMBIT},
-                                       {"lan-lat", required_argument, NULL, OPT_LANLAT},
-                                       {"wan-lat", required_argument, NULL, OPT_WANLAT},
-                                       {"lane-mbit", required_argument, NULL, OPT_LANEMBIT},
-                                       {"wan-mbit", required_argument, NULL, OPT_WANMBIT},
-                                       {"hop", required_argument, NULL, OPT_HOP},
-                                       {"protocol", required_argument, NULL, OPT_PROTO},
-                                       {"barriers", required_argument, NULL, OPT_BARRIERS},
-                                       {"skew", required_argument, NULL, OPT_SKEW},
-                                       {"seed", required_argument, NULL, OPT_SEED},
-                                       {"ppn", required_argument, NULL, OPT_PPN},
-                                       {"blob", required_argument, NULL, OPT_BLOB},
-                                       {"size", required_argument, NULL, OPT_SIZE},
-                                       {"lanes", required_argument, NULL, OPT_LANES},
-                                       {"json", no_argument, NULL, OPT_JSON},
-                                       {"plot", required_argument, NULL, OPT_PLOT},
-                                       {"trace", required_argument, NULL, OPT_TRACE},
-                                       {"set", required_argument, NULL, OPT_SET},
-                                       {"cpu", required_argument, NULL, OPT_CPU},
-                                       {"cores", required_argument, NULL, OPT_CORES},
-                                       {"trace-dir", required_argument, NULL, OPT_TRACE_DIR},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"nodes", required_argument, NULL, OPT_NODES},
+        {"chassis-size", required_argument, NULL, OPT_CHASSIS},
+        {"fanout", required_argument, NULL, OPT_FANOUT},
+        {"sites", required_argument, NULL, OPT_SITES},
+        {"sweep", required_argument, NULL, OPT_SWEEP},
+        {"fanouts", required_argument, NULL, OPT_FANOUTS},
+        {"calibrate", required_argument, NULL, OPT_CAL},
+        {"t-ib", required_argument, NULL, OPT_TIB},
+        {"t-sr", required_argument, NULL, OPT_TSR},
+        {"gap", required_argument, NULL, OPT_GAP},
+        {"alpha", required_argument, NULL, OPT_ALPHA},
+        {"lan-mbit", required_argument, NULL, OPT_LANMBIT},
+        {"lan-lat", required_argument, NULL, OPT_LANLAT},
+        {"wan-lat", required_argument, NULL, OPT_WANLAT},
+        {"lane-mbit", required_argument, NULL, OPT_LANEMBIT},
+        {"wan-mbit", required_argument, NULL, OPT_WANMBIT},
+        {"hop", required_argument, NULL, OPT_HOP},
+        {"protocol", required_argument, NULL, OPT_PROTO},
+        {"barriers", required_argument, NULL, OPT_BARRIERS},
+        {"skew", required_argument, NULL, OPT_SKEW},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"ppn", required_argument, NULL, OPT_PPN},
+        {"blob", required_argument, NULL, OPT_BLOB},
+        {"size", required_argument, NULL, OPT_SIZE},
+        {"lanes", required_argument, NULL, OPT_LANES},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"plot", required_argument, NULL, OPT_PLOT},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"set", required_argument, NULL, OPT_SET},
+        {"cpu", required_argument, NULL, OPT_CPU},
+        {"cores", required_argument, NULL, OPT_CORES},
+        {"trace-dir", required_argument, NULL, OPT_TRACE_DIR},
+        {"measure", no_argument, NULL, OPT_MEASURE},
+        {"measure-iters", required_argument, NULL, OPT_MEASURE_ITERS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     static const char *over[64];
+    char measured[64] = "";
     opts_t o;
     char err[256];
     int c, rc = 0, bad = 0;
@@ -1198,6 +1306,12 @@ int main(int argc, char **argv)
         case OPT_TRACE_DIR:
             o.trace_dir = optarg;
             break;
+        case OPT_MEASURE:
+            o.measure = 1;
+            break;
+        case OPT_MEASURE_ITERS:
+            bad |= parse_u32(optarg, &o.measure_iters) != 0 || o.measure_iters == 0;
+            break;
         case 'q':
             o.quiet = 1;
             break;
@@ -1238,8 +1352,21 @@ int main(int argc, char **argv)
             o.fanout = cfg->fanout;
         hb_cfg_free(cfg);
     }
+    if (o.measure) {
+        if (strcmp(o.mode, "validate") != 0 || o.config == NULL || o.calibrate != NULL) {
+            fprintf(stderr, "hibar-sim: --measure needs mode validate and --config, and no "
+                            "--calibrate\n");
+            return 2;
+        }
+        rc = measure_run(&o, measured, sizeof(measured));
+        if (rc != 0)
+            return 1;
+        o.calibrate = measured;
+    }
     if (o.calibrate != NULL) {
         rc = hb_sim_calibrate(o.calibrate, &o.p, &o.cal, err, sizeof(err));
+        if (measured[0] != '\0')
+            unlink(measured); /* read: the rows are in o.cal */
         if (rc != 0) {
             fprintf(stderr, "hibar-sim: %s\n", err);
             return 2;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# trace_validate.sh: hibar-sim validate --measure runs hibar-bench cluster-barrier on the emulated
+# 30-node cluster and simulates both protocols from that run's T_IB/T_SR, side by side (issue 10
+# item 3); the error column is (simulated - measured) / measured; no figure is asserted here.
+src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+bld=${top_builddir:-$(pwd)/..}
+SIM="$bld/tools/hibar-sim"
+export HIBARD="$bld/daemon/hibard"
+export LSAN_OPTIONS="suppressions=$src/tests/daemon_lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+unset HIBAR_CONFIG HIBAR_FANOUT HIBAR_PROTOCOL HIBAR_NODES HIBAR_CHASSIS HIBAR_TRACE_DIR HIBAR_BENCH
+[ -x "$SIM" ] && [ -x "$bld/tools/hibar-bench" ] && [ -x "$HIBARD" ] ||
+    { echo "SKIP: hibar-sim, hibar-bench or hibard not built"; exit 77; }
+[ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+NAME="hbt-$$-val"
+RUN_DIR="/tmp/hibar-$(id -u)-$NAME"
+TMP=$(mktemp -d /tmp/hibar-validate.XXXXXX) || exit 99
+SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR")
+cleanup() {
+    local rc=$?
+    trap - EXIT
+    "$bld/tools/hibar-cluster" --config "$src/examples/scmd-30.yaml" "${SETS[@]}" down >/dev/null 2>&1
+    rm -rf "$TMP"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+before=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
+
+"$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure --measure-iters 50 \
+    -q > "$TMP/v.txt" 2> "$TMP/err"
+rc=$?
+cat "$TMP/v.txt"
+[ $rc -eq 0 ] || [ $rc -eq 1 ] || { cat "$TMP/err"; fail "validate --measure exit $rc"; }
+grep -q "^# measured:  hibar-bench cluster-barrier, run just now" "$TMP/v.txt" || fail "no source line"
+python3 - "$TMP/v.txt" "$rc" <<'PY' || fail "validate table"
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith("  ")]
+assert {r[0] for r in rows} == {"scmd", "tree"}, rows
+within = 0
+for r in rows:
+    nodes, meas, sim, err, target, ok = int(r[1]), float(r[2]), float(r[3]), float(r[4]), r[5], r[6]
+    assert nodes == 30 and meas > 0 and sim > 0 and target == "15%", r
+    assert abs(err - 100 * (sim - meas) / meas) < 0.1, r
+    assert ok == ("yes" if abs(err) <= 15 else "NO"), r
+    within += ok == "yes"
+last = open(sys.argv[1]).read().splitlines()[-1]
+assert last == "validate: %d of 2 protocols within 15%% of the measured barrier" % within, last
+assert int(sys.argv[2]) == (0 if within == 2 else 1)
+PY
+# a measurement that fails is an error (exit 1, said once), not a comparison
+HIBAR_BENCH=/bin/false "$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure \
+    -q > "$TMP/v2.txt" 2> "$TMP/err2"
+rc=$?
+[ $rc -eq 1 ] && grep -q "cluster-barrier failed" "$TMP/err2" && ! grep -q Protocol "$TMP/v2.txt" ||
+    fail "failed measurement: exit $rc: $(cat "$TMP/err2")"
+"$SIM" validate --config "$src/examples/scmd-30.yaml" --measure --calibrate /dev/null -q \
+    > /dev/null 2>&1
+[ $? -eq 2 ] || fail "--measure with --calibrate accepted"
+after=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
+[ "$after" -le "$before" ] || fail "measurement file left in /tmp"
+echo "PASS: validate --measure: measured and simulated side by side, error per protocol"
