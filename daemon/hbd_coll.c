@@ -139,8 +139,18 @@ static void run_unlink(hbd_coll_state_t *st, hbd_coll_run_t *r)
 
 static int key_equal(const hbd_wire_coll_t *a, const hbd_wire_coll_t *b)
 {
-    return a->op == b->op && a->alg == b->alg && a->root == b->root && a->size == b->size &&
-           a->lanes == b->lanes && a->seg_size == b->seg_size;
+    return a->op == b->op && a->flags == b->flags && a->alg == b->alg && a->root == b->root &&
+           a->size == b->size && a->lanes == b->lanes && a->seg_size == b->seg_size;
+}
+
+/* -v forms: node i's bytes, in 0 .. max, the same on every daemon (some nodes get 0). */
+static uint64_t vcount(uint64_t max, uint32_t i)
+{
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    if (i % 5 == 3)
+        return 0;
+    return max == 0 ? 0 : h % (max + 1);
 }
 
 /* Build the schedule and the executor with its pattern input. */
@@ -155,13 +165,25 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
                         .seg_size = key->seg_size,
                         .lanes = key->lanes};
     hbd_coll_run_t *r = calloc(1, sizeof(*r));
+    uint64_t *counts = NULL;
     int rc;
     if (r == NULL)
         return HIBAR_ERR_NOMEM;
+    if (key->flags & HBD_WIRE_COLL_F_V) {
+        counts = calloc(st->nodes.n_nodes, sizeof(uint64_t));
+        if (counts == NULL) {
+            free(r);
+            return HIBAR_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; i < st->nodes.n_nodes; i++)
+            counts[i] = vcount(key->size, i);
+        a.counts = counts;
+    }
     r->id = id;
     r->key = *key;
     r->t_created = hb_time_now_ns();
     rc = hb_coll_sched_build(&st->nodes, &a, &r->s);
+    free(counts);
     if (rc != 0)
         goto err_free;
     const hb_coll_sched_t *s = r->s;
@@ -260,11 +282,12 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
     } else {
         st->done++;
         hbd_ctl_reply(r->conn,
-                      "ok coll id=%" PRIu64 " op=%s alg=%s lanes=%" PRIu32 " size=%" PRIu64
+                      "ok coll id=%" PRIu64 " op=%s%s alg=%s lanes=%" PRIu32 " size=%" PRIu64
                       " total=%" PRIu64 " us=%.1f predicted_us=%.1f frames_tx=%" PRIu64
                       " frames_rx=%" PRIu64 " t0_ns=%" PRIu64 " t1_ns=%" PRIu64 " check=ok",
-                      r->id, hb_coll_op_name(r->s->op), hb_coll_alg_name(r->s->alg), r->s->lanes,
-                      r->key.size, r->s->total, (double)(r->t_done - r->t_start) / 1e3,
+                      r->id, hb_coll_op_name(r->s->op),
+                      (r->key.flags & HBD_WIRE_COLL_F_V) ? "v" : "", hb_coll_alg_name(r->s->alg),
+                      r->s->lanes, r->key.size, r->s->total, (double)(r->t_done - r->t_start) / 1e3,
                       r->predicted_us, r->frames_tx, r->frames_rx, r->t_start, r->t_done);
     }
     run_unlink(st, r);
@@ -476,7 +499,8 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, int auto_alg, double *p
 
 /* "coll OP ALG ROOT SIZE [LANES [SEG]]": ALG auto|flat|binomial|single-lane|multi-lane
  * (HIBAR_COLL_ALG in the daemon's environment forces one for auto; HIBAR_COLL_LANES the
- * lanes when LANES is 0); SIZE bytes per node (bcast: in total); SEG the pipelining
+ * lanes when LANES is 0); OP scatterv, gatherv, allgatherv: node i's bytes are vcount(SIZE, i)
+ * in 0 .. SIZE; SIZE bytes per node (bcast: in total); SEG the pipelining
  * segment (default and at most HBD_WIRE_COLL_MAX_DATA). */
 void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
 {
@@ -485,7 +509,7 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     unsigned long long v[4] = {0, 0, 0, 0};
     hb_coll_op_t op;
     hb_coll_alg_t alg = HB_COLL_ALG_FLAT;
-    int ntok = 0, auto_alg = 0;
+    int ntok = 0, auto_alg = 0, vform = 0;
     for (char *t = strtok_r(args, " \t", &save); t != NULL && ntok < 6;
          t = strtok_r(NULL, " \t", &save))
         tok[ntok++] = t;
@@ -501,11 +525,16 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
         tok[1] = (char *)env_alg;
     if (ntok >= 2 && strcmp(tok[1], "auto") == 0)
         auto_alg = 1;
+    if (ntok >= 1 && strcmp(tok[0], "bcast") != 0 && strlen(tok[0]) > 1 &&
+        tok[0][strlen(tok[0]) - 1] == 'v') {
+        tok[0][strlen(tok[0]) - 1] = '\0'; /* scatterv, gatherv, allgatherv */
+        vform = 1;
+    }
     if (ntok < 4 || hb_coll_op_parse(tok[0], &op) != 0 ||
         (!auto_alg && hb_coll_alg_parse(tok[1], &alg) != 0) || v[0] >= d->topo->n_nodes ||
         v[1] > (1ull << 32) || v[3] > HBD_WIRE_COLL_MAX_DATA) {
         hbd_ctl_reply(conn,
-                      "err %d usage: coll scatter|gather|bcast|allgather "
+                      "err %d usage: coll scatter[v]|gather[v]|bcast|allgather[v] "
                       "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
                       HIBAR_ERR_INVAL);
         return;
@@ -513,6 +542,7 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     if (v[2] == 0 && env_lanes != NULL)
         v[2] = strtoull(env_lanes, NULL, 10);
     hbd_wire_coll_t key = {.op = (uint8_t)op,
+                           .flags = vform ? HBD_WIRE_COLL_F_V : 0,
                            .alg = (uint8_t)alg,
                            .root = (uint32_t)v[0],
                            .size = v[1],

@@ -135,7 +135,8 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
     if (m.type == HBD_WIRE_COLL) {
         hbd_wire_coll_t c;
         hbd_wire_coll_unpack(m.payload, &c);
-        if (c.op >= 4 || c.alg >= 4 || c.reserved != 0 ||
+        if (c.op >= 4 || c.alg >= 4 || (c.flags & ~HBD_WIRE_COLL_F_V) != 0 ||
+            (c.op == 2 && c.flags != 0) ||
             (ctx != NULL && c.root >= ctx->n_nodes) ||
             c.off > UINT64_MAX - (m.len - HBD_WIRE_COLL_HDR))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
@@ -175,8 +176,8 @@ void hbd_wire_coll_pack(const hbd_wire_coll_t *c, uint8_t out[HBD_WIRE_COLL_HDR]
 {
     out[0] = c->op;
     out[1] = c->alg;
-    out[2] = (uint8_t)c->reserved;
-    out[3] = (uint8_t)(c->reserved >> 8);
+    out[2] = (uint8_t)c->flags;
+    out[3] = (uint8_t)(c->flags >> 8);
     hbd_wire_put32(out + 4, c->root);
     put64(out + 8, c->size);
     hbd_wire_put32(out + 16, c->lanes);
@@ -189,7 +190,7 @@ void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *
 {
     c->op = in[0];
     c->alg = in[1];
-    c->reserved = get16(in + 2);
+    c->flags = get16(in + 2);
     c->root = hbd_wire_get32(in + 4);
     c->size = get64(in + 8);
     c->lanes = hbd_wire_get32(in + 16);

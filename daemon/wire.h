@@ -95,9 +95,10 @@ typedef struct hbd_wire_abort {
 
 /* COLL payload header: the collective's arguments (so a daemon can build the schedule from
  * the first frame, before its own ranks asked) and the segment's place in the layout. */
+#define HBD_WIRE_COLL_F_V 0x0001u /* -v form: node i's bytes = hbd_coll_vcount(size, i) */
 typedef struct hbd_wire_coll {
     uint8_t op, alg;   /* hb_coll_op_t, hb_coll_alg_t: below 4 */
-    uint16_t reserved; /* 0 */
+    uint16_t flags;    /* HBD_WIRE_COLL_F_*; other bits 0 */
     uint32_t root;     /* < n_nodes */
     uint64_t size;     /* bytes per node (bcast: in total) */
     uint32_t lanes;

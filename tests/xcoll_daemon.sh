@@ -29,11 +29,19 @@ rsize() {
     if [ "$r" -lt 3 ]; then echo $((RANDOM % 100)); elif [ "$r" -lt 8 ]; then echo $((RANDOM * 4 % 65536)); else echo $(((RANDOM * 32768 + RANDOM) % max)); fi
 }
 
+# sizes for op on n nodes: allgather moves n times as much into every node
+osize() { local sz; sz=$(rsize "$3"); case $1 in allgather*) sz=$((sz / $2)) ;; esac; echo "$sz"; }
+
 run_all() {
     local n=$1 max=$2 op alg
     for op in scatter gather bcast allgather; do
         for alg in flat binomial single-lane multi-lane auto; do
-            coll "$n" "$op" "$alg" $((RANDOM % n)) "$(rsize "$max")"
+            coll "$n" "$op" "$alg" $((RANDOM % n)) "$(osize "$op" "$n" "$max")"
+        done
+    done
+    for op in scatterv gatherv allgatherv; do
+        for alg in flat binomial single-lane multi-lane; do
+            coll "$n" "$op" "$alg" $((RANDOM % n)) "$(osize "$op" "$n" "$max")"
         done
     done
     coll "$n" scatter multi-lane 0 1048576 2
@@ -42,7 +50,6 @@ run_all() {
 }
 
 CONFIG=$src/examples/local.yaml
-export HIBAR_COLL_TIMEOUT_MS=5000
 up
 run_all 12 $((4 << 20))
 echo "12 daemons, 2 sites: $NCOLL collectives ok"
@@ -54,6 +61,10 @@ done
 HIBAR_COLL_TIMEOUT_MS= wait
 grep -q "err " "$RUN_DIR/xc.0" || { cat "$RUN_DIR"/xc.*; fail "mismatch not reported at the root"; }
 rm -f "$RUN_DIR"/xc.*
+down
+check_clean
+export HIBAR_COLL_TIMEOUT_MS=5000 # read by the daemons at start
+up
 # a hung node (SIGSTOP): the root of a gather gets HIBAR_ERR_TIMEOUT (-3, HIBAR_COLL_TIMEOUT_MS)
 # or HIBAR_ERR_PEER_LOST (-4, heartbeats), never hangs; the others finish their part
 pid5=$(cat "$RUN_DIR/n05.pid")
@@ -90,6 +101,7 @@ cl down >/dev/null 2>&1
 rm -f "$RUN_DIR"/*.log; rmdir "$RUN_DIR" 2>/dev/null
 check_clean
 
+unset HIBAR_COLL_TIMEOUT_MS
 CONFIG=$src/examples/scmd-30.yaml
 NCOLL=0
 up
