@@ -27,6 +27,7 @@
  *   ping                 ok pong node=<name> id=<n> pid=<pid>
  *   status               ok node=.. id=.. ready=0|1 peers=<linked>/<n> lost=0|1 in_flight=..
  *   stats                ok rx=.. tx=.. bad=.. bad_<reason>=.. unknown_peer=.. auth_denied=..
+ *   fence_stats          ok NODE:TX_UP:TX_DOWN:RX_UP:RX_DOWN ... (fence data bytes per link)
  *   barrier <coll_id>    when it completes: ok barrier <id> 0 | err barrier <id> <status> <text>
  *   tib <n>              n chassis barriers (all nodes of the chassis must be asked at once)
  *   tsr <n> [node]       n round trips with a neighbour (default: parent, else first)
@@ -171,6 +172,10 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
         cmd_status(d, c);
     } else if (strcmp(cmd, "stats") == 0) {
         cmd_stats(d, c);
+    } else if (strcmp(cmd, "fence_stats") == 0) {
+        char fs[2000];
+        hbd_fence_stats(d, fs, sizeof(fs));
+        hbd_ctl_reply(c, "%s", fs);
     } else if (strcmp(cmd, "barrier") == 0) {
         errno = 0;
         unsigned long long id = arg ? strtoull(arg, &end, 0) : 0;

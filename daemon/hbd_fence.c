@@ -1,8 +1,9 @@
-/* hbd_fence.c: PMIx fence with data across nodes: blobs gathered up the chassis tree, their
- * concatenation released down. */
+/* hbd_fence.c: PMIx fence with data across nodes: blobs gathered up the chassis tree (whole
+ * job) or at the subset's lowest node (subset fences), their concatenation released down. */
 #include "hb_config.h"
 #include <event2/event.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,21 +13,32 @@
 #include "hibar.h"
 
 /*
- * The data tree is the chassis tree with the chassis opened up: a port's parent is its
- * chassis' Center, a Center's parent is the node of the parent chassis it links to (none for
- * the root chassis' Center, the root). Children: a Center's ports, and the Centers of the
- * chassis a node links down to. Every edge is a link hibard already has (chassis mates and
- * tree links are its neighbours).
+ * Whole-job fences: the data tree is the chassis tree with the chassis opened up: a port's
+ * parent is its chassis' Center, a Center's parent is the node of the parent chassis it links
+ * to (none for the root chassis' Center, the root). Children: a Center's ports, and the
+ * Centers of the chassis a node links down to. Every edge is a link hibard already has
+ * (chassis mates and tree links are its neighbours).
+ *
+ * Subset fences (ids with HBD_FENCE_ID_SUBSET set, see hbd_pmix.h): only the nodes hosting
+ * the named ranks take part. They route through the subset's lowest node (the leader): every
+ * other participant sends it its blob, it releases the concatenation to each of them. The
+ * other nodes of the cluster see nothing of it. Links to the leader are made on demand
+ * (hbd_net_link); a star is one hop up and one hop down for every blob, and a subset is
+ * usually small (MPI_Comm_spawn/connect, a partial fence of an MPI tool).
  *
  * Up: a node sends its parent the concatenation of its own blob and of its children's, once
  * it has them all. Down: the root has every blob; the concatenation goes down every edge
- * unchanged. Each blob crosses each edge at most once per direction. Messages are
- * HBD_WIRE_FENCE frames (job 0, coll_id = the fence's id) whose payload starts with
- * direction (1 up, 2 down), 3 zero bytes, the total length and this chunk's offset (u32 le
- * each), then up to HBD_FENCE_CHUNK bytes; a link delivers its frames in order, so the
- * chunks of one transfer arrive one after the other. A fence that collects data uses this
- * path on every node (the PMIX_COLLECT_DATA flag is the same on all of them), a fence
- * without data the barrier engine.
+ * unchanged. Each blob crosses each edge at most once per direction (the per-link byte
+ * counters of the "fence_stats" control command show it). Messages are HBD_WIRE_FENCE frames
+ * (job 0, coll_id = the fence's id) whose payload starts with direction (1 up, 2 down), 3 zero
+ * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK
+ * bytes; a link delivers its frames in order, so the chunks of one transfer arrive one after
+ * the other. A frame that cannot go yet (link coming up, peer queue full) waits with the rest
+ * of its transfer in a send queue retried every millisecond, behind which later transfers to
+ * the same node queue up.
+ *
+ * A fence fails with TIMEOUT after its own timeout (PMIX_TIMEOUT) or, without one, the
+ * cluster's barrier_timeout_ms, and with PEER_LOST once the cluster lost a node.
  */
 #define HBD_FENCE_HDR 12
 #define HBD_FENCE_CHUNK (HBD_WIRE_MAX_PAYLOAD - HBD_FENCE_HDR)
@@ -43,23 +55,50 @@ typedef struct xfer {
 
 typedef struct hbd_fence {
     uint64_t coll;
+    int subset; /* star through the lowest participant */
     int arrived;
     uint8_t *mine;
     size_t n_mine;
-    xfer_t *kids; /* [n_kids] */
-    uint32_t n_kids, kids_done;
+    xfer_t *kids; /* [cap_kids], n_kids used */
+    uint32_t n_kids, cap_kids, kids_done;
     xfer_t down;
     int sent_up;
-    uint64_t t0;
+    uint64_t t0, timeout_ns;
     hbd_fence_cb_t cb;
     void *arg;
     struct hbd_fence *next;
 } hbd_fence_t;
 
+/* The rest of a transfer that could not be sent at once. */
+typedef struct out {
+    uint32_t to;
+    uint64_t coll;
+    uint8_t dir;
+    uint8_t *data; /* bytes [base, total) of the transfer */
+    uint32_t total, off, base;
+    uint64_t t0;
+    struct out *next;
+} out_t;
+
+/* Per-link fence data bytes (chunk payload, headers excluded) and frames. */
+typedef struct link_ctr {
+    uint64_t tx_up, tx_down, rx_up, rx_down, tx_frames, rx_frames;
+} link_ctr_t;
+
 static hbd_fence_t *fences;
-static struct event *ev_check;
+static out_t *outs, **outs_tail = &outs;
+static struct event *ev_check, *ev_retry;
+static link_ctr_t *links; /* [n_nodes] */
 
 static void check_arm(hbd_t *d);
+static void retry_arm(hbd_t *d);
+
+static link_ctr_t *link_of(hbd_t *d, uint32_t node)
+{
+    if (links == NULL)
+        links = calloc(d->topo->n_nodes, sizeof(*links));
+    return links != NULL && node < d->topo->n_nodes ? &links[node] : NULL;
+}
 
 static uint32_t data_parent(const hbd_t *d, uint32_t n)
 {
@@ -98,26 +137,41 @@ static void fence_free(hbd_fence_t *f)
     free(f);
 }
 
-static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
+static hbd_fence_t *fence_find(uint64_t coll)
 {
     for (hbd_fence_t *f = fences; f != NULL; f = f->next)
         if (f->coll == coll)
             return f;
-    hbd_fence_t *f = calloc(1, sizeof(*f));
+    return NULL;
+}
+
+static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
+{
+    hbd_fence_t *f = fence_find(coll);
+    if (f != NULL)
+        return f;
+    f = calloc(1, sizeof(*f));
     const hb_topo_node_t *tn = &d->topo->nodes[d->self];
-    uint32_t cap = d->topo->chassis[tn->chassis].n_nodes + tn->n_children;
-    uint32_t *ids = calloc(cap, sizeof(uint32_t));
+    int subset = (coll & HBD_FENCE_ID_SUBSET) != 0;
+    uint32_t cap = subset ? d->topo->n_nodes : d->topo->chassis[tn->chassis].n_nodes + tn->n_children;
+    uint32_t *ids = calloc(cap ? cap : 1, sizeof(uint32_t));
     if (f == NULL || ids == NULL || (f->kids = calloc(cap ? cap : 1, sizeof(xfer_t))) == NULL) {
         free(f);
         free(ids);
         return NULL;
     }
     f->coll = coll;
-    f->n_kids = data_children(d, d->self, ids);
-    for (uint32_t i = 0; i < f->n_kids; i++)
-        f->kids[i].from = ids[i];
+    f->subset = subset;
+    f->cap_kids = cap;
+    if (!subset) {
+        f->n_kids = data_children(d, d->self, ids);
+        for (uint32_t i = 0; i < f->n_kids; i++)
+            f->kids[i].from = ids[i];
+        f->down.from = data_parent(d, d->self);
+    } else {
+        f->down.from = HB_TOPO_NONE; /* known at the start: kids appear as their data comes */
+    }
     free(ids);
-    f->down.from = data_parent(d, d->self);
     f->t0 = hb_time_now_ns();
     f->next = fences;
     fences = f;
@@ -125,24 +179,64 @@ static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
     return f;
 }
 
-/* Send len bytes to node `to` as chunks. */
-static int send_all(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t *data, size_t len)
+/* Send chunks of a transfer from offset *off_p on; WOULD_BLOCK leaves *off_p where to resume. */
+static int send_from(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t *data,
+                     uint32_t base, uint32_t len, uint32_t *off_p)
 {
     uint8_t pl[HBD_WIRE_MAX_PAYLOAD];
-    size_t off = 0;
+    link_ctr_t *lc = link_of(d, to);
     do {
-        size_t n = len - off > HBD_FENCE_CHUNK ? HBD_FENCE_CHUNK : len - off;
+        uint32_t off = *off_p;
+        uint32_t n = len - off > HBD_FENCE_CHUNK ? HBD_FENCE_CHUNK : len - off;
         memset(pl, 0, HBD_FENCE_HDR);
         pl[0] = (uint8_t)dir;
-        hbd_wire_put32(pl + 4, (uint32_t)len);
-        hbd_wire_put32(pl + 8, (uint32_t)off);
+        hbd_wire_put32(pl + 4, len);
+        hbd_wire_put32(pl + 8, off);
         if (n > 0)
-            memcpy(pl + HBD_FENCE_HDR, data + off, n);
-        int rc = hbd_net_send(d, to, HBD_WIRE_FENCE, 0, coll, pl, (uint32_t)(HBD_FENCE_HDR + n));
+            memcpy(pl + HBD_FENCE_HDR, data + (off - base), n);
+        int rc;
+        if (!hbd_net_peer_up(d, to) && (rc = hbd_net_link(d, to)) != 0)
+            return rc;
+        rc = hbd_net_send(d, to, HBD_WIRE_FENCE, 0, coll, pl, HBD_FENCE_HDR + n);
         if (rc != 0)
             return rc;
-        off += n;
-    } while (off < len);
+        if (lc != NULL) {
+            lc->tx_frames++;
+            *(dir == HBD_FENCE_UP ? &lc->tx_up : &lc->tx_down) += n;
+        }
+        *off_p = off + n;
+    } while (*off_p < len);
+    return 0;
+}
+
+/* Send a whole transfer of len bytes to node `to`, now or (the rest) from the send queue. */
+static int send_all(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t *data, size_t len)
+{
+    uint32_t off = 0;
+    int queued = 0;
+    for (out_t *o = outs; o != NULL; o = o->next)
+        queued |= o->to == to;
+    int rc = queued ? HIBAR_ERR_WOULD_BLOCK
+                    : send_from(d, to, coll, dir, data, 0, (uint32_t)len, &off);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    out_t *o = calloc(1, sizeof(*o));
+    uint32_t rest = (uint32_t)len - off;
+    if (o == NULL || (o->data = malloc(rest ? rest : 1)) == NULL) {
+        free(o);
+        return HIBAR_ERR_NOMEM;
+    }
+    if (rest > 0)
+        memcpy(o->data, data + off, rest);
+    o->to = to;
+    o->coll = coll;
+    o->dir = (uint8_t)dir;
+    o->total = (uint32_t)len;
+    o->off = o->base = off;
+    o->t0 = hb_time_now_ns();
+    *outs_tail = o;
+    outs_tail = &o->next;
+    retry_arm(d);
     return 0;
 }
 
@@ -162,6 +256,57 @@ static void finish(hbd_t *d, hbd_fence_t *f, int status)
         cb(d, status, data, len, arg);
     else
         free(data);
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    uint64_t now = hb_time_now_ns(), to = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
+    (void)fd;
+    (void)what;
+    /* one pass in queue order; a blocked node keeps its later transfers behind it */
+    uint32_t blocked[16];
+    uint32_t n_blocked = 0;
+    for (out_t **pp = &outs; *pp != NULL;) {
+        out_t *o = *pp;
+        int skip = 0;
+        for (uint32_t i = 0; i < n_blocked; i++)
+            skip |= blocked[i] == o->to;
+        int rc = skip ? HIBAR_ERR_WOULD_BLOCK
+                      : send_from(d, o->to, o->coll, o->dir, o->data, o->base, o->total, &o->off);
+        if (rc == HIBAR_ERR_WOULD_BLOCK && !d->lost && (to == 0 || now - o->t0 <= to)) {
+            if (!skip && n_blocked < 16)
+                blocked[n_blocked++] = o->to;
+            pp = &o->next;
+            continue;
+        }
+        if (rc != 0) {
+            hbd_fence_t *f = fence_find(o->coll);
+            if (rc == HIBAR_ERR_WOULD_BLOCK)
+                rc = d->lost ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_TIMEOUT;
+            hb_log_warn("fence %" PRIu64 ": data for node %" PRIu32 " not sent: %s", o->coll,
+                        o->to, hibar_strerror(rc));
+            if (f != NULL)
+                finish(d, f, rc);
+        }
+        *pp = o->next;
+        free(o->data);
+        free(o);
+    }
+    outs_tail = &outs;
+    while (*outs_tail != NULL)
+        outs_tail = &(*outs_tail)->next;
+    if (outs != NULL)
+        retry_arm(d);
+}
+
+static void retry_arm(hbd_t *d)
+{
+    static const struct timeval ms = {0, 1000};
+    if (ev_retry == NULL)
+        ev_retry = evtimer_new(d->base, retry_cb, d);
+    if (ev_retry != NULL && !evtimer_pending(ev_retry, NULL))
+        evtimer_add(ev_retry, &ms);
 }
 
 /* Everything below and here arrived: go up, or (root) start the release. */
@@ -218,22 +363,23 @@ static void check_cb(evutil_socket_t fd, short what, void *arg);
 
 static void check_arm(hbd_t *d)
 {
-    static const struct timeval every = {0, 200000};
+    static const struct timeval every = {0, 100000};
     if (ev_check == NULL)
         ev_check = evtimer_new(d->base, check_cb, d);
     if (ev_check != NULL && !evtimer_pending(ev_check, NULL))
         evtimer_add(ev_check, &every);
 }
 
-/* Fences fail when the cluster lost a node, or after the barrier timeout. */
+/* Fences fail when the cluster lost a node, or after their timeout. */
 static void check_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
-    uint64_t now = hb_time_now_ns(), to = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
+    uint64_t now = hb_time_now_ns(), def = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
     (void)fd;
     (void)what;
     for (hbd_fence_t *f = fences, *next; f != NULL; f = next) {
         next = f->next;
+        uint64_t to = f->timeout_ns ? f->timeout_ns : def;
         if (d->lost)
             finish(d, f, HIBAR_ERR_PEER_LOST);
         else if (to > 0 && now - f->t0 > to)
@@ -243,13 +389,46 @@ static void check_cb(evutil_socket_t fd, short what, void *arg)
         check_arm(d);
 }
 
-int hbd_fence_start(hbd_t *d, uint64_t coll, const void *data, size_t len, hbd_fence_cb_t cb,
+/* A subset fence's shape once this node knows the participants (ascending, with self). */
+static int subset_setup(hbd_fence_t *f, uint32_t self, const uint32_t *nodes, uint32_t n_nodes)
+{
+    uint32_t leader = nodes[0];
+    for (uint32_t i = 0; i < f->n_kids; i++) {
+        int in = 0;
+        for (uint32_t k = 0; k < n_nodes; k++)
+            in |= nodes[k] == f->kids[i].from;
+        if (self != leader || !in) {
+            hb_log_warn("fence %" PRIu64 ": node %" PRIu32 " sent data but is no participant "
+                        "below this node (fences over different rank sets disagree)",
+                        f->coll, f->kids[i].from);
+            return HIBAR_ERR_PROTO;
+        }
+    }
+    if (self != leader) {
+        f->down.from = leader;
+        return 0;
+    }
+    for (uint32_t k = 1; k < n_nodes; k++) {
+        int have = 0;
+        for (uint32_t i = 0; i < f->n_kids; i++)
+            have |= f->kids[i].from == nodes[k];
+        if (!have && f->n_kids < f->cap_kids)
+            f->kids[f->n_kids++].from = nodes[k];
+    }
+    return 0;
+}
+
+int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb,
                     void *arg)
 {
     if (d->lost)
         return HIBAR_ERR_PEER_LOST;
     if (!d->ready)
         return HIBAR_ERR_NOT_INIT;
+    if (((coll & HBD_FENCE_ID_SUBSET) != 0) != (nodes != NULL) ||
+        (nodes != NULL && (n_nodes == 0 || n_nodes > d->topo->n_nodes)))
+        return HIBAR_ERR_INVAL;
     hbd_fence_t *f = fence_get(d, coll);
     if (f == NULL)
         return HIBAR_ERR_NOMEM;
@@ -264,7 +443,15 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const void *data, size_t len, hbd_f
     f->cb = cb;
     f->arg = arg;
     f->t0 = hb_time_now_ns();
+    f->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
     check_arm(d);
+    if (nodes != NULL) {
+        int rc = subset_setup(f, d->self, nodes, n_nodes);
+        if (rc != 0) {
+            finish(d, f, rc);
+            return 0;
+        }
+    }
     progress(d, f);
     return 0;
 }
@@ -276,6 +463,11 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     int dir = m->payload[0];
     uint32_t total = hbd_wire_get32(m->payload + 4), off = hbd_wire_get32(m->payload + 8);
     uint32_t n = m->len - HBD_FENCE_HDR;
+    link_ctr_t *lc = link_of(d, m->src);
+    if (lc != NULL) {
+        lc->rx_frames++;
+        *(dir == HBD_FENCE_UP ? &lc->rx_up : &lc->rx_down) += n;
+    }
     hbd_fence_t *f = fence_get(d, m->coll_id);
     if (f == NULL)
         return;
@@ -286,6 +478,12 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         for (uint32_t i = 0; i < f->n_kids; i++)
             if (f->kids[i].from == m->src)
                 x = &f->kids[i];
+        /* a subset fence's leader learns its participants from their data (until it starts) */
+        if (x == NULL && f->subset && !f->arrived && m->src != d->self &&
+            f->n_kids < f->cap_kids) {
+            x = &f->kids[f->n_kids++];
+            x->from = m->src;
+        }
     }
     /* checked, never trusted: a wrong sender, size or order is dropped and logged once */
     if (x == NULL || x->done || total > HBD_FENCE_MAX_LEN || off != x->got ||
@@ -329,11 +527,35 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     finish(d, f, 0);
 }
 
+void hbd_fence_stats(hbd_t *d, char *buf, size_t cap)
+{
+    size_t off = (size_t)snprintf(buf, cap, "ok");
+    for (uint32_t i = 0; links != NULL && i < d->topo->n_nodes && off < cap; i++) {
+        const link_ctr_t *l = &links[i];
+        if (l->tx_frames == 0 && l->rx_frames == 0)
+            continue;
+        off += (size_t)snprintf(buf + off, cap - off,
+                                " %" PRIu32 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64, i,
+                                l->tx_up, l->tx_down, l->rx_up, l->rx_down);
+    }
+}
+
 void hbd_fence_fini(hbd_t *d)
 {
     while (fences != NULL)
         finish(d, fences, HIBAR_ERR_UNAVAIL);
+    while (outs != NULL) {
+        out_t *o = outs;
+        outs = o->next;
+        free(o->data);
+        free(o);
+    }
+    outs_tail = &outs;
     if (ev_check != NULL)
         event_free(ev_check);
-    ev_check = NULL;
+    if (ev_retry != NULL)
+        event_free(ev_retry);
+    ev_check = ev_retry = NULL;
+    free(links);
+    links = NULL;
 }

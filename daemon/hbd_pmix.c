@@ -39,6 +39,10 @@ typedef struct px_op {
     size_t ndata;
     int collect;
     int all; /* fence: the procs array covers the whole namespace */
+    pmix_proc_t *procs; /* fence: the procs array (copy) */
+    size_t nprocs;
+    uint32_t timeout_s;    /* fence: PMIX_TIMEOUT, 0 if none */
+    struct event *ev_to;   /* fence in the barrier engine with a timeout */
     pmix_op_cbfunc_t opcb;
     pmix_modex_cbfunc_t mcb;
     void *cbdata;
@@ -55,6 +59,8 @@ typedef struct hbd_px {
     int efd;
     struct event *ev_q, *ev_chld;
     px_op_t *fences; /* in flight in the barrier engine (loop thread only) */
+    struct fence_sig *sigs; /* subset fences: sequence per (job, rank set) */
+    uint32_t n_sigs, cap_sigs;
     char tmpdir[400];
 } hbd_px_t;
 
@@ -141,9 +147,22 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
     if (op == NULL)
         return PMIX_ERR_NOMEM;
     op->all = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
-    for (size_t i = 0; i < ninfo; i++)
+    op->procs = malloc(nprocs * sizeof(pmix_proc_t));
+    if (op->procs == NULL) {
+        free(op);
+        return PMIX_ERR_NOMEM;
+    }
+    memcpy(op->procs, procs, nprocs * sizeof(pmix_proc_t));
+    op->nprocs = nprocs;
+    for (size_t i = 0; i < ninfo; i++) {
         if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA))
             op->collect = PMIX_INFO_TRUE(&info[i]);
+        else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT &&
+                 info[i].value.data.integer > 0)
+            op->timeout_s = (uint32_t)info[i].value.data.integer;
+        else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_UINT32)
+            op->timeout_s = info[i].value.data.uint32;
+    }
     if (ndata > 0) {
         op->data = malloc(ndata);
         if (op->data == NULL) {
@@ -153,6 +172,8 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
         memcpy(op->data, data, ndata);
         op->ndata = ndata;
     }
+    if (op->timeout_s > 1000000)
+        op->timeout_s = 1000000;
     op->mcb = cbfunc;
     op->cbdata = cbdata;
     return op_queue(op);
@@ -169,10 +190,18 @@ static pmix_server_module_t px_module = {
 
 static void op_free(px_op_t *op)
 {
+    if (op->ev_to != NULL)
+        event_free(op->ev_to);
+    free(op->procs);
     free(op->msg);
     free(op->data);
     free(op);
 }
+
+typedef struct fence_sig {
+    uint64_t job, sig;
+    uint32_t seq;
+} fence_sig_t;
 
 static void fence_release(void *cbdata)
 {
@@ -225,6 +254,134 @@ static void dfence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *a
                         : (status == HIBAR_ERR_TIMEOUT ? PMIX_ERR_TIMEOUT : PMIX_ERR_COMM_FAILURE));
 }
 
+static void fence_run(hbd_t *d, px_op_t *op);
+
+static void fence_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    px_op_t *op = arg;
+    (void)fd;
+    (void)what;
+    if (op->mcb == NULL)
+        return;
+    hb_log_warn("fence of job %s: no release within its PMIX_TIMEOUT of %" PRIu32 " s",
+                op->proc.nspace, op->timeout_s);
+    op->mcb(PMIX_ERR_TIMEOUT, NULL, 0, op->cbdata, NULL, NULL);
+    op->mcb = NULL;
+    op->job = NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * A fence over some ranks of the job: the nodes hosting them take part (hbd_fence.c, star
+ * through the lowest of them). Its id: the subset and top bits, 38 bits of a hash of the job
+ * id and the sorted rank set (the signature), then the signature's own sequence number, so
+ * fences in flight over different rank sets never mix. Every participant's daemon sees the
+ * fences of one rank set in the same order (each is collective over the same ranks).
+ */
+static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
+{
+    const hbd_job_spec_t *s = j->spec;
+    uint32_t *ranks = malloc(op->nprocs * sizeof(uint32_t)), *nodes = NULL, n = 0, nn = 0;
+    uint8_t *on = calloc(d->topo->n_nodes, 1);
+    pmix_status_t st = PMIX_ERR_NOMEM;
+    if (ranks == NULL || on == NULL)
+        goto out_fail;
+    for (size_t i = 0; i < op->nprocs; i++) {
+        const pmix_proc_t *p = &op->procs[i];
+        if (!PMIX_CHECK_NSPACE(p->nspace, j->nspace)) {
+            hb_log_warn("job %s: a fence across namespaces (%s) is not supported", j->nspace,
+                        p->nspace);
+            st = PMIX_ERR_NOT_SUPPORTED;
+            goto out_fail;
+        }
+        if (p->rank == PMIX_RANK_WILDCARD) { /* with other entries: still the whole job */
+            free(ranks);
+            free(on);
+            op->all = 1;
+            fence_run(d, op);
+            return;
+        }
+        if (p->rank >= s->size) {
+            st = PMIX_ERR_BAD_PARAM;
+            goto out_fail;
+        }
+        ranks[n++] = p->rank;
+    }
+    qsort(ranks, n, sizeof(uint32_t), cmp_u32);
+    uint64_t h = 1469598103934665603ull ^ s->id;
+    uint32_t prev = UINT32_MAX, u = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ranks[i] == prev)
+            continue;
+        prev = ranks[i];
+        u++;
+        h = (h ^ ranks[i]) * 1099511628211ull;
+        on[s->map[ranks[i]]] = 1;
+    }
+    if (!on[d->self]) {
+        st = PMIX_ERR_BAD_PARAM;
+        goto out_fail;
+    }
+    nodes = malloc(d->topo->n_nodes * sizeof(uint32_t));
+    if (nodes == NULL)
+        goto out_fail;
+    for (uint32_t k = 0; k < d->topo->n_nodes; k++)
+        if (on[k])
+            nodes[nn++] = k;
+    if (!op->collect) { /* a barrier over the nodes: no data to carry */
+        free(op->data);
+        op->data = NULL;
+        op->ndata = 0;
+    }
+    if (nn == 1) { /* every participant is local and has arrived */
+        fence_finish(op, PMIX_SUCCESS);
+        goto out;
+    }
+    fence_sig_t *sg = NULL;
+    for (uint32_t i = 0; i < g_px.n_sigs; i++)
+        if (g_px.sigs[i].job == s->id && g_px.sigs[i].sig == h)
+            sg = &g_px.sigs[i];
+    if (sg == NULL) {
+        if (g_px.n_sigs == g_px.cap_sigs) {
+            uint32_t nc = g_px.cap_sigs ? 2 * g_px.cap_sigs : 8;
+            fence_sig_t *ns = realloc(g_px.sigs, nc * sizeof(*ns));
+            if (ns == NULL)
+                goto out_fail;
+            g_px.sigs = ns;
+            g_px.cap_sigs = nc;
+        }
+        sg = &g_px.sigs[g_px.n_sigs++];
+        sg->job = s->id;
+        sg->sig = h;
+        sg->seq = 0;
+    }
+    uint64_t id = (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x3fffffffffull) << 24) |
+                  (sg->seq++ & 0xffffffu);
+    hb_log_debug("job %s: fence over %" PRIu32 " ranks on %" PRIu32 " nodes, id %" PRIx64,
+                 j->nspace, u, nn, id);
+    op->job = j;
+    op->fnext = g_px.fences;
+    g_px.fences = op;
+    int rc = hbd_fence_start(d, id, nodes, nn, op->timeout_s * 1000u, op->data, op->ndata,
+                             dfence_done, op);
+    if (rc != 0) {
+        hb_log_error("job %s: subset fence cannot start: %s", j->nspace, hibar_strerror(rc));
+        fence_finish(op, PMIX_ERR_COMM_FAILURE);
+    }
+    goto out;
+out_fail:
+    fence_finish(op, st);
+out:
+    free(ranks);
+    free(on);
+    free(nodes);
+}
+
 static void fence_run(hbd_t *d, px_op_t *op)
 {
     hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
@@ -245,8 +402,7 @@ static void fence_run(hbd_t *d, px_op_t *op)
      * subset of the job are refused clearly for now.
      */
     if (!op->all) {
-        hb_log_warn("job %s: a fence over a subset of the job is not supported yet", j->nspace);
-        fence_finish(op, PMIX_ERR_NOT_SUPPORTED);
+        subset_run(d, j, op);
         return;
     }
     if (op->collect) {
@@ -255,7 +411,8 @@ static void fence_run(hbd_t *d, px_op_t *op)
         op->job = j;
         op->fnext = g_px.fences;
         g_px.fences = op;
-        int rc = hbd_fence_start(d, id, op->data, op->ndata, dfence_done, op);
+        int rc = hbd_fence_start(d, id, NULL, 0, op->timeout_s * 1000u, op->data, op->ndata,
+                                 dfence_done, op);
         if (rc != 0) {
             hb_log_error("job %s: fence with data cannot start: %s", j->nspace, hibar_strerror(rc));
             fence_finish(op, PMIX_ERR_COMM_FAILURE);
@@ -271,6 +428,15 @@ static void fence_run(hbd_t *d, px_op_t *op)
         hb_log_error("job %s: fence %" PRIu64 " cannot start: %s", j->nspace, coll,
                      hibar_strerror(rc));
         fence_finish(op, PMIX_ERR_COMM_FAILURE);
+        return;
+    }
+    /* PMIX_TIMEOUT: the participants are answered then; the barrier itself goes on and ends
+     * (or fails on the cluster's barrier timeout) on its own, only freeing the op */
+    if (op->timeout_s > 0 && op->mcb != NULL) {
+        struct timeval tv = {(time_t)op->timeout_s, 0};
+        op->ev_to = evtimer_new(d->base, fence_timeout_cb, op);
+        if (op->ev_to != NULL)
+            evtimer_add(op->ev_to, &tv);
     }
 }
 
@@ -479,6 +645,9 @@ void hbd_pmix_stop(hbd_t *d)
         op_free(op);
     }
     g_px.tail = NULL;
+    free(g_px.sigs);
+    g_px.sigs = NULL;
+    g_px.n_sigs = g_px.cap_sigs = 0;
     if (g_px.ev_q != NULL)
         event_free(g_px.ev_q);
     if (g_px.ev_chld != NULL)
@@ -671,6 +840,11 @@ void hbd_pmix_job_deregister(hbd_job_t *j)
     if (!j->registered || !g_px.up)
         return;
     hbd_pmix_job_cancel_fences(j);
+    for (uint32_t i = 0; i < g_px.n_sigs;)
+        if (g_px.sigs[i].job == j->spec->id)
+            g_px.sigs[i] = g_px.sigs[--g_px.n_sigs];
+        else
+            i++;
     /*
      * Not the blocking form (NULL callback): with libpmix 4.2.2 a blocking
      * PMIx_server_deregister_client after a client was killed mid-fence sometimes never

@@ -101,10 +101,19 @@ uint32_t hbd_pmix_n_jobs(void);
 /* Completion: status 0 and the concatenation of every node's blob (malloc'd, the callee
  * frees it), or a negative status and NULL. */
 typedef void (*hbd_fence_cb_t)(hbd_t *d, int status, uint8_t *data, size_t len, void *arg);
-/* This node's contribution to fence coll (copied). cb is called exactly once, possibly before
- * this returns, unless it returns an error (PEER_LOST, NOT_INIT, BUSY, NOMEM). */
-int hbd_fence_start(hbd_t *d, uint64_t coll, const void *data, size_t len, hbd_fence_cb_t cb,
+/* Fence ids with this bit are subset fences (star through the lowest participant node). */
+#define HBD_FENCE_ID_SUBSET (1ull << 62)
+/* This node's contribution to fence coll (copied). nodes: NULL for a whole-job fence (every
+ * node of the cluster, chassis tree), else the participating nodes of a subset fence,
+ * ascending, this node among them (coll must have HBD_FENCE_ID_SUBSET). timeout_ms: 0 for the
+ * cluster's barrier_timeout_ms. cb is called exactly once, possibly before this returns,
+ * unless it returns an error (PEER_LOST, NOT_INIT, BUSY, NOMEM, INVAL). */
+int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb,
                     void *arg);
+/* Control command "fence_stats": "ok" then per link "NODE:TX_UP:TX_DOWN:RX_UP:RX_DOWN" (fence
+ * data bytes sent to / received from that node since the daemon started). */
+void hbd_fence_stats(hbd_t *d, char *buf, size_t cap);
 /* A HBD_WIRE_FENCE frame from a neighbour. */
 void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 /* Fail every fence in flight with UNAVAIL (shutdown). */

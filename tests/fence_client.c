@@ -1,0 +1,213 @@
+/* fence_client.c: PMIx client for the fence tests and hibar-bench fence: fences with data over
+ * the whole job or a subset, checks every blob, PMIX_TIMEOUT, times fences. */
+#include <pmix.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * fence_client [--size B] [--iters N] [--split] [--stride S] [--timeout SEC --hang-rank R]
+ *              [--no-data] [--dmodex]
+ * --size B     each rank puts a B-byte key (pattern of its rank) and fences with
+ *              PMIX_COLLECT_DATA (default 1024; --no-data: a fence without data)
+ * --stride S   only ranks r with r % S == 0 fence, over exactly those ranks
+ * --split      even and odd ranks fence at the same time, each over its own half
+ * --timeout T  PMIX_TIMEOUT T s; with --hang-rank R, rank R sleeps T+3 s instead of fencing and
+ *              the others must get PMIX_ERR_TIMEOUT (printed "timeout rank R", exit 0)
+ * --iters N    N fences; rank 0 prints "fence size=B ranks=N iters=N avg_us= min_us= max_us="
+ * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex, PMIX_REQUIRED_KEY)
+ * After the fences, each rank gets the key of every rank of its set and checks its bytes.
+ * Exit: 0 ok, 2 usage, 3 init, 4 fence failed, 5 data wrong, 6 expected timeout missing.
+ */
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void pattern(uint8_t *b, size_t n, uint32_t rank)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(rank * 31u + i * 7u + 1u);
+}
+
+static int check_key(const pmix_proc_t *me, uint32_t r, size_t size, pmix_info_t *inf, size_t ni)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    PMIX_LOAD_PROCID(&p, me->nspace, r);
+    pmix_status_t rc = PMIx_Get(&p, "fc.blob", inf, ni, &v);
+    if (rc != PMIX_SUCCESS || v == NULL) {
+        fprintf(stderr, "rank %u: get rank %u's key: %s\n", me->rank, r, PMIx_Error_string(rc));
+        return 5;
+    }
+    int bad = v->type != PMIX_BYTE_OBJECT || v->data.bo.size != size;
+    if (!bad) {
+        uint8_t *want = malloc(size ? size : 1);
+        pattern(want, size, r);
+        bad = size > 0 && (want == NULL || memcmp(want, v->data.bo.bytes, size) != 0);
+        free(want);
+    }
+    PMIX_VALUE_RELEASE(v);
+    if (bad)
+        fprintf(stderr, "rank %u: rank %u's key is wrong\n", me->rank, r);
+    return bad ? 5 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    pmix_proc_t me, job;
+    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1;
+    int split = 0, nodata = 0, dmodex = 0, ret = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--split") == 0) {
+            split = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-data") == 0) {
+            nodata = 1;
+            continue;
+        }
+        if (strcmp(a, "--dmodex") == 0) {
+            dmodex = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "fence_client: %s needs a value\n", a);
+            return 2;
+        }
+        long v = strtol(argv[++i], NULL, 10);
+        if (strcmp(a, "--size") == 0)
+            size = v;
+        else if (strcmp(a, "--iters") == 0)
+            iters = v;
+        else if (strcmp(a, "--stride") == 0)
+            stride = v;
+        else if (strcmp(a, "--timeout") == 0)
+            tmo = v;
+        else if (strcmp(a, "--hang-rank") == 0)
+            hang = v;
+        else {
+            fprintf(stderr, "fence_client: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (size < 0 || iters < 1 || stride < 1 || tmo < 0) {
+        fprintf(stderr, "fence_client: bad value\n");
+        return 2;
+    }
+    if (PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS)
+        return 3;
+    PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+    pmix_value_t *v = NULL;
+    uint32_t n = 0;
+    if (PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &v) == PMIX_SUCCESS && v != NULL) {
+        n = v->data.uint32;
+        PMIX_VALUE_RELEASE(v);
+    }
+    if (n == 0) {
+        PMIx_Finalize(NULL, 0);
+        return 3;
+    }
+    if (!nodata || dmodex) {
+        uint8_t *b = malloc(size ? (size_t)size : 1);
+        pmix_value_t val;
+        pattern(b, (size_t)size, me.rank);
+        val.type = PMIX_BYTE_OBJECT;
+        val.data.bo.bytes = (char *)b;
+        val.data.bo.size = (size_t)size;
+        if (PMIx_Put(PMIX_GLOBAL, "fc.blob", &val) != PMIX_SUCCESS || PMIx_Commit() != PMIX_SUCCESS)
+            ret = 4;
+        free(b);
+    }
+    /* this rank's set */
+    pmix_proc_t *set = calloc(n, sizeof(pmix_proc_t));
+    size_t ns = 0;
+    int in = 1;
+    for (uint32_t r = 0; r < n; r++) {
+        int take = split ? (r % 2 == me.rank % 2) : (r % (uint32_t)stride == 0);
+        if (take) { /* a macro: its arguments may be evaluated more than once */
+            PMIX_LOAD_PROCID(&set[ns], me.nspace, r);
+            ns++;
+        }
+    }
+    if (!split && me.rank % (uint32_t)stride != 0)
+        in = 0;
+    if (stride == 1 && !split) { /* the whole job: the wildcard form */
+        ns = 1;
+        PMIX_LOAD_PROCID(&set[0], me.nspace, PMIX_RANK_WILDCARD);
+    }
+    pmix_info_t info[2];
+    size_t ninfo = 0;
+    bool collect = !nodata;
+    PMIX_INFO_LOAD(&info[ninfo], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    ninfo++;
+    if (tmo > 0) {
+        int t = (int)tmo;
+        PMIX_INFO_LOAD(&info[ninfo], PMIX_TIMEOUT, &t, PMIX_INT);
+        ninfo++;
+    }
+    if (dmodex) {
+        /* PMIx_Get goes to the server, which asks the daemon hosting the rank */
+        int t = tmo > 0 ? (int)tmo : 10;
+        PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &t, PMIX_INT);
+        if (me.rank == 0 && n > 1 && ret == 0)
+            ret = check_key(&me, n - 1, (size_t)size, info, 1);
+        PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+        if (PMIx_Fence(&job, 1, NULL, 0) != PMIX_SUCCESS && ret == 0)
+            ret = 4;
+        in = 0;
+    }
+    double sum = 0, mn = 1e30, mx = 0;
+    for (long it = 0; in && ret == 0 && it < iters; it++) {
+        if ((long)me.rank == hang) {
+            sleep((unsigned)tmo + 3);
+            break;
+        }
+        double t0 = now_us();
+        pmix_status_t rc = PMIx_Fence(set, ns, info, ninfo);
+        double dt = now_us() - t0;
+        if (hang >= 0) {
+            if (rc == PMIX_ERR_TIMEOUT) {
+                printf("timeout rank %u\n", me.rank);
+            } else {
+                fprintf(stderr, "rank %u: fence: %s, expected a timeout\n", me.rank,
+                        PMIx_Error_string(rc));
+                ret = 6;
+            }
+            break;
+        }
+        if (rc != PMIX_SUCCESS) {
+            fprintf(stderr, "rank %u: fence: %s\n", me.rank, PMIx_Error_string(rc));
+            ret = 4;
+            break;
+        }
+        sum += dt;
+        mn = dt < mn ? dt : mn;
+        mx = dt > mx ? dt : mx;
+    }
+    if (in && ret == 0 && hang < 0 && !nodata) {
+        for (size_t k = 0; k < ns && ret == 0; k++) {
+            if (set[k].rank == PMIX_RANK_WILDCARD) {
+                for (uint32_t r = 0; r < n && ret == 0; r++)
+                    ret = check_key(&me, r, (size_t)size, NULL, 0);
+            } else {
+                ret = check_key(&me, set[k].rank, (size_t)size, NULL, 0);
+            }
+        }
+    }
+    if (in && ret == 0 && hang < 0 && me.rank == 0)
+        printf("fence size=%ld ranks=%u set=%zu iters=%ld avg_us=%.1f min_us=%.1f max_us=%.1f\n",
+               nodata ? 0 : size, n, ns, iters, sum / (double)iters, mn, mx);
+    if (in && ret == 0 && hang < 0)
+        printf("ok rank %u\n", me.rank);
+    fflush(stdout);
+    free(set);
+    PMIx_Finalize(NULL, 0);
+    return ret;
+}

@@ -1,0 +1,44 @@
+#!/bin/bash
+# fence_pmix.sh: PMIx fences across emulated nodes: with data over the whole job, over subsets
+# (only the nodes hosting the ranks take part; two subsets in flight at once), without data,
+# PMIX_TIMEOUT (every participant gets PMIX_ERR_TIMEOUT).
+. "$(dirname "$0")/run_lib.sh"
+FC="$bld/tests/fence_client"
+[ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
+cp "$FC" "$TMP/fence_client"
+FC="$TMP/fence_client"
+EM=(--per-node 2 --emulate "$FOUR")
+
+count_ok() { grep -c '^ok rank' "$OUT"; }
+
+# whole job, 1 KiB per rank (chassis tree), 3 fences: every rank checks every rank's key
+run 0 -n 8 "${EM[@]}" "$FC" --size 1024 --iters 3
+[ "$(count_ok)" -eq 8 ] || fail "whole job with data"
+check_clean
+# subset: ranks 0, 3, 6 (nodes rt0, rt1, rt3; rt2 takes no part)
+run 0 -n 8 "${EM[@]}" "$FC" --size 2000 --stride 3 --iters 2
+[ "$(count_ok)" -eq 3 ] || fail "subset of ranks 0,3,6"
+grep -q '^fence size=2000 ranks=8 set=3 ' "$OUT" || fail "subset: rank 0's line"
+check_clean
+# two subsets at once (even and odd ranks, same nodes: told apart by their signature)
+run 0 -n 8 "${EM[@]}" "$FC" --size 3000 --split --iters 4
+[ "$(count_ok)" -eq 8 ] || fail "two subsets in flight"
+check_clean
+# subset without data (a barrier over the nodes involved), 1 rank per node on 2 nodes
+run 0 -n 8 "${EM[@]}" "$FC" --no-data --stride 4 --iters 3
+[ "$(count_ok)" -eq 2 ] || fail "subset without data"
+check_clean
+# 64 KiB per rank over the whole job (transfers larger than a link's queue)
+run 0 -n 8 "${EM[@]}" "$FC" --size 65536
+[ "$(count_ok)" -eq 8 ] || fail "64 KiB per rank"
+check_clean
+# PMIX_TIMEOUT 2 s: rank 5 never comes; the 7 others get PMIX_ERR_TIMEOUT (data fence, subset
+# and barrier paths)
+run 0 -n 8 "${EM[@]}" "$FC" --size 100 --timeout 2 --hang-rank 5
+[ "$(grep -c '^timeout rank' "$OUT")" -eq 7 ] || fail "PMIX_TIMEOUT, fence with data"
+run 0 -n 8 "${EM[@]}" "$FC" --no-data --timeout 2 --hang-rank 5
+[ "$(grep -c '^timeout rank' "$OUT")" -eq 7 ] || fail "PMIX_TIMEOUT, fence without data"
+run 0 -n 8 "${EM[@]}" "$FC" --size 10 --stride 2 --timeout 1 --hang-rank 4
+[ "$(grep -c '^timeout rank' "$OUT")" -eq 3 ] || fail "PMIX_TIMEOUT, subset"
+check_clean
+echo "PASS: fence_pmix"
