@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trace_replay.sh: hibard's recorded hier events (HIBAR_TRACE_DIR) replayed through hibar-sim's
 # driver give the daemons' actions line by line (scmd-30 and a 12-node cluster, both
-# protocols); a corrupted action line or a missing one is reported (issue 10 item 4).
+# protocols), and after a node is killed; a corrupted action line or a missing one is reported (issue 10 item 4).
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${top_builddir:-$(pwd)/..}
 CLUSTER_TOOL="$bld/tools/hibar-cluster"
@@ -73,6 +73,20 @@ for cfg in "$src/examples/scmd-30.yaml" "$src/examples/local.yaml"; do
         run "$cfg" "$proto" 10
     done
 done
+
+# a node killed during a barrier: PEER_LOST and the FAIL actions replay too
+CONFIG="$src/examples/local.yaml"
+SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR" --set "protocol=scmd")
+mkdir -p "$TMP/kill"
+HIBAR_TRACE_DIR="$TMP/kill" cl up >/dev/null || fail "kill: cluster did not come up"
+cl barrier --count 3 >/dev/null || fail "kill: 3 barriers"
+cl barrier --count 1 --kill n05:0 --expect -4 >/dev/null || fail "kill: barrier with n05 killed"
+cl down >/dev/null || fail "kill: down"
+grep -q ' PEER_LOST from n5 ' "$TMP/kill/n0.trace" && grep -q ' FAIL -4 ' "$TMP/kill/n0.trace" ||
+    fail "kill: no PEER_LOST / FAIL in n0.trace"
+out=$("$SIM" replay --config "$CONFIG" --set protocol=scmd --trace-dir "$TMP/kill" -q) ||
+    fail "kill: replay: $out"
+echo "local-scmd, n05 killed: $out"
 
 # it can fail: one action line changed (a chassis-barrier phase), on a copy of the last traces
 cp -r "$LAST" "$TMP/bad"
