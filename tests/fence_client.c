@@ -18,6 +18,8 @@
  * --timeout T  PMIX_TIMEOUT T s; with --hang-rank R, rank R sleeps T+3 s instead of fencing and
  *              the others must get PMIX_ERR_TIMEOUT (printed "timeout rank R", exit 0)
  * --iters N    N fences; rank 0 prints "fence size=B ranks=N iters=N avg_us= min_us= max_us="
+ * --samples    rank 0 also prints "sample US" per fence (hibar-bench fence); the first fence
+ *              is a warm-up then (not timed), so --iters N makes N + 1 fences
  * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex, PMIX_REQUIRED_KEY)
  * After the fences, each rank gets the key of every rank of its set and checks its bytes.
  * Exit: 0 ok, 2 usage, 3 init, 4 fence failed, 5 data wrong, 6 expected timeout missing.
@@ -62,7 +64,7 @@ int main(int argc, char **argv)
 {
     pmix_proc_t me, job;
     long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1;
-    int split = 0, nodata = 0, dmodex = 0, ret = 0;
+    int split = 0, nodata = 0, dmodex = 0, samples = 0, ret = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--split") == 0) {
@@ -71,6 +73,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--no-data") == 0) {
             nodata = 1;
+            continue;
+        }
+        if (strcmp(a, "--samples") == 0) {
+            samples = 1;
             continue;
         }
         if (strcmp(a, "--dmodex") == 0) {
@@ -164,7 +170,8 @@ int main(int argc, char **argv)
         in = 0;
     }
     double sum = 0, mn = 1e30, mx = 0;
-    for (long it = 0; in && ret == 0 && it < iters; it++) {
+    double *smp = calloc((size_t)iters, sizeof(double));
+    for (long it = -samples; in && ret == 0 && it < iters; it++) {
         if ((long)me.rank == hang) {
             sleep((unsigned)tmo + 3);
             break;
@@ -187,6 +194,10 @@ int main(int argc, char **argv)
             ret = 4;
             break;
         }
+        if (it < 0)
+            continue; /* warm-up */
+        if (smp != NULL)
+            smp[it] = dt;
         sum += dt;
         mn = dt < mn ? dt : mn;
         mx = dt > mx ? dt : mx;
@@ -204,6 +215,9 @@ int main(int argc, char **argv)
     if (in && ret == 0 && hang < 0 && me.rank == 0)
         printf("fence size=%ld ranks=%u set=%zu iters=%ld avg_us=%.1f min_us=%.1f max_us=%.1f\n",
                nodata ? 0 : size, n, ns, iters, sum / (double)iters, mn, mx);
+    for (long it = 0; samples && smp != NULL && in && ret == 0 && me.rank == 0 && it < iters; it++)
+        printf("sample %.3f\n", smp[it]);
+    free(smp);
     if (in && ret == 0 && hang < 0)
         printf("ok rank %u\n", me.rank);
     fflush(stdout);

@@ -41,4 +41,10 @@ run 0 -n 8 "${EM[@]}" "$FC" --no-data --timeout 2 --hang-rank 5
 run 0 -n 8 "${EM[@]}" "$FC" --size 10 --stride 2 --timeout 1 --hang-rank 4
 [ "$(grep -c '^timeout rank' "$OUT")" -eq 3 ] || fail "PMIX_TIMEOUT, subset"
 check_clean
+# hibar-bench fence: one row per size, rank 0's samples (no timing checked)
+HIBAR_FENCE_CLIENT="$FC" HIBAR_RUN="$RUN" "$bld/tools/hibar-bench" fence --nodes 4 --sizes 0,1024 \
+    --iters 3 >"$OUT" 2>"$ERR" || fail "hibar-bench fence"
+[ "$(grep -c '^\(0\|1024\) .* 3 ' "$OUT")" -eq 2 ] || fail "hibar-bench fence rows"
+"$bld/tools/hibar-bench" fence --iters 0 >/dev/null 2>&1 && fail "hibar-bench fence --iters 0 accepted"
+check_clean
 echo "PASS: fence_pmix"

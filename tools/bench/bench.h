@@ -58,5 +58,6 @@ int hb_bench_barrier_main(int argc, char **argv); /* barrier: bench_client.c */
 int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */
 int hb_bench_hwbarrier_main(int argc, char **argv);
 int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
+int hb_bench_fence_main(int argc, char **argv);   /* fence: bench_fence.c */
 
 #endif

@@ -17,6 +17,8 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_hwbarrier_main},
     {"cluster-barrier", "whole-cluster barrier (scmd, tree) on an emulated cluster vs the formulas",
      hb_bench_cluster_main},
+    {"fence", "PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on emulated clusters",
+     hb_bench_fence_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 
