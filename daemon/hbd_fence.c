@@ -38,7 +38,9 @@
  * the same node queue up.
  *
  * A fence fails with TIMEOUT after its own timeout (PMIX_TIMEOUT) or, without one, the
- * cluster's barrier_timeout_ms, and with PEER_LOST once the cluster lost a node.
+ * cluster's barrier_timeout_ms, and with PEER_LOST once the cluster lost a node (heartbeats
+ * or a broken link find it; the ABORT flood tells every daemon which one): a whole-job fence
+ * always, a subset fence only when the lost node is one of its participants (or unknown).
  */
 #define HBD_FENCE_HDR 12
 #define HBD_FENCE_CHUNK (HBD_WIRE_MAX_PAYLOAD - HBD_FENCE_HDR)
@@ -55,7 +57,8 @@ typedef struct xfer {
 
 typedef struct hbd_fence {
     uint64_t coll;
-    int subset; /* star through the lowest participant */
+    int subset;     /* star through the lowest participant */
+    uint8_t *part;  /* subset fence once started: [n_nodes] 1 for the participants */
     int arrived;
     uint8_t *mine;
     size_t n_mine;
@@ -132,6 +135,7 @@ static void fence_free(hbd_fence_t *f)
     for (uint32_t i = 0; i < f->n_kids; i++)
         free(f->kids[i].buf);
     free(f->kids);
+    free(f->part);
     free(f->mine);
     free(f->down.buf);
     free(f);
@@ -274,7 +278,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
             skip |= blocked[i] == o->to;
         int rc = skip ? HIBAR_ERR_WOULD_BLOCK
                       : send_from(d, o->to, o->coll, o->dir, o->data, o->base, o->total, &o->off);
-        if (rc == HIBAR_ERR_WOULD_BLOCK && !d->lost && (to == 0 || now - o->t0 <= to)) {
+        if (rc == HIBAR_ERR_WOULD_BLOCK && (to == 0 || now - o->t0 <= to)) {
             if (!skip && n_blocked < 16)
                 blocked[n_blocked++] = o->to;
             pp = &o->next;
@@ -370,7 +374,21 @@ static void check_arm(hbd_t *d)
         evtimer_add(ev_check, &every);
 }
 
-/* Fences fail when the cluster lost a node, or after their timeout. */
+/* Does the loss of node `lost` end fence f? */
+static int lost_hits(const hbd_t *d, const hbd_fence_t *f)
+{
+    uint32_t lost = d->lost_node;
+    if (!f->subset || lost >= d->topo->n_nodes)
+        return 1;
+    if (f->part != NULL)
+        return f->part[lost];
+    for (uint32_t i = 0; i < f->n_kids; i++) /* early state: the senders seen so far */
+        if (f->kids[i].from == lost)
+            return 1;
+    return 0;
+}
+
+/* Fences fail when the cluster lost a node they involve, or after their timeout. */
 static void check_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
@@ -380,7 +398,7 @@ static void check_cb(evutil_socket_t fd, short what, void *arg)
     for (hbd_fence_t *f = fences, *next; f != NULL; f = next) {
         next = f->next;
         uint64_t to = f->timeout_ns ? f->timeout_ns : def;
-        if (d->lost)
+        if (d->lost && lost_hits(d, f))
             finish(d, f, HIBAR_ERR_PEER_LOST);
         else if (to > 0 && now - f->t0 > to)
             finish(d, f, HIBAR_ERR_TIMEOUT);
@@ -422,8 +440,11 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_n
                     uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb,
                     void *arg)
 {
-    if (d->lost)
+    if (d->lost && (nodes == NULL || d->lost_node >= d->topo->n_nodes))
         return HIBAR_ERR_PEER_LOST;
+    for (uint32_t k = 0; d->lost && nodes != NULL && k < n_nodes; k++)
+        if (nodes[k] == d->lost_node)
+            return HIBAR_ERR_PEER_LOST;
     if (!d->ready)
         return HIBAR_ERR_NOT_INIT;
     if (((coll & HBD_FENCE_ID_SUBSET) != 0) != (nodes != NULL) ||
@@ -446,7 +467,12 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_n
     f->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
     check_arm(d);
     if (nodes != NULL) {
-        int rc = subset_setup(f, d->self, nodes, n_nodes);
+        int rc = (f->part = calloc(d->topo->n_nodes, 1)) == NULL ? HIBAR_ERR_NOMEM : 0;
+        for (uint32_t k = 0; rc == 0 && k < n_nodes; k++)
+            if (nodes[k] < d->topo->n_nodes)
+                f->part[nodes[k]] = 1;
+        if (rc == 0)
+            rc = subset_setup(f, d->self, nodes, n_nodes);
         if (rc != 0) {
             finish(d, f, rc);
             return 0;
