@@ -31,7 +31,7 @@
  * unchanged. Each blob crosses each edge at most once per direction (the per-link byte
  * counters of the "fence_stats" control command show it). Messages are HBD_WIRE_FENCE frames
  * (job 0, coll_id = the fence's id) whose payload starts with direction (1 up, 2 down), 3 zero
- * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK
+ * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (32 KiB)
  * bytes; a link delivers its frames in order, so the chunks of one transfer arrive one after
  * the other. A frame that cannot go yet (link coming up, peer queue full) waits with the rest
  * of its transfer in a send queue retried every millisecond, behind which later transfers to
@@ -42,8 +42,8 @@
  * or a broken link find it; the ABORT flood tells every daemon which one): a whole-job fence
  * always, a subset fence only when the lost node is one of its participants (or unknown).
  */
-#define HBD_FENCE_HDR 12
-#define HBD_FENCE_CHUNK (HBD_WIRE_MAX_PAYLOAD - HBD_FENCE_HDR)
+#define HBD_FENCE_HDR HBD_WIRE_FENCE_HDR
+#define HBD_FENCE_CHUNK HBD_WIRE_FENCE_MAX_DATA
 #define HBD_FENCE_UP 1
 #define HBD_FENCE_DOWN 2
 #define HBD_FENCE_MAX_LEN (256u << 20)
@@ -187,7 +187,7 @@ static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
 static int send_from(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t *data,
                      uint32_t base, uint32_t len, uint32_t *off_p)
 {
-    uint8_t pl[HBD_WIRE_MAX_PAYLOAD];
+    static uint8_t pl[HBD_WIRE_FENCE_MAX_PAYLOAD]; /* the loop's thread only */
     link_ctr_t *lc = link_of(d, to);
     do {
         uint32_t off = *off_p;

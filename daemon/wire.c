@@ -50,7 +50,7 @@ static int type_len_ok(unsigned type, uint32_t len)
     case HBD_WIRE_ECHO:
         return len <= 64;
     case HBD_WIRE_FENCE:
-        return len >= 12 && len <= HBD_WIRE_MAX_PAYLOAD;
+        return len >= HBD_WIRE_FENCE_HDR && len <= HBD_WIRE_FENCE_MAX_PAYLOAD;
     case HBD_WIRE_COLL:
         return len >= HBD_WIRE_COLL_HDR && len <= HBD_WIRE_COLL_MAX_PAYLOAD;
     default:

@@ -28,6 +28,10 @@
 #define HBD_WIRE_COLL_HDR 40
 #define HBD_WIRE_COLL_MAX_DATA 32768
 #define HBD_WIRE_COLL_MAX_PAYLOAD (HBD_WIRE_COLL_HDR + HBD_WIRE_COLL_MAX_DATA)
+/* FENCE frames: a 12-byte header (hbd_fence.c) then up to HBD_WIRE_FENCE_MAX_DATA bytes */
+#define HBD_WIRE_FENCE_HDR 12
+#define HBD_WIRE_FENCE_MAX_DATA 32768
+#define HBD_WIRE_FENCE_MAX_PAYLOAD (HBD_WIRE_FENCE_HDR + HBD_WIRE_FENCE_MAX_DATA)
 #define HBD_WIRE_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
 #define HBD_WIRE_COLL_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD)
 
@@ -37,7 +41,7 @@ typedef enum hbd_wire_type {
     HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
-    HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + data */
+    HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + up to 32 KiB */
     HBD_WIRE_COLL = 7,      /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
     HBD_WIRE_TYPE_MAX = 7
 } hbd_wire_type_t;

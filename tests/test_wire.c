@@ -75,6 +75,39 @@ static void test_encode_refuses(void)
     CU_ASSERT_EQUAL(hbd_wire_encode(NULL, buf, sizeof(buf)), HIBAR_ERR_INVAL);
 }
 
+/* FENCE frames: a 12-byte header, then up to HBD_WIRE_FENCE_MAX_DATA bytes. */
+static void test_fence_lengths(void)
+{
+    static uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_FENCE_MAX_PAYLOAD + 8];
+    static uint8_t pl[HBD_WIRE_FENCE_MAX_PAYLOAD + 1];
+    hbd_wire_msg_t d;
+    hbd_wire_reason_t why;
+    for (uint32_t i = 0; i < sizeof(pl); i++)
+        pl[i] = (uint8_t)(i * 13u);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_FENCE, HBD_WIRE_FENCE_HDR - 1, pl),
+                    HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_FENCE, HBD_WIRE_FENCE_MAX_PAYLOAD + 1, pl),
+                    HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, HBD_WIRE_HDR_LEN + HBD_WIRE_FENCE_MAX_PAYLOAD - 1, HBD_WIRE_FENCE,
+                       HBD_WIRE_FENCE_MAX_PAYLOAD, pl),
+                    HIBAR_ERR_TRUNCATED);
+    int n = mk(buf, sizeof(buf), HBD_WIRE_FENCE, HBD_WIRE_FENCE_MAX_PAYLOAD, pl);
+    CU_ASSERT_EQUAL(n, HBD_WIRE_HDR_LEN + HBD_WIRE_FENCE_MAX_PAYLOAD);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, &why), 0);
+    CU_ASSERT_EQUAL(d.len, HBD_WIRE_FENCE_MAX_PAYLOAD);
+    CU_ASSERT(memcmp(d.payload, pl, HBD_WIRE_FENCE_MAX_PAYLOAD) == 0);
+    /* a frame that claims one byte more than it carries, or is one byte too long */
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n - 1, &ctx, &d, &why), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_BAD_LENGTH);
+    hbd_wire_put32(buf + 28, HBD_WIRE_FENCE_MAX_PAYLOAD + 1);
+    buf[n] = 0;
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n + 1, &ctx, &d, &why), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_BAD_LENGTH);
+    n = mk(buf, sizeof(buf), HBD_WIRE_FENCE, HBD_WIRE_FENCE_HDR, pl);
+    CU_ASSERT_EQUAL(n, HBD_WIRE_HDR_LEN + HBD_WIRE_FENCE_HDR);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, &why), 0);
+}
+
 /* Decode a valid HIER frame after applying an edit; expect the given reason. */
 static void expect(void (*edit)(uint8_t *buf, size_t *len), hbd_wire_reason_t want)
 {
@@ -192,6 +225,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("wire", NULL, NULL);
     CU_add_test(s, "round trip", test_roundtrip);
     CU_add_test(s, "encode refuses", test_encode_refuses);
+    CU_add_test(s, "fence frame lengths", test_fence_lengths);
     CU_add_test(s, "decode refuses each field", test_decode_refuses);
     CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
     CU_add_test(s, "names", test_names);

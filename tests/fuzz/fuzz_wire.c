@@ -19,8 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = hbd_wire_decode(data, size, size > 0 && (data[0] & 0x80) ? NULL : &ctx, &m, &why);
     if (rc == 0) {
         /* an accepted frame must re-encode to the same bytes */
-        uint8_t out[HBD_WIRE_MAX_FRAME];
-        if (why != HBD_WIRE_OK || m.len > HBD_WIRE_MAX_PAYLOAD)
+        static uint8_t out[HBD_WIRE_COLL_MAX_FRAME + HBD_WIRE_FENCE_MAX_PAYLOAD];
+        uint32_t max = m.type == HBD_WIRE_COLL    ? HBD_WIRE_COLL_MAX_PAYLOAD
+                       : m.type == HBD_WIRE_FENCE ? HBD_WIRE_FENCE_MAX_PAYLOAD
+                                                  : HBD_WIRE_MAX_PAYLOAD;
+        if (why != HBD_WIRE_OK || m.len > max)
             __builtin_trap();
         int n = hbd_wire_encode(&m, out, sizeof(out));
         if (n < 0 || (size_t)n != size || memcmp(out, data, size) != 0)
