@@ -423,20 +423,20 @@ static void fence_run(hbd_t *d, px_op_t *op)
     op->job = j;
     op->fnext = g_px.fences;
     g_px.fences = op;
+    /* PMIX_TIMEOUT: the participants are answered then; the barrier itself goes on and ends
+     * (or fails on the cluster's barrier timeout) on its own, only freeing the op. Armed
+     * first: the barrier may complete, and the op be freed, before hbd_barrier_start returns. */
+    if (op->timeout_s > 0) {
+        struct timeval tv = {(time_t)op->timeout_s, 0};
+        op->ev_to = evtimer_new(d->base, fence_timeout_cb, op);
+        if (op->ev_to != NULL)
+            evtimer_add(op->ev_to, &tv);
+    }
     int rc = hbd_barrier_start(d, coll, fence_done, op);
     if (rc != 0) {
         hb_log_error("job %s: fence %" PRIu64 " cannot start: %s", j->nspace, coll,
                      hibar_strerror(rc));
         fence_finish(op, PMIX_ERR_COMM_FAILURE);
-        return;
-    }
-    /* PMIX_TIMEOUT: the participants are answered then; the barrier itself goes on and ends
-     * (or fails on the cluster's barrier timeout) on its own, only freeing the op */
-    if (op->timeout_s > 0 && op->mcb != NULL) {
-        struct timeval tv = {(time_t)op->timeout_s, 0};
-        op->ev_to = evtimer_new(d->base, fence_timeout_cb, op);
-        if (op->ev_to != NULL)
-            evtimer_add(op->ev_to, &tv);
     }
 }
 
