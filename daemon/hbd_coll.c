@@ -33,7 +33,8 @@
  */
 
 #define HBD_COLL_ACTS 64
-#define HBD_COLL_LINK_NS 50000000ull /* HELLO resend while a link comes up */
+#define HBD_COLL_MAX_TOTAL (1ull << 30) /* layout bytes one collective may hold on a node */
+#define HBD_COLL_LINK_NS 50000000ull    /* HELLO resend while a link comes up */
 
 typedef struct hbd_coll_run {
     struct hbd_coll_run *next;
@@ -182,11 +183,18 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
     r->id = id;
     r->key = *key;
     r->t_created = hb_time_now_ns();
-    rc = hb_coll_sched_build(&st->nodes, &a, &r->s);
+    rc = key->size > HBD_COLL_MAX_TOTAL ? HIBAR_ERR_INVAL
+                                        : hb_coll_sched_build(&st->nodes, &a, &r->s);
     free(counts);
     if (rc != 0)
         goto err_free;
     const hb_coll_sched_t *s = r->s;
+    if (s->total > HBD_COLL_MAX_TOTAL) {
+        hb_log_error("collective %" PRIu64 ": %" PRIu64 " bytes exceed the daemon's limit of %llu",
+                     id, s->total, HBD_COLL_MAX_TOTAL);
+        rc = HIBAR_ERR_INVAL;
+        goto err_free;
+    }
     if ((s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST) && v == s->root)
         r->in_len = s->total;
     else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER)

@@ -61,6 +61,14 @@ done
 HIBAR_COLL_TIMEOUT_MS= wait
 grep -q "err " "$RUN_DIR/xc.0" || { cat "$RUN_DIR"/xc.*; fail "mismatch not reported at the root"; }
 rm -f "$RUN_DIR"/xc.*
+# more than a daemon holds (1 GiB of layout): refused everywhere, and the next one still works
+for ((i = 0; i < 12; i++)); do
+    cl ctl "$(printf 'n%02d' "$i")" coll allgather flat 0 200000000 >"$RUN_DIR/xc.$i" 2>&1 &
+done
+wait
+[ "$(cat "$RUN_DIR"/xc.* | grep -c ": err ")" -eq 12 ] || { cat "$RUN_DIR"/xc.*; fail "oversized collective not refused"; }
+rm -f "$RUN_DIR"/xc.*
+coll 12 bcast binomial 3 5000
 down
 check_clean
 export HIBAR_COLL_TIMEOUT_MS=5000 # read by the daemons at start
