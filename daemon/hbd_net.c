@@ -285,6 +285,9 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
         case HBD_WIRE_COLL:
             hbd_coll_on_msg(d, &m);
             return;
+        case HBD_WIRE_DMODEX:
+            hbd_dmodex_on_msg(d, &m);
+            return;
         case HBD_WIRE_ABORT: {
             hbd_wire_abort_t a;
             hbd_wire_abort_unpack(m.payload, &a);

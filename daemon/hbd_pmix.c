@@ -28,7 +28,7 @@
  * there (PMIx's callbacks may be called from any thread: they shift to PMIx's own). The
  * module has no context pointer, so the server state is this process' single g_px.
  */
-typedef enum { OP_CONNECTED, OP_FINALIZED, OP_ABORT, OP_FENCE } op_kind_t;
+typedef enum { OP_CONNECTED, OP_FINALIZED, OP_ABORT, OP_FENCE, OP_DMODEX, OP_CALL } op_kind_t;
 
 typedef struct px_op {
     op_kind_t kind;
@@ -43,6 +43,8 @@ typedef struct px_op {
     size_t nprocs;
     uint32_t timeout_s;    /* fence: PMIX_TIMEOUT, 0 if none */
     struct event *ev_to;   /* fence in the barrier engine with a timeout */
+    void (*call)(hbd_t *d, void *arg); /* OP_CALL: run on the loop */
+    void *call_arg;
     pmix_op_cbfunc_t opcb;
     pmix_modex_cbfunc_t mcb;
     void *cbdata;
@@ -179,12 +181,44 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
     return op_queue(op);
 }
 
+static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                               pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    px_op_t *op = op_new(OP_DMODEX, proc);
+    if (op == NULL)
+        return PMIX_ERR_NOMEM;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT &&
+            info[i].value.data.integer > 0)
+            op->timeout_s = (uint32_t)info[i].value.data.integer;
+        else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_UINT32)
+            op->timeout_s = info[i].value.data.uint32;
+    }
+    if (op->timeout_s > 1000000)
+        op->timeout_s = 1000000;
+    op->mcb = cbfunc;
+    op->cbdata = cbdata;
+    return op_queue(op);
+}
+
 static pmix_server_module_t px_module = {
     .client_connected2 = up_connected,
     .client_finalized = up_finalized,
     .abort = up_abort,
     .fence_nb = up_fence,
+    .direct_modex = up_dmodex,
 };
+
+int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
+{
+    px_op_t *op = op_new(OP_CALL, NULL);
+    if (op == NULL)
+        return HIBAR_ERR_NOMEM;
+    op->call = fn;
+    op->call_arg = arg;
+    op_queue(op);
+    return 0;
+}
 
 /* ---- the loop side ---- */
 
@@ -460,6 +494,14 @@ static void op_run(hbd_t *d, px_op_t *op)
     case OP_FENCE:
         fence_run(d, op);
         return;
+    case OP_DMODEX:
+        hbd_dmodex_request(d, &op->proc, op->timeout_s * 1000u, (hbd_fn_t)op->mcb, op->cbdata);
+        op_free(op);
+        return;
+    case OP_CALL:
+        op->call(d, op->call_arg);
+        op_free(op);
+        return;
     }
     if (op->opcb != NULL)
         op->opcb(r != NULL ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, op->cbdata);
@@ -631,6 +673,7 @@ void hbd_pmix_stop(hbd_t *d)
     if (g_px.d == NULL)
         return;
     hbd_fence_fini(d); /* answered while the jobs' namespaces still exist */
+    hbd_dmodex_fini(d);
     hbd_launch_stop_all(d);
     /* first: should PMIx hang in finalize (see hbd_pmix_start) and the daemon be killed,
      * nothing of it is left in the run dir */

@@ -119,6 +119,23 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 /* Fail every fence in flight with UNAVAIL (shutdown). */
 void hbd_fence_fini(hbd_t *d);
 
+/* hbd_pmix.c: run fn(d, arg) on the loop (from any thread, e.g. a PMIx callback). 0 or NOMEM. */
+int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg);
+
+/* hbd_dmodex.c: direct modex across daemons. */
+/* The direct_modex upcall, on the loop: ask the daemon hosting proc (DMODEX frame) to serve it
+ * through PMIx_server_dmodex_request, answer cbfunc exactly once (PMIX_ERR_NOT_FOUND for an
+ * unknown process, PMIX_ERR_TIMEOUT after timeout_ms or the cluster's barrier timeout,
+ * PMIX_ERR_COMM_FAILURE if that node is lost). proc: a pmix_proc_t; cbfunc: a
+ * pmix_modex_cbfunc_t (cast). */
+typedef void (*hbd_fn_t)(void);
+void hbd_dmodex_request(hbd_t *d, const void *proc, uint32_t timeout_ms, hbd_fn_t cbfunc,
+                        void *cbdata);
+/* A HBD_WIRE_DMODEX frame. */
+void hbd_dmodex_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+/* Answer every request in flight (shutdown). */
+void hbd_dmodex_fini(hbd_t *d);
+
 /* hbd_launch.c: the local launcher. */
 /* Control command "launch SPEC": takes the connection over (hbd_ctl_detach), spawns this
  * node's ranks and streams to it (see hbd_launch.c for the lines). */

@@ -53,6 +53,8 @@ static int type_len_ok(unsigned type, uint32_t len)
         return len >= HBD_WIRE_FENCE_HDR && len <= HBD_WIRE_FENCE_MAX_PAYLOAD;
     case HBD_WIRE_COLL:
         return len >= HBD_WIRE_COLL_HDR && len <= HBD_WIRE_COLL_MAX_PAYLOAD;
+    case HBD_WIRE_DMODEX:
+        return len > HBD_WIRE_DMODEX_HDR && len <= HBD_WIRE_DMODEX_MAX_PAYLOAD;
     default:
         return 0;
     }
@@ -141,11 +143,49 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
             c.off > UINT64_MAX - (m.len - HBD_WIRE_COLL_HDR))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
+    if (m.type == HBD_WIRE_DMODEX) {
+        /* a request is header + namespace; a reply adds at most HBD_WIRE_DMODEX_MAX_DATA */
+        hbd_wire_dmodex_t x;
+        hbd_wire_dmodex_unpack(m.payload, &x);
+        uint32_t min = HBD_WIRE_DMODEX_HDR + x.nslen;
+        if ((x.kind != HBD_WIRE_DMODEX_REQ && x.kind != HBD_WIRE_DMODEX_REPLY) || x.nslen == 0 ||
+            x.reserved != 0 || m.len < min || x.origin == x.dest ||
+            (ctx != NULL && (x.origin >= ctx->n_nodes || x.dest >= ctx->n_nodes)) ||
+            (x.kind == HBD_WIRE_DMODEX_REQ && (m.len != min || x.arg < 0)) ||
+            (x.kind == HBD_WIRE_DMODEX_REPLY &&
+             (x.arg > 0 || m.len - min > HBD_WIRE_DMODEX_MAX_DATA ||
+              (x.arg != 0 && m.len != min))))
+            return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
+    }
     if (why_p != NULL)
         *why_p = HBD_WIRE_OK;
     if (msg_p != NULL)
         *msg_p = m;
     return 0;
+}
+
+void hbd_wire_dmodex_pack(const hbd_wire_dmodex_t *x, uint8_t out[HBD_WIRE_DMODEX_HDR])
+{
+    out[0] = x->kind;
+    out[1] = x->nslen;
+    put16(out + 2, x->reserved);
+    hbd_wire_put32(out + 4, x->id);
+    hbd_wire_put32(out + 8, x->rank);
+    hbd_wire_put32(out + 12, (uint32_t)x->arg);
+    hbd_wire_put32(out + 16, x->origin);
+    hbd_wire_put32(out + 20, x->dest);
+}
+
+void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmodex_t *x)
+{
+    x->kind = in[0];
+    x->nslen = in[1];
+    x->reserved = get16(in + 2);
+    x->id = hbd_wire_get32(in + 4);
+    x->rank = hbd_wire_get32(in + 8);
+    x->arg = (int32_t)hbd_wire_get32(in + 12);
+    x->origin = hbd_wire_get32(in + 16);
+    x->dest = hbd_wire_get32(in + 20);
 }
 
 void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[8])
@@ -202,7 +242,7 @@ void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *
 const char *hbd_wire_type_name(unsigned type)
 {
     static const char *const names[] = {"?",     "hello", "heartbeat", "hier",
-                                        "abort", "echo",  "fence",     "coll"};
+                                        "abort", "echo",  "fence",     "coll", "dmodex"};
     return type_known(type) ? names[type] : "unknown";
 }
 

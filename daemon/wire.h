@@ -32,6 +32,13 @@
 #define HBD_WIRE_FENCE_HDR 12
 #define HBD_WIRE_FENCE_MAX_DATA 32768
 #define HBD_WIRE_FENCE_MAX_PAYLOAD (HBD_WIRE_FENCE_HDR + HBD_WIRE_FENCE_MAX_DATA)
+/* DMODEX frames: a 24-byte header, the namespace (1..255 bytes), then (replies only) up to
+ * HBD_WIRE_DMODEX_MAX_DATA bytes of the process' modex blob */
+#define HBD_WIRE_DMODEX_HDR 24
+#define HBD_WIRE_DMODEX_MAX_DATA 32768
+#define HBD_WIRE_DMODEX_MAX_PAYLOAD (HBD_WIRE_DMODEX_HDR + 255 + HBD_WIRE_DMODEX_MAX_DATA)
+#define HBD_WIRE_DMODEX_REQ 1
+#define HBD_WIRE_DMODEX_REPLY 2
 #define HBD_WIRE_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
 #define HBD_WIRE_COLL_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD)
 
@@ -43,7 +50,8 @@ typedef enum hbd_wire_type {
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
     HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + up to 32 KiB */
     HBD_WIRE_COLL = 7,      /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
-    HBD_WIRE_TYPE_MAX = 7
+    HBD_WIRE_DMODEX = 8,    /* direct modex request / reply: hbd_wire_dmodex_t header + nspace + data */
+    HBD_WIRE_TYPE_MAX = 8
 } hbd_wire_type_t;
 
 #define HBD_WIRE_F_REPLY 0x0001u /* this frame answers a HELLO or an ECHO */
@@ -110,6 +118,20 @@ typedef struct hbd_wire_coll {
     uint64_t seg_size; /* pipelining segment */
     uint64_t off;      /* layout offset of the data that follows */
 } hbd_wire_coll_t;
+
+/* DMODEX payload header (validated by hbd_wire_decode: kind, nslen, reserved, the lengths). */
+typedef struct hbd_wire_dmodex {
+    uint8_t kind;    /* HBD_WIRE_DMODEX_REQ or _REPLY */
+    uint8_t nslen;   /* namespace bytes after the header, 1..255 */
+    uint16_t reserved; /* 0 */
+    uint32_t id;     /* the requester's request id */
+    uint32_t rank;   /* the process asked for */
+    int32_t arg;     /* request: timeout in ms (>= 0); reply: PMIx status (<= 0) */
+    uint32_t origin; /* node that made this request / reply (< n_nodes) */
+    uint32_t dest;   /* node it is for (< n_nodes); forwarded hop by hop along the tree */
+} hbd_wire_dmodex_t;
+void hbd_wire_dmodex_pack(const hbd_wire_dmodex_t *x, uint8_t out[HBD_WIRE_DMODEX_HDR]);
+void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmodex_t *x);
 
 /*
  * Encode header + payload into buf (cap bytes). Returns the frame length (> 0), or

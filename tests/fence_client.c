@@ -20,7 +20,10 @@
  * --iters N    N fences; rank 0 prints "fence size=B ranks=N iters=N avg_us= min_us= max_us="
  * --samples    rank 0 also prints "sample US" per fence (hibar-bench fence); the first fence
  *              is a warm-up then (not timed), so --iters N makes N + 1 fences
- * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex, PMIX_REQUIRED_KEY)
+ * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex) and checks it; with
+ *              --hang-rank size-1 that rank never puts it (sleeps --timeout + 3 s) and rank 0
+ *              must get PMIX_ERR_TIMEOUT after --timeout s ("dmodex timeout"); then a key of
+ *              an unknown namespace must give PMIX_ERR_NOT_FOUND ("dmodex not found")
  * After the fences, each rank gets the key of every rank of its set and checks its bytes.
  * Exit: 0 ok, 2 usage, 3 init, 4 fence failed, 5 data wrong, 6 expected timeout missing.
  */
@@ -120,7 +123,7 @@ int main(int argc, char **argv)
         PMIx_Finalize(NULL, 0);
         return 3;
     }
-    if (!nodata || dmodex) {
+    if ((!nodata || dmodex) && !(dmodex && (long)me.rank == hang)) {
         uint8_t *b = malloc(size ? (size_t)size : 1);
         pmix_value_t val;
         pattern(b, (size_t)size, me.rank);
@@ -162,11 +165,48 @@ int main(int argc, char **argv)
         /* PMIx_Get goes to the server, which asks the daemon hosting the rank */
         int t = tmo > 0 ? (int)tmo : 10;
         PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &t, PMIX_INT);
-        if (me.rank == 0 && n > 1 && ret == 0)
+        if (me.rank == 0 && n > 1 && ret == 0 && hang != (long)n - 1)
             ret = check_key(&me, n - 1, (size_t)size, info, 1);
+        if (me.rank == 0 && n > 1 && ret == 0 && hang == (long)n - 1) {
+            pmix_proc_t p;
+            pmix_value_t *dv = NULL;
+            PMIX_LOAD_PROCID(&p, me.nspace, n - 1);
+            pmix_status_t grc = PMIx_Get(&p, "fc.blob", info, 1, &dv);
+            if (dv != NULL)
+                PMIX_VALUE_RELEASE(dv);
+            if (grc == PMIX_ERR_TIMEOUT) {
+                printf("dmodex timeout\n");
+            } else {
+                fprintf(stderr, "rank 0: get of a key never put: %s\n", PMIx_Error_string(grc));
+                ret = 6;
+            }
+        }
+        if (me.rank == 0 && ret == 0) {
+            pmix_proc_t p;
+            pmix_value_t *dv = NULL;
+            PMIX_LOAD_PROCID(&p, "hibar.nonexistent", 0);
+            pmix_status_t grc = PMIx_Get(&p, "fc.blob", info, 1, &dv);
+            if (dv != NULL)
+                PMIX_VALUE_RELEASE(dv);
+            if (grc == PMIX_ERR_NOT_FOUND) {
+                printf("dmodex not found\n");
+            } else {
+                fprintf(stderr, "rank 0: get from an unknown namespace: %s\n",
+                        PMIx_Error_string(grc));
+                ret = 6;
+            }
+        }
+        if ((long)me.rank == hang)
+            sleep((unsigned)tmo + 3);
         PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
-        if (PMIx_Fence(&job, 1, NULL, 0) != PMIX_SUCCESS && ret == 0)
+        pmix_status_t frc = PMIx_Fence(&job, 1, NULL, 0);
+        if (frc != PMIX_SUCCESS && ret == 0) {
+            fprintf(stderr, "rank %u: fence after the direct modex: %s\n", me.rank,
+                    PMIx_Error_string(frc));
             ret = 4;
+        }
+        if (ret == 0)
+            printf("ok rank %u\n", me.rank);
         in = 0;
     }
     double sum = 0, mn = 1e30, mx = 0;

@@ -41,6 +41,14 @@ run 0 -n 8 "${EM[@]}" "$FC" --no-data --timeout 2 --hang-rank 5
 run 0 -n 8 "${EM[@]}" "$FC" --size 10 --stride 2 --timeout 1 --hang-rank 4
 [ "$(grep -c '^timeout rank' "$OUT")" -eq 3 ] || fail "PMIX_TIMEOUT, subset"
 check_clean
+# direct modex: rank 0 gets rank 7's 3000-byte key (node rt3) without a fence: the request goes
+# hop by hop to rt3's daemon, served by PMIx_server_dmodex_request; an unknown namespace gets
+# PMIX_ERR_NOT_FOUND; a key never put ends with PMIx_Get's PMIX_TIMEOUT (2 s)
+run 0 -n 8 "${EM[@]}" "$FC" --dmodex --size 3000
+[ "$(count_ok)" -eq 8 ] && grep -q '^dmodex not found' "$OUT" || fail "direct modex"
+run 0 -n 8 "${EM[@]}" "$FC" --dmodex --size 10 --timeout 2 --hang-rank 7
+grep -q '^dmodex timeout' "$OUT" || fail "direct modex timeout"
+check_clean
 # hibar-bench fence: one row per size, rank 0's samples (no timing checked)
 HIBAR_FENCE_CLIENT="$FC" HIBAR_RUN="$RUN" "$bld/tools/hibar-bench" fence --nodes 4 --sizes 0,1024 \
     --iters 3 >"$OUT" 2>"$ERR" || fail "hibar-bench fence"

@@ -108,6 +108,90 @@ static void test_fence_lengths(void)
     CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, &why), 0);
 }
 
+/* DMODEX frames: header fields and lengths checked. */
+static int dm(uint8_t *buf, size_t cap, const hbd_wire_dmodex_t *x, const char *ns, uint32_t ndata,
+              uint32_t claim_nslen)
+{
+    static uint8_t pl[HBD_WIRE_DMODEX_MAX_PAYLOAD + 64];
+    size_t nl = strlen(ns);
+    hbd_wire_dmodex_t y = *x;
+    y.nslen = (uint8_t)claim_nslen;
+    hbd_wire_dmodex_pack(&y, pl);
+    memcpy(pl + HBD_WIRE_DMODEX_HDR, ns, nl);
+    memset(pl + HBD_WIRE_DMODEX_HDR + nl, 0x5a, ndata);
+    return mk(buf, cap, HBD_WIRE_DMODEX, (uint32_t)(HBD_WIRE_DMODEX_HDR + nl + ndata), pl);
+}
+
+static hbd_wire_reason_t dm_why(const hbd_wire_dmodex_t *x, const char *ns, uint32_t ndata,
+                                uint32_t claim_nslen)
+{
+    static uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_DMODEX_MAX_PAYLOAD + 64];
+    hbd_wire_msg_t d;
+    hbd_wire_reason_t why = HBD_WIRE_N_REASONS;
+    int n = dm(buf, sizeof(buf), x, ns, ndata, claim_nslen);
+    if (n < 0)
+        return HBD_WIRE_BAD_LENGTH; /* refused already by the encoder */
+    if (hbd_wire_decode(buf, (size_t)n, &ctx, &d, &why) == 0) {
+        hbd_wire_dmodex_t back;
+        hbd_wire_dmodex_unpack(d.payload, &back);
+        CU_ASSERT_EQUAL(back.id, x->id);
+        CU_ASSERT_EQUAL(back.rank, x->rank);
+        CU_ASSERT_EQUAL(back.arg, x->arg);
+        CU_ASSERT_EQUAL(back.origin, x->origin);
+        CU_ASSERT_EQUAL(back.dest, x->dest);
+        CU_ASSERT_EQUAL(back.nslen, claim_nslen);
+    }
+    return why;
+}
+
+static void test_dmodex(void)
+{
+    const char *ns = "hibar.123";
+    uint32_t nl = (uint32_t)strlen(ns);
+    hbd_wire_dmodex_t req = {.kind = HBD_WIRE_DMODEX_REQ, .id = 9, .rank = 5, .arg = 2000,
+                             .origin = 1, .dest = 29};
+    hbd_wire_dmodex_t rep = req;
+    rep.kind = HBD_WIRE_DMODEX_REPLY;
+    rep.arg = 0;
+    CU_ASSERT_EQUAL(dm_why(&req, ns, 0, nl), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(dm_why(&rep, ns, 100, nl), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(dm_why(&rep, ns, HBD_WIRE_DMODEX_MAX_DATA, nl), HBD_WIRE_OK);
+    /* a reply with more than 32 KiB of data; a request carrying data */
+    CU_ASSERT_EQUAL(dm_why(&rep, ns, HBD_WIRE_DMODEX_MAX_DATA + 1, nl), HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(dm_why(&req, ns, 1, nl), HBD_WIRE_BAD_PAYLOAD);
+    /* namespace length 0, or beyond the frame */
+    CU_ASSERT_EQUAL(dm_why(&req, ns, 0, 0), HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(dm_why(&req, ns, 0, nl + 1), HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(dm_why(&rep, ns, 0, nl + 1), HBD_WIRE_BAD_PAYLOAD);
+    /* kind, reserved, origin/destination, statuses */
+    hbd_wire_dmodex_t bad = req;
+    bad.kind = 3;
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = req;
+    bad.reserved = 1;
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = req;
+    bad.dest = 30; /* ctx has 30 nodes */
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = req;
+    bad.origin = bad.dest;
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = req;
+    bad.arg = -1;
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = rep;
+    bad.arg = 1;
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = rep;
+    bad.arg = -46; /* an error reply carries no data */
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 5, nl), HBD_WIRE_BAD_PAYLOAD);
+    /* header only: too short for any DMODEX frame */
+    uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_DMODEX_HDR], pl[HBD_WIRE_DMODEX_HDR] = {0};
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_DMODEX, HBD_WIRE_DMODEX_HDR, pl), HIBAR_ERR_INVAL);
+    CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_DMODEX), "dmodex");
+}
+
 /* Decode a valid HIER frame after applying an edit; expect the given reason. */
 static void expect(void (*edit)(uint8_t *buf, size_t *len), hbd_wire_reason_t want)
 {
@@ -226,6 +310,7 @@ int main(void)
     CU_add_test(s, "round trip", test_roundtrip);
     CU_add_test(s, "encode refuses", test_encode_refuses);
     CU_add_test(s, "fence frame lengths", test_fence_lengths);
+    CU_add_test(s, "dmodex frames", test_dmodex);
     CU_add_test(s, "decode refuses each field", test_decode_refuses);
     CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
     CU_add_test(s, "names", test_names);

@@ -19,15 +19,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = hbd_wire_decode(data, size, size > 0 && (data[0] & 0x80) ? NULL : &ctx, &m, &why);
     if (rc == 0) {
         /* an accepted frame must re-encode to the same bytes */
-        static uint8_t out[HBD_WIRE_COLL_MAX_FRAME + HBD_WIRE_FENCE_MAX_PAYLOAD];
+        static uint8_t out[HBD_WIRE_COLL_MAX_FRAME + HBD_WIRE_DMODEX_MAX_PAYLOAD];
         uint32_t max = m.type == HBD_WIRE_COLL    ? HBD_WIRE_COLL_MAX_PAYLOAD
                        : m.type == HBD_WIRE_FENCE ? HBD_WIRE_FENCE_MAX_PAYLOAD
+                       : m.type == HBD_WIRE_DMODEX ? HBD_WIRE_DMODEX_MAX_PAYLOAD
                                                   : HBD_WIRE_MAX_PAYLOAD;
         if (why != HBD_WIRE_OK || m.len > max)
             __builtin_trap();
         int n = hbd_wire_encode(&m, out, sizeof(out));
         if (n < 0 || (size_t)n != size || memcmp(out, data, size) != 0)
             __builtin_trap();
+        if (m.type == HBD_WIRE_DMODEX) {
+            hbd_wire_dmodex_t x;
+            hbd_wire_dmodex_unpack(m.payload, &x);
+            if (x.nslen == 0 || HBD_WIRE_DMODEX_HDR + (uint32_t)x.nslen > m.len ||
+                (x.kind == HBD_WIRE_DMODEX_REQ && x.arg < 0) ||
+                (x.kind == HBD_WIRE_DMODEX_REPLY && x.arg > 0) || x.origin == x.dest)
+                __builtin_trap();
+        }
         if (m.type == HBD_WIRE_ABORT) {
             hbd_wire_abort_t a;
             hbd_wire_abort_unpack(m.payload, &a);

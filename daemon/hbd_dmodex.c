@@ -1,0 +1,370 @@
+/* hbd_dmodex.c: PMIx direct modex across daemons: a request goes to the daemon hosting the process, which serves it through PMIx_server_dmodex_request. */
+#include "hb_config.h"
+#include <event2/event.h>
+#include <inttypes.h>
+#include <pmix.h>
+#include <pmix_server.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd_pmix.h"
+#include "hibar.h"
+
+/*
+ * Requester (the direct_modex upcall, on the loop): the job's map names the node hosting the
+ * rank; an unknown namespace or a rank beyond the job is PMIX_ERR_NOT_FOUND at once. The
+ * request (HBD_WIRE_DMODEX, kind REQ: id, rank, timeout, origin, destination, namespace) is
+ * forwarded hop by hop along the chassis data tree (hbd_fence.c's: every edge is a link the
+ * daemons already have; a direct link could only be opened by the higher-numbered side), the
+ * reply comes back the same way. Frames that cannot go yet (full queue) wait in a small queue
+ * retried every millisecond. The request ends with the reply, with
+ * PMIX_ERR_TIMEOUT after its PMIX_TIMEOUT (else the cluster's barrier_timeout_ms), or with
+ * PMIX_ERR_COMM_FAILURE once that node is lost.
+ *
+ * Server: PMIx_server_dmodex_request for the process; libpmix answers once the process has
+ * committed its data (so a PMIX_REQUIRED_KEY put before the commit is there; a key that never
+ * comes ends in the requester's timeout). The answer comes on PMIx's thread and is moved to
+ * the loop (hbd_pmix_call_on_loop), then sent back (kind REPLY: id, status, blob). A blob
+ * larger than HBD_WIRE_DMODEX_MAX_DATA (32 KiB) is answered PMIX_ERR_NOT_SUPPORTED (logged).
+ */
+typedef struct dm_req {
+    uint32_t id, node;
+    uint64_t t0, timeout_ns;
+    pmix_modex_cbfunc_t cb;
+    void *cbdata;
+    struct dm_req *next;
+} dm_req_t;
+
+typedef struct dm_out {
+    uint32_t to, len;
+    uint64_t t0;
+    struct dm_out *next;
+    uint8_t pl[]; /* payload */
+} dm_out_t;
+
+/* A request served here: what to send back once PMIx answered. */
+typedef struct dm_srv {
+    uint32_t from, id, rank;
+    uint8_t nslen;
+    char nspace[256];
+    pmix_status_t st;
+    char *data;
+    size_t len;
+} dm_srv_t;
+
+static dm_req_t *reqs;
+static dm_out_t *outs;
+static uint32_t next_id = 1;
+static struct event *ev_tick;
+
+static void tick_arm(hbd_t *d, int fast);
+
+static void release(void *cbdata)
+{
+    free(cbdata);
+}
+
+static void req_end(dm_req_t *r, pmix_status_t st, const uint8_t *data, size_t len)
+{
+    for (dm_req_t **pp = &reqs; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    char *copy = NULL;
+    if (st == PMIX_SUCCESS && len > 0) {
+        copy = malloc(len);
+        if (copy == NULL)
+            st = PMIX_ERR_NOMEM;
+        else
+            memcpy(copy, data, len);
+    }
+    if (r->cb != NULL)
+        r->cb(st, copy, copy ? len : 0, r->cbdata, copy ? release : NULL, copy);
+    else
+        free(copy);
+    free(r);
+}
+
+/* Next hop from this node toward node t on the data tree (port -> Center -> parent chassis). */
+static uint32_t up_of(const hbd_t *d, uint32_t n)
+{
+    const hb_topo_node_t *tn = &d->topo->nodes[n];
+    if (tn->port != 0)
+        return d->topo->chassis[tn->chassis].nodes[0];
+    return tn->parent;
+}
+
+static uint32_t next_hop(const hbd_t *d, uint32_t t)
+{
+    /* walk up from t: if this node is an ancestor, the hop is the node below it on the path */
+    for (uint32_t n = t, k = 0; n != HB_TOPO_NONE && k <= d->topo->n_nodes; k++) {
+        uint32_t up = up_of(d, n);
+        if (up == d->self)
+            return n;
+        n = up;
+    }
+    return up_of(d, d->self); /* else up (never NONE at the root: the root is every ancestor) */
+}
+
+/* Send now, or queue (behind what already waits for that node). 0 or an error. */
+static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
+{
+    uint32_t to = next_hop(d, dest);
+    if (to == HB_TOPO_NONE)
+        return HIBAR_ERR_NOT_FOUND;
+    int queued = 0;
+    for (dm_out_t *o = outs; o != NULL; o = o->next)
+        queued |= o->to == to;
+    int rc = queued ? HIBAR_ERR_WOULD_BLOCK
+                    : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    dm_out_t *o = malloc(sizeof(*o) + len), **pp = &outs;
+    if (o == NULL)
+        return HIBAR_ERR_NOMEM;
+    o->to = to;
+    o->len = len;
+    o->t0 = hb_time_now_ns();
+    o->next = NULL;
+    memcpy(o->pl, pl, len);
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = o;
+    tick_arm(d, 1);
+    return 0;
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    uint64_t now = hb_time_now_ns(), def = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
+    (void)fd;
+    (void)what;
+    uint32_t blocked[16], nb = 0;
+    for (dm_out_t **pp = &outs; *pp != NULL;) {
+        dm_out_t *o = *pp;
+        int skip = 0;
+        for (uint32_t i = 0; i < nb; i++)
+            skip |= blocked[i] == o->to;
+        int rc = skip ? HIBAR_ERR_WOULD_BLOCK
+                      : hbd_net_send(d, o->to, HBD_WIRE_DMODEX, 0, 0, o->pl, o->len);
+        if (rc == HIBAR_ERR_WOULD_BLOCK && (def == 0 || now - o->t0 <= def)) {
+            if (!skip && nb < 16)
+                blocked[nb++] = o->to;
+            pp = &o->next;
+            continue;
+        }
+        if (rc != 0)
+            hb_log_warn("direct modex: frame for node %" PRIu32 " dropped: %s", o->to,
+                        hibar_strerror(rc == HIBAR_ERR_WOULD_BLOCK ? HIBAR_ERR_TIMEOUT : rc));
+        *pp = o->next;
+        free(o);
+    }
+    for (dm_req_t *r = reqs, *next; r != NULL; r = next) {
+        next = r->next;
+        uint64_t to = r->timeout_ns ? r->timeout_ns : def;
+        if (d->lost && (d->lost_node == r->node || d->lost_node >= d->topo->n_nodes))
+            req_end(r, PMIX_ERR_COMM_FAILURE, NULL, 0);
+        else if (to > 0 && now - r->t0 > to)
+            req_end(r, PMIX_ERR_TIMEOUT, NULL, 0);
+    }
+    if (outs != NULL)
+        tick_arm(d, 1);
+    else if (reqs != NULL)
+        tick_arm(d, 0);
+}
+
+static void tick_arm(hbd_t *d, int fast)
+{
+    struct timeval tv = {0, fast ? 1000 : 100000};
+    if (ev_tick == NULL)
+        ev_tick = evtimer_new(d->base, tick_cb, d);
+    if (ev_tick == NULL)
+        return;
+    if (evtimer_pending(ev_tick, NULL)) {
+        if (!fast)
+            return;
+        evtimer_del(ev_tick);
+    }
+    evtimer_add(ev_tick, &tv);
+}
+
+static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *data,
+                     size_t len)
+{
+    (void)d;
+    for (dm_req_t *r = reqs; r != NULL; r = r->next)
+        if (r->id == x->id && r->node == from) {
+            req_end(r, x->arg, data, len);
+            return;
+        }
+    /* late (timed out) or not ours: dropped */
+}
+
+static void send_reply(hbd_t *d, const dm_srv_t *s)
+{
+    static uint8_t pl[HBD_WIRE_DMODEX_MAX_PAYLOAD];
+    pmix_status_t st = s->st;
+    size_t len = st == PMIX_SUCCESS ? s->len : 0;
+    if (len > HBD_WIRE_DMODEX_MAX_DATA) {
+        hb_log_warn("direct modex of %s rank %" PRIu32 ": %zu bytes, more than a reply carries",
+                    s->nspace, s->rank, len);
+        st = PMIX_ERR_NOT_SUPPORTED;
+        len = 0;
+    }
+    if (st > 0)
+        st = PMIX_ERROR;
+    hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REPLY, .nslen = s->nslen, .id = s->id,
+                           .rank = s->rank, .arg = st, .origin = d->self, .dest = s->from};
+    hbd_wire_dmodex_pack(&x, pl);
+    memcpy(pl + HBD_WIRE_DMODEX_HDR, s->nspace, s->nslen);
+    if (len > 0)
+        memcpy(pl + HBD_WIRE_DMODEX_HDR + s->nslen, s->data, len);
+    if (s->from == d->self) {
+        on_reply(d, d->self, &x, (const uint8_t *)s->data, len);
+        return;
+    }
+    int rc = send_pl(d, s->from, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + s->nslen + len));
+    if (rc != 0)
+        hb_log_warn("direct modex: reply to node %" PRIu32 " not sent: %s", s->from,
+                    hibar_strerror(rc));
+}
+
+static void served_on_loop(hbd_t *d, void *arg)
+{
+    dm_srv_t *s = arg;
+    send_reply(d, s);
+    free(s->data);
+    free(s);
+}
+
+/* PMIx's thread */
+static void served(pmix_status_t status, char *data, size_t sz, void *cbdata)
+{
+    dm_srv_t *s = cbdata;
+    s->st = status;
+    if (status == PMIX_SUCCESS && sz > 0) {
+        s->data = malloc(sz);
+        if (s->data == NULL)
+            s->st = PMIX_ERR_NOMEM;
+        else
+            memcpy(s->data, data, sz);
+        s->len = sz;
+    }
+    if (hbd_pmix_call_on_loop(served_on_loop, s) != 0) {
+        free(s->data);
+        free(s);
+    }
+}
+
+static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *ns)
+{
+    dm_srv_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return;
+    s->from = from;
+    s->id = x->id;
+    s->rank = x->rank;
+    s->nslen = x->nslen;
+    memcpy(s->nspace, ns, x->nslen);
+    s->nspace[x->nslen] = '\0';
+    hbd_job_t *j = strlen(s->nspace) == x->nslen ? hbd_launch_job_find(s->nspace) : NULL;
+    if (j == NULL || x->rank >= j->spec->size || j->spec->map[x->rank] != d->self) {
+        s->st = PMIX_ERR_NOT_FOUND;
+        served_on_loop(d, s);
+        return;
+    }
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, s->nspace, x->rank);
+    pmix_status_t st = PMIx_server_dmodex_request(&p, served, s);
+    if (st != PMIX_SUCCESS) {
+        s->st = st;
+        served_on_loop(d, s);
+    }
+}
+
+void hbd_dmodex_request(hbd_t *d, const void *procv, uint32_t timeout_ms, hbd_fn_t cbfunc,
+                        void *cbdata)
+{
+    const pmix_proc_t *proc = procv;
+    pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)cbfunc;
+    hbd_job_t *j = hbd_launch_job_find(proc->nspace);
+    size_t nslen = strnlen(proc->nspace, sizeof(proc->nspace));
+    if (j == NULL || proc->rank >= j->spec->size || nslen == 0 || nslen > 255) {
+        if (cb != NULL)
+            cb(PMIX_ERR_NOT_FOUND, NULL, 0, cbdata, NULL, NULL);
+        return;
+    }
+    dm_req_t *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        if (cb != NULL)
+            cb(PMIX_ERR_NOMEM, NULL, 0, cbdata, NULL, NULL);
+        return;
+    }
+    r->id = next_id++;
+    r->node = j->spec->map[proc->rank];
+    r->t0 = hb_time_now_ns();
+    r->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
+    r->cb = cb;
+    r->cbdata = cbdata;
+    r->next = reqs;
+    reqs = r;
+    hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REQ, .nslen = (uint8_t)nslen, .id = r->id,
+                           .rank = proc->rank, .origin = d->self, .dest = r->node,
+                           .arg = (int32_t)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms)};
+    if (r->node == d->self) { /* served here (PMIx normally has it already) */
+        serve(d, d->self, &x, (const uint8_t *)proc->nspace);
+        tick_arm(d, 0);
+        return;
+    }
+    uint8_t pl[HBD_WIRE_DMODEX_HDR + 255];
+    hbd_wire_dmodex_pack(&x, pl);
+    memcpy(pl + HBD_WIRE_DMODEX_HDR, proc->nspace, nslen);
+    int rc = d->lost && d->lost_node == r->node
+                 ? HIBAR_ERR_PEER_LOST
+                 : send_pl(d, r->node, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + nslen));
+    if (rc != 0) {
+        hb_log_warn("direct modex of %s rank %" PRIu32 ": request to node %" PRIu32
+                    " not sent: %s",
+                    proc->nspace, proc->rank, r->node, hibar_strerror(rc));
+        req_end(r, PMIX_ERR_COMM_FAILURE, NULL, 0);
+        return;
+    }
+    tick_arm(d, 0);
+}
+
+void hbd_dmodex_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_wire_dmodex_t x; /* kind, lengths and status were checked by hbd_wire_decode */
+    hbd_wire_dmodex_unpack(m->payload, &x);
+    const uint8_t *ns = m->payload + HBD_WIRE_DMODEX_HDR;
+    if (x.dest != d->self) { /* passing through */
+        int rc = send_pl(d, x.dest, m->payload, m->len);
+        if (rc != 0)
+            hb_log_warn("direct modex: frame for node %" PRIu32 " not forwarded: %s", x.dest,
+                        hibar_strerror(rc));
+        return;
+    }
+    if (x.kind == HBD_WIRE_DMODEX_REQ)
+        serve(d, x.origin, &x, ns);
+    else
+        on_reply(d, x.origin, &x, ns + x.nslen, m->len - HBD_WIRE_DMODEX_HDR - x.nslen);
+}
+
+void hbd_dmodex_fini(hbd_t *d)
+{
+    (void)d;
+    while (reqs != NULL)
+        req_end(reqs, PMIX_ERR_COMM_FAILURE, NULL, 0);
+    while (outs != NULL) {
+        dm_out_t *o = outs;
+        outs = o->next;
+        free(o);
+    }
+    if (ev_tick != NULL)
+        event_free(ev_tick);
+    ev_tick = NULL;
+}
