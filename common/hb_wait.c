@@ -2,6 +2,7 @@
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "hb_wait.h"
 
+#include "hb_env.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hibar.h"
@@ -22,18 +23,11 @@ static hb_wait_policy_t hb_wait_policy = {
     .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 100000000ull, .spin_max_ns = 50000ull};
 static _Atomic int hb_wait_policy_ready;
 
+/* A HIBAR_WAIT_* budget in units of `scale` ns; malformed values are logged and ignored. */
 static uint64_t hb_wait_env_u64(const char *name, uint64_t dflt, uint64_t scale)
 {
-    const char *s = getenv(name);
-    char *end;
-    unsigned long long v;
-    if (s == NULL || *s == '\0')
-        return dflt;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > UINT64_MAX / scale)
-        return dflt;
-    return (uint64_t)v * scale;
+    uint64_t v;
+    return hb_env_u64(name, UINT64_MAX / scale, &v) == 0 ? v * scale : dflt;
 }
 
 const hb_wait_policy_t *hb_wait_policy_default(void)

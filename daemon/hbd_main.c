@@ -24,10 +24,11 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: hibard --config FILE --node NAME [options]\n"
+            "usage: hibard --config FILE [--node NAME] [options]\n"
             "       hibard --gen-key FILE\n"
             "  -c, --config FILE     cluster configuration (YAML); default $HIBAR_CONFIG\n"
-            "  -n, --node NAME       which node of the configuration this daemon is\n"
+            "  -n, --node NAME       which node of the configuration this daemon is (required with\n"
+            "                        bootstrap local/static; pmix and env find it themselves)\n"
             "  -o, --set KEY=VALUE   override a configuration key (repeatable)\n"
             "  -f, --foreground      stay in the foreground (default: detach)\n"
             "  -l, --log-level LVL   error|warn|info|debug (default $HIBAR_LOG or warn)\n"
@@ -36,7 +37,9 @@ static void usage(FILE *f)
             "      --gen-key FILE    write a new cluster key pair to FILE (mode 0600) and exit\n"
             "  -h, --help, -V, --version\n"
             "Control socket: RUN_DIR/NAME.sock (commands: ping status stats barrier tib tsr "
-            "launch shutdown).\n");
+            "launch coll shutdown).\n"
+            "Environment: HIBAR_<KEY> overrides, HIBAR_LOG, HIBAR_TRACE_DIR (write every hier event\n"
+            "and action to DIR/n<node>.trace, for hibar-sim replay).\n");
 }
 
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,

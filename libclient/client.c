@@ -5,6 +5,7 @@
 #include "client.h"
 
 #include "conn.h"
+#include "hb_env.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
@@ -30,20 +31,11 @@ struct hibar {
     int nbar_ready;
 };
 
+/* A HIBAR_* tuning number (ms, radix...); malformed values are logged and ignored. */
 static uint64_t client_env_ms(const char *name, uint64_t dflt)
 {
-    const char *s = getenv(name);
-    char *end;
-    unsigned long long v;
-    if (s == NULL || *s == '\0')
-        return dflt;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > UINT64_MAX / 1000000ull) {
-        hb_log_warn("ignoring %s=%s (not a number of milliseconds)", name, s);
-        return dflt;
-    }
-    return (uint64_t)v;
+    uint64_t v;
+    return hb_env_u64(name, UINT64_MAX / 1000000ull, &v) == 0 ? v : dflt;
 }
 
 static int client_enter(hibar_t *h)
@@ -227,21 +219,14 @@ int hb_client_cma(hibar_t *h)
     return h->coll.cma_all;
 }
 
+/* A HIBAR_* id (rank, job, fd): 0, NOT_FOUND (unset) or CONFIG (malformed, logged). */
 static int client_env_u32(const char *name, uint32_t *v_p)
 {
-    const char *s = getenv(name);
-    char *end;
-    unsigned long v;
-    if (s == NULL || *s == '\0')
-        return HIBAR_ERR_NOT_FOUND;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > UINT32_MAX - 1) {
-        hb_log_error("%s=%s is not a valid number", name, s);
-        return HIBAR_ERR_CONFIG;
-    }
-    *v_p = (uint32_t)v;
-    return 0;
+    uint64_t v;
+    int rc = hb_env_u64(name, UINT32_MAX - 1, &v);
+    if (rc == 0)
+        *v_p = (uint32_t)v;
+    return rc;
 }
 
 int hibar_init(hibar_t **h_p)
