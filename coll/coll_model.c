@@ -1,4 +1,5 @@
-/* coll_model.c: cost models of the collectives and the algorithm chooser (pure arithmetic, no I/O). */
+/* coll_model.c: cost models of the collectives and the algorithm chooser (pure arithmetic, no I/O).
+ */
 #include <math.h>
 #include <stdlib.h>
 
@@ -167,18 +168,21 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
         return HIBAR_ERR_INVAL;
     int per_node = op != HB_COLL_BCAST;
     if (alg == HB_COLL_ALG_FLAT) {
-        double t = 0.0, end = 0.0;
-        for (uint32_t i = 0; i < n1; i++) {
-            t += p->alpha + M / bw;
-            if (t + p->L > end)
-                end = t + p->L;
+        /*
+         * The root posts its n1 WAN messages first (alpha each); they go to distinct remote
+         * nodes, so they run at once as n1 node pairs, each capped at b_WAN and together under
+         * B_WAN: all of them are through after M / b_WAN(n1). Then its own site, one message
+         * after the other.
+         */
+        double posted = (double)n1 * p->alpha, end = 0.0;
+        if (n1 > 0) {
+            double bw_n1 = hb_model_bwan(p, n1);
+            if (bw_n1 <= 0.0)
+                return HIBAR_ERR_INVAL;
+            end = posted + p->L + M / bw_n1;
         }
-        for (uint32_t i = 1; i < n0; i++) {
-            t += p->alpha + M / p->b_lan;
-            if (t > end)
-                end = t;
-        }
-        *t_p = end;
+        double local = posted + (double)(n0 - 1) * (p->alpha + M / p->b_lan);
+        *t_p = local > end ? local : end;
         return 0;
     }
     double end = binomial_walk(n0, n1, M, per_node, hockney_cost, p);
@@ -416,16 +420,20 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
     uint32_t X = hb_model_x(n1, P);
     int sc = op == HB_COLL_SCATTER;
     switch (alg) {
-    case HB_COLL_ALG_FLAT:
+    case HB_COLL_ALG_FLAT: {
+        /* the n1 WAN messages go to (scatter) or come from (gather) distinct remote nodes: they
+         * run at once as n1 node pairs, together at n1·b_WAN(n1) */
+        double Wn = m / hb_model_bwan(wan, n1);
         if (sc) {
-            double A = (double)n1 * wan_occ(&c, m, 1);
-            t = dmax(A + Lw, A + lan_phase(lan, n0 - 1, m, out));
+            double G = (double)n1 * hb_model_plogp_g(lan, out, m);
+            t = dmax(G + Wn + Lw, G + lan_phase(lan, n0 - 1, m, out));
         } else {
-            t = (double)(n0 - 1) * hb_model_plogp_g(lan, in, m) + (double)n1 * wan_occ(&c, m, 1) +
+            t = dmax((double)(n0 + n1 - 1) * hb_model_plogp_g(lan, in, m), Wn) +
                 dmax(n0 > 1 ? lan->L : 0.0, Lw) +
                 incast(lan, n0 + n1 - 1, (double)(n0 + n1 - 1) * m);
         }
         break;
+    }
     case HB_COLL_ALG_BINOMIAL:
         t = binomial_walk(n0, n1, m, 1, sites_cost, &c);
         if (t < 0.0)

@@ -71,9 +71,13 @@ int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M,
 /*
  * Hockney predictions of the site-blind algorithms on two sites (n1 may be 0: one site), for
  * scatter (gather: same value) with M bytes per node, or bcast with M bytes in total:
- * flat: root sends to the remote nodes first, then to its own site; every message costs its
- * sender alpha + bytes/b, a WAN message arrives L later. binomial: root-rotated binomial tree
- * over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first, same costs.
+ * flat: root posts its n1 WAN messages first (alpha each); they go to distinct remote nodes, so
+ * they run at once as n1 node pairs, each capped at b_WAN and together under B_WAN, and are all
+ * through after M / b_WAN(n1) + L:  max(n1·alpha + L + M/b_WAN(n1), n1·alpha + (n0-1)(alpha +
+ * M/b_LAN)); gather the same reversed (n1 remote senders at once). binomial: root-rotated
+ * binomial tree over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first;
+ * every message costs its sender alpha + bytes/b (b_WAN(1) across the WAN), a WAN message
+ * arrives L later.
  * HIBAR_ERR_NOMEM possible for binomial (O(n) scratch).
  */
 int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n0,
@@ -131,14 +135,14 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
 /*
  * Two sites, PlogP(-BR) on the LAN (lan) and the lane model on the WAN (wan->L, b_WAN(P)):
  * a WAN message of b bytes occupies its sender w(b, P) = max(g(b, pair), b / b_WAN(P)) and
- * arrives wan->L later. E(B) = T_RTO if no flow control and q < B (the bytes the senders of a
- * many-to-one phase, 2 or more, have in flight), else 0. X = ceil(n1 / P). Scatter:
- *   flat         A = n1·w(m,1);  max(A + L_w, A + (n0-1)·g(m,1→n) + L)
- *   single-lane  W = w(n1·m,1);  max(W + L_w + (n1-1)·g(m,1→n) + L, W + (n0-1)·g(m,1→n) + L)
- *   multi-lane   S = (P-1)·g(X·m,1→n) (the shares), V = w(X·m,P);
- *                max(S + L + V + L_w + (X-1)·g(m,1→n) + L, S + V + (n0-1)·g(m,1→n) + L)
- * Gather (the same phases reversed, with incast where several send to one):
- *   flat         (n0-1)·g(m,n→1) + n1·w(m,1) + max(L, L_w) + E((n0+n1-1)·m)
+ * arrives wan->L later, except in flat, whose n1 WAN messages have distinct remote peers and
+ * run at once: Wn = m / b_WAN(n1) for all of them. E(B) = T_RTO if no flow control and q < B (the
+ * bytes the senders of a many-to-one phase, 2 or more, have in flight), else 0. X = ceil(n1 / P).
+ * Scatter: flat         G = n1·g(m,1→n);  max(G + Wn + L_w, G + (n0-1)·g(m,1→n) + L) single-lane  W
+ * = w(n1·m,1);  max(W + L_w + (n1-1)·g(m,1→n) + L, W + (n0-1)·g(m,1→n) + L) multi-lane   S =
+ * (P-1)·g(X·m,1→n) (the shares), V = w(X·m,P); max(S + L + V + L_w + (X-1)·g(m,1→n) + L, S + V +
+ * (n0-1)·g(m,1→n) + L) Gather (the same phases reversed, with incast where several send to one):
+ *   flat         max((n0+n1-1)·g(m,n→1), Wn) + max(L, L_w) + E((n0+n1-1)·m)
  *   single-lane  max(R + w(n1·m,1) + L_w, (n0-1)·g(m,n→1) + L + E((n0-1)·m)),
  *                R = (n1-1)·g(m,n→1) + L + E((n1-1)·m)
  *   multi-lane   max(R + F, (n0-1)·g(m,n→1) + L + E((n0-1)·m)),

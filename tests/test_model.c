@@ -128,9 +128,30 @@ static void test_tree(void)
 {
     hb_model_lanes_t p = base();
     double t = 0.0;
-    /* flat, remote first: 8*(10 + 100) + L = 1880; local ends at 880 + 7*20 = 1020 */
+    /* flat: the 8 WAN messages are posted first (8 alpha) and run at once as 8 pairs sharing
+     * B_WAN: b_WAN(8) = 40/8 = 5, 80 + L + 1000/5 = 1280; local ends at 80 + 7*20 = 220 */
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 8, 8, 1000.0, &t), 0);
-    NEAR(t, 1880.0);
+    NEAR(t, 1280.0);
+    /* 4 pairs each get their full lane (b_WAN(4) = 10): 40 + 1000 + 100 = 1140 */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 4, 1000.0, &t), 0);
+    NEAR(t, 1140.0);
+    /* 3 remote nodes, 5 lanes' worth of total: b_WAN(3) = 10; bcast of 1000 to each */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_BCAST, HB_COLL_ALG_FLAT, 2, 3, 1000.0, &t), 0);
+    NEAR(t, 1130.0);
+    /* the root's own site dominates: no latency, 16 local nodes, 1 remote:
+     * WAN 10 + 0 + 100 = 110, local 10 + 15*20 = 310 */
+    p.L = 0.0;
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 16, 1, 1000.0, &t), 0);
+    NEAR(t, 310.0);
+    p.L = 1000.0;
+    /* a measured table where many flows lose throughput: b_WAN(8) = 3 */
+    static const double tab[] = {10.0, 10.0, 10.0, 10.0, 6.0, 5.0, 4.0, 3.0};
+    p.b_wan = tab;
+    p.n_b_wan = 8;
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 8, 8, 1000.0, &t), 0);
+    NEAR(t, 80.0 + 1000.0 + 1000.0 / 3.0);
+    p.b_wan = NULL;
+    p.n_b_wan = 0;
     /* binomial 2+2: root->2 (WAN, 2 blocks) 210 +L = 1210, root->1 230, 2->3 1230 */
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 2, 2, 1000.0, &t), 0);
     NEAR(t, 1230.0);
@@ -211,7 +232,9 @@ static void test_plogp_sites(void)
     double t = 0.0;
 #define SITES(op, alg, P) hb_model_plogp_sites(&lan, &wan, op, alg, 4, 4, 1000.0, P, &t)
     CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 0), 0);
-    NEAR(t, 1400.0); /* A = 4 * max(15, 100) = 400; max(400 + 1000, 400 + 45 + 50) */
+    /* the 4 WAN messages run at once: G = 4 * 15 = 60, Wn = 1000 / b_WAN(4) = 100;
+     * max(60 + 100 + 1000, 60 + 45 + 50) */
+    NEAR(t, 1160.0);
     CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_SINGLE_LANE, 0), 0);
     NEAR(t, 1495.0); /* 400 + 1000 + 3*15 + 50 */
     CU_ASSERT_EQUAL(SITES(HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 4), 0);
@@ -222,7 +245,7 @@ static void test_plogp_sites(void)
     NEAR(t, 1540.0);
     /* gather: 7 senders with 7000 bytes into a 1500-byte queue: an RTO */
     CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_FLAT, 0), 0);
-    NEAR(t, 45.0 + 400.0 + 1000.0 + 200000.0);
+    NEAR(t, 105.0 + 1000.0 + 200000.0); /* max(7 * 15, Wn 100) + max(L, L_w) + RTO */
     CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_SINGLE_LANE, 0), 0);
     NEAR(t, 95.0 + 200000.0 + 400.0 + 1000.0);
     CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 4), 0);
@@ -238,22 +261,35 @@ static void test_plogp_sites(void)
                     0);
     NEAR(t, 75.0);
 
-    /* the chooser: binomial gather under incast, multi-lane P 4 with flow control */
+    /* the chooser: binomial gather under incast; scatter: flat (its 4 WAN messages run at once
+     * and it has no LAN hop before the WAN); multi-lane P 4 reported beside it */
     hb_model_params_t pr = {.n0 = 4, .n1 = 4, .lanes = &wan, .plogp = &lan};
     hb_model_choice_t c;
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &pr, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
     NEAR(c.predicted_us, 1540.0);
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
-    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
-    CU_ASSERT_EQUAL(c.lanes, 4);
-    NEAR(c.predicted_us, 1195.0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    CU_ASSERT_EQUAL(c.lanes, 0);
+    NEAR(c.predicted_us, 1160.0);
+    NEAR(c.alg_us[HB_COLL_ALG_MULTI_LANE], 1195.0);
     lan.flow_control = 1;
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    NEAR(c.predicted_us, 1105.0);
+    NEAR(c.alg_us[HB_COLL_ALG_MULTI_LANE], 1195.0); /* R 1100 + F 95 */
+    /* a measured table where 4 concurrent pairs get 8 B/µs in total and 2 get 20: the lanes
+     * win: flat Wn = 1000 / b_WAN(4) = 500; multi-lane P 2 (X 2, V = 2000 / 10) 1340 */
+    static const double tab[] = {10.0, 10.0, 10.0 / 3.0, 2.0};
+    wan.b_wan = tab;
+    wan.n_b_wan = 4;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
-    CU_ASSERT_EQUAL(c.lanes, 4);
-    NEAR(c.predicted_us, 1195.0); /* R 1100 + F 95 */
-    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 1445.0);
+    CU_ASSERT_EQUAL(c.lanes, 2);
+    NEAR(c.predicted_us, 1340.0); /* S 25 + 50 + V 200 + 1000 + (15 + 50), as above */
+    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 60.0 + 500.0 + 1000.0);
+    wan.b_wan = NULL;
+    wan.n_b_wan = 0;
 #undef SITES
 }
 
@@ -263,16 +299,28 @@ static void test_choose(void)
     hb_model_params_t pr = {.n0 = 8, .n1 = 8, .lanes = &lanes};
     hb_model_choice_t c;
 
-    /* two sites with a total WAN cap above one lane: multi-lane at P_opt */
+    /* two sites with a total WAN cap above one lane: flat's 8 pairs fill B_WAN as multi-lane's
+     * 4 lanes do, without the LAN hops: flat 1280, multi-lane at P_opt 4 1340 */
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    NEAR(c.predicted_us, 1280.0);
+    NEAR(c.alg_us[HB_COLL_ALG_MULTI_LANE], 1340.0);
+    NEAR(c.alg_us[HB_COLL_ALG_SINGLE_LANE], 1940.0);
+    /* measured: 8 concurrent pairs get 3 B/µs each (24 in total), 4 get the full 40: the lanes
+     * win (flat 80 + 1000 + 1000/3; multi-lane P 4: 1000 + 2000/10 + 13*10 + 10) */
+    static const double tab[] = {10.0, 10.0, 10.0, 10.0, 6.0, 5.0, 4.0, 3.0};
+    lanes.b_wan = tab;
+    lanes.n_b_wan = 8;
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
     CU_ASSERT_EQUAL(c.lanes, 4);
     NEAR(c.predicted_us, 1340.0);
-    NEAR(c.alg_us[HB_COLL_ALG_SINGLE_LANE], 1940.0);
-    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 1880.0);
+    NEAR(c.alg_us[HB_COLL_ALG_FLAT], 1080.0 + 1000.0 / 3.0);
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 1000.0, &pr, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_MULTI_LANE);
     CU_ASSERT_EQUAL(c.lanes, 4);
+    lanes.b_wan = NULL;
+    lanes.n_b_wan = 0;
 
     /* no aggregate WAN gain, small messages, start-up per LAN message: single-lane */
     lanes.B_wan = lanes.b_lane;

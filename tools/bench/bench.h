@@ -59,5 +59,10 @@ int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */
 int hb_bench_hwbarrier_main(int argc, char **argv);
 int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
 int hb_bench_fence_main(int argc, char **argv);   /* fence: bench_fence.c */
+/* scatter|gather across nodes through the daemons (--config): bench_coll.c. wants: is argv
+ * (argv[0] = mode) such a run (gather; scatter with --config, or inside the test bed without
+ * --ranks)? */
+int hb_bench_coll_wants(int argc, char **argv);
+int hb_bench_coll_main(int argc, char **argv);
 
 #endif

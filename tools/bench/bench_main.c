@@ -17,6 +17,10 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_hwbarrier_main},
     {"cluster-barrier", "whole-cluster barrier (scmd, tree) on an emulated cluster vs the formulas",
      hb_bench_cluster_main},
+    {"gather",
+     "scatter|gather across the daemons of --config: flat, single-lane, multi-lane, "
+     "P sweep, vs the model (bench_coll.c)",
+     hb_bench_coll_main},
     {"fence", "PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on emulated clusters",
      hb_bench_fence_main},
 };
@@ -41,6 +45,8 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (hb_bench_coll_wants(argc - 1, argv + 1)) /* scatter --config: across nodes */
+        return hb_bench_coll_main(argc - 1, argv + 1);
     for (size_t i = 0; i < HB_BENCH_NMODES; i++)
         if (strcmp(argv[1], hb_bench_modes[i].name) == 0)
             return hb_bench_modes[i].main(argc - 1, argv + 1);
