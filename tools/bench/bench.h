@@ -4,6 +4,7 @@
 
 #include "hb_stats.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -64,5 +65,22 @@ int hb_bench_fence_main(int argc, char **argv);   /* fence: bench_fence.c */
  * --ranks)? */
 int hb_bench_coll_wants(int argc, char **argv);
 int hb_bench_coll_main(int argc, char **argv);
+int hb_bench_methods_main(int argc, char **argv); /* methods: bench_methods.c */
+
+/* Sizes: comma-separated N[K|M] or FROM..TO[:STEP] (no step: powers of two). 0 or -1 after
+ * printing what is wrong. bench_plot.c. */
+int hb_bench_sizes_parse(const char *spec, size_t *sizes, int max, int *n_p);
+
+/* One curve of a plot. */
+typedef struct hb_bench_series {
+    const char *title;
+    double *x, *y;
+    size_t n;
+} hb_bench_series_t;
+
+/* Write DIR/NAME.dat and DIR/NAME.gp and render DIR/NAME.png with gnuplot (logxy: log
+ * scales). 0, or -1 after printing what failed (the script is kept). */
+int hb_bench_plot(const char *dir, const char *name, const char *title, const char *xlabel,
+                  const char *ylabel, const hb_bench_series_t *ser, int nser, int logxy);
 
 #endif

@@ -23,6 +23,8 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_coll_main},
     {"fence", "PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on emulated clusters",
      hb_bench_fence_main},
+    {"methods", "MPIBlib timing methods (global, maximum, root): cost and agreement, sweep",
+     hb_bench_methods_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 

@@ -1,0 +1,223 @@
+/* hb_params.c: PlogP(-BR) parameter files: parse, format, read, write, where they live. */
+#include "hb_config.h" /* first: _GNU_SOURCE */
+#include "hb_params.h"
+
+#include "hb_log.h"
+#include "hibar.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int hb_params_path(const char *cluster, char *buf, size_t cap)
+{
+    const char *env = getenv("HIBAR_MODEL_CACHE"), *xdg = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    int n;
+    if (env != NULL && *env != '\0')
+        n = snprintf(buf, cap, "%s", env);
+    else if (xdg != NULL && *xdg == '/')
+        n = snprintf(buf, cap, "%s/hibar/%s.plogp", xdg, cluster);
+    else
+        n = snprintf(buf, cap, "%s/.cache/hibar/%s.plogp",
+                     home != NULL && *home == '/' ? home : "/tmp", cluster);
+    return n < 0 || (size_t)n >= cap ? HIBAR_ERR_TRUNCATED : 0;
+}
+
+static void perr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void perr(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    if (err == NULL || len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static int num(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return errno == 0 && end != s && *end == '\0' && isfinite(*v) && *v >= 0.0 ? 0 : -1;
+}
+
+int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
+{
+    hb_params_t r;
+    char *copy, *line;
+    int ln = 0, rc = 0, have_L = 0;
+    if (text == NULL || p == NULL)
+        return HIBAR_ERR_INVAL;
+    memset(&r, 0, sizeof(r));
+    r.t_rto = 200000.0;
+    r.flow_control = 1;
+    copy = strdup(text);
+    if (copy == NULL)
+        return HIBAR_ERR_NOMEM;
+    for (char *next = copy; rc == 0 && next != NULL;) {
+        char *tok[8], *ts = NULL;
+        int nt = 0;
+        line = next;
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        ln++;
+        if (strchr(line, '#') != NULL)
+            *strchr(line, '#') = '\0';
+        for (char *t = strtok_r(line, " \t\r", &ts); t != NULL && nt < 8;
+             t = strtok_r(NULL, " \t\r", &ts))
+            tok[nt++] = t;
+        if (nt == 0)
+            continue;
+        double v[6];
+        if (strcmp(tok[0], "cluster") == 0 && nt == 2 && strlen(tok[1]) < sizeof(r.cluster)) {
+            snprintf(r.cluster, sizeof(r.cluster), "%s", tok[1]);
+        } else if (strcmp(tok[0], "point") == 0 && nt == 7) {
+            for (int i = 0; i < 6 && rc == 0; i++)
+                if (num(tok[i + 1], &v[i]) != 0) {
+                    perr(err, errlen, "line %d: bad number '%s'", ln, tok[i + 1]);
+                    rc = HIBAR_ERR_CONFIG;
+                }
+            if (rc != 0)
+                break;
+            if (r.n == HB_PARAMS_MAXPTS || (r.n > 0 && v[0] <= r.m[r.n - 1])) {
+                perr(err, errlen, "line %d: sizes must ascend, at most %d points", ln,
+                     HB_PARAMS_MAXPTS);
+                rc = HIBAR_ERR_CONFIG;
+                break;
+            }
+            r.m[r.n] = v[0];
+            r.os[r.n] = v[1];
+            r.orv[r.n] = v[2];
+            r.g[r.n] = v[3];
+            r.g_o2m[r.n] = v[4];
+            r.g_m2o[r.n] = v[5];
+            r.n++;
+        } else if (nt == 2 && num(tok[1], &v[0]) == 0) {
+            if (strcmp(tok[0], "L") == 0)
+                r.L = v[0], have_L = 1;
+            else if (strcmp(tok[0], "q") == 0)
+                r.q = v[0];
+            else if (strcmp(tok[0], "t_rto") == 0)
+                r.t_rto = v[0];
+            else if (strcmp(tok[0], "flow_control") == 0 && (v[0] == 0 || v[0] == 1))
+                r.flow_control = (int)v[0];
+            else if (strcmp(tok[0], "nodes") == 0 && v[0] < 1e9)
+                r.nodes = (uint32_t)v[0];
+            else if (strcmp(tok[0], "measured") == 0)
+                r.measured = v[0];
+            else {
+                perr(err, errlen, "line %d: unknown key or bad value '%s'", ln, tok[0]);
+                rc = HIBAR_ERR_CONFIG;
+            }
+        } else {
+            perr(err, errlen, "line %d: cannot read '%s'", ln, tok[0]);
+            rc = HIBAR_ERR_CONFIG;
+        }
+    }
+    free(copy);
+    if (rc == 0 && (!have_L || r.n == 0)) {
+        perr(err, errlen, "line %d: no L or no point", ln);
+        rc = HIBAR_ERR_CONFIG;
+    }
+    if (rc == 0)
+        *p = r;
+    return rc;
+}
+
+int hb_params_format(const hb_params_t *p, char *buf, size_t cap)
+{
+    size_t off = 0;
+    int n;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        n = snprintf(buf + off, cap - off, __VA_ARGS__);                                           \
+        if (n < 0 || (size_t)n >= cap - off)                                                       \
+            return HIBAR_ERR_TRUNCATED;                                                            \
+        off += (size_t)n;                                                                          \
+    } while (0)
+    PUT("# hibar PlogP(-BR) parameters, written by hibar-bench logp (times us, sizes bytes)\n");
+    PUT("cluster %s\nnodes %u\nmeasured %.0f\n", p->cluster[0] ? p->cluster : "-",
+        (unsigned)p->nodes, p->measured);
+    PUT("L %.3f\nq %.0f\nt_rto %.0f\nflow_control %d\n", p->L, p->q, p->t_rto, p->flow_control);
+    PUT("# point M o_s(M) o_r(M) g(M) g(M,one-to-many) g(M,many-to-one)\n");
+    for (uint32_t i = 0; i < p->n; i++)
+        PUT("point %.0f %.3f %.3f %.3f %.3f %.3f\n", p->m[i], p->os[i], p->orv[i], p->g[i],
+            p->g_o2m[i], p->g_m2o[i]);
+#undef PUT
+    return 0;
+}
+
+int hb_params_read(const char *path, hb_params_t *p, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char *text;
+    size_t len;
+    int rc;
+    if (f == NULL) {
+        perr(err, errlen, "%s: %s", path, strerror(errno));
+        return errno == ENOENT ? HIBAR_ERR_NOT_FOUND : HIBAR_ERR_IO;
+    }
+    text = calloc(1, 65536);
+    if (text == NULL) {
+        fclose(f);
+        return HIBAR_ERR_NOMEM;
+    }
+    len = fread(text, 1, 65535, f);
+    fclose(f);
+    text[len] = '\0';
+    {
+        char e[256] = "";
+        rc = hb_params_parse(text, p, e, sizeof(e));
+        if (rc != 0)
+            perr(err, errlen, "%s: %s", path, e);
+    }
+    free(text);
+    return rc;
+}
+
+static int mkdirs(const char *path)
+{
+    char d[4096];
+    snprintf(d, sizeof(d), "%s", path);
+    for (char *s = d + 1; *s != '\0'; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(d, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    return 0;
+}
+
+int hb_params_write(const char *path, const hb_params_t *p)
+{
+    char tmp[4200], *text = malloc(16384);
+    FILE *f;
+    int rc = text == NULL ? HIBAR_ERR_NOMEM : hb_params_format(p, text, 16384);
+    if (rc != 0) {
+        free(text);
+        return rc;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    if (mkdirs(path) != 0 || (f = fopen(tmp, "w")) == NULL) {
+        hb_log_error("cannot write %s: %m", path);
+        free(text);
+        return HIBAR_ERR_IO;
+    }
+    fputs(text, f);
+    free(text);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        hb_log_error("cannot write %s: %m", path);
+        unlink(tmp);
+        return HIBAR_ERR_IO;
+    }
+    return 0;
+}
