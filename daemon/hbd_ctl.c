@@ -1,4 +1,5 @@
-/* hbd_ctl.c: hibard's UNIX control socket (0600, same uid only): one command per line, one reply line. */
+/* hbd_ctl.c: hibard's UNIX control socket (0600, same uid only): one command per line, one reply
+ * line. */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
@@ -16,6 +17,7 @@
 #include "hb_time.h"
 #include "hbd.h"
 #include "hbd_pmix.h"
+#include "hbd_relay.h"
 #include "hibar.h"
 #include "hwb.h"
 
@@ -33,6 +35,9 @@
  *   tsr <n> [node]       n round trips with a neighbour (default: parent, else first)
  *   launch <spec>        start this node's ranks of a job; the connection then streams the
  *                        job's output and exit statuses (hbd_launch.c)
+ *   run <spec>           start a job on every node through this daemon (launch forwarding over
+ *                        the daemons' links); the connection then streams every node's lines,
+ *                        each prefixed with the node id (hbd_relay.c)
  *   shutdown             ok bye, then the daemon exits cleanly
  */
 typedef struct hbd_ctl_conn {
@@ -102,6 +107,12 @@ void hbd_ctl_reply(struct hbd_ctl_conn *conn, const char *fmt, ...)
         conn_close(conn);
 }
 
+void hbd_ctl_close(struct hbd_ctl_conn *conn)
+{
+    if (conn != NULL)
+        conn_close(conn);
+}
+
 int hbd_ctl_detach(struct hbd_ctl_conn *conn)
 {
     if (conn == NULL || conn->closed)
@@ -135,10 +146,10 @@ static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
                  " bad_parts=%" PRIu64 " unknown_peer=%" PRIu64 " auth_denied=%" PRIu64
                  " barriers=%" PRIu64 " failed=%" PRIu64 " peers_lost=%" PRIu64
                  " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32 " hier_drop=%" PRIu64
-                 " hier_late=%" PRIu64,
+                 " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64,
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
-                 hier_drop, hier_late);
+                 hier_drop, hier_late, hbd_relay_n_jobs(), hbd_relay_drops());
     hbd_ctl_reply(c, "%s", buf);
 }
 
@@ -213,14 +224,17 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
         hbd_coll_request(d, c, rest);
     } else if (strcmp(cmd, "launch") == 0) {
         hbd_launch_request(d, c, arg);
+    } else if (strcmp(cmd, "run") == 0) {
+        hbd_relay_run(d, c, arg);
     } else if (strcmp(cmd, "shutdown") == 0) {
         hbd_ctl_reply(c, "ok bye");
         hb_log_info("shutdown requested on the control socket");
         d->stopping = 1;
         event_base_loopexit(d->base, NULL);
     } else {
-        hbd_ctl_reply(c, "err %d unknown command '%.40s' (ping status stats barrier tib tsr "
-                         "coll launch shutdown)",
+        hbd_ctl_reply(c,
+                      "err %d unknown command '%.40s' (ping status stats barrier tib tsr "
+                      "coll launch run shutdown)",
                       HIBAR_ERR_INVAL, cmd);
     }
 }
@@ -281,28 +295,37 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
             close(fd);
             continue;
         }
-        hbd_ctl_conn_t *c = calloc(1, sizeof(*c));
-        if (c == NULL || n_conns >= HBD_CTL_MAX_CONNS) {
+        if (n_conns >= HBD_CTL_MAX_CONNS) {
             hb_log_warn("control socket: too many clients");
-            free(c);
             close(fd);
             continue;
         }
-        c->d = d;
-        c->fd = fd;
-        c->refs = 1;
-        c->ev = event_new(d->base, fd, EV_READ | EV_PERSIST, conn_cb, c);
-        if (c->ev == NULL || event_add(c->ev, NULL) != 0) {
-            if (c->ev)
-                event_free(c->ev);
-            free(c);
-            close(fd);
-            continue;
-        }
-        c->next = d->conns;
-        d->conns = c;
-        n_conns++;
+        (void)hbd_ctl_adopt(d, fd);
     }
+}
+
+struct hbd_ctl_conn *hbd_ctl_adopt(hbd_t *d, int fd)
+{
+    hbd_ctl_conn_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        return NULL;
+    }
+    c->d = d;
+    c->fd = fd;
+    c->refs = 1;
+    c->ev = event_new(d->base, fd, EV_READ | EV_PERSIST, conn_cb, c);
+    if (c->ev == NULL || event_add(c->ev, NULL) != 0) {
+        if (c->ev)
+            event_free(c->ev);
+        free(c);
+        close(fd);
+        return NULL;
+    }
+    c->next = d->conns;
+    d->conns = c;
+    n_conns++;
+    return c;
 }
 
 int hbd_ctl_start(hbd_t *d)

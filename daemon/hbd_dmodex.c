@@ -10,6 +10,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_pmix.h"
+#include "hbd_relay.h"
 #include "hibar.h"
 
 /*
@@ -97,7 +98,7 @@ static uint32_t up_of(const hbd_t *d, uint32_t n)
     return tn->parent;
 }
 
-static uint32_t next_hop(const hbd_t *d, uint32_t t)
+uint32_t hbd_dmodex_next_hop(const hbd_t *d, uint32_t t)
 {
     /* walk up from t: if this node is an ancestor, the hop is the node below it on the path */
     for (uint32_t n = t, k = 0; n != HB_TOPO_NONE && k <= d->topo->n_nodes; k++) {
@@ -112,7 +113,7 @@ static uint32_t next_hop(const hbd_t *d, uint32_t t)
 /* Send now, or queue (behind what already waits for that node). 0 or an error. */
 static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
 {
-    uint32_t to = next_hop(d, dest);
+    uint32_t to = hbd_dmodex_next_hop(d, dest);
     if (to == HB_TOPO_NONE)
         return HIBAR_ERR_NOT_FOUND;
     int queued = 0;

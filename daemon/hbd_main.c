@@ -16,6 +16,7 @@
 #include "hbd.h"
 #include "hbd_boot.h"
 #include "hbd_pmix.h"
+#include "hbd_relay.h"
 #include "hibar.h"
 #include "hwb.h"
 
@@ -164,6 +165,7 @@ static void cleanup(hbd_t *d)
 {
     hbd_barrier_fini(d); /* first: pending fences are answered while PMIx still runs */
     hbd_coll_fini(d);
+    hbd_relay_fini(d); /* tells hibar-run; the launcher then stops the ranks */
     hbd_pmix_stop(d);
     hbd_ctl_stop(d);
     hbd_net_stop(d);

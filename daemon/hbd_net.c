@@ -14,6 +14,7 @@
 #include "hb_time.h"
 #include "hbd.h"
 #include "hbd_pmix.h"
+#include "hbd_relay.h"
 #include "hibar.h"
 
 /*
@@ -145,6 +146,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
     hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hibar_strerror(status));
     hbd_barrier_fail_all(d, status, node);
     hbd_coll_fail_all(d, status, node);
+    hbd_relay_peer_lost(d, node, status);
     /* flood: every live neighbour learns it once, and passes it on once */
     uint8_t pl[8];
     hbd_wire_abort_t a = {.status = status, .lost = node};
@@ -287,6 +289,9 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         case HBD_WIRE_DMODEX:
             hbd_dmodex_on_msg(d, &m);
+            return;
+        case HBD_WIRE_JOB:
+            hbd_relay_on_msg(d, &m);
             return;
         case HBD_WIRE_ABORT: {
             hbd_wire_abort_t a;

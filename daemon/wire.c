@@ -55,6 +55,8 @@ static int type_len_ok(unsigned type, uint32_t len)
         return len >= HBD_WIRE_COLL_HDR && len <= HBD_WIRE_COLL_MAX_PAYLOAD;
     case HBD_WIRE_DMODEX:
         return len > HBD_WIRE_DMODEX_HDR && len <= HBD_WIRE_DMODEX_MAX_PAYLOAD;
+    case HBD_WIRE_JOB:
+        return len >= HBD_WIRE_JOB_HDR && len <= HBD_WIRE_JOB_MAX_PAYLOAD;
     default:
         return 0;
     }
@@ -89,6 +91,39 @@ static int refuse(hbd_wire_reason_t why, hbd_wire_reason_t *why_p)
     if (why_p != NULL)
         *why_p = why;
     return HIBAR_ERR_PROTO;
+}
+
+/* A JOB payload: the header's fields, and the data each kind may carry. */
+static int job_ok(const hbd_wire_msg_t *m, const hbd_wire_ctx_t *ctx)
+{
+    hbd_wire_job_t x;
+    hbd_wire_job_unpack(m->payload, &x);
+    uint32_t dlen = m->len - HBD_WIRE_JOB_HDR;
+    const uint8_t *data = m->payload + HBD_WIRE_JOB_HDR;
+    if (x.kind == 0 || x.kind > HBD_WIRE_JOB_KIND_MAX || x.reserved != 0 || x.src == x.dest ||
+        (ctx != NULL && (x.src >= ctx->n_nodes || x.dest >= ctx->n_nodes)) ||
+        (x.flags & ~HBD_WIRE_JOB_F_LAST) != 0 || (x.flags != 0 && x.kind != HBD_WIRE_JOB_SPEC))
+        return 0;
+    switch (x.kind) {
+    case HBD_WIRE_JOB_SPEC: {
+        /* chunk seq covers [seq * MAX_DATA, + dlen) of arg bytes; only the last is shorter */
+        uint64_t off = (uint64_t)x.seq * HBD_WIRE_JOB_MAX_DATA;
+        if (dlen == 0 || x.arg == 0 || x.arg > HBD_WIRE_JOB_SPEC_MAX || off + dlen > x.arg)
+            return 0;
+        int last = off + dlen == x.arg;
+        return last == !!(x.flags & HBD_WIRE_JOB_F_LAST) && (last || dlen == HBD_WIRE_JOB_MAX_DATA);
+    }
+    case HBD_WIRE_JOB_OUT:
+        return dlen > 0 && data[dlen - 1] == '\n' && memchr(data, '\0', dlen) == NULL;
+    case HBD_WIRE_JOB_CAUGHT: {
+        int64_t st = (int64_t)x.arg;
+        return dlen == 0 && x.seq == 0 && st <= 0 && st >= HIBAR_ERR_LAST;
+    }
+    case HBD_WIRE_JOB_KILL:
+        return dlen == 0 && x.seq == 0 && x.arg == 0;
+    default: /* END, CATCHUP */
+        return dlen == 0 && x.seq == 0;
+    }
 }
 
 int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,
@@ -157,6 +192,8 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
               (x.arg != 0 && m.len != min))))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
+    if (m.type == HBD_WIRE_JOB && !job_ok(&m, ctx))
+        return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     if (why_p != NULL)
         *why_p = HBD_WIRE_OK;
     if (msg_p != NULL)
@@ -174,6 +211,28 @@ void hbd_wire_dmodex_pack(const hbd_wire_dmodex_t *x, uint8_t out[HBD_WIRE_DMODE
     hbd_wire_put32(out + 12, (uint32_t)x->arg);
     hbd_wire_put32(out + 16, x->origin);
     hbd_wire_put32(out + 20, x->dest);
+}
+
+void hbd_wire_job_pack(const hbd_wire_job_t *x, uint8_t out[HBD_WIRE_JOB_HDR])
+{
+    out[0] = x->kind;
+    out[1] = x->flags;
+    put16(out + 2, x->reserved);
+    hbd_wire_put32(out + 4, x->src);
+    hbd_wire_put32(out + 8, x->dest);
+    hbd_wire_put32(out + 12, x->seq);
+    put64(out + 16, x->arg);
+}
+
+void hbd_wire_job_unpack(const uint8_t in[HBD_WIRE_JOB_HDR], hbd_wire_job_t *x)
+{
+    x->kind = in[0];
+    x->flags = in[1];
+    x->reserved = get16(in + 2);
+    x->src = hbd_wire_get32(in + 4);
+    x->dest = hbd_wire_get32(in + 8);
+    x->seq = hbd_wire_get32(in + 12);
+    x->arg = get64(in + 16);
 }
 
 void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmodex_t *x)
@@ -241,8 +300,8 @@ void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *
 
 const char *hbd_wire_type_name(unsigned type)
 {
-    static const char *const names[] = {"?",     "hello", "heartbeat", "hier",
-                                        "abort", "echo",  "fence",     "coll", "dmodex"};
+    static const char *const names[] = {"?",    "hello", "heartbeat", "hier",   "abort",
+                                        "echo", "fence", "coll",      "dmodex", "job"};
     return type_known(type) ? names[type] : "unknown";
 }
 

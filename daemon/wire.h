@@ -1,4 +1,5 @@
-/* wire.h: the message format between hibard daemons (DESIGN section 5), encode and validating decode. */
+/* wire.h: the message format between hibard daemons (DESIGN section 5), encode and validating
+ * decode. */
 #ifndef HBD_WIRE_H
 #define HBD_WIRE_H
 
@@ -39,6 +40,12 @@
 #define HBD_WIRE_DMODEX_MAX_PAYLOAD (HBD_WIRE_DMODEX_HDR + 255 + HBD_WIRE_DMODEX_MAX_DATA)
 #define HBD_WIRE_DMODEX_REQ 1
 #define HBD_WIRE_DMODEX_REPLY 2
+/* JOB frames (launch forwarding, hbd_relay.c): a 24-byte header then, for SPEC and OUT only,
+ * 1..HBD_WIRE_JOB_MAX_DATA bytes; the job id is the frame's collective id */
+#define HBD_WIRE_JOB_HDR 24
+#define HBD_WIRE_JOB_MAX_DATA 32768
+#define HBD_WIRE_JOB_MAX_PAYLOAD (HBD_WIRE_JOB_HDR + HBD_WIRE_JOB_MAX_DATA)
+#define HBD_WIRE_JOB_SPEC_MAX (16u << 20) /* a job spec's largest size (= HBD_JOB_SPEC_MAX) */
 #define HBD_WIRE_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
 #define HBD_WIRE_COLL_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD)
 
@@ -49,9 +56,11 @@ typedef enum hbd_wire_type {
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
     HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + up to 32 KiB */
-    HBD_WIRE_COLL = 7,      /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
-    HBD_WIRE_DMODEX = 8,    /* direct modex request / reply: hbd_wire_dmodex_t header + nspace + data */
-    HBD_WIRE_TYPE_MAX = 8
+    HBD_WIRE_COLL = 7, /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
+    HBD_WIRE_DMODEX =
+        8,            /* direct modex request / reply: hbd_wire_dmodex_t header + nspace + data */
+    HBD_WIRE_JOB = 9, /* launch forwarding: hbd_wire_job_t header + spec chunk / output lines */
+    HBD_WIRE_TYPE_MAX = 9
 } hbd_wire_type_t;
 
 #define HBD_WIRE_F_REPLY 0x0001u /* this frame answers a HELLO or an ECHO */
@@ -132,6 +141,35 @@ typedef struct hbd_wire_dmodex {
 } hbd_wire_dmodex_t;
 void hbd_wire_dmodex_pack(const hbd_wire_dmodex_t *x, uint8_t out[HBD_WIRE_DMODEX_HDR]);
 void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmodex_t *x);
+
+/*
+ * JOB payload header (validated by hbd_wire_decode: kind, flags, reserved, nodes, lengths, arg).
+ * The origin daemon (the one hibar-run talks to) sends SPEC chunks, KILL and CATCHUP to every
+ * other node of the job; each sends OUT (its launcher's lines), END and CAUGHT back. Frames go
+ * hop by hop along the chassis data tree (dest is where they are for).
+ */
+typedef enum hbd_wire_job_kind {
+    HBD_WIRE_JOB_SPEC = 1,    /* a chunk of the job spec: seq = chunk number, arg = spec bytes;
+                               * every chunk but the last carries exactly HBD_WIRE_JOB_MAX_DATA */
+    HBD_WIRE_JOB_KILL = 2,    /* stop the job's ranks on dest */
+    HBD_WIRE_JOB_OUT = 3,     /* launcher lines of src (each ends with '\n', no NUL); seq counts */
+    HBD_WIRE_JOB_END = 4,     /* src's part of the job ended; arg = src's next collective id */
+    HBD_WIRE_JOB_CATCHUP = 5, /* arrive at the barrier engine's collectives up to arg - 1 */
+    HBD_WIRE_JOB_CAUGHT = 6,  /* done: arg = status (0 or a negative HIBAR_ERR_*, as int64) */
+    HBD_WIRE_JOB_KIND_MAX = 6
+} hbd_wire_job_kind_t;
+#define HBD_WIRE_JOB_F_LAST 0x01u /* SPEC: the last chunk (offset + bytes == arg) */
+typedef struct hbd_wire_job {
+    uint8_t kind;      /* hbd_wire_job_kind_t */
+    uint8_t flags;     /* HBD_WIRE_JOB_F_LAST on the last SPEC chunk only */
+    uint16_t reserved; /* 0 */
+    uint32_t src;      /* node that made the frame (< n_nodes) */
+    uint32_t dest;     /* node it is for (< n_nodes, != src) */
+    uint32_t seq;
+    uint64_t arg;
+} hbd_wire_job_t;
+void hbd_wire_job_pack(const hbd_wire_job_t *x, uint8_t out[HBD_WIRE_JOB_HDR]);
+void hbd_wire_job_unpack(const uint8_t in[HBD_WIRE_JOB_HDR], hbd_wire_job_t *x);
 
 /*
  * Encode header + payload into buf (cap bytes). Returns the frame length (> 0), or

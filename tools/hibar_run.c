@@ -49,21 +49,23 @@ static void usage(FILE *f)
             "(128+signal when killed), 1 when the job could not run, 2 on bad usage.\n");
 }
 
-typedef struct node_conn {
-    int fd;
-    char buf[65536];
-    size_t len;
-    int launched, done, kill_sent;
-} node_conn_t;
+/* What hibar-run knows of each node's part of the job. */
+typedef struct node_state {
+    int launched, done;
+} node_state_t;
 
 typedef struct run {
     const hb_cfg_t *cfg;
     uint32_t n_nodes;
-    node_conn_t *nc;
+    node_state_t *nc;
     uint32_t *map;
+    int fd;          /* the connection to the origin daemon (this host's), or -1 */
+    uint32_t origin; /* its node */
+    char buf[65536];
+    size_t len;
     int tag, verbose;
     int failed, status; /* first failure decides the exit status */
-    int killing;
+    int killing, kill_sent;
     uint64_t kill_ns;
     uint32_t alive;
 } run_t;
@@ -179,12 +181,11 @@ static void kill_all(run_t *R, const char *why)
     R->kill_ns = hb_time_now_ns();
     if (R->verbose && why != NULL)
         fprintf(stderr, "hibar-run: stopping the job (%s)\n", why);
-    for (uint32_t i = 0; i < R->n_nodes; i++)
-        if (R->nc[i].fd >= 0 && !R->nc[i].done && !R->nc[i].kill_sent) {
-            R->nc[i].kill_sent = 1;
-            if (hbd_client_send(R->nc[i].fd, "kill") != 0)
-                continue; /* its EOF comes through poll */
-        }
+    /* the origin daemon stops it on every node; if it is gone, its EOF comes through poll */
+    if (R->fd >= 0 && !R->kill_sent) {
+        R->kill_sent = 1;
+        (void)hbd_client_send(R->fd, "kill");
+    }
 }
 
 static void fail(run_t *R, int status)
@@ -197,8 +198,8 @@ static void fail(run_t *R, int status)
 
 static void node_gone(run_t *R, uint32_t i)
 {
-    close(R->nc[i].fd);
-    R->nc[i].fd = -1;
+    if (R->nc[i].done)
+        return;
     R->nc[i].done = 1;
     R->alive--;
 }
@@ -265,131 +266,163 @@ static void on_line(run_t *R, uint32_t i, char *line)
         char b[64];
         snprintf(b, sizeof(b), "rank %s failed", rk);
         kill_all(R, b);
-    } else if (strcmp(kind, "done") == 0) {
+    } else if (strcmp(kind, "done") == 0 || strcmp(kind, "end") == 0) {
         node_gone(R, i);
-    }
-}
-
-/*
- * After a job that failed, some daemons may have entered a fence (a collective of their
- * barrier engine) that the others never reached: the engine's collectives would be out of
- * step for every later job. The daemons that are behind are made to arrive at the missing
- * collectives, which then complete everywhere. 0, or the error (the cluster needs a restart).
- */
-static int barrier_catch_up(const hb_cfg_t *cfg)
-{
-    hbd_cluster_t *cl = NULL;
-    uint32_t n = cfg->n_nodes, *behind = NULL;
-    uint64_t *next = calloc(n, sizeof(uint64_t)), hi = 0;
-    char(*rep)[512] = calloc(n, 512);
-    int rc = next && rep ? hbd_cluster_open(cfg, 5000, 0, &cl) : HIBAR_ERR_NOMEM;
-    behind = calloc(n, sizeof(uint32_t));
-    if (rc == 0 && behind == NULL)
-        rc = HIBAR_ERR_NOMEM;
-    for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        char v[32];
-        uint32_t me = i;
-        rc = hbd_cluster_all(cl, &me, 1, "status", &rep[i], 5000);
-        if (rc == 0 && hbd_client_field(rep[i], "next_coll", v, sizeof(v)) != 0)
-            rc = HIBAR_ERR_PROTO;
-        if (rc == 0)
-            next[i] = strtoull(v, NULL, 10);
-        if (rc == 0 && next[i] > hi)
-            hi = next[i];
-    }
-    for (uint64_t k = 0; rc == 0 && hi > 0 && k < hi; k++) {
-        uint32_t nb = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (next[i] <= k)
-                behind[nb++] = i;
-        if (nb == 0)
-            continue;
-        char cmd[64];
-        snprintf(cmd, sizeof(cmd), "barrier %" PRIu64, k);
-        rc = hbd_cluster_all(cl, behind, nb, cmd, rep, 10000);
-        for (uint32_t i = 0; rc == 0 && i < nb; i++)
-            if (strncmp(rep[i], "ok", 2) != 0)
-                rc = HIBAR_ERR_PEER_LOST;
-    }
-    if (rc != 0)
+    } else if (strcmp(kind, "lost") == 0) {
+        if (!R->nc[i].done)
+            fprintf(stderr, "hibar-run: lost node %s: %s\n", node, save != NULL ? save : "");
+        fail(R, 1);
+        node_gone(R, i);
+        kill_all(R, "a node was lost");
+    } else if (strcmp(kind, "catchup") == 0) {
+        char *st = strtok_r(NULL, " ", &save);
         fprintf(stderr,
                 "hibar-run: the daemons' barrier engines could not be brought back in step "
                 "after the failed job (%s): restart cluster %s\n",
-                hibar_strerror(rc), cfg->cluster);
-    if (cl != NULL)
-        hbd_cluster_close(cl);
-    free(next);
-    free(rep);
-    free(behind);
-    return rc;
+                save != NULL ? save : (st != NULL ? st : "?"), R->cfg->cluster);
+    }
 }
 
+/* One line from the origin daemon: "<node> <line of that node's launcher>" (hbd_relay.c). */
+static void on_origin_line(run_t *R, char *line)
+{
+    char *end = NULL;
+    if (strncmp(line, "err ", 4) == 0) {
+        /* the origin refused the job (nothing runs): "err <status> <text>" */
+        char *text = strchr(line + 4, ' ');
+        fprintf(stderr, "hibar-run: node %s: %s\n", R->cfg->nodes[R->origin].name,
+                text != NULL ? text + 1 : line);
+        fail(R, 1);
+        for (uint32_t k = 0; k < R->n_nodes; k++)
+            node_gone(R, k);
+        close(R->fd);
+        R->fd = -1;
+        return;
+    }
+    errno = 0;
+    unsigned long i = strtoul(line, &end, 10);
+    if (end == line || *end != ' ' || errno != 0 || i >= R->n_nodes)
+        return; /* not ours: ignored */
+    on_line(R, (uint32_t)i, end + 1);
+}
+
+/* Read the origin daemon's stream until it closes it (every node ended), or it is lost. */
 static int run_job(run_t *R, int timeout_s)
 {
-    struct pollfd *pfd = calloc(R->n_nodes, sizeof(*pfd));
     uint64_t t_end = timeout_s > 0 ? hb_time_now_ns() + (uint64_t)timeout_s * 1000000000ull : 0;
-    if (pfd == NULL)
-        return 1;
-    while (R->alive > 0) {
+    uint64_t quiet_ns = ((uint64_t)R->cfg->barrier_timeout_ms + 20000) * 1000000ull, last_ns = 0;
+    while (R->fd >= 0) {
+        uint64_t now = hb_time_now_ns();
         if (got_signal) {
             fprintf(stderr, "hibar-run: %s: stopping the job\n", strsignal(got_signal));
             fail(R, 128 + got_signal);
             got_signal = 0;
             kill_all(R, NULL);
         }
-        if (t_end != 0 && hb_time_now_ns() > t_end && !R->killing) {
+        if (t_end != 0 && now > t_end && !R->killing && R->alive > 0) {
             fprintf(stderr, "hibar-run: timeout after %d s: stopping the job\n", timeout_s);
             fail(R, 124);
             kill_all(R, NULL);
         }
-        if (R->killing && hb_time_now_ns() - R->kill_ns > KILL_WAIT_MS * 1000000ull) {
-            fprintf(stderr, "hibar-run: %" PRIu32 " daemons did not report the job's end\n",
+        if (R->killing && R->alive > 0 && now - R->kill_ns > KILL_WAIT_MS * 1000000ull) {
+            fprintf(stderr, "hibar-run: %" PRIu32 " nodes did not report the job's end\n",
                     R->alive);
+            fail(R, 1);
             break;
         }
-        nfds_t n = 0;
-        for (uint32_t i = 0; i < R->n_nodes; i++) {
-            pfd[i].fd = R->nc[i].fd;
-            pfd[i].events = POLLIN;
-            n++;
+        /* every node ended: the origin closes once the barrier engines are in step */
+        if (R->alive == 0 && last_ns != 0 && now - last_ns > quiet_ns) {
+            fprintf(stderr, "hibar-run: the daemon of node %s did not close the job\n",
+                    R->cfg->nodes[R->origin].name);
+            break;
         }
-        int pr = poll(pfd, n, 200);
+        struct pollfd pfd = {.fd = R->fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, 200);
         if (pr < 0 && errno != EINTR) {
             perror("hibar-run: poll");
+            fail(R, 1);
             break;
         }
-        for (uint32_t i = 0; pr > 0 && i < R->n_nodes; i++) {
-            node_conn_t *c = &R->nc[i];
-            if (c->fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
-            if (r <= 0) {
-                if (r < 0 && (errno == EINTR || errno == EAGAIN))
-                    continue;
-                fprintf(stderr, "hibar-run: lost the daemon of node %s\n", R->cfg->nodes[i].name);
+        if (pr <= 0 || !(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t r = read(R->fd, R->buf + R->len, sizeof(R->buf) - 1 - R->len);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0) {
+            if (R->alive > 0) {
+                fprintf(stderr,
+                        "hibar-run: lost the daemon of node %s (the daemon this host runs the "
+                        "job through): the job's end on %" PRIu32 " nodes is unknown\n",
+                        R->cfg->nodes[R->origin].name, R->alive);
                 fail(R, 1);
-                node_gone(R, i);
-                kill_all(R, "a daemon went away");
-                continue;
             }
-            c->len += (size_t)r;
-            char *start = c->buf, *nl;
-            while (c->fd >= 0 && (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
-                *nl = '\0';
-                on_line(R, i, start);
-                start = nl + 1;
-            }
-            if (c->fd < 0)
-                continue;
-            c->len -= (size_t)(start - c->buf);
-            memmove(c->buf, start, c->len);
-            if (c->len == sizeof(c->buf) - 1) /* cannot happen: lines are bounded */
-                c->len = 0;
+            close(R->fd);
+            R->fd = -1;
+            break;
         }
+        R->len += (size_t)r;
+        char *start = R->buf, *nl;
+        while (R->fd >= 0 &&
+               (nl = memchr(start, '\n', R->len - (size_t)(start - R->buf))) != NULL) {
+            *nl = '\0';
+            on_origin_line(R, start);
+            start = nl + 1;
+        }
+        if (R->fd < 0)
+            break;
+        R->len -= (size_t)(start - R->buf);
+        memmove(R->buf, start, R->len);
+        if (R->len == sizeof(R->buf) - 1) /* cannot happen: lines are bounded */
+            R->len = 0;
+        if (R->alive == 0 && last_ns == 0)
+            last_ns = hb_time_now_ns();
     }
-    free(pfd);
     fflush(stdout);
     return R->failed ? R->status : 0;
+}
+
+/*
+ * The daemon hibar-run talks to: the first of the cluster whose control socket answers on this
+ * host (on a real cluster, the node's own daemon; its run dir is local). Waits up to timeout_ms
+ * for it to be ready (linked to its neighbours). 0 with *fd_p, *node_p and the cluster's next
+ * collective id, or an error (printed).
+ */
+static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t *node_p,
+                       uint64_t *coll_p)
+{
+    uint64_t deadline = hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    int seen = 0;
+    for (;;) {
+        for (uint32_t i = 0; i < cfg->n_nodes; i++) {
+            char path[400], reply[512], v[32];
+            int fd = -1;
+            hbd_client_sock_path(cfg, i, path, sizeof(path));
+            if (hbd_client_connect(path, &fd) != 0)
+                continue;
+            seen = 1;
+            if (hbd_client_send(fd, "status") == 0 &&
+                hbd_client_recv(fd, reply, sizeof(reply), 5000) == 0 &&
+                hbd_client_field(reply, "ready", v, sizeof(v)) == 0 && strcmp(v, "1") == 0 &&
+                hbd_client_field(reply, "next_coll", v, sizeof(v)) == 0) {
+                *coll_p = strtoull(v, NULL, 10);
+                *fd_p = fd;
+                *node_p = i;
+                return 0;
+            }
+            close(fd);
+        }
+        if (hb_time_now_ns() > deadline)
+            break;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    if (seen)
+        fprintf(stderr, "hibar-run: cluster %s not ready within %d s\n", cfg->cluster,
+                timeout_ms / 1000);
+    else
+        fprintf(stderr, "hibar-run: no daemon of cluster %s answers on this host (run dir %s)\n",
+                cfg->cluster, cfg->run_dir);
+    return HIBAR_ERR_UNAVAIL;
 }
 
 int main(int argc, char **argv)
@@ -499,12 +532,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "hibar-run: %s\n", err);
                 return 2;
             }
-            unsigned up = hbd_emu_running(cfg);
-            if (up != cfg->n_nodes) {
+            /* on separate machines only this host's daemon is visible here */
+            if (hbd_emu_running(cfg) == 0) {
                 fprintf(stderr,
-                        "hibar-run: cluster %s: %u of %" PRIu32 " daemons running (start it "
-                        "with hibar-cluster up, or use --emulate)\n",
-                        cfg->cluster, up, cfg->n_nodes);
+                        "hibar-run: cluster %s: no daemon running on this host (run dir %s; "
+                        "start it with hibar-cluster up, or use --emulate)\n",
+                        cfg->cluster, cfg->run_dir);
                 hb_cfg_free(cfg);
                 return 1;
             }
@@ -536,27 +569,19 @@ int main(int argc, char **argv)
     }
     uint64_t t_up = hb_time_now_ns();
 
-    run_t R = {.cfg = cfg, .n_nodes = cfg->n_nodes, .tag = tag, .verbose = verbose};
+    run_t R = {.cfg = cfg, .n_nodes = cfg->n_nodes, .tag = tag, .verbose = verbose, .fd = -1};
     hbd_job_spec_t spec = {0};
-    hbd_cluster_t *cl = NULL;
     R.map = calloc((size_t)np, sizeof(uint32_t));
-    R.nc = calloc(cfg->n_nodes, sizeof(node_conn_t));
+    R.nc = calloc(cfg->n_nodes, sizeof(node_state_t));
     if (R.map == NULL || R.nc == NULL)
         goto out;
-    for (uint32_t i = 0; i < cfg->n_nodes; i++)
-        R.nc[i].fd = -1;
     if ((status = place(cfg, (uint32_t)np, (uint32_t)per_node, by_chassis, R.map)) != 0)
         goto out;
     status = 1;
     uint64_t coll = 0;
-    int rc = hbd_cluster_open(cfg, 10000, 0, &cl);
-    if (rc == 0)
-        rc = hbd_cluster_next_coll(cl, &coll);
-    if (rc != 0) {
-        fprintf(stderr, "hibar-run: cluster %s not reachable: %s\n", cfg->cluster,
-                hibar_strerror(rc));
+    int rc = open_origin(cfg, 10000, &R.fd, &R.origin, &coll);
+    if (rc != 0)
         goto out;
-    }
 
     /* the ranks' environment: ours, plus what Open MPI needs unless the user chose */
     size_t n_env = 0;
@@ -626,23 +651,17 @@ int main(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     char cmd[700];
-    snprintf(cmd, sizeof(cmd), "launch %s", spec_path);
-    /* the connections become the job's streams: take them from the cluster handle */
-    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
-        R.nc[i].fd = cl->fd[i];
-        cl->fd[i] = -1;
-        R.alive++;
-        if (hbd_client_send(R.nc[i].fd, cmd) != 0) {
-            fprintf(stderr, "hibar-run: cannot reach the daemon of node %s\n", cfg->nodes[i].name);
-            fail(&R, 1);
-            kill_all(&R, NULL);
-        }
-    }
+    /* the origin daemon forwards the job to every node and streams their lines back */
+    snprintf(cmd, sizeof(cmd), "run %s", spec_path);
+    R.alive = cfg->n_nodes;
     uint64_t t_sent = hb_time_now_ns();
+    if (hbd_client_send(R.fd, cmd) != 0) {
+        fprintf(stderr, "hibar-run: cannot reach the daemon of node %s\n",
+                cfg->nodes[R.origin].name);
+        goto out;
+    }
     status = run_job(&R, (int)timeout_s);
     uint64_t t_end = hb_time_now_ns();
-    if (status != 0 && !own && cfg->n_nodes > 1)
-        barrier_catch_up(cfg);
     if (verbose)
         fprintf(stderr,
                 "hibar-run: cluster ready %.1f ms, launch to end of job %.1f ms, total %.1f ms, "
@@ -652,11 +671,8 @@ int main(int argc, char **argv)
 out:
     if (spec_path[0] != '\0')
         unlink(spec_path);
-    for (uint32_t i = 0; R.nc != NULL && i < cfg->n_nodes; i++)
-        if (R.nc[i].fd >= 0)
-            close(R.nc[i].fd);
-    if (cl != NULL)
-        hbd_cluster_close(cl);
+    if (R.fd >= 0)
+        close(R.fd);
     if (own)
         hbd_emu_down(cfg, &eo);
     free(R.map);

@@ -1,0 +1,959 @@
+/* hbd_relay.c: launch forwarding: hibar-run hands a job to its own node's daemon, which runs it on
+ * every node over the daemons' ZeroMQ links and streams the output back. */
+#include "hb_config.h"
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd_pmix.h"
+#include "hbd_relay.h"
+#include "hibar.h"
+
+/*
+ * "run SPEC" on the control socket (hibar-run) makes this daemon the job's origin. It loads the
+ * spec (the checks of "launch"), sends it in JOB SPEC chunks to every other node and starts its
+ * own ranks. Every node, origin included, starts its part through the local launcher exactly as
+ * a "launch SPEC" on a control connection would: one end of a socketpair is adopted as a control
+ * connection (hbd_ctl_adopt), so hbd_launch.c is untouched and its lines (hbd_launch.c's
+ * protocol) arrive on the other end. Remote nodes send them back in OUT frames, then END when
+ * their part ended. JOB frames go hop by hop along the chassis data tree, like direct modex
+ * (every hop is a link the daemons keep anyway), through a per-hop FIFO that keeps their order.
+ *
+ * The origin writes to hibar-run, one line each:
+ *   <node> <launcher line>        ok launch, o, p, a, x, err, done (hbd_launch.c)
+ *   <node> end                    that node's part ended; nothing more comes from it
+ *   <node> lost <text>            that node's daemon died or cannot be reached
+ *   <origin> catchup <st> <text>  after a failed job the barrier engines could not be brought
+ *                                 back in step: the cluster needs a restart
+ * and closes the connection once every node ended (and the engines are back in step).
+ * hibar-run may send "kill": the origin kills its part and sends KILL to every node. If
+ * hibar-run goes away the job is killed everywhere. A lost node (hbd_net_peer_lost, on every
+ * daemon through the failure flood) kills the job's part on every daemon; the origin reports
+ * the node lost and gives the others HBD_RELAY_LOST_WAIT_MS to report their end, after which
+ * they are reported lost too: never a hang.
+ *
+ * Catch-up: END carries the node's next collective id once its ranks are gone. If they differ,
+ * a failed job left some barrier engines inside a fence the others never reached: the origin
+ * sends CATCHUP(highest) to the nodes behind, which arrive at the missing barriers (which then
+ * complete everywhere) and answer CAUGHT with the status.
+ */
+#define HBD_RELAY_LOST_WAIT_MS 8000
+#define HBD_RELAY_QUEUE_MAX (8u << 20) /* bytes queued for the links before output reading pauses  \
+                                        */
+#define HBD_RELAY_MAX_JOBS 16          /* relayed jobs one daemon takes part in at once */
+
+typedef struct rl_job {
+    hbd_t *d;
+    uint64_t id;
+    uint32_t origin;
+    /* spec reassembly (other nodes) */
+    uint8_t *spec;
+    uint64_t spec_len;
+    uint32_t spec_seq;
+    /* this node's part: our end of the socketpair whose other end the launcher has */
+    struct bufferevent *part;
+    uint8_t obuf[HBD_WIRE_JOB_MAX_DATA]; /* lines not yet sent to the origin */
+    uint32_t olen, out_seq;
+    int origin_lost;
+    /* origin only */
+    struct bufferevent *run; /* hibar-run */
+    int finishing;           /* every node ended: closing hibar-run's connection */
+    int killed;
+    uint8_t *ended;      /* [n_nodes] */
+    uint64_t *next_coll; /* [n_nodes] from END */
+    uint32_t *out_next;  /* [n_nodes] next OUT seq */
+    uint32_t n_ended;
+    uint32_t lost_node;
+    uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
+    int cu_started;
+    uint32_t cu_wait;
+    int cu_status;
+    uint64_t cu_deadline_ns;
+    struct rl_job *next;
+} rl_job_t;
+
+/* Catch-up on this node: barriers it arrives at for job `id` of `origin`. */
+typedef struct rl_cu {
+    hbd_t *d;
+    uint64_t id;
+    uint32_t origin;
+    uint32_t pending;
+    int status;
+    int started; /* every barrier was started (the last callback may come while starting) */
+    struct rl_cu *next;
+} rl_cu_t;
+
+typedef struct rl_out {
+    uint32_t to, len;
+    uint64_t job;
+    struct rl_out *next;
+    uint8_t pl[]; /* payload */
+} rl_out_t;
+
+static rl_job_t *jobs;
+static rl_cu_t *cus;
+static rl_out_t *outq;
+static uint64_t outq_bytes, drops;
+static struct event *ev_tick;
+static int reading_paused;
+
+static void tick_arm(hbd_t *d, int fast);
+static void part_read_cb(struct bufferevent *bev, void *arg);
+
+uint64_t hbd_relay_drops(void)
+{
+    return drops;
+}
+
+uint32_t hbd_relay_n_jobs(void)
+{
+    uint32_t n = 0;
+    for (rl_job_t *j = jobs; j != NULL; j = j->next)
+        n++;
+    return n;
+}
+
+static rl_job_t *job_find(uint64_t id, uint32_t origin)
+{
+    for (rl_job_t *j = jobs; j != NULL; j = j->next)
+        if (j->id == id && j->origin == origin)
+            return j;
+    return NULL;
+}
+
+static void job_free(rl_job_t *J)
+{
+    for (rl_job_t **pp = &jobs; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == J) {
+            *pp = J->next;
+            break;
+        }
+    if (J->part != NULL)
+        bufferevent_free(J->part); /* the launcher sees EOF: it stops the job's ranks */
+    if (J->run != NULL)
+        bufferevent_free(J->run);
+    free(J->spec);
+    free(J->ended);
+    free(J->next_coll);
+    free(J->out_next);
+    free(J);
+}
+
+/* ---- frames to other daemons ---- */
+
+/* Send a JOB frame toward dest, or queue it behind what already waits for that hop. */
+static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, uint32_t dlen)
+{
+    uint8_t pl[HBD_WIRE_JOB_MAX_PAYLOAD];
+    uint32_t len = HBD_WIRE_JOB_HDR + dlen;
+    x->src = x->src == UINT32_MAX ? d->self : x->src;
+    hbd_wire_job_pack(x, pl);
+    if (dlen > 0)
+        memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
+    uint32_t to = hbd_dmodex_next_hop(d, x->dest);
+    if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
+        return HIBAR_ERR_NOT_FOUND;
+    int queued = 0;
+    for (rl_out_t *o = outq; o != NULL && !queued; o = o->next)
+        queued = o->to == to;
+    int rc = queued ? HIBAR_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_JOB, 0, id, pl, len);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    rl_out_t *o = malloc(sizeof(*o) + len), **pp = &outq;
+    if (o == NULL)
+        return HIBAR_ERR_NOMEM;
+    o->to = to;
+    o->len = len;
+    o->job = id;
+    o->next = NULL;
+    memcpy(o->pl, pl, len);
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = o;
+    outq_bytes += len;
+    if (outq_bytes > HBD_RELAY_QUEUE_MAX && !reading_paused) {
+        /* the links are behind: stop reading the ranks' output until they catch up */
+        reading_paused = 1;
+        for (rl_job_t *j = jobs; j != NULL; j = j->next)
+            if (j->part != NULL)
+                bufferevent_disable(j->part, EV_READ);
+    }
+    tick_arm(d, 1);
+    return 0;
+}
+
+static void send_simple(hbd_t *d, rl_job_t *J, uint32_t dest, uint8_t kind, uint64_t arg)
+{
+    hbd_wire_job_t x = {.kind = kind, .src = UINT32_MAX, .dest = dest, .arg = arg};
+    int rc = job_send(d, J->id, &x, NULL, 0);
+    if (rc != 0 && !d->lost)
+        hb_log_warn("job %" PRIu64 ": JOB frame for node %" PRIu32 " not sent: %s", J->id, dest,
+                    hibar_strerror(rc));
+}
+
+/* ---- the origin's stream to hibar-run ---- */
+
+static void run_printf(rl_job_t *J, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_printf(rl_job_t *J, const char *fmt, ...)
+{
+    va_list ap;
+    if (J->run == NULL)
+        return;
+    va_start(ap, fmt);
+    evbuffer_add_vprintf(bufferevent_get_output(J->run), fmt, ap);
+    va_end(ap);
+}
+
+static void run_line(rl_job_t *J, uint32_t node, const char *line, size_t n)
+{
+    if (J->run == NULL)
+        return;
+    struct evbuffer *out = bufferevent_get_output(J->run);
+    evbuffer_add_printf(out, "%" PRIu32 " ", node);
+    evbuffer_add(out, line, n);
+    evbuffer_add(out, "\n", 1);
+}
+
+static void relay_kill(rl_job_t *J, const char *why)
+{
+    hbd_t *d = J->d;
+    if (J->killed)
+        return;
+    J->killed = 1;
+    hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
+    if (J->part != NULL)
+        evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
+    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
+        if (n != d->self && !J->ended[n])
+            send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
+}
+
+static void finish(rl_job_t *J)
+{
+    hbd_t *d = J->d;
+    if (J->finishing)
+        return;
+    J->finishing = 1;
+    if (J->cu_status != 0)
+        run_printf(J, "%" PRIu32 " catchup %d %s\n", d->self, J->cu_status,
+                   hibar_strerror(J->cu_status));
+    hb_log_info("job %" PRIu64 ": ended on every node", J->id);
+    if (J->run == NULL || evbuffer_get_length(bufferevent_get_output(J->run)) == 0) {
+        job_free(J);
+        return;
+    }
+    bufferevent_disable(J->run, EV_READ); /* freed by run_write_cb once the rest is out */
+}
+
+static void cu_start(hbd_t *d, uint64_t id, uint32_t origin, uint64_t hi);
+
+/* Every node ended: bring the barrier engines back in step if they differ, then finish. */
+static void check_done(rl_job_t *J)
+{
+    hbd_t *d = J->d;
+    uint32_t n = d->topo->n_nodes;
+    if (J->n_ended < n || J->cu_started || J->finishing)
+        return;
+    uint64_t hi = 0, lo = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        hi = J->next_coll[i] > hi ? J->next_coll[i] : hi;
+        lo = J->next_coll[i] < lo ? J->next_coll[i] : lo;
+    }
+    if (d->lost || hi == lo) {
+        finish(J);
+        return;
+    }
+    J->cu_started = 1;
+    J->cu_deadline_ns =
+        hb_time_now_ns() + ((uint64_t)d->cfg->barrier_timeout_ms + 5000) * 1000000ull;
+    hb_log_info("job %" PRIu64 ": barrier engines at collectives %" PRIu64 "..%" PRIu64
+                ": the nodes behind catch up",
+                J->id, lo, hi);
+    for (uint32_t i = 0; i < n; i++)
+        if (J->next_coll[i] < hi)
+            J->cu_wait++;
+    for (uint32_t i = 0; i < n; i++)
+        if (J->next_coll[i] < hi) {
+            if (i == d->self)
+                cu_start(d, J->id, d->self, hi);
+            else
+                send_simple(d, J, i, HBD_WIRE_JOB_CATCHUP, hi);
+        }
+    tick_arm(d, 0);
+}
+
+static void node_ended(rl_job_t *J, uint32_t node, uint64_t next_coll)
+{
+    if (J->ended[node])
+        return;
+    J->ended[node] = 1;
+    J->next_coll[node] = next_coll;
+    J->n_ended++;
+    run_printf(J, "%" PRIu32 " end\n", node);
+    check_done(J);
+}
+
+static void on_caught(rl_job_t *J, int status)
+{
+    if (!J->cu_started || J->cu_wait == 0)
+        return;
+    if (status != 0 && J->cu_status == 0)
+        J->cu_status = status;
+    if (--J->cu_wait == 0)
+        finish(J);
+}
+
+/* ---- catch-up on this node ---- */
+
+static void cu_done(rl_cu_t *c)
+{
+    hbd_t *d = c->d;
+    for (rl_cu_t **pp = &cus; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    if (c->status != 0)
+        hb_log_warn("job %" PRIu64 ": catching up with the other barrier engines failed: %s", c->id,
+                    hibar_strerror(c->status));
+    if (c->origin == d->self) {
+        rl_job_t *J = job_find(c->id, d->self);
+        if (J != NULL)
+            on_caught(J, c->status);
+    } else {
+        hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_CAUGHT,
+                            .src = UINT32_MAX,
+                            .dest = c->origin,
+                            .arg = (uint64_t)(int64_t)c->status};
+        int rc = job_send(d, c->id, &x, NULL, 0);
+        if (rc != 0)
+            hb_log_warn("job %" PRIu64 ": CAUGHT for node %" PRIu32 " not sent: %s", c->id,
+                        c->origin, hibar_strerror(rc));
+    }
+    free(c);
+}
+
+static void cu_cb(hbd_t *d, uint64_t coll_id, int status, void *arg)
+{
+    rl_cu_t *c = arg;
+    (void)d;
+    (void)coll_id;
+    if (status != 0 && c->status == 0)
+        c->status = status;
+    if (--c->pending == 0 && c->started)
+        cu_done(c);
+}
+
+static void cu_start(hbd_t *d, uint64_t id, uint32_t origin, uint64_t hi)
+{
+    rl_cu_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return; /* the origin times out */
+    c->d = d;
+    c->id = id;
+    c->origin = origin;
+    c->next = cus;
+    cus = c;
+    c->pending = 1; /* held while starting */
+    for (uint64_t k = hbd_barrier_next_coll(d); k < hi && c->status == 0; k++) {
+        c->pending++;
+        int rc = hbd_barrier_start(d, k, cu_cb, c);
+        if (rc != 0) {
+            c->pending--;
+            c->status = rc;
+        }
+    }
+    c->started = 1;
+    if (--c->pending == 0)
+        cu_done(c);
+}
+
+/* ---- this node's part ---- */
+
+static void out_flush(rl_job_t *J)
+{
+    if (J->olen == 0)
+        return;
+    hbd_wire_job_t x = {
+        .kind = HBD_WIRE_JOB_OUT, .src = UINT32_MAX, .dest = J->origin, .seq = J->out_seq++};
+    int rc = J->origin_lost ? HIBAR_ERR_PEER_LOST : job_send(J->d, J->id, &x, J->obuf, J->olen);
+    if (rc != 0 && !J->origin_lost)
+        hb_log_warn("job %" PRIu64 ": output for node %" PRIu32 " dropped: %s", J->id, J->origin,
+                    hibar_strerror(rc));
+    J->olen = 0;
+}
+
+/* One launcher line (without its newline). */
+static void part_line(rl_job_t *J, const char *line, size_t n)
+{
+    if (J->origin == J->d->self) {
+        run_line(J, J->d->self, line, n);
+        return;
+    }
+    if (n + 1 > sizeof(J->obuf)) /* cannot happen: launcher lines are bounded */
+        return;
+    if (J->olen + n + 1 > sizeof(J->obuf))
+        out_flush(J);
+    memcpy(J->obuf + J->olen, line, n);
+    J->obuf[J->olen + n] = '\n';
+    J->olen += (uint32_t)n + 1;
+}
+
+static void part_end(rl_job_t *J)
+{
+    hbd_t *d = J->d;
+    part_read_cb(J->part, J);
+    bufferevent_free(J->part);
+    J->part = NULL;
+    uint64_t next = hbd_barrier_next_coll(d);
+    if (J->origin == d->self) {
+        node_ended(J, d->self, next);
+        return;
+    }
+    out_flush(J);
+    if (!J->origin_lost)
+        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, next);
+    job_free(J);
+}
+
+static void part_read_cb(struct bufferevent *bev, void *arg)
+{
+    rl_job_t *J = arg;
+    char *line;
+    size_t n;
+    while ((line = evbuffer_readln(bufferevent_get_input(bev), &n, EVBUFFER_EOL_LF)) != NULL) {
+        if (strlen(line) == n) /* the launcher escapes its text: a NUL is never ours */
+            part_line(J, line, n);
+        free(line);
+    }
+    if (J->origin != J->d->self)
+        out_flush(J);
+}
+
+static void part_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        part_end(arg);
+}
+
+/* Start this node's part of J from the spec file at path, as "launch path" would. */
+static void part_start(rl_job_t *J, const char *path)
+{
+    hbd_t *d = J->d;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
+        hb_log_error("job %" PRIu64 ": socketpair: %m", J->id);
+        goto err_out;
+    }
+    J->part = bufferevent_socket_new(d->base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+    if (J->part == NULL) {
+        close(sv[0]);
+        close(sv[1]);
+        goto err_out;
+    }
+    struct hbd_ctl_conn *c = hbd_ctl_adopt(d, sv[1]);
+    if (c == NULL) {
+        bufferevent_free(J->part);
+        J->part = NULL;
+        goto err_out;
+    }
+    bufferevent_setcb(J->part, part_read_cb, NULL, part_event_cb, J);
+    bufferevent_enable(J->part, EV_READ | EV_WRITE);
+    if (reading_paused)
+        bufferevent_disable(J->part, EV_READ);
+    hbd_ctl_hold(c);
+    hbd_launch_request(d, c, path);
+    hbd_ctl_close(c); /* refused: its "err" reply is in the pair, then EOF; else a no-op */
+    hbd_ctl_release(c);
+    return;
+err_out : {
+    char line[128];
+    int n = snprintf(line, sizeof(line), "err %d cannot start the job's part on this node",
+                     HIBAR_ERR_NOMEM);
+    J->part = NULL;
+    part_line(J, line, (size_t)n);
+    uint64_t next = hbd_barrier_next_coll(d);
+    if (J->origin == d->self) {
+        node_ended(J, d->self, next);
+    } else {
+        out_flush(J);
+        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, next);
+        job_free(J);
+    }
+}
+}
+
+/* ---- hibar-run's connection (origin) ---- */
+
+static void run_read_cb(struct bufferevent *bev, void *arg)
+{
+    rl_job_t *J = arg;
+    char *line;
+    size_t n;
+    while ((line = evbuffer_readln(bufferevent_get_input(bev), &n, EVBUFFER_EOL_LF)) != NULL) {
+        if (strcmp(line, "kill") == 0)
+            relay_kill(J, "hibar-run asked");
+        else
+            run_printf(J, "%" PRIu32 " err %d unknown command\n", J->d->self, HIBAR_ERR_INVAL);
+        free(line);
+    }
+}
+
+static void run_write_cb(struct bufferevent *bev, void *arg)
+{
+    rl_job_t *J = arg;
+    (void)bev;
+    if (J->finishing)
+        job_free(J);
+}
+
+static void run_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    rl_job_t *J = arg;
+    (void)bev;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        return;
+    bufferevent_free(J->run);
+    J->run = NULL;
+    if (J->finishing) {
+        job_free(J);
+        return;
+    }
+    relay_kill(J, "hibar-run went away");
+}
+
+/* The spec file's bytes (the checks of hbd_job_spec_load: ours, regular, bounded). */
+static int read_spec(const char *path, uint8_t **buf_p, uint64_t *len_p)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0)
+        return HIBAR_ERR_IO;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || sb.st_size <= 0 ||
+        (uint64_t)sb.st_size > HBD_WIRE_JOB_SPEC_MAX) {
+        close(fd);
+        return HIBAR_ERR_PERM;
+    }
+    uint8_t *buf = malloc((size_t)sb.st_size);
+    size_t len = 0;
+    if (buf == NULL) {
+        close(fd);
+        return HIBAR_ERR_NOMEM;
+    }
+    while (len < (size_t)sb.st_size) {
+        ssize_t r = read(fd, buf + len, (size_t)sb.st_size - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (len != (size_t)sb.st_size) {
+        free(buf);
+        return HIBAR_ERR_IO;
+    }
+    *buf_p = buf;
+    *len_p = len;
+    return 0;
+}
+
+void hbd_relay_run(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
+{
+    char err[512] = "";
+    hbd_job_spec_t *spec = NULL;
+    uint8_t *raw = NULL;
+    uint64_t raw_len = 0;
+    uint32_t n = d->topo->n_nodes;
+    rl_job_t *J = NULL;
+    int rc;
+    if (spec_path == NULL) {
+        hbd_ctl_reply(conn, "err %d usage: run <job spec file>", HIBAR_ERR_INVAL);
+        return;
+    }
+    if ((rc = hbd_job_spec_load(spec_path, &spec, err, sizeof(err))) != 0) {
+        hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        return;
+    }
+    if ((rc = read_spec(spec_path, &raw, &raw_len)) != 0) {
+        hbd_ctl_reply(conn, "err %d %s: cannot read the job spec (%s)", rc, spec_path,
+                      hibar_strerror(rc));
+        goto out;
+    }
+    if (d->lost || (!d->ready && n > 1)) {
+        hbd_ctl_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
+        goto out;
+    }
+    if (job_find(spec->id, d->self) != NULL || hbd_relay_n_jobs() >= HBD_RELAY_MAX_JOBS) {
+        hbd_ctl_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HIBAR_ERR_EXISTS,
+                      spec->id);
+        goto out;
+    }
+    J = calloc(1, sizeof(*J));
+    if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
+        (J->next_coll = calloc(n, sizeof(uint64_t))) == NULL ||
+        (J->out_next = calloc(n, sizeof(uint32_t))) == NULL) {
+        hbd_ctl_reply(conn, "err %d %s", HIBAR_ERR_NOMEM, hibar_strerror(HIBAR_ERR_NOMEM));
+        goto out;
+    }
+    J->d = d;
+    J->id = spec->id;
+    J->origin = d->self;
+    int fd = hbd_ctl_detach(conn);
+    if (fd < 0)
+        goto out;
+    J->run = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (J->run == NULL) {
+        close(fd);
+        goto out;
+    }
+    J->next = jobs;
+    jobs = J;
+    bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
+    bufferevent_enable(J->run, EV_READ | EV_WRITE);
+    hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks, forwarding its spec (%" PRIu64
+                " bytes) to %" PRIu32 " nodes",
+                J->id, spec->size, raw_len, n - 1);
+    /* the spec first, to every other node: they start their parts as it arrives */
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d->self)
+            continue;
+        for (uint64_t off = 0, seq = 0; off < raw_len; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
+            uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
+                                                                           : HBD_WIRE_JOB_MAX_DATA);
+            hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_SPEC,
+                                .src = UINT32_MAX,
+                                .dest = i,
+                                .seq = (uint32_t)seq,
+                                .arg = raw_len,
+                                .flags = off + dl == raw_len ? HBD_WIRE_JOB_F_LAST : 0};
+            if ((rc = job_send(d, J->id, &x, raw + off, dl)) != 0)
+                break;
+        }
+        if (rc != 0) {
+            run_printf(J, "%" PRIu32 " lost cannot send the job to it: %s\n", i,
+                       hibar_strerror(rc));
+            J->ended[i] = 1;
+            J->n_ended++;
+            J->killed = 1; /* the rest is stopped below, once our own part exists */
+        }
+    }
+    rl_job_t *keep = J;
+    J = NULL;
+    part_start(keep, spec_path);
+    if (keep->killed && job_find(keep->id, d->self) == keep) {
+        keep->killed = 0;
+        relay_kill(keep, "a node could not be reached");
+    }
+out:
+    if (J != NULL) {
+        free(J->ended);
+        free(J->next_coll);
+        free(J->out_next);
+        free(J);
+    }
+    free(raw);
+    hbd_job_spec_free(spec);
+}
+
+/* ---- frames from other daemons ---- */
+
+static void drop(const char *why, uint64_t id, uint32_t from)
+{
+    if (drops++ == 0)
+        hb_log_warn("dropped a JOB frame of job %" PRIu64 " from node %" PRIu32
+                    " (%s); further ones are only counted",
+                    id, from, why);
+}
+
+/* A remote part could not start: tell the origin why, and that it ended. */
+static void remote_fail(rl_job_t *J, int rc, const char *text)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "err %d %s", rc, text);
+    part_line(J, line, (size_t)n);
+    out_flush(J);
+    send_simple(J->d, J, J->origin, HBD_WIRE_JOB_END, hbd_barrier_next_coll(J->d));
+    job_free(J);
+}
+
+static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_t *data,
+                    uint32_t dlen)
+{
+    rl_job_t *J = job_find(id, x->src);
+    if (x->seq == 0) {
+        if (J != NULL || hbd_relay_n_jobs() >= HBD_RELAY_MAX_JOBS) {
+            drop(J != NULL ? "job exists" : "too many jobs", id, x->src);
+            return;
+        }
+        J = calloc(1, sizeof(*J));
+        if (J == NULL || (J->spec = malloc(x->arg)) == NULL) {
+            free(J);
+            drop("no memory", id, x->src);
+            return;
+        }
+        J->d = d;
+        J->id = id;
+        J->origin = x->src;
+        J->spec_len = x->arg;
+        J->next = jobs;
+        jobs = J;
+    } else if (J == NULL || J->spec == NULL || x->seq != J->spec_seq || x->arg != J->spec_len) {
+        drop("spec chunk out of order", id, x->src);
+        if (J != NULL && J->spec != NULL)
+            remote_fail(J, HIBAR_ERR_PROTO, "the job spec arrived out of order");
+        return;
+    }
+    memcpy(J->spec + (uint64_t)x->seq * HBD_WIRE_JOB_MAX_DATA, data, dlen);
+    J->spec_seq++;
+    if (!(x->flags & HBD_WIRE_JOB_F_LAST))
+        return;
+    /* complete: the launcher reads it from a file of ours, as from hibar-run */
+    char path[400];
+    snprintf(path, sizeof(path), "%s/hibar-relay-%" PRIu64 "-%s.spec", d->run_dir, id, d->name);
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t off = 0;
+    while (fd >= 0 && off < J->spec_len) {
+        ssize_t w = write(fd, J->spec + off, J->spec_len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(J->spec);
+    J->spec = NULL;
+    if (fd < 0 || off != J->spec_len) {
+        hb_log_error("job %" PRIu64 ": cannot write %s: %m", id, path);
+        unlink(path);
+        remote_fail(J, HIBAR_ERR_IO, "cannot write the job spec into the daemon's run dir");
+        return;
+    }
+    part_start(J, path);
+    unlink(path);
+}
+
+void hbd_relay_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_wire_job_t x; /* kind, nodes, lengths checked by hbd_wire_decode */
+    hbd_wire_job_unpack(m->payload, &x);
+    const uint8_t *data = m->payload + HBD_WIRE_JOB_HDR;
+    uint32_t dlen = m->len - HBD_WIRE_JOB_HDR;
+    uint64_t id = m->coll_id;
+    if (x.dest != d->self) { /* passing through */
+        int rc = job_send(d, id, &x, data, dlen);
+        if (rc != 0 && !d->lost)
+            hb_log_warn("job %" PRIu64 ": frame for node %" PRIu32 " not forwarded: %s", id, x.dest,
+                        hibar_strerror(rc));
+        return;
+    }
+    rl_job_t *J;
+    switch (x.kind) {
+    case HBD_WIRE_JOB_SPEC:
+        on_spec(d, id, &x, data, dlen);
+        return;
+    case HBD_WIRE_JOB_KILL:
+        /* a part that ended already (its END crossed the KILL) is no error */
+        if ((J = job_find(id, x.src)) != NULL && J->part != NULL && !J->killed) {
+            J->killed = 1;
+            evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
+        }
+        return;
+    case HBD_WIRE_JOB_CATCHUP:
+        cu_start(d, id, x.src, x.arg);
+        return;
+    default:
+        break;
+    }
+    /* OUT, END (from a node still running its part), CAUGHT (after a CATCHUP): for a job
+     * this node originated */
+    J = job_find(id, d->self);
+    if (J == NULL || J->ended == NULL || J->finishing ||
+        (x.kind == HBD_WIRE_JOB_CAUGHT ? !J->cu_started : J->ended[x.src])) {
+        drop("not a running job of this origin", id, x.src);
+        return;
+    }
+    if (x.kind == HBD_WIRE_JOB_OUT) {
+        if (x.seq != J->out_next[x.src]) {
+            drop("output out of order", id, x.src);
+            return;
+        }
+        J->out_next[x.src]++;
+        for (const uint8_t *p = data, *end = data + dlen; p < end;) {
+            const uint8_t *nl = memchr(p, '\n', (size_t)(end - p)); /* the last byte is one */
+            run_line(J, x.src, (const char *)p, (size_t)(nl - p));
+            p = nl + 1;
+        }
+    } else if (x.kind == HBD_WIRE_JOB_END) {
+        node_ended(J, x.src, x.arg);
+    } else if (x.kind == HBD_WIRE_JOB_CAUGHT) {
+        on_caught(J, (int)(int64_t)x.arg);
+    }
+}
+
+/* ---- lost nodes, timers ---- */
+
+void hbd_relay_peer_lost(hbd_t *d, uint32_t node, int status)
+{
+    const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
+    for (rl_job_t *J = jobs, *next; J != NULL; J = next) {
+        next = J->next;
+        if (J->origin == node) {
+            J->origin_lost = 1;
+            if (J->part == NULL) { /* still receiving its spec */
+                job_free(J);
+                continue;
+            }
+        }
+        if (J->part != NULL && !J->killed) {
+            J->killed = J->origin != d->self; /* the origin's relay_kill below does it */
+            if (J->origin != d->self)
+                evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
+        }
+        if (J->origin != d->self)
+            continue;
+        if (J->lost_ns == 0) {
+            J->lost_ns = hb_time_now_ns();
+            J->lost_node = node;
+        }
+        relay_kill(J, "a node was lost");
+        if (node < d->topo->n_nodes && node != d->self && !J->ended[node]) {
+            run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
+                       node, name, hibar_strerror(status));
+            J->ended[node] = 1;
+            J->n_ended++;
+            check_done(J);
+        }
+    }
+    if (jobs != NULL)
+        tick_arm(d, 0);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    uint64_t now = hb_time_now_ns();
+    (void)fd;
+    (void)what;
+    /* queued frames, in order per hop */
+    uint32_t blocked[16], nb = 0;
+    for (rl_out_t **pp = &outq; *pp != NULL;) {
+        rl_out_t *o = *pp;
+        int skip = nb == 16;
+        for (uint32_t i = 0; i < nb; i++)
+            skip |= blocked[i] == o->to;
+        int rc = skip ? HIBAR_ERR_WOULD_BLOCK
+                      : hbd_net_send(d, o->to, HBD_WIRE_JOB, 0, o->job, o->pl, o->len);
+        if (rc == HIBAR_ERR_WOULD_BLOCK) {
+            if (!skip)
+                blocked[nb++] = o->to;
+            pp = &o->next;
+            continue;
+        }
+        if (rc != 0 && !d->lost)
+            hb_log_warn("job %" PRIu64 ": frame for node %" PRIu32 " dropped: %s", o->job, o->to,
+                        hibar_strerror(rc));
+        *pp = o->next;
+        outq_bytes -= o->len;
+        free(o);
+    }
+    if (reading_paused && outq_bytes < HBD_RELAY_QUEUE_MAX / 2) {
+        reading_paused = 0;
+        for (rl_job_t *j = jobs; j != NULL; j = j->next)
+            if (j->part != NULL) {
+                bufferevent_enable(j->part, EV_READ);
+                part_read_cb(j->part, j); /* what arrived meanwhile */
+            }
+    }
+    /* origins: nodes that never report after a loss; a catch-up that does not end */
+    int waiting = 0;
+    for (rl_job_t *J = jobs, *next; J != NULL; J = next) {
+        next = J->next;
+        if (J->origin != d->self || J->finishing)
+            continue;
+        if (J->lost_ns != 0 && now - J->lost_ns > HBD_RELAY_LOST_WAIT_MS * 1000000ull) {
+            for (uint32_t i = 0; i < d->topo->n_nodes && !J->finishing; i++)
+                if (!J->ended[i]) {
+                    run_printf(J,
+                               "%" PRIu32 " lost node %s reported no end within %d s after node "
+                               "%s was lost\n",
+                               i, d->cfg->nodes[i].name, HBD_RELAY_LOST_WAIT_MS / 1000,
+                               d->cfg->nodes[J->lost_node].name);
+                    J->ended[i] = 1;
+                    J->n_ended++;
+                    check_done(J);
+                }
+            continue;
+        }
+        if (J->cu_started && now > J->cu_deadline_ns) {
+            J->cu_wait = 1;
+            on_caught(J, HIBAR_ERR_TIMEOUT);
+            continue;
+        }
+        waiting |= J->lost_ns != 0 || J->cu_started;
+    }
+    if (outq != NULL)
+        tick_arm(d, 1);
+    else if (waiting)
+        tick_arm(d, 0);
+}
+
+static void tick_arm(hbd_t *d, int fast)
+{
+    struct timeval tv = {0, fast ? 1000 : 100000};
+    if (ev_tick == NULL)
+        ev_tick = evtimer_new(d->base, tick_cb, d);
+    if (ev_tick == NULL)
+        return;
+    if (evtimer_pending(ev_tick, NULL)) {
+        if (!fast)
+            return;
+        evtimer_del(ev_tick);
+    }
+    evtimer_add(ev_tick, &tv);
+}
+
+void hbd_relay_fini(hbd_t *d)
+{
+    while (jobs != NULL) {
+        rl_job_t *J = jobs;
+        if (J->run != NULL && !J->finishing) {
+            struct evbuffer *out = bufferevent_get_output(J->run);
+            evbuffer_add_printf(out, "%" PRIu32 " err %d daemon shutting down\n", d->self,
+                                HIBAR_ERR_UNAVAIL);
+            evbuffer_write(out, bufferevent_getfd(J->run));
+        }
+        job_free(J);
+    }
+    while (cus != NULL) {
+        rl_cu_t *c = cus;
+        cus = c->next;
+        free(c);
+    }
+    while (outq != NULL) {
+        rl_out_t *o = outq;
+        outq = o->next;
+        free(o);
+    }
+    outq_bytes = 0;
+    reading_paused = 0;
+    if (ev_tick != NULL)
+        event_free(ev_tick);
+    ev_tick = NULL;
+}
