@@ -324,14 +324,15 @@ static int run_job(run_t *R, int timeout_s)
             fail(R, 124);
             kill_all(R, NULL);
         }
-        if (R->killing && R->alive > 0 && now - R->kill_ns > KILL_WAIT_MS * 1000000ull) {
+        now = hb_time_now_ns();
+        if (R->killing && R->alive > 0 && now > R->kill_ns + KILL_WAIT_MS * 1000000ull) {
             fprintf(stderr, "hibar-run: %" PRIu32 " nodes did not report the job's end\n",
                     R->alive);
             fail(R, 1);
             break;
         }
         /* every node ended: the origin closes once the barrier engines are in step */
-        if (R->alive == 0 && last_ns != 0 && now - last_ns > quiet_ns) {
+        if (R->alive == 0 && last_ns != 0 && now > last_ns + quiet_ns) {
             fprintf(stderr, "hibar-run: the daemon of node %s did not close the job\n",
                     R->cfg->nodes[R->origin].name);
             break;
