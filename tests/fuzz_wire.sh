@@ -24,6 +24,9 @@ hdr() { # type len
 { hdr 1 8; printf '\036\000\000\000\001\002\003\004'; } >"$work/corpus/hello"
 { hdr 3 4; printf '\001\000\000\000'; } >"$work/corpus/hier"
 hdr 2 0 >"$work/corpus/heartbeat"
+# JOB frames (launch forwarding): a one-chunk SPEC of 4 bytes (node 2 -> 5) and an OUT line
+{ hdr 9 28; printf '\001\001\000\000\002\000\000\000\005\000\000\000\000\000\000\000\004\000\000\000\000\000\000\000abcd'; } >"$work/corpus/job-spec"
+{ hdr 9 33; printf '\003\000\000\000\002\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000x 1 0 ok\n'; } >"$work/corpus/job-out"
 "$work/fuzz_wire" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$work/" \
     "$work/corpus" 2>"$work/log"
 rc=$?

@@ -192,6 +192,146 @@ static void test_dmodex(void)
     CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_DMODEX), "dmodex");
 }
 
+/* JOB frames (launch forwarding): header fields, what each kind may carry, SPEC chunking. */
+static hbd_wire_reason_t job_why(const hbd_wire_job_t *x, const uint8_t *data, uint32_t dlen,
+                                 hbd_wire_msg_t *out)
+{
+    static uint8_t pl[HBD_WIRE_JOB_MAX_PAYLOAD + 64], buf[HBD_WIRE_HDR_LEN + sizeof(pl)];
+    hbd_wire_job_pack(x, pl);
+    if (dlen > 0)
+        memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
+    hbd_wire_msg_t m = {.type = HBD_WIRE_JOB,
+                        .coll_id = 77,
+                        .epoch = 3,
+                        .src = 7,
+                        .len = HBD_WIRE_JOB_HDR + dlen,
+                        .payload = pl};
+    /* encode checks only the length range: build the frame by hand beyond it */
+    int n = hbd_wire_encode(&m, buf, sizeof(buf));
+    if (n < 0) {
+        memset(buf, 0, HBD_WIRE_HDR_LEN);
+        m.len = HBD_WIRE_JOB_MAX_PAYLOAD;
+        n = hbd_wire_encode(&m, buf, sizeof(buf));
+        hbd_wire_put32(buf + 28, HBD_WIRE_JOB_HDR + dlen);
+        memcpy(buf + HBD_WIRE_HDR_LEN, pl, HBD_WIRE_JOB_HDR + dlen);
+        n = (int)(HBD_WIRE_HDR_LEN + HBD_WIRE_JOB_HDR + dlen);
+    }
+    hbd_wire_reason_t why = HBD_WIRE_N_REASONS;
+    hbd_wire_msg_t d;
+    int rc = hbd_wire_decode(buf, (size_t)n, &ctx, &d, &why);
+    CU_ASSERT_EQUAL(rc == 0, why == HBD_WIRE_OK);
+    if (rc == 0 && out != NULL)
+        *out = d;
+    return why;
+}
+
+static void test_job(void)
+{
+    static uint8_t data[HBD_WIRE_JOB_MAX_DATA + 1];
+    memset(data, 'a', sizeof(data));
+    hbd_wire_job_t spec = {.kind = HBD_WIRE_JOB_SPEC,
+                           .flags = HBD_WIRE_JOB_F_LAST,
+                           .src = 7,
+                           .dest = 29,
+                           .seq = 0,
+                           .arg = 100};
+    hbd_wire_msg_t d;
+    /* a one-chunk spec round trip */
+    CU_ASSERT_EQUAL(job_why(&spec, data, 100, &d), HBD_WIRE_OK);
+    hbd_wire_job_t y;
+    hbd_wire_job_unpack(d.payload, &y);
+    CU_ASSERT(y.kind == spec.kind && y.flags == spec.flags && y.src == 7 && y.dest == 29 &&
+              y.seq == 0 && y.arg == 100);
+    CU_ASSERT_EQUAL(d.coll_id, 77);
+    CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_JOB), "job");
+    /* chunks: full ones without LAST, the last one shorter with it */
+    hbd_wire_job_t c = spec;
+    c.arg = 2 * HBD_WIRE_JOB_MAX_DATA + 5;
+    c.flags = 0;
+    CU_ASSERT_EQUAL(job_why(&c, data, HBD_WIRE_JOB_MAX_DATA, NULL), HBD_WIRE_OK);
+    c.seq = 2;
+    c.flags = HBD_WIRE_JOB_F_LAST;
+    CU_ASSERT_EQUAL(job_why(&c, data, 5, NULL), HBD_WIRE_OK);
+    /* last chunk without LAST, a middle one with it, a short middle one, beyond the total */
+    c.flags = 0;
+    CU_ASSERT_EQUAL(job_why(&c, data, 5, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.seq = 1;
+    c.flags = HBD_WIRE_JOB_F_LAST;
+    CU_ASSERT_EQUAL(job_why(&c, data, HBD_WIRE_JOB_MAX_DATA, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.flags = 0;
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.seq = 3;
+    CU_ASSERT_EQUAL(job_why(&c, data, 5, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.seq = UINT32_MAX; /* offset arithmetic must not wrap */
+    CU_ASSERT_EQUAL(job_why(&c, data, 5, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* empty chunk, a spec of 0 bytes or beyond the limit, more data than a frame carries */
+    c = spec;
+    CU_ASSERT_EQUAL(job_why(&c, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.arg = 0;
+    CU_ASSERT_EQUAL(job_why(&c, data, 1, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.arg = (uint64_t)HBD_WIRE_JOB_SPEC_MAX + 1;
+    c.flags = 0;
+    CU_ASSERT_EQUAL(job_why(&c, data, HBD_WIRE_JOB_MAX_DATA, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c = spec;
+    c.arg = HBD_WIRE_JOB_MAX_DATA + 1;
+    CU_ASSERT_EQUAL(job_why(&c, data, HBD_WIRE_JOB_MAX_DATA + 1, NULL), HBD_WIRE_BAD_LENGTH);
+    /* header: kind, flags, reserved, nodes */
+    c = spec;
+    c.kind = 0;
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c.kind = HBD_WIRE_JOB_KIND_MAX + 1;
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c = spec;
+    c.flags = 0x02;
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c = spec;
+    c.reserved = 1;
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c = spec;
+    c.dest = 30; /* ctx has 30 nodes */
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    c = spec;
+    c.src = c.dest;
+    CU_ASSERT_EQUAL(job_why(&c, data, 100, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* OUT: lines ending with a newline, no NUL; LAST only on SPEC */
+    const char *lines = "o 3 1 hello\nx 3 0 ok\n";
+    hbd_wire_job_t o = {.kind = HBD_WIRE_JOB_OUT, .src = 29, .dest = 7, .seq = 12};
+    CU_ASSERT_EQUAL(job_why(&o, (const uint8_t *)lines, (uint32_t)strlen(lines), NULL),
+                    HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&o, (const uint8_t *)lines, (uint32_t)strlen(lines) - 1, NULL),
+                    HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(job_why(&o, (const uint8_t *)"a\0b\n", 4, NULL), HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(job_why(&o, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    o.flags = HBD_WIRE_JOB_F_LAST;
+    CU_ASSERT_EQUAL(job_why(&o, (const uint8_t *)"a\n", 2, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* KILL, END, CATCHUP, CAUGHT carry no data; KILL no argument; CAUGHT a status */
+    hbd_wire_job_t k = {.kind = HBD_WIRE_JOB_KILL, .src = 7, .dest = 3};
+    CU_ASSERT_EQUAL(job_why(&k, data, 0, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&k, data, 1, NULL), HBD_WIRE_BAD_PAYLOAD);
+    k.arg = 1;
+    CU_ASSERT_EQUAL(job_why(&k, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    hbd_wire_job_t e = {.kind = HBD_WIRE_JOB_END, .src = 3, .dest = 7, .arg = 123456789};
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
+    e.seq = 1;
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.kind = HBD_WIRE_JOB_CATCHUP;
+    e.seq = 0;
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&e, data, 8, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.kind = HBD_WIRE_JOB_CAUGHT;
+    e.arg = (uint64_t)(int64_t)HIBAR_ERR_PEER_LOST;
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
+    e.arg = 0;
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
+    e.arg = 1;
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.arg = (uint64_t)(int64_t)(HIBAR_ERR_LAST - 1);
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* a header alone is the shortest JOB frame; less is refused by the length check */
+    uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_JOB_HDR], pl[HBD_WIRE_JOB_HDR] = {0};
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_JOB, HBD_WIRE_JOB_HDR - 1, pl), HIBAR_ERR_INVAL);
+}
+
 /* Decode a valid HIER frame after applying an edit; expect the given reason. */
 static void expect(void (*edit)(uint8_t *buf, size_t *len), hbd_wire_reason_t want)
 {
@@ -311,6 +451,7 @@ int main(void)
     CU_add_test(s, "encode refuses", test_encode_refuses);
     CU_add_test(s, "fence frame lengths", test_fence_lengths);
     CU_add_test(s, "dmodex frames", test_dmodex);
+    CU_add_test(s, "job frames", test_job);
     CU_add_test(s, "decode refuses each field", test_decode_refuses);
     CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
     CU_add_test(s, "names", test_names);

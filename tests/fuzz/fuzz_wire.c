@@ -19,11 +19,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = hbd_wire_decode(data, size, size > 0 && (data[0] & 0x80) ? NULL : &ctx, &m, &why);
     if (rc == 0) {
         /* an accepted frame must re-encode to the same bytes */
-        static uint8_t out[HBD_WIRE_COLL_MAX_FRAME + HBD_WIRE_DMODEX_MAX_PAYLOAD];
-        uint32_t max = m.type == HBD_WIRE_COLL    ? HBD_WIRE_COLL_MAX_PAYLOAD
-                       : m.type == HBD_WIRE_FENCE ? HBD_WIRE_FENCE_MAX_PAYLOAD
+        static uint8_t
+            out[HBD_WIRE_COLL_MAX_FRAME + HBD_WIRE_DMODEX_MAX_PAYLOAD + HBD_WIRE_JOB_MAX_PAYLOAD];
+        uint32_t max = m.type == HBD_WIRE_COLL     ? HBD_WIRE_COLL_MAX_PAYLOAD
+                       : m.type == HBD_WIRE_FENCE  ? HBD_WIRE_FENCE_MAX_PAYLOAD
                        : m.type == HBD_WIRE_DMODEX ? HBD_WIRE_DMODEX_MAX_PAYLOAD
-                                                  : HBD_WIRE_MAX_PAYLOAD;
+                       : m.type == HBD_WIRE_JOB    ? HBD_WIRE_JOB_MAX_PAYLOAD
+                                                   : HBD_WIRE_MAX_PAYLOAD;
         if (why != HBD_WIRE_OK || m.len > max)
             __builtin_trap();
         int n = hbd_wire_encode(&m, out, sizeof(out));
@@ -35,6 +37,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (x.nslen == 0 || HBD_WIRE_DMODEX_HDR + (uint32_t)x.nslen > m.len ||
                 (x.kind == HBD_WIRE_DMODEX_REQ && x.arg < 0) ||
                 (x.kind == HBD_WIRE_DMODEX_REPLY && x.arg > 0) || x.origin == x.dest)
+                __builtin_trap();
+        }
+        if (m.type == HBD_WIRE_JOB) {
+            /* what the relay relies on without checking again */
+            hbd_wire_job_t x;
+            hbd_wire_job_unpack(m.payload, &x);
+            uint32_t dl = m.len - HBD_WIRE_JOB_HDR;
+            const uint8_t *dt = m.payload + HBD_WIRE_JOB_HDR;
+            if (x.kind == 0 || x.kind > HBD_WIRE_JOB_KIND_MAX || x.src == x.dest ||
+                (x.kind == HBD_WIRE_JOB_SPEC &&
+                 (dl == 0 || (uint64_t)x.seq * HBD_WIRE_JOB_MAX_DATA + dl > x.arg ||
+                  x.arg > HBD_WIRE_JOB_SPEC_MAX)) ||
+                (x.kind == HBD_WIRE_JOB_OUT &&
+                 (dl == 0 || dt[dl - 1] != '\n' || memchr(dt, 0, dl) != NULL)) ||
+                (x.kind != HBD_WIRE_JOB_SPEC && x.kind != HBD_WIRE_JOB_OUT && dl != 0) ||
+                (x.kind == HBD_WIRE_JOB_CAUGHT && (int64_t)x.arg > 0))
                 __builtin_trap();
         }
         if (m.type == HBD_WIRE_ABORT) {
