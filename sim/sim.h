@@ -33,7 +33,28 @@
  *     latency L after its last byte left. WAN flows do not occupy the sender's NIC beyond
  *     alpha (b_WAN << b_LAN), so a root serves its own site while its lane runs.
  * Not modelled: TCP slow start, PlogP-BR's retransmission-timeout penalty, switch-internal
- * contention inside a site (only NICs are resources), CPU time of the daemons.
+ * contention inside a site (only NICs are resources).
+ *
+ * Hosts (cores > 0; sim_host.c): what dominates when many daemons share few cores (an
+ * emulated cluster: all nodes on one host; a namespace test bed: one host per namespace).
+ * Every node is a daemon with two threads, its main thread (event loop, hier/coll engines)
+ * and libzmq's I/O thread; every piece of work below runs on one of them, one piece at a
+ * time per thread, and needs one of its host's cores (FIFO over the cores: the first free
+ * core takes it, so concurrent handlers of the daemons of one host serialise). A thread that
+ * has nothing to do sleeps: work that reaches an idle thread starts wake_us later.
+ *   control command (ARRIVE, collective start; and the reply at COMPLETE): cpu_us on main
+ *   message (control or data), sender: msg_cpu_us on main (after the handler that sends it),
+ *     then io_cpu_us on its I/O thread; then the wire; receiver: io_cpu_us on its I/O
+ *     thread, then msg_cpu_us on main, then the engine handles it
+ *   chassis barrier round: each node handles the completion with ib_cpu_us on main
+ * T_SR and T_IB stay the uncontended figures (a hop alone, a chassis alone): the wire part of
+ * a control hop is T_SR - 2 msg_cpu - 2 io_cpu - 3 wake (clamped at 0; a LAN data message
+ * keeps alpha + m/b_LAN), a chassis round completes T_IB - ib_cpu - wake after its last
+ * arrival; so a hop or round with nothing else running takes exactly T_SR or T_IB, and
+ * contention comes only from the cores. ctl_gap is not used (msg_cpu_us replaces it).
+ * Every figure is measured (hibar-sim validate --measure: a ping-pong, chassis rounds and
+ * control commands on the running cluster, with the CPU time of the daemons' threads from
+ * /proc/PID/task/TID/schedstat), never fitted to the result being validated.
  */
 
 /* ---- the event engine ------------------------------------------------------------------ */
@@ -93,11 +114,14 @@ typedef struct hb_sim_params {
     uint32_t n_logp;
     double logp_m[HB_SIM_MAX_TAB], logp_os[HB_SIM_MAX_TAB], logp_or[HB_SIM_MAX_TAB];
     double logp_g[HB_SIM_MAX_TAB];
-    /* CPU: each event a node's state machine handles costs it cpu_us, one at a time per node;
-     * with cores > 0 all nodes share that many CPUs (an emulated cluster on one host), FIFO.
-     * Default 0 and 0: a real cluster, the hop figures include the daemons' work. */
-    double cpu_us;
+    /* Hosts (see above): cores per host, 0 = off (a real cluster: the measured hop and
+     * chassis figures include the daemons' own work). */
     uint32_t cores;
+    double cpu_us;     /* a control command (request or reply) on the main thread */
+    double msg_cpu_us; /* a message on the main thread, at each end */
+    double io_cpu_us;  /* a message on libzmq's I/O thread, at each end */
+    double ib_cpu_us;  /* a chassis barrier completion on the main thread */
+    double wake_us;    /* a sleeping thread's wake-up latency */
 } hb_sim_params_t;
 
 /* Defaults: T_IB 4 µs, T_SR 60 µs, gap 1 µs (a zmq_send measured here), hop TSR, alpha 50 µs, LAN 1
@@ -122,6 +146,8 @@ double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
  *                            impl "wan": lanes = P and mbit per lane -> b_WAN(P),
  *                            total_mbit -> B_WAN, latency_us -> L
  *   bench "logp"             size, L_us, os_us, or_us, g_us -> PlogP tables (hop PLOGP)
+ *   bench "host"             cores, t_sr_us, t_ib_us, msg_cpu_us, io_cpu_us, ib_cpu_us,
+ *                            ctl_cpu_us, wake_us -> kept (hb_sim_calib_host), for validate
  * Other rows are counted and ignored. A malformed line fails the whole file with
  * "FILE:LINE: what" in err (HIBAR_ERR_CONFIG); unreadable file: HIBAR_ERR_IO.
  */
@@ -134,18 +160,34 @@ typedef struct hb_sim_meas {
 
 #define HB_SIM_MAX_MEAS 32
 
+/* A "host" row (hibar-sim validate --measure's probe of the running cluster: the host model's
+ * figures, see sim.h's model and hibar_sim_host.h); kept for validation, per impl (the
+ * protocol the cluster ran), not applied to the parameters. */
+typedef struct hb_sim_host_row {
+    char impl[16];
+    uint32_t cores;
+    double t_sr_us, t_ib_us, msg_cpu_us, io_cpu_us, ib_cpu_us, ctl_cpu_us, wake_us, load1;
+} hb_sim_host_row_t;
+
 typedef struct hb_sim_calib {
     uint32_t rows, used; /* rows read, rows that set a parameter */
     unsigned set;        /* HB_SIM_SET_* bits: what the file gave */
     uint32_t n_meas;     /* cluster-barrier measurements kept for validation */
     hb_sim_meas_t meas[HB_SIM_MAX_MEAS];
+    uint32_t n_host; /* host rows */
+    hb_sim_host_row_t host[HB_SIM_MAX_MEAS];
 } hb_sim_calib_t;
+
+/* The mean of the host rows of impl (every host row if impl is NULL) applied to p (cores,
+ * T_SR, T_IB and the CPU figures; the host model on). 0, or NOT_FOUND if there is none. */
+int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_params_t *p);
 
 #define HB_SIM_SET_TIB 1u
 #define HB_SIM_SET_TSR 2u
 #define HB_SIM_SET_LAN 4u
 #define HB_SIM_SET_WAN 8u
 #define HB_SIM_SET_LOGP 16u
+#define HB_SIM_SET_HOST 32u
 
 int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, char *err,
                      size_t errlen);
@@ -202,6 +244,9 @@ typedef struct hb_sim_opts {
     void *progress_arg;
     uint32_t epoch;  /* the engines' epoch (0: 1) */
     uint32_t n_sync; /* the engines' sync numbers (0: 2, one barrier in flight) */
+    /* host of each node ([n_nodes], values < n_nodes) when the params have cores > 0; NULL:
+     * every node on host 0 (an emulated cluster) */
+    const uint32_t *host_of;
 } hb_sim_opts_t;
 
 typedef struct hb_sim_result {
@@ -216,6 +261,8 @@ typedef struct hb_sim_result {
     uint64_t refused;        /* events a state machine refused (must be 0) */
     uint64_t wan_flows;      /* WAN flows */
     uint32_t max_wan_active; /* largest number of concurrent WAN flows on one site pair */
+    double cpu_busy_us;      /* host model: CPU time of all threads together */
+    double core_wait_us;     /* host model: time ready work waited for a core */
 } hb_sim_result_t;
 
 void hb_sim_opts_init(hb_sim_opts_t *o);

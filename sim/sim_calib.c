@@ -449,6 +449,35 @@ static int cal_row(const cal_row_t *r, hb_sim_params_t *p, hb_sim_calib_t *c, ca
             return cal_bad(err, errlen, path, line, "lanes row with impl not lan/wan:", impl);
         }
         c->used++;
+    } else if (strcmp(bench, "host") == 0) {
+        static const char *const keys[] = {"cores",     "t_sr_us",   "t_ib_us",    "msg_cpu_us",
+                                           "io_cpu_us", "ib_cpu_us", "ctl_cpu_us", "wake_us"};
+        double v[8];
+        hb_sim_host_row_t *h;
+        size_t k;
+        for (k = 0; k < 8; k++) {
+            v[k] = row_num(r, keys[k]);
+            if (v[k] < 0)
+                return cal_bad(err, errlen, path, line, "host row needs a number >= 0:", keys[k]);
+        }
+        if (impl == NULL || v[0] < 1 || v[0] > 4096 || v[0] != floor(v[0]))
+            return cal_bad(err, errlen, path, line, "host row needs impl and cores 1..4096",
+                           "cores");
+        if (c->n_host >= HB_SIM_MAX_MEAS)
+            return cal_bad(err, errlen, path, line, "too many host rows", NULL);
+        h = &c->host[c->n_host++];
+        snprintf(h->impl, sizeof(h->impl), "%s", impl);
+        h->cores = (uint32_t)v[0];
+        h->t_sr_us = v[1];
+        h->t_ib_us = v[2];
+        h->msg_cpu_us = v[3];
+        h->io_cpu_us = v[4];
+        h->ib_cpu_us = v[5];
+        h->ctl_cpu_us = v[6];
+        h->wake_us = v[7];
+        h->load1 = row_num(r, "load1");
+        c->set |= HB_SIM_SET_HOST;
+        c->used++;
     } else if (strcmp(bench, "logp") == 0) {
         double m = row_num(r, "size"), L = row_num(r, "L_us"), os = row_num(r, "os_us"),
                orv = row_num(r, "or_us"), g = row_num(r, "g_us");
@@ -532,5 +561,39 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     *p = np;
     if (c_p != NULL)
         *c_p = c;
+    return 0;
+}
+
+int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_params_t *p)
+{
+    hb_sim_host_row_t m;
+    uint32_t i, n = 0;
+
+    memset(&m, 0, sizeof(m));
+    for (i = 0; c != NULL && i < c->n_host; i++) {
+        const hb_sim_host_row_t *h = &c->host[i];
+        if (impl != NULL && strcmp(h->impl, impl) != 0)
+            continue;
+        if (h->cores > m.cores)
+            m.cores = h->cores;
+        m.t_sr_us += h->t_sr_us;
+        m.t_ib_us += h->t_ib_us;
+        m.msg_cpu_us += h->msg_cpu_us;
+        m.io_cpu_us += h->io_cpu_us;
+        m.ib_cpu_us += h->ib_cpu_us;
+        m.ctl_cpu_us += h->ctl_cpu_us;
+        m.wake_us += h->wake_us;
+        n++;
+    }
+    if (n == 0)
+        return HIBAR_ERR_NOT_FOUND;
+    p->cores = m.cores;
+    p->t_sr = m.t_sr_us / n;
+    p->t_ib = m.t_ib_us / n;
+    p->msg_cpu_us = m.msg_cpu_us / n;
+    p->io_cpu_us = m.io_cpu_us / n;
+    p->ib_cpu_us = m.ib_cpu_us / n;
+    p->cpu_us = m.ctl_cpu_us / n;
+    p->wake_us = m.wake_us / n;
     return 0;
 }

@@ -90,6 +90,8 @@ static int sim_coll_feed(sim_coll_t *c, uint32_t node, const hb_coll_ev_t *ev)
                 c->n_complete++;
                 if (now > c->last_complete)
                     c->last_complete = now;
+                if (c->w->p.cores > 0) /* the daemon's reply to its control client */
+                    (void)sim_host_run(c->w, node, 0, now, c->w->p.cpu_us);
                 break;
             case HB_COLL_ACT_FAIL:
                 hb_log_error("sim: node %" PRIu32 ": collective failed: %s", node,
@@ -160,7 +162,7 @@ int hb_sim_coll(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args, const 
         return HIBAR_ERR_INVAL;
     if (hb_sim_params_check(p, NULL, 0) != 0)
         return HIBAR_ERR_INVAL;
-    rc = sim_world_init(&w, p, nodes->n_nodes, nodes->site_of);
+    rc = sim_world_init(&w, p, nodes->n_nodes, nodes->site_of, o != NULL ? o->host_of : NULL);
     if (rc != 0)
         return rc;
     rc = sim_coll_init(&c, &w, nodes, args);
@@ -235,7 +237,7 @@ int hb_sim_fence(const hb_topo_t *topo, uint32_t ppn, uint64_t blob, hb_coll_alg
         ranks_of[i] = ppn;
     rc = hb_coll_nodes_from_topo(topo, ranks_of, site_of, &nodes);
     if (rc == 0)
-        rc = sim_world_init(&w, p, topo->n_nodes, site_of);
+        rc = sim_world_init(&w, p, topo->n_nodes, site_of, so.host_of);
     if (rc != 0)
         goto out_free;
     memset(&args, 0, sizeof(args));

@@ -111,6 +111,17 @@ int sim_hier_start(sim_hier_t *s)
     return 0;
 }
 
+/* What a chassis round takes after its last arrival before the nodes handle its completion:
+ * T_IB, or with the host model what the completion's wake-up and CPU leave of it (sim.h). */
+static double ib_wire(const hb_sim_params_t *p)
+{
+    double t = p->t_ib;
+
+    if (p->cores > 0)
+        t -= p->ib_cpu_us + p->wake_us;
+    return t > 0 ? t : 0;
+}
+
 /* The chassis barrier model: T_IB after the last node of the mask arrived. */
 static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
 {
@@ -141,8 +152,8 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     for (p = 0; p < tc->n_nodes; p++) {
         if (!(r->mask & (1u << p)))
             continue;
-        rc = hb_sim_engine_push(s->w->eng, r->t_last + s->w->p.t_ib, SIM_EV_HWB_DONE, tc->nodes[p],
-                                a->sync_no, 0, r->coll_id);
+        rc = hb_sim_engine_push(s->w->eng, r->t_last + ib_wire(&s->w->p), SIM_EV_HWB_DONE,
+                                tc->nodes[p], a->sync_no, 0, r->coll_id);
         if (rc != 0)
             return rc;
     }
@@ -273,6 +284,9 @@ int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
                 s->last_complete[a->coll_id] = now;
             s->n_complete[a->coll_id]++;
             s->done[node] = a->coll_id + 1;
+            /* the daemon answers its control client: the main thread's next piece of work */
+            if (s->w->p.cores > 0 && !s->replay)
+                (void)sim_host_run(s->w, node, 0, now, s->w->p.cpu_us);
             rc = 0;
             if (s->on_complete != NULL)
                 rc = s->on_complete(s->cb_arg, node, now);
@@ -356,27 +370,11 @@ int sim_loop(sim_world_t *w, int (*handle)(void *arg, const hb_sim_ev_t *ev), vo
     int rc;
 
     while (hb_sim_engine_pop(w->eng, &ev) == 0) {
-        if (w->p.cpu_us > 0 && ev.b == 0 &&
-            (ev.kind == SIM_EV_ARRIVE || ev.kind == SIM_EV_DELIVER || ev.kind == SIM_EV_HWB_DONE ||
-             ev.kind == SIM_EV_COLL_START)) {
-            /* the node's CPU (and a shared core) handles it, one event at a time: the event
-             * takes effect when that work is done (b = 1 marks it paid) */
-            double start = ev.t > w->cpu_free[ev.node] ? ev.t : w->cpu_free[ev.node];
-            uint32_t c, k = 0;
-            if (w->p.cores > 0) {
-                for (c = 1; c < w->p.cores; c++)
-                    if (w->core_free[c] < w->core_free[k])
-                        k = c;
-                if (w->core_free[k] > start)
-                    start = w->core_free[k];
-                w->core_free[k] = start + w->p.cpu_us;
-            }
-            w->cpu_free[ev.node] = start + w->p.cpu_us;
-            rc = hb_sim_engine_push(w->eng, start + w->p.cpu_us, ev.kind, ev.node, ev.a, 1, ev.x);
-            if (rc != 0)
-                return rc;
+        rc = sim_host_event(w, &ev); /* the host model's stages before the engine sees it */
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
             continue;
-        }
         rc = sim_net_event(w, &ev);
         if (rc == 0)
             rc = handle(arg, &ev);
@@ -421,7 +419,7 @@ int hb_sim_barrier(const hb_topo_t *topo, const hb_sim_params_t *p, const hb_sim
         return HIBAR_ERR_NOMEM;
     for (i = 0; i < topo->n_nodes; i++)
         site_of[i] = topo->nodes[i].site;
-    rc = sim_world_init(&w, p, topo->n_nodes, site_of);
+    rc = sim_world_init(&w, p, topo->n_nodes, site_of, o->host_of);
     free(site_of);
     if (rc != 0)
         return rc;

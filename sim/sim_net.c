@@ -52,7 +52,15 @@ int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen)
     if (!(p->lan_lat >= 0) || !isfinite(p->lan_lat))
         return bad(err, errlen, "LAN latency", p->lan_lat);
     if (!(p->cpu_us >= 0) || !isfinite(p->cpu_us))
-        return bad(err, errlen, "CPU time per event", p->cpu_us);
+        return bad(err, errlen, "CPU time per control command", p->cpu_us);
+    if (!(p->msg_cpu_us >= 0) || !isfinite(p->msg_cpu_us))
+        return bad(err, errlen, "CPU time per message (main thread)", p->msg_cpu_us);
+    if (!(p->io_cpu_us >= 0) || !isfinite(p->io_cpu_us))
+        return bad(err, errlen, "CPU time per message (I/O thread)", p->io_cpu_us);
+    if (!(p->ib_cpu_us >= 0) || !isfinite(p->ib_cpu_us))
+        return bad(err, errlen, "CPU time per chassis barrier", p->ib_cpu_us);
+    if (!(p->wake_us >= 0) || !isfinite(p->wake_us))
+        return bad(err, errlen, "wake-up latency", p->wake_us);
     if (p->cores > 4096)
         return bad(err, errlen, "cores (at most 4096)", p->cores);
     if (!(p->wan_lat >= 0) || !isfinite(p->wan_lat))
@@ -113,7 +121,7 @@ double sim_lan_lat(const sim_world_t *w)
 }
 
 int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
-                   const uint32_t *site_of)
+                   const uint32_t *site_of, const uint32_t *host_of)
 {
     uint32_t i;
     int rc;
@@ -128,10 +136,7 @@ int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
     w->site_of = calloc(n_nodes, sizeof(uint32_t));
     w->out_free = calloc(n_nodes, sizeof(double));
     w->in_free = calloc(n_nodes, sizeof(double));
-    w->cpu_free = calloc(n_nodes, sizeof(double));
-    w->core_free = calloc(p->cores ? p->cores : 1, sizeof(double));
-    if (w->site_of == NULL || w->out_free == NULL || w->in_free == NULL || w->cpu_free == NULL ||
-        w->core_free == NULL)
+    if (w->site_of == NULL || w->out_free == NULL || w->in_free == NULL)
         goto err_nomem;
     w->n_sites = 1;
     for (i = 0; i < n_nodes && site_of != NULL; i++) {
@@ -146,6 +151,9 @@ int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
     w->links = calloc((size_t)w->n_sites * w->n_sites, sizeof(*w->links));
     if (w->links == NULL)
         goto err_nomem;
+    rc = sim_host_init(w, host_of);
+    if (rc != 0)
+        goto err_free;
     rc = hb_sim_engine_create(&w->eng);
     if (rc != 0)
         goto err_free;
@@ -169,8 +177,7 @@ void sim_world_free(sim_world_t *w)
     free(w->lanes);
     free(w->flows);
     free(w->msgs);
-    free(w->core_free);
-    free(w->cpu_free);
+    sim_host_free(w);
     free(w->in_free);
     free(w->out_free);
     free(w->site_of);
@@ -213,9 +220,22 @@ static double dmax(double a, double b)
     return a > b ? a : b;
 }
 
-int sim_send_ctl(sim_world_t *w, uint32_t from, uint32_t to, uint32_t hmsg, uint64_t coll_id)
+/* The wire part of a control hop: T_SR, or with the host model what the CPU stages leave of
+ * it (sim.h). */
+static double ctl_wire(const sim_world_t *w)
 {
-    double now = hb_sim_engine_now(w->eng), start, gap, lat;
+    const hb_sim_params_t *p = &w->p;
+    double lat;
+
+    if (p->cores == 0)
+        return p->t_sr;
+    lat = p->t_sr - 2 * p->msg_cpu_us - 2 * p->io_cpu_us - 3 * p->wake_us;
+    return lat > 0 ? lat : 0;
+}
+
+/* A new message of the pool, filled in. */
+static int msg_make(sim_world_t *w, uint32_t from, uint32_t to, uint32_t kind, uint32_t *idx_p)
+{
     uint32_t idx;
     sim_msg_t *m;
     int rc;
@@ -228,22 +248,55 @@ int sim_send_ctl(sim_world_t *w, uint32_t from, uint32_t to, uint32_t hmsg, uint
     m = &w->msgs[idx];
     m->from = from;
     m->to = to;
-    m->kind = SIM_MSG_CTL;
-    m->hmsg = hmsg;
-    m->coll_id = coll_id;
+    m->kind = kind;
+    w->res.messages++;
+    *idx_p = idx;
+    return 0;
+}
+
+/* The sender's CPU, then the network: with the host model the message leaves after the
+ * sender's main thread (msg_cpu_us, after the handler now running) and its I/O thread
+ * (SIM_EV_IO_TX); without, at once. */
+static int msg_send(sim_world_t *w, uint32_t idx)
+{
+    double now = hb_sim_engine_now(w->eng), t;
+
+    if (w->p.cores == 0)
+        return sim_net_launch(w, idx, now);
+    t = sim_host_run(w, w->msgs[idx].from, 0, now, w->p.msg_cpu_us);
+    return hb_sim_engine_push(w->eng, t, SIM_EV_IO_TX, w->msgs[idx].from, 0, 0, idx);
+}
+
+int sim_send_ctl(sim_world_t *w, uint32_t from, uint32_t to, uint32_t hmsg, uint64_t coll_id)
+{
+    uint32_t idx;
+    int rc;
+
+    rc = msg_make(w, from, to, SIM_MSG_CTL, &idx);
+    if (rc != 0)
+        return rc;
+    w->msgs[idx].hmsg = hmsg;
+    w->msgs[idx].coll_id = coll_id;
+    return msg_send(w, idx);
+}
+
+static int launch_ctl(sim_world_t *w, uint32_t idx, double t)
+{
+    const sim_msg_t *m = &w->msgs[idx];
+    double start, gap, lat;
+
     if (w->p.hop == HB_SIM_HOP_PLOGP) {
         gap = sim_logp_g(&w->p, 0);
         lat = w->p.logp_L;
     } else {
-        gap = w->p.ctl_gap;
-        lat = w->p.t_sr;
+        gap = w->p.cores ? 0 : w->p.ctl_gap;
+        lat = ctl_wire(w);
     }
-    if (w->site_of[from] != w->site_of[to])
+    if (w->site_of[m->from] != w->site_of[m->to])
         lat += w->p.wan_lat;
-    start = dmax(now, w->out_free[from]);
-    w->out_free[from] = start + gap;
-    w->res.messages++;
-    return hb_sim_engine_push(w->eng, start + gap + lat, SIM_EV_DELIVER, to, 0, 0, idx);
+    start = dmax(t, w->out_free[m->from]);
+    w->out_free[m->from] = start + gap;
+    return hb_sim_engine_push(w->eng, start + gap + lat, SIM_EV_DELIVER, m->to, 0, 0, idx);
 }
 
 /* ---- WAN lanes (node pair FIFOs) --------------------------------------------------------- */
@@ -400,36 +453,43 @@ static int flow_start(sim_world_t *w, uint32_t idx, size_t lane)
 int sim_send_data(sim_world_t *w, uint32_t from, uint32_t to, uint32_t seq, uint64_t off,
                   uint64_t len)
 {
-    double now = hb_sim_engine_now(w->eng), start, busy;
     uint32_t idx;
     sim_msg_t *m;
     int rc;
 
-    if (from >= w->n_nodes || to >= w->n_nodes)
-        return HIBAR_ERR_INTERNAL;
-    rc = sim_msg_new(w, &idx);
+    rc = msg_make(w, from, to, SIM_MSG_DATA, &idx);
     if (rc != 0)
         return rc;
     m = &w->msgs[idx];
-    m->from = from;
-    m->to = to;
-    m->kind = SIM_MSG_DATA;
     m->seq = seq;
     m->off = off;
     m->len = len;
-    w->res.messages++;
     w->res.bytes += len;
+    return msg_send(w, idx);
+}
+
+static int launch_data(sim_world_t *w, uint32_t idx, double t)
+{
+    const sim_msg_t *m = &w->msgs[idx];
+    uint32_t from = m->from, to = m->to;
+    double start, busy;
+
     if (w->site_of[from] == w->site_of[to]) {
-        start = dmax(now, dmax(w->out_free[from], w->in_free[to]));
-        busy = sim_lan_busy(w, (double)len);
+        start = dmax(t, dmax(w->out_free[from], w->in_free[to]));
+        busy = sim_lan_busy(w, (double)m->len);
         w->out_free[from] = w->in_free[to] = start + busy;
         return hb_sim_engine_push(w->eng, start + busy + sim_lan_lat(w), SIM_EV_DELIVER, to, 0, 0,
                                   idx);
     }
     /* WAN: the sender pays the start-up, then the message joins its lane */
-    start = dmax(now, w->out_free[from]);
+    start = dmax(t, w->out_free[from]);
     w->out_free[from] = start + w->p.alpha;
     return hb_sim_engine_push(w->eng, start + w->p.alpha, SIM_EV_WAN_ENQ, to, 0, 0, idx);
+}
+
+int sim_net_launch(sim_world_t *w, uint32_t idx, double t)
+{
+    return w->msgs[idx].kind == SIM_MSG_CTL ? launch_ctl(w, idx, t) : launch_data(w, idx, t);
 }
 
 static int net_enqueue(sim_world_t *w, uint32_t idx)
@@ -509,6 +569,12 @@ int sim_net_event(sim_world_t *w, const hb_sim_ev_t *ev)
     case SIM_EV_WAN_DONE:
         rc = net_done(w, ev->a, ev->b);
         return rc != 0 ? rc : 1;
+    case SIM_EV_IO_TX: {
+        uint32_t idx = (uint32_t)ev->x;
+        double t = sim_host_run(w, w->msgs[idx].from, 1, ev->t, w->p.io_cpu_us);
+        rc = sim_net_launch(w, idx, t);
+        return rc != 0 ? rc : 1;
+    }
     default:
         return 0;
     }

@@ -262,7 +262,7 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
     }
     for (i = 0; i < topo->n_nodes; i++)
         site_of[i] = topo->nodes[i].site;
-    rc = sim_world_init(&w, &p, topo->n_nodes, site_of);
+    rc = sim_world_init(&w, &p, topo->n_nodes, site_of, NULL);
     if (rc != 0)
         goto out;
     have_world = 1;

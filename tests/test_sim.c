@@ -220,6 +220,98 @@ static void test_barrier_gap(void)
     hb_topo_free(t);
 }
 
+/* ---- the host model ------------------------------------------------------------------- */
+
+static hb_sim_params_t host_params(uint32_t cores)
+{
+    hb_sim_params_t p = const_params(10.0, 60.0);
+
+    p.cores = cores;
+    p.cpu_us = 0;
+    p.msg_cpu_us = 5;
+    p.io_cpu_us = 7;
+    p.ib_cpu_us = 2;
+    p.wake_us = 3;
+    return p;
+}
+
+/* With a core for every thread, nothing waits: every hop takes T_SR and every chassis round
+ * T_IB, whatever their CPU and wake-up split, so the paper's formula holds exactly. */
+static void test_host_alone(void)
+{
+    static const uint32_t shapes[][3] = {{6, 3, 0}, {12, 3, 1}, {30, 1, 1}};
+    size_t k;
+    int pr;
+
+    for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+        hb_topo_t *t = NULL;
+        char err[256];
+        CU_ASSERT_FATAL(hb_sim_topo_gen(shapes[k][0], shapes[k][1], shapes[k][2], 1, &t, err,
+                                        sizeof(err)) == 0);
+        for (pr = 0; pr < 2; pr++) {
+            hb_sim_params_t p = host_params(4096);
+            hb_sim_opts_t o;
+            hb_sim_result_t r;
+            hb_sim_opts_init(&o);
+            o.proto = (hb_hier_proto_t)pr;
+            CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r) == 0);
+            CU_ASSERT(fabs(r.latency_us - paper(t, (hb_hier_proto_t)pr, 10.0, 60.0)) < 1e-9);
+            CU_ASSERT(r.core_wait_us == 0);
+            CU_ASSERT(r.cpu_busy_us > 0);
+            if (fabs(r.latency_us - paper(t, (hb_hier_proto_t)pr, 10.0, 60.0)) >= 1e-9)
+                fprintf(stderr, "\nhost alone %u/%u/%u %s: %g, formula %g\n", shapes[k][0],
+                        shapes[k][1], shapes[k][2], pr ? "tree" : "scmd", r.latency_us,
+                        paper(t, (hb_hier_proto_t)pr, 10.0, 60.0));
+        }
+        hb_topo_free(t);
+    }
+}
+
+/* Few cores: the same work (CPU busy) waits for them, and the barrier is slower the fewer
+ * there are; hosts of their own (one per node) are as fast as unlimited cores. */
+static void test_host_contention(void)
+{
+    static const uint32_t cores[] = {1, 2, 4, 4096};
+    hb_sim_result_t r[4], rh;
+    hb_topo_t *t = NULL;
+    hb_sim_opts_t o;
+    uint32_t *host_of, i;
+    char err[256];
+    size_t k;
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(30, 3, 0, 1, &t, err, sizeof(err)) == 0);
+    hb_sim_opts_init(&o);
+    o.proto = HB_HIER_SCMD;
+    for (k = 0; k < 4; k++) {
+        hb_sim_params_t p = host_params(cores[k]);
+        p.cpu_us = 4;
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r[k]) == 0);
+        CU_ASSERT(r[k].refused == 0);
+        if (k > 0) {
+            CU_ASSERT(r[k].latency_us <= r[k - 1].latency_us);
+            CU_ASSERT(fabs(r[k].cpu_busy_us - r[0].cpu_busy_us) < 1e-6);
+            CU_ASSERT(r[k].core_wait_us <= r[k - 1].core_wait_us);
+        }
+    }
+    CU_ASSERT(r[0].latency_us > 1.5 * r[3].latency_us);
+    CU_ASSERT(r[0].core_wait_us > 0 && r[3].core_wait_us == 0);
+    /* one core-set per node: no wait, as with unlimited cores */
+    host_of = calloc(t->n_nodes, sizeof(uint32_t));
+    CU_ASSERT_FATAL(host_of != NULL);
+    for (i = 0; i < t->n_nodes; i++)
+        host_of[i] = i;
+    o.host_of = host_of;
+    {
+        hb_sim_params_t p = host_params(2);
+        p.cpu_us = 4;
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &rh) == 0);
+    }
+    CU_ASSERT(fabs(rh.latency_us - r[3].latency_us) < 1e-9);
+    CU_ASSERT(rh.core_wait_us == 0);
+    free(host_of);
+    hb_topo_free(t);
+}
+
 /* Same seed, same result, bit for bit; another seed, another arrival pattern. */
 static void test_determinism(void)
 {
@@ -449,6 +541,30 @@ static void test_calibrate(void)
     CU_ASSERT(p.t_ib == 15 && p.t_sr == 75);
     CU_ASSERT(c.n_meas == 2 && c.meas[0].protocol_median_us == 700);
     CU_ASSERT(c.meas[1].protocol_median_us < 0);
+
+    /* host rows: kept per protocol, the mean applied by hb_sim_calib_host */
+    path = write_tmp("host.json",
+                     "{\"bench\": \"host\", \"impl\": \"scmd\", \"cores\": 2, \"t_sr_us\": 60, "
+                     "\"t_ib_us\": 40, \"msg_cpu_us\": 10, \"io_cpu_us\": 20, \"ib_cpu_us\": 5, "
+                     "\"ctl_cpu_us\": 8, \"wake_us\": 0}\n"
+                     "{\"bench\": \"host\", \"impl\": \"scmd\", \"cores\": 2, \"t_sr_us\": 80, "
+                     "\"t_ib_us\": 50, \"msg_cpu_us\": 12, \"io_cpu_us\": 22, \"ib_cpu_us\": 7, "
+                     "\"ctl_cpu_us\": 10, \"wake_us\": 4}\n"
+                     "{\"bench\": \"host\", \"impl\": \"tree\", \"cores\": 4, \"t_sr_us\": 1, "
+                     "\"t_ib_us\": 1, \"msg_cpu_us\": 1, \"io_cpu_us\": 1, \"ib_cpu_us\": 1, "
+                     "\"ctl_cpu_us\": 1, \"wake_us\": 1}\n");
+    hb_sim_params_init(&p);
+    CU_ASSERT_FATAL(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
+    CU_ASSERT(p.cores == 0 && c.n_host == 3 && (c.set & HB_SIM_SET_HOST));
+    CU_ASSERT(hb_sim_calib_host(&c, "scmd", &p) == 0);
+    CU_ASSERT(p.cores == 2 && p.t_sr == 70 && p.t_ib == 45 && p.msg_cpu_us == 11 &&
+              p.io_cpu_us == 21 && p.ib_cpu_us == 6 && p.cpu_us == 9 && p.wake_us == 2);
+    CU_ASSERT(hb_sim_calib_host(&c, "tree", &p) == 0 && p.cores == 4 && p.t_sr == 1);
+    CU_ASSERT(hb_sim_calib_host(&c, "other", &p) == HIBAR_ERR_NOT_FOUND);
+    path = write_tmp("badhost.json", "{\"bench\": \"host\", \"impl\": \"scmd\", "
+                                     "\"cores\": 2, \"t_sr_us\": 60}\n");
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(strstr(err, ":1:") != NULL && strstr(err, "t_ib_us") != NULL);
 
     /* malformed: file:line, nothing changed */
     path = write_tmp("bad.json", "{\"bench\": \"tsr\", \"median_us\": 5}\n"
@@ -771,6 +887,8 @@ int main(void)
         !CU_add_test(s, "barrier = formula, many shapes", test_barrier_shapes) ||
         !CU_add_test(s, "barrier repeated", test_barrier_repeat) ||
         !CU_add_test(s, "barrier sender gap", test_barrier_gap) ||
+        !CU_add_test(s, "host model: nothing waits = formula", test_host_alone) ||
+        !CU_add_test(s, "host model: contention", test_host_contention) ||
         !CU_add_test(s, "determinism", test_determinism) ||
         !CU_add_test(s, "trace = hier_local's", test_trace_vs_hier_local) ||
         !CU_add_test(s, "json reader", test_json) ||

@@ -3,6 +3,7 @@
 #include "hb_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -19,7 +20,9 @@
 #include "cfg.h"
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_emu.h"
 #include "hibar.h"
+#include "hibar_sim_host.h"
 #include "hier.h"
 #include "coll_model.h"
 #include "sim.h"
@@ -35,6 +38,9 @@ typedef struct opts {
     const char *config, *calibrate, *plot, *trace, *trace_dir;
     int measure;            /* validate: run hibar-bench cluster-barrier first */
     uint32_t measure_iters; /* its --iters (0: its default) */
+    uint32_t host_iters;    /* the host probe's round trips / rounds / pings */
+    const char *save;       /* --measure: keep the rows in this file */
+    int no_host;            /* validate: ignore host rows */
     uint32_t nodes, chassis, fanout, sites;
     int have_fanout;
     int protos; /* bit 0 scmd, bit 1 tree */
@@ -78,9 +84,11 @@ static void usage(FILE *f)
         "             --config FILE (the daemons' cluster) --trace-dir DIR; exit 1 at a\n"
         "             difference (the first one of each node is shown)\n"
         "  validate   simulate the cluster-barrier rows of --calibrate on --config's topology\n"
-        "             and compare with their measured medians (15%% target); --measure: run\n"
-        "             hibar-bench cluster-barrier --config F --json first and use its rows\n"
-        "             (--measure-iters N: its --iters), measured and simulated in one run\n"
+        "             and compare with their measured medians (15%% target), with the host\n"
+        "             model when the file has host rows; --measure: per protocol, start the\n"
+        "             emulated cluster, probe the host model, run hibar-bench cluster-barrier\n"
+        "             on it (--measure-iters N: its --iters), probe again, and use those rows\n"
+        "             (--save FILE keeps them; --host-iters N: the probe, 2000; --no-host)\n"
         "topology:\n"
         "  --config FILE        cluster file (hb_cfg_load; --set KEY=VALUE overrides)\n"
         "  --nodes N --chassis-size C (3) --fanout K (0) --sites S (1)\n"
@@ -90,6 +98,8 @@ static void usage(FILE *f)
         "                       lanes, logp)\n"
         "  --t-ib US --t-sr US --gap US --alpha US --lan-mbit M --lan-lat US\n"
         "  --wan-lat US --lane-mbit M --wan-mbit M --hop tsr|plogp\n"
+        "  hosts: --cores N (0: off) --cpu US (control command) --msg-cpu US --io-cpu US\n"
+        "         --ib-cpu US --wake US (see hibar-sim(1), MODEL)\n"
         "run:\n"
         "  --protocol scmd|tree|both   --barriers N   --skew US   --seed N\n"
         "  --ppn N (1) --blob BYTES (1024)  --size BYTES,...  --lanes P,...\n"
@@ -244,10 +254,11 @@ static void print_params(const opts_t *o)
            p->t_ib, p->t_sr, p->ctl_gap, p->hop == HB_SIM_HOP_PLOGP ? "plogp" : "tsr", p->alpha,
            p->b_lan * 8, p->wan_lat, p->b_lane * 8, p->B_wan * 8,
            p->n_b_wan ? " (measured b_WAN(P) table)" : "");
-    if (p->cpu_us > 0)
-        printf("# CPU: %.1f us per event a node handles; %" PRIu32
-               " cores shared (0: one per node)\n",
-               p->cpu_us, p->cores);
+    if (p->cores > 0)
+        printf("# hosts: %" PRIu32 " cores per host; CPU per message %.2f us (main) + %.2f us "
+               "(I/O thread) at each end, per control command %.2f us, per chassis round %.2f "
+               "us; wake-up %.2f us\n",
+               p->cores, p->msg_cpu_us, p->io_cpu_us, p->cpu_us, p->ib_cpu_us, p->wake_us);
     if (o->calibrate != NULL)
         printf("# calibrated from %s: %" PRIu32 " rows, %" PRIu32 " used%s%s%s%s%s\n", o->calibrate,
                o->cal.rows, o->cal.used, o->cal.set & HB_SIM_SET_TIB ? ", T_IB" : "",
@@ -532,51 +543,57 @@ static int mode_barrier(opts_t *o)
 /* ---- validate ------------------------------------------------------------------------------ */
 
 /*
- * validate --measure: run `hibar-bench cluster-barrier --config F --json` (both protocols, the
- * same --set overrides) into a private file, whose rows then calibrate the simulation: the
+ * validate --measure: per protocol (scmd, tree, or --protocol), start the emulated cluster of
+ * --config with that protocol (the same --set overrides), probe the host model on it
+ * (hibar_sim_host.c: a hop, a chassis round, control commands, one at a time), run
+ * `hibar-bench cluster-barrier --protocol P --config F --json` on it, probe again, stop it.
+ * All rows go to a private file (or --save FILE), which then calibrates the simulation: the
  * measurement and its simulation side by side in one run. hibar-bench is $HIBAR_BENCH, else
  * the one beside this program, else found on PATH.
  */
-static int measure_run(const opts_t *o, char *path, size_t len)
+static void bench_path(char *bench, size_t len)
 {
-    char self[4096], bench[4096], iters[16];
-    const char *argv[8 + 2 * 64 + 1];
     const char *env = getenv("HIBAR_BENCH");
-    posix_spawn_file_actions_t fa;
+    char self[4096];
     ssize_t n;
+
+    if (env != NULL && *env != '\0') {
+        snprintf(bench, len, "%s", env);
+        return;
+    }
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+    if (slash != NULL) {
+        *slash = '\0';
+        snprintf(bench, len, "%.4000s/hibar-bench", self);
+    }
+    if (slash == NULL || access(bench, X_OK) != 0) {
+        /* a libtool build keeps the program in .libs/ */
+        if (slash != NULL && strlen(self) > 6 && strcmp(self + strlen(self) - 6, "/.libs") == 0)
+            self[strlen(self) - 6] = '\0';
+        snprintf(bench, len, "%.4000s/hibar-bench", self);
+        if (slash == NULL || access(bench, X_OK) != 0)
+            snprintf(bench, len, "hibar-bench");
+    }
+}
+
+/* hibar-bench cluster-barrier --protocol proto on the running cluster, its stdout onto fd. */
+static int bench_run(const opts_t *o, const char *proto, int fd)
+{
+    char bench[4096], iters[16];
+    const char *argv[12 + 2 * 64 + 1];
+    posix_spawn_file_actions_t fa;
     size_t i, k = 0;
     pid_t pid;
-    int fd, st, rc;
+    int st, rc;
 
-    snprintf(path, len, "/tmp/hibar-sim-measure.XXXXXX");
-    fd = mkstemp(path);
-    if (fd < 0) {
-        fprintf(stderr, "hibar-sim: %s: %s\n", path, strerror(errno));
-        path[0] = '\0';
-        return HIBAR_ERR_IO;
-    }
-    if (env != NULL && *env != '\0') {
-        snprintf(bench, sizeof(bench), "%s", env);
-    } else {
-        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
-        if (slash != NULL) {
-            *slash = '\0';
-            snprintf(bench, sizeof(bench), "%.4000s/hibar-bench", self);
-        }
-        if (slash == NULL || access(bench, X_OK) != 0) {
-            /* a libtool build keeps the program in .libs/ */
-            if (slash != NULL && strlen(self) > 6 && strcmp(self + strlen(self) - 6, "/.libs") == 0)
-                self[strlen(self) - 6] = '\0';
-            snprintf(bench, sizeof(bench), "%.4000s/hibar-bench", self);
-            if (slash == NULL || access(bench, X_OK) != 0)
-                snprintf(bench, sizeof(bench), "hibar-bench");
-        }
-    }
+    bench_path(bench, sizeof(bench));
     argv[k++] = bench;
     argv[k++] = "cluster-barrier";
     argv[k++] = "--config";
     argv[k++] = o->config;
+    argv[k++] = "--protocol";
+    argv[k++] = proto;
     argv[k++] = "--json";
     if (o->measure_iters > 0) {
         snprintf(iters, sizeof(iters), "%" PRIu32, o->measure_iters);
@@ -589,18 +606,15 @@ static int measure_run(const opts_t *o, char *path, size_t len)
     }
     argv[k] = NULL;
     if (!o->quiet)
-        fprintf(stderr, "hibar-sim: measuring: %s cluster-barrier --config %s --json ...\n", bench,
-                o->config);
+        fprintf(stderr, "hibar-sim: measuring: %s cluster-barrier --protocol %s --config %s ...\n",
+                bench, proto, o->config);
+    fflush(NULL);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd, 1);
-    posix_spawn_file_actions_addclose(&fa, fd);
     rc = posix_spawnp(&pid, bench, &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    close(fd);
     if (rc != 0) {
         fprintf(stderr, "hibar-sim: cannot run %s: %s\n", bench, strerror(rc));
-        unlink(path);
-        path[0] = '\0';
         return HIBAR_ERR_IO;
     }
     while (waitpid(pid, &st, 0) < 0)
@@ -610,17 +624,134 @@ static int measure_run(const opts_t *o, char *path, size_t len)
         }
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         fprintf(stderr, "hibar-sim: %s cluster-barrier failed (status %d)\n", bench, st);
-        unlink(path);
-        path[0] = '\0';
         return HIBAR_ERR_IO;
     }
     return 0;
 }
 
+/* One protocol: cluster up, probe, bench, probe, cluster down; rows onto f (fd). */
+static int measure_proto(const opts_t *o, const char *proto, FILE *f)
+{
+    const char *over[66];
+    char pset[32], err[HB_CFG_ERRLEN];
+    hb_cfg_t *cfg = NULL;
+    hb_topo_t *t = NULL;
+    hb_topo_spec_t spec;
+    hbd_emu_opts_t eo;
+    hbs_host_t h;
+    size_t n = 0, i;
+    int rc, k;
+
+    for (i = 0; i < o->n_over && i < 64; i++)
+        over[n++] = o->over[i];
+    snprintf(pset, sizeof(pset), "protocol=%s", proto);
+    over[n++] = pset;
+    rc = hb_cfg_load(o->config, over, n, &cfg, err, sizeof(err));
+    if (rc == 0 && (rc = hb_cfg_topo_spec(cfg, &spec)) == 0)
+        rc = hb_topo_build(&spec, &t, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "hibar-sim: %s\n", err);
+        hb_cfg_free(cfg);
+        return rc;
+    }
+    memset(&eo, 0, sizeof(eo));
+    eo.config = o->config;
+    eo.over = over;
+    eo.n_over = n;
+    eo.timeout_ms = 60000;
+    if (hbd_emu_running(cfg) > 0) {
+        fprintf(stderr, "hibar-sim: cluster %s is already running: give --set cluster=NAME\n",
+                cfg->cluster);
+        rc = HIBAR_ERR_EXISTS;
+        goto out;
+    }
+    rc = hbd_emu_up(cfg, &eo);
+    if (rc != 0) {
+        fprintf(stderr, "hibar-sim: cannot start the emulated cluster: %s\n", hibar_strerror(rc));
+        goto out;
+    }
+    /* probe, bench, probe: the host figures bracket the barriers they are used for */
+    for (k = 0; k < 3 && rc == 0; k++) {
+        if (k == 1) {
+            fflush(f);
+            rc = bench_run(o, proto, fileno(f));
+            continue;
+        }
+        if (!o->quiet)
+            fprintf(stderr, "hibar-sim: probing the host model (%s, %" PRIu32 " iterations)\n",
+                    proto, o->host_iters);
+        rc = hbs_host_probe(cfg, t, o->host_iters, &h);
+        if (rc == 0)
+            hbs_host_row(f, proto, &h);
+    }
+    fflush(f);
+    hbd_emu_down(cfg, &eo);
+out:
+    hb_topo_free(t);
+    hb_cfg_free(cfg);
+    return rc;
+}
+
+static int measure_run(const opts_t *o, char *path, size_t len)
+{
+    static const char *const protos[] = {"scmd", "tree"};
+    FILE *f;
+    int fd, rc = 0, i;
+
+    if (o->save != NULL) {
+        snprintf(path, len, "%s", o->save);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    } else {
+        snprintf(path, len, "/tmp/hibar-sim-measure.XXXXXX");
+        fd = mkstemp(path);
+    }
+    if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
+        fprintf(stderr, "hibar-sim: %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        path[0] = '\0';
+        return HIBAR_ERR_IO;
+    }
+    for (i = 0; i < 2 && rc == 0; i++)
+        if (o->protos & (1 << i))
+            rc = measure_proto(o, protos[i], f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = HIBAR_ERR_IO;
+    if (rc != 0 && o->save == NULL) {
+        unlink(path);
+        path[0] = '\0';
+    }
+    return rc;
+}
+
+/* Host of each node: nodes with the same address share one (an emulated cluster: all). */
+static uint32_t *hosts_of(const opts_t *o, uint32_t n_nodes)
+{
+    char err[HB_CFG_ERRLEN];
+    hb_cfg_t *cfg = NULL;
+    uint32_t *h = calloc(n_nodes, sizeof(uint32_t)), i, j, nh = 0;
+
+    if (h == NULL || o->config == NULL ||
+        hb_cfg_load(o->config, o->over, o->n_over, &cfg, err, sizeof(err)) != 0 ||
+        cfg->n_nodes != n_nodes) {
+        hb_cfg_free(cfg);
+        return h; /* all on host 0 */
+    }
+    for (i = 0; i < n_nodes; i++) {
+        const char *a = cfg->nodes[i].address ? cfg->nodes[i].address : "127.0.0.1";
+        for (j = 0; j < i; j++)
+            if (strcmp(cfg->nodes[j].address ? cfg->nodes[j].address : "127.0.0.1", a) == 0)
+                break;
+        h[i] = j < i ? h[j] : nh++;
+    }
+    hb_cfg_free(cfg);
+    return h;
+}
+
 static int mode_validate(opts_t *o)
 {
     hb_topo_t *t = NULL;
-    uint32_t i;
+    uint32_t i, *host_of = NULL;
     int rc;
     unsigned fails = 0, rows = 0;
 
@@ -637,19 +768,29 @@ static int mode_validate(opts_t *o)
     rc = make_topo(o, o->nodes, o->fanout, &t);
     if (rc != 0)
         return rc;
-    if (!o->json)
+    host_of = hosts_of(o, t->n_nodes);
+    if (host_of == NULL) {
+        hb_topo_free(t);
+        return HIBAR_ERR_NOMEM;
+    }
+    if (!o->json) {
+        double load[1];
         printf("# validate: one barrier on %s (%" PRIu32 " nodes), measured and simulated side by "
                "side\n"
                "# measured:  %s; the daemons' protocol-only median (protocol_median_us) when the "
                "row has it, else median_us\n"
-               "# simulated: hibar-sim, every node's hb_hier engine, with that row's own T_IB and "
-               "T_SR\n"
-               "# error:     (simulated - measured) / measured; target: within +-15%%\n"
-               "# %-8s %6s %14s %14s %10s %7s %-8s %8s %8s %8s\n",
+               "# simulated: hibar-sim, every node's hb_hier engine; with a host row of the "
+               "protocol: the host model (its cores, CPU per message, wake-up, uncontended T_IB "
+               "and T_SR, all measured by the probe), else that row's own T_IB and T_SR\n"
+               "# error:     (simulated - measured) / measured; target: within +-15%%\n",
                o->config ? o->config : "the generated topology", t->n_nodes,
-               o->measure ? "hibar-bench cluster-barrier, run just now" : o->calibrate, "Protocol",
+               o->measure ? "hibar-bench cluster-barrier, run just now" : o->calibrate);
+        if (getloadavg(load, 1) == 1)
+            printf("# load average now: %.2f\n", load[0]);
+        printf("# %-8s %6s %14s %14s %10s %7s %-8s %8s %8s %7s %7s %7s %7s %5s\n", "Protocol",
                "Nodes", "Measured(us)", "Simulated(us)", "Error(%)", "Target", "Within", "T_IB(us)",
-               "T_SR(us)", "CPU(us)");
+               "T_SR(us)", "Msg(us)", "IO(us)", "IB(us)", "Wake", "Cores");
+    }
     for (i = 0; i < o->cal.n_meas; i++) {
         const hb_sim_meas_t *m = &o->cal.meas[i];
         hb_hier_proto_t proto;
@@ -657,6 +798,7 @@ static int mode_validate(opts_t *o)
         hb_sim_opts_t so;
         hb_sim_result_t r;
         double err, meas;
+        int host;
         if (hb_hier_proto_parse(m->impl, &proto) != 0 || m->nodes != t->n_nodes) {
             fprintf(stderr,
                     "hibar-sim: skipping the %s row of %" PRIu32 " nodes (topology has %" PRIu32
@@ -664,12 +806,14 @@ static int mode_validate(opts_t *o)
                     m->impl, m->nodes, t->n_nodes);
             continue;
         }
-        if (m->t_ib_us >= 0 && m->t_sr_us >= 0) {
+        host = o->no_host ? 0 : hb_sim_calib_host(&o->cal, m->impl, &p) == 0;
+        if (!host && m->t_ib_us >= 0 && m->t_sr_us >= 0) {
             p.t_ib = m->t_ib_us;
             p.t_sr = m->t_sr_us;
         }
         hb_sim_opts_init(&so);
         so.proto = proto;
+        so.host_of = host_of;
         rc = hb_sim_barrier(t, &p, &so, &r);
         if (rc != 0)
             break;
@@ -677,22 +821,28 @@ static int mode_validate(opts_t *o)
         err = 100.0 * (r.latency_us - meas) / meas;
         fails += fabs(err) > 15.0;
         if (o->json)
-            printf(
-                "{\"bench\": \"sim-validate\", \"impl\": \"%s\", \"nodes\": %" PRIu32
-                ", \"size\": 0, \"median_us\": %.2f, \"predicted_us\": %.2f, \"error_pct\": "
-                "%.1f, \"t_ib_us\": %.2f, \"t_sr_us\": %.2f, \"cpu_us\": %.2f, \"cores\": %" PRIu32
-                ", \"within\": %s}\n",
-                m->impl, m->nodes, meas, r.latency_us, err, p.t_ib, p.t_sr, p.cpu_us, p.cores,
-                fabs(err) <= 15.0 ? "true" : "false");
+            printf("{\"bench\": \"sim-validate\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                   ", \"size\": 0, \"median_us\": %.2f, \"predicted_us\": %.2f, \"error_pct\": "
+                   "%.1f, \"t_ib_us\": %.2f, \"t_sr_us\": %.2f, \"host_model\": %s, \"cores\": "
+                   "%" PRIu32 ", \"msg_cpu_us\": %.2f, \"io_cpu_us\": %.2f, \"ib_cpu_us\": %.2f, "
+                   "\"ctl_cpu_us\": %.2f, \"wake_us\": %.2f, \"cpu_busy_us\": %.1f, "
+                   "\"core_wait_us\": %.1f, \"within\": %s}\n",
+                   m->impl, m->nodes, meas, r.latency_us, err, p.t_ib, p.t_sr,
+                   host ? "true" : "false", p.cores, p.msg_cpu_us, p.io_cpu_us, p.ib_cpu_us,
+                   p.cpu_us, p.wake_us, r.cpu_busy_us, r.core_wait_us,
+                   fabs(err) <= 15.0 ? "true" : "false");
         else
-            printf("  %-8s %6" PRIu32 " %14.1f %14.1f %+10.1f %7s %-8s %8.2f %8.2f %8.2f\n",
+            printf("  %-8s %6" PRIu32 " %14.1f %14.1f %+10.1f %7s %-8s %8.2f %8.2f %7.2f %7.2f "
+                   "%7.2f %7.2f %5" PRIu32 "\n",
                    m->impl, m->nodes, meas, r.latency_us, err, "15%",
-                   fabs(err) <= 15.0 ? "yes" : "NO", p.t_ib, p.t_sr, p.cpu_us);
+                   fabs(err) <= 15.0 ? "yes" : "NO", p.t_ib, p.t_sr, p.msg_cpu_us, p.io_cpu_us,
+                   p.ib_cpu_us, p.wake_us, p.cores);
         rows++;
     }
     if (rc == 0 && !o->json)
         printf("validate: %u of %u protocols within 15%% of the measured barrier\n", rows - fails,
                rows);
+    free(host_of);
     hb_topo_free(t);
     if (rc == 0 && fails > 0)
         return 1;
@@ -1120,7 +1270,14 @@ enum {
     OPT_CORES,
     OPT_TRACE_DIR,
     OPT_MEASURE,
-    OPT_MEASURE_ITERS
+    OPT_MEASURE_ITERS,
+    OPT_MSGCPU,
+    OPT_IOCPU,
+    OPT_IBCPU,
+    OPT_WAKE,
+    OPT_SAVE,
+    OPT_HOST_ITERS,
+    OPT_NO_HOST
 };
 
 int main(int argc, char **argv)
@@ -1161,10 +1318,17 @@ int main(int argc, char **argv)
         {"trace-dir", required_argument, NULL, OPT_TRACE_DIR},
         {"measure", no_argument, NULL, OPT_MEASURE},
         {"measure-iters", required_argument, NULL, OPT_MEASURE_ITERS},
+        {"msg-cpu", required_argument, NULL, OPT_MSGCPU},
+        {"io-cpu", required_argument, NULL, OPT_IOCPU},
+        {"ib-cpu", required_argument, NULL, OPT_IBCPU},
+        {"wake", required_argument, NULL, OPT_WAKE},
+        {"save", required_argument, NULL, OPT_SAVE},
+        {"host-iters", required_argument, NULL, OPT_HOST_ITERS},
+        {"no-host", no_argument, NULL, OPT_NO_HOST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     static const char *over[64];
-    char measured[64] = "";
+    char measured[4096] = "";
     opts_t o;
     char err[256];
     int c, rc = 0, bad = 0;
@@ -1174,7 +1338,7 @@ int main(int argc, char **argv)
     double tib = -1, tsr = -1, gap = -1, alpha = -1, lanm = -1, lanl = -1, wanl = -1, lanem = -1,
            wanm = -1;
     int hop = -1;
-    double cpu = -1;
+    double cpu = -1, msgcpu = -1, iocpu = -1, ibcpu = -1, wake = -1;
     uint32_t cores = UINT32_MAX;
 
     hb_log_init_from_env();
@@ -1188,6 +1352,7 @@ int main(int argc, char **argv)
     o.seed = 1;
     o.ppn = 1;
     o.blob = 1024;
+    o.host_iters = 2000;
     o.over = over;
     hb_sim_params_init(&o.p);
     if (argc > 1 && argv[1][0] != '-') {
@@ -1312,6 +1477,28 @@ int main(int argc, char **argv)
         case OPT_MEASURE_ITERS:
             bad |= parse_u32(optarg, &o.measure_iters) != 0 || o.measure_iters == 0;
             break;
+        case OPT_MSGCPU:
+            bad |= parse_dbl(optarg, &msgcpu) != 0;
+            break;
+        case OPT_IOCPU:
+            bad |= parse_dbl(optarg, &iocpu) != 0;
+            break;
+        case OPT_IBCPU:
+            bad |= parse_dbl(optarg, &ibcpu) != 0;
+            break;
+        case OPT_WAKE:
+            bad |= parse_dbl(optarg, &wake) != 0;
+            break;
+        case OPT_SAVE:
+            o.save = optarg;
+            break;
+        case OPT_HOST_ITERS:
+            bad |= parse_u32(optarg, &o.host_iters) != 0 || o.host_iters == 0 ||
+                   o.host_iters > 1000000;
+            break;
+        case OPT_NO_HOST:
+            o.no_host = 1;
+            break;
         case 'q':
             o.quiet = 1;
             break;
@@ -1365,7 +1552,7 @@ int main(int argc, char **argv)
     }
     if (o.calibrate != NULL) {
         rc = hb_sim_calibrate(o.calibrate, &o.p, &o.cal, err, sizeof(err));
-        if (measured[0] != '\0')
+        if (measured[0] != '\0' && o.save == NULL)
             unlink(measured); /* read: the rows are in o.cal */
         if (rc != 0) {
             fprintf(stderr, "hibar-sim: %s\n", err);
@@ -1398,6 +1585,14 @@ int main(int argc, char **argv)
         o.p.hop = (hb_sim_hop_t)hop;
     if (cpu >= 0)
         o.p.cpu_us = cpu;
+    if (msgcpu >= 0)
+        o.p.msg_cpu_us = msgcpu;
+    if (iocpu >= 0)
+        o.p.io_cpu_us = iocpu;
+    if (ibcpu >= 0)
+        o.p.ib_cpu_us = ibcpu;
+    if (wake >= 0)
+        o.p.wake_us = wake;
     if (cores != UINT32_MAX)
         o.p.cores = cores;
     if (hb_sim_params_check(&o.p, err, sizeof(err)) != 0) {
