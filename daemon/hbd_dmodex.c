@@ -1,4 +1,5 @@
-/* hbd_dmodex.c: PMIx direct modex across daemons: a request goes to the daemon hosting the process, which serves it through PMIx_server_dmodex_request. */
+/* hbd_dmodex.c: PMIx direct modex across daemons: a request goes to the daemon hosting the process,
+ * which serves it through PMIx_server_dmodex_request. */
 #include "hb_config.h"
 #include <event2/event.h>
 #include <inttypes.h>
@@ -25,11 +26,22 @@
  * PMIX_ERR_COMM_FAILURE once that node is lost.
  *
  * Server: PMIx_server_dmodex_request for the process; libpmix answers once the process has
- * committed its data (so a PMIX_REQUIRED_KEY put before the commit is there; a key that never
- * comes ends in the requester's timeout). The answer comes on PMIx's thread and is moved to
- * the loop (hbd_pmix_call_on_loop), then sent back (kind REPLY: id, status, blob). A blob
+ * committed its data, whatever it holds then. The answer comes on PMIx's thread and is moved
+ * to the loop (hbd_pmix_call_on_loop), then sent back (kind REPLY: id, status, blob). A blob
  * larger than HBD_WIRE_DMODEX_MAX_DATA (32 KiB) is answered PMIX_ERR_NOT_SUPPORTED (logged).
+ *
+ * PMIX_REQUIRED_KEY (libpmix names the key its client's PMIx_Get asked for): the request
+ * carries it (keylen bytes after the namespace). Data committed before the key was put would
+ * be answered at once and the requester's PMIx_Get would end in PMIX_ERR_NOT_FOUND, so the
+ * server first looks the key up in its own store (PMIx_Get, PMIX_OPTIONAL: the server holds
+ * what its clients committed). If it is not there yet the request waits: libpmix tells the
+ * host nothing when a client commits, so the key is looked up again at growing intervals (1,
+ * 2, 4 ... 32 ms) until it is there (then served as above), until the request's timeout
+ * (PMIX_TIMEOUT, else the cluster's barrier_timeout_ms: PMIX_ERR_TIMEOUT; the requester's own
+ * timer ends it at the same time) or until the job is gone (PMIX_ERR_NOT_FOUND), as PRRTE
+ * does. Without a key the request is served at once, as before.
  */
+#define DM_WAIT_MAX_MS 32
 typedef struct dm_req {
     uint32_t id, node;
     uint64_t t0, timeout_ns;
@@ -50,15 +62,21 @@ typedef struct dm_srv {
     uint32_t from, id, rank;
     uint8_t nslen;
     char nspace[256];
+    char key[HBD_WIRE_DMODEX_MAX_KEY + 1]; /* PMIX_REQUIRED_KEY, "" if none */
+    uint64_t deadline_ns;                  /* waiting for the key: give up then (0: never) */
+    uint64_t next_ns;                      /* ... look again then */
+    uint32_t ivl_ms;
     pmix_status_t st;
     char *data;
     size_t len;
+    struct dm_srv *next; /* waiting for its key */
 } dm_srv_t;
 
 static dm_req_t *reqs;
 static dm_out_t *outs;
+static dm_srv_t *waiting;
 static uint32_t next_id = 1;
-static struct event *ev_tick;
+static struct event *ev_tick, *ev_wait;
 
 static void tick_arm(hbd_t *d, int fast);
 
@@ -119,8 +137,7 @@ static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
     int queued = 0;
     for (dm_out_t *o = outs; o != NULL; o = o->next)
         queued |= o->to == to;
-    int rc = queued ? HIBAR_ERR_WOULD_BLOCK
-                    : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
+    int rc = queued ? HIBAR_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
     dm_out_t *o = malloc(sizeof(*o) + len), **pp = &outs;
@@ -218,8 +235,13 @@ static void send_reply(hbd_t *d, const dm_srv_t *s)
     }
     if (st > 0)
         st = PMIX_ERROR;
-    hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REPLY, .nslen = s->nslen, .id = s->id,
-                           .rank = s->rank, .arg = st, .origin = d->self, .dest = s->from};
+    hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REPLY,
+                           .nslen = s->nslen,
+                           .id = s->id,
+                           .rank = s->rank,
+                           .arg = st,
+                           .origin = d->self,
+                           .dest = s->from};
     hbd_wire_dmodex_pack(&x, pl);
     memcpy(pl + HBD_WIRE_DMODEX_HDR, s->nspace, s->nslen);
     if (len > 0)
@@ -261,6 +283,101 @@ static void served(pmix_status_t status, char *data, size_t sz, void *cbdata)
     }
 }
 
+/* Is s's process (hosted here) still a rank of a job of this node? */
+static int srv_known(const hbd_t *d, const dm_srv_t *s)
+{
+    hbd_job_t *j = strlen(s->nspace) == s->nslen ? hbd_launch_job_find(s->nspace) : NULL;
+    return j != NULL && s->rank < j->spec->size && j->spec->map[s->rank] == d->self;
+}
+
+/* Has s's process committed its required key? (The server's own store: what its clients
+ * committed. PMIX_OPTIONAL: never ask the host, i.e. this daemon, for it.) */
+static int key_there(const dm_srv_t *s)
+{
+    pmix_proc_t p;
+    pmix_info_t info;
+    pmix_value_t *v = NULL;
+    bool yes = true;
+    PMIX_LOAD_PROCID(&p, s->nspace, s->rank);
+    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    pmix_status_t st = PMIx_Get(&p, s->key, &info, 1, &v);
+    PMIX_INFO_DESTRUCT(&info);
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v);
+    return st == PMIX_SUCCESS;
+}
+
+/* Ask libpmix for the process' data; the answer comes through served(). */
+static void srv_fetch(hbd_t *d, dm_srv_t *s)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, s->nspace, s->rank);
+    pmix_status_t st = PMIx_server_dmodex_request(&p, served, s);
+    if (st != PMIX_SUCCESS) {
+        s->st = st;
+        served_on_loop(d, s);
+    }
+}
+
+static void wait_arm(hbd_t *d);
+
+/* The requests waiting for their key: serve those whose key came, end those past their
+ * deadline or whose job is gone, look again later at the others. */
+static void wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    uint64_t now = hb_time_now_ns();
+    (void)fd;
+    (void)what;
+    for (dm_srv_t **pp = &waiting; *pp != NULL;) {
+        dm_srv_t *s = *pp;
+        int known = 1, there = 0;
+        if (now >= s->next_ns) {
+            known = srv_known(d, s);
+            there = known && key_there(s);
+        }
+        if (known && !there && (s->deadline_ns == 0 || now < s->deadline_ns)) {
+            if (now >= s->next_ns) {
+                s->ivl_ms = s->ivl_ms * 2 > DM_WAIT_MAX_MS ? DM_WAIT_MAX_MS : s->ivl_ms * 2;
+                s->next_ns = now + (uint64_t)s->ivl_ms * 1000000ull;
+            }
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        s->next = NULL;
+        if (there) {
+            hb_log_debug("direct modex of %s rank %" PRIu32 ": key %s is there", s->nspace, s->rank,
+                         s->key);
+            srv_fetch(d, s);
+        } else {
+            s->st = known ? PMIX_ERR_TIMEOUT : PMIX_ERR_NOT_FOUND;
+            served_on_loop(d, s);
+        }
+    }
+    wait_arm(d);
+}
+
+static void wait_arm(hbd_t *d)
+{
+    if (waiting == NULL)
+        return;
+    if (ev_wait == NULL)
+        ev_wait = evtimer_new(d->base, wait_cb, d);
+    if (ev_wait == NULL)
+        return;
+    uint64_t now = hb_time_now_ns(), first = UINT64_MAX;
+    for (dm_srv_t *s = waiting; s != NULL; s = s->next) {
+        first = s->next_ns < first ? s->next_ns : first;
+        if (s->deadline_ns != 0 && s->deadline_ns < first)
+            first = s->deadline_ns;
+    }
+    uint64_t dt = first > now ? first - now : 0;
+    struct timeval tv = {(time_t)(dt / 1000000000ull), (suseconds_t)(dt % 1000000000ull / 1000)};
+    evtimer_del(ev_wait);
+    evtimer_add(ev_wait, &tv);
+}
+
 static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *ns)
 {
     dm_srv_t *s = calloc(1, sizeof(*s));
@@ -272,28 +389,38 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
     s->nslen = x->nslen;
     memcpy(s->nspace, ns, x->nslen);
     s->nspace[x->nslen] = '\0';
-    hbd_job_t *j = strlen(s->nspace) == x->nslen ? hbd_launch_job_find(s->nspace) : NULL;
-    if (j == NULL || x->rank >= j->spec->size || j->spec->map[x->rank] != d->self) {
+    if (x->keylen > 0) /* checked by hbd_wire_decode (or ours): <= HBD_WIRE_DMODEX_MAX_KEY */
+        memcpy(s->key, ns + x->nslen, x->keylen);
+    s->key[x->keylen] = '\0';
+    if (!srv_known(d, s)) {
         s->st = PMIX_ERR_NOT_FOUND;
         served_on_loop(d, s);
         return;
     }
-    pmix_proc_t p;
-    PMIX_LOAD_PROCID(&p, s->nspace, x->rank);
-    pmix_status_t st = PMIx_server_dmodex_request(&p, served, s);
-    if (st != PMIX_SUCCESS) {
-        s->st = st;
-        served_on_loop(d, s);
+    if (s->key[0] == '\0' || strlen(s->key) != x->keylen || key_there(s)) {
+        srv_fetch(d, s);
+        return;
     }
+    uint64_t now = hb_time_now_ns();
+    uint64_t to_ms = x->arg > 0 ? (uint64_t)x->arg : d->cfg->barrier_timeout_ms;
+    s->deadline_ns = to_ms > 0 ? now + to_ms * 1000000ull : 0;
+    s->ivl_ms = 1;
+    s->next_ns = now + 1000000ull;
+    s->next = waiting;
+    waiting = s;
+    hb_log_debug("direct modex of %s rank %" PRIu32 " for node %" PRIu32 ": waiting for key %s",
+                 s->nspace, s->rank, from, s->key);
+    wait_arm(d);
 }
 
-void hbd_dmodex_request(hbd_t *d, const void *procv, uint32_t timeout_ms, hbd_fn_t cbfunc,
-                        void *cbdata)
+void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t timeout_ms,
+                        hbd_fn_t cbfunc, void *cbdata)
 {
     const pmix_proc_t *proc = procv;
     pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)cbfunc;
     hbd_job_t *j = hbd_launch_job_find(proc->nspace);
     size_t nslen = strnlen(proc->nspace, sizeof(proc->nspace));
+    size_t keylen = key != NULL ? strnlen(key, HBD_WIRE_DMODEX_MAX_KEY) : 0;
     if (j == NULL || proc->rank >= j->spec->size || nslen == 0 || nslen > 255) {
         if (cb != NULL)
             cb(PMIX_ERR_NOT_FOUND, NULL, 0, cbdata, NULL, NULL);
@@ -313,23 +440,29 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, uint32_t timeout_ms, hbd_fn
     r->cbdata = cbdata;
     r->next = reqs;
     reqs = r;
-    hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REQ, .nslen = (uint8_t)nslen, .id = r->id,
-                           .rank = proc->rank, .origin = d->self, .dest = r->node,
+    hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REQ,
+                           .nslen = (uint8_t)nslen,
+                           .keylen = (uint16_t)keylen,
+                           .id = r->id,
+                           .rank = proc->rank,
+                           .origin = d->self,
+                           .dest = r->node,
                            .arg = (int32_t)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms)};
-    if (r->node == d->self) { /* served here (PMIx normally has it already) */
-        serve(d, d->self, &x, (const uint8_t *)proc->nspace);
+    uint8_t pl[HBD_WIRE_DMODEX_HDR + 255 + HBD_WIRE_DMODEX_MAX_KEY];
+    hbd_wire_dmodex_pack(&x, pl);
+    memcpy(pl + HBD_WIRE_DMODEX_HDR, proc->nspace, nslen);
+    if (keylen > 0)
+        memcpy(pl + HBD_WIRE_DMODEX_HDR + nslen, key, keylen);
+    if (r->node == d->self) { /* served here: the same path as for a frame */
+        serve(d, d->self, &x, pl + HBD_WIRE_DMODEX_HDR);
         tick_arm(d, 0);
         return;
     }
-    uint8_t pl[HBD_WIRE_DMODEX_HDR + 255];
-    hbd_wire_dmodex_pack(&x, pl);
-    memcpy(pl + HBD_WIRE_DMODEX_HDR, proc->nspace, nslen);
     int rc = d->lost && d->lost_node == r->node
                  ? HIBAR_ERR_PEER_LOST
-                 : send_pl(d, r->node, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + nslen));
+                 : send_pl(d, r->node, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + nslen + keylen));
     if (rc != 0) {
-        hb_log_warn("direct modex of %s rank %" PRIu32 ": request to node %" PRIu32
-                    " not sent: %s",
+        hb_log_warn("direct modex of %s rank %" PRIu32 ": request to node %" PRIu32 " not sent: %s",
                     proc->nspace, proc->rank, r->node, hibar_strerror(rc));
         req_end(r, PMIX_ERR_COMM_FAILURE, NULL, 0);
         return;
@@ -365,7 +498,14 @@ void hbd_dmodex_fini(hbd_t *d)
         outs = o->next;
         free(o);
     }
+    while (waiting != NULL) { /* nobody to answer: the requesters end on their own */
+        dm_srv_t *s = waiting;
+        waiting = s->next;
+        free(s);
+    }
     if (ev_tick != NULL)
         event_free(ev_tick);
-    ev_tick = NULL;
+    if (ev_wait != NULL)
+        event_free(ev_wait);
+    ev_tick = ev_wait = NULL;
 }

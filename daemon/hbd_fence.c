@@ -31,8 +31,8 @@
  * unchanged. Each blob crosses each edge at most once per direction (the per-link byte
  * counters of the "fence_stats" control command show it). Messages are HBD_WIRE_FENCE frames
  * (job 0, coll_id = the fence's id) whose payload starts with direction (1 up, 2 down), 3 zero
- * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (32 KiB)
- * bytes; a link delivers its frames in order, so the chunks of one transfer arrive one after
+ * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (32
+ * KiB) bytes; a link delivers its frames in order, so the chunks of one transfer arrive one after
  * the other. A frame that cannot go yet (link coming up, peer queue full) waits with the rest
  * of its transfer in a send queue retried every millisecond, behind which later transfers to
  * the same node queue up.
@@ -57,8 +57,8 @@ typedef struct xfer {
 
 typedef struct hbd_fence {
     uint64_t coll;
-    int subset;     /* star through the lowest participant */
-    uint8_t *part;  /* subset fence once started: [n_nodes] 1 for the participants */
+    int subset;    /* star through the lowest participant */
+    uint8_t *part; /* subset fence once started: [n_nodes] 1 for the participants */
     int arrived;
     uint8_t *mine;
     size_t n_mine;
@@ -95,6 +95,20 @@ static link_ctr_t *links; /* [n_nodes] */
 
 static void check_arm(hbd_t *d);
 static void retry_arm(hbd_t *d);
+
+/* HIBAR_FENCE_PROF=1: one stderr line per step of every fence ("fprof NODE STAGE COLL T_NS", a
+ * CLOCK_MONOTONIC time, shared by the namespace hosts of the test bed), for profiling. */
+static int prof = -1;
+void hbd_fence_prof(const hbd_t *d, const char *stage, uint64_t coll)
+{
+    if (prof < 0) {
+        const char *e = getenv("HIBAR_FENCE_PROF");
+        prof = e != NULL && *e != '\0' && *e != '0';
+    }
+    if (prof)
+        fprintf(stderr, "fprof %" PRIu32 " %s %" PRIx64 " %" PRIu64 "\n", d->self, stage, coll,
+                hb_time_now_ns());
+}
 
 static link_ctr_t *link_of(hbd_t *d, uint32_t node)
 {
@@ -157,7 +171,8 @@ static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
     f = calloc(1, sizeof(*f));
     const hb_topo_node_t *tn = &d->topo->nodes[d->self];
     int subset = (coll & HBD_FENCE_ID_SUBSET) != 0;
-    uint32_t cap = subset ? d->topo->n_nodes : d->topo->chassis[tn->chassis].n_nodes + tn->n_children;
+    uint32_t cap =
+        subset ? d->topo->n_nodes : d->topo->chassis[tn->chassis].n_nodes + tn->n_children;
     uint32_t *ids = calloc(cap ? cap : 1, sizeof(uint32_t));
     if (f == NULL || ids == NULL || (f->kids = calloc(cap ? cap : 1, sizeof(xfer_t))) == NULL) {
         free(f);
@@ -220,8 +235,8 @@ static int send_all(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t
     int queued = 0;
     for (out_t *o = outs; o != NULL; o = o->next)
         queued |= o->to == to;
-    int rc = queued ? HIBAR_ERR_WOULD_BLOCK
-                    : send_from(d, to, coll, dir, data, 0, (uint32_t)len, &off);
+    int rc =
+        queued ? HIBAR_ERR_WOULD_BLOCK : send_from(d, to, coll, dir, data, 0, (uint32_t)len, &off);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
     out_t *o = calloc(1, sizeof(*o));
@@ -255,7 +270,9 @@ static void finish(hbd_t *d, hbd_fence_t *f, int status)
         len = f->down.total;
         f->down.buf = NULL;
     }
+    uint64_t coll = f->coll;
     fence_free(f);
+    hbd_fence_prof(d, "done", coll);
     if (cb != NULL)
         cb(d, status, data, len, arg);
     else
@@ -288,8 +305,8 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
             hbd_fence_t *f = fence_find(o->coll);
             if (rc == HIBAR_ERR_WOULD_BLOCK)
                 rc = d->lost ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_TIMEOUT;
-            hb_log_warn("fence %" PRIu64 ": data for node %" PRIu32 " not sent: %s", o->coll,
-                        o->to, hibar_strerror(rc));
+            hb_log_warn("fence %" PRIu64 ": data for node %" PRIu32 " not sent: %s", o->coll, o->to,
+                        hibar_strerror(rc));
             if (f != NULL)
                 finish(d, f, rc);
         }
@@ -342,6 +359,7 @@ static void progress(hbd_t *d, hbd_fence_t *f)
         f->kids[i].buf = NULL;
     }
     f->sent_up = 1;
+    hbd_fence_prof(d, f->down.from != HB_TOPO_NONE ? "send_up" : "release", f->coll);
     if (f->down.from != HB_TOPO_NONE) {
         int rc = send_all(d, f->down.from, f->coll, HBD_FENCE_UP, all, total);
         free(all);
@@ -360,6 +378,7 @@ static void progress(hbd_t *d, hbd_fence_t *f)
             return;
         }
     }
+    hbd_fence_prof(d, "sent", f->coll);
     finish(d, f, 0);
 }
 
@@ -437,8 +456,7 @@ static int subset_setup(hbd_fence_t *f, uint32_t self, const uint32_t *nodes, ui
 }
 
 int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
-                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb,
-                    void *arg)
+                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb, void *arg)
 {
     if (d->lost && (nodes == NULL || d->lost_node >= d->topo->n_nodes))
         return HIBAR_ERR_PEER_LOST;
@@ -505,8 +523,7 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             if (f->kids[i].from == m->src)
                 x = &f->kids[i];
         /* a subset fence's leader learns its participants from their data (until it starts) */
-        if (x == NULL && f->subset && !f->arrived && m->src != d->self &&
-            f->n_kids < f->cap_kids) {
+        if (x == NULL && f->subset && !f->arrived && m->src != d->self && f->n_kids < f->cap_kids) {
             x = &f->kids[f->n_kids++];
             x->from = m->src;
         }
@@ -521,6 +538,7 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         return;
     }
     if (off == 0) {
+        hbd_fence_prof(d, x != &f->down ? "rx_up0" : "rx_down0", f->coll);
         x->total = total;
         x->buf = malloc(total ? total : 1);
         if (x->buf == NULL) {
@@ -536,6 +554,7 @@ void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     if (x->got < x->total)
         return;
     x->done = 1;
+    hbd_fence_prof(d, x != &f->down ? "rx_up" : "rx_down", f->coll);
     if (x != &f->down) {
         f->kids_done++;
         progress(d, f);

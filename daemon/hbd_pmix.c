@@ -38,11 +38,11 @@ typedef struct px_op {
     char *data; /* fence: this node's contribution (copy) */
     size_t ndata;
     int collect;
-    int all; /* fence: the procs array covers the whole namespace */
+    int all;            /* fence: the procs array covers the whole namespace */
     pmix_proc_t *procs; /* fence: the procs array (copy) */
     size_t nprocs;
-    uint32_t timeout_s;    /* fence: PMIX_TIMEOUT, 0 if none */
-    struct event *ev_to;   /* fence in the barrier engine with a timeout */
+    uint32_t timeout_s;                /* fence: PMIX_TIMEOUT, 0 if none */
+    struct event *ev_to;               /* fence in the barrier engine with a timeout */
     void (*call)(hbd_t *d, void *arg); /* OP_CALL: run on the loop */
     void *call_arg;
     pmix_op_cbfunc_t opcb;
@@ -60,7 +60,7 @@ typedef struct hbd_px {
     px_op_t *head, *tail;
     int efd;
     struct event *ev_q, *ev_chld;
-    px_op_t *fences; /* in flight in the barrier engine (loop thread only) */
+    px_op_t *fences;        /* in flight in the barrier engine (loop thread only) */
     struct fence_sig *sigs; /* subset fences: sequence per (job, rank set) */
     uint32_t n_sigs, cap_sigs;
     char tmpdir[400];
@@ -145,6 +145,8 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
 {
     if (nprocs == 0 || procs == NULL)
         return PMIX_ERR_BAD_PARAM;
+    if (g_px.d != NULL)
+        hbd_fence_prof(g_px.d, "upcall", 0);
     px_op_t *op = op_new(OP_FENCE, &procs[0]);
     if (op == NULL)
         return PMIX_ERR_NOMEM;
@@ -193,6 +195,15 @@ static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[]
             op->timeout_s = (uint32_t)info[i].value.data.integer;
         else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_UINT32)
             op->timeout_s = info[i].value.data.uint32;
+        else if (PMIX_CHECK_KEY(&info[i], PMIX_REQUIRED_KEY) && info[i].value.type == PMIX_STRING &&
+                 info[i].value.data.string != NULL && op->msg == NULL) {
+            /* the key the requester waits for: the hosting daemon answers once it is there */
+            op->msg = strndup(info[i].value.data.string, PMIX_MAX_KEYLEN);
+            if (op->msg == NULL) {
+                free(op);
+                return PMIX_ERR_NOMEM;
+            }
+        }
     }
     if (op->timeout_s > 1000000)
         op->timeout_s = 1000000;
@@ -257,6 +268,7 @@ static void fence_finish(px_op_t *op, pmix_status_t st)
         n = op->ndata;
         op->data = NULL;
     }
+    hbd_fence_prof(g_px.d, "mcb", 0);
     if (op->mcb != NULL)
         op->mcb(st, data, n, op->cbdata, data ? fence_release : NULL, data);
     else
@@ -418,6 +430,7 @@ out:
 
 static void fence_run(hbd_t *d, px_op_t *op)
 {
+    hbd_fence_prof(d, "loop", 0);
     hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
     if (j == NULL) {
         fence_finish(op, PMIX_ERR_NOT_FOUND);
@@ -495,7 +508,8 @@ static void op_run(hbd_t *d, px_op_t *op)
         fence_run(d, op);
         return;
     case OP_DMODEX:
-        hbd_dmodex_request(d, &op->proc, op->timeout_s * 1000u, (hbd_fn_t)op->mcb, op->cbdata);
+        hbd_dmodex_request(d, &op->proc, op->msg, op->timeout_s * 1000u, (hbd_fn_t)op->mcb,
+                           op->cbdata);
         op_free(op);
         return;
     case OP_CALL:

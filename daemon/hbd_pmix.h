@@ -116,6 +116,8 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_n
 void hbd_fence_stats(hbd_t *d, char *buf, size_t cap);
 /* A HBD_WIRE_FENCE frame from a neighbour. */
 void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+/* HIBAR_FENCE_PROF set: a stderr line "fprof NODE STAGE COLL T_NS" (profiling the fence path). */
+void hbd_fence_prof(const hbd_t *d, const char *stage, uint64_t coll);
 /* Fail every fence in flight with UNAVAIL (shutdown). */
 void hbd_fence_fini(hbd_t *d);
 
@@ -126,11 +128,12 @@ int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg);
 /* The direct_modex upcall, on the loop: ask the daemon hosting proc (DMODEX frame) to serve it
  * through PMIx_server_dmodex_request, answer cbfunc exactly once (PMIX_ERR_NOT_FOUND for an
  * unknown process, PMIX_ERR_TIMEOUT after timeout_ms or the cluster's barrier timeout,
- * PMIX_ERR_COMM_FAILURE if that node is lost). proc: a pmix_proc_t; cbfunc: a
- * pmix_modex_cbfunc_t (cast). */
+ * PMIX_ERR_COMM_FAILURE if that node is lost). key: PMIX_REQUIRED_KEY or NULL; with a key the
+ * hosting daemon answers only once the process has committed that key (or the timeout ends
+ * the request). proc: a pmix_proc_t; cbfunc: a pmix_modex_cbfunc_t (cast). */
 typedef void (*hbd_fn_t)(void);
-void hbd_dmodex_request(hbd_t *d, const void *proc, uint32_t timeout_ms, hbd_fn_t cbfunc,
-                        void *cbdata);
+void hbd_dmodex_request(hbd_t *d, const void *proc, const char *key, uint32_t timeout_ms,
+                        hbd_fn_t cbfunc, void *cbdata);
 /* A HBD_WIRE_DMODEX frame. */
 void hbd_dmodex_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 /* Answer every request in flight (shutdown). */

@@ -179,14 +179,17 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
     if (m.type == HBD_WIRE_DMODEX) {
-        /* a request is header + namespace; a reply adds at most HBD_WIRE_DMODEX_MAX_DATA */
+        /* a request is header + namespace + key (keylen bytes); a reply is header + namespace
+         * + at most HBD_WIRE_DMODEX_MAX_DATA */
         hbd_wire_dmodex_t x;
         hbd_wire_dmodex_unpack(m.payload, &x);
         uint32_t min = HBD_WIRE_DMODEX_HDR + x.nslen;
         if ((x.kind != HBD_WIRE_DMODEX_REQ && x.kind != HBD_WIRE_DMODEX_REPLY) || x.nslen == 0 ||
-            x.reserved != 0 || m.len < min || x.origin == x.dest ||
+            m.len < min || x.origin == x.dest ||
             (ctx != NULL && (x.origin >= ctx->n_nodes || x.dest >= ctx->n_nodes)) ||
-            (x.kind == HBD_WIRE_DMODEX_REQ && (m.len != min || x.arg < 0)) ||
+            (x.kind == HBD_WIRE_DMODEX_REQ &&
+             (x.keylen > HBD_WIRE_DMODEX_MAX_KEY || m.len != min + x.keylen || x.arg < 0)) ||
+            (x.kind == HBD_WIRE_DMODEX_REPLY && x.keylen != 0) ||
             (x.kind == HBD_WIRE_DMODEX_REPLY &&
              (x.arg > 0 || m.len - min > HBD_WIRE_DMODEX_MAX_DATA ||
               (x.arg != 0 && m.len != min))))
@@ -205,7 +208,7 @@ void hbd_wire_dmodex_pack(const hbd_wire_dmodex_t *x, uint8_t out[HBD_WIRE_DMODE
 {
     out[0] = x->kind;
     out[1] = x->nslen;
-    put16(out + 2, x->reserved);
+    put16(out + 2, x->keylen);
     hbd_wire_put32(out + 4, x->id);
     hbd_wire_put32(out + 8, x->rank);
     hbd_wire_put32(out + 12, (uint32_t)x->arg);
@@ -239,7 +242,7 @@ void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmod
 {
     x->kind = in[0];
     x->nslen = in[1];
-    x->reserved = get16(in + 2);
+    x->keylen = get16(in + 2);
     x->id = hbd_wire_get32(in + 4);
     x->rank = hbd_wire_get32(in + 8);
     x->arg = (int32_t)hbd_wire_get32(in + 12);

@@ -33,10 +33,12 @@
 #define HBD_WIRE_FENCE_HDR 12
 #define HBD_WIRE_FENCE_MAX_DATA 32768
 #define HBD_WIRE_FENCE_MAX_PAYLOAD (HBD_WIRE_FENCE_HDR + HBD_WIRE_FENCE_MAX_DATA)
-/* DMODEX frames: a 24-byte header, the namespace (1..255 bytes), then (replies only) up to
- * HBD_WIRE_DMODEX_MAX_DATA bytes of the process' modex blob */
+/* DMODEX frames: a 24-byte header, the namespace (1..255 bytes), then: requests the required
+ * key (0..HBD_WIRE_DMODEX_MAX_KEY bytes), replies up to HBD_WIRE_DMODEX_MAX_DATA bytes of the
+ * process' modex blob */
 #define HBD_WIRE_DMODEX_HDR 24
 #define HBD_WIRE_DMODEX_MAX_DATA 32768
+#define HBD_WIRE_DMODEX_MAX_KEY 511 /* PMIX_MAX_KEYLEN */
 #define HBD_WIRE_DMODEX_MAX_PAYLOAD (HBD_WIRE_DMODEX_HDR + 255 + HBD_WIRE_DMODEX_MAX_DATA)
 #define HBD_WIRE_DMODEX_REQ 1
 #define HBD_WIRE_DMODEX_REPLY 2
@@ -128,11 +130,11 @@ typedef struct hbd_wire_coll {
     uint64_t off;      /* layout offset of the data that follows */
 } hbd_wire_coll_t;
 
-/* DMODEX payload header (validated by hbd_wire_decode: kind, nslen, reserved, the lengths). */
+/* DMODEX payload header (validated by hbd_wire_decode: kind, nslen, keylen, the lengths). */
 typedef struct hbd_wire_dmodex {
     uint8_t kind;    /* HBD_WIRE_DMODEX_REQ or _REPLY */
     uint8_t nslen;   /* namespace bytes after the header, 1..255 */
-    uint16_t reserved; /* 0 */
+    uint16_t keylen; /* request: PMIX_REQUIRED_KEY bytes after the namespace; reply: 0 */
     uint32_t id;     /* the requester's request id */
     uint32_t rank;   /* the process asked for */
     int32_t arg;     /* request: timeout in ms (>= 0); reply: PMIx status (<= 0) */

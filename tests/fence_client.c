@@ -20,10 +20,18 @@
  * --iters N    N fences; rank 0 prints "fence size=B ranks=N iters=N avg_us= min_us= max_us="
  * --samples    rank 0 also prints "sample US" per fence (hibar-bench fence); the first fence
  *              is a warm-up then (not timed), so --iters N makes N + 1 fences
+ * --first      before those: one fence without data (aligns the ranks after their start-up,
+ *              not timed), then one timed fence like the others; rank 0 prints "first US"
  * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex) and checks it; with
  *              --hang-rank size-1 that rank never puts it (sleeps --timeout + 3 s) and rank 0
  *              must get PMIX_ERR_TIMEOUT after --timeout s ("dmodex timeout"); then a key of
  *              an unknown namespace must give PMIX_ERR_NOT_FOUND ("dmodex not found")
+ * --late-key MS  no fence: rank size-1 (another node than rank 0's) puts and commits the key
+ *              "fc.late" (its rank, 4 bytes) MS ms after start-up, after its other data;
+ *              rank 0 asks for it at once (PMIx_Get, PMIX_TIMEOUT --timeout or 10 s): the
+ *              request must wait for the key, not fail at once ("late key after US").
+ *              With --hang-rank size-1 that rank never puts it and rank 0 must get
+ *              PMIX_ERR_TIMEOUT no sooner than --timeout - 1 s ("late key timeout after US").
  * After the fences, each rank gets the key of every rank of its set and checks its bytes.
  * Exit: 0 ok, 2 usage, 3 init, 4 fence failed, 5 data wrong, 6 expected timeout missing.
  */
@@ -63,11 +71,58 @@ static int check_key(const pmix_proc_t *me, uint32_t r, size_t size, pmix_info_t
     return bad ? 5 : 0;
 }
 
+/* --late-key: see the usage above. 0, 5 (wrong value), 6 (wrong status or timing). */
+static int late_key(const pmix_proc_t *me, uint32_t n, long late_ms, long tmo, long hang)
+{
+    uint32_t last = n - 1;
+    if (me->rank == last && (long)last != hang) {
+        usleep((useconds_t)late_ms * 1000u);
+        pmix_value_t val;
+        val.type = PMIX_UINT32;
+        val.data.uint32 = me->rank + 1000u;
+        if (PMIx_Put(PMIX_GLOBAL, "fc.late", &val) != PMIX_SUCCESS || PMIx_Commit() != PMIX_SUCCESS)
+            return 4;
+        return 0;
+    }
+    if (me->rank != 0 || n < 2)
+        return 0;
+    pmix_info_t info[1];
+    int t = tmo > 0 ? (int)tmo : 10;
+    PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &t, PMIX_INT);
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    PMIX_LOAD_PROCID(&p, me->nspace, last);
+    double t0 = now_us();
+    pmix_status_t rc = PMIx_Get(&p, "fc.late", info, 1, &v);
+    double dt = now_us() - t0;
+    int ret = 0;
+    if ((long)last == hang) {
+        if (rc == PMIX_ERR_TIMEOUT && dt >= (double)(t - 1) * 1e6) {
+            printf("late key timeout after %.0f\n", dt);
+        } else {
+            fprintf(stderr, "rank 0: late key never put: %s after %.0f us\n", PMIx_Error_string(rc),
+                    dt);
+            ret = 6;
+        }
+    } else if (rc != PMIX_SUCCESS || v == NULL) {
+        fprintf(stderr, "rank 0: late key: %s after %.0f us\n", PMIx_Error_string(rc), dt);
+        ret = 6;
+    } else if (v->type != PMIX_UINT32 || v->data.uint32 != last + 1000u) {
+        fprintf(stderr, "rank 0: late key has the wrong value\n");
+        ret = 5;
+    } else {
+        printf("late key after %.0f\n", dt);
+    }
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v);
+    return ret;
+}
+
 int main(int argc, char **argv)
 {
     pmix_proc_t me, job;
-    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1;
-    int split = 0, nodata = 0, dmodex = 0, samples = 0, ret = 0;
+    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1, late = -1;
+    int split = 0, nodata = 0, dmodex = 0, samples = 0, first = 0, ret = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--split") == 0) {
@@ -86,6 +141,10 @@ int main(int argc, char **argv)
             dmodex = 1;
             continue;
         }
+        if (strcmp(a, "--first") == 0) {
+            first = 1;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "fence_client: %s needs a value\n", a);
             return 2;
@@ -101,6 +160,8 @@ int main(int argc, char **argv)
             tmo = v;
         else if (strcmp(a, "--hang-rank") == 0)
             hang = v;
+        else if (strcmp(a, "--late-key") == 0)
+            late = v;
         else {
             fprintf(stderr, "fence_client: unknown option %s\n", a);
             return 2;
@@ -133,6 +194,21 @@ int main(int argc, char **argv)
         if (PMIx_Put(PMIX_GLOBAL, "fc.blob", &val) != PMIX_SUCCESS || PMIx_Commit() != PMIX_SUCCESS)
             ret = 4;
         free(b);
+    }
+    if (late >= 0 && ret == 0) {
+        ret = late_key(&me, n, late, tmo, hang);
+        PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+        pmix_status_t frc = PMIx_Fence(&job, 1, NULL, 0);
+        if (frc != PMIX_SUCCESS && ret == 0) {
+            fprintf(stderr, "rank %u: fence after the late key: %s\n", me.rank,
+                    PMIx_Error_string(frc));
+            ret = 4;
+        }
+        if (ret == 0)
+            printf("ok rank %u\n", me.rank);
+        fflush(stdout);
+        PMIx_Finalize(NULL, 0);
+        return ret;
     }
     /* this rank's set */
     pmix_proc_t *set = calloc(n, sizeof(pmix_proc_t));
@@ -209,8 +285,20 @@ int main(int argc, char **argv)
             printf("ok rank %u\n", me.rank);
         in = 0;
     }
-    double sum = 0, mn = 1e30, mx = 0;
+    double sum = 0, mn = 1e30, mx = 0, first_us = -1;
+    int prof = getenv("FENCE_CLIENT_PROF") != NULL; /* every rank: "tfence RANK IT T0_NS T1_NS" */
     double *smp = calloc((size_t)iters, sizeof(double));
+    if (first && in && ret == 0 && hang < 0) {
+        pmix_status_t rc = PMIx_Fence(set, ns, NULL, 0); /* align: start-up skew not timed */
+        double t0 = now_us();
+        if (rc == PMIX_SUCCESS)
+            rc = PMIx_Fence(set, ns, info, ninfo);
+        first_us = now_us() - t0;
+        if (rc != PMIX_SUCCESS) {
+            fprintf(stderr, "rank %u: first fence: %s\n", me.rank, PMIx_Error_string(rc));
+            ret = 4;
+        }
+    }
     for (long it = -samples; in && ret == 0 && it < iters; it++) {
         if ((long)me.rank == hang) {
             sleep((unsigned)tmo + 3);
@@ -234,6 +322,8 @@ int main(int argc, char **argv)
             ret = 4;
             break;
         }
+        if (prof)
+            printf("tfence %u %ld %.0f %.0f\n", me.rank, it, t0 * 1e3, (t0 + dt) * 1e3);
         if (it < 0)
             continue; /* warm-up */
         if (smp != NULL)
@@ -255,6 +345,8 @@ int main(int argc, char **argv)
     if (in && ret == 0 && hang < 0 && me.rank == 0)
         printf("fence size=%ld ranks=%u set=%zu iters=%ld avg_us=%.1f min_us=%.1f max_us=%.1f\n",
                nodata ? 0 : size, n, ns, iters, sum / (double)iters, mn, mx);
+    if (first_us >= 0 && in && ret == 0 && me.rank == 0)
+        printf("first %.3f\n", first_us);
     for (long it = 0; samples && smp != NULL && in && ret == 0 && me.rank == 0 && it < iters; it++)
         printf("sample %.3f\n", smp[it]);
     free(smp);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # fence_pmix.sh: PMIx fences across emulated nodes: with data over the whole job, over subsets
 # (only the nodes hosting the ranks take part; two subsets in flight at once), without data,
-# PMIX_TIMEOUT (every participant gets PMIX_ERR_TIMEOUT).
+# PMIX_TIMEOUT (every participant gets PMIX_ERR_TIMEOUT), direct modex (PMIX_REQUIRED_KEY).
 . "$(dirname "$0")/run_lib.sh"
 FC="$bld/tests/fence_client"
 [ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
@@ -48,6 +48,16 @@ run 0 -n 8 "${EM[@]}" "$FC" --dmodex --size 3000
 [ "$(count_ok)" -eq 8 ] && grep -q '^dmodex not found' "$OUT" || fail "direct modex"
 run 0 -n 8 "${EM[@]}" "$FC" --dmodex --size 10 --timeout 2 --hang-rank 7
 grep -q '^dmodex timeout' "$OUT" || fail "direct modex timeout"
+check_clean
+# PMIX_REQUIRED_KEY: rank 0 (rt0) asks for a key that rank 7 (rt3) puts and commits 1.5 s later,
+# after other data it committed at once: rt3's daemon holds the request until the key is there
+# (libpmix alone would answer with the data committed so far: PMIX_ERR_NOT_FOUND); a key never
+# put ends in PMIX_ERR_TIMEOUT after PMIx_Get's PMIX_TIMEOUT (2 s), not at once
+run 0 -n 8 "${EM[@]}" "$FC" --late-key 1500
+late=$(sed -n 's/^late key after \([0-9]*\)$/\1/p' "$OUT")
+[ "$(count_ok)" -eq 8 ] && [ -n "$late" ] && [ "$late" -ge 1300000 ] || fail "required key put late ($late us)"
+run 0 -n 8 "${EM[@]}" "$FC" --late-key 0 --timeout 2 --hang-rank 7
+grep -q '^late key timeout after' "$OUT" && [ "$(count_ok)" -eq 8 ] || fail "required key never put"
 check_clean
 # hibar-bench fence: one row per size, rank 0's samples (no timing checked)
 HIBAR_FENCE_CLIENT="$FC" HIBAR_RUN="$RUN" "$bld/tools/hibar-bench" fence --nodes 4 --sizes 0,1024 \

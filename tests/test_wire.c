@@ -140,6 +140,7 @@ static hbd_wire_reason_t dm_why(const hbd_wire_dmodex_t *x, const char *ns, uint
         CU_ASSERT_EQUAL(back.origin, x->origin);
         CU_ASSERT_EQUAL(back.dest, x->dest);
         CU_ASSERT_EQUAL(back.nslen, claim_nslen);
+        CU_ASSERT_EQUAL(back.keylen, x->keylen);
     }
     return why;
 }
@@ -163,13 +164,24 @@ static void test_dmodex(void)
     CU_ASSERT_EQUAL(dm_why(&req, ns, 0, 0), HBD_WIRE_BAD_PAYLOAD);
     CU_ASSERT_EQUAL(dm_why(&req, ns, 0, nl + 1), HBD_WIRE_BAD_PAYLOAD);
     CU_ASSERT_EQUAL(dm_why(&rep, ns, 0, nl + 1), HBD_WIRE_BAD_PAYLOAD);
-    /* kind, reserved, origin/destination, statuses */
+    /* a request with its required key (PMIX_REQUIRED_KEY): exactly keylen bytes after the
+     * namespace, at most HBD_WIRE_DMODEX_MAX_KEY; a reply never has one */
+    hbd_wire_dmodex_t kreq = req;
+    kreq.keylen = 7;
+    CU_ASSERT_EQUAL(dm_why(&kreq, ns, 7, nl), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(dm_why(&kreq, ns, 6, nl), HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(dm_why(&kreq, ns, 8, nl), HBD_WIRE_BAD_PAYLOAD);
+    kreq.keylen = HBD_WIRE_DMODEX_MAX_KEY;
+    CU_ASSERT_EQUAL(dm_why(&kreq, ns, HBD_WIRE_DMODEX_MAX_KEY, nl), HBD_WIRE_OK);
+    kreq.keylen = HBD_WIRE_DMODEX_MAX_KEY + 1;
+    CU_ASSERT_EQUAL(dm_why(&kreq, ns, HBD_WIRE_DMODEX_MAX_KEY + 1, nl), HBD_WIRE_BAD_PAYLOAD);
+    /* kind, key length of a reply, origin/destination, statuses */
     hbd_wire_dmodex_t bad = req;
     bad.kind = 3;
     CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
-    bad = req;
-    bad.reserved = 1;
-    CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);
+    bad = rep;
+    bad.keylen = 1;
+    CU_ASSERT_EQUAL(dm_why(&bad, ns, 1, nl), HBD_WIRE_BAD_PAYLOAD);
     bad = req;
     bad.dest = 30; /* ctx has 30 nodes */
     CU_ASSERT_EQUAL(dm_why(&bad, ns, 0, nl), HBD_WIRE_BAD_PAYLOAD);

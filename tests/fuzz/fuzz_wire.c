@@ -35,7 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             hbd_wire_dmodex_t x;
             hbd_wire_dmodex_unpack(m.payload, &x);
             if (x.nslen == 0 || HBD_WIRE_DMODEX_HDR + (uint32_t)x.nslen > m.len ||
-                (x.kind == HBD_WIRE_DMODEX_REQ && x.arg < 0) ||
+                (x.kind == HBD_WIRE_DMODEX_REQ &&
+                 (x.arg < 0 || x.keylen > HBD_WIRE_DMODEX_MAX_KEY ||
+                  m.len != HBD_WIRE_DMODEX_HDR + (uint32_t)x.nslen + x.keylen)) ||
+                (x.kind == HBD_WIRE_DMODEX_REPLY && x.keylen != 0) ||
                 (x.kind == HBD_WIRE_DMODEX_REPLY && x.arg > 0) || x.origin == x.dest)
                 __builtin_trap();
         }
