@@ -38,7 +38,7 @@ static void usage(FILE *f)
             "      --gen-key FILE    write a new cluster key pair to FILE (mode 0600) and exit\n"
             "  -h, --help, -V, --version\n"
             "Control socket: RUN_DIR/NAME.sock (commands: ping status stats barrier tib tsr "
-            "launch coll shutdown).\n"
+            "launch run coll shutdown).\n"
             "Environment: HIBAR_<KEY> overrides, HIBAR_LOG, HIBAR_TRACE_DIR (write every hier event\n"
             "and action to DIR/n<node>.trace, for hibar-sim replay).\n");
 }
