@@ -109,7 +109,12 @@ on 0 timeout 60 "${RUN[@]}" -n 8 -T 50 "$FC" --size 1024 --iters 3 >"$tmp/out" 2
 on 0 timeout 60 "${RUN[@]}" -n 4 -T 50 "$FC" --size 65536 >"$tmp/out" 2>"$tmp/err" ||
     { cat "$tmp/out" "$tmp/err"; fail "fence_client 64 KiB"; }
 [ "$(grep -c '^ok rank' "$tmp/out")" -eq 4 ] || fail "fence_client 64 KiB: expected 4 ok"
-echo "pmix_hello and fence_client across 4 hosts: ok"
+# a 100 KB environment: the spec crosses the links in 4 chunks; every rank sees it whole
+BIG=$(head -c 100000 /dev/zero | tr '\0' x) on 0 timeout 60 "${RUN[@]}" -n 8 -T 50 /bin/sh -c 'echo "len ${#BIG} $(hostname)"' \
+    >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "job with a 100 KB spec"; }
+[ "$(grep -c '^len 100000 ' "$tmp/out")" -eq 8 ] && [ "$(sort -u "$tmp/out" | wc -l)" -eq 4 ] ||
+    { cat "$tmp/out"; fail "100 KB spec: expected 8 ranks on 4 hosts seeing it whole"; }
+echo "pmix_hello, fence_client and a 100 KB spec across 4 hosts: ok"
 
 # 3. a failing rank on host 2 stops the job everywhere, reported with its node; exit status 3
 on 0 timeout 60 "${RUN[@]}" -n 8 -T 50 "$HELLO" --fences 3 --fail-rank 5 >"$tmp/out" 2>"$tmp/err"
