@@ -162,6 +162,32 @@ void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p);
 uint64_t hbd_barrier_next_coll(const hbd_t *d);
 
 /* hbd_coll.c: collectives across nodes (coll/ schedules executed over COLL frames). */
+struct hb_coll_sched;
+typedef struct hbd_coll_run hbd_coll_run_t;
+/* Ids of a job's collectives (libhibar ranks) have this bit; the control command's count from 0. */
+#define HBD_COLL_ID_JOB (1ull << 63)
+/* A job's collective, as every node agreed on it (identical on every node). */
+typedef struct hbd_coll_job_args {
+    int op;                   /* hb_coll_op_t */
+    int vform;                /* counts give each node's bytes */
+    uint32_t root;            /* root node */
+    uint64_t size;            /* bytes per rank (bcast: in total) */
+    const uint32_t *ranks_of; /* [n_nodes] ranks of the job on each node */
+    const uint64_t *counts;   /* [n_nodes] bytes per node (-v) */
+} hbd_coll_job_args_t;
+/* Called once when this node's part is over: status 0 and the output (the schedule's layout
+ * for this node: node blocks in node order, valid during the call), or an error and NULL. */
+typedef void (*hbd_coll_cb_t)(hbd_t *d, int status, const struct hb_coll_sched *s,
+                              const uint8_t *out, void *arg);
+/* Build the schedule (algorithm from HIBAR_COLL_ALG / HIBAR_COLL_LANES or the model). `in`
+ * (malloc'd, taken over, also on error) is the node's input in node order: scatter and bcast
+ * root all blocks / the buffer, gather and allgather the node's block, others NULL; in_len
+ * must be what the schedule expects (INTERNAL otherwise). Then hbd_coll_job_start calls cb
+ * exactly once (maybe before it returns). Errors (nothing to start or free): INVAL, EXISTS,
+ * PEER_LOST, NOMEM, NOT_INIT, INTERNAL. */
+int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uint8_t *in,
+                        uint64_t in_len, hbd_coll_run_t **r_p);
+void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg);
 int hbd_coll_init(hbd_t *d);
 void hbd_coll_fini(hbd_t *d);
 /* Control command "coll OP ALG ROOT SIZE [LANES [SEG]]" (see hbd_coll.c). */

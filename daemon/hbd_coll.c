@@ -22,9 +22,14 @@
  * messages before START); when the command comes, arguments that differ fail it with
  * HIBAR_ERR_MISMATCH, and so does a frame whose arguments differ from the daemon's.
  *
- * Data: this is the daemons' half of the collective. Until the per-job segment is served by
- * hibard, the input is a pattern derived from (collective id, node, byte), and every daemon
- * checks its output against the pattern: the reply says whether the data arrived intact.
+ * Data. A control command's collective moves a pattern derived from (collective id, node,
+ * byte), and every daemon checks its output against the pattern: the reply says whether the
+ * data arrived intact. A job's collective (hbd_coll_job_create, ids with HBD_COLL_ID_JOB, from
+ * libhibar ranks through hbd_ranks.c) moves the ranks' data: the caller fills the input and
+ * gets the output in its callback. Its arguments (per-node ranks and -v counts) were agreed
+ * by every node before it starts, but a fast peer's segments can arrive before this node's
+ * agreement finished: they are kept (copied, bounded by HBD_COLL_STASH_MAX bytes) and fed
+ * to the run when it is created.
  *
  * Sends go through a FIFO per collective: a frame waits while the on-demand link to its
  * peer comes up (hbd_net_link) or the peer's ZeroMQ queue is full, retried from a 1 ms
@@ -33,10 +38,21 @@
  */
 
 #define HBD_COLL_ACTS 64
-#define HBD_COLL_MAX_TOTAL (1ull << 30) /* layout bytes one collective may hold on a node */
-#define HBD_COLL_LINK_NS 50000000ull    /* HELLO resend while a link comes up */
+#define HBD_COLL_MAX_TOTAL (1ull << 30)   /* layout bytes one collective may hold on a node */
+#define HBD_COLL_LINK_NS 50000000ull      /* HELLO resend while a link comes up */
+#define HBD_COLL_STASH_MAX (256ull << 20) /* early segments of job collectives kept */
 
-typedef struct hbd_coll_run {
+/* A segment of a job collective that arrived before the run existed here. */
+typedef struct hbd_coll_early {
+    struct hbd_coll_early *next;
+    uint64_t id, t_rx;
+    uint32_t from;
+    hbd_wire_coll_t key;
+    uint64_t len;
+    uint8_t data[];
+} hbd_coll_early_t;
+
+struct hbd_coll_run {
     struct hbd_coll_run *next;
     uint64_t id;
     hbd_wire_coll_t key; /* op, alg, root, size, lanes, seg_size (seq, off unused) */
@@ -51,7 +67,11 @@ typedef struct hbd_coll_run {
     double predicted_us;
     uint64_t t_created, t_start, t_done, last_link_ns;
     uint64_t frames_tx, frames_rx;
-} hbd_coll_run_t;
+    /* a job's collective: the caller's callback instead of a reply, its own node table */
+    hbd_coll_cb_t cb;
+    void *cb_arg;
+    uint32_t *ranks_of;
+};
 
 typedef struct hbd_coll_state {
     hbd_coll_run_t *runs;
@@ -61,6 +81,8 @@ typedef struct hbd_coll_state {
     hb_coll_nodes_t nodes;
     uint64_t timeout_ns;
     uint64_t done, failed, late, bad;
+    hbd_coll_early_t *early; /* job segments that came before their run */
+    uint64_t early_bytes;
 } hbd_coll_state_t;
 
 static uint8_t pat(uint64_t id, uint32_t node, uint64_t i)
@@ -93,6 +115,7 @@ static void run_free(hbd_coll_run_t *r)
 {
     if (r->conn != NULL)
         hbd_ctl_release(r->conn);
+    free(r->ranks_of);
     hb_coll_exec_free(r->x);
     hb_coll_sched_free(r->s);
     free(r->in);
@@ -113,6 +136,11 @@ void hbd_coll_fini(hbd_t *d)
             hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST, "daemon stopping",
                           r->id);
         run_free(r);
+    }
+    while (st->early != NULL) {
+        hbd_coll_early_t *e = st->early;
+        st->early = e->next;
+        free(e);
     }
     if (st->ev_timer != NULL)
         event_free(st->ev_timer);
@@ -154,8 +182,10 @@ static uint64_t vcount(uint64_t max, uint32_t i)
     return max == 0 ? 0 : h % (max + 1);
 }
 
-/* Build the schedule and the executor with its pattern input. */
-static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_coll_run_t **r_p)
+/* Build the schedule (per-node ranks and -v counts as given, NULL: the control command's
+ * one rank per node and vcount) and allocate the buffers; no executor yet. */
+static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const uint32_t *ranks_of,
+                     const uint64_t *vcounts, hbd_coll_run_t **r_p)
 {
     hbd_coll_state_t *st = d->coll;
     uint32_t v = d->self;
@@ -165,15 +195,27 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
                         .size = key->size,
                         .seg_size = key->seg_size,
                         .lanes = key->lanes};
+    hb_coll_nodes_t nodes = st->nodes;
     hbd_coll_run_t *r = calloc(1, sizeof(*r));
     uint64_t *counts = NULL;
     int rc;
     if (r == NULL)
         return HIBAR_ERR_NOMEM;
-    if (key->flags & HBD_WIRE_COLL_F_V) {
+    if (ranks_of != NULL) {
+        r->ranks_of = malloc(nodes.n_nodes * sizeof(uint32_t));
+        if (r->ranks_of == NULL) {
+            free(r);
+            return HIBAR_ERR_NOMEM;
+        }
+        memcpy(r->ranks_of, ranks_of, nodes.n_nodes * sizeof(uint32_t));
+        nodes.ranks_of = r->ranks_of;
+    }
+    if ((key->flags & HBD_WIRE_COLL_F_V) && vcounts != NULL) {
+        a.counts = vcounts;
+    } else if (key->flags & HBD_WIRE_COLL_F_V) {
         counts = calloc(st->nodes.n_nodes, sizeof(uint64_t));
         if (counts == NULL) {
-            free(r);
+            run_free(r);
             return HIBAR_ERR_NOMEM;
         }
         for (uint32_t i = 0; i < st->nodes.n_nodes; i++)
@@ -183,8 +225,7 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
     r->id = id;
     r->key = *key;
     r->t_created = hb_time_now_ns();
-    rc = key->size > HBD_COLL_MAX_TOTAL ? HIBAR_ERR_INVAL
-                                        : hb_coll_sched_build(&st->nodes, &a, &r->s);
+    rc = key->size > HBD_COLL_MAX_TOTAL ? HIBAR_ERR_INVAL : hb_coll_sched_build(&nodes, &a, &r->s);
     free(counts);
     if (rc != 0)
         goto err_free;
@@ -212,6 +253,34 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
         goto err_free;
     }
     memset(r->out, 0xEE, r->out_len + 1);
+    *r_p = r;
+    return 0;
+err_free:
+    run_free(r);
+    return rc;
+}
+
+/* Create the executor and put the run on the list. */
+static int run_arm(hbd_t *d, hbd_coll_run_t *r)
+{
+    hbd_coll_state_t *st = d->coll;
+    int rc = hb_coll_exec_create(r->s, d->self, r->in, r->out, 0, &r->x);
+    if (rc != 0)
+        return rc;
+    r->next = st->runs;
+    st->runs = r;
+    return 0;
+}
+
+/* A control command's collective: schedule, executor and its pattern input. */
+static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_coll_run_t **r_p)
+{
+    hbd_coll_run_t *r;
+    uint32_t v = d->self;
+    int rc = run_build(d, id, key, NULL, NULL, &r);
+    if (rc != 0)
+        return rc;
+    const hb_coll_sched_t *s = r->s;
     if (s->op == HB_COLL_SCATTER && v == s->root) {
         for (uint32_t w = 0; w < s->n_nodes; w++)
             for (uint64_t i = 0; i < s->bytes[w]; i++)
@@ -221,16 +290,13 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
         for (uint64_t i = 0; i < r->in_len; i++)
             r->in[i] = pat(id, who, i);
     }
-    rc = hb_coll_exec_create(s, v, r->in, r->out, 0, &r->x);
-    if (rc != 0)
-        goto err_free;
-    r->next = st->runs;
-    st->runs = r;
+    rc = run_arm(d, r);
+    if (rc != 0) {
+        run_free(r);
+        return rc;
+    }
     *r_p = r;
     return 0;
-err_free:
-    run_free(r);
-    return rc;
 }
 
 /* Does the output hold the pattern? */
@@ -277,6 +343,16 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
     if (!r->started || !(r->failed || (r->complete && r->qhead == r->nq)))
         return;
     r->t_done = hb_time_now_ns();
+    if (r->cb != NULL) {
+        if (r->failed)
+            st->failed++;
+        else
+            st->done++;
+        run_unlink(st, r);
+        r->cb(d, r->failed ? r->status : 0, r->s, r->failed ? NULL : r->out, r->cb_arg);
+        run_free(r);
+        return;
+    }
     if (!r->failed && !run_check(r, d->self)) {
         hb_log_error("collective %" PRIu64 " (%s %s): wrong data in node %" PRIu32 "'s output",
                      r->id, hb_coll_op_name(r->s->op), hb_coll_alg_name(r->s->alg), d->self);
@@ -444,6 +520,17 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     }
     /* runs that failed before their command came stay until it comes (or forever: bounded
      * by the commands the ranks send) */
+    for (hbd_coll_early_t **pp = &st->early; *pp != NULL;) {
+        hbd_coll_early_t *e = *pp;
+        if (now - e->t_rx <= st->timeout_ns) {
+            pp = &e->next;
+            continue;
+        }
+        *pp = e->next;
+        st->early_bytes -= e->len;
+        st->late++;
+        free(e);
+    }
     timer_arm(d);
 }
 
@@ -457,7 +544,7 @@ static void timer_arm(hbd_t *d)
         any = 1;
         busy |= r->qhead < r->nq;
     }
-    if (!any)
+    if (!any && st->early == NULL)
         return;
     if (st->ev_timer == NULL) {
         st->ev_timer = evtimer_new(d->base, timer_cb, d);
@@ -504,6 +591,8 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, int auto_alg, double *p
         *pred_p = c.alg_us[key->alg];
     }
 }
+
+static void run_start(hbd_t *d, hbd_coll_run_t *r);
 
 /* "coll OP ALG ROOT SIZE [LANES [SEG]]": ALG auto|flat|binomial|single-lane|multi-lane
  * (HIBAR_COLL_ALG in the daemon's environment forces one for auto; HIBAR_COLL_LANES the
@@ -580,8 +669,14 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
         run_fail(r, HIBAR_ERR_MISMATCH);
     }
     r->conn = hbd_ctl_hold(conn);
-    r->started = 1;
     r->predicted_us = pred;
+    run_start(d, r);
+}
+
+/* This node's side begins: links up, START, and the reply once it is over. */
+static void run_start(hbd_t *d, hbd_coll_run_t *r)
+{
+    r->started = 1;
     r->t_start = hb_time_now_ns();
     /* bring up the links this node's steps need before the first send */
     uint32_t ns;
@@ -601,6 +696,156 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     timer_arm(d);
 }
 
+int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uint8_t *in,
+                        uint64_t in_len, hbd_coll_run_t **r_p)
+{
+    hbd_coll_state_t *st = d->coll;
+    int rc = 0;
+    if (st == NULL)
+        rc = HIBAR_ERR_NOT_INIT;
+    else if (!(id & HBD_COLL_ID_JOB) || a->op < 0 || a->op >= HB_COLL_OP_COUNT ||
+             a->root >= d->topo->n_nodes ||
+             (a->vform && (a->counts == NULL || a->op == HB_COLL_BCAST)))
+        rc = HIBAR_ERR_INVAL;
+    else if (d->lost)
+        rc = HIBAR_ERR_PEER_LOST;
+    else if (run_find(st, id) != NULL)
+        rc = HIBAR_ERR_EXISTS;
+    if (rc != 0) {
+        free(in);
+        return rc;
+    }
+    const char *env_alg = getenv("HIBAR_COLL_ALG"), *env_lanes = getenv("HIBAR_COLL_LANES");
+    hb_coll_alg_t alg = HB_COLL_ALG_FLAT;
+    int auto_alg = env_alg == NULL || *env_alg == '\0' || strcmp(env_alg, "auto") == 0;
+    if (!auto_alg && hb_coll_alg_parse(env_alg, &alg) != 0) {
+        hb_log_warn("HIBAR_COLL_ALG='%s' is no algorithm; the model chooses", env_alg);
+        auto_alg = 1;
+    }
+    /* The model reasons per process; a node carries its ranks' blocks at once. */
+    uint32_t per_node = 1;
+    for (uint32_t i = 0; i < d->topo->n_nodes; i++)
+        per_node = a->ranks_of[i] > per_node ? a->ranks_of[i] : per_node;
+    hbd_wire_coll_t key = {.op = (uint8_t)a->op,
+                           .flags = a->vform ? HBD_WIRE_COLL_F_V : 0,
+                           .alg = (uint8_t)alg,
+                           .root = a->root,
+                           .size = a->op == HB_COLL_BCAST ? a->size : a->size * per_node,
+                           .lanes = env_lanes != NULL ? (uint32_t)strtoul(env_lanes, NULL, 10) : 0,
+                           .seg_size = HBD_WIRE_COLL_MAX_DATA};
+    double pred;
+    model_choose(d, &key, auto_alg, &pred);
+    key.size = a->size; /* the schedule's bytes per rank */
+    hbd_coll_run_t *r;
+    rc = run_build(d, id, &key, a->ranks_of, a->vform ? a->counts : NULL, &r);
+    if (rc != 0) {
+        free(in);
+        return rc;
+    }
+    if (in_len != r->in_len || (in == NULL && in_len > 0)) {
+        hb_log_error("collective %#" PRIx64 ": input of %" PRIu64
+                     " bytes, the schedule needs %" PRIu64,
+                     id, in_len, r->in_len);
+        free(in);
+        run_free(r);
+        return HIBAR_ERR_INTERNAL;
+    }
+    if (in != NULL) {
+        free(r->in);
+        r->in = in;
+    }
+    r->predicted_us = pred;
+    if (hb_log_get_level() >= HB_LOG_DEBUG) {
+        char buf[200];
+        hb_coll_sched_describe(r->s, buf, sizeof(buf));
+        hb_log_debug("collective %#" PRIx64 ": %s (model: %.1f us)", id, buf, pred);
+    }
+    *r_p = r;
+    return 0;
+}
+
+void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg)
+{
+    hbd_coll_state_t *st = d->coll;
+    r->cb = cb;
+    r->cb_arg = arg;
+    int rc = run_arm(d, r);
+    if (rc != 0) {
+        r->cb = NULL;
+        cb(d, rc, r->s, NULL, arg);
+        run_free(r);
+        return;
+    }
+    /* segments that came first, in the order they came */
+    hbd_coll_early_t **pp = &st->early, *mine = NULL, **tail = &mine;
+    while (*pp != NULL) {
+        hbd_coll_early_t *e = *pp;
+        if (e->id != r->id) {
+            pp = &e->next;
+            continue;
+        }
+        *pp = e->next;
+        e->next = NULL;
+        *tail = e;
+        tail = &e->next;
+    }
+    if (d->lost)
+        run_fail(r, HIBAR_ERR_PEER_LOST);
+    while (mine != NULL) {
+        hbd_coll_early_t *e = mine;
+        mine = e->next;
+        st->early_bytes -= e->len;
+        if (!r->failed && !key_equal(&e->key, &r->key)) {
+            hb_log_error("collective %#" PRIx64 ": node %" PRIu32 " runs other arguments", r->id,
+                         e->from);
+            run_fail(r, HIBAR_ERR_MISMATCH);
+        } else if (!r->failed) {
+            hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
+                               .from = e->from,
+                               .seq = e->key.seq,
+                               .off = e->key.off,
+                               .len = e->len,
+                               .data = e->data};
+            r->frames_rx++;
+            run_feed(d, r, &ev);
+        }
+        free(e);
+    }
+    run_start(d, r);
+}
+
+/* A job collective's segment before its run: keep a copy. */
+static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t *c)
+{
+    hbd_coll_state_t *st = d->coll;
+    uint64_t len = m->len - HBD_WIRE_COLL_HDR;
+    if (st->early_bytes + len > HBD_COLL_STASH_MAX) {
+        st->bad++;
+        hb_log_warn("collective %#" PRIx64 ": too many early segments held; one from node %" PRIu32
+                    " dropped",
+                    m->coll_id, m->src);
+        return;
+    }
+    hbd_coll_early_t *e = malloc(sizeof(*e) + len);
+    if (e == NULL) {
+        st->bad++;
+        return;
+    }
+    e->id = m->coll_id;
+    e->t_rx = hb_time_now_ns();
+    e->from = m->src;
+    e->key = *c;
+    e->len = len;
+    memcpy(e->data, m->payload + HBD_WIRE_COLL_HDR, len);
+    hbd_coll_early_t **pp = &st->early;
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    e->next = NULL;
+    *pp = e;
+    st->early_bytes += len;
+    timer_arm(d);
+}
+
 void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     hbd_coll_state_t *st = d->coll;
@@ -609,6 +854,10 @@ void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         return;
     hbd_wire_coll_unpack(m->payload, &c);
     hbd_coll_run_t *r = run_find(st, m->coll_id);
+    if (r == NULL && (m->coll_id & HBD_COLL_ID_JOB)) {
+        early_keep(d, m, &c);
+        return;
+    }
     if (r == NULL) {
         if (m->coll_id < st->next_id) {
             st->late++; /* for a collective already over (or failed) here */

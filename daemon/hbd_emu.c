@@ -310,9 +310,9 @@ int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
     /* files a crashed daemon leaves behind */
     for (uint32_t i = 0; i < n; i++) {
         char path[400];
-        const char *sfx[] = {"sock", "pid", "port", "port.tmp", "pid.tmp", "log"};
+        const char *sfx[] = {"sock", "pid", "port", "port.tmp", "pid.tmp", "ranks", "log"};
         for (size_t k = 0; k < sizeof(sfx) / sizeof(sfx[0]); k++) {
-            if (k == 5 && o != NULL && o->keep_logs)
+            if (strcmp(sfx[k], "log") == 0 && o != NULL && o->keep_logs)
                 continue;
             snprintf(path, sizeof(path), "%s/%s.%s", cfg->run_dir, cfg->nodes[i].name, sfx[k]);
             if (unlink_quiet(path) != 0)

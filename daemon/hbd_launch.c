@@ -113,6 +113,7 @@ static void job_free(hbd_job_t *j)
             break;
         }
     hbd_pmix_job_deregister(j);
+    hbd_ranks_job_close(j);
     for (uint32_t k = 0; k < j->n_local; k++)
         for (int s = 0; s < 2; s++) {
             if (j->local[k].ev_out[s] != NULL)
@@ -208,6 +209,7 @@ static void rank_check_done(hbd_rank_t *r)
         why = "exited without calling PMIx_Finalize";
     job_send(j, "x %" PRIu32 " %d %s\n", r->rank, code, why);
     if (strcmp(why, "ok") != 0) {
+        hbd_ranks_rank_lost(j, r->local_rank);
         j->failed = 1;
         char b[96];
         snprintf(b, sizeof(b), "rank %" PRIu32 " %s", r->rank, why);
@@ -346,7 +348,7 @@ static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull)
     for (uint32_t i = 0; i < s->n_env; i++)
         if ((env[i] = strdup(s->env[i])) == NULL)
             goto out;
-    if ((rc = hbd_pmix_setup_fork(j, lr, &env)) != 0)
+    if ((rc = hbd_pmix_setup_fork(j, lr, &env)) != 0 || (rc = hbd_ranks_env(j, lr, &env)) != 0)
         goto out;
     rc = HIBAR_ERR_IO;
     if (pipe2(p[0], O_CLOEXEC) != 0 || pipe2(p[1], O_CLOEXEC) != 0) {
@@ -524,6 +526,13 @@ void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_pa
         j->n_local = 0;
         j->done_sent = 1;
         return; /* freed once the reply is out */
+    }
+    if ((rc = hbd_ranks_job_open(j)) != 0) {
+        job_send(j, "err %d cannot create the job's shared-memory segment: %s\n", rc,
+                 hibar_strerror(rc));
+        j->n_local = 0;
+        j->done_sent = 1;
+        return;
     }
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     uint32_t spawned = 0;

@@ -167,6 +167,7 @@ static void cleanup(hbd_t *d)
     hbd_coll_fini(d);
     hbd_relay_fini(d); /* tells hibar-run; the launcher then stops the ranks */
     hbd_pmix_stop(d);
+    hbd_ranks_stop(d);
     hbd_ctl_stop(d);
     hbd_net_stop(d);
     if (d->hwb != NULL)
@@ -355,7 +356,7 @@ int main(int argc, char **argv)
             goto out;
     }
     if (open_hwb(d) != 0 || hbd_coll_init(d) != 0 || hbd_net_start(d) != 0 || hbd_barrier_init(d) != 0 ||
-        hbd_ctl_start(d) != 0 || hbd_pmix_start(d) != 0)
+        hbd_ctl_start(d) != 0 || hbd_ranks_start(d) != 0 || hbd_pmix_start(d) != 0)
         goto out;
     hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),
                 d->sock_path, hb_cfg_protocol_name(d->cfg->protocol));

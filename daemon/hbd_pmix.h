@@ -76,7 +76,8 @@ typedef struct hbd_job {
     int done_sent;       /* the last line is queued: free the job once it is out */
     int fd;              /* hibar-run's connection (detached control connection) */
     struct bufferevent *bev;
-    struct event *ev_kill; /* SIGKILL escalation */
+    struct event *ev_kill;       /* SIGKILL escalation */
+    struct hbd_ranks_job *ranks; /* the libhibar segment and epochs (hbd_ranks.c), or NULL */
     struct hbd_job *next;
 } hbd_job_t;
 
@@ -138,6 +139,18 @@ void hbd_dmodex_request(hbd_t *d, const void *proc, const char *key, uint32_t ti
 void hbd_dmodex_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 /* Answer every request in flight (shutdown). */
 void hbd_dmodex_fini(hbd_t *d);
+
+/* hbd_ranks.c: the libhibar ranks' segment, socket (RUN_DIR/NODE.ranks) and epochs. */
+int hbd_ranks_start(hbd_t *d);
+void hbd_ranks_stop(hbd_t *d);
+/* Create the job's segment and doorbell (before its ranks are spawned). 0, NOMEM, IO. */
+int hbd_ranks_job_open(hbd_job_t *j);
+/* Release them; epochs in flight end without telling the (gone) ranks. */
+void hbd_ranks_job_close(hbd_job_t *j);
+/* Add HIBAR_SOCKET, HIBAR_RANK and HIBAR_JOB for local rank lr to a malloc'd environment. */
+int hbd_ranks_env(hbd_job_t *j, uint32_t lr, char ***env);
+/* Local rank lr died or failed: the node's other ranks get HIBAR_ERR_PEER_LOST. */
+void hbd_ranks_rank_lost(hbd_job_t *j, uint32_t lr);
 
 /* hbd_launch.c: the local launcher. */
 /* Control command "launch SPEC": takes the connection over (hbd_ctl_detach), spawns this

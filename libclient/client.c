@@ -23,7 +23,8 @@ struct hibar {
     hb_seg_t seg;
     hb_nbar_t bar;
     hb_ncoll_t coll;
-    uint32_t rank, size;
+    uint32_t rank, size;   /* in the node's segment */
+    uint32_t grank, gsize; /* in the job (the same on a single-node job) */
     int doorbell_fd;
     int split_pending;
     hibar_epoch_t split_epoch; /* the outstanding epoch, or the last completed one */
@@ -110,6 +111,11 @@ static void client_free(hibar_t *h)
 
 int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p)
 {
+    return hb_client_attach_job(seg_fd, doorbell_fd, rank, HB_CONN_RANK_ANY, h_p);
+}
+
+int hb_client_attach_job(int seg_fd, int doorbell_fd, uint32_t rank, uint32_t grank, hibar_t **h_p)
+{
     client_attach_wait_t aw;
     hb_seg_ctl_t *me;
     hibar_t *h;
@@ -143,6 +149,14 @@ int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p)
     }
     h->rank = rank;
     h->size = h->seg.lay.nranks;
+    h->grank = grank == HB_CONN_RANK_ANY ? rank : grank;
+    h->gsize = h->seg.gsize;
+    if (h->grank >= h->gsize || (h->seg.nnodes == 1 && h->grank != rank)) {
+        hb_log_error("job rank %u does not fit the segment (%u ranks in the job, %u here)",
+                     (unsigned)h->grank, (unsigned)h->gsize, (unsigned)h->size);
+        rc = HIBAR_ERR_PROTO;
+        goto err_free;
+    }
     me = hb_seg_ctl(&h->seg, rank);
     if (!atomic_compare_exchange_strong(&me->state, &expect, HB_SEG_RANK_ATTACHING)) {
         hb_log_error("rank %u already joined this job", (unsigned)rank);
@@ -195,6 +209,8 @@ int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p)
     if (rc != 0)
         goto err_leave;
     hb_ncoll_init(&h->coll, &h->seg, &h->bar);
+    h->coll.grank = h->grank;
+    h->coll.gsize = h->gsize;
     *h_p = h;
     return 0;
 
@@ -245,13 +261,13 @@ int hibar_init(hibar_t **h_p)
     if (sock != NULL && *sock != '\0') {
         hb_conn_welcome_t w;
         int seg_fd, db_fd;
-        uint32_t job = 0;
-        if (client_env_u32("HIBAR_JOB", &job) == HIBAR_ERR_CONFIG)
+        uint64_t job = 0;
+        if (hb_env_u64("HIBAR_JOB", UINT64_MAX - 1, &job) == HIBAR_ERR_CONFIG)
             return HIBAR_ERR_CONFIG;
         rc = hb_conn_client(sock, rank, job, &seg_fd, &db_fd, &w);
         if (rc != 0)
             return rc;
-        rc = hb_client_attach(seg_fd, db_fd, w.rank, h_p);
+        rc = hb_client_attach_job(seg_fd, db_fd, w.rank, w.grank, h_p);
         close(seg_fd);
         if (db_fd >= 0)
             close(db_fd);
@@ -276,7 +292,7 @@ int hibar_init(hibar_t **h_p)
     {
         /* No daemon and no inherited segment: a singleton job, as MPI does. */
         hb_seg_t seg;
-        rc = hb_seg_create(1, HB_SEG_MIN_DEPTH, HB_SEG_MIN_BUF, (uint64_t)getpid(), 0, 1, &seg);
+        rc = hb_seg_create(1, HB_SEG_MIN_DEPTH, HB_SEG_MIN_BUF, (uint64_t)getpid(), 0, 1, 0, &seg);
         if (rc != 0)
             return rc;
         hb_log_info("no HIBAR_SOCKET or HIBAR_SEG_FD: singleton job of one rank");
@@ -317,7 +333,7 @@ int hibar_rank(hibar_t *h, int *rank_p)
         return HIBAR_ERR_NOT_INIT;
     if (rank_p == NULL)
         return HIBAR_ERR_INVAL;
-    *rank_p = (int)h->rank;
+    *rank_p = (int)h->grank;
     return 0;
 }
 
@@ -327,7 +343,7 @@ int hibar_size(hibar_t *h, int *size_p)
         return HIBAR_ERR_NOT_INIT;
     if (size_p == NULL)
         return HIBAR_ERR_INVAL;
-    *size_p = (int)h->size;
+    *size_p = (int)h->gsize;
     return 0;
 }
 
@@ -401,7 +417,7 @@ int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
     rc = client_enter_coll(h);
     if (rc != 0)
         return rc;
-    if (ranks == NULL || n <= 0 || (uint32_t)n > h->size) {
+    if (ranks == NULL || n <= 0 || (uint32_t)n > h->gsize) {
         rc = HIBAR_ERR_INVAL;
         goto out;
     }
@@ -435,12 +451,7 @@ static int client_coll(hibar_t *h, const hb_ncoll_args_t *a)
     int rc = client_enter_coll(h);
     if (rc != 0)
         return rc;
-    if (h->seg.nnodes > 1) {
-        hb_log_error("collectives across nodes are not implemented yet");
-        rc = HIBAR_ERR_UNAVAIL;
-    } else {
-        rc = hb_ncoll_run(&h->coll, a);
-    }
+    rc = hb_ncoll_run(&h->coll, a);
     client_leave(h);
     return rc;
 }

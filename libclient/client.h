@@ -16,6 +16,9 @@
  * Used directly by the forked test harness and hibar-bench, which stand in for the daemon.
  */
 int hb_client_attach(int seg_fd, int doorbell_fd, uint32_t rank, hibar_t **h_p);
+/* The same for a segment that is one node's part of a job: `rank` indexes the segment,
+ * `grank` is the rank in the job (HB_CONN_RANK_ANY: rank). */
+int hb_client_attach_job(int seg_fd, int doorbell_fd, uint32_t rank, uint32_t grank, hibar_t **h_p);
 
 /* The handle's segment and barrier (tests and benchmarks look inside). */
 hb_seg_t *hb_client_seg(hibar_t *h);

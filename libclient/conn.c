@@ -118,10 +118,11 @@ int hb_conn_client(const char *path, uint32_t rank, uint64_t job_id, int *seg_fd
         rc = w.status;
         goto out;
     }
-    if (nfds < 1 || w.nranks == 0 || w.rank >= w.nranks ||
-        (rank != HB_CONN_RANK_ANY && w.rank != rank)) {
-        hb_log_error("inconsistent welcome from hibard (rank %u of %u, %d fds)", (unsigned)w.rank,
-                     (unsigned)w.nranks, nfds);
+    if (nfds < 1 || w.nranks == 0 || w.rank >= w.nranks || w.gsize < w.nranks ||
+        w.grank >= w.gsize || (rank != HB_CONN_RANK_ANY && w.grank != rank)) {
+        hb_log_error("inconsistent welcome from hibard (rank %u of %u, node rank %u of %u, %d fds)",
+                     (unsigned)w.grank, (unsigned)w.gsize, (unsigned)w.rank, (unsigned)w.nranks,
+                     nfds);
         rc = HIBAR_ERR_PROTO;
         goto out;
     }

@@ -16,7 +16,7 @@
  * on the daemon side) and every field of what they receive.
  */
 #define HB_CONN_MAGIC 0x48424331u /* "HBC1" */
-#define HB_CONN_VERSION 1u
+#define HB_CONN_VERSION 2u
 #define HB_CONN_HELLO 1u
 #define HB_CONN_WELCOME 2u
 #define HB_CONN_RANK_ANY UINT32_MAX /* the daemon picks the rank (by pid) */
@@ -25,7 +25,7 @@ typedef struct hb_conn_hello {
     uint32_t magic;
     uint16_t version;
     uint16_t type;
-    uint32_t rank; /* wanted rank, or HB_CONN_RANK_ANY */
+    uint32_t rank; /* wanted rank in the job (HIBAR_RANK), or HB_CONN_RANK_ANY */
     int32_t pid;
     uint64_t job_id; /* 0 = the daemon's only job */
 } hb_conn_hello_t;
@@ -34,10 +34,11 @@ typedef struct hb_conn_welcome {
     uint32_t magic;
     uint16_t version;
     uint16_t type;
-    int32_t status; /* 0 or a HIBAR_ERR_* */
-    uint32_t rank;
-    uint32_t nranks;
-    uint32_t pad;
+    int32_t status;  /* 0 or a HIBAR_ERR_* */
+    uint32_t rank;   /* the rank's index in the node's segment */
+    uint32_t nranks; /* ranks of the job on this node (the segment's) */
+    uint32_t grank;  /* the rank in the job */
+    uint32_t gsize;  /* ranks in the job, on every node */
     uint64_t job_id;
 } hb_conn_welcome_t;
 

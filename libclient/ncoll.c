@@ -68,6 +68,8 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar)
     c->bar = bar;
     c->rank = bar->rank;
     c->nranks = seg->lay.nranks;
+    c->grank = c->rank;
+    c->gsize = c->nranks;
     c->cma_all = 1;
     for (r = 0; r < c->nranks; r++)
         c->cma_all &= hb_seg_ctl(seg, r)->cma_ok == 1;
@@ -130,16 +132,16 @@ static int ncoll_is_v(hb_ncoll_op_t op)
     return op == HB_NCOLL_SCATTERV || op == HB_NCOLL_GATHERV;
 }
 
-/* Check this rank's own arguments. */
-static int ncoll_check_local(const hb_ncoll_t *c, const hb_ncoll_args_t *a)
+/* Check this rank's own arguments: it is rank `me` of `n` (node or job ranks). */
+static int ncoll_check_local(uint32_t me, uint32_t n, const hb_ncoll_args_t *a)
 {
     int root = ncoll_has_root(a->op);
-    int am_root = root && a->root == (int)c->rank;
+    int am_root = root && a->root == (int)me;
     uint32_t i;
 
-    if (root && (a->root < 0 || a->root >= (int)c->nranks))
+    if (root && (a->root < 0 || a->root >= (int)n))
         return HIBAR_ERR_INVAL;
-    if (a->count > SIZE_MAX / c->nranks)
+    if (a->count > SIZE_MAX / n)
         return HIBAR_ERR_INVAL;
     switch (a->op) {
     case HB_NCOLL_BCAST:
@@ -164,7 +166,7 @@ static int ncoll_check_local(const hb_ncoll_t *c, const hb_ncoll_args_t *a)
             return 0;
         if (a->counts == NULL || a->displs == NULL)
             return HIBAR_ERR_INVAL;
-        for (i = 0; i < c->nranks; i++) {
+        for (i = 0; i < n; i++) {
             if (a->counts[i] > 0 &&
                 (a->op == HB_NCOLL_SCATTERV ? a->sendbuf == NULL : a->recvbuf == NULL))
                 return HIBAR_ERR_INVAL;
@@ -347,6 +349,25 @@ static int ncoll_verdict(ncoll_run_t *x, uint64_t seq)
     return 0;
 }
 
+/* Across nodes: publish the record and let the daemon run the collective at the epoch. */
+static int ncoll_run_nodes(hb_ncoll_t *c, const hb_ncoll_args_t *a)
+{
+    hb_seg_ctl_t *mine = hb_seg_ctl(c->seg, c->rank);
+    int am_root = ncoll_has_root(a->op) && a->root == (int)c->grank;
+
+    mine->coll_seq = ++c->seq;
+    mine->op = (uint32_t)a->op;
+    mine->root = a->root;
+    mine->count = a->count;
+    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
+    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
+    mine->counts_addr = am_root && ncoll_is_v(a->op) ? (uint64_t)(uintptr_t)a->counts : 0;
+    mine->displs_addr = am_root && ncoll_is_v(a->op) ? (uint64_t)(uintptr_t)a->displs : 0;
+    mine->err = ncoll_check_local(c->grank, c->gsize, a);
+    mine->epoch = c->bar->seq + 1;
+    return hb_nbar_barrier(c->bar);
+}
+
 int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
 {
     hb_seg_ctl_t *mine = hb_seg_ctl(c->seg, c->rank);
@@ -356,6 +377,8 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
     uint32_t i, n = c->nranks;
     int lerr, rc, rc2, am_root, cma;
 
+    if (c->seg->nnodes > 1)
+        return ncoll_run_nodes(c, a);
     memset(&x, 0, sizeof(x));
     x.c = c;
     x.a = a;
@@ -367,7 +390,7 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
         /* Out of memory before publishing: the peers would wait for us; still take part. */
         lerr = HIBAR_ERR_NOMEM;
     } else {
-        lerr = ncoll_check_local(c, a);
+        lerr = ncoll_check_local(c->rank, c->nranks, a);
     }
     seq = ++c->seq;
     am_root = ncoll_has_root(a->op) && a->root == (int)c->rank;

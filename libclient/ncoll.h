@@ -32,8 +32,9 @@ typedef struct hb_ncoll {
     hb_seg_t *seg;
     hb_nbar_t *bar;
     uint32_t rank, nranks;
-    uint64_t seq; /* collectives this rank entered */
-    int cma_all;  /* every rank can reach its peers by process_vm_readv/writev */
+    uint32_t grank, gsize; /* the rank and size in the job (nodes > 1; else rank, nranks) */
+    uint64_t seq;          /* collectives this rank entered */
+    int cma_all;           /* every rank can reach its peers by process_vm_readv/writev */
     uint64_t probe_val;
 } hb_ncoll_t;
 
@@ -59,6 +60,16 @@ void hb_ncoll_probe_run(hb_seg_t *seg, uint32_t rank);
 
 /* After every rank ran the probe and a barrier: set up. */
 int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
+
+/*
+ * Across nodes (segment nnodes > 1) the ranks only publish their records (with the epoch that
+ * opens the collective, and at the root of a -v form the addresses of its tables) and arrive
+ * at the node barrier. The daemon, rung by the node's last arriver, finds every record at
+ * that epoch, agrees on the arguments with the other nodes' daemons, moves the data between
+ * the ranks' buffers (process_vm_readv/writev: the ranks are its children) and the other
+ * nodes, and releases the epoch with one verdict for every rank of the job
+ * (daemon/hbd_xrank.c). Root, ranks and counts are job ranks (grank, gsize).
+ */
 
 /* Run one collective. Blocking; same status on every rank for argument errors and
  * mismatches (HIBAR_ERR_INVAL, HIBAR_ERR_MISMATCH), HIBAR_ERR_PEER_LOST, HIBAR_ERR_TIMEOUT. */

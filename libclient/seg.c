@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(hb_seg_ctl_t) == 5 * HB_SEG_LINE, "ctl is five cache lines");
+_Static_assert(sizeof(hb_seg_ctl_t) == 6 * HB_SEG_LINE, "ctl is six cache lines");
 _Static_assert(sizeof(hb_seg_group_t) == HB_SEG_LINE, "a group counter is one cache line");
 _Static_assert(sizeof(hb_seg_desc_t) == 64, "a descriptor is 64 bytes");
 _Static_assert(sizeof(hb_seg_ring_t) == 2 * HB_SEG_LINE, "ring header: head and tail lines");
@@ -73,7 +73,7 @@ uint32_t hb_seg_hdr_checksum(const hb_seg_desc_hdr_t *d)
 }
 
 void hb_seg_format(void *base, const hb_seg_layout_t *lay, uint64_t job_id, uint32_t node_id,
-                   uint32_t nnodes)
+                   uint32_t nnodes, uint32_t gsize)
 {
     hb_seg_hdr_t *h = base;
     hb_seg_desc_hdr_t d;
@@ -96,6 +96,7 @@ void hb_seg_format(void *base, const hb_seg_layout_t *lay, uint64_t job_id, uint
     d.job_id = job_id;
     d.node_id = node_id;
     d.nnodes = nnodes == 0 ? 1 : nnodes;
+    d.gsize = gsize < lay->nranks ? lay->nranks : gsize;
     d.check = hb_seg_hdr_checksum(&d);
     h->d = d;
     atomic_init(&h->state, HB_SEG_JOB_OK);
@@ -139,6 +140,8 @@ int hb_seg_validate(const void *base, size_t mapped, hb_seg_layout_t *lay_p)
         why = "segment larger than the mapping";
     else if (d.nnodes == 0)
         why = "zero nodes";
+    else if (d.gsize < d.nranks || (d.nnodes == 1 && d.gsize != d.nranks))
+        why = "job size smaller than the node's ranks";
     if (why != NULL) {
         hb_log_error("segment rejected: %s", why);
         return HIBAR_ERR_PROTO;
@@ -148,7 +151,7 @@ int hb_seg_validate(const void *base, size_t mapped, hb_seg_layout_t *lay_p)
 }
 
 int hb_seg_create(uint32_t nranks, uint32_t ring_depth, uint64_t buf_size, uint64_t job_id,
-                  uint32_t node_id, uint32_t nnodes, hb_seg_t *seg_p)
+                  uint32_t node_id, uint32_t nnodes, uint32_t gsize, hb_seg_t *seg_p)
 {
     hb_seg_layout_t lay;
     char name[64];
@@ -182,7 +185,7 @@ int hb_seg_create(uint32_t nranks, uint32_t ring_depth, uint64_t buf_size, uint6
         rc = HIBAR_ERR_NOMEM;
         goto err_close;
     }
-    hb_seg_format(base, &lay, job_id, node_id, nnodes);
+    hb_seg_format(base, &lay, job_id, node_id, nnodes, gsize);
     seg_p->base = base;
     seg_p->size = lay.total_size;
     seg_p->fd = fd;
@@ -190,6 +193,7 @@ int hb_seg_create(uint32_t nranks, uint32_t ring_depth, uint64_t buf_size, uint6
     seg_p->job_id = job_id;
     seg_p->node_id = node_id;
     seg_p->nnodes = nnodes == 0 ? 1 : nnodes;
+    seg_p->gsize = gsize < nranks ? nranks : gsize;
     return 0;
 
 err_close:
@@ -242,6 +246,7 @@ int hb_seg_map(int fd, hb_seg_t *seg_p)
     seg_p->job_id = h->d.job_id;
     seg_p->node_id = h->d.node_id;
     seg_p->nnodes = h->d.nnodes;
+    seg_p->gsize = h->d.gsize;
     return 0;
 
 err_unmap:
@@ -359,6 +364,20 @@ void hb_seg_release(hb_seg_t *seg, uint64_t epoch)
     hb_seg_hdr_t *h = hb_seg_hdr(seg);
     atomic_store_explicit(&h->release, epoch, memory_order_release);
     hb_wait_word_wake(&h->release_wake);
+}
+
+void hb_seg_release_status(hb_seg_t *seg, uint64_t epoch, int status)
+{
+    atomic_store_explicit(&hb_seg_hdr(seg)->xstatus[epoch % HB_SEG_XSTATUS], (int32_t)status,
+                          memory_order_relaxed);
+    hb_seg_release(seg, epoch); /* the release store orders the status before it */
+}
+
+int hb_seg_epoch_status(const hb_seg_t *seg, uint64_t epoch)
+{
+    int32_t s = atomic_load_explicit(&hb_seg_hdr(seg)->xstatus[epoch % HB_SEG_XSTATUS],
+                                     memory_order_relaxed);
+    return s > 0 || s < HIBAR_ERR_LAST ? HIBAR_ERR_PROTO : (int)s;
 }
 
 void hb_seg_mark_broken(hb_seg_t *seg, int32_t rank)

@@ -16,12 +16,14 @@
  *   0                 hb_seg_hdr_t: immutable description (magic, version, sizes, offsets,
  *                     checksum), then one cache line each for: job state (broken flag, lost
  *                     rank, attach count), the barrier release word (+ its futex wake word),
- *                     and the multi-node hook (node_arrived, written by the node's last
- *                     arriver for the daemon).
- *   off_ctl           nranks x hb_seg_ctl_t (5 cache lines per rank): identity (pid,
+ *                     the multi-node hook (node_arrived, written by the node's last
+ *                     arriver for the daemon), and the daemon's verdicts (xstatus: how the
+ *                     epoch the daemon ran across nodes ended, written before its release).
+ *   off_ctl           nranks x hb_seg_ctl_t (6 cache lines per rank): identity (pid,
  *                     state, hwloc keys), collective record (op, root, size, buffers),
  *                     barrier and subset-barrier arrival, subset release + wake word,
- *                     the barrier arrival's wake word. Each line has
+ *                     the barrier arrival's wake word, the root's -v tables (addresses in
+ *                     its own memory, read by the daemon). Each line has
  *                     exactly one writer (a sleeping waiter also counts itself in the
  *                     wake word next to what it waits for).
  *   off_tree          nranks x one cache line: the fan-in counters of the barrier tree's
@@ -42,7 +44,7 @@
  */
 
 #define HB_SEG_MAGIC 0x4745534241424948ull /* "HIBARSEG" */
-#define HB_SEG_VERSION 1u
+#define HB_SEG_VERSION 2u
 #define HB_SEG_LINE 64u
 #define HB_SEG_MAX_RANKS 4096u
 #define HB_SEG_MIN_DEPTH 2u
@@ -51,6 +53,7 @@
 #define HB_SEG_MAX_BUF (64u << 20)
 #define HB_SEG_NKEYS 4 /* hwloc keys per rank: NUMA node, L3, L2, core (logical indexes) */
 #define HB_SEG_KEY_NONE UINT32_MAX
+#define HB_SEG_XSTATUS 8 /* daemon verdict slots: epoch e uses xstatus[e % HB_SEG_XSTATUS] */
 
 /* Defaults used by hibard, tests and hibar-bench. */
 #define HB_SEG_DEFAULT_DEPTH 64u
@@ -97,8 +100,8 @@ typedef struct hb_seg_desc_hdr {
     uint64_t job_id;
     uint32_t node_id;
     uint32_t nnodes; /* > 1: the node's last arriver rings the daemon (multi-node barrier) */
-    uint32_t reserved;
-    uint32_t check; /* FNV-1a over every field above */
+    uint32_t gsize;  /* ranks of the job on every node (nranks when nnodes is 1) */
+    uint32_t check;  /* FNV-1a over every field above */
 } hb_seg_desc_hdr_t;
 
 typedef struct hb_seg_hdr {
@@ -111,9 +114,13 @@ typedef struct hb_seg_hdr {
     /* Its own line: bumping it must not steal the release line from the pollers. */
     _Alignas(HB_SEG_LINE) hb_wait_word_t release_wake;
     _Alignas(HB_SEG_LINE) _Atomic uint64_t node_arrived; /* epoch complete on this node */
+    /* Written by the daemon only: how epoch e, which it ran across nodes, ended (0 or a
+     * HIBAR_ERR_*), stored before e is released. At most one epoch is in flight per rank, so
+     * a slot is never reused before every rank has read it. */
+    _Alignas(HB_SEG_LINE) _Atomic int32_t xstatus[HB_SEG_XSTATUS];
 } hb_seg_hdr_t;
 
-/* A rank's control block: five cache lines, each with one writer. */
+/* A rank's control block: six cache lines, each with one writer. */
 typedef struct hb_seg_ctl {
     /* line 0, written by the rank at attach and finalize */
     _Alignas(HB_SEG_LINE) _Atomic uint32_t state; /* HB_SEG_RANK_* */
@@ -147,6 +154,10 @@ typedef struct hb_seg_ctl {
     /* line 4, the wake word of bar_arrive: bumped by the rank, slept on by its waiters (its
      * own line so that the bump does not steal bar_arrive's line from the pollers) */
     _Alignas(HB_SEG_LINE) hb_wait_word_t bar_wake;
+    /* line 5, written by the rank with its collective record: at the root of a -v collective
+     * across nodes, the addresses of its counts and displacements (size_t[gsize] each) */
+    _Alignas(HB_SEG_LINE) uint64_t counts_addr;
+    uint64_t displs_addr;
 } hb_seg_ctl_t;
 
 /* A fan-in counter of the barrier tree: arrivals since the segment was created. */
@@ -182,7 +193,7 @@ typedef struct hb_seg {
     int fd; /* the memfd (owned), or -1 */
     hb_seg_layout_t lay;
     uint64_t job_id;
-    uint32_t node_id, nnodes;
+    uint32_t node_id, nnodes, gsize;
 } hb_seg_t;
 
 /* Pure: compute the layout. HIBAR_ERR_INVAL when nranks is 0 or above HB_SEG_MAX_RANKS,
@@ -196,16 +207,16 @@ uint32_t hb_seg_hdr_checksum(const hb_seg_desc_hdr_t *d);
 
 /* Write a fresh header and zero the rest of [base, base + lay->total_size). */
 void hb_seg_format(void *base, const hb_seg_layout_t *lay, uint64_t job_id, uint32_t node_id,
-                   uint32_t nnodes);
+                   uint32_t nnodes, uint32_t gsize);
 
 /* Check a mapped segment of `mapped` bytes. HIBAR_ERR_PROTO on any inconsistency (logged
  * once), HIBAR_ERR_INVAL on NULL. Sets *lay_p on success. */
 int hb_seg_validate(const void *base, size_t mapped, hb_seg_layout_t *lay_p);
 
 /* Create a sealed memfd "hibar-seg-<job>" holding a formatted segment and map it. For hibard,
- * tests and hibar-bench. */
+ * tests and hibar-bench. gsize: ranks of the job on all nodes (0: nranks). */
 int hb_seg_create(uint32_t nranks, uint32_t ring_depth, uint64_t buf_size, uint64_t job_id,
-                  uint32_t node_id, uint32_t nnodes, hb_seg_t *seg_p);
+                  uint32_t node_id, uint32_t nnodes, uint32_t gsize, hb_seg_t *seg_p);
 
 /* Map a segment fd received from the daemon (dup'ed: the caller keeps its fd). Requires the
  * memfd to be sealed against shrinking (otherwise a truncate could SIGBUS the client). */
@@ -256,6 +267,11 @@ uint64_t hb_seg_ring_count(hb_seg_ring_t *ring, uint32_t depth);
 
 /* Daemon side of the multi-node barrier: publish `epoch` as released and wake the waiters. */
 void hb_seg_release(hb_seg_t *seg, uint64_t epoch);
+/* The same, after storing how the epoch ended (0 or a HIBAR_ERR_*) for the ranks to read. */
+void hb_seg_release_status(hb_seg_t *seg, uint64_t epoch, int status);
+/* Rank side: how a released epoch ended (0 or a HIBAR_ERR_*; PROTO if the daemon wrote
+ * something impossible). Only meaningful when nnodes > 1. */
+int hb_seg_epoch_status(const hb_seg_t *seg, uint64_t epoch);
 
 /* Daemon side, after its doorbell (eventfd) fired: take every descriptor off every rank's
  * sq ring; *epoch_p = the highest NBAR_ARRIVED epoch that matches node_arrived (the node

@@ -110,7 +110,7 @@ static int run_ranks(harness_t *hs, rank_fn fn, void *arg)
 
     hs->releases = 0;
     if (hs->n > 64 || hb_seg_create((uint32_t)hs->n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF,
-                                    (uint64_t)getpid(), 0, hs->nnodes, &seg) != 0)
+                                    (uint64_t)getpid(), 0, hs->nnodes, 0, &seg) != 0)
         return -1;
     if (hs->nnodes > 1) {
         db = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -812,7 +812,7 @@ static void test_init_socket(void)
     memset(&sa, 0, sizeof(sa));
     sa.sun_family = AF_UNIX;
     snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/hibar-test-%d.sock", (int)getpid());
-    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 16, 8192, 9, 0, 1, &seg), 0);
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 16, 8192, 9, 0, 1, 0, &seg), 0);
     lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     CU_ASSERT_FATAL(lfd >= 0);
     unlink(sa.sun_path);
@@ -844,6 +844,8 @@ static void test_init_socket(void)
         w.type = HB_CONN_WELCOME;
         w.rank = (uint32_t)k;
         w.nranks = 3;
+        w.grank = (uint32_t)k;
+        w.gsize = 3;
         w.job_id = 9;
         if (hb_conn_send_welcome(cfd, &w, seg.fd, -1) != 0)
             ok = 0;
@@ -906,6 +908,7 @@ static void test_init_refused(void)
         w.version = HB_CONN_VERSION;
         w.type = HB_CONN_WELCOME;
         w.nranks = 1;
+        w.gsize = 1;
         if (k == 0) {
             w.status = HIBAR_ERR_PERM;
             ok &= hb_conn_send_welcome(cfd, &w, -1, -1) == 0;
@@ -962,7 +965,7 @@ static void test_init_inherited(void)
     pid_t pids[4];
     int k, ok = 1;
 
-    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 16, 8192, 11, 0, 1, &seg), 0);
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 16, 8192, 11, 0, 1, 0, &seg), 0);
     fflush(NULL);
     for (k = 0; k < 4; k++) {
         pids[k] = fork();

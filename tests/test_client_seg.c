@@ -79,7 +79,7 @@ static void *seg_mem(uint32_t n, hb_seg_layout_t *l)
         return NULL;
     p = aligned_alloc(HB_SEG_LINE, l->total_size);
     if (p != NULL)
-        hb_seg_format(p, l, 7, 0, 1);
+        hb_seg_format(p, l, 7, 0, 1, 0);
     return p;
 }
 
@@ -150,7 +150,7 @@ static void test_create_map(void)
     hb_seg_t seg, m;
     int fd;
 
-    CU_ASSERT_EQUAL_FATAL(hb_seg_create(4, 8, 4096, 42, 1, 2, &seg), 0);
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(4, 8, 4096, 42, 1, 2, 8, &seg), 0);
     CU_ASSERT(seg.fd >= 0);
     CU_ASSERT_EQUAL(hb_seg_map(seg.fd, &m), 0);
     CU_ASSERT_EQUAL(m.lay.nranks, 4);
@@ -285,7 +285,7 @@ static void test_drain(void)
     uint64_t epoch = 99;
     unsigned other = 99;
 
-    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 4, 4096, 1, 0, 2, &seg), 0);
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(3, 4, 4096, 1, 0, 2, 6, &seg), 0);
     CU_ASSERT_EQUAL(hb_seg_drain_arrivals(&seg, &epoch, &other), 0);
     CU_ASSERT_EQUAL(epoch, 0);
     CU_ASSERT_EQUAL(other, 0);

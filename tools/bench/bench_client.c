@@ -353,7 +353,8 @@ static int bc_row(const bc_opts_t *o, size_t size, bc_shared_t *sh, double *x)
     uint64_t k;
     int rc, failed = 0;
 
-    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, &seg);
+    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, 0,
+                       &seg);
     if (rc != 0) {
         fprintf(stderr, "hibar-bench %s: segment: %s\n", o->bench, hibar_strerror(rc));
         return -1;

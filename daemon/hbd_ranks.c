@@ -1,0 +1,956 @@
+/* hbd_ranks.c: hibard's service to the libhibar ranks it launches: the per-job segment, the
+ * ranks' socket, the doorbell, and each epoch the node's ranks hand over (barrier or
+ * collective across nodes). */
+#include "hb_config.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "coll_sched.h"
+#include "conn.h"
+#include "hb_log.h"
+#include "hbd_pmix.h"
+#include "hibar.h"
+#include "ncoll.h"
+#include "seg.h"
+
+/*
+ * Launch: a job with ranks on this node gets a segment (hb_seg_create: the node's ranks, the
+ * job's node count and size) and a doorbell eventfd. Each rank's environment names the
+ * daemon's ranks socket (RUN_DIR/NODE.ranks, SOCK_SEQPACKET, 0600), its job rank and the job
+ * id; hibar_init says hello there, the daemon checks the peer (SO_PEERCRED: same uid, and the
+ * process is the rank it spawned or a descendant of it) and hands over the segment and the
+ * doorbell with the rank's place (libclient/conn.h).
+ *
+ * On a job spanning several nodes the node's last arriver at a barrier epoch rings the
+ * doorbell. The daemon reads the ranks' collective records:
+ *   - nobody opened a collective at that epoch: a barrier, the job's next id of the chassis
+ *     tree engine (shared with PMIx fences without data: the ranks make both kinds of call in
+ *     one program order, so every node numbers them alike);
+ *   - every rank did: a collective. (1) Agreement: a fence with data (hbd_fence.c) carries
+ *     every node's view (op, root, sequence, its ranks' byte counts, its verdict; the root's
+ *     -v table), from which every node computes the same verdict and per-node counts.
+ *     (2) Data: the coll/ schedule (hbd_coll.c) between the daemons; the input is read from
+ *     the ranks' buffers and the output written into them with process_vm_readv/writev
+ *     (the ranks are this daemon's children). A node's block holds its ranks' data in
+ *     ascending job rank.
+ *   - some ranks did and others did not: the node's verdict is HIBAR_ERR_MISMATCH and it
+ *     takes part in the collective's agreement (nodes whose ranks all called a barrier wait
+ *     in the barrier until its timeout).
+ * The epoch is then released with the verdict (hb_seg_release_status). A lost daemon fails the
+ * epoch with HIBAR_ERR_PEER_LOST and marks the segment broken.
+ */
+
+#define HBD_RANKS_AGREE_MAGIC 0x41425848u /* "HXBA" */
+#define HBD_RANKS_HELLO_MS 5000
+#define HBD_RANKS_MAX_INPUT (1ull << 30) /* as hbd_coll's limit per node */
+
+typedef struct hbd_xop hbd_xop_t;
+
+/* What hbd_ranks keeps per job (hbd_job_t.ranks). */
+typedef struct hbd_ranks_job {
+    hbd_job_t *j;
+    hb_seg_t seg;
+    int doorbell;
+    struct event *ev_db;
+    pid_t *pid;            /* [n_local] the attached process of each local rank, 0 if none */
+    uint32_t node_idx;     /* this node's index among the job's nodes */
+    uint32_t *ranks_of;    /* [cluster nodes] ranks of the job per node */
+    uint32_t *node_off;    /* [cluster nodes + 1] CSR over node_granks */
+    uint32_t *node_granks; /* [size] job ranks grouped by node, ascending within a node */
+    uint64_t last_epoch;
+    hbd_xop_t *ops; /* epochs in flight */
+} hbd_ranks_job_t;
+
+/* One epoch in flight. Outlives its job if need be (rj NULL): the engines call back later. */
+struct hbd_xop {
+    hbd_xop_t *next;
+    hbd_ranks_job_t *rj;
+    hbd_t *d;
+    uint64_t epoch;
+    /* collective */
+    uint32_t op;                   /* HB_NCOLL_* */
+    int32_t root;                  /* job rank */
+    uint64_t size;                 /* bytes per rank (non -v) */
+    uint64_t *cnt;                 /* [size] bytes of every job rank */
+    uint64_t *dsp;                 /* [size] root's displacements (scatter/gather root node) */
+    uint64_t *rec_send, *rec_recv; /* [n_local] the ranks' buffers */
+    uint8_t *in;                   /* this node's input, read before the agreement */
+    uint64_t in_len;
+};
+
+/* ---- the ranks socket ---- */
+
+static int g_lfd = -1;
+static struct event *g_ev_listen;
+static char g_path[320];
+
+typedef struct hbd_hello_wait {
+    hbd_t *d;
+    int fd;
+    struct event *ev;
+} hbd_hello_wait_t;
+
+/* Is `pid` the process `anc` or one of its descendants (at most 16 generations)? */
+static int pid_descends(pid_t pid, pid_t anc)
+{
+    for (int i = 0; i < 16 && pid > 1; i++) {
+        if (pid == anc)
+            return 1;
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            return 0;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+        int ppid;
+        if (p == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1)
+            return 0;
+        pid = (pid_t)ppid;
+    }
+    return 0;
+}
+
+static void welcome_refuse(int fd, int status)
+{
+    hb_conn_welcome_t w;
+    memset(&w, 0, sizeof(w));
+    w.magic = HB_CONN_MAGIC;
+    w.version = HB_CONN_VERSION;
+    w.type = HB_CONN_WELCOME;
+    w.status = status;
+    hb_conn_send_welcome(fd, &w, -1, -1);
+}
+
+static void hello_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_hello_wait_t *hw = arg;
+    hb_conn_hello_t h;
+    pid_t pid;
+    int rc;
+
+    if (!(what & EV_READ)) {
+        hb_log_warn("a client connected to %s and said nothing for %d ms", g_path,
+                    HBD_RANKS_HELLO_MS);
+        goto out;
+    }
+    rc = hb_conn_accept_hello(fd, geteuid(), &h, &pid);
+    if (rc != 0) {
+        welcome_refuse(fd, rc);
+        goto out;
+    }
+    /* the job: by id, or the only one with ranks here */
+    hbd_job_t *j = NULL;
+    uint32_t n_match = 0;
+    for (hbd_job_t *x = hbd_launch_jobs; x != NULL; x = x->next)
+        if (x->ranks != NULL && (h.job_id == 0 || x->spec->id == h.job_id)) {
+            j = x;
+            n_match++;
+        }
+    if (n_match != 1) {
+        hb_log_warn("pid %d asked for job %" PRIu64 ": no such job with ranks here", (int)pid,
+                    h.job_id);
+        welcome_refuse(fd, HIBAR_ERR_NOT_FOUND);
+        goto out;
+    }
+    hbd_ranks_job_t *rj = j->ranks;
+    uint32_t lr = UINT32_MAX;
+    for (uint32_t k = 0; k < j->n_local; k++)
+        if (h.rank == HB_CONN_RANK_ANY ? pid_descends(pid, j->local[k].pid)
+                                       : j->local[k].rank == h.rank) {
+            lr = k;
+            break;
+        }
+    if (lr == UINT32_MAX) {
+        hb_log_warn("job %s: pid %d asked for rank %" PRIu32 ", not on this node", j->nspace,
+                    (int)pid, h.rank);
+        welcome_refuse(fd, HIBAR_ERR_NOT_FOUND);
+        goto out;
+    }
+    if (j->local[lr].pid <= 0 || !pid_descends(pid, j->local[lr].pid)) {
+        hb_log_warn("job %s: pid %d is not rank %" PRIu32 "'s process: refused", j->nspace,
+                    (int)pid, j->local[lr].rank);
+        welcome_refuse(fd, HIBAR_ERR_PERM);
+        goto out;
+    }
+    if (rj->pid[lr] != 0) {
+        hb_log_warn("job %s: rank %" PRIu32 " joined twice", j->nspace, j->local[lr].rank);
+        welcome_refuse(fd, HIBAR_ERR_EXISTS);
+        goto out;
+    }
+    rj->pid[lr] = pid;
+    hb_conn_welcome_t w;
+    memset(&w, 0, sizeof(w));
+    w.magic = HB_CONN_MAGIC;
+    w.version = HB_CONN_VERSION;
+    w.type = HB_CONN_WELCOME;
+    w.rank = lr;
+    w.nranks = j->n_local;
+    w.grank = j->local[lr].rank;
+    w.gsize = j->spec->size;
+    w.job_id = j->spec->id;
+    if (hb_conn_send_welcome(fd, &w, rj->seg.fd, rj->doorbell) != 0)
+        rj->pid[lr] = 0;
+    else
+        hb_log_debug("job %s: rank %" PRIu32 " (pid %d) joined", j->nspace, w.grank, (int)pid);
+out:
+    event_free(hw->ev);
+    close(hw->fd);
+    free(hw);
+}
+
+static void listen_cb(evutil_socket_t lfd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)what;
+    for (int i = 0; i < 16; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                hb_log_warn("accept on %s: %m", g_path);
+            return;
+        }
+        hbd_hello_wait_t *hw = calloc(1, sizeof(*hw));
+        struct timeval tv = {HBD_RANKS_HELLO_MS / 1000, (HBD_RANKS_HELLO_MS % 1000) * 1000};
+        if (hw == NULL) {
+            close(fd);
+            continue;
+        }
+        hw->d = d;
+        hw->fd = fd;
+        hw->ev = event_new(d->base, fd, EV_READ, hello_cb, hw);
+        if (hw->ev == NULL || event_add(hw->ev, &tv) != 0) {
+            if (hw->ev != NULL)
+                event_free(hw->ev);
+            close(fd);
+            free(hw);
+        }
+    }
+}
+
+int hbd_ranks_start(hbd_t *d)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(g_path, sizeof(g_path), "%s/%s.ranks", d->run_dir, d->name);
+    if (strlen(g_path) >= sizeof(sa.sun_path)) {
+        hb_log_error("ranks socket path too long: %s", g_path);
+        return HIBAR_ERR_CONFIG;
+    }
+    strcpy(sa.sun_path, g_path);
+    g_lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (g_lfd < 0) {
+        hb_log_error("socket(AF_UNIX, SOCK_SEQPACKET): %m");
+        return HIBAR_ERR_IO;
+    }
+    unlink(g_path); /* stale: main checked that no live daemon owns the run dir's files */
+    mode_t old = umask(077);
+    int rc = bind(g_lfd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rc != 0 || chmod(g_path, 0600) != 0 || listen(g_lfd, 128) != 0) {
+        hb_log_error("ranks socket %s: %m", g_path);
+        close(g_lfd);
+        g_lfd = -1;
+        return HIBAR_ERR_IO;
+    }
+    g_ev_listen = event_new(d->base, g_lfd, EV_READ | EV_PERSIST, listen_cb, d);
+    if (g_ev_listen == NULL || event_add(g_ev_listen, NULL) != 0)
+        return HIBAR_ERR_NOMEM;
+    return 0;
+}
+
+void hbd_ranks_stop(hbd_t *d)
+{
+    (void)d;
+    if (g_ev_listen != NULL)
+        event_free(g_ev_listen);
+    g_ev_listen = NULL;
+    if (g_lfd >= 0) {
+        close(g_lfd);
+        unlink(g_path);
+    }
+    g_lfd = -1;
+}
+
+/* ---- epochs ---- */
+
+static void xop_free(hbd_xop_t *op)
+{
+    if (op->rj != NULL)
+        for (hbd_xop_t **pp = &op->rj->ops; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == op) {
+                *pp = op->next;
+                break;
+            }
+    free(op->cnt);
+    free(op->dsp);
+    free(op->rec_send);
+    free(op->rec_recv);
+    free(op->in);
+    free(op);
+}
+
+/* The epoch is over here: tell the ranks. */
+static void xop_finish(hbd_xop_t *op, int status)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    if (rj != NULL) {
+        if (status == HIBAR_ERR_PEER_LOST)
+            hb_seg_mark_broken(&rj->seg, -1);
+        if (status != 0)
+            hb_log_debug("job %s: epoch %" PRIu64 " ends with %s", rj->j->nspace, op->epoch,
+                         hibar_strerror(status));
+        hb_seg_release_status(&rj->seg, op->epoch, status);
+    }
+    xop_free(op);
+}
+
+static void xop_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    (void)d;
+    (void)coll;
+    xop_finish(arg, status);
+}
+
+/* Copy between this daemon and a rank: len bytes at `remote` in pid's memory. */
+static int xop_cma(pid_t pid, void *local, uint64_t remote, uint64_t len, int write)
+{
+    char *lp = local;
+    while (len > 0) {
+        size_t n1 = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        struct iovec l = {lp, n1}, r = {(void *)(uintptr_t)remote, n1};
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = errno;
+            hb_log_error("process_vm_%sv pid %d, %" PRIu64 " bytes at %#" PRIx64 ": %m",
+                         write ? "write" : "read", (int)pid, len, remote);
+            return n == 0        ? HIBAR_ERR_IO
+                   : e == ESRCH  ? HIBAR_ERR_PEER_LOST
+                   : e == EFAULT ? HIBAR_ERR_INVAL
+                   : e == EPERM  ? HIBAR_ERR_PERM
+                                 : HIBAR_ERR_IO;
+        }
+        lp += n;
+        remote += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    return 0;
+}
+
+static int op_has_root(uint32_t op)
+{
+    return op != HB_NCOLL_ALLGATHER;
+}
+static int op_is_v(uint32_t op)
+{
+    return op == HB_NCOLL_SCATTERV || op == HB_NCOLL_GATHERV;
+}
+static hb_coll_op_t op_coll(uint32_t op)
+{
+    switch (op) {
+    case HB_NCOLL_SCATTER:
+    case HB_NCOLL_SCATTERV:
+        return HB_COLL_SCATTER;
+    case HB_NCOLL_GATHER:
+    case HB_NCOLL_GATHERV:
+        return HB_COLL_GATHER;
+    case HB_NCOLL_BCAST:
+        return HB_COLL_BCAST;
+    default:
+        return HB_COLL_ALLGATHER;
+    }
+}
+
+/* Where rank gr's block starts at the root (scatter's send buffer, gather's receive buffer). */
+static uint64_t xop_root_off(const hbd_xop_t *op, uint32_t gr)
+{
+    return op_is_v(op->op) ? op->dsp[gr] : (uint64_t)gr * op->size;
+}
+
+/* This node's input for the data phase, read from the ranks' buffers before the agreement
+ * (a bad buffer is then part of the node's verdict): the root's whole send buffer regrouped in
+ * node order (scatter), the root's buffer (bcast), the node's ranks' blocks (gather,
+ * allgather). cnt and dsp hold this node's view (the root's table at the root). */
+static int xop_read_input(hbd_xop_t *op)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    uint32_t n = j->d->topo->n_nodes;
+    int rc = 0, rl = -1;
+    for (uint32_t k = 0; k < j->n_local; k++)
+        if (op_has_root(op->op) && j->local[k].rank == (uint32_t)op->root)
+            rl = (int)k;
+    uint64_t len = 0;
+    switch (op_coll(op->op)) {
+    case HB_COLL_SCATTER:
+        if (rl < 0)
+            return 0;
+        for (uint32_t gr = 0; gr < j->spec->size; gr++)
+            len += op->cnt[gr];
+        break;
+    case HB_COLL_BCAST:
+        if (rl < 0)
+            return 0;
+        len = op->size;
+        break;
+    default:
+        for (uint32_t k = 0; k < j->n_local; k++)
+            len += op->cnt[j->local[k].rank];
+        break;
+    }
+    if (len > HBD_RANKS_MAX_INPUT)
+        return HIBAR_ERR_INVAL;
+    op->in = malloc(len + 1);
+    op->in_len = len;
+    if (op->in == NULL)
+        return HIBAR_ERR_NOMEM;
+    uint64_t off = 0;
+    switch (op_coll(op->op)) {
+    case HB_COLL_SCATTER:
+        for (uint32_t w = 0; w < n && rc == 0; w++)
+            for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
+                uint32_t gr = rj->node_granks[i];
+                if (op->cnt[gr] > 0)
+                    rc = xop_cma(rj->pid[rl], op->in + off, op->rec_send[rl] + xop_root_off(op, gr),
+                                 op->cnt[gr], 0);
+                off += op->cnt[gr];
+            }
+        return rc;
+    case HB_COLL_BCAST:
+        return len > 0 ? xop_cma(rj->pid[rl], op->in, op->rec_send[rl], len, 0) : 0;
+    default:
+        for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
+            uint32_t gr = j->local[k].rank;
+            if (op->cnt[gr] > 0)
+                rc = xop_cma(rj->pid[k], op->in + off, op->rec_send[k], op->cnt[gr], 0);
+            off += op->cnt[gr];
+        }
+        return rc;
+    }
+}
+
+/* Write this node's output into the ranks' buffers. */
+static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const uint8_t *out)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    uint32_t self = j->d->self;
+    int rc = 0;
+    switch (s->op) {
+    case HB_COLL_SCATTER: {
+        uint64_t off = 0;
+        for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
+            uint32_t gr = j->local[k].rank;
+            if (op->cnt[gr] > 0)
+                rc = xop_cma(rj->pid[k], (void *)(out + off), op->rec_recv[k], op->cnt[gr], 1);
+            off += op->cnt[gr];
+        }
+        return rc;
+    }
+    case HB_COLL_BCAST:
+        for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
+            if (j->local[k].rank != (uint32_t)op->root && op->size > 0)
+                rc = xop_cma(rj->pid[k], (void *)out, op->rec_send[k], op->size, 1);
+        return rc;
+    case HB_COLL_GATHER:
+        if (self != s->root)
+            return 0;
+        for (uint32_t k = 0; k < j->n_local; k++) {
+            if (j->local[k].rank != (uint32_t)op->root)
+                continue;
+            for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
+                uint64_t off = s->noff[w];
+                for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
+                    uint32_t gr = rj->node_granks[i];
+                    if (op->cnt[gr] > 0)
+                        rc = xop_cma(rj->pid[k], (void *)(out + off),
+                                     op->rec_recv[k] + xop_root_off(op, gr), op->cnt[gr], 1);
+                    off += op->cnt[gr];
+                }
+            }
+        }
+        return rc;
+    default: /* allgather: every block to every local rank, at its job rank's place */
+        for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
+            for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
+                uint64_t off = s->noff[w];
+                for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
+                    uint32_t gr = rj->node_granks[i];
+                    if (op->size > 0)
+                        rc = xop_cma(rj->pid[k], (void *)(out + off),
+                                     op->rec_recv[k] + (uint64_t)gr * op->size, op->size, 1);
+                    off += op->size;
+                }
+            }
+        return rc;
+    }
+}
+
+static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const uint8_t *out,
+                          void *arg)
+{
+    hbd_xop_t *op = arg;
+    (void)d;
+    if (status == 0 && op->rj != NULL)
+        status = xop_write_output(op, s, out);
+    xop_finish(op, status);
+}
+
+/*
+ * The agreement blob of one node, little-endian host order (every daemon runs on the same
+ * architecture as its peers; the fields are checked anyway):
+ *   u32 magic, u32 node, u32 op, i32 root, u64 seq, u64 size, i32 verdict, u32 n_ranks,
+ *   u32 root_table (0 or the job size), u32 pad,
+ *   n_ranks x { u32 grank, u32 pad, u64 bytes },
+ *   root_table x u64 (the root's counts, from the node hosting the root of a -v form)
+ */
+typedef struct xagree_hdr {
+    uint32_t magic, node, op;
+    int32_t root;
+    uint64_t seq, size;
+    int32_t verdict;
+    uint32_t n_ranks, root_table, pad;
+} xagree_hdr_t;
+
+typedef struct xagree_rank {
+    uint32_t grank, pad;
+    uint64_t bytes;
+} xagree_rank_t;
+
+/* Parse every node's blob into op's table; same verdict on every node. */
+static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
+{
+    hbd_job_t *j = op->rj->j;
+    uint32_t size = j->spec->size, n_nodes = j->d->topo->n_nodes, seen_nodes = 0;
+    uint8_t *seen = calloc(size, 1), *node_seen = calloc(n_nodes, 1);
+    const uint64_t *root_table = NULL;
+    int verdict = 0, verdict_node = INT32_MAX, rc = 0;
+    xagree_hdr_t first = {0};
+    size_t off = 0;
+    if (seen == NULL || node_seen == NULL) {
+        rc = HIBAR_ERR_NOMEM;
+        goto out;
+    }
+    while (off < len) {
+        xagree_hdr_t h;
+        if (len - off < sizeof(h)) {
+            rc = HIBAR_ERR_PROTO;
+            goto out;
+        }
+        memcpy(&h, data + off, sizeof(h));
+        off += sizeof(h);
+        if (h.magic != HBD_RANKS_AGREE_MAGIC || h.node >= n_nodes || node_seen[h.node] ||
+            h.n_ranks > size || (h.root_table != 0 && h.root_table != size) ||
+            (len - off) / sizeof(xagree_rank_t) < h.n_ranks) {
+            rc = HIBAR_ERR_PROTO;
+            goto out;
+        }
+        node_seen[h.node] = 1;
+        seen_nodes++;
+        if (seen_nodes == 1)
+            first = h;
+        if (h.verdict != 0 && (int)h.node < verdict_node) {
+            verdict_node = (int)h.node;
+            verdict = h.verdict < 0 && h.verdict >= HIBAR_ERR_LAST ? h.verdict : HIBAR_ERR_PROTO;
+        }
+        if (h.op != first.op || h.root != first.root || h.seq != first.seq ||
+            (!op_is_v(h.op) && h.size != first.size)) {
+            if (verdict == 0)
+                verdict = HIBAR_ERR_MISMATCH;
+        }
+        for (uint32_t i = 0; i < h.n_ranks; i++) {
+            xagree_rank_t r;
+            memcpy(&r, data + off, sizeof(r));
+            off += sizeof(r);
+            if (r.grank >= size || seen[r.grank] || j->spec->map[r.grank] != h.node) {
+                rc = HIBAR_ERR_PROTO;
+                goto out;
+            }
+            seen[r.grank] = 1;
+            op->cnt[r.grank] = r.bytes;
+        }
+        if (h.root_table != 0) {
+            if ((len - off) / sizeof(uint64_t) < h.root_table || root_table != NULL) {
+                rc = HIBAR_ERR_PROTO;
+                goto out;
+            }
+            root_table = (const uint64_t *)(data + off);
+            off += (size_t)h.root_table * sizeof(uint64_t);
+        }
+    }
+    if (seen_nodes != n_nodes || memchr(seen, 0, size) != NULL) {
+        rc = HIBAR_ERR_PROTO;
+        goto out;
+    }
+    if (verdict != 0) {
+        rc = verdict;
+        goto out;
+    }
+    op->op = first.op;
+    op->root = first.root;
+    op->size = first.size;
+    if (op_is_v(op->op)) {
+        /* the root's table must agree with every rank's own count */
+        if (root_table == NULL) {
+            rc = HIBAR_ERR_PROTO;
+            goto out;
+        }
+        for (uint32_t gr = 0; gr < size; gr++) {
+            uint64_t want;
+            memcpy(&want, &root_table[gr], sizeof(want));
+            if (want != op->cnt[gr]) {
+                rc = HIBAR_ERR_MISMATCH;
+                goto out;
+            }
+        }
+    }
+out:
+    if (rc == HIBAR_ERR_PROTO)
+        hb_log_error("job %s: malformed agreement for epoch %" PRIu64, j->nspace, op->epoch);
+    free(seen);
+    free(node_seen);
+    return rc;
+}
+
+static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
+{
+    hbd_xop_t *op = arg;
+    if (status != 0 || op->rj == NULL) {
+        free(data);
+        xop_finish(op, status != 0 ? status : HIBAR_ERR_PEER_LOST);
+        return;
+    }
+    status = xop_agree_parse(op, data, len);
+    free(data);
+    if (status != 0) {
+        xop_finish(op, status);
+        return;
+    }
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    uint32_t n_nodes = d->topo->n_nodes;
+    uint64_t *node_bytes = calloc(n_nodes, sizeof(uint64_t));
+    if (node_bytes == NULL) {
+        xop_finish(op, HIBAR_ERR_NOMEM);
+        return;
+    }
+    for (uint32_t gr = 0; gr < j->spec->size; gr++)
+        node_bytes[j->spec->map[gr]] += op->cnt[gr];
+    hbd_coll_job_args_t a = {.op = op_coll(op->op),
+                             .vform = op_is_v(op->op),
+                             .root = op_has_root(op->op) ? j->spec->map[op->root] : 0,
+                             .size = op->size,
+                             .ranks_of = rj->ranks_of,
+                             .counts = node_bytes};
+    hbd_coll_run_t *run = NULL;
+    uint64_t id =
+        HBD_COLL_ID_JOB | ((j->spec->id & 0xffffffffffull) << 20) | (op->epoch & 0xfffffull);
+    status = hbd_coll_job_create(d, id, &a, op->in, op->in_len, &run);
+    op->in = NULL; /* hbd_coll's now */
+    free(node_bytes);
+    if (status != 0) {
+        xop_finish(op, status);
+        return;
+    }
+    hbd_coll_job_start(d, run, xop_data_done, op);
+}
+
+/* Every local rank opened a collective at the epoch (or some did: mismatch). */
+static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    hbd_t *d = j->d;
+    uint32_t size = j->spec->size, nl = j->n_local;
+    int verdict = n_at == nl ? 0 : HIBAR_ERR_MISMATCH, am_root_node = 0;
+    const hb_seg_ctl_t *c0 = hb_seg_ctl(&rj->seg, 0);
+    uint32_t op0 = c0->op;
+    int32_t root0 = c0->root;
+    uint64_t seq0 = c0->coll_seq, size0 = c0->count;
+
+    op->cnt = calloc(size, sizeof(uint64_t));
+    op->dsp = calloc(size, sizeof(uint64_t));
+    op->rec_send = calloc(nl, sizeof(uint64_t));
+    op->rec_recv = calloc(nl, sizeof(uint64_t));
+    size_t blen = sizeof(xagree_hdr_t) + nl * sizeof(xagree_rank_t) + size * sizeof(uint64_t);
+    uint8_t *blob = malloc(blen);
+    if (op->cnt == NULL || op->dsp == NULL || op->rec_send == NULL || op->rec_recv == NULL ||
+        blob == NULL) {
+        free(blob);
+        verdict = HIBAR_ERR_NOMEM;
+        /* still take part (with a header only) so the other nodes are not left waiting */
+        blob = malloc(sizeof(xagree_hdr_t));
+        if (blob == NULL) {
+            xop_finish(op, HIBAR_ERR_NOMEM);
+            return;
+        }
+        nl = 0;
+    }
+    xagree_hdr_t h = {.magic = HBD_RANKS_AGREE_MAGIC,
+                      .node = d->self,
+                      .op = op0,
+                      .root = root0,
+                      .seq = seq0,
+                      .size = size0,
+                      .n_ranks = nl};
+    size_t off = sizeof(h);
+    for (uint32_t k = 0; k < nl; k++) {
+        const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, k);
+        xagree_rank_t r = {.grank = j->local[k].rank, .bytes = c->count};
+        if (verdict == 0 && c->err != 0)
+            verdict = c->err < 0 && c->err >= HIBAR_ERR_LAST ? c->err : HIBAR_ERR_PROTO;
+        if (verdict == 0 &&
+            (c->op != op0 || c->root != root0 || c->coll_seq != seq0 || c->op < HB_NCOLL_BCAST ||
+             c->op > HB_NCOLL_ALLGATHER || (!op_is_v(op0) && c->count != size0)))
+            verdict = HIBAR_ERR_MISMATCH;
+        if (verdict == 0 && rj->pid[k] == 0)
+            verdict = HIBAR_ERR_PROTO; /* a rank that never said hello cannot take part */
+        if (op_has_root(op0) && root0 >= 0 && (uint32_t)root0 == j->local[k].rank)
+            am_root_node = 1;
+        op->rec_send[k] = c->sendbuf;
+        op->rec_recv[k] = c->recvbuf;
+        memcpy(blob + off, &r, sizeof(r));
+        off += sizeof(r);
+    }
+    h.n_ranks = nl;
+    op->op = op0;
+    op->root = root0;
+    op->size = size0;
+    for (uint32_t k = 0; k < nl; k++)
+        op->cnt[j->local[k].rank] = hb_seg_ctl(&rj->seg, k)->count;
+    if (verdict == 0 && am_root_node) {
+        /* this node's view of every rank's block: the root's (its -v tables are read from
+         * its memory; the counts also go to every node to check against) */
+        for (uint32_t gr = 0; gr < size; gr++) {
+            op->cnt[gr] = op_is_v(op0) ? 0 : size0;
+            op->dsp[gr] = (uint64_t)gr * size0;
+        }
+        for (uint32_t k = 0; k < nl && verdict == 0 && op_is_v(op0); k++) {
+            if (j->local[k].rank != (uint32_t)root0)
+                continue;
+            const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, k);
+            size_t *tc = malloc((size_t)size * sizeof(size_t));
+            size_t *td = malloc((size_t)size * sizeof(size_t));
+            verdict = tc == NULL || td == NULL ? HIBAR_ERR_NOMEM
+                                               : xop_cma(rj->pid[k], tc, c->counts_addr,
+                                                         (uint64_t)size * sizeof(size_t), 0);
+            if (verdict == 0)
+                verdict =
+                    xop_cma(rj->pid[k], td, c->displs_addr, (uint64_t)size * sizeof(size_t), 0);
+            for (uint32_t gr = 0; verdict == 0 && gr < size; gr++) {
+                uint64_t v = tc[gr];
+                op->cnt[gr] = v;
+                op->dsp[gr] = td[gr];
+                memcpy(blob + off + gr * sizeof(uint64_t), &v, sizeof(v));
+            }
+            free(tc);
+            free(td);
+        }
+        if (verdict == 0 && op_is_v(op0)) {
+            h.root_table = size;
+            off += (size_t)size * sizeof(uint64_t);
+        }
+        if (verdict == 0 && op_coll(op0) == HB_COLL_GATHER)
+            for (uint32_t k = 0; k < nl; k++) /* its own ranks: their own counts */
+                op->cnt[j->local[k].rank] = hb_seg_ctl(&rj->seg, k)->count;
+    }
+    if (verdict == 0)
+        verdict = xop_read_input(op);
+    h.verdict = verdict;
+    memcpy(blob, &h, sizeof(h));
+    uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
+    int rc = hbd_fence_start(d, id, NULL, 0, 0, blob, off, xop_agree_done, op);
+    free(blob);
+    if (rc != 0)
+        xop_finish(op, rc);
+}
+
+/* The node's ranks completed `epoch` locally: run it across the nodes. */
+static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
+{
+    hbd_job_t *j = rj->j;
+    hbd_xop_t *op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        hb_seg_release_status(&rj->seg, epoch, HIBAR_ERR_NOMEM);
+        return;
+    }
+    op->rj = rj;
+    op->d = j->d;
+    op->epoch = epoch;
+    op->next = rj->ops;
+    rj->ops = op;
+    uint32_t n_at = 0;
+    for (uint32_t k = 0; k < j->n_local; k++)
+        n_at += hb_seg_ctl(&rj->seg, k)->epoch == epoch;
+    if (n_at > 0) {
+        xop_coll_begin(op, n_at);
+        return;
+    }
+    uint64_t coll = j->spec->coll_base + j->fence_seq++;
+    int rc = hbd_barrier_start(j->d, coll, xop_barrier_done, op);
+    if (rc != 0)
+        xop_finish(op, rc);
+}
+
+static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_ranks_job_t *rj = arg;
+    uint64_t v, epoch = 0;
+    unsigned other = 0;
+    (void)what;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        hb_log_warn("job %s: reading the doorbell: %m", rj->j->nspace);
+    if (hb_seg_drain_arrivals(&rj->seg, &epoch, &other) != 0 || other != 0)
+        hb_log_warn("job %s: unexpected descriptors from the ranks (%u)", rj->j->nspace, other);
+    if (epoch > rj->last_epoch) {
+        rj->last_epoch = epoch;
+        xop_start(rj, epoch);
+    }
+}
+
+/* ---- jobs ---- */
+
+int hbd_ranks_job_open(hbd_job_t *j)
+{
+    hbd_t *d = j->d;
+    uint32_t n = d->topo->n_nodes, size = j->spec->size;
+    if (j->n_local == 0)
+        return 0;
+    hbd_ranks_job_t *rj = calloc(1, sizeof(*rj));
+    if (rj == NULL)
+        return HIBAR_ERR_NOMEM;
+    rj->j = j;
+    rj->doorbell = -1;
+    rj->seg.fd = -1;
+    rj->pid = calloc(j->n_local, sizeof(pid_t));
+    rj->ranks_of = calloc(n, sizeof(uint32_t));
+    rj->node_off = calloc(n + 1, sizeof(uint32_t));
+    rj->node_granks = calloc(size, sizeof(uint32_t));
+    int rc = HIBAR_ERR_NOMEM;
+    if (rj->pid == NULL || rj->ranks_of == NULL || rj->node_off == NULL || rj->node_granks == NULL)
+        goto err;
+    for (uint32_t gr = 0; gr < size; gr++)
+        rj->ranks_of[j->spec->map[gr]]++;
+    for (uint32_t w = 0; w < n; w++)
+        rj->node_off[w + 1] = rj->node_off[w] + rj->ranks_of[w];
+    {
+        uint32_t *fill = calloc(n, sizeof(uint32_t));
+        if (fill == NULL)
+            goto err;
+        for (uint32_t gr = 0; gr < size; gr++) {
+            uint32_t w = j->spec->map[gr];
+            rj->node_granks[rj->node_off[w] + fill[w]++] = gr;
+        }
+        free(fill);
+    }
+    for (uint32_t i = 0; i < j->n_nodes; i++)
+        if (j->nodes[i] == d->self)
+            rj->node_idx = i;
+    rc = hb_seg_create(j->n_local, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, j->spec->id,
+                       rj->node_idx, j->n_nodes, size, &rj->seg);
+    if (rc != 0)
+        goto err;
+    rj->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (rj->doorbell < 0) {
+        hb_log_error("eventfd: %m");
+        rc = HIBAR_ERR_IO;
+        goto err;
+    }
+    rj->ev_db = event_new(d->base, rj->doorbell, EV_READ | EV_PERSIST, doorbell_cb, rj);
+    if (rj->ev_db == NULL || event_add(rj->ev_db, NULL) != 0) {
+        rc = HIBAR_ERR_NOMEM;
+        goto err;
+    }
+    j->ranks = rj;
+    return 0;
+err:
+    j->ranks = rj;
+    hbd_ranks_job_close(j);
+    return rc;
+}
+
+void hbd_ranks_job_close(hbd_job_t *j)
+{
+    hbd_ranks_job_t *rj = j->ranks;
+    if (rj == NULL)
+        return;
+    j->ranks = NULL;
+    /* epochs in flight finish without it (their engines call back later) */
+    for (hbd_xop_t *op = rj->ops; op != NULL; op = op->next)
+        op->rj = NULL;
+    if (rj->ev_db != NULL)
+        event_free(rj->ev_db);
+    if (rj->doorbell >= 0)
+        close(rj->doorbell);
+    hb_seg_unmap(&rj->seg);
+    free(rj->pid);
+    free(rj->ranks_of);
+    free(rj->node_off);
+    free(rj->node_granks);
+    free(rj);
+}
+
+void hbd_ranks_rank_lost(hbd_job_t *j, uint32_t lr)
+{
+    hbd_ranks_job_t *rj = j->ranks;
+    if (rj != NULL && rj->seg.base != NULL)
+        hb_seg_mark_broken(&rj->seg, (int32_t)lr);
+}
+
+/* NAME=VALUE into a malloc'd NULL-terminated environment, replacing NAME if present. */
+static int env_set(char ***env, const char *name, const char *value)
+{
+    size_t nl = strlen(name), n = 0;
+    char *s = malloc(nl + strlen(value) + 2);
+    if (s == NULL)
+        return HIBAR_ERR_NOMEM;
+    sprintf(s, "%s=%s", name, value);
+    for (; (*env)[n] != NULL; n++)
+        if (strncmp((*env)[n], name, nl) == 0 && (*env)[n][nl] == '=') {
+            free((*env)[n]);
+            (*env)[n] = s;
+            return 0;
+        }
+    char **ne = realloc(*env, (n + 2) * sizeof(char *));
+    if (ne == NULL) {
+        free(s);
+        return HIBAR_ERR_NOMEM;
+    }
+    ne[n] = s;
+    ne[n + 1] = NULL;
+    *env = ne;
+    return 0;
+}
+
+int hbd_ranks_env(hbd_job_t *j, uint32_t lr, char ***env)
+{
+    char v[32];
+    int rc;
+    if (j->ranks == NULL || g_lfd < 0)
+        return 0;
+    if ((rc = env_set(env, "HIBAR_SOCKET", g_path)) != 0)
+        return rc;
+    snprintf(v, sizeof(v), "%" PRIu32, j->local[lr].rank);
+    if ((rc = env_set(env, "HIBAR_RANK", v)) != 0)
+        return rc;
+    snprintf(v, sizeof(v), "%" PRIu64, j->spec->id);
+    return env_set(env, "HIBAR_JOB", v);
+}

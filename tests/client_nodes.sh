@@ -1,0 +1,40 @@
+#!/bin/bash
+# client_nodes.sh: libhibar across nodes under hibar-run: every operation's data checked with
+# random sizes and roots on 1 node x 8 ranks, 4 emulated nodes x 4 ranks (block and chassis
+# placement) and 30 emulated nodes x 1 rank; misuse reported on every rank; a rank that dies
+# ends the job with its name, never a hang.
+. "$(dirname "$0")/run_lib.sh"
+
+cp "$bld/tests/xrank_check" "$TMP/xrank_check" || { echo "SKIP: xrank_check not built"; exit 77; }
+XC="$TMP/xrank_check"
+HELLO=$XC # what check_clean looks for
+
+ok() { grep -q "^xrank_check: ok $1 operations on $2 ranks" "$OUT" || fail "$3: no success line"; }
+
+# one node, 8 ranks on 2 cores: the segment only (the daemon is not involved after start-up)
+run 0 -n 8 "$XC" --ops 60 --errors --seed 1
+ok 60 8 "1x8"
+check_clean
+
+# 4 nodes x 4 ranks, block placement: epochs handed to the daemons, data between them
+run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 60 --errors --seed 2
+ok 60 16 "4x4"
+check_clean
+
+# ranks dealt round-robin over each chassis: a node's ranks are not consecutive
+run 0 -n 16 --map-by chassis --emulate "$FOUR" "$XC" --ops 40 --seed 3
+ok 40 16 "4x4 map-by chassis"
+check_clean
+
+# 30 nodes x 1 rank (the paper's 10 chassis x 3)
+sed -e "s/^cluster: .*/cluster: hbxc$$/" "$src/examples/scmd-30.yaml" >"$TMP/thirty.yaml"
+grep -q "^cluster: hbxc$$" "$TMP/thirty.yaml" || echo "cluster: hbxc$$" >>"$TMP/thirty.yaml"
+run 0 -n 30 --emulate "$TMP/thirty.yaml" "$XC" --ops 30 --seed 4 --max 262144
+ok 30 30 "30x1"
+check_clean
+
+# a rank that dies in the middle: hibar-run names it and exits with its status, nobody hangs
+run 3 -n 8 --per-node 2 --emulate "$FOUR" "$XC" --ops 1000 --die-rank 5 --die-at 7 --seed 5
+grep -q "rank 5" "$ERR" || fail "dead rank not named"
+check_clean
+echo "PASS: client_nodes"

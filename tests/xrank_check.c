@@ -1,0 +1,258 @@
+/* xrank_check.c: a libhibar job that checks every operation's data across nodes (run by
+ * hibar-run in tests/client_nodes.sh). */
+/*
+ * Every rank draws the same pseudo-random sequence of operations (seed from --seed), with
+ * random roots and sizes from 0 to --max bytes per rank (bounded so that no buffer exceeds
+ * --max-total), fills its send buffer with a pattern of (operation, rank, byte) and checks
+ * every byte it receives, and that bytes outside the received range are untouched. With
+ * --errors it also checks that misuse is reported on every rank: a root out of range
+ * (INVAL), ranks disagreeing on the root (MISMATCH), a NULL buffer on one rank (INVAL).
+ * Rank 0 prints "xrank_check: ok N operations on R ranks" and every rank exits 0 on success;
+ * a failure prints what went wrong and exits 1.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hibar.h"
+
+static int me, np;
+static unsigned long long rng_state;
+
+static uint64_t rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return rng_state >> 33;
+}
+
+static unsigned char pat(int op, int rank, size_t i)
+{
+    return (unsigned char)(op * 29 + rank * 131 + (int)(i % 251) + (int)(i >> 12) * 7 + 1);
+}
+
+static int fail(const char *what, int op, int rc)
+{
+    fprintf(stderr, "xrank_check: rank %d: operation %d (%s): %s\n", me, op, what,
+            rc ? hibar_strerror(rc) : "wrong data");
+    return 1;
+}
+
+static int check(const unsigned char *b, size_t n, int op, int rank, const char *what, int k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != pat(op, rank, i)) {
+            fprintf(stderr, "xrank_check: rank %d: %s op %d: byte %zu of rank %d's block is %u\n",
+                    me, what, k, i, rank, b[i]);
+            return 1;
+        }
+    return 0;
+}
+
+static void fill(unsigned char *b, size_t n, int op, int rank)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = pat(op, rank, i);
+}
+
+/* The guard byte after a received block must be untouched. */
+#define GUARD 0xA5
+
+static int run_errors(hibar_t *h)
+{
+    unsigned char s[64 * 8] = {0}, r[64];
+    size_t bytes = 8;
+    int rc;
+    if (np * bytes > sizeof(s))
+        return 0;
+    /* root out of range: INVAL everywhere */
+    rc = hibar_scatter(h, s, r, bytes, np + 3);
+    if (rc != HIBAR_ERR_INVAL)
+        return fail("root out of range", -1, rc ? rc : HIBAR_ERR_INTERNAL);
+    rc = hibar_barrier(h);
+    if (rc != 0)
+        return fail("barrier after an error", -1, rc);
+    /* disagreeing roots: MISMATCH everywhere (needs two ranks) */
+    if (np > 1) {
+        rc = hibar_gather(h, s, r, bytes, me == np - 1 ? 1 : 0);
+        if (rc != HIBAR_ERR_MISMATCH)
+            return fail("roots disagree", -2, rc ? rc : HIBAR_ERR_INTERNAL);
+        rc = hibar_barrier(h);
+        if (rc != 0)
+            return fail("barrier after a mismatch", -2, rc);
+    }
+    /* a NULL receive buffer on the last rank: INVAL everywhere */
+    rc = hibar_allgather(h, s, me == np - 1 ? NULL : s, bytes);
+    if (rc != HIBAR_ERR_INVAL)
+        return fail("NULL buffer on one rank", -3, rc ? rc : HIBAR_ERR_INTERNAL);
+    rc = hibar_barrier(h);
+    if (rc != 0)
+        return fail("barrier after a NULL buffer", -3, rc);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    hibar_t *h = NULL;
+    int n_ops = 40, errors = 0, rc, die_rank = -1, die_at = -1;
+    size_t max = 4u << 20, max_total = 32u << 20;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc)
+            n_ops = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
+            max = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--max-total") == 0 && i + 1 < argc)
+            max_total = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--die-rank") == 0 && i + 1 < argc)
+            die_rank = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--die-at") == 0 && i + 1 < argc)
+            die_at = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--errors") == 0)
+            errors = 1;
+        else {
+            fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
+                            "[--seed S] [--errors] [--die-rank R --die-at K]\n");
+            return 2;
+        }
+    }
+    if ((rc = hibar_init(&h)) != 0) {
+        fprintf(stderr, "xrank_check: hibar_init: %s\n", hibar_strerror(rc));
+        return 1;
+    }
+    hibar_rank(h, &me);
+    hibar_size(h, &np);
+    rng_state = seed;
+    if (max * (size_t)np > max_total)
+        max = max_total / (size_t)np;
+    size_t cap = max * (size_t)np + 1;
+    unsigned char *sb = malloc(cap), *rb = malloc(cap);
+    size_t *counts = malloc(np * sizeof(size_t)), *displs = malloc(np * sizeof(size_t));
+    if (sb == NULL || rb == NULL || counts == NULL || displs == NULL) {
+        fprintf(stderr, "xrank_check: out of memory\n");
+        return 1;
+    }
+    int bad = errors ? run_errors(h) : 0;
+    for (int k = 0; k < n_ops && !bad; k++) {
+        int kind = (int)(rnd() % 9), root = (int)(rnd() % (uint64_t)np);
+        /* sizes: often small, sometimes up to max */
+        size_t bytes = rnd() % 4 == 0 ? (size_t)(rnd() % (max + 1)) : (size_t)(rnd() % 4097);
+        if (bytes > max)
+            bytes = max;
+        size_t total = 0;
+        for (int r = 0; r < np; r++) {
+            counts[r] = (size_t)(rnd() % (bytes + 1)); /* -v forms: every rank its own count */
+            displs[r] = total;
+            total += counts[r] + (size_t)(rnd() % 3); /* gaps between blocks */
+        }
+        if (total + 1 > cap)
+            total = 0, memset(counts, 0, np * sizeof(size_t)),
+            memset(displs, 0, np * sizeof(size_t));
+        memset(rb, GUARD, cap);
+        if (me == die_rank && k == die_at)
+            _exit(3); /* a rank lost in the middle of the job */
+        switch (kind) {
+        case 0: /* barrier */
+            rc = hibar_barrier(h);
+            if (rc != 0)
+                bad = fail("barrier", k, rc);
+            break;
+        case 1: { /* split-phase barrier with work in between */
+            hibar_epoch_t e;
+            rc = hibar_barrier_arrive(h, &e);
+            if (rc == 0) {
+                volatile unsigned x = 0;
+                for (int i = 0; i < 1000 * (me + 1); i++)
+                    x += (unsigned)i;
+                rc = hibar_barrier_wait(h, e);
+            }
+            if (rc != 0)
+                bad = fail("split-phase barrier", k, rc);
+            break;
+        }
+        case 2: /* scatter */
+            if (me == root)
+                for (int r = 0; r < np; r++)
+                    fill(sb + (size_t)r * bytes, bytes, k, r);
+            rc = hibar_scatter(h, sb, rb, bytes, root);
+            if (rc != 0)
+                bad = fail("scatter", k, rc);
+            else
+                bad = check(rb, bytes, k, me, "scatter", k) || rb[bytes] != GUARD;
+            break;
+        case 3: /* gather */
+            fill(sb, bytes, k, me);
+            rc = hibar_gather(h, sb, rb, bytes, root);
+            if (rc != 0)
+                bad = fail("gather", k, rc);
+            else if (me == root) {
+                for (int r = 0; r < np && !bad; r++)
+                    bad = check(rb + (size_t)r * bytes, bytes, k, r, "gather", k);
+                bad = bad || rb[(size_t)np * bytes] != GUARD;
+            }
+            break;
+        case 4: /* bcast */
+            if (me == root)
+                fill(rb, bytes, k, root);
+            rc = hibar_bcast(h, rb, bytes, root);
+            if (rc != 0)
+                bad = fail("bcast", k, rc);
+            else
+                bad = check(rb, bytes, k, root, "bcast", k) || rb[bytes] != GUARD;
+            break;
+        case 5: /* allgather */
+            fill(sb, bytes, k, me);
+            rc = hibar_allgather(h, sb, rb, bytes);
+            if (rc != 0)
+                bad = fail("allgather", k, rc);
+            for (int r = 0; r < np && !bad; r++)
+                bad = check(rb + (size_t)r * bytes, bytes, k, r, "allgather", k);
+            if (!bad && rb[(size_t)np * bytes] != GUARD)
+                bad = fail("allgather guard", k, 0);
+            break;
+        case 6: /* scatterv */
+            if (me == root)
+                for (int r = 0; r < np; r++)
+                    fill(sb + displs[r], counts[r], k, r);
+            rc = hibar_scatterv(h, sb, counts, displs, rb, counts[me], root);
+            if (rc != 0)
+                bad = fail("scatterv", k, rc);
+            else
+                bad = check(rb, counts[me], k, me, "scatterv", k) || rb[counts[me]] != GUARD;
+            break;
+        case 7: /* gatherv */
+            fill(sb, counts[me], k, me);
+            rc = hibar_gatherv(h, sb, counts[me], rb, counts, displs, root);
+            if (rc != 0)
+                bad = fail("gatherv", k, rc);
+            else if (me == root)
+                for (int r = 0; r < np && !bad; r++)
+                    bad = check(rb + displs[r], counts[r], k, r, "gatherv", k) ||
+                          (r + 1 < np && displs[r] + counts[r] < displs[r + 1] &&
+                           rb[displs[r] + counts[r]] != GUARD);
+            break;
+        default: /* barrier twice: epochs in quick succession */
+            rc = hibar_barrier(h);
+            if (rc == 0)
+                rc = hibar_barrier(h);
+            if (rc != 0)
+                bad = fail("two barriers", k, rc);
+            break;
+        }
+        if (bad && rc == 0)
+            fail("data check", k, 0);
+    }
+    rc = hibar_finalize(&h);
+    if (rc != 0 && !bad)
+        bad = fail("finalize", n_ops, rc);
+    if (!bad && me == 0)
+        printf("xrank_check: ok %d operations on %d ranks\n", n_ops, np);
+    free(sb);
+    free(rb);
+    free(counts);
+    free(displs);
+    return bad ? 1 : 0;
+}
