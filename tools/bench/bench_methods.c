@@ -242,7 +242,8 @@ static int bm_fork(const bm_opts_t *o, bm_shared_t *sh)
     uint32_t i, n = o->n;
     int rc, failed = 0;
 
-    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, &seg);
+    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, 0,
+                       &seg);
     if (rc != 0) {
         fprintf(stderr, "hibar-bench methods: segment: %s\n", hibar_strerror(rc));
         return -1;
