@@ -247,6 +247,9 @@ typedef struct hb_sim_opts {
     /* host of each node ([n_nodes], values < n_nodes) when the params have cores > 0; NULL:
      * every node on host 0 (an emulated cluster) */
     const uint32_t *host_of;
+    /* collectives (hb_sim_coll): when each node starts ([n_nodes] µs, >= 0), e.g. the
+     * measured spread of the daemons' commands; NULL: all at 0 */
+    const double *start_us;
 } hb_sim_opts_t;
 
 typedef struct hb_sim_result {

@@ -168,8 +168,13 @@ int hb_sim_coll(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args, const 
     rc = sim_coll_init(&c, &w, nodes, args);
     if (rc != 0)
         goto out_world;
-    for (i = 0; i < nodes->n_nodes && rc == 0; i++)
-        rc = hb_sim_engine_push(w.eng, 0, SIM_EV_COLL_START, i, 0, 0, 0);
+    for (i = 0; i < nodes->n_nodes && rc == 0; i++) {
+        double t0 = o != NULL && o->start_us != NULL ? o->start_us[i] : 0;
+        if (!(t0 >= 0))
+            rc = HIBAR_ERR_INVAL;
+        else
+            rc = hb_sim_engine_push(w.eng, t0, SIM_EV_COLL_START, i, 0, 0, 0);
+    }
     if (rc == 0)
         rc = sim_loop(&w, coll_handle, &c, o);
     if (rc == 0)

@@ -8,10 +8,10 @@
 
 /*
  * Simulate one collective: the schedule hb_coll_sched_build(nodes, args) gives, one
- * hb_coll_exec_t per node (HB_COLL_EXEC_NODATA: sizes only), every node starting at 0, on the
- * network model of sim.h. r_p->latency_us is the last node's COMPLETE. o may be NULL (only its
- * progress callback is used). INVAL (bad input, the schedule refused), NOMEM, INTERNAL (an
- * executor refused a message, failed, or the run stalled).
+ * hb_coll_exec_t per node (HB_COLL_EXEC_NODATA: sizes only), every node starting at 0 (or at
+ * o->start_us[node]), on the network model of sim.h. r_p->latency_us is the last node's
+ * COMPLETE. o may be NULL (its progress, host_of and start_us are used). INVAL (bad input, the
+ * schedule refused), NOMEM, INTERNAL (an executor refused a message, failed, or the run stalled).
  */
 int hb_sim_coll(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args, const hb_sim_params_t *p,
                 const hb_sim_opts_t *o, hb_sim_result_t *r_p);

@@ -41,6 +41,7 @@ typedef struct opts {
     uint32_t host_iters;    /* the host probe's round trips / rounds / pings */
     const char *save;       /* --measure: keep the rows in this file */
     int no_host;            /* validate: ignore host rows */
+    const char *bed_rows;   /* validate: scatter/gather rows of the test bed */
     uint32_t nodes, chassis, fanout, sites;
     int have_fanout;
     int protos; /* bit 0 scmd, bit 1 tree */
@@ -88,7 +89,10 @@ static void usage(FILE *f)
         "             model when the file has host rows; --measure: per protocol, start the\n"
         "             emulated cluster, probe the host model, run hibar-bench cluster-barrier\n"
         "             on it (--measure-iters N: its --iters), probe again, and use those rows\n"
-        "             (--save FILE keeps them; --host-iters N: the probe, 2000; --no-host)\n"
+        "             (--save FILE keeps them; --host-iters N: the probe, 2000; --no-host);\n"
+        "             --bed-rows FILE: the scatter/gather rows of the multi-lane test bed\n"
+        "             (tests/netns/xcoll-bench, tests/sim_bed.sh) against the simulation on\n"
+        "             --config (the bed's hibar.yaml), --calibrate: its lanes rows (20%% target)\n"
         "topology:\n"
         "  --config FILE        cluster file (hb_cfg_load; --set KEY=VALUE overrides)\n"
         "  --nodes N --chassis-size C (3) --fanout K (0) --sites S (1)\n"
@@ -849,6 +853,190 @@ static int mode_validate(opts_t *o)
     return rc;
 }
 
+/* ---- validate --bed-rows: scatter / gather on the multi-lane test bed -------------------- */
+
+#define BED_TARGET 20.0
+
+/* "a,b,c" -> n values into v (at most max). 0, or -1 if malformed or not n values. */
+static int parse_starts(const char *s, double *v, uint32_t n)
+{
+    uint32_t k = 0;
+    char *end;
+
+    while (*s != '\0' && k < n) {
+        errno = 0;
+        v[k] = strtod(s, &end);
+        if (end == s || errno != 0 || !(v[k] >= 0) || !isfinite(v[k]))
+            return -1;
+        k++;
+        s = end;
+        if (*s == ',')
+            s++;
+    }
+    return k == n && *s == '\0' ? 0 : -1;
+}
+
+/*
+ * Every scatter / gather row of --bed-rows (tests/netns/xcoll-bench's, or tests/sim_bed.sh's,
+ * which add starts_us: each daemon's start, in node order, from the first) simulated on the
+ * bed's topology (--config: the bed's hibar.yaml) with the daemons' segment (32 KiB), and the
+ * calibration's LAN and WAN figures (lanes rows: what hb_bwprobe measured on the bed), side
+ * by side; target 20%.
+ */
+static int mode_validate_bed(opts_t *o)
+{
+    hb_topo_t *t = NULL;
+    hb_coll_nodes_t nodes;
+    uint32_t *site_of = NULL;
+    double *starts = NULL;
+    char line[16384], buf[16384];
+    hb_sim_json_kv_t kv[64];
+    unsigned lineno = 0, rows = 0, fails = 0;
+    FILE *f;
+    int rc;
+
+    if (o->config == NULL) {
+        fprintf(stderr, "hibar-sim: validate --bed-rows needs --config (the bed's hibar.yaml)\n");
+        return HIBAR_ERR_CONFIG;
+    }
+    rc = make_topo(o, 0, o->fanout, &t);
+    if (rc != 0)
+        return HIBAR_ERR_CONFIG;
+    site_of = calloc(t->n_nodes, sizeof(uint32_t));
+    starts = calloc(t->n_nodes, sizeof(double));
+    if (site_of == NULL || starts == NULL) {
+        rc = HIBAR_ERR_NOMEM;
+        goto out;
+    }
+    rc = hb_coll_nodes_from_topo(t, NULL, site_of, &nodes);
+    if (rc != 0)
+        goto out;
+    f = fopen(o->bed_rows, "r");
+    if (f == NULL) {
+        fprintf(stderr, "hibar-sim: %s: %s\n", o->bed_rows, strerror(errno));
+        rc = HIBAR_ERR_CONFIG;
+        goto out;
+    }
+    print_params(o);
+    if (!o->json) {
+        double load[1];
+        printf("# validate: scatter / gather on the test bed %s (%" PRIu32 " nodes, %" PRIu32
+               " sites), measured (%s) and simulated side by side\n"
+               "# measured:  time_us, the last completion minus the first start over all "
+               "daemons\n"
+               "# simulated: hibar-sim, the coll schedule with one executor per node, segment "
+               "32768 B, every node starting %s\n"
+               "# error:     (simulated - measured) / measured; target: within +-%.0f%%\n",
+               o->config, t->n_nodes, t->n_sites, o->bed_rows,
+               "when its daemon did (starts_us) if the row says, else at 0", BED_TARGET);
+        if (getloadavg(load, 1) == 1)
+            printf("# load average now: %.2f\n", load[0]);
+        printf("# %-8s %-12s %5s %10s %14s %14s %10s %7s %-6s %10s\n", "Op", "Algorithm", "Lanes",
+               "Size(B)", "Measured(us)", "Simulated(us)", "Error(%)", "Target", "Within",
+               "Skew(us)");
+    }
+    rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+        const char *why = NULL, *bench = NULL, *impl = NULL, *st = NULL;
+        double size = -1, meas = -1, lanes = 0, skew = -1, n = -1;
+        hb_coll_args_t args;
+        hb_sim_opts_t so;
+        hb_sim_result_t r;
+        size_t nkv = 0, k;
+        double err;
+        lineno++;
+        if (line[0] != '{')
+            continue;
+        if (hb_sim_json_parse(line, buf, sizeof(buf), kv, 64, &nkv, &why) != 0) {
+            fprintf(stderr, "hibar-sim: %s:%u: %s\n", o->bed_rows, lineno, why ? why : "bad JSON");
+            rc = HIBAR_ERR_CONFIG;
+            break;
+        }
+        for (k = 0; k < nkv; k++) {
+            const hb_sim_json_kv_t *e = &kv[k];
+            int num = e->kind == HB_SIM_JSON_NUM, str = e->kind == HB_SIM_JSON_STR;
+            if (strcmp(e->key, "bench") == 0 && str)
+                bench = e->str;
+            else if (strcmp(e->key, "impl") == 0 && str)
+                impl = e->str;
+            else if (strcmp(e->key, "starts_us") == 0 && str)
+                st = e->str;
+            else if (strcmp(e->key, "size") == 0 && num)
+                size = e->num;
+            else if (strcmp(e->key, "time_us") == 0 && num)
+                meas = e->num;
+            else if (strcmp(e->key, "lanes") == 0 && num)
+                lanes = e->num;
+            else if (strcmp(e->key, "skew_us") == 0 && num)
+                skew = e->num;
+            else if (strcmp(e->key, "nodes") == 0 && num)
+                n = e->num;
+        }
+        if (bench == NULL || (strcmp(bench, "scatter") != 0 && strcmp(bench, "gather") != 0))
+            continue; /* not a row of this kind */
+        memset(&args, 0, sizeof(args));
+        if (impl == NULL || hb_coll_op_parse(bench, &args.op) != 0 ||
+            hb_coll_alg_parse(impl, &args.alg) != 0 || size < 0 || !(meas > 0) || lanes < 0 ||
+            lanes > 4096 || n != t->n_nodes) {
+            fprintf(stderr,
+                    "hibar-sim: %s:%u: a %s row needs impl, size, time_us > 0, lanes and nodes = "
+                    "%" PRIu32 "\n",
+                    o->bed_rows, lineno, bench, t->n_nodes);
+            rc = HIBAR_ERR_CONFIG;
+            break;
+        }
+        args.root = 0;
+        args.size = (uint64_t)size;
+        args.lanes = (uint32_t)lanes;
+        args.seg_size = 32768; /* the daemons' default: one COLL frame */
+        hb_sim_opts_init(&so);
+        if (st != NULL) {
+            if (parse_starts(st, starts, t->n_nodes) != 0) {
+                fprintf(stderr, "hibar-sim: %s:%u: starts_us needs %" PRIu32 " numbers >= 0\n",
+                        o->bed_rows, lineno, t->n_nodes);
+                rc = HIBAR_ERR_CONFIG;
+                break;
+            }
+            so.start_us = starts;
+        }
+        rc = hb_sim_coll(&nodes, &args, &o->p, &so, &r);
+        if (rc != 0) {
+            fprintf(stderr, "hibar-sim: %s:%u: simulating %s %s: %s\n", o->bed_rows, lineno, bench,
+                    impl, hibar_strerror(rc));
+            break;
+        }
+        err = 100.0 * (r.latency_us - meas) / meas;
+        fails += fabs(err) > BED_TARGET;
+        rows++;
+        if (o->json)
+            printf(
+                "{\"bench\": \"sim-validate-%s\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                ", \"size\": %.0f, \"lanes\": %.0f, \"median_us\": %.1f, \"predicted_us\": "
+                "%.1f, \"error_pct\": %.1f, \"skew_us\": %.1f, \"starts\": %s, \"within\": %s}\n",
+                bench, impl, t->n_nodes, size, lanes, meas, r.latency_us, err, skew,
+                st ? "true" : "false", fabs(err) <= BED_TARGET ? "true" : "false");
+        else
+            printf("  %-8s %-12s %5.0f %10.0f %14.1f %14.1f %+10.1f %6.0f%% %-6s %10.1f\n", bench,
+                   impl, lanes, size, meas, r.latency_us, err, BED_TARGET,
+                   fabs(err) <= BED_TARGET ? "yes" : "NO", skew);
+    }
+    fclose(f);
+    if (rc == 0 && rows == 0) {
+        fprintf(stderr, "hibar-sim: %s has no scatter or gather row\n", o->bed_rows);
+        rc = HIBAR_ERR_NOT_FOUND;
+    }
+    if (rc == 0 && !o->json)
+        printf("validate: %u of %u scatter/gather rows within %.0f%% of the measured time\n",
+               rows - fails, rows, BED_TARGET);
+    if (rc == 0 && fails > 0)
+        rc = 1;
+out:
+    free(site_of);
+    free(starts);
+    hb_topo_free(t);
+    return rc;
+}
+
 /* ---- replay ------------------------------------------------------------------------------- */
 
 /* Every node's DIR/n<node>.trace through hb_sim_replay_file. */
@@ -1277,7 +1465,8 @@ enum {
     OPT_WAKE,
     OPT_SAVE,
     OPT_HOST_ITERS,
-    OPT_NO_HOST
+    OPT_NO_HOST,
+    OPT_BED_ROWS
 };
 
 int main(int argc, char **argv)
@@ -1325,6 +1514,7 @@ int main(int argc, char **argv)
         {"save", required_argument, NULL, OPT_SAVE},
         {"host-iters", required_argument, NULL, OPT_HOST_ITERS},
         {"no-host", no_argument, NULL, OPT_NO_HOST},
+        {"bed-rows", required_argument, NULL, OPT_BED_ROWS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     static const char *over[64];
@@ -1499,6 +1689,9 @@ int main(int argc, char **argv)
         case OPT_NO_HOST:
             o.no_host = 1;
             break;
+        case OPT_BED_ROWS:
+            o.bed_rows = optarg;
+            break;
         case 'q':
             o.quiet = 1;
             break;
@@ -1617,6 +1810,8 @@ int main(int argc, char **argv)
     (void)d;
     if (strcmp(o.mode, "barrier") == 0)
         rc = mode_barrier(&o);
+    else if (strcmp(o.mode, "validate") == 0 && o.bed_rows != NULL)
+        rc = mode_validate_bed(&o);
     else if (strcmp(o.mode, "validate") == 0)
         rc = mode_validate(&o);
     else if (strcmp(o.mode, "replay") == 0)
