@@ -10,6 +10,7 @@
 
 #include <event2/event.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,15 @@ int hbd_coll_init(hbd_t *d)
         free(st);
         return HIBAR_ERR_NOMEM;
     }
+    /*
+     * A collective's buffers (up to 1 GiB on a node) are malloc'd and freed per collective.
+     * Keep them in the heap rather than in fresh mmaps: first-touch page faults and munmap's
+     * TLB shootdowns cost more than the transfer on a virtual machine (measured on the test
+     * bed, 4 MiB flat scatter on 8 daemons: 1100 -> 400 ms of the daemons' CPU, 2.0 -> 0.5 s).
+     * Up to 256 MiB of freed heap stay mapped between collectives.
+     */
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     st->timeout_ns = 60000ull * 1000000ull;
     if (to != NULL && atol(to) > 0)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
