@@ -119,6 +119,15 @@ void hbd_net_tick_arm(hbd_t *d);
 /* Start a T_SR probe: n round trips to neighbour `to`; the reply goes to conn. */
 int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n);
 
+/* hbd_logp.c: PlogP probes ("logp TO[,TO...] SIZE COUNT rtt|flood [MIN_REPS]"): m-byte
+ * round trips and floods of ECHO frames with a mode word; the reply goes to conn. */
+void hbd_logp_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args);
+/* An ECHO request with a non-zero mode (rx_t0: when the frame was taken off the socket). */
+void hbd_logp_on_echo(hbd_t *d, const hbd_wire_msg_t *m, uint64_t rx_t0);
+/* A 12-byte ECHO reply. */
+void hbd_logp_on_reply(hbd_t *d, const hbd_wire_msg_t *m);
+void hbd_logp_stop(hbd_t *d);
+
 /* hbd_ctl.c: the UNIX control socket. */
 int hbd_ctl_start(hbd_t *d);
 void hbd_ctl_stop(hbd_t *d);

@@ -217,6 +217,11 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
             if (rc != 0)
                 hbd_ctl_reply(c, "err %d %s", rc, hibar_strerror(rc));
         }
+    } else if (strcmp(cmd, "logp") == 0) {
+        char rest[256];
+        snprintf(rest, sizeof(rest), "%s %s %s", arg ? arg : "", arg2 ? arg2 : "",
+                 save ? save : "");
+        hbd_logp_request(d, c, rest);
     } else if (strcmp(cmd, "coll") == 0) {
         char rest[256];
         snprintf(rest, sizeof(rest), "%s %s %s", arg ? arg : "", arg2 ? arg2 : "",
@@ -234,7 +239,7 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
     } else {
         hbd_ctl_reply(c,
                       "err %d unknown command '%.40s' (ping status stats barrier tib tsr "
-                      "coll launch run shutdown)",
+                      "logp coll launch run shutdown)",
                       HIBAR_ERR_INVAL, cmd);
     }
 }

@@ -230,6 +230,9 @@ static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
 
 /* ---- receive ---- */
 
+/* When the frame being handled was taken off the socket (PlogP's o_r). */
+static uint64_t rx_t0_ns;
+
 static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
 {
     hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0,
@@ -300,8 +303,12 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         }
         case HBD_WIRE_ECHO:
-            if (m.flags & HBD_WIRE_F_REPLY)
+            if ((m.flags & HBD_WIRE_F_REPLY) && m.len == 12)
+                hbd_logp_on_reply(d, &m);
+            else if (m.flags & HBD_WIRE_F_REPLY)
                 echo_reply(d, &m);
+            else if (m.len >= 8 && hbd_wire_get32(m.payload + 4) != 0)
+                hbd_logp_on_echo(d, &m, rx_t0_ns);
             else
                 (void)hbd_net_send(d, from, HBD_WIRE_ECHO, HBD_WIRE_F_REPLY, m.coll_id, m.payload,
                                    m.len);
@@ -334,6 +341,7 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
         if (zmq_getsockopt(d->router, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
             return;
         zmq_msg_t id, body;
+        rx_t0_ns = hb_time_now_ns();
         zmq_msg_init(&id);
         if (zmq_msg_recv(&id, d->router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&id);
@@ -797,6 +805,7 @@ void hbd_net_stop(hbd_t *d)
             event_free(*evs[i]);
             *evs[i] = NULL;
         }
+    hbd_logp_stop(d);
     if (echo_state.conn != NULL) {
         hbd_ctl_release(echo_state.conn);
         free(echo_state.rtt);

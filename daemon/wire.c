@@ -48,7 +48,7 @@ static int type_len_ok(unsigned type, uint32_t len)
     case HBD_WIRE_ABORT:
         return len == 8;
     case HBD_WIRE_ECHO:
-        return len <= 64;
+        return len <= HBD_WIRE_ECHO_MAX_PAYLOAD;
     case HBD_WIRE_FENCE:
         return len >= HBD_WIRE_FENCE_HDR && len <= HBD_WIRE_FENCE_MAX_PAYLOAD;
     case HBD_WIRE_COLL:

@@ -29,6 +29,8 @@
 #define HBD_WIRE_COLL_HDR 40
 #define HBD_WIRE_COLL_MAX_DATA 32768
 #define HBD_WIRE_COLL_MAX_PAYLOAD (HBD_WIRE_COLL_HDR + HBD_WIRE_COLL_MAX_DATA)
+/* ECHO frames: T_SR probes (8 bytes), PlogP probes ([seq][mode] + up to 32 KiB: hbd_logp.c) */
+#define HBD_WIRE_ECHO_MAX_PAYLOAD (8 + HBD_WIRE_COLL_MAX_DATA)
 /* FENCE frames: a 12-byte header (hbd_fence.c) then up to HBD_WIRE_FENCE_MAX_DATA bytes */
 #define HBD_WIRE_FENCE_HDR 12
 #define HBD_WIRE_FENCE_MAX_DATA 32768

@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        : m.type == HBD_WIRE_FENCE  ? HBD_WIRE_FENCE_MAX_PAYLOAD
                        : m.type == HBD_WIRE_DMODEX ? HBD_WIRE_DMODEX_MAX_PAYLOAD
                        : m.type == HBD_WIRE_JOB    ? HBD_WIRE_JOB_MAX_PAYLOAD
+                       : m.type == HBD_WIRE_ECHO   ? HBD_WIRE_ECHO_MAX_PAYLOAD
                                                    : HBD_WIRE_MAX_PAYLOAD;
         if (why != HBD_WIRE_OK || m.len > max)
             __builtin_trap();

@@ -60,6 +60,7 @@ int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */
 int hb_bench_hwbarrier_main(int argc, char **argv);
 int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
 int hb_bench_fence_main(int argc, char **argv);   /* fence: bench_fence.c */
+int hb_bench_logp_main(int argc, char **argv);    /* logp: bench_logp.c */
 /* scatter|gather across nodes through the daemons (--config): bench_coll.c. wants: is argv
  * (argv[0] = mode) such a run (gather; scatter with --config, or inside the test bed without
  * --ranks)? */

@@ -25,6 +25,8 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_fence_main},
     {"methods", "MPIBlib timing methods (global, maximum, root): cost and agreement, sweep",
      hb_bench_methods_main},
+    {"logp", "PlogP(-BR) parameters between daemons (L, o_s, o_r, g(m), g(m, C)), cached",
+     hb_bench_logp_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 
