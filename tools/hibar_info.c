@@ -11,6 +11,9 @@
 #include "cfg.h"
 #include "hb_log.h"
 #include "hibar.h"
+#include "coll_model.h"
+#include "coll_params.h"
+#include "hb_params.h"
 #include "hwb.h"
 #include "topo.h"
 
@@ -23,6 +26,9 @@ typedef struct {
     double t_ib, t_sr;
     const char **over;
     size_t n_over;
+    int model;           /* --model: the cached PlogP(-BR) parameters and the choices */
+    double sizes[32];    /* --size LIST */
+    int n_sizes;
 } info_opts_t;
 
 static void info_usage(FILE *f)
@@ -34,6 +40,9 @@ static void info_usage(FILE *f)
             "  -j, --json         one JSON document instead of text\n"
             "      --t-ib US      chassis barrier time T_IB (us), for the predictions\n"
             "      --t-sr US      one send/receive between chassis T_SR (us)\n"
+            "      --model        the cached PlogP(-BR) parameters (hibar-bench logp) and the\n"
+            "                     algorithm the daemons choose per operation and size\n"
+            "      --size LIST    sizes for --model, e.g. 1K,64K,1M (default 1K,16K,64K,256K,1M)\n"
             "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
             "  -v, --verbose      more log output (repeat for debug)\n"
             "  -V, --version      print the version and exit\n"
@@ -349,6 +358,152 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
     fputs("}\n", f);
 }
 
+/* ---- --model: the cached parameters and the chooser's answers ---- */
+
+static int info_sizes(const char *arg, info_opts_t *o)
+{
+    char *l = strdup(arg), *save = NULL, *t;
+    o->n_sizes = 0;
+    for (t = l ? strtok_r(l, ",", &save) : NULL; t != NULL; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        double v = strtod(t, &end);
+        if (*end == 'K' || *end == 'k')
+            v *= 1024, end++;
+        else if (*end == 'M' || *end == 'm')
+            v *= 1048576, end++;
+        if (end == t || *end != '\0' || !(v >= 0) || o->n_sizes == 32) {
+            fprintf(stderr, "hibar-info: --size: bad size '%s'\n", t);
+            free(l);
+            return -1;
+        }
+        o->sizes[o->n_sizes++] = v;
+    }
+    free(l);
+    return o->n_sizes > 0 ? 0 : -1;
+}
+
+/* What hibard's model_choose (daemon/hbd_coll.c) sees for root 0, and its answers. */
+static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
+{
+    char path[4096], err[512] = "";
+    hb_params_t p;
+    hb_model_plogp_t v;
+    const char *env = getenv("HIBAR_MODEL_CACHE");
+    int have = 0, rc;
+    uint32_t n0 = 0, n1 = 0, rs = cfg->site_of[0], other = UINT32_MAX;
+    static const double dflt[] = {1024, 16384, 65536, 262144, 1048576};
+    const double *sz = o->n_sizes ? o->sizes : dflt;
+    int nsz = o->n_sizes ? o->n_sizes : 5;
+
+    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
+        if (cfg->site_of[i] == rs) {
+            n0++;
+        } else if (other == UINT32_MAX || cfg->site_of[i] == other) {
+            other = cfg->site_of[i];
+            n1++;
+        }
+    }
+    if (env != NULL && strcmp(env, "none") == 0) {
+        snprintf(path, sizeof(path), "(HIBAR_MODEL_CACHE=none)");
+        rc = HIBAR_ERR_NOT_FOUND;
+    } else {
+        rc = hb_params_path(cfg->cluster, path, sizeof(path));
+        if (rc == 0)
+            rc = hb_params_read(path, &p, err, sizeof(err));
+    }
+    if (rc == 0) {
+        have = 1;
+        hb_model_plogp_view(&p, &v);
+    }
+    if (o->json) {
+        fputs("{\"model\": {\"file\": ", f);
+        json_str(f, path);
+        fprintf(f, ", \"cached\": %s", have ? "true" : "false");
+        if (have) {
+            fputs(", \"L_us\": ", f);
+            json_num(f, p.L);
+            fputs(", \"q_bytes\": ", f);
+            json_num(f, p.q);
+            fputs(", \"t_rto_us\": ", f);
+            json_num(f, p.t_rto);
+            fprintf(f, ", \"flow_control\": %d, \"nodes\": %u, \"points\": [", p.flow_control,
+                    (unsigned)p.nodes);
+            for (uint32_t i = 0; i < p.n; i++)
+                fprintf(f,
+                        "%s{\"size\": %.0f, \"os_us\": %.3f, \"or_us\": %.3f, \"g_us\": %.3f, "
+                        "\"g_one_to_many_us\": %.3f, \"g_many_to_one_us\": %.3f}",
+                        i ? ", " : "", p.m[i], p.os[i], p.orv[i], p.g[i], p.g_o2m[i], p.g_m2o[i]);
+            fputc(']', f);
+        }
+        fprintf(f, ", \"n0\": %u, \"n1\": %u, \"choices\": [", (unsigned)n0, (unsigned)n1);
+    } else {
+        if (have) {
+            fprintf(f, "model parameters: %s (cluster %s, %u nodes)\n", path, p.cluster,
+                    (unsigned)p.nodes);
+            fprintf(f, "  L %.2f us, switch queue q %.0f B%s, T_RTO %.0f us\n", p.L, p.q,
+                    p.flow_control ? " (flow control: no RTO penalty)" : "", p.t_rto);
+            fprintf(f, "  %10s %9s %9s %10s %12s %12s\n", "size", "o_s(us)", "o_r(us)", "g(us)",
+                    "g 1->n(us)", "g n->1(us)");
+            for (uint32_t i = 0; i < p.n; i++)
+                fprintf(f, "  %10.0f %9.2f %9.2f %10.2f %12.2f %12.2f\n", p.m[i], p.os[i],
+                        p.orv[i], p.g[i], p.g_o2m[i], p.g_m2o[i]);
+        } else {
+            fprintf(f, "model parameters: none cached at %s%s%s\n  (hibar-bench logp --config "
+                       "FILE measures and writes them); the configuration's links are used\n",
+                    path, err[0] ? ": " : "", err[0] && rc != HIBAR_ERR_NOT_FOUND ? err : "");
+        }
+        fprintf(f, "choice for root 0 (%u nodes in its site, %u in the other), %s:\n", (unsigned)n0,
+                (unsigned)n1, have ? "PlogP(-BR)" : "configuration links");
+        fprintf(f, "  %-10s %10s %12s %12s %12s %16s   %s\n", "op", "size", "flat", "binomial",
+                "single-lane", "multi-lane (P)", "choice");
+    }
+    hb_model_lanes_t ml = {.L = cfg->links.wan_lat_us,
+                           .alpha = cfg->links.lan_lat_us,
+                           .b_lan = HB_MODEL_MBIT(cfg->links.lan_bw_mbps),
+                           .b_lane = HB_MODEL_MBIT(cfg->links.wan_lane_bw_mbps),
+                           .B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps),
+                           .lan_startup = 1};
+    hb_model_params_t mp = {.n0 = n0, .n1 = n1, .lanes = &ml, .plogp = have ? &v : NULL};
+    int first = 1;
+    for (int op = 0; op < HB_COLL_OP_COUNT; op++)
+        for (int s = 0; s < nsz; s++) {
+            hb_model_choice_t c;
+            if (hb_model_choose((hb_coll_op_t)op, sz[s], &mp, &c) != 0)
+                continue;
+            if (o->json) {
+                fprintf(f, "%s{\"op\": \"%s\", \"size\": %.0f, \"choice\": \"%s\", \"lanes\": %u, "
+                           "\"predicted_us\": ",
+                        first ? "" : ", ", hb_coll_op_name((hb_coll_op_t)op), sz[s],
+                        hb_coll_alg_name(c.alg), (unsigned)c.lanes);
+                json_num(f, c.predicted_us);
+                for (int a = 0; a < HB_COLL_ALG_COUNT; a++) {
+                    fprintf(f, ", \"%s_us\": ", hb_coll_alg_name((hb_coll_alg_t)a));
+                    if (c.alg_us[a] >= 0)
+                        json_num(f, c.alg_us[a]);
+                    else
+                        fputs("null", f);
+                }
+                fputc('}', f);
+                first = 0;
+                continue;
+            }
+            char cell[HB_COLL_ALG_COUNT][32];
+            for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
+                if (c.alg_us[a] < 0)
+                    snprintf(cell[a], sizeof(cell[a]), "-");
+                else
+                    snprintf(cell[a], sizeof(cell[a]), "%.1f", c.alg_us[a]);
+            if (c.alg == HB_COLL_ALG_MULTI_LANE || c.alg_us[HB_COLL_ALG_MULTI_LANE] >= 0)
+                snprintf(cell[3] + strlen(cell[3]), sizeof(cell[3]) - strlen(cell[3]), " (%u)",
+                         (unsigned)(c.alg == HB_COLL_ALG_MULTI_LANE ? c.lanes : 0));
+            fprintf(f, "  %-10s %10.0f %12s %12s %12s %16s   %s%s (%.1f us)\n",
+                    hb_coll_op_name((hb_coll_op_t)op), sz[s], cell[0], cell[1], cell[2], cell[3],
+                    hb_coll_alg_name(c.alg), "", c.predicted_us);
+        }
+    if (o->json)
+        fputs("]}}\n", f);
+}
+
 /* ---- main ---- */
 
 static int info_parse_us(const char *opt, const char *s, double *v)
@@ -370,6 +525,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
         {"t-ib", required_argument, NULL, 'I'},   {"t-sr", required_argument, NULL, 'S'},
+        {"model", no_argument, NULL, 'M'},        {"size", required_argument, NULL, 'z'},
         {"verbose", no_argument, NULL, 'v'},      {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     info_opts_t o = {0};
@@ -406,6 +562,13 @@ int main(int argc, char **argv)
             if (info_parse_us("--t-sr", optarg, &o.t_sr) != 0)
                 goto out_usage;
             o.have_sr = 1;
+            break;
+        case 'M':
+            o.model = 1;
+            break;
+        case 'z':
+            if (info_sizes(optarg, &o) != 0)
+                goto out_usage;
             break;
         case 'v':
             verbose++;
@@ -449,7 +612,9 @@ int main(int argc, char **argv)
         free(o.over);
         return rc == HIBAR_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;
     }
-    if (o.json)
+    if (o.model)
+        info_model(stdout, cfg, &o);
+    else if (o.json)
         info_json(stdout, cfg, topo, &o);
     else
         info_text(stdout, cfg, topo, &o);

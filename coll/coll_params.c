@@ -1,0 +1,22 @@
+/* coll_params.c: measured PlogP(-BR) parameters as the cost models' input (pure, no I/O). */
+#include "hb_config.h"
+#include "coll_params.h"
+
+#include <string.h>
+
+void hb_model_plogp_view(const hb_params_t *p, hb_model_plogp_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->L = p->L;
+    v->n = p->n;
+    v->m = p->m;
+    v->os = p->os;
+    v->orv = p->orv;
+    v->g = p->g;
+    v->g_pat[HB_MODEL_PAT_PAIR] = p->g;
+    v->g_pat[HB_MODEL_PAT_ONE_TO_MANY] = p->g_o2m;
+    v->g_pat[HB_MODEL_PAT_MANY_TO_ONE] = p->g_m2o;
+    v->q = p->q;
+    v->t_rto = p->t_rto;
+    v->flow_control = p->flow_control;
+}

@@ -1,0 +1,68 @@
+/* hbd_model.c: the measured PlogP(-BR) parameters the daemon's algorithm choice uses. */
+#include "hb_config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "coll_params.h"
+#include "hb_log.h"
+#include "hb_params.h"
+#include "hbd.h"
+#include "hibar.h"
+
+/*
+ * The file hibar-bench logp writes for this cluster (hb_params_path: $HIBAR_MODEL_CACHE, or
+ * ~/.cache/hibar/CLUSTER.plogp; HIBAR_MODEL_CACHE=none: never). Read when first needed and
+ * again whenever it changes (one stat per collective); without it the chooser uses the
+ * configuration's links (Hockney / lane model). Every daemon of a cluster must see the same
+ * file (an emulated cluster does; on real hosts copy it), or they choose differently and the
+ * collective fails with MISMATCH.
+ */
+static struct {
+    char path[4096];
+    struct timespec mtime;
+    off_t size;
+    int loaded, warned;
+    hb_params_t p;
+    hb_model_plogp_t v;
+} hbd_model;
+
+const hb_model_plogp_t *hbd_model_plogp(hbd_t *d, const char **src_p)
+{
+    struct stat st;
+    const char *env = getenv("HIBAR_MODEL_CACHE");
+    *src_p = "configuration links";
+    if (env != NULL && strcmp(env, "none") == 0)
+        return NULL;
+    if (hbd_model.path[0] == '\0' &&
+        hb_params_path(d->cfg->cluster, hbd_model.path, sizeof(hbd_model.path)) != 0)
+        return NULL;
+    if (stat(hbd_model.path, &st) != 0) {
+        hbd_model.loaded = 0;
+        return NULL;
+    }
+    if (!hbd_model.loaded || st.st_mtim.tv_sec != hbd_model.mtime.tv_sec ||
+        st.st_mtim.tv_nsec != hbd_model.mtime.tv_nsec || st.st_size != hbd_model.size) {
+        char err[512];
+        hb_params_t p;
+        hbd_model.mtime = st.st_mtim;
+        hbd_model.size = st.st_size;
+        if (hb_params_read(hbd_model.path, &p, err, sizeof(err)) != 0) {
+            if (!hbd_model.warned++)
+                hb_log_warn("model parameters not used: %s", err);
+            hbd_model.loaded = 0;
+            return NULL;
+        }
+        hbd_model.p = p;
+        hb_model_plogp_view(&hbd_model.p, &hbd_model.v);
+        hbd_model.loaded = 1;
+        hbd_model.warned = 0;
+        hb_log_info("model: PlogP(-BR) parameters from %s (L %.1f us, %" PRIu32
+                    " sizes, q %.0f B, T_RTO %.0f us%s)",
+                    hbd_model.path, p.L, p.n, p.q, p.t_rto, p.flow_control ? ", flow control" : "");
+    }
+    *src_p = hbd_model.path;
+    return &hbd_model.v;
+}
