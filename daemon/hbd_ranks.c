@@ -70,8 +70,23 @@ typedef struct hbd_ranks_job {
     uint32_t *node_off;    /* [cluster nodes + 1] CSR over node_granks */
     uint32_t *node_granks; /* [size] job ranks grouped by node, ascending within a node */
     uint64_t last_epoch;
-    hbd_xop_t *ops; /* epochs in flight */
+    hbd_xop_t *ops;        /* epochs in flight */
+    struct hbd_xsub *subs; /* subset barriers in flight */
 } hbd_ranks_job_t;
+
+/* A subset barrier across nodes, as this node sees it: its local members' arrivals, then a
+ * subset fence among the nodes hosting members. */
+typedef struct hbd_xsub {
+    struct hbd_xsub *next;
+    hbd_ranks_job_t *rj; /* NULL once the job is gone */
+    uint64_t hash;
+    uint32_t seq;
+    uint32_t *set; /* sorted job ranks */
+    uint32_t n;
+    uint8_t *arrived; /* [n_local] */
+    uint32_t n_arrived, n_expect;
+    int status; /* a member disagreed: HIBAR_ERR_MISMATCH */
+} hbd_xsub_t;
 
 /* One epoch in flight. Outlives its job if need be (rj NULL): the engines call back later. */
 struct hbd_xop {
@@ -810,16 +825,168 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
         xop_finish(op, rc);
 }
 
+/* ---- subset barriers across nodes ---- */
+
+static void xsub_answer(hbd_ranks_job_t *rj, uint32_t lr, uint64_t hash, uint32_t seq, int status)
+{
+    hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
+    atomic_store_explicit(&c->sub_go, HB_SEG_SUB_GO(hash, seq, status), memory_order_release);
+    hb_wait_word_wake(&c->sub_wake);
+}
+
+static void xsub_free(hbd_xsub_t *x)
+{
+    if (x->rj != NULL)
+        for (hbd_xsub_t **pp = &x->rj->subs; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == x) {
+                *pp = x->next;
+                break;
+            }
+    free(x->set);
+    free(x->arrived);
+    free(x);
+}
+
+static void xsub_finish(hbd_xsub_t *x, int status)
+{
+    if (x->rj != NULL)
+        for (uint32_t k = 0; k < x->rj->j->n_local; k++)
+            if (x->arrived[k])
+                xsub_answer(x->rj, k, x->hash, x->seq, status);
+    xsub_free(x);
+}
+
+static void xsub_fence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
+{
+    (void)d;
+    (void)len;
+    free(data);
+    xsub_finish(arg, status);
+}
+
+/* Every local member has arrived: a subset fence among the members' nodes. */
+static void xsub_run(hbd_xsub_t *x)
+{
+    hbd_job_t *j = x->rj->j;
+    hbd_t *d = j->d;
+    if (x->status != 0) {
+        xsub_finish(x, x->status);
+        return;
+    }
+    uint32_t n_nodes = d->topo->n_nodes, nn = 0;
+    uint8_t *on = calloc(n_nodes, 1);
+    uint32_t *nodes = malloc(n_nodes * sizeof(uint32_t));
+    if (on == NULL || nodes == NULL) {
+        free(on);
+        free(nodes);
+        xsub_finish(x, HIBAR_ERR_NOMEM);
+        return;
+    }
+    for (uint32_t i = 0; i < x->n; i++)
+        on[j->spec->map[x->set[i]]] = 1;
+    for (uint32_t w = 0; w < n_nodes; w++)
+        if (on[w])
+            nodes[nn++] = w;
+    free(on);
+    if (nn == 1) { /* every member is here and has arrived */
+        free(nodes);
+        xsub_finish(x, 0);
+        return;
+    }
+    /* its own id space: the subset bit without the top bit (PMIx fences set it) */
+    uint64_t h = x->hash ^ (j->spec->id * 0x9E3779B97F4A7C15ull);
+    uint64_t id = HBD_FENCE_ID_SUBSET | ((h & 0x3fffffffffull) << 24) | (x->seq & 0xffffffu);
+    hb_log_debug("job %s: subset barrier of %" PRIu32 " ranks on %" PRIu32
+                 " nodes, fence %#" PRIx64,
+                 j->nspace, x->n, nn, id);
+    int rc = hbd_fence_start(d, id, nodes, nn, 0, NULL, 0, xsub_fence_done, x);
+    free(nodes);
+    if (rc != 0)
+        xsub_finish(x, rc);
+}
+
+/* A member's SUBSET descriptor. */
+static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
+{
+    hbd_ranks_job_t *rj = arg;
+    hbd_job_t *j = rj->j;
+    uint32_t size = j->spec->size, seq = (uint32_t)dsc->epoch;
+    if (dsc->op != HB_SEG_OP_SUBSET || lr >= j->n_local) {
+        hb_log_warn("job %s: unknown descriptor %" PRIu32 " from local rank %" PRIu32, j->nspace,
+                    dsc->op, lr);
+        return;
+    }
+    if (dsc->len < 2 || dsc->len > size) {
+        xsub_answer(rj, lr, dsc->coll_id, seq, HIBAR_ERR_INVAL);
+        return;
+    }
+    uint32_t n = (uint32_t)dsc->len, *set = malloc(n * sizeof(uint32_t));
+    int rc = set == NULL ? HIBAR_ERR_NOMEM
+                         : xop_cma(rj->pid[lr], set, dsc->addr, (uint64_t)n * sizeof(uint32_t), 0);
+    uint64_t hash = 14695981039346656037ull;
+    int me = 0;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        if (set[i] >= size || (i > 0 && set[i] <= set[i - 1]))
+            rc = HIBAR_ERR_INVAL;
+        me |= set[i] == j->local[lr].rank;
+        hash = (hash ^ set[i]) * 1099511628211ull;
+    }
+    if (rc == 0 && (!me || hash != dsc->coll_id))
+        rc = HIBAR_ERR_PROTO;
+    if (rc != 0) {
+        free(set);
+        xsub_answer(rj, lr, dsc->coll_id, seq, rc);
+        return;
+    }
+    hbd_xsub_t *x = rj->subs;
+    while (x != NULL && !(x->hash == hash && x->seq == seq))
+        x = x->next;
+    if (x == NULL) {
+        x = calloc(1, sizeof(*x));
+        uint8_t *arr = calloc(j->n_local, 1);
+        if (x == NULL || arr == NULL) {
+            free(x);
+            free(arr);
+            free(set);
+            xsub_answer(rj, lr, dsc->coll_id, seq, HIBAR_ERR_NOMEM);
+            return;
+        }
+        x->rj = rj;
+        x->hash = hash;
+        x->seq = seq;
+        x->set = set;
+        x->n = n;
+        x->arrived = arr;
+        for (uint32_t i = 0; i < n; i++)
+            x->n_expect += j->spec->map[set[i]] == j->d->self;
+        x->next = rj->subs;
+        rj->subs = x;
+        set = NULL;
+    } else if (x->n != n || memcmp(x->set, set, n * sizeof(uint32_t)) != 0) {
+        x->status = HIBAR_ERR_MISMATCH; /* same hash, other set: every member is told */
+    }
+    free(set);
+    if (x->arrived[lr]) {
+        xsub_answer(rj, lr, dsc->coll_id, seq, HIBAR_ERR_PROTO);
+        return;
+    }
+    x->arrived[lr] = 1;
+    hb_log_debug("job %s: subset %#" PRIx64 "/%" PRIu32 ": local rank %" PRIu32 " arrived (%" PRIu32
+                 " of %" PRIu32 ")",
+                 j->nspace, hash, seq, lr, x->n_arrived + 1, x->n_expect);
+    if (++x->n_arrived == x->n_expect)
+        xsub_run(x);
+}
+
 static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_ranks_job_t *rj = arg;
     uint64_t v, epoch = 0;
-    unsigned other = 0;
     (void)what;
     if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         hb_log_warn("job %s: reading the doorbell: %m", rj->j->nspace);
-    if (hb_seg_drain_arrivals(&rj->seg, &epoch, &other) != 0 || other != 0)
-        hb_log_warn("job %s: unexpected descriptors from the ranks (%u)", rj->j->nspace, other);
+    if (hb_seg_drain(&rj->seg, &epoch, xsub_desc, rj) != 0)
+        hb_log_warn("job %s: a rank's descriptor ring is corrupt", rj->j->nspace);
     if (epoch > rj->last_epoch) {
         rj->last_epoch = epoch;
         xop_start(rj, epoch);
@@ -896,6 +1063,13 @@ void hbd_ranks_job_close(hbd_job_t *j)
     /* epochs in flight finish without it (their engines call back later) */
     for (hbd_xop_t *op = rj->ops; op != NULL; op = op->next)
         op->rj = NULL;
+    while (rj->subs != NULL) { /* waiting for members that are gone: drop; in a fence: detach */
+        hbd_xsub_t *x = rj->subs;
+        rj->subs = x->next;
+        x->rj = NULL;
+        if (x->n_arrived < x->n_expect)
+            xsub_free(x);
+    }
     if (rj->ev_db != NULL)
         event_free(rj->ev_db);
     if (rj->doorbell >= 0)

@@ -210,6 +210,7 @@ int hb_client_attach_job(int seg_fd, int doorbell_fd, uint32_t rank, uint32_t gr
         goto err_leave;
     hb_ncoll_init(&h->coll, &h->seg, &h->bar);
     h->coll.grank = h->grank;
+    h->bar.grank = h->grank;
     h->coll.gsize = h->gsize;
     *h_p = h;
     return 0;
@@ -419,11 +420,6 @@ int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
         return rc;
     if (ranks == NULL || n <= 0 || (uint32_t)n > h->gsize) {
         rc = HIBAR_ERR_INVAL;
-        goto out;
-    }
-    if (h->seg.nnodes > 1) {
-        hb_log_error("subset barriers across nodes are not implemented yet");
-        rc = HIBAR_ERR_UNAVAIL;
         goto out;
     }
     r = malloc((size_t)n * sizeof(*r));

@@ -286,6 +286,7 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, ui
     memset(b, 0, sizeof(*b));
     b->seg = seg;
     b->rank = rank;
+    b->grank = rank;
     b->nranks = seg->lay.nranks;
     b->doorbell_fd = doorbell_fd;
     b->timeout_ns = timeout_ns;
@@ -620,6 +621,61 @@ static int nbar_sub_epoch(hb_nbar_t *b, uint64_t hash, uint32_t *epoch_p)
     return 0;
 }
 
+typedef struct nbar_xsub_arg {
+    hb_nbar_t *b;
+    uint64_t key; /* HB_SEG_SUB_GO_KEY of the answer expected */
+} nbar_xsub_arg_t;
+
+static int nbar_xsub_poll(void *arg, int slow)
+{
+    nbar_xsub_arg_t *a = arg;
+    uint64_t go =
+        atomic_load_explicit(&hb_seg_ctl(a->b->seg, a->b->rank)->sub_go, memory_order_acquire);
+    if (HB_SEG_SUB_GO_KEY(go) == a->key) {
+        int st = -(int)(go & 0xffffu);
+        return st > 0 || st < HIBAR_ERR_LAST || st == HIBAR_ERR_WOULD_BLOCK ? HIBAR_ERR_PROTO : st;
+    }
+    if (atomic_load_explicit(&hb_seg_hdr(a->b->seg)->state, memory_order_relaxed) != HB_SEG_JOB_OK)
+        return HIBAR_ERR_PEER_LOST;
+    return slow ? nbar_slow_check(a->b, nbar_xsub_poll, arg) : HIBAR_ERR_WOULD_BLOCK;
+}
+
+/* Across nodes: hand the set to the daemon and wait for its answer in sub_go. */
+static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uint64_t hash)
+{
+    nbar_xsub_arg_t a = {b, 0};
+    hb_seg_desc_t d;
+    uint64_t one = 1;
+    uint32_t epoch;
+    int rc = nbar_sub_epoch(b, hash, &epoch);
+    if (rc != 0)
+        return rc;
+    a.key = HB_SEG_SUB_GO_KEY(HB_SEG_SUB_GO(hash, epoch, 0));
+    /* no answer yet (the daemon writes only after it took the descriptor pushed below) */
+    atomic_store_explicit(&hb_seg_ctl(b->seg, b->rank)->sub_go, 0, memory_order_relaxed);
+    memset(&d, 0, sizeof(d));
+    d.op = HB_SEG_OP_SUBSET;
+    d.coll_id = hash;
+    d.epoch = epoch;
+    d.addr = (uint64_t)(uintptr_t)sorted;
+    d.len = n;
+    d.rank = b->rank;
+    rc = hb_seg_ring_push(hb_seg_ring(b->seg, b->rank, 0), b->seg->lay.ring_depth, &d);
+    if (rc != 0)
+        return rc;
+    if (b->doorbell_fd < 0 || write(b->doorbell_fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+        hb_log_error("nbar: ringing the daemon's doorbell: %m");
+        return HIBAR_ERR_IO;
+    }
+    /* The daemon reads `sorted` from our memory until it answers: wait even past a timeout
+     * is not possible, so a timed-out wait leaves the answer to be ignored later. */
+    rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_xsub_poll, &a, &b->pol,
+                       nbar_deadline(b));
+    if (rc == HIBAR_ERR_TIMEOUT)
+        hb_log_error("nbar: subset barrier of %zu ranks across nodes timed out", n);
+    return rc;
+}
+
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
 {
     nbar_sub_arg_t a;
@@ -628,7 +684,10 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     size_t i;
     int me = 0, rc;
 
-    if (ranks == NULL || n == 0 || n > b->nranks)
+    uint32_t size = b->seg->nnodes > 1 ? b->seg->gsize : b->nranks;
+    uint32_t self = b->seg->nnodes > 1 ? b->grank : b->rank;
+
+    if (ranks == NULL || n == 0 || n > size)
         return HIBAR_ERR_INVAL;
     sorted = malloc(n * sizeof(*sorted));
     if (sorted == NULL)
@@ -636,11 +695,11 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     memcpy(sorted, ranks, n * sizeof(*sorted));
     qsort(sorted, n, sizeof(*sorted), nbar_u32_cmp);
     for (i = 0; i < n; i++) {
-        if (sorted[i] >= b->nranks || (i > 0 && sorted[i] == sorted[i - 1])) {
+        if (sorted[i] >= size || (i > 0 && sorted[i] == sorted[i - 1])) {
             rc = HIBAR_ERR_INVAL;
             goto out;
         }
-        me |= sorted[i] == b->rank;
+        me |= sorted[i] == self;
         hash = (hash ^ sorted[i]) * 1099511628211ull;
     }
     if (!me) {
@@ -654,6 +713,10 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     rc = 0;
     if (n == 1)
         goto out;
+    if (b->seg->nnodes > 1) {
+        rc = nbar_subset_nodes(b, sorted, n, hash);
+        goto out;
+    }
     rc = nbar_sub_epoch(b, hash, &epoch);
     if (rc != 0)
         goto out;

@@ -67,6 +67,7 @@ typedef struct hb_nbar_sub {
 typedef struct hb_nbar {
     hb_seg_t *seg;
     uint32_t rank, nranks;
+    uint32_t grank;  /* the rank in the job (subset barriers across nodes) */
     int doorbell_fd; /* the daemon's eventfd, or -1 (single-node job) */
     hb_nbar_tree_t tree;
     uint64_t seq;        /* last epoch this rank arrived at */
@@ -99,7 +100,10 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch);
 /* arrive + wait. */
 int hb_nbar_barrier(hb_nbar_t *b);
 /* Barrier among `n` distinct local ranks (this rank among them, any order); the lowest
- * rank leads. HIBAR_ERR_INVAL for a bad set. */
+ * rank leads. HIBAR_ERR_INVAL for a bad set. On a job across nodes (segment nnodes > 1) the
+ * ranks are job ranks: each member posts an HB_SEG_OP_SUBSET descriptor and rings the
+ * daemon, which answers when every member on every node has arrived (HIBAR_ERR_MISMATCH
+ * when members of one node disagree on the set). */
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n);
 
 /* A rank of the node (not this one) that is dead or has left, or -1. Marks nothing. */

@@ -332,11 +332,10 @@ uint64_t hb_seg_ring_count(hb_seg_ring_t *ring, uint32_t depth)
     return head - tail > depth ? 0 : head - tail;
 }
 
-int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p)
+int hb_seg_drain(hb_seg_t *seg, uint64_t *epoch_p, hb_seg_desc_fn on_other, void *arg)
 {
     uint64_t node = atomic_load_explicit(&hb_seg_hdr(seg)->node_arrived, memory_order_acquire);
     uint64_t best = 0;
-    unsigned other = 0;
     uint32_t r;
     int rc = 0, prc;
 
@@ -345,8 +344,8 @@ int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p)
         while ((prc = hb_seg_ring_pop(hb_seg_ring(seg, r, 0), seg->lay.ring_depth, &d)) == 0) {
             if (d.op == HB_SEG_OP_NBAR_ARRIVED && d.epoch <= node && d.epoch > best)
                 best = d.epoch;
-            else if (d.op != HB_SEG_OP_NBAR_ARRIVED)
-                other++;
+            else if (d.op != HB_SEG_OP_NBAR_ARRIVED && on_other != NULL)
+                on_other(&d, r, arg);
         }
         if (prc == HIBAR_ERR_PROTO) {
             hb_log_error("segment: descriptor ring of rank %u is corrupt", (unsigned)r);
@@ -354,6 +353,20 @@ int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p)
         }
     }
     *epoch_p = best;
+    return rc;
+}
+
+static void seg_count_other(const hb_seg_desc_t *d, uint32_t rank, void *arg)
+{
+    (void)d;
+    (void)rank;
+    ++*(unsigned *)arg;
+}
+
+int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p)
+{
+    unsigned other = 0;
+    int rc = hb_seg_drain(seg, epoch_p, seg_count_other, &other);
     if (other_p != NULL)
         *other_p = other;
     return rc;

@@ -73,6 +73,10 @@
 #define HB_SEG_OP_NOP 0u
 #define HB_SEG_OP_NBAR_ARRIVED 1u /* the node's barrier epoch is complete locally */
 #define HB_SEG_OP_NBAR_RELEASE 2u /* the daemon released an epoch */
+#define HB_SEG_OP_SUBSET                                                                           \
+    3u /* subset barrier across nodes: coll_id = hash of the sorted set,                           \
+        * epoch = its sequence, addr/len = the sorted job ranks (uint32_t                          \
+        * in the rank's memory); answered in the rank's sub_go */
 
 typedef struct hb_seg_layout {
     uint32_t nranks;
@@ -279,6 +283,16 @@ int hb_seg_epoch_status(const hb_seg_t *seg, uint64_t epoch);
  * hb_seg_release), or 0 if none. Other descriptors are counted in *other_p (may be NULL).
  * HIBAR_ERR_PROTO if a ring is corrupt (the rest are still drained). Never blocks. */
 int hb_seg_drain_arrivals(hb_seg_t *seg, uint64_t *epoch_p, unsigned *other_p);
+/* The same, handing every other descriptor (and the local rank whose ring held it) to fn. */
+typedef void (*hb_seg_desc_fn)(const hb_seg_desc_t *d, uint32_t rank, void *arg);
+int hb_seg_drain(hb_seg_t *seg, uint64_t *epoch_p, hb_seg_desc_fn fn, void *arg);
+/* A subset barrier's answer in sub_go (written by the daemon on multi-node jobs, cleared by
+ * the rank before it asks): 24 bits of the set's hash, 24 bits of its sequence (from 1), the
+ * negated status in the low 16 bits. A late answer to an earlier request never matches. */
+#define HB_SEG_SUB_GO(hash, seq, status)                                                           \
+    ((((uint64_t)(hash)&0xffffffu) << 40) | (((uint64_t)(seq)&0xffffffu) << 16) |                  \
+     ((uint64_t)(uint32_t)(-(status)) & 0xffffu))
+#define HB_SEG_SUB_GO_KEY(go) ((go) >> 16)
 
 /* Mark the job broken because `rank` was lost (first caller wins) and wake every sleeper. */
 void hb_seg_mark_broken(hb_seg_t *seg, int32_t rank);

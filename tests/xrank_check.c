@@ -137,7 +137,7 @@ int main(int argc, char **argv)
     }
     int bad = errors ? run_errors(h) : 0;
     for (int k = 0; k < n_ops && !bad; k++) {
-        int kind = (int)(rnd() % 9), root = (int)(rnd() % (uint64_t)np);
+        int kind = (int)(rnd() % 10), root = (int)(rnd() % (uint64_t)np);
         /* sizes: often small, sometimes up to max */
         size_t bytes = rnd() % 4 == 0 ? (size_t)(rnd() % (max + 1)) : (size_t)(rnd() % 4097);
         if (bytes > max)
@@ -234,6 +234,25 @@ int main(int argc, char **argv)
                           (r + 1 < np && displs[r] + counts[r] < displs[r + 1] &&
                            rb[displs[r] + counts[r]] != GUARD);
             break;
+        case 9: { /* a subset barrier: the same random set on every rank, members call it */
+            int *set = malloc((size_t)np * sizeof(int)), n = 0, in = 0;
+            for (int r = 0; r < np; r++)
+                if (rnd() % 2 == 0 || r == root) {
+                    set[n++] = r;
+                    in |= r == me;
+                }
+            /* any order: the library sorts */
+            for (int i = 0; i + 1 < n; i += 2) {
+                int t = set[i];
+                set[i] = set[i + 1];
+                set[i + 1] = t;
+            }
+            rc = in ? hibar_barrier_subset(h, set, n) : 0;
+            free(set);
+            if (rc != 0)
+                bad = fail("subset barrier", k, rc);
+            break;
+        }
         default: /* barrier twice: epochs in quick succession */
             rc = hibar_barrier(h);
             if (rc == 0)
