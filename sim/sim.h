@@ -122,6 +122,11 @@ typedef struct hb_sim_params {
     double io_cpu_us;  /* a message on libzmq's I/O thread, at each end */
     double ib_cpu_us;  /* a chassis barrier completion on the main thread */
     double wake_us;    /* a sleeping thread's wake-up latency */
+    /* Stalls (any model): a control hop is late by sr_stall_us with probability sr_stall_p,
+     * a chassis round by ib_stall_us with probability ib_stall_p, drawn per hop / round from
+     * the run's seed: a loaded host's occasional long wait for a core, as the probes' mean
+     * and p99 show it (T_SR, T_IB: the medians then). Default 0: none. */
+    double sr_stall_us, sr_stall_p, ib_stall_us, ib_stall_p;
 } hb_sim_params_t;
 
 /* Defaults: T_IB 4 µs, T_SR 60 µs, gap 1 µs (a zmq_send measured here), hop TSR, alpha 50 µs, LAN 1
@@ -147,7 +152,9 @@ double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
  *                            total_mbit -> B_WAN, latency_us -> L
  *   bench "logp"             size, L_us, os_us, or_us, g_us -> PlogP tables (hop PLOGP)
  *   bench "host"             cores, t_sr_us, t_ib_us, msg_cpu_us, io_cpu_us, ib_cpu_us,
- *                            ctl_cpu_us, wake_us -> kept (hb_sim_calib_host), for validate
+ *                            ctl_cpu_us, wake_us (and optional sr_stall_us, sr_stall_p,
+ *                            ib_stall_us, ib_stall_p) -> kept (hb_sim_calib_host), for
+ *                            validate
  * Other rows are counted and ignored. A malformed line fails the whole file with
  * "FILE:LINE: what" in err (HIBAR_ERR_CONFIG); unreadable file: HIBAR_ERR_IO.
  */
@@ -167,6 +174,8 @@ typedef struct hb_sim_host_row {
     char impl[16];
     uint32_t cores;
     double t_sr_us, t_ib_us, msg_cpu_us, io_cpu_us, ib_cpu_us, ctl_cpu_us, wake_us, load1;
+    double sr_stall_us, sr_stall_p, ib_stall_us, ib_stall_p; /* 0 when the row has none */
+    double t_sr_mean_us, t_ib_mean_us;                       /* -1 when the row has none */
 } hb_sim_host_row_t;
 
 typedef struct hb_sim_calib {
@@ -178,9 +187,17 @@ typedef struct hb_sim_calib {
     hb_sim_host_row_t host[HB_SIM_MAX_MEAS];
 } hb_sim_calib_t;
 
+/* How hb_sim_calib_host takes a hop and a chassis round from the host rows. */
+typedef enum {
+    HB_SIM_STEP_MEAN = 0,  /* their means (t_sr_mean_us, t_ib_mean_us; the medians if absent),
+                            * no stalls: a barrier is a chain of steps and means add up */
+    HB_SIM_STEP_STALLS = 1 /* their medians (t_sr_us, t_ib_us) plus the rows' random stalls */
+} hb_sim_step_t;
+
 /* The mean of the host rows of impl (every host row if impl is NULL) applied to p (cores,
  * T_SR, T_IB and the CPU figures; the host model on). 0, or NOT_FOUND if there is none. */
-int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_params_t *p);
+int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t step,
+                      hb_sim_params_t *p);
 
 #define HB_SIM_SET_TIB 1u
 #define HB_SIM_SET_TSR 2u
@@ -237,7 +254,7 @@ typedef struct hb_sim_opts {
     hb_hier_proto_t proto; /* barrier protocol (fence: the barrier before the allgather) */
     uint32_t barriers;     /* consecutive barriers (default 1); latency is their mean */
     double skew_us;        /* arrivals uniform in [0, skew) (default 0: all at 0) */
-    uint64_t seed;         /* for the skew */
+    uint64_t seed;         /* for the skew and the stalls */
     hb_sim_trace_fn trace; /* or NULL */
     void *trace_arg;
     hb_sim_progress_fn progress; /* or NULL: called every 2^20 events */

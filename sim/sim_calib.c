@@ -476,6 +476,14 @@ static int cal_row(const cal_row_t *r, hb_sim_params_t *p, hb_sim_calib_t *c, ca
         h->ctl_cpu_us = v[6];
         h->wake_us = v[7];
         h->load1 = row_num(r, "load1");
+        h->t_sr_mean_us = row_num(r, "t_sr_mean_us");
+        h->t_ib_mean_us = row_num(r, "t_ib_mean_us");
+        h->sr_stall_us = row_num(r, "sr_stall_us") > 0 ? row_num(r, "sr_stall_us") : 0;
+        h->sr_stall_p = row_num(r, "sr_stall_p") > 0 ? row_num(r, "sr_stall_p") : 0;
+        h->ib_stall_us = row_num(r, "ib_stall_us") > 0 ? row_num(r, "ib_stall_us") : 0;
+        h->ib_stall_p = row_num(r, "ib_stall_p") > 0 ? row_num(r, "ib_stall_p") : 0;
+        if (h->sr_stall_p > 1 || h->ib_stall_p > 1)
+            return cal_bad(err, errlen, path, line, "stall probability above 1", NULL);
         c->set |= HB_SIM_SET_HOST;
         c->used++;
     } else if (strcmp(bench, "logp") == 0) {
@@ -564,8 +572,10 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     return 0;
 }
 
-int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_params_t *p)
+int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t step,
+                      hb_sim_params_t *p)
 {
+    int mean = step == HB_SIM_STEP_MEAN;
     hb_sim_host_row_t m;
     uint32_t i, n = 0;
 
@@ -576,13 +586,17 @@ int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_params_t
             continue;
         if (h->cores > m.cores)
             m.cores = h->cores;
-        m.t_sr_us += h->t_sr_us;
-        m.t_ib_us += h->t_ib_us;
+        m.t_sr_us += mean && h->t_sr_mean_us >= 0 ? h->t_sr_mean_us : h->t_sr_us;
+        m.t_ib_us += mean && h->t_ib_mean_us >= 0 ? h->t_ib_mean_us : h->t_ib_us;
         m.msg_cpu_us += h->msg_cpu_us;
         m.io_cpu_us += h->io_cpu_us;
         m.ib_cpu_us += h->ib_cpu_us;
         m.ctl_cpu_us += h->ctl_cpu_us;
         m.wake_us += h->wake_us;
+        m.sr_stall_us += h->sr_stall_us * h->sr_stall_p; /* expected stall per hop */
+        m.sr_stall_p += h->sr_stall_p;
+        m.ib_stall_us += h->ib_stall_us * h->ib_stall_p;
+        m.ib_stall_p += h->ib_stall_p;
         n++;
     }
     if (n == 0)
@@ -595,5 +609,18 @@ int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_params_t
     p->ib_cpu_us = m.ib_cpu_us / n;
     p->cpu_us = m.ctl_cpu_us / n;
     p->wake_us = m.wake_us / n;
+    if (mean) {
+        /* the wake-ups: what the CPU leaves of the hop */
+        p->wake_us = (p->t_sr - 2 * p->msg_cpu_us - 2 * p->io_cpu_us) / 3;
+        if (p->wake_us < 0)
+            p->wake_us = 0;
+        p->sr_stall_p = p->ib_stall_p = p->sr_stall_us = p->ib_stall_us = 0;
+        return 0;
+    }
+    /* the stalls: mean probability, and the size that keeps the mean expected stall */
+    p->sr_stall_p = m.sr_stall_p / n;
+    p->sr_stall_us = p->sr_stall_p > 0 ? m.sr_stall_us / n / p->sr_stall_p : 0;
+    p->ib_stall_p = m.ib_stall_p / n;
+    p->ib_stall_us = p->ib_stall_p > 0 ? m.ib_stall_us / n / p->ib_stall_p : 0;
     return 0;
 }

@@ -165,6 +165,7 @@ int hb_sim_coll(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args, const 
     rc = sim_world_init(&w, p, nodes->n_nodes, nodes->site_of, o != NULL ? o->host_of : NULL);
     if (rc != 0)
         return rc;
+    sim_world_seed(&w, o != NULL ? o->seed : 1);
     rc = sim_coll_init(&c, &w, nodes, args);
     if (rc != 0)
         goto out_world;
@@ -245,6 +246,7 @@ int hb_sim_fence(const hb_topo_t *topo, uint32_t ppn, uint64_t blob, hb_coll_alg
         rc = sim_world_init(&w, p, topo->n_nodes, site_of, so.host_of);
     if (rc != 0)
         goto out_free;
+    sim_world_seed(&w, so.seed);
     memset(&args, 0, sizeof(args));
     args.op = HB_COLL_ALLGATHER;
     args.alg = alg;

@@ -129,6 +129,7 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     const hb_topo_chassis_t *tc = &s->topo->chassis[tn->chassis];
     double now = hb_sim_engine_now(s->w->eng);
     uint32_t idx = a->sync_no, bit = 1u << tn->port, p;
+    double t_done;
     sim_round_t *r;
     int rc;
 
@@ -149,11 +150,13 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     if ((r->reach & r->mask) != r->mask)
         return 0;
     s->w->res.hwb_rounds++;
+    t_done =
+        r->t_last + ib_wire(&s->w->p) + sim_stall(s->w, s->w->p.ib_stall_us, s->w->p.ib_stall_p);
     for (p = 0; p < tc->n_nodes; p++) {
         if (!(r->mask & (1u << p)))
             continue;
-        rc = hb_sim_engine_push(s->w->eng, r->t_last + ib_wire(&s->w->p), SIM_EV_HWB_DONE,
-                                tc->nodes[p], a->sync_no, 0, r->coll_id);
+        rc = hb_sim_engine_push(s->w->eng, t_done, SIM_EV_HWB_DONE, tc->nodes[p], a->sync_no, 0,
+                                r->coll_id);
         if (rc != 0)
             return rc;
     }
@@ -423,6 +426,7 @@ int hb_sim_barrier(const hb_topo_t *topo, const hb_sim_params_t *p, const hb_sim
     free(site_of);
     if (rc != 0)
         return rc;
+    sim_world_seed(&w, o->seed);
     rc = sim_hier_init(&s, &w, topo, o);
     if (rc != 0)
         goto out_world;

@@ -81,6 +81,7 @@ typedef struct sim_world {
     sim_lane_t *lanes;
     size_t cap_lanes, n_lanes;
     hb_sim_result_t res;
+    uint64_t rng; /* the stalls' generator (seeded by the run) */
 } sim_world_t;
 
 /* site_of may be NULL (one site), host_of too (host model: one host). 0 or NOMEM / INVAL. */
@@ -105,6 +106,10 @@ double sim_host_run(sim_world_t *w, uint32_t node, int io, double t, double cost
 int sim_host_event(sim_world_t *w, const hb_sim_ev_t *ev);
 /* Launch message idx on the network at time t (>= now): after the sender's CPU. */
 int sim_net_launch(sim_world_t *w, uint32_t idx, double t);
+/* A stall of us with probability p (0 otherwise), from the world's generator. */
+double sim_stall(sim_world_t *w, double us, double p);
+/* Seed the world's generator. */
+void sim_world_seed(sim_world_t *w, uint64_t seed);
 /* Give a delivered message back to the pool. */
 void sim_msg_release(sim_world_t *w, uint32_t idx);
 /* Cost of a LAN data message of m bytes on the sender (alpha + m/b_LAN, or PlogP g(m)) and the

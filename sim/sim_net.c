@@ -61,6 +61,11 @@ int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen)
         return bad(err, errlen, "CPU time per chassis barrier", p->ib_cpu_us);
     if (!(p->wake_us >= 0) || !isfinite(p->wake_us))
         return bad(err, errlen, "wake-up latency", p->wake_us);
+    if (!(p->sr_stall_us >= 0) || !isfinite(p->sr_stall_us) || !(p->ib_stall_us >= 0) ||
+        !isfinite(p->ib_stall_us))
+        return bad(err, errlen, "stall", p->sr_stall_us + p->ib_stall_us);
+    if (!(p->sr_stall_p >= 0 && p->sr_stall_p <= 1) || !(p->ib_stall_p >= 0 && p->ib_stall_p <= 1))
+        return bad(err, errlen, "stall probability (at most 1)", p->sr_stall_p + p->ib_stall_p);
     if (p->cores > 4096)
         return bad(err, errlen, "cores (at most 4096)", p->cores);
     if (!(p->wan_lat >= 0) || !isfinite(p->wan_lat))
@@ -151,6 +156,7 @@ int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
     w->links = calloc((size_t)w->n_sites * w->n_sites, sizeof(*w->links));
     if (w->links == NULL)
         goto err_nomem;
+    sim_world_seed(w, 1);
     rc = sim_host_init(w, host_of);
     if (rc != 0)
         goto err_free;
@@ -280,6 +286,27 @@ int sim_send_ctl(sim_world_t *w, uint32_t from, uint32_t to, uint32_t hmsg, uint
     return msg_send(w, idx);
 }
 
+void sim_world_seed(sim_world_t *w, uint64_t seed)
+{
+    w->rng = (seed ? seed : 1) * 0x9e3779b97f4a7c15ull;
+    if (w->rng == 0)
+        w->rng = 1;
+}
+
+double sim_stall(sim_world_t *w, double us, double p)
+{
+    uint64_t x;
+
+    if (!(us > 0) || !(p > 0))
+        return 0;
+    /* xorshift64* */
+    w->rng ^= w->rng >> 12;
+    w->rng ^= w->rng << 25;
+    w->rng ^= w->rng >> 27;
+    x = w->rng * 0x2545f4914f6cdd1dull;
+    return (double)(x >> 11) / 9007199254740992.0 < p ? us : 0;
+}
+
 static int launch_ctl(sim_world_t *w, uint32_t idx, double t)
 {
     const sim_msg_t *m = &w->msgs[idx];
@@ -294,6 +321,7 @@ static int launch_ctl(sim_world_t *w, uint32_t idx, double t)
     }
     if (w->site_of[m->from] != w->site_of[m->to])
         lat += w->p.wan_lat;
+    lat += sim_stall(w, w->p.sr_stall_us, w->p.sr_stall_p);
     start = dmax(t, w->out_free[m->from]);
     w->out_free[m->from] = start + gap;
     return hb_sim_engine_push(w->eng, start + gap + lat, SIM_EV_DELIVER, m->to, 0, 0, idx);

@@ -312,6 +312,43 @@ static void test_host_contention(void)
     hb_topo_free(t);
 }
 
+/* Stalls: never faster, deterministic per seed, different across seeds, none with p 0. */
+static void test_stalls(void)
+{
+    hb_topo_t *t = NULL;
+    hb_sim_params_t p = const_params(10.0, 60.0);
+    hb_sim_opts_t o;
+    hb_sim_result_t r0, r1, r2, r3;
+    char err[256];
+    uint64_t k;
+    int differ = 0;
+
+    CU_ASSERT_FATAL(hb_sim_topo_gen(300, 3, 2, 1, &t, err, sizeof(err)) == 0);
+    hb_sim_opts_init(&o);
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r0) == 0);
+    p.sr_stall_us = 5000;
+    p.sr_stall_p = 0.02;
+    p.ib_stall_us = 3000;
+    p.ib_stall_p = 0.02;
+    for (k = 1; k <= 20; k++) {
+        o.seed = k;
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r1) == 0);
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r2) == 0);
+        CU_ASSERT(r1.latency_us == r2.latency_us);
+        CU_ASSERT(r1.latency_us >= r0.latency_us);
+        o.seed = k + 1000;
+        CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r3) == 0);
+        differ |= r3.latency_us != r1.latency_us;
+    }
+    CU_ASSERT(differ);
+    p.sr_stall_p = p.ib_stall_p = 0;
+    CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r1) == 0);
+    CU_ASSERT(r1.latency_us == r0.latency_us);
+    p.sr_stall_p = 1.5;
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    hb_topo_free(t);
+}
+
 /* Same seed, same result, bit for bit; another seed, another arrival pattern. */
 static void test_determinism(void)
 {
@@ -556,11 +593,27 @@ static void test_calibrate(void)
     hb_sim_params_init(&p);
     CU_ASSERT_FATAL(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
     CU_ASSERT(p.cores == 0 && c.n_host == 3 && (c.set & HB_SIM_SET_HOST));
-    CU_ASSERT(hb_sim_calib_host(&c, "scmd", &p) == 0);
+    CU_ASSERT(hb_sim_calib_host(&c, "scmd", HB_SIM_STEP_STALLS, &p) == 0);
     CU_ASSERT(p.cores == 2 && p.t_sr == 70 && p.t_ib == 45 && p.msg_cpu_us == 11 &&
               p.io_cpu_us == 21 && p.ib_cpu_us == 6 && p.cpu_us == 9 && p.wake_us == 2);
-    CU_ASSERT(hb_sim_calib_host(&c, "tree", &p) == 0 && p.cores == 4 && p.t_sr == 1);
-    CU_ASSERT(hb_sim_calib_host(&c, "other", &p) == HIBAR_ERR_NOT_FOUND);
+    CU_ASSERT(hb_sim_calib_host(&c, "tree", HB_SIM_STEP_MEAN, &p) == 0 && p.cores == 4 &&
+              p.t_sr == 1);
+    CU_ASSERT(hb_sim_calib_host(&c, "other", HB_SIM_STEP_MEAN, &p) == HIBAR_ERR_NOT_FOUND);
+    /* means and stalls: the means without stalls, or the medians with them */
+    path =
+        write_tmp("host2.json",
+                  "{\"bench\": \"host\", \"impl\": \"tree\", \"cores\": 2, \"t_sr_us\": 60, "
+                  "\"t_ib_us\": 40, \"msg_cpu_us\": 10, \"io_cpu_us\": 20, \"ib_cpu_us\": 5, "
+                  "\"ctl_cpu_us\": 8, \"wake_us\": 0, \"t_sr_mean_us\": 150, \"t_ib_mean_us\": 90, "
+                  "\"sr_stall_us\": 3000, \"sr_stall_p\": 0.03, \"ib_stall_us\": 5000, "
+                  "\"ib_stall_p\": 0.01}\n");
+    CU_ASSERT_FATAL(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
+    CU_ASSERT(hb_sim_calib_host(&c, "tree", HB_SIM_STEP_MEAN, &p) == 0);
+    CU_ASSERT(p.t_sr == 150 && p.t_ib == 90 && p.wake_us == 30 && p.sr_stall_p == 0 &&
+              p.ib_stall_p == 0);
+    CU_ASSERT(hb_sim_calib_host(&c, "tree", HB_SIM_STEP_STALLS, &p) == 0);
+    CU_ASSERT(p.t_sr == 60 && p.t_ib == 40 && fabs(p.sr_stall_us - 3000) < 1e-9 &&
+              fabs(p.sr_stall_p - 0.03) < 1e-12 && fabs(p.ib_stall_us - 5000) < 1e-9);
     path = write_tmp("badhost.json", "{\"bench\": \"host\", \"impl\": \"scmd\", "
                                      "\"cores\": 2, \"t_sr_us\": 60}\n");
     CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
@@ -889,6 +942,7 @@ int main(void)
         !CU_add_test(s, "barrier sender gap", test_barrier_gap) ||
         !CU_add_test(s, "host model: nothing waits = formula", test_host_alone) ||
         !CU_add_test(s, "host model: contention", test_host_contention) ||
+        !CU_add_test(s, "stalls", test_stalls) ||
         !CU_add_test(s, "determinism", test_determinism) ||
         !CU_add_test(s, "trace = hier_local's", test_trace_vs_hier_local) ||
         !CU_add_test(s, "json reader", test_json) ||

@@ -41,6 +41,8 @@ typedef struct opts {
     uint32_t host_iters;    /* the host probe's round trips / rounds / pings */
     const char *save;       /* --measure: keep the rows in this file */
     int no_host;            /* validate: ignore host rows */
+    int stalls;             /* validate: host rows' medians + stalls, not their means */
+    uint32_t blocks;        /* --measure: bench runs, each between two probes */
     const char *bed_rows;   /* validate: scatter/gather rows of the test bed */
     uint32_t nodes, chassis, fanout, sites;
     int have_fanout;
@@ -89,7 +91,8 @@ static void usage(FILE *f)
         "             model when the file has host rows; --measure: per protocol, start the\n"
         "             emulated cluster, probe the host model, run hibar-bench cluster-barrier\n"
         "             on it (--measure-iters N: its --iters), probe again, and use those rows\n"
-        "             (--save FILE keeps them; --host-iters N: the probe, 2000; --no-host);\n"
+        "             (--blocks B: B bench runs, each between two probes, 3; --save FILE\n"
+        "             keeps the rows; --host-iters N: the probe, 2000; --no-host);\n"
         "             --bed-rows FILE: the scatter/gather rows of the multi-lane test bed\n"
         "             (tests/netns/xcoll-bench, tests/sim_bed.sh) against the simulation on\n"
         "             --config (the bed's hibar.yaml), --calibrate: its lanes rows (20%% target)\n"
@@ -674,9 +677,10 @@ static int measure_proto(const opts_t *o, const char *proto, FILE *f)
         fprintf(stderr, "hibar-sim: cannot start the emulated cluster: %s\n", hibar_strerror(rc));
         goto out;
     }
-    /* probe, bench, probe: the host figures bracket the barriers they are used for */
-    for (k = 0; k < 3 && rc == 0; k++) {
-        if (k == 1) {
+    /* probe, bench, probe, bench, ..., probe: the host figures bracket the barriers they are
+     * used for, and both see the same (shared, changing) machine */
+    for (k = 0; k < 2 * (int)o->blocks + 1 && rc == 0; k++) {
+        if (k % 2 == 1) {
             fflush(f);
             rc = bench_run(o, proto, fileno(f));
             continue;
@@ -752,6 +756,35 @@ static uint32_t *hosts_of(const opts_t *o, uint32_t n_nodes)
     return h;
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* With stalls a barrier's time is random: the median of VALIDATE_RUNS independent barriers
+ * (seeds 1..N), as the measurement is a median; without, the one deterministic run. */
+#define VALIDATE_RUNS 201
+static int sim_median(const hb_topo_t *t, const hb_sim_params_t *p, hb_sim_opts_t *so,
+                      hb_sim_result_t *r_p)
+{
+    double v[VALIDATE_RUNS];
+    uint32_t k, n = p->sr_stall_p > 0 || p->ib_stall_p > 0 ? VALIDATE_RUNS : 1;
+    int rc = 0;
+
+    for (k = 0; k < n && rc == 0; k++) {
+        so->seed = k + 1;
+        rc = hb_sim_barrier(t, p, so, r_p);
+        v[k] = r_p->latency_us;
+    }
+    if (rc == 0) {
+        qsort(v, n, sizeof(double), cmp_dbl);
+        r_p->latency_us = v[n / 2];
+    }
+    return rc;
+}
+
 static int mode_validate(opts_t *o)
 {
     hb_topo_t *t = NULL;
@@ -782,7 +815,7 @@ static int mode_validate(opts_t *o)
         printf("# validate: one barrier on %s (%" PRIu32 " nodes), measured and simulated side by "
                "side\n"
                "# measured:  %s; the daemons' protocol-only median (protocol_median_us) when the "
-               "row has it, else median_us\n"
+               "row has it, else median_us; the mean over the rows of a protocol (blocks)\n"
                "# simulated: hibar-sim, every node's hb_hier engine; with a host row of the "
                "protocol: the host model (its cores, CPU per message, wake-up, uncontended T_IB "
                "and T_SR, all measured by the probe), else that row's own T_IB and T_SR\n"
@@ -801,8 +834,24 @@ static int mode_validate(opts_t *o)
         hb_sim_params_t p = o->p;
         hb_sim_opts_t so;
         hb_sim_result_t r;
-        double err, meas;
-        int host;
+        double err, meas = 0, tib = 0, tsr = 0;
+        uint32_t j, nb = 0;
+        int host, seen = 0;
+        /* the rows of one protocol (--measure's blocks) are one measurement: their mean */
+        for (j = 0; j < i; j++)
+            seen |= strcmp(o->cal.meas[j].impl, m->impl) == 0 && o->cal.meas[j].nodes == m->nodes;
+        if (seen)
+            continue;
+        for (j = i; j < o->cal.n_meas; j++) {
+            const hb_sim_meas_t *q = &o->cal.meas[j];
+            if (strcmp(q->impl, m->impl) != 0 || q->nodes != m->nodes)
+                continue;
+            meas += q->protocol_median_us > 0 ? q->protocol_median_us : q->median_us;
+            tib += q->t_ib_us;
+            tsr += q->t_sr_us;
+            nb++;
+        }
+        meas /= nb;
         if (hb_hier_proto_parse(m->impl, &proto) != 0 || m->nodes != t->n_nodes) {
             fprintf(stderr,
                     "hibar-sim: skipping the %s row of %" PRIu32 " nodes (topology has %" PRIu32
@@ -810,18 +859,20 @@ static int mode_validate(opts_t *o)
                     m->impl, m->nodes, t->n_nodes);
             continue;
         }
-        host = o->no_host ? 0 : hb_sim_calib_host(&o->cal, m->impl, &p) == 0;
-        if (!host && m->t_ib_us >= 0 && m->t_sr_us >= 0) {
-            p.t_ib = m->t_ib_us;
-            p.t_sr = m->t_sr_us;
+        host = o->no_host
+                   ? 0
+                   : hb_sim_calib_host(&o->cal, m->impl,
+                                       o->stalls ? HB_SIM_STEP_STALLS : HB_SIM_STEP_MEAN, &p) == 0;
+        if (!host && tib >= 0 && tsr >= 0) {
+            p.t_ib = tib / nb;
+            p.t_sr = tsr / nb;
         }
         hb_sim_opts_init(&so);
         so.proto = proto;
         so.host_of = host_of;
-        rc = hb_sim_barrier(t, &p, &so, &r);
+        rc = sim_median(t, &p, &so, &r);
         if (rc != 0)
             break;
-        meas = m->protocol_median_us > 0 ? m->protocol_median_us : m->median_us;
         err = 100.0 * (r.latency_us - meas) / meas;
         fails += fabs(err) > 15.0;
         if (o->json)
@@ -830,10 +881,10 @@ static int mode_validate(opts_t *o)
                    "%.1f, \"t_ib_us\": %.2f, \"t_sr_us\": %.2f, \"host_model\": %s, \"cores\": "
                    "%" PRIu32 ", \"msg_cpu_us\": %.2f, \"io_cpu_us\": %.2f, \"ib_cpu_us\": %.2f, "
                    "\"ctl_cpu_us\": %.2f, \"wake_us\": %.2f, \"cpu_busy_us\": %.1f, "
-                   "\"core_wait_us\": %.1f, \"within\": %s}\n",
+                   "\"core_wait_us\": %.1f, \"blocks\": %" PRIu32 ", \"within\": %s}\n",
                    m->impl, m->nodes, meas, r.latency_us, err, p.t_ib, p.t_sr,
                    host ? "true" : "false", p.cores, p.msg_cpu_us, p.io_cpu_us, p.ib_cpu_us,
-                   p.cpu_us, p.wake_us, r.cpu_busy_us, r.core_wait_us,
+                   p.cpu_us, p.wake_us, r.cpu_busy_us, r.core_wait_us, nb,
                    fabs(err) <= 15.0 ? "true" : "false");
         else
             printf("  %-8s %6" PRIu32 " %14.1f %14.1f %+10.1f %7s %-8s %8.2f %8.2f %7.2f %7.2f "
@@ -1466,7 +1517,9 @@ enum {
     OPT_SAVE,
     OPT_HOST_ITERS,
     OPT_NO_HOST,
-    OPT_BED_ROWS
+    OPT_BED_ROWS,
+    OPT_BLOCKS,
+    OPT_STALLS
 };
 
 int main(int argc, char **argv)
@@ -1515,6 +1568,8 @@ int main(int argc, char **argv)
         {"host-iters", required_argument, NULL, OPT_HOST_ITERS},
         {"no-host", no_argument, NULL, OPT_NO_HOST},
         {"bed-rows", required_argument, NULL, OPT_BED_ROWS},
+        {"blocks", required_argument, NULL, OPT_BLOCKS},
+        {"stalls", no_argument, NULL, OPT_STALLS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     static const char *over[64];
@@ -1543,6 +1598,7 @@ int main(int argc, char **argv)
     o.ppn = 1;
     o.blob = 1024;
     o.host_iters = 2000;
+    o.blocks = 3;
     o.over = over;
     hb_sim_params_init(&o.p);
     if (argc > 1 && argv[1][0] != '-') {
@@ -1691,6 +1747,12 @@ int main(int argc, char **argv)
             break;
         case OPT_BED_ROWS:
             o.bed_rows = optarg;
+            break;
+        case OPT_STALLS:
+            o.stalls = 1;
+            break;
+        case OPT_BLOCKS:
+            bad |= parse_u32(optarg, &o.blocks) != 0 || o.blocks == 0 || o.blocks > 20;
             break;
         case 'q':
             o.quiet = 1;

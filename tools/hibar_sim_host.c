@@ -154,6 +154,23 @@ static double reply_num(const char *reply, const char *word)
     return p != NULL ? strtod(p + strlen(word), NULL) : -1;
 }
 
+/*
+ * A step's occasional long wait as one stall of s µs with probability p, from its median,
+ * p99 and mean: s = max(p99, mean) - median, p = (mean - median) / s, so that median + p s is
+ * the mean (a loaded host: most steps take the median, a few wait milliseconds for a core).
+ */
+static void stall(double med, double p99, double mean, double *s_p, double *p_p)
+{
+    double s = (p99 > mean ? p99 : mean) - med;
+
+    *s_p = 0;
+    *p_p = 0;
+    if (!(med >= 0) || !(s > 0) || !(mean > med))
+        return;
+    *s_p = s;
+    *p_p = (mean - med) / s;
+}
+
 static int probe_tsr(hbd_cluster_t *cl, const hb_cfg_t *cfg, const hb_topo_t *t, unsigned iters,
                      hbs_host_t *h)
 {
@@ -190,8 +207,12 @@ static int probe_tsr(hbd_cluster_t *cl, const hb_cfg_t *cfg, const hb_topo_t *t,
         rc = win_stop(&w, &u);
     if (rc != 0)
         return rc;
-    h->t_sr_median_us = reply_num(rep[0], "ok tsr ");
-    h->t_sr_us = wall / (2.0 * iters);
+    h->t_sr_us = reply_num(rep[0], "ok tsr ");
+    h->t_sr_mean_us = wall / (2.0 * iters);
+    /* stalls of a round trip from its median, p99 and mean; half of them per hop */
+    stall(2 * h->t_sr_us, reply_num(rep[0], "rtt_p99="), 2 * h->t_sr_mean_us, &h->sr_stall_us,
+          &h->sr_stall_p);
+    h->sr_stall_p /= 2;
     h->msg_cpu_us = u.main_ns / (4.0 * iters);
     h->io_cpu_us = u.io_ns / (4.0 * iters);
     h->other_cpu_us = u.other_ns / (2.0 * iters);
@@ -227,8 +248,10 @@ static int probe_tib(hbd_cluster_t *cl, const hb_cfg_t *cfg, const hb_topo_t *t,
     if (rc == 0)
         rc = win_stop(&w, &u);
     if (rc == 0) {
-        h->t_ib_median_us = reply_num(rep[0], "ok tib "); /* nodes[0] is the Center */
-        h->t_ib_us = wall / iters;
+        h->t_ib_us = reply_num(rep[0], "ok tib "); /* nodes[0] is the Center */
+        h->t_ib_mean_us = wall / iters;
+        stall(h->t_ib_us, reply_num(rep[0], "p99="), h->t_ib_mean_us, &h->ib_stall_us,
+              &h->ib_stall_p);
         h->ib_cpu_us = u.main_ns / ((double)ch->n_nodes * iters);
     }
     free(rep);
@@ -288,6 +311,7 @@ int hbs_host_probe(const hb_cfg_t *cfg, const hb_topo_t *t, unsigned iters, hbs_
         hb_log_error("host probe of cluster %s failed: %s", cfg->cluster, hibar_strerror(rc));
         return rc;
     }
+    /* the wake-ups: what the CPU leaves of an uncontended hop (its median) */
     h.wake_us = (h.t_sr_us - 2 * h.msg_cpu_us - 2 * h.io_cpu_us) / 3;
     if (h.wake_us < 0)
         h.wake_us = 0;
@@ -302,9 +326,10 @@ void hbs_host_row(FILE *f, const char *impl, const hbs_host_t *h)
             "{\"bench\": \"host\", \"impl\": \"%s\", \"nodes\": %" PRIu32 ", \"iters\": %" PRIu32
             ", \"cores\": %" PRIu32 ", \"t_sr_us\": %.2f, \"t_ib_us\": %.2f, \"msg_cpu_us\": %.2f, "
             "\"io_cpu_us\": %.2f, \"ib_cpu_us\": %.2f, \"ctl_cpu_us\": %.2f, \"wake_us\": %.2f, "
-            "\"other_cpu_us\": %.2f, \"t_sr_median_us\": %.2f, \"t_ib_median_us\": %.2f, "
-            "\"load1\": %.2f}\n",
+            "\"other_cpu_us\": %.2f, \"sr_stall_us\": %.1f, \"sr_stall_p\": %.5f, "
+            "\"ib_stall_us\": %.1f, \"ib_stall_p\": %.5f, \"t_sr_mean_us\": %.2f, "
+            "\"t_ib_mean_us\": %.2f, \"load1\": %.2f}\n",
             impl, h->nodes, h->iters, h->cores, h->t_sr_us, h->t_ib_us, h->msg_cpu_us, h->io_cpu_us,
-            h->ib_cpu_us, h->cpu_us, h->wake_us, h->other_cpu_us, h->t_sr_median_us,
-            h->t_ib_median_us, h->load1);
+            h->ib_cpu_us, h->cpu_us, h->wake_us, h->other_cpu_us, h->sr_stall_us, h->sr_stall_p,
+            h->ib_stall_us, h->ib_stall_p, h->t_sr_mean_us, h->t_ib_mean_us, h->load1);
 }

@@ -14,25 +14,27 @@
  * threads read from /proc/PID/task/TID/schedstat before and after (their idle rate, measured
  * just before, taken off):
  *   t_sr_us     one-way hop: "tsr N" between the deepest non-root Center and its parent,
- *               the mean: wall time / 2 N (t_sr_median_us: the daemon's median, halved).
- *               The mean, because a barrier is a chain of such steps and means add up: on a
- *               loaded host a few steps in a hundred wait milliseconds for a core, which the
- *               median of one step hides and the median of a chain of twenty does not.
+ *               the daemon's median round trip, halved
+ *   sr_stall_us, sr_stall_p   the hop's occasional long wait (a loaded host: a few steps in a
+ *               hundred wait milliseconds for a core, which a median hides and a chain of
+ *               twenty such steps does not): from the round trips' median, p99 and mean
+ *               (wall time / N), see stall() in hibar_sim_host.c; the probability per hop
  *   msg_cpu_us  main-thread CPU of those two daemons / (4 N): N pings and N answers, each
  *               paid at the sender and at the receiver
  *   io_cpu_us   the same for their libzmq I/O threads (threads named ZMQbg/IO)
  *   wake_us     (t_sr - 2 msg_cpu - 2 io_cpu) / 3, at least 0: the three wake-ups of a hop
  *               (the sender's I/O thread, the receiver's two threads)
- *   t_ib_us     "tib N" on every node of the root chassis at once: wall time / N (the mean;
- *               t_ib_median_us: the Center's median)
+ *   t_ib_us     "tib N" on every node of the root chassis at once: the Center's median
+ *   ib_stall_us, ib_stall_p   the round's stall, from its median, p99 and mean (wall / N)
  *   ib_cpu_us   their main-thread CPU / (nodes x N)
  *   cpu_us      "ping" N times on node 0's control socket: its main-thread CPU / (2 N)
  *   cores       CPUs this process may run on (sched_getaffinity)
  */
 typedef struct hbs_host {
-    double t_sr_us, t_ib_us, t_sr_median_us, t_ib_median_us, msg_cpu_us, io_cpu_us, ib_cpu_us,
-        cpu_us, wake_us;
+    double t_sr_us, t_ib_us, t_sr_mean_us, t_ib_mean_us, msg_cpu_us, io_cpu_us, ib_cpu_us, cpu_us,
+        wake_us;
     double other_cpu_us; /* per hop: the daemons' other threads (PMIx, reaper) */
+    double sr_stall_us, sr_stall_p, ib_stall_us, ib_stall_p;
     uint32_t cores, nodes, iters;
     double load1; /* load average when measured */
 } hbs_host_t;
