@@ -168,8 +168,10 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
             op->timeout_s = info[i].value.data.uint32;
     }
     if (ndata > 0) {
+        /* the one copy: libpmix frees its buffer when this upcall returns */
         op->data = malloc(ndata);
         if (op->data == NULL) {
+            free(op->procs);
             free(op);
             return PMIX_ERR_NOMEM;
         }
@@ -276,14 +278,29 @@ static void fence_finish(px_op_t *op, pmix_status_t st)
     op_free(op);
 }
 
+/* A fence's hibar status as the PMIx status its participants get. */
+static pmix_status_t fence_status(int status)
+{
+    switch (status) {
+    case 0:
+        return PMIX_SUCCESS;
+    case HIBAR_ERR_TIMEOUT:
+        return PMIX_ERR_TIMEOUT;
+    case HIBAR_ERR_NOMEM:
+        return PMIX_ERR_NOMEM;
+    case HIBAR_ERR_TRUNCATED: /* more than HBD_FENCE_MAX_LEN of data in one fence */
+        return PMIX_ERR_NOT_SUPPORTED;
+    default: /* a lost node, a broken link, a protocol error between the daemons */
+        return PMIX_ERR_COMM_FAILURE;
+    }
+}
+
 static void fence_done(hbd_t *d, uint64_t coll, int status, void *arg)
 {
     (void)d;
     if (status != 0)
         hb_log_warn("fence (collective %" PRIu64 ") failed: %s", coll, hibar_strerror(status));
-    fence_finish(arg, status == 0 ? PMIX_SUCCESS
-                                  : (status == HIBAR_ERR_TIMEOUT ? PMIX_ERR_TIMEOUT
-                                                                 : PMIX_ERR_COMM_FAILURE));
+    fence_finish(arg, fence_status(status));
 }
 
 static void dfence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
@@ -295,9 +312,7 @@ static void dfence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *a
     free(op->data);
     op->data = (char *)data; /* every node's blob, handed to PMIx by fence_finish */
     op->ndata = len;
-    fence_finish(
-        op, status == 0 ? PMIX_SUCCESS
-                        : (status == HIBAR_ERR_TIMEOUT ? PMIX_ERR_TIMEOUT : PMIX_ERR_COMM_FAILURE));
+    fence_finish(op, fence_status(status));
 }
 
 static void fence_run(hbd_t *d, px_op_t *op);
@@ -413,11 +428,15 @@ static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
     op->job = j;
     op->fnext = g_px.fences;
     g_px.fences = op;
-    int rc = hbd_fence_start(d, id, nodes, nn, op->timeout_s * 1000u, op->data, op->ndata,
-                             dfence_done, op);
+    void *mine = op->data; /* taken over by the fence: no copy */
+    size_t n_mine = op->ndata;
+    op->data = NULL;
+    op->ndata = 0;
+    int rc =
+        hbd_fence_start(d, id, nodes, nn, op->timeout_s * 1000u, mine, n_mine, dfence_done, op);
     if (rc != 0) {
         hb_log_error("job %s: subset fence cannot start: %s", j->nspace, hibar_strerror(rc));
-        fence_finish(op, PMIX_ERR_COMM_FAILURE);
+        fence_finish(op, fence_status(rc));
     }
     goto out;
 out_fail:
@@ -442,27 +461,37 @@ static void fence_run(hbd_t *d, px_op_t *op)
     }
     /*
      * Across nodes, every node of the cluster hosts ranks of the job (hibar-run places so).
-     * A fence without data is a barrier of the daemons' chassis-tree engine: the k-th one of
-     * the job is collective coll_base + k everywhere. A fence that collects data gathers the
-     * nodes' blobs up the chassis tree and releases their concatenation (hbd_fence.c).
-     * PMIX_COLLECT_DATA is the same on every node, so all take the same path. Fences over a
-     * subset of the job are refused clearly for now.
+     * A fence that collects data goes through hbd_fence.c: exchanged directly between the
+     * nodes of a small cluster, else gathered up the chassis tree and released down. A fence
+     * without data is a barrier: on a small cluster the same direct exchange with empty blobs
+     * (one hop), else the daemons' chassis-tree barrier engine, where the k-th one of the job
+     * is collective coll_base + k everywhere. PMIX_COLLECT_DATA and the cluster size are the
+     * same on every node, so all take the same path. Fences over some ranks: subset_run.
      */
     if (!op->all) {
         subset_run(d, j, op);
         return;
     }
-    if (op->collect) {
+    if (op->collect || hbd_fence_direct(d)) {
+        if (!op->collect) { /* nothing to carry */
+            free(op->data);
+            op->data = NULL;
+            op->ndata = 0;
+        }
         /* ids of their own: the job id's low 40 bits and a sequence, top bit set */
         uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
         op->job = j;
         op->fnext = g_px.fences;
         g_px.fences = op;
-        int rc = hbd_fence_start(d, id, NULL, 0, op->timeout_s * 1000u, op->data, op->ndata,
-                                 dfence_done, op);
+        void *mine = op->data; /* taken over by the fence: no copy */
+        size_t n_mine = op->ndata;
+        op->data = NULL;
+        op->ndata = 0;
+        int rc =
+            hbd_fence_start(d, id, NULL, 0, op->timeout_s * 1000u, mine, n_mine, dfence_done, op);
         if (rc != 0) {
-            hb_log_error("job %s: fence with data cannot start: %s", j->nspace, hibar_strerror(rc));
-            fence_finish(op, PMIX_ERR_COMM_FAILURE);
+            hb_log_error("job %s: fence cannot start: %s", j->nspace, hibar_strerror(rc));
+            fence_finish(op, fence_status(rc));
         }
         return;
     }
@@ -842,6 +871,7 @@ int hbd_pmix_job_register(hbd_job_t *j)
         goto out;
     }
     j->registered = 1;
+    hbd_fence_prelink(d); /* links the job's first fence will use, made while it starts */
     for (uint32_t k = 0; k < j->n_local; k++) {
         pmix_proc_t p;
         PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);

@@ -1,4 +1,5 @@
-/* bench_fence.c: hibar-bench fence: PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on emulated clusters. */
+/* bench_fence.c: hibar-bench fence: PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on
+ * emulated clusters. */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hb_stats.h"
@@ -26,18 +28,34 @@
  * to this program: the build tree); hibar-run is found next to this program unless
  * HIBAR_RUN names it, hibard through HIBARD (else ../daemon/hibard in the build tree, else
  * PATH).
+ *
+ * --compare: the same program under hibar and under Open MPI's mpirun (its own PMIx server in
+ * each orted) on the network-namespace test bed, in the same run: tests/netns/fence-compare
+ * inside `tests/netns/testbed --sites 1 --nodes N` (one bed of --nodes hosts, named by
+ * --bed-name / --bed-net, or the bed this runs in when HIBAR_TESTBED_CONFIG is set: then its
+ * hosts). Per size, --jobs jobs of each, alternated; per job a first fence (after a fence
+ * without data that aligns the ranks' start-up) and --iters steady-state fences (after one
+ * warm-up). Rows: impl hibar and open-mpi, with "phase" first or steady and "ratio" = hibar's
+ * median / Open MPI's. Needs root (exit 77 without).
  */
 
 typedef struct bf_opts {
     char nodes[128], sizes[128];
-    unsigned ppn, iters;
+    unsigned ppn, iters, jobs;
+    int compare;
+    char bed_name[32], bed_net[32];
     hb_bench_common_t common;
 } bf_opts_t;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hibar-bench fence [--nodes LIST (4,8,16)] [--sizes LIST (0,1024,65536)]\n"
-               "         [--ppn N (4)] [--iters N (100)] " HB_BENCH_COMMON_USAGE "\n");
+    fprintf(f,
+            "usage: hibar-bench fence [--nodes LIST (4,8,16)] [--sizes LIST (0,1024,65536)]\n"
+            "         [--ppn N (4)] [--iters N (100)] " HB_BENCH_COMMON_USAGE "\n"
+            "       hibar-bench fence --compare [--nodes N (8)] [--sizes LIST (0,1024)] [--ppn N]\n"
+            "         [--iters N (50)] [--jobs N (5)] [--bed-name NAME (hbfence)]\n"
+            "         [--bed-net A.B (10.239)] " HB_BENCH_COMMON_USAGE "\n"
+            "  --compare   hibar and Open MPI's mpirun on N network-namespace hosts (root)\n");
 }
 
 static void exe_dir(char *buf, size_t cap)
@@ -77,27 +95,219 @@ static int run_job(const char *run, const char *fc, const char *cfg, uint32_t no
     }
     int st = pclose(p);
     if (st != 0 || got != iters || ok != nodes * ppn) {
-        fprintf(stderr, "hibar-bench fence: %u nodes, %" PRIu64 " B: job failed (status %d, %u "
-                        "samples, %u ranks ok)\n",
+        fprintf(stderr,
+                "hibar-bench fence: %u nodes, %" PRIu64 " B: job failed (status %d, %u "
+                "samples, %u ranks ok)\n",
                 nodes, size, st, got, ok);
         return HIBAR_ERR_IO;
     }
     return 0;
 }
 
+/* Samples of one (impl, size, phase) from fence-compare's "sample IMPL SIZE PHASE US" lines. */
+typedef struct bf_set {
+    char impl[32];
+    uint64_t size;
+    int steady;
+    double *x;
+    size_t n, cap;
+} bf_set_t;
+
+static bf_set_t *set_get(bf_set_t **sets, size_t *n_sets, const char *impl, uint64_t size,
+                         int steady)
+{
+    for (size_t i = 0; i < *n_sets; i++)
+        if (strcmp((*sets)[i].impl, impl) == 0 && (*sets)[i].size == size &&
+            (*sets)[i].steady == steady)
+            return &(*sets)[i];
+    bf_set_t *ns = realloc(*sets, (*n_sets + 1) * sizeof(*ns));
+    if (ns == NULL)
+        return NULL;
+    *sets = ns;
+    bf_set_t *st = &ns[(*n_sets)++];
+    memset(st, 0, sizeof(*st));
+    snprintf(st->impl, sizeof(st->impl), "%s", impl);
+    st->size = size;
+    st->steady = steady;
+    return st;
+}
+
+static int set_add(bf_set_t *st, double v)
+{
+    if (st->n == st->cap) {
+        size_t nc = st->cap ? 2 * st->cap : 64;
+        double *nx = realloc(st->x, nc * sizeof(double));
+        if (nx == NULL)
+            return -1;
+        st->x = nx;
+        st->cap = nc;
+    }
+    st->x[st->n++] = v;
+    return 0;
+}
+
+/* Shell-quote s into out (single quotes). */
+static void sq(char *out, size_t cap, const char *s)
+{
+    size_t k = 0;
+    if (cap < 3)
+        return;
+    out[k++] = '\'';
+    for (; *s != '\0' && k + 5 < cap; s++) {
+        if (*s == '\'') {
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+        } else {
+            out[k++] = *s;
+        }
+    }
+    out[k++] = '\'';
+    out[k] = '\0';
+}
+
+static int compare_main(const bf_opts_t *o, const char *dir)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "hibar-bench fence --compare: needs root (network namespaces)\n");
+        return 77;
+    }
+    char nodes_s[128];
+    snprintf(nodes_s, sizeof(nodes_s), "%s", o->nodes);
+    unsigned nodes = (unsigned)strtoul(nodes_s, NULL, 10);
+    if (strchr(nodes_s, ',') != NULL || nodes < 2 || nodes > 64) {
+        fprintf(stderr, "hibar-bench fence --compare: --nodes takes one host count, 2..64\n");
+        return 2;
+    }
+    char sizes[160], srcdir[PATH_MAX], q[4][PATH_MAX + 64], cmd[8 * PATH_MAX];
+    snprintf(sizes, sizeof(sizes), "%s", o->sizes);
+    for (char *c = sizes; *c != '\0'; c++)
+        if (*c == ',')
+            *c = ' ';
+    const char *e = getenv("HIBAR_SRCDIR");
+    snprintf(srcdir, sizeof(srcdir), "%s", e != NULL ? e : HB_ABS_TOP_SRCDIR);
+    char script[PATH_MAX + 64], bed[PATH_MAX + 64], bld[PATH_MAX + 8];
+    snprintf(script, sizeof(script), "%s/tests/netns/fence-compare", srcdir);
+    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", srcdir);
+    snprintf(bld, sizeof(bld), "%s/..", dir);
+    if (access(script, X_OK) != 0 || access(bed, X_OK) != 0) {
+        fprintf(stderr,
+                "hibar-bench fence --compare: %s not found (HIBAR_SRCDIR: the source tree)\n",
+                script);
+        return 2;
+    }
+    sq(q[0], sizeof(q[0]), bld);
+    sq(q[1], sizeof(q[1]), script);
+    sq(q[2], sizeof(q[2]), sizes);
+    sq(q[3], sizeof(q[3]), bed);
+    char args[PATH_MAX * 3];
+    snprintf(args, sizeof(args), "%s --ppn %u --sizes %s --iters %u --jobs %u", q[1], o->ppn, q[2],
+             o->iters, o->jobs);
+    if (getenv("HIBAR_TESTBED_CONFIG") != NULL) /* inside a bed: its hosts */
+        snprintf(cmd, sizeof(cmd), "top_builddir=%s %s 2>&1", q[0], args);
+    else
+        snprintf(cmd, sizeof(cmd),
+                 "top_builddir=%s %s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1", q[0],
+                 q[3], o->bed_name, o->bed_net, nodes, args);
+    hb_bench_out_t out;
+    if (hb_bench_out_open(&out, "fence", &o->common) != 0)
+        return 1;
+    hb_bench_out_note(&out, "%s", cmd);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        perror("hibar-bench fence --compare: popen");
+        hb_bench_out_close(&out);
+        return 1;
+    }
+    bf_set_t *sets = NULL;
+    size_t n_sets = 0;
+    unsigned hosts = nodes, ppn = o->ppn;
+    char line[1024], impl[32], phase[16];
+    int rc = 0;
+    while (fgets(line, sizeof(line), p) != NULL) {
+        unsigned long long size;
+        double us;
+        if (sscanf(line, "sample %31s %llu %15s %lf", impl, &size, phase, &us) == 4) {
+            bf_set_t *st = set_get(&sets, &n_sets, impl, size, strcmp(phase, "steady") == 0);
+            if (st == NULL || set_add(st, us) != 0)
+                rc = 1;
+        } else if (strncmp(line, "note ", 5) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            sscanf(line, "note hosts=%u ppn=%u", &hosts, &ppn);
+            hb_bench_out_note(&out, "%s", line + 5);
+        } else {
+            fputs(line, stderr);
+        }
+    }
+    int st = pclose(p);
+    if (st != 0) {
+        fprintf(stderr, "hibar-bench fence --compare: the test bed run failed (status %d)\n", st);
+        rc = WIFEXITED(st) && WEXITSTATUS(st) == 77 ? 77 : 1;
+    }
+    /* rows: per size and phase, hibar then open-mpi, both with the ratio of the medians */
+    for (size_t i = 0; i < n_sets; i++) {
+        bf_set_t *h = &sets[i];
+        if (strcmp(h->impl, "hibar") != 0)
+            continue;
+        bf_set_t *m = NULL;
+        for (size_t k = 0; k < n_sets; k++)
+            if (strcmp(sets[k].impl, "open-mpi") == 0 && sets[k].size == h->size &&
+                sets[k].steady == h->steady)
+                m = &sets[k];
+        hb_stats_t hs, ms;
+        hb_stats_summarize(h->x, h->n, o->common.confidence, &hs);
+        if (m != NULL)
+            hb_stats_summarize(m->x, m->n, o->common.confidence, &ms);
+        double ratio = m != NULL && ms.median > 0 ? hs.median / ms.median : 0.0;
+        char extra[160];
+        snprintf(extra, sizeof(extra), "\"phase\": \"%s\", \"ratio\": %.3f, \"jobs\": %u",
+                 h->steady ? "steady" : "first", ratio, o->jobs);
+        hb_bench_out_note(&out,
+                          "%s fence, %" PRIu64 " B per rank: hibar then open-mpi; ratio "
+                          "hibar/open-mpi (medians) %.3f",
+                          h->steady ? "steady-state" : "first", h->size, ratio);
+        hb_bench_row_t row = {.impl = "hibar",
+                              .nodes = hosts,
+                              .ranks = hosts * ppn,
+                              .size = h->size,
+                              .reps = h->n,
+                              .st = &hs,
+                              .iters = h->n,
+                              .extra_json = extra};
+        hb_bench_out_row(&out, &row);
+        if (m != NULL) {
+            row.impl = "open-mpi";
+            row.st = &ms;
+            row.reps = row.iters = m->n;
+            hb_bench_out_row(&out, &row);
+        }
+    }
+    hb_bench_out_note(&out,
+                      "PMIx_Fence on %u namespace hosts x %u ranks, rank 0's call-to-return "
+                      "time; first: the job's first fence with data; size = bytes per rank",
+                      hosts, ppn);
+    hb_bench_out_close(&out);
+    for (size_t i = 0; i < n_sets; i++)
+        free(sets[i].x);
+    free(sets);
+    return rc;
+}
+
 int hb_bench_fence_main(int argc, char **argv)
 {
-    bf_opts_t o = {.ppn = 4, .iters = 100};
-    snprintf(o.nodes, sizeof(o.nodes), "4,8,16");
-    snprintf(o.sizes, sizeof(o.sizes), "0,1024,65536");
+    bf_opts_t o = {.ppn = 4, .iters = 0, .jobs = 5};
+    snprintf(o.nodes, sizeof(o.nodes), "%s", "");
+    snprintf(o.sizes, sizeof(o.sizes), "%s", "");
+    snprintf(o.bed_name, sizeof(o.bed_name), "hbfence");
+    snprintf(o.bed_net, sizeof(o.bed_net), "10.239");
     if (hb_bench_common_parse(&argc, argv, &o.common) != 0)
         return 2;
-    static const struct option lo[] = {{"nodes", required_argument, NULL, 'n'},
-                                       {"sizes", required_argument, NULL, 's'},
-                                       {"ppn", required_argument, NULL, 'p'},
-                                       {"iters", required_argument, NULL, 'i'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"nodes", required_argument, NULL, 'n'},    {"sizes", required_argument, NULL, 's'},
+        {"ppn", required_argument, NULL, 'p'},      {"iters", required_argument, NULL, 'i'},
+        {"jobs", required_argument, NULL, 'j'},     {"compare", no_argument, NULL, 'c'},
+        {"bed-name", required_argument, NULL, 'B'}, {"bed-net", required_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -113,6 +323,22 @@ int hb_bench_fence_main(int argc, char **argv)
             break;
         case 'i':
             o.iters = (unsigned)strtoul(optarg, NULL, 10);
+            if (o.iters == 0) {
+                usage(stderr);
+                return 2;
+            }
+            break;
+        case 'j':
+            o.jobs = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'c':
+            o.compare = 1;
+            break;
+        case 'B':
+            snprintf(o.bed_name, sizeof(o.bed_name), "%s", optarg);
+            break;
+        case 'N':
+            snprintf(o.bed_net, sizeof(o.bed_net), "%s", optarg);
             break;
         case 'h':
             usage(stdout);
@@ -122,12 +348,24 @@ int hb_bench_fence_main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc || o.ppn == 0 || o.ppn > 64 || o.iters == 0 || o.iters > 100000) {
+    if (o.nodes[0] == '\0')
+        snprintf(o.nodes, sizeof(o.nodes), "%s", o.compare ? "8" : "4,8,16");
+    if (o.sizes[0] == '\0')
+        snprintf(o.sizes, sizeof(o.sizes), "%s", o.compare ? "0,1024" : "0,1024,65536");
+    if (o.iters == 0)
+        o.iters = o.compare ? 50 : 100;
+    if (optind != argc || o.ppn == 0 || o.ppn > 64 || o.iters > 100000 || o.jobs == 0 ||
+        o.jobs > 1000 ||
+        strspn(o.bed_name, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(o.bed_name) ||
+        strspn(o.bed_net, "0123456789.") != strlen(o.bed_net) ||
+        strspn(o.sizes, "0123456789,") != strlen(o.sizes)) {
         usage(stderr);
         return 2;
     }
     char dir[PATH_MAX], run[PATH_MAX + 16], fc[PATH_MAX + 32], hbd[PATH_MAX + 32];
     exe_dir(dir, sizeof(dir));
+    if (o.compare)
+        return compare_main(&o, dir);
     const char *e = getenv("HIBAR_RUN");
     snprintf(run, sizeof(run), "%s", e ? e : "");
     if (e == NULL)
@@ -141,8 +379,8 @@ int hb_bench_fence_main(int argc, char **argv)
     if (getenv("HIBARD") == NULL && access(hbd, X_OK) == 0)
         setenv("HIBARD", hbd, 1);
     if (access(run, X_OK) != 0 || access(fc, X_OK) != 0) {
-        fprintf(stderr, "hibar-bench fence: needs %s and %s (HIBAR_RUN, HIBAR_FENCE_CLIENT)\n",
-                run, fc);
+        fprintf(stderr, "hibar-bench fence: needs %s and %s (HIBAR_RUN, HIBAR_FENCE_CLIENT)\n", run,
+                fc);
         return 2;
     }
     char cfg[] = "/tmp/hibar-bench-fence-XXXXXX";
@@ -202,8 +440,9 @@ int hb_bench_fence_main(int argc, char **argv)
             hb_bench_out_row(&out, &row);
         }
     }
-    hb_bench_out_note(&out, "PMIx_Fence on emulated clusters (this host), %u ranks per node, "
-                            "rank 0's call-to-return time; size = bytes per rank",
+    hb_bench_out_note(&out,
+                      "PMIx_Fence on emulated clusters (this host), %u ranks per node, "
+                      "rank 0's call-to-return time; size = bytes per rank",
                       o.ppn);
     hb_bench_out_close(&out);
     free(x);
