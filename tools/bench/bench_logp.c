@@ -298,9 +298,28 @@ int hb_bench_logp_main(int argc, char **argv)
                       cfg->cluster, (unsigned)cfg->n_nodes, cfg->nodes[o.from].name,
                       cfg->nodes[o.to].name, (unsigned)o.flood, (unsigned)o.floods, o.queue,
                       p.flow_control ? " (flow control: no RTO penalty)" : "", o.rto);
-    /* warm-up: links come up on demand */
+    /* warm-up: links come up on demand, and only from one side of each pair: a one-byte flat
+     * gather to A on every daemon links A with every node */
     {
         char cmd[128], rep[512];
+        uint32_t *all = calloc(cl->n, sizeof(uint32_t));
+        char(*reps)[512] = calloc(cl->n, sizeof(*reps));
+        int wrc = all == NULL || reps == NULL ? HIBAR_ERR_NOMEM : 0;
+        for (uint32_t i = 0; i < cl->n && all != NULL; i++)
+            all[i] = i;
+        snprintf(cmd, sizeof(cmd), "coll gather flat %u 1", (unsigned)o.from);
+        if (wrc == 0)
+            wrc = hbd_cluster_all(cl, all, cl->n, cmd, reps, 60000);
+        for (uint32_t i = 0; i < cl->n && wrc == 0; i++)
+            if (strncmp(reps[i], "ok", 2) != 0) {
+                fprintf(stderr, "hibar-bench logp: warm-up on %s: %s\n", cfg->nodes[i].name,
+                        reps[i]);
+                wrc = HIBAR_ERR_PROTO;
+            }
+        free(all);
+        free(reps);
+        if (wrc != 0)
+            goto out;
         snprintf(cmd, sizeof(cmd), "logp %u 0 20 rtt 2", (unsigned)o.to);
         if (bl_cmd(cfg, o.from, cmd, rep, sizeof(rep)) != 0)
             goto out;
