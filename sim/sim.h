@@ -194,8 +194,9 @@ typedef enum {
     HB_SIM_STEP_STALLS = 1 /* their medians (t_sr_us, t_ib_us) plus the rows' random stalls */
 } hb_sim_step_t;
 
-/* The mean of the host rows of impl (every host row if impl is NULL) applied to p (cores,
- * T_SR, T_IB and the CPU figures; the host model on). 0, or NOT_FOUND if there is none. */
+/* The host rows of impl (every host row if impl is NULL) applied to p (cores: the largest;
+ * T_SR, T_IB and the CPU figures: each the median over the rows; stalls: their mean; the host
+ * model on). 0, or NOT_FOUND if there is none. */
 int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t step,
                       hb_sim_params_t *p);
 

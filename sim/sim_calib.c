@@ -572,43 +572,61 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     return 0;
 }
 
+static int cal_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (n > 0; the mean of the middle two when n is even); sorts v. */
+static double cal_median(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof(double), cal_cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t step,
                       hb_sim_params_t *p)
 {
+    /* per figure, its values over the rows: sr, ib, msg, io, ibcpu, ctl, wake */
+    double v[7][HB_SIM_MAX_MEAS], ssr = 0, psr = 0, sib = 0, pib = 0;
     int mean = step == HB_SIM_STEP_MEAN;
-    hb_sim_host_row_t m;
-    uint32_t i, n = 0;
+    uint32_t i, k, n = 0, cores = 0;
 
-    memset(&m, 0, sizeof(m));
     for (i = 0; c != NULL && i < c->n_host; i++) {
         const hb_sim_host_row_t *h = &c->host[i];
         if (impl != NULL && strcmp(h->impl, impl) != 0)
             continue;
-        if (h->cores > m.cores)
-            m.cores = h->cores;
-        m.t_sr_us += mean && h->t_sr_mean_us >= 0 ? h->t_sr_mean_us : h->t_sr_us;
-        m.t_ib_us += mean && h->t_ib_mean_us >= 0 ? h->t_ib_mean_us : h->t_ib_us;
-        m.msg_cpu_us += h->msg_cpu_us;
-        m.io_cpu_us += h->io_cpu_us;
-        m.ib_cpu_us += h->ib_cpu_us;
-        m.ctl_cpu_us += h->ctl_cpu_us;
-        m.wake_us += h->wake_us;
-        m.sr_stall_us += h->sr_stall_us * h->sr_stall_p; /* expected stall per hop */
-        m.sr_stall_p += h->sr_stall_p;
-        m.ib_stall_us += h->ib_stall_us * h->ib_stall_p;
-        m.ib_stall_p += h->ib_stall_p;
+        if (h->cores > cores)
+            cores = h->cores;
+        v[0][n] = mean && h->t_sr_mean_us >= 0 ? h->t_sr_mean_us : h->t_sr_us;
+        v[1][n] = mean && h->t_ib_mean_us >= 0 ? h->t_ib_mean_us : h->t_ib_us;
+        v[2][n] = h->msg_cpu_us;
+        v[3][n] = h->io_cpu_us;
+        v[4][n] = h->ib_cpu_us;
+        v[5][n] = h->ctl_cpu_us;
+        v[6][n] = h->wake_us;
+        ssr += h->sr_stall_us * h->sr_stall_p; /* expected stall per hop */
+        psr += h->sr_stall_p;
+        sib += h->ib_stall_us * h->ib_stall_p;
+        pib += h->ib_stall_p;
         n++;
     }
     if (n == 0)
         return HIBAR_ERR_NOT_FOUND;
-    p->cores = m.cores;
-    p->t_sr = m.t_sr_us / n;
-    p->t_ib = m.t_ib_us / n;
-    p->msg_cpu_us = m.msg_cpu_us / n;
-    p->io_cpu_us = m.io_cpu_us / n;
-    p->ib_cpu_us = m.ib_cpu_us / n;
-    p->cpu_us = m.ctl_cpu_us / n;
-    p->wake_us = m.wake_us / n;
+    /* the median over the rows (the probes of --measure's blocks): one probe that met a
+     * burst of other programs' load does not set the figure */
+    for (k = 0; k < 7; k++)
+        v[k][0] = cal_median(v[k], n);
+    p->cores = cores;
+    p->t_sr = v[0][0];
+    p->t_ib = v[1][0];
+    p->msg_cpu_us = v[2][0];
+    p->io_cpu_us = v[3][0];
+    p->ib_cpu_us = v[4][0];
+    p->cpu_us = v[5][0];
+    p->wake_us = v[6][0];
     if (mean) {
         /* the wake-ups: what the CPU leaves of the hop */
         p->wake_us = (p->t_sr - 2 * p->msg_cpu_us - 2 * p->io_cpu_us) / 3;
@@ -618,9 +636,9 @@ int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t s
         return 0;
     }
     /* the stalls: mean probability, and the size that keeps the mean expected stall */
-    p->sr_stall_p = m.sr_stall_p / n;
-    p->sr_stall_us = p->sr_stall_p > 0 ? m.sr_stall_us / n / p->sr_stall_p : 0;
-    p->ib_stall_p = m.ib_stall_p / n;
-    p->ib_stall_us = p->ib_stall_p > 0 ? m.ib_stall_us / n / p->ib_stall_p : 0;
+    p->sr_stall_p = psr / n;
+    p->sr_stall_us = p->sr_stall_p > 0 ? ssr / n / p->sr_stall_p : 0;
+    p->ib_stall_p = pib / n;
+    p->ib_stall_us = p->ib_stall_p > 0 ? sib / n / p->ib_stall_p : 0;
     return 0;
 }

@@ -812,16 +812,18 @@ static int mode_validate(opts_t *o)
     }
     if (!o->json) {
         double load[1];
-        printf("# validate: one barrier on %s (%" PRIu32 " nodes), measured and simulated side by "
-               "side\n"
-               "# measured:  %s; the daemons' protocol-only median (protocol_median_us) when the "
-               "row has it, else median_us; the mean over the rows of a protocol (blocks)\n"
-               "# simulated: hibar-sim, every node's hb_hier engine; with a host row of the "
-               "protocol: the host model (its cores, CPU per message, wake-up, uncontended T_IB "
-               "and T_SR, all measured by the probe), else that row's own T_IB and T_SR\n"
-               "# error:     (simulated - measured) / measured; target: within +-15%%\n",
-               o->config ? o->config : "the generated topology", t->n_nodes,
-               o->measure ? "hibar-bench cluster-barrier, run just now" : o->calibrate);
+        printf(
+            "# validate: one barrier on %s (%" PRIu32 " nodes), measured and simulated side by "
+            "side\n"
+            "# measured:  %s; the daemons' protocol-only median (protocol_median_us) when the "
+            "row has it, else median_us; the mean over the rows of a protocol (blocks)\n"
+            "# simulated: hibar-sim, every node's hb_hier engine; with host rows: the host model "
+            "(cores, CPU per message, wake-up, T_IB and T_SR of one chassis / one hop alone, "
+            "measured by the probes, each the median over the probes), else the row's own "
+            "T_IB and T_SR\n"
+            "# error:     (simulated - measured) / measured; target: within +-15%%\n",
+            o->config ? o->config : "the generated topology", t->n_nodes,
+            o->measure ? "hibar-bench cluster-barrier, run just now" : o->calibrate);
         if (getloadavg(load, 1) == 1)
             printf("# load average now: %.2f\n", load[0]);
         printf("# %-8s %6s %14s %14s %10s %7s %-8s %8s %8s %7s %7s %7s %7s %5s\n", "Protocol",
@@ -861,7 +863,7 @@ static int mode_validate(opts_t *o)
         }
         host = o->no_host
                    ? 0
-                   : hb_sim_calib_host(&o->cal, m->impl,
+                   : hb_sim_calib_host(&o->cal, NULL,
                                        o->stalls ? HB_SIM_STEP_STALLS : HB_SIM_STEP_MEAN, &p) == 0;
         if (!host && tib >= 0 && tsr >= 0) {
             p.t_ib = tib / nb;
