@@ -26,8 +26,8 @@ typedef struct {
     double t_ib, t_sr;
     const char **over;
     size_t n_over;
-    int model;           /* --model: the cached PlogP(-BR) parameters and the choices */
-    double sizes[32];    /* --size LIST */
+    int model;        /* --model: the cached PlogP(-BR) parameters and the choices */
+    double sizes[32]; /* --size LIST */
     int n_sizes;
 } info_opts_t;
 
@@ -382,6 +382,18 @@ static int info_sizes(const char *arg, info_opts_t *o)
     return o->n_sizes > 0 ? 0 : -1;
 }
 
+/* T(P) of multi-lane op (scatter or gather) at P lanes exactly (the chooser reports only the
+ * best P): PlogP-BR across two sites when parameters are cached, else the lane model. < 0: n/a. */
+static double info_tp(const hb_model_params_t *mp, hb_coll_op_t op, double size, uint32_t P)
+{
+    double t = -1.0;
+    int rc = mp->plogp != NULL
+                 ? hb_model_plogp_sites(mp->plogp, mp->lanes, op, HB_COLL_ALG_MULTI_LANE, mp->n0,
+                                        mp->n1, size, P, &t)
+                 : hb_model_multi_lane(mp->lanes, mp->n0, mp->n1, size, P, &t);
+    return rc == 0 ? t : -1.0;
+}
+
 /* What hibard's model_choose (daemon/hbd_coll.c) sees for root 0, and its answers. */
 static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
 {
@@ -445,11 +457,12 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             fprintf(f, "  %10s %9s %9s %10s %12s %12s\n", "size", "o_s(us)", "o_r(us)", "g(us)",
                     "g 1->n(us)", "g n->1(us)");
             for (uint32_t i = 0; i < p.n; i++)
-                fprintf(f, "  %10.0f %9.2f %9.2f %10.2f %12.2f %12.2f\n", p.m[i], p.os[i],
-                        p.orv[i], p.g[i], p.g_o2m[i], p.g_m2o[i]);
+                fprintf(f, "  %10.0f %9.2f %9.2f %10.2f %12.2f %12.2f\n", p.m[i], p.os[i], p.orv[i],
+                        p.g[i], p.g_o2m[i], p.g_m2o[i]);
         } else {
-            fprintf(f, "model parameters: none cached at %s%s%s\n  (hibar-bench logp --config "
-                       "FILE measures and writes them); the configuration's links are used\n",
+            fprintf(f,
+                    "model parameters: none cached at %s%s%s\n  (hibar-bench logp --config "
+                    "FILE measures and writes them); the configuration's links are used\n",
                     path, err[0] ? ": " : "", err[0] && rc != HIBAR_ERR_NOT_FOUND ? err : "");
         }
         fprintf(f, "choice for root 0 (%u nodes in its site, %u in the other), %s:\n", (unsigned)n0,
@@ -464,6 +477,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                            .B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps),
                            .lan_startup = 1};
     hb_model_params_t mp = {.n0 = n0, .n1 = n1, .lanes = &ml, .plogp = have ? &v : NULL};
+    uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0;
     int first = 1;
     for (int op = 0; op < HB_COLL_OP_COUNT; op++)
         for (int s = 0; s < nsz; s++) {
@@ -471,8 +485,9 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             if (hb_model_choose((hb_coll_op_t)op, sz[s], &mp, &c) != 0)
                 continue;
             if (o->json) {
-                fprintf(f, "%s{\"op\": \"%s\", \"size\": %.0f, \"choice\": \"%s\", \"lanes\": %u, "
-                           "\"predicted_us\": ",
+                fprintf(f,
+                        "%s{\"op\": \"%s\", \"size\": %.0f, \"choice\": \"%s\", \"lanes\": %u, "
+                        "\"predicted_us\": ",
                         first ? "" : ", ", hb_coll_op_name((hb_coll_op_t)op), sz[s],
                         hb_coll_alg_name(c.alg), (unsigned)c.lanes);
                 json_num(f, c.predicted_us);
@@ -482,6 +497,14 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                         json_num(f, c.alg_us[a]);
                     else
                         fputs("null", f);
+                }
+                if ((op == HB_COLL_SCATTER || op == HB_COLL_GATHER) && pmax > 0) {
+                    fputs(", \"t_p_us\": [", f); /* T(P) for P = 1 .. min(n0, n1) */
+                    for (uint32_t P = 1; P <= pmax; P++) {
+                        fputs(P > 1 ? ", " : "", f);
+                        json_num(f, info_tp(&mp, (hb_coll_op_t)op, sz[s], P));
+                    }
+                    fputc(']', f);
                 }
                 fputc('}', f);
                 first = 0;
@@ -500,8 +523,30 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                     hb_coll_op_name((hb_coll_op_t)op), sz[s], cell[0], cell[1], cell[2], cell[3],
                     hb_coll_alg_name(c.alg), "", c.predicted_us);
         }
-    if (o->json)
+    if (o->json) {
         fputs("]}}\n", f);
+        return;
+    }
+    if (pmax == 0)
+        return;
+    /* the paper's figure as numbers: multi-lane T(P) for every P (DESIGN section 1) */
+    fprintf(f, "multi-lane T(P) (us), P = 1 .. %u, %s:\n", (unsigned)pmax,
+            have ? "PlogP-BR on the LAN, lanes on the WAN" : "the lane model");
+    for (int op = HB_COLL_SCATTER; op <= HB_COLL_GATHER; op++)
+        for (int s = 0; s < nsz; s++) {
+            uint32_t best = 0;
+            double tb = -1.0;
+            fprintf(f, "  %-10s %10.0f ", hb_coll_op_name((hb_coll_op_t)op), sz[s]);
+            for (uint32_t P = 1; P <= pmax; P++) {
+                double t = info_tp(&mp, (hb_coll_op_t)op, sz[s], P);
+                fprintf(f, " %11.1f", t);
+                if (t >= 0 && (tb < 0 || t < tb)) {
+                    tb = t;
+                    best = P;
+                }
+            }
+            fprintf(f, "   P_opt %u\n", (unsigned)best);
+        }
 }
 
 /* ---- main ---- */

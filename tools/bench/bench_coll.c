@@ -716,15 +716,14 @@ static int plot_write(const bcoll_opts_t *o, const char *name, const char *title
     fprintf(f,
             "# %s-%s.gp: written by hibar-bench %s; gnuplot %s-%s.gp\n"
             "set title \"%s\"\nset xlabel \"%s\"\nset ylabel \"time (ms)\"\nset key top right\n"
-            "set grid\n%s%s",
-            op, name, op, op, name, title, xlabel, logx ? "set logscale x 2\n" : xrange,
-            "set yrange [0:*]\n");
+            "set grid\n%s%sset yrange [0:*]\n",
+            op, name, op, op, name, title, xlabel, logx ? "set logscale x 2\n" : "", xrange);
     fprintf(f, "set terminal svg size 800,500 dynamic\nset output \"%s-%s.svg\"\nplot %s\n", op,
             name, plots);
     fprintf(f, "set terminal png size 800,500\nset output \"%s-%s.png\"\nreplot\n", op, name);
     fclose(f);
     char cmd[PATH_MAX + 64];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot %s-%s.gp 2>&1", o->plot_dir, op, name);
+    snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot %s-%s.gp 1>&2", o->plot_dir, op, name);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         note(o, "plot: gnuplot not found; wrote %s", path);
         return 0;
@@ -799,9 +798,15 @@ static int plot_sizes(const bcoll_opts_t *o, const bcoll_row_t *r, size_t n)
     }
     if (blocks == 0)
         return 0;
-    char title[128];
+    char title[128], xr[96];
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = r[i].size < lo ? r[i].size : lo;
+        hi = r[i].size > hi ? r[i].size : hi;
+    }
     snprintf(title, sizeof(title), "%s across two sites: measured and predicted", op);
-    return plot_write(o, "sizes", title, data, plots, "bytes per node", 1, "");
+    snprintf(xr, sizeof(xr), "set xrange [%.0f:%.0f]\n", (double)lo / 1.5, (double)hi * 1.5);
+    return plot_write(o, "sizes", title, data, plots, "bytes per node", 1, xr);
 }
 
 /* ---- the mode ---- */
