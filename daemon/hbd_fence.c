@@ -403,11 +403,20 @@ static void progress(hbd_t *d, hbd_fence_t *f)
         finish(d, f, HIBAR_ERR_NOMEM);
         return;
     }
+    /* ours first, then the children's (tree: what goes up; the root's is what every node gets);
+     * direct exchange: in node order (the kids are the other nodes, ascending), so every node
+     * gets the same concatenation, as with the tree */
     size_t off = 0;
-    if (f->n_mine > 0)
-        memcpy(all, f->mine, f->n_mine);
-    off = f->n_mine;
-    for (uint32_t i = 0; i < f->n_kids; i++) {
+    int mine_done = 0;
+    for (uint32_t i = 0; i <= f->n_kids; i++) {
+        if (!mine_done && (!f->direct || i == f->n_kids || f->kids[i].from > d->self)) {
+            if (f->n_mine > 0)
+                memcpy(all + off, f->mine, f->n_mine);
+            off += f->n_mine;
+            mine_done = 1;
+        }
+        if (i == f->n_kids)
+            break;
         if (f->kids[i].total > 0)
             memcpy(all + off, f->kids[i].buf, f->kids[i].total);
         off += f->kids[i].total;
@@ -536,7 +545,18 @@ static int start_checks(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t
 }
 
 int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
-                    uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb, void *arg)
+                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb, void *arg)
+{
+    void *copy = NULL;
+    if (len > 0 && (copy = malloc(len)) == NULL)
+        return HIBAR_ERR_NOMEM;
+    if (len > 0)
+        memcpy(copy, data, len);
+    return hbd_fence_start_owned(d, coll, nodes, n_nodes, timeout_ms, copy, len, cb, arg);
+}
+
+int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                          uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb, void *arg)
 {
     int rc = start_checks(d, coll, nodes, n_nodes);
     hbd_fence_t *f = rc == 0 ? fence_get(d, coll) : NULL;

@@ -432,8 +432,8 @@ static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
     size_t n_mine = op->ndata;
     op->data = NULL;
     op->ndata = 0;
-    int rc =
-        hbd_fence_start(d, id, nodes, nn, op->timeout_s * 1000u, mine, n_mine, dfence_done, op);
+    int rc = hbd_fence_start_owned(d, id, nodes, nn, op->timeout_s * 1000u, mine, n_mine,
+                                   dfence_done, op);
     if (rc != 0) {
         hb_log_error("job %s: subset fence cannot start: %s", j->nspace, hibar_strerror(rc));
         fence_finish(op, fence_status(rc));
@@ -487,8 +487,8 @@ static void fence_run(hbd_t *d, px_op_t *op)
         size_t n_mine = op->ndata;
         op->data = NULL;
         op->ndata = 0;
-        int rc =
-            hbd_fence_start(d, id, NULL, 0, op->timeout_s * 1000u, mine, n_mine, dfence_done, op);
+        int rc = hbd_fence_start_owned(d, id, NULL, 0, op->timeout_s * 1000u, mine, n_mine,
+                                       dfence_done, op);
         if (rc != 0) {
             hb_log_error("job %s: fence cannot start: %s", j->nspace, hibar_strerror(rc));
             fence_finish(op, fence_status(rc));

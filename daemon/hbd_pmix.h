@@ -104,15 +104,20 @@ uint32_t hbd_pmix_n_jobs(void);
 typedef void (*hbd_fence_cb_t)(hbd_t *d, int status, uint8_t *data, size_t len, void *arg);
 /* Fence ids with this bit are subset fences (star through the lowest participant node). */
 #define HBD_FENCE_ID_SUBSET (1ull << 62)
-/* This node's contribution to fence coll: data (malloc'd or NULL when len is 0) is taken over
- * in every case, also on error. nodes: NULL for a whole-job fence (every node of the cluster:
- * direct exchange up to HIBAR_FENCE_DIRECT_MAX nodes, else the chassis tree), else the
- * participating nodes of a subset fence, ascending, this node among them (coll must have
- * HBD_FENCE_ID_SUBSET). timeout_ms: 0 for the cluster's barrier_timeout_ms. cb is called
- * exactly once, possibly before this returns, unless it returns an error (PEER_LOST, NOT_INIT,
- * BUSY, NOMEM, INVAL). */
+/* This node's contribution to fence coll (copied). nodes: NULL for a whole-job fence (every
+ * node of the cluster: direct exchange up to HIBAR_FENCE_DIRECT_MAX nodes, else the chassis
+ * tree), else the participating nodes of a subset fence, ascending, this node among them
+ * (coll must have HBD_FENCE_ID_SUBSET). timeout_ms: 0 for the cluster's barrier_timeout_ms.
+ * cb is called exactly once, possibly before this returns, unless it returns an error
+ * (PEER_LOST, NOT_INIT, BUSY, NOMEM, INVAL). Every node gets the same concatenation. */
 int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
-                    uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb, void *arg);
+                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb,
+                    void *arg);
+/* The same without the copy: data (malloc'd, or NULL when len is 0) is taken over in every
+ * case, also when this returns an error. */
+int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                          uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb,
+                          void *arg);
 /* Do whole-job fences of this cluster exchange directly (2..HIBAR_FENCE_DIRECT_MAX nodes)? */
 int hbd_fence_direct(const hbd_t *d);
 /* Links to every node that a direct-exchange fence needs, made now (a job is being set up) so
