@@ -299,6 +299,8 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n)
 {
     if (p == NULL || p->flow_control || n < 2)
         return 0;
+    if (p->burst > 0.0 && m > p->burst)
+        m = p->burst;
     return p->q < (double)(n - 1) * m ? 1 : 0;
 }
 
@@ -383,6 +385,8 @@ static void sites_cost(const void *ctx, double b, int wan, double *occ, double *
 /* RTO penalty of a many-to-one phase: `senders` senders with `bytes` in flight. */
 static double incast(const hb_model_plogp_t *p, uint32_t senders, double bytes)
 {
+    if (p->burst > 0.0 && bytes > (double)senders * p->burst)
+        bytes = (double)senders * p->burst; /* each sender's first window only */
     if (senders < 2 || p->flow_control || !(p->q < bytes))
         return 0.0;
     return p->t_rto;

@@ -108,6 +108,10 @@ typedef struct hb_model_plogp {
     double q;                                /* switch queue, bytes */
     double t_rto;                            /* retransmission timeout, µs */
     int flow_control; /* 1: link-level flow control (no loss, no RTO penalty) */
+    /* Bytes one sender has in flight before its first acknowledgement (TCP's initial window),
+     * 0: unlimited (the paper's E_q). A many-to-one phase then overflows the queue only if
+     * q < (n - 1)·min(m, burst): a large message arrives window by window, not at once. */
+    double burst;
 } hb_model_plogp_t;
 
 /* Interpolated table value at size m (see above). */
@@ -115,7 +119,8 @@ double hb_model_interp(const double *ms, const double *v, uint32_t n, double m);
 double hb_model_plogp_g(const hb_model_plogp_t *p, hb_model_pat_t pat, double m);
 double hb_model_plogp_os(const hb_model_plogp_t *p, double m);
 double hb_model_plogp_or(const hb_model_plogp_t *p, double m);
-/* E_q(m, n) = 1 if no flow control and q < (n - 1)·m, else 0 (n nodes in a many-to-one phase). */
+/* E_q(m, n) = 1 if no flow control and q < (n - 1)·m, else 0 (n nodes in a many-to-one phase);
+ * with p->burst > 0, m is capped at burst. */
 int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
 
 /*

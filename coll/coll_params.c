@@ -19,4 +19,5 @@ void hb_model_plogp_view(const hb_params_t *p, hb_model_plogp_t *v)
     v->q = p->q;
     v->t_rto = p->t_rto;
     v->flow_control = p->flow_control;
+    v->burst = p->burst;
 }

@@ -107,6 +107,8 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
                 r.q = v[0];
             else if (strcmp(tok[0], "t_rto") == 0)
                 r.t_rto = v[0];
+            else if (strcmp(tok[0], "burst") == 0)
+                r.burst = v[0];
             else if (strcmp(tok[0], "flow_control") == 0 && (v[0] == 0 || v[0] == 1))
                 r.flow_control = (int)v[0];
             else if (strcmp(tok[0], "nodes") == 0 && v[0] < 1e9)
@@ -146,7 +148,8 @@ int hb_params_format(const hb_params_t *p, char *buf, size_t cap)
     PUT("# hibar PlogP(-BR) parameters, written by hibar-bench logp (times us, sizes bytes)\n");
     PUT("cluster %s\nnodes %u\nmeasured %.0f\n", p->cluster[0] ? p->cluster : "-",
         (unsigned)p->nodes, p->measured);
-    PUT("L %.3f\nq %.0f\nt_rto %.0f\nflow_control %d\n", p->L, p->q, p->t_rto, p->flow_control);
+    PUT("L %.3f\nq %.0f\nt_rto %.0f\nflow_control %d\nburst %.0f\n", p->L, p->q, p->t_rto,
+        p->flow_control, p->burst);
     PUT("# point M o_s(M) o_r(M) g(M) g(M,one-to-many) g(M,many-to-one)\n");
     for (uint32_t i = 0; i < p->n; i++)
         PUT("point %.0f %.3f %.3f %.3f %.3f %.3f\n", p->m[i], p->os[i], p->orv[i], p->g[i],

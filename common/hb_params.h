@@ -12,7 +12,7 @@
  * daemons read it to choose algorithms (coll/coll_model.h) and hibar-info shows it.
  * Times µs, sizes bytes. File format, one item per line, '#' comments:
  *   cluster NAME        nodes N        measured UNIX_SECONDS
- *   L US                q BYTES        t_rto US        flow_control 0|1
+ *   L US                q BYTES        t_rto US        flow_control 0|1     burst BYTES
  *   point M OS OR G G_ONE_TO_MANY G_MANY_TO_ONE      (ascending M, 1..HB_PARAMS_MAXPTS)
  */
 
@@ -26,6 +26,7 @@ typedef struct hb_params {
     double q;         /* switch queue, bytes; 0: unknown */
     double t_rto;     /* retransmission timeout */
     int flow_control; /* 1: no loss (no RTO penalty) */
+    double burst;     /* bytes a sender has in flight at first (TCP initial window); 0: all */
     uint32_t n;       /* points */
     double m[HB_PARAMS_MAXPTS], os[HB_PARAMS_MAXPTS], orv[HB_PARAMS_MAXPTS];
     double g[HB_PARAMS_MAXPTS], g_o2m[HB_PARAMS_MAXPTS], g_m2o[HB_PARAMS_MAXPTS];

@@ -196,6 +196,11 @@ static void test_plogp(void)
     NEAR(hb_model_plogp_or(&p, 1000.0), 4.0);
     CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 1000.0, 4), 1); /* 1500 < 3000 */
     CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 500.0, 4), 0);  /* 1500 < 1500 is false */
+    p.burst = 400.0; /* each sender's first window only: 3 x 400 = 1200 < 1500 */
+    CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 1000.0, 4), 0);
+    p.burst = 600.0; /* 3 x 600 = 1800 */
+    CU_ASSERT_EQUAL(hb_model_plogp_eq(&p, 1000.0, 4), 1);
+    p.burst = 0.0;
     double t = 0.0;
     CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4, 1000.0, &t),
                     0);

@@ -438,6 +438,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             json_num(f, p.q);
             fputs(", \"t_rto_us\": ", f);
             json_num(f, p.t_rto);
+            fprintf(f, ", \"burst_bytes\": %.0f", p.burst);
             fprintf(f, ", \"flow_control\": %d, \"nodes\": %u, \"points\": [", p.flow_control,
                     (unsigned)p.nodes);
             for (uint32_t i = 0; i < p.n; i++)
@@ -452,8 +453,9 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
         if (have) {
             fprintf(f, "model parameters: %s (cluster %s, %u nodes)\n", path, p.cluster,
                     (unsigned)p.nodes);
-            fprintf(f, "  L %.2f us, switch queue q %.0f B%s, T_RTO %.0f us\n", p.L, p.q,
-                    p.flow_control ? " (flow control: no RTO penalty)" : "", p.t_rto);
+            fprintf(f, "  L %.2f us, switch queue q %.0f B%s, T_RTO %.0f us, burst %.0f B\n", p.L,
+                    p.q, p.flow_control ? " (flow control: no RTO penalty)" : "", p.t_rto,
+                    p.burst);
             fprintf(f, "  %10s %9s %9s %10s %12s %12s\n", "size", "o_s(us)", "o_r(us)", "g(us)",
                     "g 1->n(us)", "g n->1(us)");
             for (uint32_t i = 0; i < p.n; i++)

@@ -36,7 +36,9 @@
  * g = (max T - RTT(m)) / (K·(n-1) - 1). With two nodes both are g(m). The switch queue q and
  * T_RTO cannot be seen from here: --queue BYTES (0: flow control, no RTO penalty; inside
  * the test bed the default is its pfifo limit x 1514 bytes when its LAN is capped) and
- * --rto US (default 200000, Linux's minimum RTO).
+ * --rto US (default 200000, Linux's minimum RTO). --burst BYTES (default 14480, Linux's
+ * initial window of 10 segments) caps what each sender of a many-to-one phase puts in the
+ * queue at once (coll_model.h: E_q with burst); 0 gives the paper's E_q.
  */
 
 #define BL_MAX_SIZES 32
@@ -49,7 +51,7 @@ typedef struct bl_opts {
     size_t sizes[BL_MAX_SIZES];
     int nsizes;
     uint32_t from, to, flood, floods, max_reps;
-    double queue, rto;
+    double queue, rto, burst;
     int queue_set, no_patterns;
     const char *plot;
 } bl_opts_t;
@@ -65,6 +67,8 @@ static void bl_usage(FILE *f)
            "  --flood K      frames per flood and peer (default 200); --floods R floods (5)\n"
            "  --max-reps N   round trips per size at most (default 2000)\n"
            "  --queue BYTES  switch queue q (0: flow control); --rto US: T_RTO (200000)\n"
+           "  --burst BYTES  what a sender has in flight at first (TCP initial window, 14480;\n"
+           "                 0: the whole message, the paper's E_q)\n"
            "  --cache FILE   where to write (default: hb_params_path: $HIBAR_MODEL_CACHE or\n"
            "                 ~/.cache/hibar/CLUSTER.plogp)\n"
            "Starts the emulated cluster of --config when none is running (stops it after).\n");
@@ -73,21 +77,14 @@ static void bl_usage(FILE *f)
 static int bl_parse(int argc, char **argv, bl_opts_t *o)
 {
     static const struct option lo[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"set", required_argument, NULL, 'o'},
-        {"sizes", required_argument, NULL, 's'},
-        {"from", required_argument, NULL, 'f'},
-        {"to", required_argument, NULL, 't'},
-        {"flood", required_argument, NULL, 'k'},
-        {"floods", required_argument, NULL, 'r'},
-        {"max-reps", required_argument, NULL, 'm'},
-        {"queue", required_argument, NULL, 'q'},
-        {"rto", required_argument, NULL, 'R'},
-        {"cache", required_argument, NULL, 'C'},
-        {"no-patterns", no_argument, NULL, 'N'},
-        {"plot", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 'o'},
+        {"sizes", required_argument, NULL, 's'},  {"from", required_argument, NULL, 'f'},
+        {"to", required_argument, NULL, 't'},     {"flood", required_argument, NULL, 'k'},
+        {"floods", required_argument, NULL, 'r'}, {"max-reps", required_argument, NULL, 'm'},
+        {"queue", required_argument, NULL, 'q'},  {"rto", required_argument, NULL, 'R'},
+        {"cache", required_argument, NULL, 'C'},  {"no-patterns", no_argument, NULL, 'N'},
+        {"plot", required_argument, NULL, 'P'},   {"help", no_argument, NULL, 'h'},
+        {"burst", required_argument, NULL, 'B'},  {NULL, 0, NULL, 0},
     };
     int c;
     char *end;
@@ -97,6 +94,7 @@ static int bl_parse(int argc, char **argv, bl_opts_t *o)
     o->floods = 5;
     o->max_reps = 2000;
     o->rto = 200000;
+    o->burst = 14480; /* Linux's initial congestion window: 10 segments of 1448 B */
     if (hb_bench_sizes_parse("0,1K,4K,8K,16K,32K", o->sizes, BL_MAX_SIZES, &o->nsizes) != 0)
         return -1;
     optind = 1;
@@ -149,6 +147,10 @@ static int bl_parse(int argc, char **argv, bl_opts_t *o)
         case 'R':
             o->rto = strtod(optarg, &end);
             bad = *end != '\0' || !(o->rto >= 0);
+            break;
+        case 'B':
+            o->burst = strtod(optarg, &end);
+            bad = *end != '\0' || !(o->burst >= 0);
             break;
         case 'C':
             o->cache = optarg;
@@ -291,6 +293,7 @@ int hb_bench_logp_main(int argc, char **argv)
     p.q = o.queue;
     p.flow_control = o.queue <= 0;
     p.t_rto = o.rto;
+    p.burst = o.burst;
     p.n = (uint32_t)o.nsizes;
     hb_bench_out_note(&out,
                       "hibar-bench logp: cluster %s, %u nodes, %s -> %s; flood %u frames x %u; "
