@@ -399,7 +399,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
 {
     char path[4096], err[512] = "";
     hb_params_t p;
-    hb_model_plogp_t v;
+    hb_model_plogp_t v = {0};
     const char *env = getenv("HIBAR_MODEL_CACHE");
     int have = 0, rc;
     uint32_t n0 = 0, n1 = 0, rs = cfg->site_of[0], other = UINT32_MAX;
