@@ -389,7 +389,7 @@ static void out_flush(rl_job_t *J)
     hbd_wire_job_t x = {
         .kind = HBD_WIRE_JOB_OUT, .src = UINT32_MAX, .dest = J->origin, .seq = J->out_seq++};
     int rc = J->origin_lost ? HIBAR_ERR_PEER_LOST : job_send(J->d, J->id, &x, J->obuf, J->olen);
-    if (rc != 0 && !J->origin_lost)
+    if (rc != 0 && !J->origin_lost && !J->d->lost)
         hb_log_warn("job %" PRIu64 ": output for node %" PRIu32 " dropped: %s", J->id, J->origin,
                     hibar_strerror(rc));
     J->olen = 0;
@@ -809,6 +809,36 @@ void hbd_relay_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 /* ---- lost nodes, timers ---- */
 
+/* One step up the chassis data tree (port -> Center -> parent chassis), as hbd_dmodex.c. */
+static uint32_t tree_up(const hbd_t *d, uint32_t n)
+{
+    const hb_topo_node_t *tn = &d->topo->nodes[n];
+    return tn->port != 0 ? d->topo->chassis[tn->chassis].nodes[0] : tn->parent;
+}
+
+/* Does the tree path between nodes a and b (the one JOB frames take) pass through node x? */
+static int path_crosses(const hbd_t *d, uint32_t a, uint32_t b, uint32_t x)
+{
+    uint32_t n = d->topo->n_nodes;
+    /* x is on the path iff it is an ancestor-or-self of a or b, but not of both below their
+     * lowest common ancestor: walk up from each, the first node both reach is that ancestor */
+    int xa = 0, xb = 0;
+    uint32_t lca = HB_TOPO_NONE;
+    for (uint32_t u = a, k = 0; u != HB_TOPO_NONE && k <= n; u = tree_up(d, u), k++) {
+        for (uint32_t v = b, m = 0; v != HB_TOPO_NONE && m <= n; v = tree_up(d, v), m++)
+            if (v == u) {
+                lca = u;
+                break;
+            }
+        if (lca != HB_TOPO_NONE)
+            break;
+        xa |= u == x;
+    }
+    for (uint32_t v = b, m = 0; v != HB_TOPO_NONE && v != lca && m <= n; v = tree_up(d, v), m++)
+        xb |= v == x;
+    return xa || xb || lca == x;
+}
+
 void hbd_relay_peer_lost(hbd_t *d, uint32_t node, int status)
 {
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
@@ -833,13 +863,25 @@ void hbd_relay_peer_lost(hbd_t *d, uint32_t node, int status)
             J->lost_node = node;
         }
         relay_kill(J, "a node was lost");
-        if (node < d->topo->n_nodes && node != d->self && !J->ended[node]) {
+        if (node >= d->topo->n_nodes || node == d->self)
+            continue;
+        /* the nodes whose frames would cross the lost one cannot report: say so now */
+        for (uint32_t i = 0; i < d->topo->n_nodes; i++)
+            if (i != d->self && i != node && !J->ended[i] && path_crosses(d, d->self, i, node)) {
+                run_printf(J,
+                           "%" PRIu32 " lost node %s cannot be reached: its path to node %s "
+                           "crosses the lost node %s\n",
+                           i, d->cfg->nodes[i].name, d->name, name);
+                J->ended[i] = 1;
+                J->n_ended++;
+            }
+        if (!J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
                        node, name, hibar_strerror(status));
             J->ended[node] = 1;
             J->n_ended++;
-            check_done(J);
         }
+        check_done(J);
     }
     if (jobs != NULL)
         tick_arm(d, 0);

@@ -162,6 +162,10 @@ cat "$tmp/err"
 [ $rc -ne 0 ] || fail "lost node: hibar-run exited 0"
 grep -q "hibar-run: lost node ${hosts[2]}: the daemon of node ${hosts[2]} died" "$tmp/err" ||
     fail "lost node: not named"
+# 4 chassis of one host: a chain n0-n1-n2-n3, so n3 is cut off from n0 by n2 and said so at once
+grep -q "hibar-run: lost node ${hosts[3]}: node ${hosts[3]} cannot be reached: its path to node ${hosts[0]} crosses the lost node ${hosts[2]}" "$tmp/err" ||
+    fail "lost node: the node cut off behind it not reported"
+awk "BEGIN { exit !($t1 - $t0 < 4) }" || fail "lost node: hibar-run took more than 4 s"
 for _ in $(seq 1 30); do [ -z "$(pgrep -f -- "$HELLO")" ] && break; sleep 0.1; done
 [ -z "$(pgrep -f -- "$HELLO")" ] || { pgrep -af -- "$HELLO"; fail "lost node: ranks left"; }
 echo "lost node: hibar-run ended (exit $rc) $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s after the daemon died"
