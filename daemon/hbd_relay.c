@@ -49,9 +49,8 @@
  * sends CATCHUP(highest) to the nodes behind, which arrive at the missing barriers (which then
  * complete everywhere) and answer CAUGHT with the status.
  */
-#define HBD_RELAY_LOST_WAIT_MS 5000
-#define HBD_RELAY_QUEUE_MAX (8u << 20) /* bytes queued for the links before output reading pauses  \
-                                        */
+#define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
+#define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
 #define HBD_RELAY_MAX_JOBS 16          /* relayed jobs one daemon takes part in at once */
 
 typedef struct rl_job {
