@@ -452,11 +452,11 @@ static void bm_plot(const bm_opts_t *o, bm_shared_t *sh,
                     if (!r->done)
                         continue;
                     ser[ns].x[ser[ns].n] = (double)o->sizes[s];
-                    ser[ns].y[ser[ns].n++] = r->r.st.mean;
+                    ser[ns].y[ser[ns].n++] = r->r.st.median;
                 }
                 ns++;
             }
-        hb_bench_plot(o->plot, name, title, "bytes per rank", "mean latency (us)", ser, ns, 0);
+        hb_bench_plot(o->plot, name, title, "bytes per rank", "median latency (us)", ser, ns, 0);
         for (int i = 0; i < ns; i++) {
             free(ser[i].x);
             free(ser[i].y);
