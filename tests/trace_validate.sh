@@ -29,7 +29,7 @@ trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 before=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
 
-"$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure --measure-iters 50 \
+"$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure --measure-iters 50 --blocks 1 --host-iters 500 \
     -q > "$TMP/v.txt" 2> "$TMP/err"
 rc=$?
 cat "$TMP/v.txt"
