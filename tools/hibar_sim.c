@@ -769,7 +769,7 @@ static int cmp_dbl(const void *a, const void *b)
 static int sim_median(const hb_topo_t *t, const hb_sim_params_t *p, hb_sim_opts_t *so,
                       hb_sim_result_t *r_p)
 {
-    double v[VALIDATE_RUNS];
+    double v[VALIDATE_RUNS] = {0};
     uint32_t k, n = p->sr_stall_p > 0 || p->ib_stall_p > 0 ? VALIDATE_RUNS : 1;
     int rc = 0;
 
