@@ -284,13 +284,12 @@ static void check_done(rl_job_t *J)
         if (J->next_coll[i] < hi)
             J->cu_wait++;
     for (uint32_t i = 0; i < n; i++)
-        if (J->next_coll[i] < hi) {
-            if (i == d->self)
-                cu_start(d, J->id, d->self, hi);
-            else
-                send_simple(d, J, i, HBD_WIRE_JOB_CATCHUP, hi);
-        }
+        if (J->next_coll[i] < hi && i != d->self)
+            send_simple(d, J, i, HBD_WIRE_JOB_CATCHUP, hi);
     tick_arm(d, 0);
+    /* last: if it ends at once, J may be freed */
+    if (J->next_coll[d->self] < hi)
+        cu_start(d, J->id, d->self, hi);
 }
 
 static void node_ended(rl_job_t *J, uint32_t node, uint64_t next_coll)
@@ -929,7 +928,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         if (J->origin != d->self || J->finishing)
             continue;
         if (J->lost_ns != 0 && now - J->lost_ns > HBD_RELAY_LOST_WAIT_MS * 1000000ull) {
-            for (uint32_t i = 0; i < d->topo->n_nodes && !J->finishing; i++)
+            for (uint32_t i = 0; i < d->topo->n_nodes; i++)
                 if (!J->ended[i]) {
                     run_printf(J,
                                "%" PRIu32 " lost node %s reported no end within %d s after node "
@@ -938,8 +937,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
                                d->cfg->nodes[J->lost_node].name);
                     J->ended[i] = 1;
                     J->n_ended++;
-                    check_done(J);
                 }
+            check_done(J); /* may free J */
             continue;
         }
         if (J->cu_started && now > J->cu_deadline_ns) {
