@@ -39,17 +39,18 @@
  * of its transfer in a send queue retried every millisecond, behind which later transfers to
  * the same node queue up.
  *
- * Direct exchange (whole-job fences on clusters of 2..HIBAR_FENCE_DIRECT_MAX nodes, default 8;
- * 0 turns it off; every daemon of a cluster must see the same value): every node sends its
- * blob straight to every other node (direction 3) and completes once it has the other N - 1
- * blobs. One hop instead of two (up, then down), and no node sends more than N - 1 copies of
- * its own blob: with the tree the root sends the whole concatenation down each of its edges,
- * and on a loaded host that root's encryption (CurveZMQ) and sends were the critical path
- * (profiled with HIBAR_FENCE_PROF: for 8 nodes x 4 ranks x 1 KiB, 5 ms median from the root's
- * release to a node's receipt of it, against 0.3 ms for a node's blob going up). It costs N - 1
- * messages per node per fence and a link between every two nodes (made when a job is
- * registered: hbd_fence_prelink), so it is kept for small clusters; larger ones use the tree,
- * whose edges each carry a blob at most once per direction.
+ * Direct exchange (off by default; HIBAR_FENCE_DIRECT_MAX=N in every daemon's environment
+ * turns it on for whole-job fences on clusters of 2..N nodes): every node sends its blob
+ * (empty for a fence without data) straight to every other node (direction 3) and completes
+ * once it has the other N - 1 blobs, concatenated in node order. One hop instead of two, and
+ * no root sending the whole concatenation down each of its edges, which the profile showed as
+ * the tree's critical path (HIBAR_FENCE_PROF, 8 namespace hosts x 4 ranks x 1 KiB, star tree:
+ * 5 ms median from the root's release to a node's receipt, 0.3 ms for a blob going up). But
+ * it costs N - 1 messages per node instead of 2, and on this loaded 2-core host, measured
+ * interleaved with the tree in one run (tests/netns/fence-compare --impls "hibar hibar-tree"),
+ * the tree was as fast or faster (1 KiB steady state 11.0 ms tree, 14.1 ms direct), so it is
+ * not the default. Links between every two nodes are made when a job registers
+ * (hbd_fence_prelink).
  *
  * A fence fails with TIMEOUT after its own timeout (PMIX_TIMEOUT) or, without one, the
  * cluster's barrier_timeout_ms, and with PEER_LOST once the cluster lost a node (heartbeats
@@ -61,7 +62,7 @@
 #define HBD_FENCE_UP 1
 #define HBD_FENCE_DOWN 2
 #define HBD_FENCE_DIRECT 3
-#define HBD_FENCE_DIRECT_MAX 8
+#define HBD_FENCE_DIRECT_MAX 0 /* off unless HIBAR_FENCE_DIRECT_MAX says */
 #define HBD_FENCE_MAX_LEN (256u << 20)
 
 typedef struct xfer {

@@ -11,14 +11,14 @@ EM=(--per-node 2 --emulate "$FOUR")
 
 count_ok() { grep -c '^ok rank' "$OUT"; }
 
-# whole job, 1 KiB per rank (4 nodes: direct exchange), 3 fences: every rank checks every
-# rank's key; then the same through the chassis tree (direct exchange off)
+# whole job, 1 KiB per rank (chassis tree), 3 fences: every rank checks every rank's key; then
+# the same by direct exchange (HIBAR_FENCE_DIRECT_MAX), with data and without
 run 0 -n 8 "${EM[@]}" "$FC" --size 1024 --iters 3
 [ "$(count_ok)" -eq 8 ] || fail "whole job with data"
-HIBAR_FENCE_DIRECT_MAX=0 run 0 -n 8 "${EM[@]}" "$FC" --size 1024 --iters 3
-[ "$(count_ok)" -eq 8 ] || fail "whole job with data, chassis tree"
-HIBAR_FENCE_DIRECT_MAX=0 run 0 -n 8 "${EM[@]}" "$FC" --no-data --iters 3
-[ "$(count_ok)" -eq 8 ] || fail "whole job without data, barrier engine"
+HIBAR_FENCE_DIRECT_MAX=8 run 0 -n 8 "${EM[@]}" "$FC" --size 1024 --iters 3
+[ "$(count_ok)" -eq 8 ] || fail "whole job with data, direct exchange"
+HIBAR_FENCE_DIRECT_MAX=8 run 0 -n 8 "${EM[@]}" "$FC" --no-data --iters 3
+[ "$(count_ok)" -eq 8 ] || fail "whole job without data, direct exchange"
 check_clean
 # subset: ranks 0, 3, 6 (nodes rt0, rt1, rt3; rt2 takes no part)
 run 0 -n 8 "${EM[@]}" "$FC" --size 2000 --stride 3 --iters 2
