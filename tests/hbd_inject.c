@@ -20,6 +20,9 @@
  *   nokey  connect with a key pair that is not the cluster's and send valid-looking frames;
  *          print "sent <frames>" (the daemon must refuse the connection: auth_denied grows,
  *          no frame is counted)
+ *   job    (with --as NODE, a neighbour of the target that is not running) connect as that node
+ *          and send malformed JOB frames (launch forwarding) and well-formed ones for no job;
+ *          print "sent <frames> expect_bad <n> expect_drop <m>" (relay_drop in stats)
  * Exit 0 when everything was handed to ZeroMQ, 1 otherwise, 2 for usage errors.
  */
 
@@ -36,18 +39,90 @@ static int frame(uint8_t *buf, uint8_t type, uint32_t src, uint32_t epoch, uint3
     return hbd_wire_encode(&m, buf, HBD_WIRE_MAX_FRAME);
 }
 
+/* A JOB frame from node src to dest (job id 42) with dlen bytes of data. */
+static int job_frame(uint8_t *buf, size_t cap, uint32_t src, const hbd_wire_job_t *x,
+                     const char *data, uint32_t dlen)
+{
+    static uint8_t pl[HBD_WIRE_JOB_MAX_PAYLOAD + 16];
+    hbd_wire_job_pack(x, pl);
+    memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
+    hbd_wire_msg_t m = {.type = HBD_WIRE_JOB,
+                        .coll_id = 42,
+                        .epoch = 1,
+                        .src = src,
+                        .len = HBD_WIRE_JOB_HDR + dlen,
+                        .payload = pl};
+    int n = hbd_wire_encode(&m, buf, cap);
+    if (n < 0) { /* beyond what encode allows: the header by hand */
+        m.len = HBD_WIRE_JOB_HDR;
+        n = hbd_wire_encode(&m, buf, cap);
+        if (n < 0 || (size_t)n + dlen > cap)
+            return -1;
+        hbd_wire_put32(buf + 28, HBD_WIRE_JOB_HDR + dlen);
+        memcpy(buf + HBD_WIRE_HDR_LEN + HBD_WIRE_JOB_HDR, data, dlen);
+        n += (int)dlen;
+    }
+    return n;
+}
+
+/* --mode job: malformed JOB frames (counted bad) and well-formed ones for no job (relay_drop). */
+static int inject_job(void *s, uint32_t as, uint32_t target, unsigned *sent, unsigned *bad,
+                      unsigned *dropped)
+{
+    static uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_JOB_MAX_PAYLOAD + 64];
+    static char data[HBD_WIRE_JOB_MAX_DATA + 8];
+    int rc = 0, n;
+    memset(data, 'a', sizeof(data));
+    struct {
+        hbd_wire_job_t x;
+        const char *data;
+        uint32_t dlen;
+        int drop; /* 0: refused by the decoder; 1: well formed, fits no job */
+    } f[] = {
+        {{.kind = 9, .src = as, .dest = target}, NULL, 0, 0}, /* unknown kind */
+        {{.kind = HBD_WIRE_JOB_SPEC, .src = as, .dest = target, .arg = 100000}, data, 10, 0},
+        {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, "x 0 0 ok", 8, 0}, /* no \n */
+        {{.kind = HBD_WIRE_JOB_KILL, .src = as, .dest = target}, "z", 1, 0},       /* data */
+        {{.kind = HBD_WIRE_JOB_CAUGHT, .src = as, .dest = target, .arg = 5}, NULL, 0, 0},
+        {{.kind = HBD_WIRE_JOB_END, .src = as, .dest = as}, NULL, 0, 0}, /* src = dest */
+        {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, data, HBD_WIRE_JOB_MAX_DATA + 1, 0},
+        {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, "x 0 0 ok\n", 9, 1},
+        {{.kind = HBD_WIRE_JOB_END, .src = as, .dest = target, .arg = 3}, NULL, 0, 1},
+        {{.kind = HBD_WIRE_JOB_SPEC,
+          .src = as,
+          .dest = target,
+          .seq = 1,
+          .arg = 40000,
+          .flags = HBD_WIRE_JOB_F_LAST},
+         data,
+         40000 - HBD_WIRE_JOB_MAX_DATA,
+         1}, /* a last chunk of a spec never begun */
+        {{.kind = HBD_WIRE_JOB_CAUGHT, .src = as, .dest = target}, NULL, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+        n = job_frame(buf, sizeof(buf), as, &f[i].x, f[i].data ? f[i].data : "", f[i].dlen);
+        if (n < 0)
+            return -1;
+        rc |= sendf(s, buf, (size_t)n, 0);
+        (*sent)++;
+        *(f[i].drop ? dropped : bad) += 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"set", required_argument, NULL, 'o'},
-                                         {"target", required_argument, NULL, 't'},
-                                         {"mode", required_argument, NULL, 'm'},
-                                         {NULL, 0, NULL, 0}};
-    const char *config = NULL, *target = NULL, *mode = "bad", *over[32];
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 'o'},
+        {"target", required_argument, NULL, 't'}, {"mode", required_argument, NULL, 'm'},
+        {"as", required_argument, NULL, 'a'},     {NULL, 0, NULL, 0}};
+    const char *config = NULL, *target = NULL, *mode = "bad", *over[32], *as = NULL;
     size_t n_over = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "c:o:t:m:", opts, NULL)) != -1) {
-        if (c == 'c')
+    while ((c = getopt_long(argc, argv, "c:o:t:m:a:", opts, NULL)) != -1) {
+        if (c == 'a')
+            as = optarg;
+        else if (c == 'c')
             config = optarg;
         else if (c == 'o' && n_over < 32)
             over[n_over++] = optarg;
@@ -93,6 +168,29 @@ int main(int argc, char **argv)
     uint8_t buf[4 * HBD_WIRE_MAX_FRAME];
     srand((unsigned)time(NULL));
 
+    if (strcmp(mode, "job") == 0) {
+        uint32_t aid;
+        char rid[16];
+        unsigned dropped = 0;
+        if (as == NULL || hb_cfg_node_find(cfg, as, &aid) != 0 || aid == tid) {
+            fprintf(stderr, "hbd_inject: --mode job needs --as NODE (not the target)\n");
+            return 2;
+        }
+        snprintf(rid, sizeof(rid), "n%u", aid);
+        void *s = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
+        zmq_setsockopt(s, ZMQ_ROUTING_ID, rid, strlen(rid));
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, pub, 32);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 32);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 32);
+        if (zmq_connect(s, ep) != 0 || inject_job(s, aid, tid, &sent, &expect_bad, &dropped) != 0)
+            rc = 1;
+        zmq_close(s);
+        zmq_ctx_term(ctx);
+        printf("sent %u expect_bad %u expect_drop %u\n", sent, expect_bad, dropped);
+        hb_cfg_free(cfg);
+        return rc;
+    }
     /* one connection per claimed routing id; none of them is a neighbour of the target */
     const char *ids[] = {"zz-intruder", "n999", "n0x"};
     char nonneigh[16];
