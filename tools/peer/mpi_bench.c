@@ -21,6 +21,8 @@
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
+
+#include "hb_meas.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ typedef struct mb_opts {
     double err, max_secs;
     int root;
     int osu;
+    int method; /* -1: the built-in batched maximum loop; else an hb_meas_method_t */
 } mb_opts_t;
 
 typedef struct mb_ctx {
@@ -68,6 +71,7 @@ static void mb_usage(void)
     fprintf(stderr, "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
                     "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
                     "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
+                    "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas)\n"
                     "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
 }
 
@@ -179,6 +183,7 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
     o->max_iters = 10000;
     o->err = 0.025;
     o->max_secs = 5.0;
+    o->method = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long n;
@@ -209,6 +214,11 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
         } else if (strcmp(a, "--warmup") == 0) {
             if (mb_parse_long(v, 0, &o->warmup) != 0)
                 return -1;
+        } else if (strcmp(a, "--method") == 0) {
+            hb_meas_method_t m;
+            if (hb_meas_method_parse(v, &m) != 0)
+                return -1;
+            o->method = (int)m;
         } else if (strcmp(a, "--root") == 0) {
             if (mb_parse_long(v, 0, &n) != 0 || n > 1000000)
                 return -1;
@@ -429,6 +439,98 @@ out:
     return rc;
 }
 
+/* ---- the same measurement through hibar's core (common/hb_meas.h) with MPI callbacks ---- */
+
+typedef struct mb_meas {
+    mb_ctx_t *c; /* c->comm: rotated so that the operation's root is rank 0 */
+    mb_op_t op;
+    size_t size;
+} mb_meas_t;
+
+static double mb_m_now(void *arg)
+{
+    (void)arg;
+    return mb_now_us();
+}
+static int mb_m_barrier(void *arg)
+{
+    return MPI_Barrier(((mb_meas_t *)arg)->c->comm) == MPI_SUCCESS ? 0 : -6;
+}
+static int mb_m_run(void *arg, double *self)
+{
+    mb_meas_t *m = arg;
+    (void)self;
+    return mb_run_op(m->c, m->op, m->size, 0) == MPI_SUCCESS ? 0 : -6;
+}
+static int mb_m_pingpong(void *arg, uint32_t peer, double *t_remote)
+{
+    mb_meas_t *m = arg;
+    double t = 0.0;
+    if (m->c->rank == 0) {
+        if (MPI_Send(NULL, 0, MPI_BYTE, (int)peer, 77, m->c->comm) != MPI_SUCCESS ||
+            MPI_Recv(t_remote, 1, MPI_DOUBLE, (int)peer, 78, m->c->comm, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS)
+            return -6;
+        return 0;
+    }
+    if (MPI_Recv(NULL, 0, MPI_BYTE, 0, 77, m->c->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return -6;
+    t = mb_now_us();
+    return MPI_Send(&t, 1, MPI_DOUBLE, 0, 78, m->c->comm) == MPI_SUCCESS ? 0 : -6;
+}
+static int mb_m_gather(void *arg, const double *in, size_t n, double *out)
+{
+    return MPI_Gather(in, (int)n, MPI_DOUBLE, out, (int)n, MPI_DOUBLE, 0,
+                      ((mb_meas_t *)arg)->c->comm) == MPI_SUCCESS
+               ? 0
+               : -6;
+}
+static int mb_m_bcast(void *arg, double *v, size_t n)
+{
+    return MPI_Bcast(v, (int)n, MPI_DOUBLE, 0, ((mb_meas_t *)arg)->c->comm) == MPI_SUCCESS ? 0
+                                                                                          : -6;
+}
+
+/* Measure one (operation, size) with hb_meas_run; rank 0 fills *st and *cost_us. */
+static int mb_measure_core(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size,
+                           mb_stats_t *st, double *cost_us)
+{
+    mb_meas_t m = {.c = c, .op = op, .size = size};
+    hb_meas_opts_t mo;
+    hb_meas_result_t r;
+    hb_meas_comm_t mc = {.arg = &m,
+                         .rank = (uint32_t)c->rank,
+                         .size = (uint32_t)c->size,
+                         .now = mb_m_now,
+                         .barrier = mb_m_barrier,
+                         .run = mb_m_run,
+                         .pingpong = mb_m_pingpong,
+                         .gather = mb_m_gather,
+                         .bcast = mb_m_bcast,
+                         /* the root finishes last only in a gather */
+                         .confirm = op == MB_GATHER ? NULL : mb_m_barrier};
+    for (long w = 0; w < o->warmup; w++)
+        if (mb_run_op(c, op, size, 0) != MPI_SUCCESS)
+            return -1;
+    hb_meas_opts_default(&mo);
+    mo.min_reps = o->min_iters < 2 ? 2 : (uint32_t)o->min_iters;
+    mo.max_reps = o->max_iters < (long)mo.min_reps ? mo.min_reps : (uint32_t)o->max_iters;
+    mo.rel_err = o->err;
+    if (hb_meas_run(&mc, (hb_meas_method_t)o->method, &mo, &r) != 0)
+        return -1;
+    if (c->rank == 0) {
+        st->n = (long)r.reps;
+        st->median = r.st.median;
+        st->min = r.st.min;
+        st->max = r.st.max;
+        st->p99 = r.st.p99;
+        st->mean = r.st.mean;
+        st->ci = r.st.ci;
+        *cost_us = r.cost_us;
+    }
+    return 0;
+}
+
 /* Distinct hosts of the communicator (ranks sharing memory count once). */
 static int mb_count_nodes(MPI_Comm comm)
 {
@@ -488,7 +590,37 @@ int main(int argc, char **argv)
         for (int s = 0; s < (op == MB_BARRIER ? 1 : o.n_sizes); s++) {
             size_t size = op == MB_BARRIER ? 0 : o.sizes[s];
             mb_stats_t st;
-            if (mb_measure(&c, &o, (mb_op_t)op, size, &st) != 0) {
+            double cost_us = 0.0;
+            int mrc;
+            if (o.method >= 0) {
+                /* the operation's root becomes rank 0 of a rotated communicator */
+                mb_ctx_t rc2 = c;
+                MPI_Comm_split(c.comm, 0, (c.rank - o.root + c.size) % c.size, &rc2.comm);
+                MPI_Comm_set_errhandler(rc2.comm, MPI_ERRORS_RETURN);
+                MPI_Comm_rank(rc2.comm, &rc2.rank);
+                mrc = mb_measure_core(&rc2, &o, (mb_op_t)op, size, &st, &cost_us);
+                if (rc2.rank == 0 && c.rank != 0) {
+                    /* rank 0 of the world prints: send it the row */
+                    double v[8] = {(double)st.n, st.median, st.min, st.max, st.p99, st.ci,
+                                   st.mean, cost_us};
+                    MPI_Send(v, 8, MPI_DOUBLE, 0, 79, c.comm);
+                } else if (rc2.rank != 0 && c.rank == 0) {
+                    double v[8];
+                    MPI_Recv(v, 8, MPI_DOUBLE, MPI_ANY_SOURCE, 79, c.comm, MPI_STATUS_IGNORE);
+                    st = (mb_stats_t){.n = (long)v[0],
+                                      .median = v[1],
+                                      .min = v[2],
+                                      .max = v[3],
+                                      .p99 = v[4],
+                                      .ci = v[5],
+                                      .mean = v[6]};
+                    cost_us = v[7];
+                }
+                MPI_Comm_free(&rc2.comm);
+            } else {
+                mrc = mb_measure(&c, &o, (mb_op_t)op, size, &st);
+            }
+            if (mrc != 0) {
                 if (c.rank == 0)
                     fprintf(stderr, "hibar-mpi-bench: %s size %zu failed\n", mb_op_names[op], size);
                 MPI_Abort(c.comm, 1);
@@ -502,9 +634,11 @@ int main(int argc, char **argv)
                 printf("{\"bench\": \"%s\", \"impl\": \"open-mpi\", \"nodes\": %d, \"ranks\": %d, "
                        "\"size\": %zu, \"iters\": %ld, \"median_us\": %.3f, \"min_us\": %.3f, "
                        "\"max_us\": %.3f, \"p99_us\": %.3f, \"ci_us\": %.3f, \"mean_us\": %.3f, "
-                       "\"method\": \"maximum\"}\n",
+                       "\"method\": \"%s\", \"core\": %d, \"cost_us\": %.1f}\n",
                        mb_op_names[op], c.nodes, c.size, size, st.n, st.median, st.min, st.max,
-                       st.p99, st.ci, st.mean);
+                       st.p99, st.ci, st.mean,
+                       o.method >= 0 ? hb_meas_method_name((hb_meas_method_t)o.method) : "maximum",
+                       o.method >= 0, cost_us);
             fflush(stdout);
         }
     }
