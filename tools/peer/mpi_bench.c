@@ -68,11 +68,12 @@ static double mb_now_us(void)
 
 static void mb_usage(void)
 {
-    fprintf(stderr, "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
-                    "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
-                    "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
-                    "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas)\n"
-                    "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
+    fprintf(stderr,
+            "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
+            "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
+            "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
+            "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas)\n"
+            "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
 }
 
 /* "64K" -> 65536; K, M, G are powers of 1024. Returns 0 or -1. */
@@ -487,13 +488,12 @@ static int mb_m_gather(void *arg, const double *in, size_t n, double *out)
 }
 static int mb_m_bcast(void *arg, double *v, size_t n)
 {
-    return MPI_Bcast(v, (int)n, MPI_DOUBLE, 0, ((mb_meas_t *)arg)->c->comm) == MPI_SUCCESS ? 0
-                                                                                          : -6;
+    return MPI_Bcast(v, (int)n, MPI_DOUBLE, 0, ((mb_meas_t *)arg)->c->comm) == MPI_SUCCESS ? 0 : -6;
 }
 
 /* Measure one (operation, size) with hb_meas_run; rank 0 fills *st and *cost_us. */
-static int mb_measure_core(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size,
-                           mb_stats_t *st, double *cost_us)
+static int mb_measure_core(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, mb_stats_t *st,
+                           double *cost_us)
 {
     mb_meas_t m = {.c = c, .op = op, .size = size};
     hb_meas_opts_t mo;
@@ -601,8 +601,8 @@ int main(int argc, char **argv)
                 mrc = mb_measure_core(&rc2, &o, (mb_op_t)op, size, &st, &cost_us);
                 if (rc2.rank == 0 && c.rank != 0) {
                     /* rank 0 of the world prints: send it the row */
-                    double v[8] = {(double)st.n, st.median, st.min, st.max, st.p99, st.ci,
-                                   st.mean, cost_us};
+                    double v[8] = {(double)st.n, st.median, st.min,  st.max,
+                                   st.p99,       st.ci,     st.mean, cost_us};
                     MPI_Send(v, 8, MPI_DOUBLE, 0, 79, c.comm);
                 } else if (rc2.rank != 0 && c.rank == 0) {
                     double v[8];
