@@ -4,12 +4,12 @@
 # daemons' `auto` picks binomial from the parameters hibar-bench logp measured.
 # One site of 6 namespace hosts, every switch port capped at 100 Mbit/s with a 4-packet pfifo
 # (tests/netns/testbed --lan-mbit 100 --queue-limit 4). Needs root (exit 77 without).
-# Runs in about 25 s. Each gather is measured 5 times (median), 16 KiB per node.
+# Runs in about 25 s. Each gather is measured 7 times (median), 16 KiB per node.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${top_builddir:-$src}
 SIZE=16384
-REPS=5
+REPS=7
 
 fail() {
     echo "FAIL: $*" >&2
