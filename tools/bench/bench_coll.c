@@ -716,7 +716,7 @@ static int plot_write(const bcoll_opts_t *o, const char *name, const char *title
     fprintf(f,
             "# %s-%s.gp: written by hibar-bench %s; gnuplot %s-%s.gp\n"
             "set title \"%s\"\nset xlabel \"%s\"\nset ylabel \"time (ms)\"\nset key top right\n"
-            "set grid\n%s%sset yrange [0:*]\n",
+            "set grid\n%s%s",
             op, name, op, op, name, title, xlabel, logx ? "set logscale x 2\n" : "", xrange);
     fprintf(f, "set terminal svg size 800,500 dynamic\nset output \"%s-%s.svg\"\nplot %s\n", op,
             name, plots);
@@ -757,7 +757,8 @@ static int plot_sweep(const bcoll_opts_t *o, const bcoll_row_t *r, size_t n)
              "\"%s-lanes.dat\" using 1:4 with linespoints title \"predicted T(P)\" dt 2 pt 6",
              op, op, op);
     char xr[96];
-    snprintf(xr, sizeof(xr), "set xrange [0.5:%.1f]\nset xtics 1\n", (double)n + 0.5);
+    snprintf(xr, sizeof(xr), "set xrange [0.5:%.1f]\nset xtics 1\nset yrange [0:*]\n",
+             (double)n + 0.5);
     return plot_write(o, "lanes", title, data, plots, "lanes P", 0, xr);
 }
 
@@ -798,14 +799,15 @@ static int plot_sizes(const bcoll_opts_t *o, const bcoll_row_t *r, size_t n)
     }
     if (blocks == 0)
         return 0;
-    char title[128], xr[96];
+    char title[128], xr[160];
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < n; i++) {
         lo = r[i].size < lo ? r[i].size : lo;
         hi = r[i].size > hi ? r[i].size : hi;
     }
     snprintf(title, sizeof(title), "%s across two sites: measured and predicted", op);
-    snprintf(xr, sizeof(xr), "set xrange [%.0f:%.0f]\n", (double)lo / 1.5, (double)hi * 1.5);
+    snprintf(xr, sizeof(xr), "set xrange [%.0f:%.0f]\nset format x \"%%.0b%%BB\"\nset logscale y\n",
+             (double)lo / 1.5, (double)hi * 1.5);
     return plot_write(o, "sizes", title, data, plots, "bytes per node", 1, xr);
 }
 
