@@ -21,6 +21,11 @@ trap 'rm -f "$out"' EXIT
 "$b/tools/hibar-run" -n 12 --emulate "$cfg" --tag-output "$b/tests/pmix_hello" >"$out" 2>&1
 sort -s -k1,1V "$out" | head -14
 echo
-echo "== libhibar on one node, 4 ranks: barrier and scatter (median of 2000 isolated repetitions)"
+echo "== libhibar on one node, 4 ranks (the segment only): barrier and scatter (median of 2000 isolated repetitions)"
 "$b/tools/hibar-bench" barrier --ranks 4 --iters 2000 --warmup 200
 "$b/tools/hibar-bench" scatter --ranks 4 --iters 500 --warmup 50 --sizes 8,1K,64K,1M
+echo
+echo "== examples/hibar_example.c: 24 libhibar ranks on the 12 emulated nodes (2 per node):"
+echo "   barrier, split-phase barrier, subset barrier, scatter and gather, data checked; the"
+echo "   nodes' last arrivers hand each epoch to their daemon, which runs it across the cluster"
+"$b/tools/hibar-run" -n 24 --per-node 2 --emulate "$cfg" "$b/examples/hibar-example"
