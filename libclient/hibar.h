@@ -62,9 +62,13 @@ const char *hibar_strerror(int status);
  *   or hibar_set_timeout bounds each wait (HIBAR_ERR_TIMEOUT). A barrier that timed out is
  *   completed first by the next barrier call; a collective that timed out may leave the
  *   ranks out of step: treat it as fatal for the job.
- * - Today collectives and subset barriers work among the ranks of one node (a job whose
- *   segment spans several nodes gets HIBAR_ERR_UNAVAIL for them); the barrier already has
- *   its multi-node path through the daemon.
+ * - Across nodes (a job that hibar-run placed on several daemons) every call works the same:
+ *   a node's last rank to arrive hands the epoch to its hibard, which runs the barrier over the
+ *   chassis tree, or the collective (arguments agreed by every node first, data moved between
+ *   the daemons and read from / written into the ranks' buffers by the daemon). Misuse gets
+ *   the same status on every rank of the job. Nodes that disagree on the kind of call (a plain
+ *   barrier on one node, a collective on another) cannot meet: their calls end with
+ *   HIBAR_ERR_TIMEOUT after the cluster's barrier_timeout_ms.
  */
 typedef struct hibar hibar_t;
 
@@ -105,8 +109,9 @@ int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch);
 
 /* Barrier among the n ranks listed (distinct, any order, the caller among them). Every
  * listed rank must call it with the same set; other ranks do not take part. Members that
- * disagree on the set (with the same lowest rank) all get HIBAR_ERR_MISMATCH. Today the
- * ranks must share a node (HIBAR_ERR_UNAVAIL otherwise). HIBAR_ERR_INVAL for a bad set. */
+ * disagree on the set (with the same lowest rank on one node) get HIBAR_ERR_MISMATCH;
+ * across nodes, sets that differ never meet and end with HIBAR_ERR_TIMEOUT. HIBAR_ERR_INVAL
+ * for a bad set. */
 int hibar_barrier_subset(hibar_t *h, const int *ranks, int n);
 
 /* Collectives. Sizes are in bytes; a rank never reads or writes outside the bytes named.
