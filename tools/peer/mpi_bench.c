@@ -1,5 +1,5 @@
 /* mpi_bench.c: hibar-mpi-bench, the Open MPI peer of hibar-bench --compare (JSON rows, DESIGN
- * section 6). */
+ * section 6); built with HB_LIB_BENCH it is hibar-lib-bench, the same harness on libhibar. */
 /*
  * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
  * message size the way MPIBlib does:
@@ -20,7 +20,13 @@
 
 #include <errno.h>
 #include <math.h>
+#ifdef HB_LIB_BENCH
+#include "mb_hibar.h" /* MPI's calls done by libhibar; mb_count_nodes by hostname */
+#else
 #include <mpi.h>
+#define MB_IMPL "open-mpi"
+#define MB_PROG "hibar-mpi-bench"
+#endif
 
 #include "hb_meas.h"
 #include <stdint.h>
@@ -69,10 +75,11 @@ static double mb_now_us(void)
 static void mb_usage(void)
 {
     fprintf(stderr,
-            "usage: hibar-mpi-bench [--bench barrier,scatter,gather,bcast,allgather|all]\n"
+            "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
             "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
-            "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas)\n"
+            "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
+            "          hibar-mpi-bench only)\n"
             "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
 }
 
@@ -217,6 +224,9 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
                 return -1;
         } else if (strcmp(a, "--method") == 0) {
             hb_meas_method_t m;
+#ifdef HB_LIB_BENCH
+            return -1; /* the MPIBlib methods need point-to-point: hibar-bench methods */
+#endif
             if (hb_meas_method_parse(v, &m) != 0)
                 return -1;
             o->method = (int)m;
@@ -380,7 +390,7 @@ static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, 
     maxed = malloc(sizeof(double) * MB_BATCH_MAX);
     all = c->rank == 0 ? malloc(sizeof(double) * (size_t)o->max_iters) : NULL;
     if (!local || !maxed || (c->rank == 0 && !all)) {
-        fprintf(stderr, "hibar-mpi-bench: out of memory\n");
+        fprintf(stderr, MB_PROG ": out of memory\n");
         goto out;
     }
     for (long w = 0; w < o->warmup; w++) {
@@ -394,7 +404,7 @@ static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, 
     MPI_Allreduce(&bad, &bad_sum, 1, MPI_LONG, MPI_SUM, c->comm);
     if (bad_sum != 0) {
         if (c->rank == 0)
-            fprintf(stderr, "hibar-mpi-bench: %s of %zu bytes delivered %ld wrong bytes\n",
+            fprintf(stderr, MB_PROG ": %s of %zu bytes delivered %ld wrong bytes\n",
                     mb_op_names[op], size, bad_sum);
         goto out;
     }
@@ -440,6 +450,7 @@ out:
     return rc;
 }
 
+#ifndef HB_LIB_BENCH
 /* ---- the same measurement through hibar's core (common/hb_meas.h) with MPI callbacks ---- */
 
 typedef struct mb_meas {
@@ -531,6 +542,8 @@ static int mb_measure_core(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t s
     return 0;
 }
 
+#endif /* HB_LIB_BENCH */
+#ifndef HB_LIB_BENCH
 /* Distinct hosts of the communicator (ranks sharing memory count once). */
 static int mb_count_nodes(MPI_Comm comm)
 {
@@ -544,6 +557,7 @@ static int mb_count_nodes(MPI_Comm comm)
     MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, comm);
     return nodes;
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -554,7 +568,7 @@ int main(int argc, char **argv)
 
     memset(&o, 0, sizeof(o));
     if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-        fprintf(stderr, "hibar-mpi-bench: MPI_Init failed\n");
+        fprintf(stderr, MB_PROG ": MPI_Init failed\n");
         return 1;
     }
     MPI_Comm_rank(c.comm, &c.rank);
@@ -574,16 +588,15 @@ int main(int argc, char **argv)
     c.sbuf = malloc(max_size * (size_t)c.size + 1);
     c.rbuf = malloc(max_size * (size_t)c.size + 1);
     if (!c.sbuf || !c.rbuf) {
-        fprintf(stderr, "hibar-mpi-bench: cannot allocate 2 x %zu bytes\n",
-                max_size * (size_t)c.size);
+        fprintf(stderr, MB_PROG ": cannot allocate 2 x %zu bytes\n", max_size * (size_t)c.size);
         MPI_Abort(c.comm, 1);
     }
     for (int op = 0; op < MB_N_OPS; op++) {
         if (!o.ops[op])
             continue;
         if (o.osu && c.rank == 0) {
-            printf("# hibar-mpi-bench: MPI_%s, %d ranks on %d nodes (maximum method)\n",
-                   mb_op_names[op], c.size, c.nodes);
+            printf("# " MB_PROG ": %s, %d ranks on %d nodes (maximum method)\n", mb_op_names[op],
+                   c.size, c.nodes);
             printf("# %-10s %16s %10s %10s %10s %10s %10s\n", "Size", "Avg Latency(us)", "Median",
                    "Min", "Max", "Iterations", "CI(us)");
         }
@@ -592,6 +605,7 @@ int main(int argc, char **argv)
             mb_stats_t st;
             double cost_us = 0.0;
             int mrc;
+#ifndef HB_LIB_BENCH
             if (o.method >= 0) {
                 /* the operation's root becomes rank 0 of a rotated communicator */
                 mb_ctx_t rc2 = c;
@@ -617,12 +631,14 @@ int main(int argc, char **argv)
                     cost_us = v[7];
                 }
                 MPI_Comm_free(&rc2.comm);
-            } else {
+            } else
+#endif
+            {
                 mrc = mb_measure(&c, &o, (mb_op_t)op, size, &st);
             }
             if (mrc != 0) {
                 if (c.rank == 0)
-                    fprintf(stderr, "hibar-mpi-bench: %s size %zu failed\n", mb_op_names[op], size);
+                    fprintf(stderr, MB_PROG ": %s size %zu failed\n", mb_op_names[op], size);
                 MPI_Abort(c.comm, 1);
             }
             if (c.rank != 0)
@@ -631,7 +647,8 @@ int main(int argc, char **argv)
                 printf("  %-10zu %16.2f %10.2f %10.2f %10.2f %10ld %10.3f\n", size, st.mean,
                        st.median, st.min, st.max, st.n, st.ci);
             else
-                printf("{\"bench\": \"%s\", \"impl\": \"open-mpi\", \"nodes\": %d, \"ranks\": %d, "
+                printf("{\"bench\": \"%s\", \"impl\": \"" MB_IMPL
+                       "\", \"nodes\": %d, \"ranks\": %d, "
                        "\"size\": %zu, \"iters\": %ld, \"median_us\": %.3f, \"min_us\": %.3f, "
                        "\"max_us\": %.3f, \"p99_us\": %.3f, \"ci_us\": %.3f, \"mean_us\": %.3f, "
                        "\"method\": \"%s\", \"core\": %d, \"cost_us\": %.1f}\n",
