@@ -345,29 +345,9 @@ static void xop_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
 /* Copy between this daemon and a rank: len bytes at `remote` in pid's memory. */
 static int xop_cma(pid_t pid, void *local, uint64_t remote, uint64_t len, int write)
 {
-    char *lp = local;
-    while (len > 0) {
-        size_t n1 = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        struct iovec l = {lp, n1}, r = {(void *)(uintptr_t)remote, n1};
-        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = errno;
-            hb_log_error("process_vm_%sv pid %d, %" PRIu64 " bytes at %#" PRIx64 ": %m",
-                         write ? "write" : "read", (int)pid, len, remote);
-            return n == 0        ? HIBAR_ERR_IO
-                   : e == ESRCH  ? HIBAR_ERR_PEER_LOST
-                   : e == EFAULT ? HIBAR_ERR_INVAL
-                   : e == EPERM  ? HIBAR_ERR_PERM
-                                 : HIBAR_ERR_IO;
-        }
-        lp += n;
-        remote += (uint64_t)n;
-        len -= (uint64_t)n;
-    }
-    return 0;
+    if (len > SIZE_MAX)
+        return HIBAR_ERR_INVAL;
+    return hb_ncoll_cma((int)pid, local, remote, (size_t)len, write);
 }
 
 static int op_has_root(uint32_t op)

@@ -80,8 +80,7 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar)
     return 0;
 }
 
-/* Copy len bytes between this process and `pid` (write: local -> remote). */
-static int ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int write)
+int hb_ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int write)
 {
     char *lp = local;
     while (len > 0) {
@@ -277,23 +276,23 @@ static int ncoll_cma_move(ncoll_run_t *x)
     case HB_NCOLL_SCATTER:
     case HB_NCOLL_SCATTERV:
         if ((int)me != a->root && x->cnt[me] > 0)
-            rc = ncoll_cma(root->pid, a->recvbuf, root->sendbuf + x->dsp[me], x->cnt[me], 0);
+            rc = hb_ncoll_cma(root->pid, a->recvbuf, root->sendbuf + x->dsp[me], x->cnt[me], 0);
         break;
     case HB_NCOLL_GATHER:
     case HB_NCOLL_GATHERV:
         if ((int)me != a->root && x->cnt[me] > 0)
-            rc = ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->recvbuf + x->dsp[me],
-                           x->cnt[me], 1);
+            rc = hb_ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->recvbuf + x->dsp[me],
+                              x->cnt[me], 1);
         break;
     case HB_NCOLL_BCAST:
         if ((int)me != a->root && a->count > 0)
-            rc = ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->sendbuf, a->count, 0);
+            rc = hb_ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->sendbuf, a->count, 0);
         break;
     case HB_NCOLL_ALLGATHER:
         for (s = 0; s < c->nranks && rc == 0 && a->count > 0; s++) {
             if (s != me)
-                rc = ncoll_cma(x->rec[s].pid, (char *)a->recvbuf + (uint64_t)s * a->count,
-                               x->rec[s].sendbuf, a->count, 0);
+                rc = hb_ncoll_cma(x->rec[s].pid, (char *)a->recvbuf + (uint64_t)s * a->count,
+                                  x->rec[s].sendbuf, a->count, 0);
         }
         break;
     }

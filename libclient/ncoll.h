@@ -53,6 +53,11 @@ typedef struct hb_ncoll {
  *   5. barrier (nobody reuses a record or buffer before all are done).
  */
 
+/* Copy len bytes between this process and process `pid` by cross-memory attach (write:
+ * local -> remote; partial transfers continued). 0, PEER_LOST (no such process), INVAL (bad
+ * address), PERM, IO; logged once. Used by the ranks and by hibard. */
+int hb_ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int write);
+
 /* Publish this process's CMA probe (before the init barrier). */
 void hb_ncoll_probe_publish(hb_seg_t *seg, uint32_t rank);
 /* Check that this rank can read its neighbour (after the init barrier) and publish it. */
