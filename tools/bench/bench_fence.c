@@ -255,6 +255,7 @@ static int compare_main(const bf_opts_t *o, const char *dir)
                 sets[k].steady == h->steady)
                 m = &sets[k];
         hb_stats_t hs, ms;
+        memset(&ms, 0, sizeof(ms));
         hb_stats_summarize(h->x, h->n, o->common.confidence, &hs);
         if (m != NULL)
             hb_stats_summarize(m->x, m->n, o->common.confidence, &ms);
