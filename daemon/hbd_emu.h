@@ -7,12 +7,12 @@
 #include "cfg.h"
 
 typedef struct hbd_emu_opts {
-    const char *config;            /* the configuration file passed on to every daemon */
-    const char *const *over;       /* "key=value" overrides passed on as --set */
+    const char *config;      /* the configuration file passed on to every daemon */
+    const char *const *over; /* "key=value" overrides passed on as --set */
     size_t n_over;
-    const char *log_level;         /* passed on as --log-level, or NULL */
-    int timeout_ms;                /* how long up waits for every daemon to be linked */
-    int keep_logs;                 /* down leaves RUN_DIR/NAME.log in place */
+    const char *log_level; /* passed on as --log-level, or NULL */
+    int timeout_ms;        /* how long up waits for every daemon to be linked */
+    int keep_logs;         /* down leaves RUN_DIR/NAME.log in place */
 } hbd_emu_opts_t;
 
 /* Where hibard is: $HIBARD, else next to this program (build tree: ../daemon/hibard,

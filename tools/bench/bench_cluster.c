@@ -1,4 +1,5 @@
-/* bench_cluster.c: hibar-bench cluster-barrier: whole-cluster barriers on an (emulated) cluster vs the paper's formula. */
+/* bench_cluster.c: hibar-bench cluster-barrier: whole-cluster barriers on an (emulated) cluster vs
+ * the paper's formula. */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
 
@@ -204,8 +205,8 @@ static double cpu_seconds(pid_t pid)
     buf[r] = '\0';
     char *p = strrchr(buf, ')');
     unsigned long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                            &st) != 2)
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -337,8 +338,8 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
                            : hb_topo_predict_tree(topo, p.t_ib, p.t_sr);
         double pred_alone = scmd ? hb_topo_predict_scmd(topo, p.t_ib_alone, p.t_sr_alone)
                                  : hb_topo_predict_tree(topo, p.t_ib_alone, p.t_sr_alone);
-        double pred_hier = hb_hier_predict(topo, scmd ? HB_HIER_SCMD : HB_HIER_TREE, p.t_ib,
-                                           p.t_sr);
+        double pred_hier =
+            hb_hier_predict(topo, scmd ? HB_HIER_SCMD : HB_HIER_TREE, p.t_ib, p.t_sr);
         *median_p = s.median;
         char extra[768];
         int k = snprintf(extra, sizeof(extra),
@@ -354,31 +355,42 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
                          (s.median - p.t_ctl) / pred, sp.median, sp.p99, sp.median / pred);
         if (idle >= 0 && k > 0 && (size_t)k < sizeof(extra))
             snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"idle_cpu_pct\": %.2f", idle);
-        hb_bench_row_t row = {.impl = proto, .nodes = topo->n_nodes, .ranks = topo->n_nodes,
-                              .size = 0, .reps = o->iters, .st = &s, .iters = o->iters,
+        hb_bench_row_t row = {.impl = proto,
+                              .nodes = topo->n_nodes,
+                              .ranks = topo->n_nodes,
+                              .size = 0,
+                              .reps = o->iters,
+                              .st = &s,
+                              .iters = o->iters,
                               .extra_json = extra};
-        hb_bench_out_note(o->out, "cluster-barrier %s: %" PRIu32 " daemons, %" PRIu32
-                                  " chassis, L = %" PRIu32 ", cluster %s",
+        hb_bench_out_note(o->out,
+                          "cluster-barrier %s: %" PRIu32 " daemons, %" PRIu32
+                          " chassis, L = %" PRIu32 ", cluster %s",
                           proto, topo->n_nodes, topo->n_chassis, topo->L, cfg->cluster);
         hb_bench_out_row(o->out, &row);
         hb_bench_out_note(o->out, "%s: median %.1f us, p99 %.1f us; predicted %.1f us (ratio %.2f)",
                           proto, s.median, s.p99, pred, s.median / pred);
-        hb_bench_out_note(o->out, "T_IB %.1f us (every chassis at once; alone %.1f), T_SR %.1f us "
-                                  "(every link at once; alone %.1f)",
+        hb_bench_out_note(o->out,
+                          "T_IB %.1f us (every chassis at once; alone %.1f), T_SR %.1f us "
+                          "(every link at once; alone %.1f)",
                           p.t_ib, p.t_ib_alone, p.t_sr, p.t_sr_alone);
-        hb_bench_out_note(o->out, "formula %s (config/topo.h); with the alone figures %.1f us; "
-                                  "hier's count %.1f us",
+        hb_bench_out_note(o->out,
+                          "formula %s (config/topo.h); with the alone figures %.1f us; "
+                          "hier's count %.1f us",
                           scmd ? "(4 + 3L)·T_IB + 3(L + 1)·T_SR" : "hb_topo_predict_tree",
                           pred_alone, pred_hier);
-        hb_bench_out_note(o->out, "driver share (ping to every daemon, last reply) %.1f us; "
-                                  "(median - that) / predicted = %.2f",
+        hb_bench_out_note(o->out,
+                          "driver share (ping to every daemon, last reply) %.1f us; "
+                          "(median - that) / predicted = %.2f",
                           p.t_ctl, (s.median - p.t_ctl) / pred);
-        hb_bench_out_note(o->out, "protocol alone (last arrival -> last completion, daemons' "
-                                  "clocks): median %.1f us, p99 %.1f us, ratio to predicted %.2f",
+        hb_bench_out_note(o->out,
+                          "protocol alone (last arrival -> last completion, daemons' "
+                          "clocks): median %.1f us, p99 %.1f us, ratio to predicted %.2f",
                           sp.median, sp.p99, sp.median / pred);
         if (idle >= 0)
-            hb_bench_out_note(o->out, "idle: %" PRIu32 " daemons used %.2f%% of one core together "
-                                      "over %.0f s",
+            hb_bench_out_note(o->out,
+                              "idle: %" PRIu32 " daemons used %.2f%% of one core together "
+                              "over %.0f s",
                               topo->n_nodes, idle, o->idle_s);
         fflush(stdout);
     } else {
@@ -398,13 +410,16 @@ out:
 
 int hb_bench_cluster_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},      {"protocol", required_argument, NULL, 'P'},
-        {"iters", required_argument, NULL, 'n'},       {"warmup", required_argument, NULL, 'w'},
-        {"probe-iters", required_argument, NULL, 'p'}, {"idle-cpu", required_argument, NULL, 'I'},
-        {"set", required_argument, NULL, 'o'},         {"keep", no_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"protocol", required_argument, NULL, 'P'},
+                                         {"iters", required_argument, NULL, 'n'},
+                                         {"warmup", required_argument, NULL, 'w'},
+                                         {"probe-iters", required_argument, NULL, 'p'},
+                                         {"idle-cpu", required_argument, NULL, 'I'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"keep", no_argument, NULL, 'k'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bc_opts_t o = {.protocols = "scmd,tree", .iters = 1000, .warmup = 100, .probe_iters = 300};
     hb_bench_out_t out;
     int c;
