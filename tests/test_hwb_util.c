@@ -1,5 +1,6 @@
 /* test_hwb_util.c: tests of common/hb_stats (benchmark statistics) and common/hb_wait. */
 #include "hb_config.h" /* first: _GNU_SOURCE */
+#include "hb_size.h"
 #include "hb_stats.h"
 #include "hb_time.h"
 #include "hb_wait.h"
@@ -176,6 +177,75 @@ static void test_wait_adaptive(void)
     CU_ASSERT_EQUAL(ad.spin_ns, 64000);
 }
 
+static void test_size_one(void)
+{
+    uint64_t v = 7;
+    CU_ASSERT_EQUAL(hb_size_parse("0", UINT64_MAX, &v), 0);
+    CU_ASSERT_EQUAL(v, 0);
+    CU_ASSERT_EQUAL(hb_size_parse("64K", UINT64_MAX, &v), 0);
+    CU_ASSERT_EQUAL(v, 65536);
+    CU_ASSERT_EQUAL(hb_size_parse("1MiB", UINT64_MAX, &v), 0);
+    CU_ASSERT_EQUAL(v, 1u << 20);
+    CU_ASSERT_EQUAL(hb_size_parse("2gB", UINT64_MAX, &v), 0);
+    CU_ASSERT_EQUAL(v, 2ull << 30);
+    CU_ASSERT_EQUAL(hb_size_parse("8b", UINT64_MAX, &v), 0);
+    CU_ASSERT_EQUAL(v, 8);
+    CU_ASSERT_EQUAL(hb_size_parse("4G", 1ull << 32, &v), 0);
+    v = 7;
+    const char *bad[] = {"",
+                         "K",
+                         "-1",
+                         " 1",
+                         "+1",
+                         "1X",
+                         "1KK",
+                         "1 K",
+                         "1iBB",
+                         "1,2",
+                         "99999999999999999999",
+                         "17179869184G"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CU_ASSERT_EQUAL(hb_size_parse(bad[i], UINT64_MAX, &v), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_size_parse("5G", 1ull << 32, &v), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(v, 7); /* untouched on error */
+}
+
+static void test_size_list(void)
+{
+    size_t s[8], n = 99;
+    CU_ASSERT_EQUAL(hb_size_list_parse("64K..1M", 1, SIZE_MAX, s, 8, &n), 0);
+    CU_ASSERT_EQUAL(n, 5);
+    CU_ASSERT_EQUAL(s[0], 65536);
+    CU_ASSERT_EQUAL(s[4], 1u << 20);
+    CU_ASSERT_EQUAL(hb_size_list_parse("0,1K,3..10", 0, SIZE_MAX, s, 8, &n), 0);
+    CU_ASSERT_EQUAL(n, 4); /* 0, 1024, 3, 6: never past the range's end */
+    CU_ASSERT_EQUAL(s[0], 0);
+    CU_ASSERT_EQUAL(s[1], 1024);
+    CU_ASSERT_EQUAL(s[3], 6);
+    CU_ASSERT_EQUAL(hb_size_list_parse("0..4", 0, SIZE_MAX, s, 8, &n), 0);
+    CU_ASSERT_EQUAL(n, 4); /* 0, 1, 2, 4 */
+    CU_ASSERT_EQUAL(s[3], 4);
+    CU_ASSERT_EQUAL(hb_size_list_parse("0..3K:1K", 0, SIZE_MAX, s, 8, &n), 0);
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT_EQUAL(s[3], 3072);
+    n = 99;
+    CU_ASSERT_EQUAL(hb_size_list_parse("1..256", 0, SIZE_MAX, s, 8, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_size_list_parse("1..128", 0, SIZE_MAX, s, 8, &n), 0); /* exactly 8 */
+    CU_ASSERT_EQUAL(n, 8);
+    n = 99;
+    const char *bad[] = {"", ",", "0", "1X", "8..4", "1..8:0", "1..", "..8", "1K,2M"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CU_ASSERT_EQUAL(hb_size_list_parse(bad[i], 1, 1u << 20, s, 8, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(n, 99); /* untouched on error */
+    /* the largest 64-bit value: the doubling stops instead of wrapping */
+    if (SIZE_MAX == UINT64_MAX) {
+        CU_ASSERT_EQUAL(
+            hb_size_list_parse("9223372036854775808..18446744073709551615", 1, SIZE_MAX, s, 8, &n),
+            0);
+        CU_ASSERT_EQUAL(n, 1);
+    }
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -192,6 +262,9 @@ int main(void)
     CU_add_test(s, "wake_process", test_wait_wake_process);
     CU_add_test(s, "sleeps", test_wait_sleeps);
     CU_add_test(s, "adaptive", test_wait_adaptive);
+    s = CU_add_suite("hb_size", NULL, NULL);
+    CU_add_test(s, "one size", test_size_one);
+    CU_add_test(s, "size list", test_size_list);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     fails = CU_get_number_of_failures();

@@ -68,8 +68,8 @@ int hb_bench_coll_wants(int argc, char **argv);
 int hb_bench_coll_main(int argc, char **argv);
 int hb_bench_methods_main(int argc, char **argv); /* methods: bench_methods.c */
 
-/* Sizes: comma-separated N[K|M] or FROM..TO[:STEP] (no step: powers of two). 0 or -1 after
- * printing what is wrong. bench_plot.c. */
+/* Sizes: comma-separated N[K|M|G] or FROM..TO[:STEP] (no step: powers of two), each at most
+ * 1G (hb_size_list_parse). 0 or -1 after printing what is wrong. bench_plot.c. */
 int hb_bench_sizes_parse(const char *spec, size_t *sizes, int max, int *n_p);
 
 /* One curve of a plot. */

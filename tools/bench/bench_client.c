@@ -4,6 +4,7 @@
 
 #include "client.h"
 #include "hb_log.h"
+#include "hb_size.h"
 #include "hb_stats.h"
 #include "hb_time.h"
 #include "hibar.h"
@@ -71,24 +72,6 @@ static void bc_usage(FILE *f, const char *bench)
                 : "");
 }
 
-static int bc_size(const char *s, size_t *v)
-{
-    char *end;
-    unsigned long long x;
-    errno = 0;
-    x = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    if (*end == 'K' || *end == 'k')
-        x <<= 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        x <<= 20, end++;
-    if (*end != '\0' || x > (64ull << 20))
-        return -1;
-    *v = (size_t)x;
-    return 0;
-}
-
 static int bc_parse(int argc, char **argv, bc_opts_t *o)
 {
     static const struct option lo[] = {
@@ -98,7 +81,8 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     int c, scatter = strcmp(o->bench, "scatter") == 0;
-    char *end, *list, *tok, *save = NULL;
+    char *end;
+    size_t n;
 
     o->n = 2;
     o->iters = scatter ? 1000 : 10000;
@@ -141,25 +125,12 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
                 fprintf(stderr, "hibar-bench %s: --sizes is for scatter\n", o->bench);
                 return -1;
             }
-            list = strdup(optarg);
-            if (list == NULL)
-                return -1;
-            o->nsizes = 0;
-            for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (o->nsizes == BC_MAX_SIZES || bc_size(tok, &o->sizes[o->nsizes]) != 0) {
-                    fprintf(stderr,
-                            "hibar-bench scatter: bad size '%s' (at most %d, each <= 64M)\n", tok,
-                            BC_MAX_SIZES);
-                    free(list);
-                    return -1;
-                }
-                o->nsizes++;
-            }
-            free(list);
-            if (o->nsizes == 0) {
-                fprintf(stderr, "hibar-bench scatter: --sizes is empty\n");
+            if (hb_size_list_parse(optarg, 0, 64u << 20, o->sizes, BC_MAX_SIZES, &n) != 0) {
+                fprintf(stderr, "hibar-bench scatter: bad --sizes '%s' (at most %d, each <= 64M)\n",
+                        optarg, BC_MAX_SIZES);
                 return -1;
             }
+            o->nsizes = (int)n;
             break;
         case 'b':
             if (strcmp(optarg, "core") != 0 && strcmp(optarg, "none") != 0) {

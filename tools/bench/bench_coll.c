@@ -21,6 +21,7 @@
 #include "cfg.h"
 #include "coll_model.h"
 #include "hb_log.h"
+#include "hb_size.h"
 #include "hb_stats.h"
 #include "hb_time.h"
 #include "hbd.h"
@@ -80,7 +81,7 @@ typedef struct bcoll_opts {
     const char *config;
     const char *over[BCOLL_MAX_OVER];
     size_t n_over;
-    uint64_t sizes[BCOLL_MAX_SIZES];
+    size_t sizes[BCOLL_MAX_SIZES];
     size_t n_sizes;
     int algs[HB_COLL_ALG_COUNT]; /* which to measure */
     uint32_t lanes;              /* multi-lane P in the size rows; 0: the model's P_opt */
@@ -113,62 +114,18 @@ static void usage(FILE *f, const char *mode)
             mode, mode);
 }
 
-/* "64K" -> 65536; 0 on error. */
+/* "64K" -> 65536 (hb_size.h); 0 on error. */
 static uint64_t parse_size(const char *s)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || s[0] == '-')
-        return 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'i' || *end == 'B')
-        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-    return *end == '\0' ? (uint64_t)v : 0;
+    uint64_t v;
+    return hb_size_parse(s, UINT64_MAX, &v) == 0 ? v : 0;
 }
 
-/* "64K..8M" (doubling) or "1K,64K,1M"; 0 or -1. */
+/* "64K..8M" (doubling) or "1K,64K,1M" (hb_size.h); 0 or -1. */
 static int parse_sizes(const char *arg, bcoll_opts_t *o)
 {
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%s", arg);
-    o->n_sizes = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        char *dots = strstr(t, "..");
-        if (dots != NULL) {
-            *dots = '\0';
-            uint64_t a = parse_size(t), b = parse_size(dots + 2);
-            if (a == 0 || b < a)
-                return -1;
-            for (uint64_t v = a; v <= b && o->n_sizes < BCOLL_MAX_SIZES; v *= 2)
-                o->sizes[o->n_sizes++] = v;
-        } else {
-            uint64_t v = parse_size(t);
-            if (v == 0 || o->n_sizes >= BCOLL_MAX_SIZES)
-                return -1;
-            o->sizes[o->n_sizes++] = v;
-        }
-    }
-    return o->n_sizes > 0 ? 0 : -1;
+    return hb_size_list_parse(arg, 1, SIZE_MAX, o->sizes, BCOLL_MAX_SIZES, &o->n_sizes) == 0 ? 0
+                                                                                             : -1;
 }
 
 static int parse_algs(const char *arg, bcoll_opts_t *o)
@@ -942,11 +899,11 @@ static int run(const bcoll_opts_t *o)
                 fl = &rows[i];
         }
         if (sl != NULL && ml != NULL)
-            note(o, "%" PRIu64 " bytes: single-lane / multi-lane (P %" PRIu32 ") = %.2f",
-                 o->sizes[si], ml->lanes, sl->st.median / ml->st.median);
+            note(o, "%zu bytes: single-lane / multi-lane (P %" PRIu32 ") = %.2f", o->sizes[si],
+                 ml->lanes, sl->st.median / ml->st.median);
         if (fl != NULL && ml != NULL)
-            note(o, "%" PRIu64 " bytes: flat / multi-lane (P %" PRIu32 ") = %.2f", o->sizes[si],
-                 ml->lanes, fl->st.median / ml->st.median);
+            note(o, "%zu bytes: flat / multi-lane (P %" PRIu32 ") = %.2f", o->sizes[si], ml->lanes,
+                 fl->st.median / ml->st.median);
     }
     if (nrows > sweep0) {
         const bcoll_row_t *sw = rows + sweep0;

@@ -1,6 +1,7 @@
 /* bench_plot.c: hibar-bench --plot: data files, gnuplot scripts, PNG (or SVG); size lists. */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
+#include "hb_size.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,69 +12,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int hb_bench_size1(const char *s, size_t *v)
-{
-    char *end;
-    unsigned long long x;
-    errno = 0;
-    x = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || s[0] == '-')
-        return -1;
-    if (*end == 'K' || *end == 'k')
-        x <<= 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        x <<= 20, end++;
-    if (*end != '\0' || x > (1ull << 30))
-        return -1;
-    *v = (size_t)x;
-    return 0;
-}
-
 int hb_bench_sizes_parse(const char *spec, size_t *sizes, int max, int *n_p)
 {
-    char *l = strdup(spec), *save = NULL, *tok;
-    int n = 0, rc = 0;
-    if (l == NULL)
-        return -1;
-    for (tok = strtok_r(l, ",", &save); tok != NULL && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        char *dots = strstr(tok, ".."), *colon;
-        size_t from, to, step = 0;
-        if (dots == NULL) {
-            if (n == max || hb_bench_size1(tok, &sizes[n]) != 0)
-                rc = -1;
-            else
-                n++;
-            continue;
-        }
-        *dots = '\0';
-        colon = strchr(dots + 2, ':');
-        if (colon != NULL)
-            *colon = '\0';
-        if (hb_bench_size1(tok, &from) != 0 || hb_bench_size1(dots + 2, &to) != 0 || to < from ||
-            (colon != NULL && (hb_bench_size1(colon + 1, &step) != 0 || step == 0))) {
-            rc = -1;
-            break;
-        }
-        /* without a step: powers of two from FROM (1 if FROM is 0) */
-        for (size_t v = from; v <= to && rc == 0;) {
-            if (n == max) {
-                rc = -1;
-                break;
-            }
-            sizes[n++] = v;
-            if (step != 0)
-                v += step;
-            else
-                v = v ? v * 2 : 1;
-        }
-    }
-    free(l);
-    if (rc != 0 || n == 0) {
-        fprintf(stderr, "hibar-bench: bad size list '%s' (N[K|M], FROM..TO[:STEP], at most %d)\n",
+    size_t n;
+    if (max <= 0 || hb_size_list_parse(spec, 0, 1ull << 30, sizes, (size_t)max, &n) != 0) {
+        fprintf(stderr,
+                "hibar-bench: bad size list '%s' (N[K|M|G], FROM..TO[:STEP], at most %d, each "
+                "<= 1G)\n",
                 spec, max);
         return -1;
     }
-    *n_p = n;
+    *n_p = (int)n;
     return 0;
 }
 

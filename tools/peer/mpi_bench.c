@@ -29,6 +29,7 @@
 #endif
 
 #include "hb_meas.h"
+#include "hb_size.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,71 +84,14 @@ static void mb_usage(void)
             "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
 }
 
-/* "64K" -> 65536; K, M, G are powers of 1024. Returns 0 or -1. */
-static int mb_parse_size(const char *s, size_t *out_p)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || v > (1ull << 32))
-        return -1;
-    *out_p = (size_t)v;
-    return 0;
-}
-
-/* "0,1K,64K..1M": a list; A..B expands to A, 2A, 4A, ... up to B. */
+/* "0,1K,64K..1M": a list (hb_size.h), each size at most 4G. 0 or -1. */
 static int mb_parse_sizes(const char *arg, mb_opts_t *o)
 {
-    char buf[512], *save = NULL;
-    if (strlen(arg) >= sizeof(buf))
+    size_t n;
+    if (hb_size_list_parse(arg, 0, 1ull << 32, o->sizes, MB_MAX_SIZES, &n) != 0)
         return -1;
-    strcpy(buf, arg);
-    o->n_sizes = 0;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *dots = strstr(tok, "..");
-        size_t lo, hi;
-        if (dots) {
-            *dots = '\0';
-            if (mb_parse_size(tok, &lo) != 0 || mb_parse_size(dots + 2, &hi) != 0 || lo == 0 ||
-                hi < lo)
-                return -1;
-        } else {
-            if (mb_parse_size(tok, &lo) != 0)
-                return -1;
-            hi = lo;
-        }
-        for (size_t s = lo;; s *= 2) {
-            if (o->n_sizes == MB_MAX_SIZES)
-                return -1;
-            o->sizes[o->n_sizes++] = s;
-            if (s >= hi || s == 0)
-                break;
-        }
-    }
-    return o->n_sizes > 0 ? 0 : -1;
+    o->n_sizes = (int)n;
+    return 0;
 }
 
 static int mb_parse_ops(const char *arg, mb_opts_t *o)
