@@ -114,10 +114,14 @@ static void tail_log(const hb_cfg_t *cfg, uint32_t i)
 /* Double fork: the daemon is not our child, so a dead one never lingers as our zombie. */
 static int spawn(const hb_cfg_t *cfg, uint32_t i, const hbd_emu_opts_t *o, const char *hibard)
 {
-    const char *argv[16 + 2 * 64];
+    const char *argv[18 + 2 * 64];
     size_t k = 0;
     char logp[400];
     snprintf(logp, sizeof(logp), "%s/%s.log", cfg->run_dir, cfg->nodes[i].name);
+    if (o->hostexec != NULL) {
+        argv[k++] = o->hostexec;
+        argv[k++] = cfg->nodes[i].name;
+    }
     argv[k++] = hibard;
     argv[k++] = "--foreground";
     if (o->config != NULL) {
@@ -154,8 +158,8 @@ static int spawn(const hb_cfg_t *cfg, uint32_t i, const hbd_emu_opts_t *o, const
         int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (lfd >= 0)
             dup2(lfd, 2);
-        execvp(hibard, (char *const *)argv);
-        fprintf(stderr, "hibar-cluster: cannot run %s: %s\n", hibard, strerror(errno));
+        execvp(argv[0], (char *const *)argv);
+        fprintf(stderr, "hibar-cluster: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     int st;
@@ -222,6 +226,36 @@ int hbd_emu_up(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
     }
     hbd_cluster_close(cl);
     return 0;
+}
+
+int hbd_emu_acquire(const hb_cfg_t *cfg, const hbd_emu_opts_t *o, int timeout_ms, const char *prog,
+                    int *started_p, hbd_cluster_t **cl_p)
+{
+    int rc;
+    *started_p = 0;
+    *cl_p = NULL;
+    if (hbd_emu_running(cfg) == 0) {
+        if ((rc = hbd_emu_up(cfg, o)) != 0) {
+            fprintf(stderr, "%s: cannot start the emulated cluster %s: %s\n", prog, cfg->cluster,
+                    hibar_strerror(rc));
+            return rc;
+        }
+        *started_p = 1;
+    }
+    if ((rc = hbd_cluster_open(cfg, timeout_ms, 0, cl_p)) != 0) {
+        fprintf(stderr, "%s: cluster %s not usable: %s\n", prog, cfg->cluster, hibar_strerror(rc));
+        *cl_p = NULL;
+    }
+    return rc;
+}
+
+void hbd_emu_release(const hb_cfg_t *cfg, const hbd_emu_opts_t *o, hbd_cluster_t *cl, int started,
+                     int keep)
+{
+    if (cl != NULL)
+        hbd_cluster_close(cl);
+    if (started && !keep)
+        hbd_emu_down(cfg, o);
 }
 
 static void nap_ms(unsigned ms)

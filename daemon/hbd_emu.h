@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "cfg.h"
+#include "hbd_client.h"
 
 typedef struct hbd_emu_opts {
     const char *config;      /* the configuration file passed on to every daemon */
@@ -13,6 +14,8 @@ typedef struct hbd_emu_opts {
     const char *log_level; /* passed on as --log-level, or NULL */
     int timeout_ms;        /* how long up waits for every daemon to be linked */
     int keep_logs;         /* down leaves RUN_DIR/NAME.log in place */
+    const char *hostexec;  /* run each daemon as `hostexec NODE hibard ...` (the hosts of
+                            * tests/netns/testbed), or NULL: on this host */
 } hbd_emu_opts_t;
 
 /* Where hibard is: $HIBARD, else next to this program (build tree: ../daemon/hibard,
@@ -37,5 +40,19 @@ int hbd_emu_up(const hb_cfg_t *cfg, const hbd_emu_opts_t *o);
  * Works after crashes. Returns 0, or IO if something could not be removed (logged).
  */
 int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o);
+
+/*
+ * The daemons of cfg for one tool run: the cluster's daemons if some are running, else an
+ * emulated cluster started here with o (hbd_emu_up; *started_p set to 1, else 0); then
+ * connected to every daemon (hbd_cluster_open, timeout_ms). Errors are printed to stderr after
+ * "prog: " and returned; a started cluster stays up until hbd_emu_release (call it after an
+ * error too).
+ */
+int hbd_emu_acquire(const hb_cfg_t *cfg, const hbd_emu_opts_t *o, int timeout_ms, const char *prog,
+                    int *started_p, hbd_cluster_t **cl_p);
+/* Close cl (NULL: nothing to close); stop the daemons (hbd_emu_down) if this run started them
+ * and keep is 0. */
+void hbd_emu_release(const hb_cfg_t *cfg, const hbd_emu_opts_t *o, hbd_cluster_t *cl, int started,
+                     int keep);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* A mode: `hibar-bench NAME ARGS`. main gets argv[0] = NAME and returns the exit status. */
 typedef struct hb_bench_mode {
@@ -53,6 +54,9 @@ void hb_bench_out_note(hb_bench_out_t *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r);
 void hb_bench_out_close(hb_bench_out_t *o);
+
+/* CPU seconds (user + system, all threads) a process has used, from /proc; -1 if unknown. */
+double hb_bench_cpu_seconds(pid_t pid);
 
 /* The modes (one file each). */
 int hb_bench_barrier_main(int argc, char **argv); /* barrier: bench_client.c */

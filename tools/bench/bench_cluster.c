@@ -192,35 +192,16 @@ static int probe(hbd_cluster_t *cl, const hb_topo_t *t, unsigned n, bc_probe_t *
     return rc;
 }
 
-/* CPU seconds (user + system) of a process and its threads, or -1. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t r = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[r] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (p == NULL ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static int idle_cpu(const hb_cfg_t *cfg, double secs, double *pct_p)
 {
     double before = 0, after = 0;
     for (uint32_t i = 0; i < cfg->n_nodes; i++)
-        before += cpu_seconds(hbd_client_pid(cfg, i));
+        before += hb_bench_cpu_seconds(hbd_client_pid(cfg, i));
     uint64_t t0 = hb_time_now_ns();
     struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&ts, NULL);
     for (uint32_t i = 0; i < cfg->n_nodes; i++)
-        after += cpu_seconds(hbd_client_pid(cfg, i));
+        after += hb_bench_cpu_seconds(hbd_client_pid(cfg, i));
     double wall = (double)(hb_time_now_ns() - t0) / 1e9;
     *pct_p = 100.0 * (after - before) / wall;
     return 0;
@@ -251,18 +232,11 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
     }
     hbd_emu_opts_t eo = {.config = o->config, .over = over, .n_over = n_over, .timeout_ms = 60000};
     int started = 0;
-    if (hbd_emu_running(cfg) == 0) {
-        if ((rc = hbd_emu_up(cfg, &eo)) != 0) {
-            fprintf(stderr, "hibar-bench: cannot start the emulated cluster: %s\n",
-                    hibar_strerror(rc));
-            goto out;
-        }
-        started = 1;
-    }
     hbd_cluster_t *cl = NULL;
     uint64_t coll = 0;
-    if ((rc = hbd_cluster_open(cfg, 30000, 0, &cl)) != 0 ||
-        (rc = hbd_cluster_next_coll(cl, &coll)) != 0) {
+    if ((rc = hbd_emu_acquire(cfg, &eo, 30000, "hibar-bench", &started, &cl)) != 0)
+        goto out_cl;
+    if ((rc = hbd_cluster_next_coll(cl, &coll)) != 0) {
         fprintf(stderr, "hibar-bench: cluster %s not usable: %s\n", cfg->cluster,
                 hibar_strerror(rc));
         goto out_cl;
@@ -399,10 +373,7 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
     free(x);
     free(y);
 out_cl:
-    hbd_cluster_close(cl);
-    if (started && !o->keep)
-        hbd_emu_down(cfg, &eo);
-out:
+    hbd_emu_release(cfg, &eo, cl, started, o->keep);
     hb_topo_free(topo);
     hb_cfg_free(cfg);
     return rc == 0 ? 0 : 1;

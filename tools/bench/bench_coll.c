@@ -151,10 +151,9 @@ typedef struct bcoll_daemons {
     uint32_t *nodes;
     char (*rep)[512];
     uint32_t root;
-    int started;  /* 1: emulated (hbd_emu_up), 2: on the bed's hosts */
+    int started;  /* this run started the daemons (hbd_emu_acquire) */
     pid_t *dpid;  /* [n] the daemons' pids (pid files), for their CPU time */
     double *cpu0; /* [n] scratch */
-    pid_t *pids;  /* bed: the hostexec children */
     hbd_emu_opts_t eo;
 } bcoll_daemons_t;
 
@@ -175,33 +174,12 @@ static const char *alg_word(hb_coll_alg_t a)
     return hb_coll_alg_name(a);
 }
 
-/* CPU seconds (user + system, all threads) of a process, or -1. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024];
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t r = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[r] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (p == NULL ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static int daemons_run(void *ctx, const bcoll_case_t *c, bcoll_sample_t *s_p)
 {
     bcoll_daemons_t *dm = ctx;
     char cmd[160];
     for (uint32_t k = 0; k < dm->cl->n; k++)
-        dm->cpu0[k] = cpu_seconds(dm->dpid[k]);
+        dm->cpu0[k] = hb_bench_cpu_seconds(dm->dpid[k]);
     snprintf(cmd, sizeof(cmd), "coll %s %s %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64,
              hb_coll_op_name(c->op), alg_word(c->alg), dm->root, c->size, c->lanes, c->seg);
     int rc = hbd_cluster_all(dm->cl, dm->nodes, dm->cl->n, cmd, dm->rep, 600000);
@@ -233,7 +211,7 @@ static int daemons_run(void *ctx, const bcoll_case_t *c, bcoll_sample_t *s_p)
     s.skew_us = (double)(s1 - t0) / 1e3;
     s.cpu_ms = s.cpu_max_ms = 0.0;
     for (uint32_t k = 0; k < dm->cl->n; k++) {
-        double c1 = cpu_seconds(dm->dpid[k]);
+        double c1 = hb_bench_cpu_seconds(dm->dpid[k]);
         if (c1 < 0 || dm->cpu0[k] < 0) {
             s.cpu_ms = s.cpu_max_ms = -1.0;
             break;
@@ -259,127 +237,34 @@ static int on_bed(const char *config)
     return strcmp(a, b) == 0;
 }
 
-/* One hibard per bed host (the bed names each node after its host's namespace). */
-static int bed_up(bcoll_daemons_t *dm, const bcoll_opts_t *o)
-{
-    const hb_cfg_t *cfg = dm->cfg;
-    const char *hostexec = getenv("HIBAR_TESTBED_HOSTEXEC"), *hibard = hbd_emu_hibard_path();
-    if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, "hibar-bench: cannot create %s: %s\n", cfg->run_dir, strerror(errno));
-        return HIBAR_ERR_IO;
-    }
-    if (cfg->key_file == NULL) {
-        char key[PATH_MAX];
-        snprintf(key, sizeof(key), "%s/cluster.key", cfg->run_dir);
-        int rc = hbd_key_generate(key);
-        if (rc != 0 && rc != HIBAR_ERR_EXISTS)
-            return rc;
-    }
-    dm->pids = calloc(cfg->n_nodes, sizeof(pid_t));
-    if (dm->pids == NULL)
-        return HIBAR_ERR_NOMEM;
-    dm->started = 2;
-    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
-        const char *argv[16 + 2 * BCOLL_MAX_OVER];
-        char logp[PATH_MAX];
-        size_t k = 0;
-        snprintf(logp, sizeof(logp), "%s/%s.log", cfg->run_dir, cfg->nodes[i].name);
-        argv[k++] = hostexec;
-        argv[k++] = cfg->nodes[i].name;
-        argv[k++] = hibard;
-        argv[k++] = "--foreground";
-        argv[k++] = "--config";
-        argv[k++] = o->config;
-        argv[k++] = "--node";
-        argv[k++] = cfg->nodes[i].name;
-        argv[k++] = "--log-file";
-        argv[k++] = logp;
-        for (size_t j = 0; j < o->n_over; j++) {
-            argv[k++] = "--set";
-            argv[k++] = o->over[j];
-        }
-        argv[k] = NULL;
-        pid_t pid = fork();
-        if (pid < 0) {
-            fprintf(stderr, "hibar-bench: fork: %s\n", strerror(errno));
-            return HIBAR_ERR_IO;
-        }
-        if (pid == 0) {
-            int fd = open("/dev/null", O_RDWR);
-            if (fd >= 0) {
-                dup2(fd, 0);
-                dup2(fd, 1);
-            }
-            int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
-            if (lfd >= 0)
-                dup2(lfd, 2);
-            execv(hostexec, (char *const *)argv);
-            _exit(127);
-        }
-        dm->pids[i] = pid;
-    }
-    return 0;
-}
-
 static void daemons_close(bcoll_daemons_t *dm, const bcoll_opts_t *o)
 {
-    if (dm->cl != NULL)
-        hbd_cluster_close(dm->cl);
+    if (dm->cfg != NULL)
+        hbd_emu_release(dm->cfg, &dm->eo, dm->cl, dm->started, o->keep);
     dm->cl = NULL;
-    if (dm->started && !o->keep && dm->cfg != NULL)
-        hbd_emu_down(dm->cfg, &dm->eo);
-    if (dm->pids != NULL) {
-        for (uint32_t i = 0; i < dm->cfg->n_nodes; i++) {
-            if (dm->pids[i] <= 0)
-                continue;
-            if (o->keep) {
-                waitpid(dm->pids[i], NULL, WNOHANG);
-                continue;
-            }
-            for (int k = 0; k < 50 && waitpid(dm->pids[i], NULL, WNOHANG) == 0; k++) {
-                if (k == 30)
-                    kill(dm->pids[i], SIGKILL);
-                usleep(100000);
-            }
-        }
-    }
-    free(dm->pids);
     free(dm->dpid);
     free(dm->cpu0);
     dm->dpid = NULL;
     dm->cpu0 = NULL;
     free(dm->nodes);
     free(dm->rep);
-    dm->pids = NULL;
     dm->nodes = NULL;
     dm->rep = NULL;
 }
 
 static int daemons_open(bcoll_daemons_t *dm, const bcoll_opts_t *o)
 {
-    int rc;
-    if (hbd_emu_running(dm->cfg) == 0) {
-        dm->eo = (hbd_emu_opts_t){
-            .config = o->config, .over = o->over, .n_over = o->n_over, .timeout_ms = 60000};
-        if (on_bed(o->config)) {
-            rc = bed_up(dm, o);
-        } else {
-            rc = hbd_emu_up(dm->cfg, &dm->eo);
-            if (rc == 0)
-                dm->started = 1;
-        }
-        if (rc != 0) {
-            fprintf(stderr, "hibar-bench: cannot start the daemons of %s: %s\n", o->config,
-                    hibar_strerror(rc));
-            return rc;
-        }
-    }
-    rc = hbd_cluster_open(dm->cfg, 60000, 0, &dm->cl);
-    if (rc != 0) {
-        fprintf(stderr, "hibar-bench: cluster %s not usable: %s\n", dm->cfg->cluster,
-                hibar_strerror(rc));
+    /* inside the test bed the daemons run on the bed's hosts (each node is named after its
+     * host's namespace) */
+    dm->eo =
+        (hbd_emu_opts_t){.config = o->config,
+                         .over = o->over,
+                         .n_over = o->n_over,
+                         .timeout_ms = 60000,
+                         .hostexec = on_bed(o->config) ? getenv("HIBAR_TESTBED_HOSTEXEC") : NULL};
+    int rc = hbd_emu_acquire(dm->cfg, &dm->eo, 60000, "hibar-bench", &dm->started, &dm->cl);
+    if (rc != 0)
         return rc;
-    }
     dm->nodes = calloc(dm->cl->n, sizeof(uint32_t));
     dm->rep = calloc(dm->cl->n, sizeof(*dm->rep));
     dm->dpid = calloc(dm->cl->n, sizeof(pid_t));

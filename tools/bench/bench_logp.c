@@ -247,7 +247,7 @@ int hb_bench_logp_main(int argc, char **argv)
     bl_opts_t o;
     hb_cfg_t *cfg = NULL;
     hbd_cluster_t *cl = NULL;
-    hbd_emu_opts_t eo;
+    hbd_emu_opts_t eo = {0};
     hb_params_t p;
     char err[HB_CFG_ERRLEN], path[4096];
     int started = 0, rc = 1, out_open = 0;
@@ -267,16 +267,9 @@ int hb_bench_logp_main(int argc, char **argv)
                 (unsigned)cfg->n_nodes);
         goto out;
     }
-    if (hbd_emu_running(cfg) == 0) {
-        eo = (hbd_emu_opts_t){
-            .config = o.config, .over = o.over, .n_over = o.n_over, .timeout_ms = 60000};
-        if (hbd_emu_up(cfg, &eo) != 0) {
-            fprintf(stderr, "hibar-bench logp: cannot start the cluster\n");
-            goto out;
-        }
-        started = 1;
-    }
-    if (hbd_cluster_open(cfg, 60000, 0, &cl) != 0)
+    eo = (hbd_emu_opts_t){
+        .config = o.config, .over = o.over, .n_over = o.n_over, .timeout_ms = 60000};
+    if (hbd_emu_acquire(cfg, &eo, 60000, "hibar-bench logp", &started, &cl) != 0)
         goto out;
     if (hb_bench_out_open(&out, "logp", &com) != 0)
         goto out;
@@ -472,10 +465,7 @@ int hb_bench_logp_main(int argc, char **argv)
 out:
     if (out_open)
         hb_bench_out_close(&out);
-    if (cl != NULL)
-        hbd_cluster_close(cl);
-    if (started)
-        hbd_emu_down(cfg, &eo);
+    hbd_emu_release(cfg, &eo, cl, started, 0);
     hb_cfg_free(cfg);
     return rc;
 }

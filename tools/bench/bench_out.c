@@ -1,4 +1,5 @@
-/* bench_out.c: hibar-bench output shared by every mode: OSU-style table, JSON lines, CSV. */
+/* bench_out.c: what hibar-bench modes share: output (OSU-style table, JSON lines, CSV), CPU time.
+ */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
 
@@ -8,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p)
 {
@@ -106,4 +108,25 @@ void hb_bench_out_close(hb_bench_out_t *o)
     if (o->csv != NULL && fclose(o->csv) != 0)
         fprintf(stderr, "hibar-bench: writing %s: %s\n", o->common->csv, strerror(errno));
     o->csv = NULL;
+}
+
+/* CPU seconds (user + system, all threads) of a process, or -1. */
+double hb_bench_cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024];
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    size_t r = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[r] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
