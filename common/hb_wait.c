@@ -134,6 +134,23 @@ static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t 
     return HIBAR_ERR_WOULD_BLOCK;
 }
 
+/* What every wait does before it sleeps: the policy (the default for NULL), one poll, the zero
+ * deadline, then the spin and yield stages. HIBAR_ERR_WOULD_BLOCK: go on to sleep. */
+static int hb_wait_start(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t **pol_p,
+                         hb_wait_adapt_t *ad, uint64_t deadline_ns)
+{
+    int rc;
+
+    if (*pol_p == NULL)
+        *pol_p = hb_wait_policy_default();
+    rc = poll(arg, 0);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    if (deadline_ns == 0)
+        return HIBAR_ERR_TIMEOUT;
+    return hb_wait_busy(poll, arg, *pol_p, ad, hb_time_now_ns(), deadline_ns);
+}
+
 int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
                   uint64_t deadline_ns)
 {
@@ -146,15 +163,7 @@ int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
     uint64_t now;
     int rc;
 
-    if (pol == NULL)
-        pol = hb_wait_policy_default();
-    rc = poll(arg, 0);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
-        return rc;
-    if (deadline_ns == 0)
-        return HIBAR_ERR_TIMEOUT;
-    now = hb_time_now_ns();
-    rc = hb_wait_busy(poll, arg, pol, ad, now, deadline_ns);
+    rc = hb_wait_start(poll, arg, &pol, ad, deadline_ns);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
     for (;;) {
@@ -191,15 +200,7 @@ int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg
     uint64_t now;
     int rc;
 
-    if (pol == NULL)
-        pol = hb_wait_policy_default();
-    rc = poll(arg, 0);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
-        return rc;
-    if (deadline_ns == 0)
-        return HIBAR_ERR_TIMEOUT;
-    now = hb_time_now_ns();
-    rc = hb_wait_busy(poll, arg, pol, ad, now, deadline_ns);
+    rc = hb_wait_start(poll, arg, &pol, ad, deadline_ns);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
     for (;;) {
