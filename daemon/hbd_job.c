@@ -29,7 +29,7 @@ void hbd_job_spec_free(hbd_job_spec_t *s)
     free(s);
 }
 
-static int read_all(const char *path, char **buf_p, size_t *len_p)
+int hbd_job_spec_read(const char *path, char **buf_p, size_t *len_p)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat sb;
@@ -48,14 +48,17 @@ static int read_all(const char *path, char **buf_p, size_t *len_p)
     }
     while (len < (size_t)sb.st_size) {
         ssize_t r = read(fd, buf + len, (size_t)sb.st_size - len);
-        if (r <= 0) {
-            if (r < 0 && errno == EINTR)
-                continue;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
             break;
-        }
         len += (size_t)r;
     }
     close(fd);
+    if (len != (size_t)sb.st_size) {
+        free(buf);
+        return HIBAR_ERR_IO;
+    }
     buf[len] = '\0';
     *buf_p = buf;
     *len_p = len;
@@ -81,7 +84,7 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
     char *buf = NULL;
     size_t len = 0;
     unsigned line = 1;
-    int rc = read_all(path, &buf, &len);
+    int rc = hbd_job_spec_read(path, &buf, &len);
     if (rc != 0) {
         snprintf(err, cap, "%s: cannot read the job spec (%s)", path, hibar_strerror(rc));
         return rc;

@@ -42,6 +42,9 @@ typedef struct hbd_job_spec {
 /* hbd_job.c: parse a spec (file:line in err on failure). 0, INVAL, IO, NOMEM. */
 int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size_t cap);
 void hbd_job_spec_free(hbd_job_spec_t *s);
+/* A spec file's bytes (malloc'd, NUL-terminated, *len_p without the NUL) if the file is ours,
+ * regular and at most HBD_JOB_SPEC_MAX bytes: 0, PERM (it is not), IO, NOMEM. */
+int hbd_job_spec_read(const char *path, char **buf_p, size_t *len_p);
 /* Write a spec (hibar-run). 0 or IO. */
 int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s);
 

@@ -533,48 +533,12 @@ static void run_event_cb(struct bufferevent *bev, short what, void *arg)
     relay_kill(J, "hibar-run went away");
 }
 
-/* The spec file's bytes (the checks of hbd_job_spec_load: ours, regular, bounded). */
-static int read_spec(const char *path, uint8_t **buf_p, uint64_t *len_p)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat sb;
-    if (fd < 0)
-        return HIBAR_ERR_IO;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || sb.st_size <= 0 ||
-        (uint64_t)sb.st_size > HBD_WIRE_JOB_SPEC_MAX) {
-        close(fd);
-        return HIBAR_ERR_PERM;
-    }
-    uint8_t *buf = malloc((size_t)sb.st_size);
-    size_t len = 0;
-    if (buf == NULL) {
-        close(fd);
-        return HIBAR_ERR_NOMEM;
-    }
-    while (len < (size_t)sb.st_size) {
-        ssize_t r = read(fd, buf + len, (size_t)sb.st_size - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    if (len != (size_t)sb.st_size) {
-        free(buf);
-        return HIBAR_ERR_IO;
-    }
-    *buf_p = buf;
-    *len_p = len;
-    return 0;
-}
-
 void hbd_relay_run(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
 {
     char err[512] = "";
     hbd_job_spec_t *spec = NULL;
-    uint8_t *raw = NULL;
-    uint64_t raw_len = 0;
+    char *raw = NULL;
+    size_t raw_len = 0;
     uint32_t n = d->topo->n_nodes;
     rl_job_t *J = NULL;
     int rc;
@@ -586,7 +550,9 @@ void hbd_relay_run(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
         hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
         return;
     }
-    if ((rc = read_spec(spec_path, &raw, &raw_len)) != 0) {
+    if ((rc = hbd_job_spec_read(spec_path, &raw, &raw_len)) == 0 && raw_len == 0)
+        rc = HIBAR_ERR_PERM; /* what the daemons would be sent: nothing */
+    if (rc != 0) {
         hbd_ctl_reply(conn, "err %d %s: cannot read the job spec (%s)", rc, spec_path,
                       hibar_strerror(rc));
         goto out;
@@ -622,8 +588,8 @@ void hbd_relay_run(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
     jobs = J;
     bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
     bufferevent_enable(J->run, EV_READ | EV_WRITE);
-    hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks, forwarding its spec (%" PRIu64
-                " bytes) to %" PRIu32 " nodes",
+    hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks, forwarding its spec (%zu bytes) to %" PRIu32
+                " nodes",
                 J->id, spec->size, raw_len, n - 1);
     /* the spec first, to every other node: they start their parts as it arrives */
     for (uint32_t i = 0; i < n; i++) {
