@@ -58,6 +58,13 @@ void hb_bench_out_close(hb_bench_out_t *o);
 /* CPU seconds (user + system, all threads) a process has used, from /proc; -1 if unknown. */
 double hb_bench_cpu_seconds(pid_t pid);
 
+/* Run rank(i, arg) in n forked processes, i = 0..n-1 (stdio flushed first); each child stores
+ * its result in status[i], which must be memory it shares with this process (MAP_SHARED).
+ * Waits for all of them: 0 if every rank returned 0, else -1 after printing "PROG: rank I
+ * failed: ..." for each one that did not (or the fork error; the ranks forked are killed). */
+int hb_bench_fork_ranks(const char *prog, uint32_t n, int (*rank)(uint32_t i, void *arg), void *arg,
+                        int *status);
+
 /* The modes (one file each). */
 int hb_bench_barrier_main(int argc, char **argv); /* barrier: bench_client.c */
 int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */

@@ -315,47 +315,37 @@ static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *it
     return 0;
 }
 
+typedef struct bc_rank_arg {
+    int seg_fd;
+    const bc_opts_t *o;
+    size_t size;
+    bc_shared_t *sh;
+} bc_rank_arg_t;
+
+static int bc_rank_run(uint32_t me, void *arg)
+{
+    const bc_rank_arg_t *a = arg;
+    return bc_rank(a->seg_fd, me, a->o, a->size, a->sh);
+}
+
 /* Fork the ranks for one row; x gets the per-repetition maximum over ranks. */
 static int bc_row(const bc_opts_t *o, size_t size, bc_shared_t *sh, double *x)
 {
-    pid_t pid[BC_MAX_RANKS];
     hb_seg_t seg;
-    uint32_t i, n = o->n;
+    uint32_t i;
     uint64_t k;
-    int rc, failed = 0;
+    int rc;
 
-    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, 0,
+    rc = hb_seg_create(o->n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, 0,
                        &seg);
     if (rc != 0) {
         fprintf(stderr, "hibar-bench %s: segment: %s\n", o->bench, hibar_strerror(rc));
         return -1;
     }
-    fflush(NULL);
-    for (i = 0; i < n; i++) {
-        pid[i] = fork();
-        if (pid[i] == 0) {
-            sh->status[i] = bc_rank(seg.fd, i, o, size, sh);
-            _exit(0);
-        }
-        if (pid[i] < 0) {
-            fprintf(stderr, "hibar-bench %s: fork: %s\n", o->bench, strerror(errno));
-            for (k = 0; k < i; k++)
-                kill(pid[k], SIGKILL);
-            n = i;
-            failed = 1;
-            break;
-        }
-    }
-    for (i = 0; i < n; i++) {
-        int st;
-        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sh->status[i] != 0) {
-            fprintf(stderr, "hibar-bench %s: rank %u failed: %s\n", o->bench, (unsigned)i,
-                    WIFEXITED(st) ? hibar_strerror(sh->status[i]) : "killed");
-            failed = 1;
-        }
-    }
+    bc_rank_arg_t ra = {.seg_fd = seg.fd, .o = o, .size = size, .sh = sh};
+    char prog[64];
+    snprintf(prog, sizeof(prog), "hibar-bench %s", o->bench);
+    int failed = hb_bench_fork_ranks(prog, o->n, bc_rank_run, &ra, sh->status) != 0;
     hb_seg_unmap(&seg);
     if (failed)
         return -1;

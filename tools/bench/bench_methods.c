@@ -235,47 +235,31 @@ out:
     return rc;
 }
 
+typedef struct bm_rank_arg {
+    int seg_fd;
+    const bm_opts_t *o;
+    bm_shared_t *sh;
+} bm_rank_arg_t;
+
+static int bm_rank_run(uint32_t me, void *arg)
+{
+    const bm_rank_arg_t *a = arg;
+    return bm_rank(a->seg_fd, me, a->o, a->sh);
+}
+
 static int bm_fork(const bm_opts_t *o, bm_shared_t *sh)
 {
-    pid_t pid[BM_MAX_RANKS];
     hb_seg_t seg;
-    uint32_t i, n = o->n;
-    int rc, failed = 0;
-
-    rc = hb_seg_create(n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, 0,
-                       &seg);
+    int rc = hb_seg_create(o->n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1,
+                           0, &seg);
     if (rc != 0) {
         fprintf(stderr, "hibar-bench methods: segment: %s\n", hibar_strerror(rc));
         return -1;
     }
-    fflush(NULL);
-    for (i = 0; i < n; i++) {
-        pid[i] = fork();
-        if (pid[i] == 0) {
-            sh->status[i] = bm_rank(seg.fd, i, o, sh);
-            _exit(0);
-        }
-        if (pid[i] < 0) {
-            fprintf(stderr, "hibar-bench methods: fork: %s\n", strerror(errno));
-            for (uint32_t k = 0; k < i; k++)
-                kill(pid[k], SIGKILL);
-            n = i;
-            failed = 1;
-            break;
-        }
-    }
-    for (i = 0; i < n; i++) {
-        int st;
-        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sh->status[i] != 0) {
-            fprintf(stderr, "hibar-bench methods: rank %u failed: %s\n", (unsigned)i,
-                    WIFEXITED(st) ? hibar_strerror(sh->status[i]) : "killed");
-            failed = 1;
-        }
-    }
+    bm_rank_arg_t ra = {.seg_fd = seg.fd, .o = o, .sh = sh};
+    rc = hb_bench_fork_ranks("hibar-bench methods", o->n, bm_rank_run, &ra, sh->status);
     hb_seg_unmap(&seg);
-    return failed ? -1 : 0;
+    return rc;
 }
 
 static void bm_usage(FILE *f)

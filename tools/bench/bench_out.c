@@ -4,11 +4,14 @@
 #include "bench.h"
 
 #include "hb_log.h"
+#include "hibar.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p)
@@ -129,4 +132,43 @@ double hb_bench_cpu_seconds(pid_t pid)
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+int hb_bench_fork_ranks(const char *prog, uint32_t n, int (*rank)(uint32_t i, void *arg), void *arg,
+                        int *status)
+{
+    pid_t *pid = calloc(n ? n : 1, sizeof(pid_t));
+    int failed = 0;
+    if (pid == NULL) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return -1;
+    }
+    fflush(NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            status[i] = rank(i, arg);
+            _exit(0);
+        }
+        if (pid[i] < 0) {
+            fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+            for (uint32_t k = 0; k < i; k++)
+                kill(pid[k], SIGKILL);
+            n = i;
+            failed = 1;
+            break;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int st;
+        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || status[i] != 0) {
+            fprintf(stderr, "%s: rank %u failed: %s\n", prog, (unsigned)i,
+                    WIFEXITED(st) ? hibar_strerror(status[i]) : "killed");
+            failed = 1;
+        }
+    }
+    free(pid);
+    return failed ? -1 : 0;
 }
