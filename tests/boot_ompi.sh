@@ -46,18 +46,8 @@ trap cleanup EXIT
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
 hibard=$bld/daemon/hibard
 
-# wait (bounded) until the cluster file lists n nodes and every daemon has its pid file
-wait_up() {
-    local n=$1
-    for _ in $(seq 1 100); do
-        if [ -f "$run_dir/cluster.yaml" ] && [ "$(grep -c '^  - {name:' "$run_dir/cluster.yaml")" -eq "$n" ] &&
-            [ "$(ls "$run_dir"/*.sock 2>/dev/null | wc -l)" -eq "$n" ]; then
-            return 0
-        fi
-        sleep 0.2
-    done
-    return 1
-}
+# wait_up N: bounded wait for N daemons
+. "$src/tests/boot_lib.sh"
 
 # 1. mpirun (through the bed's rsh agent) starts one hibard per host
 t0=$(date +%s.%N)

@@ -52,24 +52,8 @@ read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*
 hibard=$bld/daemon/hibard
 on0() { "$HIBAR_TESTBED_HOSTEXEC" "${hosts[0]}" "$@"; }
 
-wait_up() {
-    local n=$1
-    for _ in $(seq 1 100); do
-        if [ -f "$run_dir/cluster.yaml" ] && [ "$(grep -c '^  - {name:' "$run_dir/cluster.yaml")" -eq "$n" ] &&
-            [ "$(ls "$run_dir"/*.sock 2>/dev/null | wc -l)" -eq "$n" ]; then
-            return 0
-        fi
-        sleep 0.2
-    done
-    return 1
-}
-wait_gone() {
-    for _ in $(seq 1 75); do
-        [ -z "$(pgrep -f -- "$hibard .*cluster=$name" || true)" ] && return 0
-        sleep 0.2
-    done
-    return 1
-}
+# wait_up N, wait_gone: bounded waits for N daemons, for none
+. "$src/tests/boot_lib.sh"
 
 t0=$(date +%s.%N)
 "$src/tests/slurm/up" "$name" >"$tmp/up.out" 2>&1 || { cat "$tmp/up.out"; fail "Slurm did not come up"; }
