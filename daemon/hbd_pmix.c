@@ -96,13 +96,11 @@ static px_op_t *op_new(op_kind_t kind, const pmix_proc_t *proc)
     return op;
 }
 
-static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_info_t info[],
-                                  size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+/* An operation that needs nothing but its process and a pmix_op_cbfunc_t, queued. */
+static pmix_status_t op_submit(op_kind_t kind, const pmix_proc_t *proc, pmix_op_cbfunc_t cbfunc,
+                               void *cbdata)
 {
-    (void)obj;
-    (void)info;
-    (void)ninfo;
-    px_op_t *op = op_new(OP_CONNECTED, proc);
+    px_op_t *op = op_new(kind, proc);
     if (op == NULL)
         return PMIX_ERR_NOMEM;
     op->opcb = cbfunc;
@@ -110,16 +108,20 @@ static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_info_
     return op_queue(op);
 }
 
+static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_info_t info[],
+                                  size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)obj;
+    (void)info;
+    (void)ninfo;
+    return op_submit(OP_CONNECTED, proc, cbfunc, cbdata);
+}
+
 static pmix_status_t up_finalized(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cbfunc,
                                   void *cbdata)
 {
     (void)obj;
-    px_op_t *op = op_new(OP_FINALIZED, proc);
-    if (op == NULL)
-        return PMIX_ERR_NOMEM;
-    op->opcb = cbfunc;
-    op->cbdata = cbdata;
-    return op_queue(op);
+    return op_submit(OP_FINALIZED, proc, cbfunc, cbdata);
 }
 
 static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],
