@@ -64,6 +64,7 @@ typedef enum {
 
 static const char *const proto_names[] = {"tree", "scmd", NULL};
 static const char *const boot_names[] = {"local", "static", "pmix", "env", NULL};
+static const char *const data_names[] = {"curve", "plain", NULL};
 static const char *const hwb_names[] = {"auto", "shm", "scic", NULL};
 
 typedef struct {
@@ -75,7 +76,8 @@ typedef struct {
 } cfg_key_t;
 
 _Static_assert(sizeof(hb_cfg_protocol_t) == sizeof(int) &&
-                   sizeof(hb_cfg_bootstrap_t) == sizeof(int),
+                   sizeof(hb_cfg_bootstrap_t) == sizeof(int) &&
+                   sizeof(hb_cfg_data_plane_t) == sizeof(int),
                "K_ENUM keys are stored as int");
 #define OFF(f) offsetof(hb_cfg_t, f)
 static const cfg_key_t cfg_keys[] = {
@@ -88,6 +90,7 @@ static const cfg_key_t cfg_keys[] = {
     {"protocol", K_ENUM, OFF(protocol), 0, proto_names},
     {"fanout", K_UINT, OFF(fanout), 1024, NULL},
     {"bootstrap", K_ENUM, OFF(bootstrap), 0, boot_names},
+    {"data_plane", K_ENUM, OFF(data_plane), 0, data_names},
     {"heartbeat.interval_ms", K_UINT, OFF(heartbeat_interval_ms), 3600000, NULL},
     {"heartbeat.timeout_ms", K_UINT, OFF(heartbeat_timeout_ms), 3600000, NULL},
     {"barrier_timeout_ms", K_UINT, OFF(barrier_timeout_ms), 86400000, NULL},
@@ -1430,6 +1433,11 @@ int hb_cfg_node_find(const hb_cfg_t *cfg, const char *name, uint32_t *id_p)
         }
     }
     return HIBAR_ERR_NOT_FOUND;
+}
+
+const char *hb_cfg_data_plane_name(hb_cfg_data_plane_t p)
+{
+    return (unsigned)p < 2 ? data_names[p] : "unknown";
 }
 
 const char *hb_cfg_protocol_name(hb_cfg_protocol_t p)

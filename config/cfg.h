@@ -23,7 +23,7 @@
  *
  * Keys (doc/hibar.yaml.5 documents each, with its default); dotted paths are nested mappings
  * in the file, env names are HIBAR_ + the path uppercased with '.' -> '_':
- *   cluster, nodes, chassis, sites, port, hwbarrier, protocol, fanout, bootstrap,
+ *   cluster, nodes, chassis, sites, port, hwbarrier, protocol, fanout, bootstrap, data_plane,
  *   heartbeat.interval_ms, heartbeat.timeout_ms, barrier_timeout_ms, key_file, run_dir,
  *   links.lan.bandwidth_mbps, links.lan.latency_us, links.wan.lane_bandwidth_mbps,
  *   links.wan.total_bandwidth_mbps, links.wan.latency_us, scic.vendor, scic.device, scic.uio
@@ -39,6 +39,10 @@ typedef enum {
     HB_CFG_BOOT_PMIX = 2,   /* under a PMIx-enabled resource manager */
     HB_CFG_BOOT_ENV = 3     /* endpoints from the environment */
 } hb_cfg_bootstrap_t;
+
+/* How collective data travels between daemons: on the CurveZMQ links (encrypted), or on a
+ * second, unencrypted ZeroMQ socket per daemon (hbd_net.c) for trusted fabrics. */
+typedef enum { HB_CFG_DATA_CURVE = 0, HB_CFG_DATA_PLAIN = 1 } hb_cfg_data_plane_t;
 
 /* One node (daemon) of the cluster. Node ids are indices into hb_cfg_t.nodes. */
 typedef struct hb_cfg_node {
@@ -77,6 +81,7 @@ typedef struct hb_cfg {
     hb_cfg_protocol_t protocol;     /* default scmd */
     uint32_t fanout;                /* 0 (default): the paper's shape; k: k-ary tree */
     hb_cfg_bootstrap_t bootstrap;   /* default local */
+    hb_cfg_data_plane_t data_plane; /* default curve */
     uint32_t heartbeat_interval_ms; /* default 500 */
     uint32_t heartbeat_timeout_ms;  /* default 2000 */
     uint32_t barrier_timeout_ms;    /* default 30000; 0 = none */
@@ -130,6 +135,7 @@ int hb_cfg_node_find(const hb_cfg_t *cfg, const char *name, uint32_t *id_p);
 
 /* Names for the enums ("tree", "scmd"; "local", "static", "pmix", "env"). */
 const char *hb_cfg_protocol_name(hb_cfg_protocol_t p);
+const char *hb_cfg_data_plane_name(hb_cfg_data_plane_t p);
 const char *hb_cfg_bootstrap_name(hb_cfg_bootstrap_t b);
 
 /*

@@ -32,6 +32,11 @@ typedef struct hbd_peer {
     uint64_t last_rx_ns;
     uint64_t probe_ns;      /* first unanswered heartbeat probe (accepted links), or 0 */
     uint64_t probe_last_ns; /* last probe sent */
+    /* plain data plane (data_plane: plain): what it told us in HELLO, what we told it */
+    uint32_t data_port;                      /* its data socket's port, 0: none */
+    uint8_t data_token[HBD_WIRE_TOKEN_LEN];  /* to present there */
+    uint8_t given_token[HBD_WIRE_TOKEN_LEN]; /* it must present at ours (random, per start) */
+    char data_ep[160];                       /* data_out is connected there, "" if not */
 } hbd_peer_t;
 
 /* Counters shown by the control command "stats". */
@@ -39,9 +44,12 @@ typedef struct hbd_stats {
     uint64_t rx_frames, tx_frames, tx_fail;
     uint64_t rx_bad[HBD_WIRE_N_REASONS]; /* refused frames by reason ([0] unused) */
     uint64_t rx_bad_total;
-    uint64_t rx_bad_parts;    /* messages with a wrong number of parts */
-    uint64_t rx_unknown_peer; /* frames from a routing id that is no neighbour */
-    uint64_t auth_denied;     /* CurveZMQ clients refused by the ZAP handler */
+    uint64_t rx_bad_parts;     /* messages with a wrong number of parts */
+    uint64_t rx_unknown_peer;  /* frames from a routing id that is no neighbour */
+    uint64_t auth_denied;      /* CurveZMQ clients refused by the ZAP handler */
+    uint64_t data_rx, data_tx; /* collective frames on the plain data plane */
+    uint64_t data_denied;      /* data-socket connections refused (wrong or no token) */
+    uint64_t data_bad;         /* frames refused on the data socket (not COLL, wrong sender) */
     uint64_t barriers_done, barriers_failed;
     uint64_t peers_lost;
     uint64_t hwb_rounds;
@@ -69,6 +77,9 @@ typedef struct hbd {
 
     /* ZeroMQ */
     void *zctx, *router, *zap, *mon;
+    void *data_in, *data_out; /* data_plane plain: bound (receives) and connecting (sends) */
+    struct event *ev_data;
+    uint32_t data_port;
     char endpoint[128];
     uint8_t pub[32], sec[32]; /* cluster key pair (binary) */
     char pub_z85[41];
@@ -106,6 +117,10 @@ void hbd_net_stop(hbd_t *d);
  * HIBAR_ERR_PEER_LOST (unreachable), HIBAR_ERR_INVAL. Logged once where it fails. */
 int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                  const void *payload, uint32_t len);
+/* The same with the payload in two parts (e.g. a header and the data it describes), copied
+ * once, straight into the message ZeroMQ sends. */
+int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                  const void *p1, uint32_t l1, const void *p2, uint32_t l2);
 /* Link to any node on demand (collectives): 0 once linked both ways, HIBAR_ERR_WOULD_BLOCK
  * while the link comes up (call again: it resends HELLO), HIBAR_ERR_PEER_LOST, HIBAR_ERR_IO.
  * hbd_net_send returns HIBAR_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is

@@ -1,4 +1,5 @@
-/* hbd_net.c: hibard's transport: one CurveZMQ ROUTER per daemon, ZAP, monitor, HELLO, failure flood. */
+/* hbd_net.c: hibard's transport: one CurveZMQ ROUTER per daemon, ZAP, monitor, HELLO, failure
+ * flood. */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
@@ -6,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <string.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -61,6 +63,7 @@ static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
 }
 
 static int add_peer(hbd_t *d, uint32_t node);
+static int peer_resolve(hbd_t *d, hbd_peer_t *p);
 
 static void rearm(hbd_t *d, void *sock, struct event *ev)
 {
@@ -72,32 +75,102 @@ static void rearm(hbd_t *d, void *sock, struct event *ev)
     (void)d;
 }
 
-int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
-                 const void *payload, uint32_t len)
+/* Hex of a token: what ZeroMQ PLAIN carries as the password. */
+static void token_hex(const uint8_t tok[HBD_WIRE_TOKEN_LEN], char out[2 * HBD_WIRE_TOKEN_LEN + 1])
 {
-    uint8_t buf[HBD_WIRE_COLL_MAX_FRAME];
+    for (int i = 0; i < HBD_WIRE_TOKEN_LEN; i++)
+        snprintf(out + 2 * i, 3, "%02x", tok[i]);
+}
+
+/*
+ * The plain data plane's sending side: data_out connects to the peer's data socket (its
+ * address as on the encrypted link, the port from its HELLO) with the token it gave us.
+ * 0 when connected (the handshake may still run: ROUTER_MANDATORY then says EHOSTUNREACH and
+ * the caller retries), HIBAR_ERR_WOULD_BLOCK when the peer has not said where yet.
+ */
+static int data_link(hbd_t *d, hbd_peer_t *p)
+{
+    char ep[160], id[HBD_ID_MAX], pw[2 * HBD_WIRE_TOKEN_LEN + 1];
+    if (p->data_ep[0] != '\0')
+        return 0;
+    if (p->data_port == 0 || !peer_resolve(d, p))
+        return HIBAR_ERR_WOULD_BLOCK;
+    const char *colon = strrchr(p->endpoint, ':');
+    if (colon == NULL || colon - p->endpoint <= 6)
+        return HIBAR_ERR_WOULD_BLOCK;
+    snprintf(ep, sizeof(ep), "%.*s:%" PRIu32, (int)(colon - p->endpoint), p->endpoint,
+             p->data_port);
+    idstr(id, 'n', p->node);
+    token_hex(p->data_token, pw);
+    if (zmq_setsockopt(d->data_out, ZMQ_PLAIN_PASSWORD, pw, strlen(pw)) != 0 ||
+        zmq_setsockopt(d->data_out, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
+        zmq_connect(d->data_out, ep) != 0) {
+        hb_log_error("data plane: connect to node %" PRIu32 " at %s: %s", p->node, ep,
+                     zmq_strerror(errno));
+        return HIBAR_ERR_IO;
+    }
+    snprintf(p->data_ep, sizeof(p->data_ep), "%s", ep);
+    hb_log_debug("data plane: node %" PRIu32 " at %s", p->node, ep);
+    return 0;
+}
+
+int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                  const void *p1, uint32_t l1, const void *p2, uint32_t l2)
+{
+    uint8_t hdr[HBD_WIRE_HDR_LEN];
     char id[HBD_ID_MAX];
     hbd_peer_t *p = peer_get(d, to);
-    hbd_wire_msg_t m = {.type = type, .flags = flags, .job = 0, .coll_id = coll_id,
-                        .epoch = d->epoch, .src = d->self, .len = len, .payload = payload};
+    hbd_wire_msg_t m = {.type = type,
+                        .flags = flags,
+                        .job = 0,
+                        .coll_id = coll_id,
+                        .epoch = d->epoch,
+                        .src = d->self,
+                        .len = l1 + l2,
+                        .payload = NULL};
+    zmq_msg_t body;
     if (p == NULL) {
         hb_log_error("node %" PRIu32 " is not a neighbour of node %" PRIu32, to, d->self);
         return HIBAR_ERR_NOT_FOUND;
     }
     if (p->lost)
         return HIBAR_ERR_PEER_LOST;
-    int n = hbd_wire_encode(&m, buf, sizeof(buf));
-    if (n < 0) {
-        hb_log_error("cannot encode a %s frame of %" PRIu32 " bytes", hbd_wire_type_name(type),
-                     len);
-        return n;
+    if (l1 > UINT32_MAX - l2 || (l1 > 0 && p1 == NULL) || (l2 > 0 && p2 == NULL) ||
+        hbd_wire_encode_hdr(&m, hdr) != 0) {
+        hb_log_error("cannot encode a %s frame of %" PRIu32 " + %" PRIu32 " bytes",
+                     hbd_wire_type_name(type), l1, l2);
+        return HIBAR_ERR_INVAL;
     }
+    /* one copy: header and payload straight into the message ZeroMQ sends */
+    if (zmq_msg_init_size(&body, HBD_WIRE_HDR_LEN + (size_t)l1 + l2) != 0)
+        return HIBAR_ERR_NOMEM;
+    uint8_t *out = zmq_msg_data(&body);
+    memcpy(out, hdr, HBD_WIRE_HDR_LEN);
+    if (l1 > 0)
+        memcpy(out + HBD_WIRE_HDR_LEN, p1, l1);
+    if (l2 > 0)
+        memcpy(out + HBD_WIRE_HDR_LEN + l1, p2, l2);
+    /* collective data goes on the plain data plane when the cluster has one */
+    int data = type == HBD_WIRE_COLL && d->data_out != NULL;
+    if (data) {
+        int lrc = data_link(d, p);
+        if (lrc != 0) {
+            zmq_msg_close(&body);
+            return lrc;
+        }
+    }
+    void *sock = data ? d->data_out : d->router;
     idstr(id, 'n', to);
-    int rc = zmq_send(d->router, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    int rc = zmq_send(sock, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
-        rc = zmq_send(d->router, buf, (size_t)n, ZMQ_DONTWAIT);
+        rc = zmq_msg_send(&body, sock, ZMQ_DONTWAIT);
     int err = errno;
+    if (rc < 0)
+        zmq_msg_close(&body); /* not sent: still ours */
     rearm(d, d->router, d->ev_router);
+    if (rc < 0 && data && (err == EAGAIN || err == EHOSTUNREACH))
+        return HIBAR_ERR_WOULD_BLOCK; /* the data connection's handshake, or its queue is full:
+                                       * a lost peer is found on the encrypted link */
     if (rc < 0 && (err == EAGAIN || (err == EHOSTUNREACH && !p->hello_ack)))
         return HIBAR_ERR_WOULD_BLOCK; /* queue full, or an on-demand link not up yet */
     if (rc < 0) {
@@ -109,13 +182,24 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
         return HIBAR_ERR_PEER_LOST;
     }
     d->st.tx_frames++;
+    d->st.data_tx += data;
     return 0;
+}
+
+int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                 const void *payload, uint32_t len)
+{
+    return hbd_net_send2(d, to, type, flags, coll_id, payload, len, NULL, 0);
 }
 
 static void send_hello(hbd_t *d, hbd_peer_t *p, uint16_t flags)
 {
-    uint8_t pl[8];
+    uint8_t pl[HBD_WIRE_HELLO_LEN];
     hbd_wire_hello_t h = {.n_nodes = d->topo->n_nodes, .cluster_tag = d->tag};
+    if (d->data_in != NULL) {
+        h.data_port = d->data_port;
+        memcpy(h.data_token, p->given_token, HBD_WIRE_TOKEN_LEN);
+    }
     hbd_wire_hello_pack(&h, pl);
     (void)hbd_net_send(d, p->node, HBD_WIRE_HELLO, flags, 0, pl, sizeof(pl));
 }
@@ -221,8 +305,8 @@ static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
     }
     qsort(e->rtt, e->n, sizeof(double), cmp_double);
     double med = e->rtt[e->n / 2], p99 = e->rtt[(size_t)((e->n - 1) * 0.99)];
-    hbd_ctl_reply(e->conn, "ok tsr %.3f rtt_median=%.3f rtt_p99=%.3f min=%.3f n=%" PRIu32,
-                  med / 2, med, p99, e->rtt[0], e->n);
+    hbd_ctl_reply(e->conn, "ok tsr %.3f rtt_median=%.3f rtt_p99=%.3f min=%.3f n=%" PRIu32, med / 2,
+                  med, p99, e->rtt[0], e->n);
     hbd_ctl_release(e->conn);
     free(e->rtt);
     memset(e, 0, sizeof(*e));
@@ -233,13 +317,29 @@ static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
 /* When the frame being handled was taken off the socket (PlogP's o_r). */
 static uint64_t rx_t0_ns;
 
-static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
+static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd, int plane)
 {
-    hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0,
-                          .peer = from};
+    hbd_wire_ctx_t ctx = {
+        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0, .peer = from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
+    if (plane) {
+        /* the plain data socket: collective segments from a peer we said HELLO to, only */
+        if (p == NULL || !p->hello_rx || hbd_wire_decode(data, len, &ctx, &m, &why) != 0 ||
+            m.type != HBD_WIRE_COLL) {
+            if (d->st.data_bad++ == 0)
+                hb_log_warn("data plane: dropped a frame from %" PRIu32
+                            " (%s, %zu bytes); further ones are only counted",
+                            from, why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL", len);
+            return;
+        }
+        p->last_rx_ns = hb_time_now_ns();
+        d->st.rx_frames++;
+        d->st.data_rx++;
+        hbd_coll_on_msg(d, &m);
+        return;
+    }
     if (p == NULL && from < d->topo->n_nodes && from != d->self &&
         hbd_wire_decode(data, len, &ctx, &m, &why) == 0 &&
         ((m.type == HBD_WIRE_HELLO && !(m.flags & HBD_WIRE_F_REPLY)) || m.type == HBD_WIRE_COLL)) {
@@ -262,9 +362,24 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
         case HBD_WIRE_HELLO: {
             hbd_wire_hello_t h;
             hbd_wire_hello_unpack(m.payload, &h);
-            if (h.cluster_tag != d->tag) {
+            if (h.cluster_tag != d->tag || (h.data_port > 65535)) {
                 why = HBD_WIRE_BAD_PAYLOAD;
                 break;
+            }
+            /* where it takes collective data now (a restarted peer has a new port and token) */
+            if (h.data_port != p->data_port ||
+                memcmp(h.data_token, p->data_token, HBD_WIRE_TOKEN_LEN) != 0) {
+                if (p->data_ep[0] != '\0' && d->data_out != NULL)
+                    zmq_disconnect(d->data_out, p->data_ep);
+                p->data_ep[0] = '\0';
+                p->data_port = h.data_port;
+                memcpy(p->data_token, h.data_token, HBD_WIRE_TOKEN_LEN);
+            }
+            if (d->data_out != NULL && h.data_port == 0 && !p->warned) {
+                p->warned = 1;
+                hb_log_warn("node %" PRIu32 " has no plain data plane (data_plane differs): "
+                            "collectives with it wait until they time out",
+                            from);
             }
             /* the accepting side links on HELLO, the connecting side on its answer */
             p->hello_rx = p->hello_ack = 1;
@@ -360,7 +475,7 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
         }
         if (parts == 1) {
             frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body),
-                     zmq_msg_get(&body, ZMQ_SRCFD));
+                     zmq_msg_get(&body, ZMQ_SRCFD), 0);
         } else {
             d->st.rx_bad_parts++;
             d->st.rx_bad_total++;
@@ -373,7 +488,66 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
     event_active(d->ev_router, EV_READ, 0);
 }
 
-/* ZAP (RFC 27): admit only CurveZMQ clients that prove they hold the cluster key. */
+/* The plain data socket: [routing id][frame], the id bound to the token by the ZAP handler. */
+static void data_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)fd;
+    (void)what;
+    for (int batch = 0; batch < 256; batch++) {
+        uint32_t events = 0;
+        size_t sz = sizeof(events);
+        if (zmq_getsockopt(d->data_in, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
+            return;
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, d->data_in, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&id);
+            return;
+        }
+        zmq_msg_init(&body);
+        int parts = 0, more = zmq_msg_more(&id);
+        while (more) {
+            zmq_msg_close(&body);
+            zmq_msg_init(&body);
+            if (zmq_msg_recv(&body, d->data_in, ZMQ_DONTWAIT) < 0)
+                break;
+            parts++;
+            more = zmq_msg_more(&body);
+        }
+        uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
+        const char *uid = parts == 1 ? zmq_msg_gets(&body, "User-Id") : NULL;
+        char want[HBD_ID_MAX];
+        idstr(want, 'n', from);
+        if (parts == 1 && from != UINT32_MAX && uid != NULL && strcmp(uid, want) == 0) {
+            frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body), -1, 1);
+        } else if (d->st.data_bad++ == 0) {
+            hb_log_warn("data plane: dropped a message (%d parts, sender %s); further ones are "
+                        "only counted",
+                        parts, uid != NULL ? uid : "unknown");
+        }
+        zmq_msg_close(&body);
+        zmq_msg_close(&id);
+        if (d->stopping)
+            return;
+    }
+    event_active(d->ev_data, EV_READ, 0);
+}
+
+/* A PLAIN client of the data socket: "n<id>" of a peer, with the token we gave that peer. */
+static int zap_plain_ok(hbd_t *d, zmq_msg_t *user, zmq_msg_t *pass)
+{
+    char pw[2 * HBD_WIRE_TOKEN_LEN + 1];
+    uint32_t from = id_parse(zmq_msg_data(user), zmq_msg_size(user));
+    hbd_peer_t *p = peer_get(d, from);
+    if (p == NULL || d->data_in == NULL)
+        return 0;
+    token_hex(p->given_token, pw);
+    return zmq_msg_size(pass) == strlen(pw) && memcmp(zmq_msg_data(pass), pw, strlen(pw)) == 0;
+}
+
+/* ZAP (RFC 27): admit only CurveZMQ clients that prove they hold the cluster key, and on the
+ * data socket PLAIN clients with their token. */
 static void zap_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
@@ -400,10 +574,19 @@ static void zap_cb(evutil_socket_t fd, short what, void *arg)
                 zmq_msg_close(&tmp);
         }
         /* version, request id, domain, address, identity, mechanism, credentials... */
-        int ok = n >= 7 && zmq_msg_size(&part[5]) == 5 &&
-                 memcmp(zmq_msg_data(&part[5]), "CURVE", 5) == 0 &&
-                 zmq_msg_size(&part[6]) == 32 && memcmp(zmq_msg_data(&part[6]), d->pub, 32) == 0;
-        if (!ok) {
+        int plain = n == 8 && zmq_msg_size(&part[2]) == 10 &&
+                    memcmp(zmq_msg_data(&part[2]), "hibar-data", 10) == 0 &&
+                    zmq_msg_size(&part[5]) == 5 && memcmp(zmq_msg_data(&part[5]), "PLAIN", 5) == 0;
+        int ok = plain ? zap_plain_ok(d, &part[6], &part[7])
+                       : n >= 7 && zmq_msg_size(&part[5]) == 5 &&
+                             memcmp(zmq_msg_data(&part[5]), "CURVE", 5) == 0 &&
+                             zmq_msg_size(&part[6]) == 32 &&
+                             memcmp(zmq_msg_data(&part[6]), d->pub, 32) == 0;
+        if (!ok && plain) {
+            if (d->st.data_denied++ == 0)
+                hb_log_warn("data plane: refused a connection without a valid token (further "
+                            "refusals are only counted)");
+        } else if (!ok) {
             if (d->st.auth_denied++ == 0)
                 hb_log_warn("refused a connection without the cluster key (further refusals "
                             "are only counted)");
@@ -415,7 +598,10 @@ static void zap_cb(evutil_socket_t fd, short what, void *arg)
                      ZMQ_SNDMORE | ZMQ_DONTWAIT);
             zmq_send(d->zap, code, 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
             zmq_send(d->zap, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(d->zap, ok ? "hibar" : "", ok ? 5 : 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            /* the user id: "hibar", or on the data socket the node the token belongs to */
+            const void *uid = plain ? zmq_msg_data(&part[6]) : "hibar";
+            size_t uidl = plain ? zmq_msg_size(&part[6]) : 5;
+            zmq_send(d->zap, ok ? uid : "", ok ? uidl : 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
             zmq_send(d->zap, "", 0, ZMQ_DONTWAIT);
         }
         for (int i = 0; i < n; i++)
@@ -611,6 +797,11 @@ static int add_peer(hbd_t *d, uint32_t node)
     p->node = node;
     p->fd = -1;
     p->outgoing = node < d->self; /* the higher id connects */
+    /* the token it must present at our data socket: fresh per start (HELLO carries it on
+     * the encrypted link) */
+    if (d->data_in != NULL &&
+        getrandom(p->given_token, sizeof(p->given_token), 0) != (ssize_t)sizeof(p->given_token))
+        return HIBAR_ERR_INTERNAL;
     return 0;
 }
 
@@ -657,8 +848,14 @@ static int write_port_file(hbd_t *d)
         hb_log_error("cannot create %s: %m", tmp);
         return HIBAR_ERR_IO;
     }
-    size_t len = strlen(d->endpoint);
-    if (write(fd, d->endpoint, len) != (ssize_t)len || write(fd, "\n", 1) != 1) {
+    /* line 1: the encrypted link's endpoint (peers read only this line); line 2, with a plain
+     * data plane: "data PORT" (for tools and tests) */
+    char line2[32] = "";
+    if (d->data_port != 0)
+        snprintf(line2, sizeof(line2), "data %" PRIu32 "\n", d->data_port);
+    size_t len = strlen(d->endpoint), l2 = strlen(line2);
+    if (write(fd, d->endpoint, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+        write(fd, line2, l2) != (ssize_t)l2) {
         hb_log_error("cannot write %s: %m", tmp);
         close(fd);
         unlink(tmp);
@@ -671,6 +868,51 @@ static int write_port_file(hbd_t *d)
         return HIBAR_ERR_IO;
     }
     d->port_written = 1;
+    return 0;
+}
+
+/*
+ * data_plane plain: data_in (ROUTER, PLAIN server, ZAP domain "hibar-data") bound on the
+ * node's address at a system-chosen port, announced in HELLO; data_out (ROUTER, PLAIN client
+ * as "n<self>") connects on demand (data_link). Neither carries anything but COLL frames.
+ */
+static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
+{
+    char id[HBD_ID_MAX], ep[160];
+    int64_t maxmsg = HBD_WIRE_COLL_MAX_FRAME + 1024;
+    idstr(id, 'n', d->self);
+    d->data_in = zmq_socket(d->zctx, ZMQ_ROUTER);
+    d->data_out = zmq_socket(d->zctx, ZMQ_ROUTER);
+    if (d->data_in == NULL || d->data_out == NULL ||
+        sockopt_int(d->data_in, ZMQ_LINGER, 0, "LINGER") ||
+        sockopt_int(d->data_in, ZMQ_PLAIN_SERVER, 1, "PLAIN_SERVER") ||
+        zmq_setsockopt(d->data_in, ZMQ_ZAP_DOMAIN, "hibar-data", 10) != 0 ||
+        zmq_setsockopt(d->data_in, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0 ||
+        sockopt_int(d->data_in, ZMQ_RCVHWM, 0, "RCVHWM") ||
+        zmq_setsockopt(d->data_out, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
+        sockopt_int(d->data_out, ZMQ_ROUTER_MANDATORY, 1, "ROUTER_MANDATORY") ||
+        sockopt_int(d->data_out, ZMQ_LINGER, 0, "LINGER") ||
+        sockopt_int(d->data_out, ZMQ_RECONNECT_IVL, 100, "RECONNECT_IVL") ||
+        zmq_setsockopt(d->data_out, ZMQ_PLAIN_USERNAME, id, strlen(id)) != 0) {
+        hb_log_error("data plane sockets: %s", zmq_strerror(errno));
+        return HIBAR_ERR_INTERNAL;
+    }
+    snprintf(ep, sizeof(ep), "tcp://%s:*", cn->address);
+    size_t el = sizeof(ep);
+    if (zmq_bind(d->data_in, ep) != 0 || zmq_getsockopt(d->data_in, ZMQ_LAST_ENDPOINT, ep, &el)) {
+        hb_log_error("data plane: bind tcp://%s:*: %s", cn->address, zmq_strerror(errno));
+        return HIBAR_ERR_IO;
+    }
+    const char *colon = strrchr(ep, ':');
+    d->data_port = colon != NULL ? (uint32_t)strtoul(colon + 1, NULL, 10) : 0;
+    if (d->data_port == 0 || d->data_port > 65535) {
+        hb_log_error("data plane: cannot tell the port of %s", ep);
+        return HIBAR_ERR_IO;
+    }
+    for (uint32_t i = 0; i < d->n_peers; i++) /* the neighbours added before */
+        if (getrandom(d->peers[i].given_token, HBD_WIRE_TOKEN_LEN, 0) != HBD_WIRE_TOKEN_LEN)
+            return HIBAR_ERR_INTERNAL;
+    hb_log_info("data plane (plain) on %s", ep);
     return 0;
 }
 
@@ -731,7 +973,7 @@ int hbd_net_start(hbd_t *d)
         return HIBAR_ERR_INTERNAL;
     }
     /* frames above 64 KiB close the connection; smaller bad ones are decoded and counted */
-    int64_t maxmsg = 65536;
+    int64_t maxmsg = HBD_WIRE_COLL_MAX_FRAME + 1024;
     zmq_setsockopt(d->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
 
     if (cn->port != 0)
@@ -756,6 +998,9 @@ int hbd_net_start(hbd_t *d)
         return HIBAR_ERR_INTERNAL;
     }
 
+    if (d->cfg->data_plane == HB_CFG_DATA_PLAIN && (rc = data_start(d, cn)) != 0)
+        return rc;
+
     snprintf(mon_ep, sizeof(mon_ep), HBD_MON_ENDPOINT_FMT, (unsigned)getpid());
     d->mon = zmq_socket(d->zctx, ZMQ_PAIR);
     if (zmq_socket_monitor(d->router, mon_ep, ZMQ_EVENT_DISCONNECTED) != 0 || d->mon == NULL ||
@@ -770,8 +1015,11 @@ int hbd_net_start(hbd_t *d)
         event_callback_fn cb;
     } socks[] = {{d->router, &d->ev_router, router_cb},
                  {d->zap, &d->ev_zap, zap_cb},
-                 {d->mon, &d->ev_mon, mon_cb}};
+                 {d->mon, &d->ev_mon, mon_cb},
+                 {d->data_in, &d->ev_data, data_cb}};
     for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+        if (socks[i].sock == NULL)
+            continue; /* no data plane */
         int zfd;
         size_t sz = sizeof(zfd);
         if (zmq_getsockopt(socks[i].sock, ZMQ_FD, &zfd, &sz) != 0) {
@@ -792,14 +1040,14 @@ int hbd_net_start(hbd_t *d)
     event_active(d->ev_tick, EV_TIMEOUT, 0);
     if (d->n_peers == 0)
         check_ready(d);
-    hb_log_info("node %s (%" PRIu32 ") listening on %s, %" PRIu32 " neighbours", d->name,
-                d->self, d->endpoint, d->n_peers);
+    hb_log_info("node %s (%" PRIu32 ") listening on %s, %" PRIu32 " neighbours", d->name, d->self,
+                d->endpoint, d->n_peers);
     return 0;
 }
 
 void hbd_net_stop(hbd_t *d)
 {
-    struct event **evs[] = {&d->ev_router, &d->ev_zap, &d->ev_mon, &d->ev_tick};
+    struct event **evs[] = {&d->ev_router, &d->ev_zap, &d->ev_mon, &d->ev_tick, &d->ev_data};
     for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
         if (*evs[i] != NULL) {
             event_free(*evs[i]);
@@ -819,7 +1067,11 @@ void hbd_net_stop(hbd_t *d)
         zmq_close(d->mon);
     if (d->zap != NULL)
         zmq_close(d->zap);
-    d->router = d->mon = d->zap = NULL;
+    if (d->data_in != NULL)
+        zmq_close(d->data_in);
+    if (d->data_out != NULL)
+        zmq_close(d->data_out);
+    d->router = d->mon = d->zap = d->data_in = d->data_out = NULL;
     if (d->zctx != NULL)
         zmq_ctx_term(d->zctx);
     d->zctx = NULL;

@@ -20,6 +20,7 @@
 #include "coll_sched.h"
 #include "conn.h"
 #include "hb_log.h"
+#include "hb_time.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
 #include "ncoll.h"
@@ -103,6 +104,7 @@ struct hbd_xop {
     uint64_t *rec_send, *rec_recv; /* [n_local] the ranks' buffers */
     uint8_t *in;                   /* this node's input, read before the agreement */
     uint64_t in_len;
+    uint64_t t_ns[4]; /* rung, input read, agreed, data in (debug log of the phases) */
 };
 
 /* ---- the ranks socket ---- */
@@ -330,6 +332,14 @@ static void xop_finish(hbd_xop_t *op, int status)
         if (status != 0)
             hb_log_debug("job %s: epoch %" PRIu64 " ends with %s", rj->j->nspace, op->epoch,
                          hibar_strerror(status));
+        else if (op->t_ns[3] != 0)
+            hb_log_debug("job %s: epoch %" PRIu64 " (%" PRIu64 " bytes in) read %.0f us, agree "
+                         "%.0f us, data %.0f us, write %.0f us",
+                         rj->j->nspace, op->epoch, op->in_len,
+                         (double)(op->t_ns[1] - op->t_ns[0]) / 1e3,
+                         (double)(op->t_ns[2] - op->t_ns[1]) / 1e3,
+                         (double)(op->t_ns[3] - op->t_ns[2]) / 1e3,
+                         (double)(hb_time_now_ns() - op->t_ns[3]) / 1e3);
         hb_seg_release_status(&rj->seg, op->epoch, status);
     }
     xop_free(op);
@@ -504,6 +514,7 @@ static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
 {
     hbd_xop_t *op = arg;
     (void)d;
+    op->t_ns[3] = hb_time_now_ns();
     if (status == 0 && op->rj != NULL)
         status = xop_write_output(op, s, out);
     xop_finish(op, status);
@@ -628,6 +639,7 @@ out:
 static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
 {
     hbd_xop_t *op = arg;
+    op->t_ns[2] = hb_time_now_ns();
     if (status != 0 || op->rj == NULL) {
         free(data);
         xop_finish(op, status != 0 ? status : HIBAR_ERR_PEER_LOST);
@@ -769,6 +781,7 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
     }
     if (verdict == 0)
         verdict = xop_read_input(op);
+    op->t_ns[1] = hb_time_now_ns();
     h.verdict = verdict;
     memcpy(blob, &h, sizeof(h));
     uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
@@ -790,6 +803,7 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
     op->rj = rj;
     op->d = j->d;
     op->epoch = epoch;
+    op->t_ns[0] = hb_time_now_ns();
     op->next = rj->ops;
     rj->ops = op;
     uint32_t n_at = 0;

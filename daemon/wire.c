@@ -23,7 +23,10 @@ static void put64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
 
 uint32_t hbd_wire_get32(const uint8_t *p)
 {
@@ -40,7 +43,7 @@ static int type_len_ok(unsigned type, uint32_t len)
 {
     switch (type) {
     case HBD_WIRE_HELLO:
-        return len == 8;
+        return len == HBD_WIRE_HELLO_LEN;
     case HBD_WIRE_HEARTBEAT:
         return len == 0;
     case HBD_WIRE_HIER:
@@ -62,16 +65,17 @@ static int type_len_ok(unsigned type, uint32_t len)
     }
 }
 
-static int type_known(unsigned type) { return type >= HBD_WIRE_HELLO && type <= HBD_WIRE_TYPE_MAX; }
-
-int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap)
+static int type_known(unsigned type)
 {
-    uint8_t *p = buf;
-    if (msg == NULL || buf == NULL || !type_known(msg->type) || !type_len_ok(msg->type, msg->len) ||
-        (msg->flags & ~HBD_WIRE_F_ALL) != 0 || (msg->len > 0 && msg->payload == NULL))
+    return type >= HBD_WIRE_HELLO && type <= HBD_WIRE_TYPE_MAX;
+}
+
+int hbd_wire_encode_hdr(const hbd_wire_msg_t *msg, uint8_t hdr[HBD_WIRE_HDR_LEN])
+{
+    uint8_t *p = hdr;
+    if (msg == NULL || hdr == NULL || !type_known(msg->type) || !type_len_ok(msg->type, msg->len) ||
+        (msg->flags & ~HBD_WIRE_F_ALL) != 0)
         return HIBAR_ERR_INVAL;
-    if (cap < (size_t)HBD_WIRE_HDR_LEN + msg->len)
-        return HIBAR_ERR_TRUNCATED;
     hbd_wire_put32(p, HBD_WIRE_MAGIC);
     p[4] = HBD_WIRE_VERSION;
     p[5] = msg->type;
@@ -81,8 +85,22 @@ int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap)
     hbd_wire_put32(p + 20, msg->epoch);
     hbd_wire_put32(p + 24, msg->src);
     hbd_wire_put32(p + 28, msg->len);
+    return 0;
+}
+
+int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap)
+{
+    uint8_t hdr[HBD_WIRE_HDR_LEN];
+    int rc;
+    if (msg == NULL || buf == NULL || (msg->len > 0 && msg->payload == NULL))
+        return HIBAR_ERR_INVAL;
+    if ((rc = hbd_wire_encode_hdr(msg, hdr)) != 0)
+        return rc;
+    if (cap < (size_t)HBD_WIRE_HDR_LEN + msg->len)
+        return HIBAR_ERR_TRUNCATED;
+    memcpy(buf, hdr, sizeof(hdr));
     if (msg->len > 0)
-        memcpy(p + HBD_WIRE_HDR_LEN, msg->payload, msg->len);
+        memcpy((uint8_t *)buf + HBD_WIRE_HDR_LEN, msg->payload, msg->len);
     return HBD_WIRE_HDR_LEN + (int)msg->len;
 }
 
@@ -173,8 +191,7 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
         hbd_wire_coll_t c;
         hbd_wire_coll_unpack(m.payload, &c);
         if (c.op >= 4 || c.alg >= 4 || (c.flags & ~HBD_WIRE_COLL_F_V) != 0 ||
-            (c.op == 2 && c.flags != 0) ||
-            (ctx != NULL && c.root >= ctx->n_nodes) ||
+            (c.op == 2 && c.flags != 0) || (ctx != NULL && c.root >= ctx->n_nodes) ||
             c.off > UINT64_MAX - (m.len - HBD_WIRE_COLL_HDR))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
@@ -191,8 +208,7 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
              (x.keylen > HBD_WIRE_DMODEX_MAX_KEY || m.len != min + x.keylen || x.arg < 0)) ||
             (x.kind == HBD_WIRE_DMODEX_REPLY && x.keylen != 0) ||
             (x.kind == HBD_WIRE_DMODEX_REPLY &&
-             (x.arg > 0 || m.len - min > HBD_WIRE_DMODEX_MAX_DATA ||
-              (x.arg != 0 && m.len != min))))
+             (x.arg > 0 || m.len - min > HBD_WIRE_DMODEX_MAX_DATA || (x.arg != 0 && m.len != min))))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
     if (m.type == HBD_WIRE_JOB && !job_ok(&m, ctx))
@@ -250,16 +266,20 @@ void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmod
     x->dest = hbd_wire_get32(in + 20);
 }
 
-void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[8])
+void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[HBD_WIRE_HELLO_LEN])
 {
     hbd_wire_put32(out, h->n_nodes);
     hbd_wire_put32(out + 4, h->cluster_tag);
+    hbd_wire_put32(out + 8, h->data_port);
+    memcpy(out + 12, h->data_token, HBD_WIRE_TOKEN_LEN);
 }
 
-void hbd_wire_hello_unpack(const uint8_t in[8], hbd_wire_hello_t *h)
+void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_t *h)
 {
     h->n_nodes = hbd_wire_get32(in);
     h->cluster_tag = hbd_wire_get32(in + 4);
+    h->data_port = hbd_wire_get32(in + 8);
+    memcpy(h->data_token, in + 12, HBD_WIRE_TOKEN_LEN);
 }
 
 void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8])
@@ -310,9 +330,9 @@ const char *hbd_wire_type_name(unsigned type)
 
 const char *hbd_wire_reason_name(hbd_wire_reason_t why)
 {
-    static const char *const names[HBD_WIRE_N_REASONS] = {
-        "ok",     "short", "magic", "version", "type",   "flags",
-        "length", "node",  "epoch", "job",     "payload"};
+    static const char *const names[HBD_WIRE_N_REASONS] = {"ok",    "short", "magic",  "version",
+                                                          "type",  "flags", "length", "node",
+                                                          "epoch", "job",   "payload"};
     return (unsigned)why < HBD_WIRE_N_REASONS ? names[why] : "unknown";
 }
 

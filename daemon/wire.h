@@ -27,7 +27,7 @@
 /* COLL frames carry larger payloads: a 40-byte header (op, alg, root, size, lanes, seq, seg
  * size, layout offset) then up to HBD_WIRE_COLL_MAX_DATA bytes of data */
 #define HBD_WIRE_COLL_HDR 40
-#define HBD_WIRE_COLL_MAX_DATA 32768
+#define HBD_WIRE_COLL_MAX_DATA 262144
 #define HBD_WIRE_COLL_MAX_PAYLOAD (HBD_WIRE_COLL_HDR + HBD_WIRE_COLL_MAX_DATA)
 /* ECHO frames: T_SR probes (8 bytes), PlogP probes ([seq][mode] + up to 32 KiB: hbd_logp.c) */
 #define HBD_WIRE_ECHO_MAX_PAYLOAD (8 + HBD_WIRE_COLL_MAX_DATA)
@@ -54,7 +54,7 @@
 #define HBD_WIRE_COLL_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD)
 
 typedef enum hbd_wire_type {
-    HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (8 bytes) */
+    HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (28 bytes) */
     HBD_WIRE_HEARTBEAT = 2, /* liveness, no payload */
     HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
@@ -106,26 +106,31 @@ typedef struct hbd_wire_ctx {
     uint32_t peer;      /* node the frame came from (routing id), or UINT32_MAX if unknown */
 } hbd_wire_ctx_t;
 
-/* HELLO payload: who is speaking and the cluster fingerprint it believes in. */
+/* HELLO payload: who is speaking, the cluster fingerprint it believes in, and where it takes
+ * collective data when the cluster's data_plane is plain (hbd_net.c). */
+#define HBD_WIRE_HELLO_LEN 28
+#define HBD_WIRE_TOKEN_LEN 16
 typedef struct hbd_wire_hello {
     uint32_t n_nodes;     /* size of the sender's cluster */
     uint32_t cluster_tag; /* hash of the cluster name */
+    uint32_t data_port;   /* TCP port of its plain data socket; 0: none (data_plane curve) */
+    uint8_t data_token[HBD_WIRE_TOKEN_LEN]; /* what a peer must present there */
 } hbd_wire_hello_t;
 
 /* ABORT payload. */
 typedef struct hbd_wire_abort {
-    int32_t status;    /* negative HIBAR_ERR_* the barrier fails with */
-    uint32_t lost;     /* node found lost, or UINT32_MAX */
+    int32_t status; /* negative HIBAR_ERR_* the barrier fails with */
+    uint32_t lost;  /* node found lost, or UINT32_MAX */
 } hbd_wire_abort_t;
 
 /* COLL payload header: the collective's arguments (so a daemon can build the schedule from
  * the first frame, before its own ranks asked) and the segment's place in the layout. */
 #define HBD_WIRE_COLL_F_V 0x0001u /* -v form: node i's bytes = hbd_coll_vcount(size, i) */
 typedef struct hbd_wire_coll {
-    uint8_t op, alg;   /* hb_coll_op_t, hb_coll_alg_t: below 4 */
-    uint16_t flags;    /* HBD_WIRE_COLL_F_*; other bits 0 */
-    uint32_t root;     /* < n_nodes */
-    uint64_t size;     /* bytes per node (bcast: in total) */
+    uint8_t op, alg; /* hb_coll_op_t, hb_coll_alg_t: below 4 */
+    uint16_t flags;  /* HBD_WIRE_COLL_F_*; other bits 0 */
+    uint32_t root;   /* < n_nodes */
+    uint64_t size;   /* bytes per node (bcast: in total) */
     uint32_t lanes;
     uint32_t seq;      /* per (sender, receiver) segment number */
     uint64_t seg_size; /* pipelining segment */
@@ -181,6 +186,9 @@ void hbd_wire_job_unpack(const uint8_t in[HBD_WIRE_JOB_HDR], hbd_wire_job_t *x);
  * small). Pure, thread-safe.
  */
 int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap);
+/* Only the header (msg->len says how long the payload that follows will be; msg->payload is
+ * not read): for senders that place the payload themselves. 0 or HIBAR_ERR_INVAL. */
+int hbd_wire_encode_hdr(const hbd_wire_msg_t *msg, uint8_t hdr[HBD_WIRE_HDR_LEN]);
 
 /*
  * Decode and validate one frame of len bytes. Every field is checked against ctx before use.
@@ -191,8 +199,8 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
                     hbd_wire_reason_t *why_p);
 
 /* Typed payload helpers (little-endian). */
-void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[8]);
-void hbd_wire_hello_unpack(const uint8_t in[8], hbd_wire_hello_t *h);
+void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[HBD_WIRE_HELLO_LEN]);
+void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_t *h);
 void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8]);
 void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a);
 void hbd_wire_coll_pack(const hbd_wire_coll_t *c, uint8_t out[HBD_WIRE_COLL_HDR]);

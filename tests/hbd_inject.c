@@ -23,6 +23,10 @@
  *   job    (with --as NODE, a neighbour of the target that is not running) connect as that node
  *          and send malformed JOB frames (launch forwarding) and well-formed ones for no job;
  *          print "sent <frames> expect_bad <n> expect_drop <m>" (relay_drop in stats)
+ *   data   (cluster with data_plane plain) connect to the target's plain data socket as a
+ *          neighbour (--as NODE) with a wrong token, then with none, and send COLL frames;
+ *          print "sent <frames> tries <n>" (the daemon must refuse: data_denied grows by at
+ *          least one per try, data_rx does not move)
  * Exit 0 when everything was handed to ZeroMQ, 1 otherwise, 2 for usage errors.
  */
 
@@ -34,8 +38,8 @@ static int sendf(void *s, const void *buf, size_t len, int more)
 static int frame(uint8_t *buf, uint8_t type, uint32_t src, uint32_t epoch, uint32_t len)
 {
     uint8_t pl[HBD_WIRE_MAX_PAYLOAD] = {1, 0, 0, 0};
-    hbd_wire_msg_t m = {.type = type, .coll_id = 0, .epoch = epoch, .src = src, .len = len,
-                        .payload = pl};
+    hbd_wire_msg_t m = {
+        .type = type, .coll_id = 0, .epoch = epoch, .src = src, .len = len, .payload = pl};
     return hbd_wire_encode(&m, buf, HBD_WIRE_MAX_FRAME);
 }
 
@@ -149,8 +153,13 @@ int main(int argc, char **argv)
     FILE *f = fopen(path, "r");
     if (f == NULL || fgets(ep, sizeof(ep), f) == NULL) {
         fprintf(stderr, "hbd_inject: cannot read %s\n", path);
+        if (f != NULL)
+            fclose(f);
         return 1;
     }
+    char line2[64] = "";
+    if (fgets(line2, sizeof(line2), f) == NULL)
+        line2[0] = '\0';
     fclose(f);
     ep[strcspn(ep, "\r\n")] = '\0';
     if (cfg->key_file)
@@ -168,6 +177,58 @@ int main(int argc, char **argv)
     uint8_t buf[4 * HBD_WIRE_MAX_FRAME];
     srand((unsigned)time(NULL));
 
+    if (strcmp(mode, "data") == 0) {
+        unsigned dport = 0, tries = 0;
+        char dep[300], rid[16];
+        uint32_t aid;
+        if (sscanf(line2, "data %u", &dport) != 1 || dport == 0 || dport > 65535) {
+            fprintf(stderr, "hbd_inject: %s names no data port (data_plane plain?)\n", path);
+            return 1;
+        }
+        if (as == NULL || hb_cfg_node_find(cfg, as, &aid) != 0 || aid == tid) {
+            fprintf(stderr, "hbd_inject: --mode data needs --as NODE (not the target)\n");
+            return 2;
+        }
+        snprintf(rid, sizeof(rid), "n%u", aid);
+        const char *colon = strrchr(ep, ':');
+        snprintf(dep, sizeof(dep), "%.*s:%u", (int)(colon - ep), ep, dport);
+        for (int k = 0; k < 2; k++) {
+            void *s = zmq_socket(ctx, ZMQ_DEALER);
+            int zero = 0;
+            zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+            zmq_setsockopt(s, ZMQ_ROUTING_ID, rid, strlen(rid));
+            if (k == 0) { /* the right user name, a token that is not the one it was given */
+                zmq_setsockopt(s, ZMQ_PLAIN_USERNAME, rid, strlen(rid));
+                zmq_setsockopt(s, ZMQ_PLAIN_PASSWORD, "00112233445566778899aabbccddeeff", 32);
+            } else { /* a user name that is no node, no token */
+                zmq_setsockopt(s, ZMQ_PLAIN_USERNAME, "intruder", 8);
+                zmq_setsockopt(s, ZMQ_PLAIN_PASSWORD, "", 0);
+            }
+            if (zmq_connect(s, dep) != 0) {
+                fprintf(stderr, "hbd_inject: connect %s: %s\n", dep, zmq_strerror(errno));
+                return 1;
+            }
+            tries++;
+            uint8_t pl[HBD_WIRE_COLL_HDR + 64];
+            memset(pl, 0, sizeof(pl));
+            hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
+                                .coll_id = 1,
+                                .epoch = 1,
+                                .src = aid,
+                                .len = sizeof(pl),
+                                .payload = pl};
+            int n = hbd_wire_encode(&m, buf, sizeof(buf));
+            for (int i = 0; i < 5 && n > 0; i++, sent++)
+                zmq_send(s, buf, (size_t)n, ZMQ_DONTWAIT); /* dropped by ZeroMQ: no handshake */
+            struct timespec ts = {0, 300000000};
+            nanosleep(&ts, NULL); /* let the handshake (and its refusal) happen */
+            zmq_close(s);
+        }
+        zmq_ctx_term(ctx);
+        printf("sent %u tries %u\n", sent, tries);
+        hb_cfg_free(cfg);
+        return 0;
+    }
     if (strcmp(mode, "job") == 0) {
         uint32_t aid;
         char rid[16];
@@ -264,7 +325,7 @@ int main(int argc, char **argv)
         n = frame(buf, HBD_WIRE_ABORT, 0, 1, 8);
         hbd_wire_put32(buf + 32, (uint32_t)HIBAR_ERR_PEER_LOST);
         rc |= sendf(s, buf, (size_t)n, 0); /* a forged abort: must not fail the cluster */
-        n = frame(buf, HBD_WIRE_HELLO, 0, 1, 8);
+        n = frame(buf, HBD_WIRE_HELLO, 0, 1, HBD_WIRE_HELLO_LEN);
         rc |= sendf(s, buf, (size_t)n, 0);
         sent += 3, expect_bad += 3;
         /* multipart messages and an empty one */

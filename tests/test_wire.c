@@ -11,8 +11,14 @@ static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 5, .job_max = 0, 
 
 static int mk(uint8_t *buf, size_t cap, uint8_t type, uint32_t len, const uint8_t *payload)
 {
-    hbd_wire_msg_t m = {.type = type, .flags = 0, .job = 0, .coll_id = 0x0123456789abcdefull,
-                        .epoch = 3, .src = 7, .len = len, .payload = payload};
+    hbd_wire_msg_t m = {.type = type,
+                        .flags = 0,
+                        .job = 0,
+                        .coll_id = 0x0123456789abcdefull,
+                        .epoch = 3,
+                        .src = 7,
+                        .len = len,
+                        .payload = payload};
     return hbd_wire_encode(&m, buf, cap);
 }
 
@@ -44,14 +50,22 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
     CU_ASSERT_PTR_NULL(d.payload);
 
-    hbd_wire_hello_t h = {.n_nodes = 30, .cluster_tag = hbd_wire_tag("scmd-30")}, h2;
-    uint8_t hp[8];
+    hbd_wire_hello_t h = {.n_nodes = 30,
+                          .cluster_tag = hbd_wire_tag("scmd-30"),
+                          .data_port = 40123,
+                          .data_token = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},
+                     h2;
+    uint8_t hp[HBD_WIRE_HELLO_LEN];
     hbd_wire_hello_pack(&h, hp);
-    n = mk(buf, sizeof(buf), HBD_WIRE_HELLO, 8, hp);
+    n = mk(buf, sizeof(buf), HBD_WIRE_HELLO, HBD_WIRE_HELLO_LEN, hp);
     CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
     hbd_wire_hello_unpack(d.payload, &h2);
     CU_ASSERT_EQUAL(h2.n_nodes, 30);
     CU_ASSERT_EQUAL(h2.cluster_tag, h.cluster_tag);
+    CU_ASSERT_EQUAL(h2.data_port, 40123);
+    CU_ASSERT_EQUAL(memcmp(h2.data_token, h.data_token, HBD_WIRE_TOKEN_LEN), 0);
+    hbd_wire_put32(buf + 28, 8); /* the old 8-byte HELLO */
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, HBD_WIRE_HDR_LEN + 8, &ctx, &d, NULL), HIBAR_ERR_PROTO);
 
     hbd_wire_abort_t a = {.status = HIBAR_ERR_PEER_LOST, .lost = 4}, a2;
     hbd_wire_abort_pack(&a, hp);
@@ -149,8 +163,8 @@ static void test_dmodex(void)
 {
     const char *ns = "hibar.123";
     uint32_t nl = (uint32_t)strlen(ns);
-    hbd_wire_dmodex_t req = {.kind = HBD_WIRE_DMODEX_REQ, .id = 9, .rank = 5, .arg = 2000,
-                             .origin = 1, .dest = 29};
+    hbd_wire_dmodex_t req = {
+        .kind = HBD_WIRE_DMODEX_REQ, .id = 9, .rank = 5, .arg = 2000, .origin = 1, .dest = 29};
     hbd_wire_dmodex_t rep = req;
     rep.kind = HBD_WIRE_DMODEX_REPLY;
     rep.arg = 0;
@@ -200,7 +214,8 @@ static void test_dmodex(void)
     CU_ASSERT_EQUAL(dm_why(&bad, ns, 5, nl), HBD_WIRE_BAD_PAYLOAD);
     /* header only: too short for any DMODEX frame */
     uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_DMODEX_HDR], pl[HBD_WIRE_DMODEX_HDR] = {0};
-    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_DMODEX, HBD_WIRE_DMODEX_HDR, pl), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_DMODEX, HBD_WIRE_DMODEX_HDR, pl),
+                    HIBAR_ERR_INVAL);
     CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_DMODEX), "dmodex");
 }
 
@@ -359,27 +374,91 @@ static void expect(void (*edit)(uint8_t *buf, size_t *len), hbd_wire_reason_t wa
     CU_ASSERT_EQUAL(memcmp(&d, &before, sizeof(d)), 0); /* out-param untouched on failure */
 }
 
-static void e_short(uint8_t *b, size_t *l) { (void)b; *l = HBD_WIRE_HDR_LEN - 1; }
-static void e_empty(uint8_t *b, size_t *l) { (void)b; *l = 0; }
-static void e_magic(uint8_t *b, size_t *l) { (void)l; b[0] ^= 1; }
-static void e_version(uint8_t *b, size_t *l) { (void)l; b[4] = 2; }
-static void e_type0(uint8_t *b, size_t *l) { (void)l; b[5] = 0; }
-static void e_type(uint8_t *b, size_t *l) { (void)l; b[5] = 200; }
-static void e_flags(uint8_t *b, size_t *l) { (void)l; b[7] = 0x80; }
-static void e_trunc(uint8_t *b, size_t *l) { (void)b; *l -= 1; }
-static void e_extra(uint8_t *b, size_t *l) { (void)b; *l += 1; }
-static void e_lenbig(uint8_t *b, size_t *l) { (void)l; b[31] = 0xff; }
+static void e_short(uint8_t *b, size_t *l)
+{
+    (void)b;
+    *l = HBD_WIRE_HDR_LEN - 1;
+}
+static void e_empty(uint8_t *b, size_t *l)
+{
+    (void)b;
+    *l = 0;
+}
+static void e_magic(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[0] ^= 1;
+}
+static void e_version(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[4] = 2;
+}
+static void e_type0(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[5] = 0;
+}
+static void e_type(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[5] = 200;
+}
+static void e_flags(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[7] = 0x80;
+}
+static void e_trunc(uint8_t *b, size_t *l)
+{
+    (void)b;
+    *l -= 1;
+}
+static void e_extra(uint8_t *b, size_t *l)
+{
+    (void)b;
+    *l += 1;
+}
+static void e_lenbig(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[31] = 0xff;
+}
 static void e_oversize(uint8_t *b, size_t *l)
 {
     hbd_wire_put32(b + 28, HBD_WIRE_MAX_PAYLOAD + 1);
     *l = HBD_WIRE_MAX_FRAME + 1;
 }
-static void e_hb_payload(uint8_t *b, size_t *l) { (void)l; b[5] = HBD_WIRE_HEARTBEAT; }
-static void e_node(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 24, 30); }
-static void e_spoof(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 24, 8); }
-static void e_epoch0(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 20, 0); }
-static void e_epoch(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 20, 6); }
-static void e_job(uint8_t *b, size_t *l) { (void)l; hbd_wire_put32(b + 8, 1); }
+static void e_hb_payload(uint8_t *b, size_t *l)
+{
+    (void)l;
+    b[5] = HBD_WIRE_HEARTBEAT;
+}
+static void e_node(uint8_t *b, size_t *l)
+{
+    (void)l;
+    hbd_wire_put32(b + 24, 30);
+}
+static void e_spoof(uint8_t *b, size_t *l)
+{
+    (void)l;
+    hbd_wire_put32(b + 24, 8);
+}
+static void e_epoch0(uint8_t *b, size_t *l)
+{
+    (void)l;
+    hbd_wire_put32(b + 20, 0);
+}
+static void e_epoch(uint8_t *b, size_t *l)
+{
+    (void)l;
+    hbd_wire_put32(b + 20, 6);
+}
+static void e_job(uint8_t *b, size_t *l)
+{
+    (void)l;
+    hbd_wire_put32(b + 8, 1);
+}
 static void e_abort(uint8_t *b, size_t *l)
 {
     b[5] = HBD_WIRE_ABORT;
@@ -390,9 +469,9 @@ static void e_abort(uint8_t *b, size_t *l)
 static void e_hello(uint8_t *b, size_t *l)
 {
     b[5] = HBD_WIRE_HELLO;
-    hbd_wire_put32(b + 28, 8);
+    hbd_wire_put32(b + 28, HBD_WIRE_HELLO_LEN);
     hbd_wire_put32(b + 32, 31); /* another cluster size */
-    *l = HBD_WIRE_HDR_LEN + 8;
+    *l = HBD_WIRE_HDR_LEN + HBD_WIRE_HELLO_LEN;
 }
 
 static void test_decode_refuses(void)

@@ -110,6 +110,29 @@ rm -f "$RUN_DIR"/*.log; rmdir "$RUN_DIR" 2>/dev/null
 check_clean
 
 unset HIBAR_COLL_TIMEOUT_MS
+
+# data_plane plain: the same collectives on the unencrypted data sockets; intruders without
+# the token they were given are refused and change nothing
+SETS0=("${SETS[@]}")
+SETS+=(--set data_plane=plain)
+NCOLL=0
+up
+run_all 12 $((4 << 20))
+tx=0
+for ((i = 0; i < 12; i++)); do tx=$((tx + $(stat_of "$(printf 'n%02d' "$i")" data_tx))); done
+rx3=$(stat_of n03 data_rx)
+[ "$tx" -gt 0 ] && [ "$rx3" -gt 0 ] || fail "data plane: data_tx $tx, n03 data_rx $rx3"
+out=$("$bld/tests/hbd_inject" --config "$CONFIG" "${SETS[@]}" --target n03 --mode data --as n04) ||
+    fail "hbd_inject --mode data: $out"
+denied=$(stat_of n03 data_denied)
+[ "$denied" -ge 2 ] || fail "data plane: $out, but data_denied=$denied"
+[ "$(stat_of n03 data_rx)" -eq "$rx3" ] || fail "data plane: an intruder's frame was taken"
+coll 12 scatter flat 3 100000
+echo "data plane plain: $NCOLL collectives ok, $tx frames on it, intruders refused ($denied)"
+down
+check_clean
+SETS=("${SETS0[@]}")
+
 CONFIG=$src/examples/scmd-30.yaml
 NCOLL=0
 up

@@ -172,6 +172,7 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
             cfg->fanout == 0 ? " (the paper's shape)" : "-ary");
     fprintf(f, "hwbarrier:  %s\n", cfg->hwbarrier);
     fprintf(f, "bootstrap:  %s\n", hb_cfg_bootstrap_name(cfg->bootstrap));
+    fprintf(f, "data plane: %s\n", hb_cfg_data_plane_name(cfg->data_plane));
     fprintf(f, "heartbeat:  every %u ms, peer lost after %u ms; barrier timeout %u ms\n",
             cfg->heartbeat_interval_ms, cfg->heartbeat_timeout_ms, cfg->barrier_timeout_ms);
     fprintf(f, "run dir:    %s\n", cfg->run_dir);
@@ -253,6 +254,8 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
     json_str(f, cfg->hwbarrier);
     fputs(", \"bootstrap\": ", f);
     json_str(f, hb_cfg_bootstrap_name(cfg->bootstrap));
+    fputs(", \"data_plane\": ", f);
+    json_str(f, hb_cfg_data_plane_name(cfg->data_plane));
     fprintf(f, ", \"heartbeat_interval_ms\": %u, \"heartbeat_timeout_ms\": %u",
             cfg->heartbeat_interval_ms, cfg->heartbeat_timeout_ms);
     fprintf(f, ", \"barrier_timeout_ms\": %u, \"run_dir\": ", cfg->barrier_timeout_ms);
@@ -454,8 +457,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             fprintf(f, "model parameters: %s (cluster %s, %u nodes)\n", path, p.cluster,
                     (unsigned)p.nodes);
             fprintf(f, "  L %.2f us, switch queue q %.0f B%s, T_RTO %.0f us, burst %.0f B\n", p.L,
-                    p.q, p.flow_control ? " (flow control: no RTO penalty)" : "", p.t_rto,
-                    p.burst);
+                    p.q, p.flow_control ? " (flow control: no RTO penalty)" : "", p.t_rto, p.burst);
             fprintf(f, "  %10s %9s %9s %10s %12s %12s\n", "size", "o_s(us)", "o_r(us)", "g(us)",
                     "g 1->n(us)", "g n->1(us)");
             for (uint32_t i = 0; i < p.n; i++)
