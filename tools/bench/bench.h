@@ -55,6 +55,12 @@ void hb_bench_out_note(hb_bench_out_t *o, const char *fmt, ...)
 void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r);
 void hb_bench_out_close(hb_bench_out_t *o);
 
+/* Shell-quote s into out (single quotes; cut short rather than overflow cap). */
+void hb_bench_shell_quote(char *out, size_t cap, const char *s);
+
+/* The directory of this executable (".", if /proc cannot tell). */
+void hb_bench_exe_dir(char *buf, size_t cap);
+
 /* CPU seconds (user + system, all threads) a process has used, from /proc; -1 if unknown. */
 double hb_bench_cpu_seconds(pid_t pid);
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,13 @@
  * of back-to-back operations (OSU style) is reported too as loop_us. With --compare the same
  * measurement runs under Open MPI's mpirun (hibar-mpi-bench) in the same run and the ratio
  * of the medians is printed.
+ *
+ * With --per-node K < N the ranks run on N / K hosts, each a network namespace running one
+ * hibard (needs root): tests/netns/client-compare inside `tests/netns/testbed --sites 1
+ * --nodes N/K` (or inside the bed this runs in, HIBAR_TESTBED_CONFIG) runs hibar-lib-bench
+ * under hibar-run through the daemons and, with --compare, hibar-mpi-bench under mpirun on
+ * the same hosts (the same harness: tools/peer/mpi_bench.c); --set passes cluster settings
+ * (e.g. data_plane=plain) to the daemons and hibar-run.
  */
 
 #define BC_MAX_RANKS 64
@@ -45,6 +53,11 @@ typedef struct bc_opts {
     int nsizes;
     int bind; /* 1: rank r on CPU r % CPUs */
     int compare;
+    uint32_t per_node;    /* 0: one node (this process stands in for hibard) */
+    const char *sets[16]; /* --set KEY=VALUE for the daemons (--per-node) */
+    int nsets;
+    char bed_name[32], bed_net[32];
+    int iters_set;
 } bc_opts_t;
 
 typedef struct bc_shared {
@@ -58,8 +71,12 @@ static void bc_usage(FILE *f, const char *bench)
 {
     fprintf(f,
             "usage: hibar-bench %s --ranks N [--iters I] [--warmup W]%s [--bind core|none]\n"
-            "                   [--compare] " HB_BENCH_COMMON_USAGE "\n"
-            "  --ranks N      ranks on this node (1..%d), default 2\n"
+            "                   [--per-node K [--set KEY=VALUE]... [--bed-name NAME]\n"
+            "                   [--bed-net 10.X]] [--compare] " HB_BENCH_COMMON_USAGE "\n"
+            "  --ranks N      ranks in all (1..%d), default 2\n"
+            "  --per-node K   K ranks on each of N/K namespace hosts, one hibard each (root;\n"
+            "                 default bed hbcli on 10.236; iters: barrier 1000, scatter 100)\n"
+            "  --set KEY=VAL  with --per-node: a cluster setting, e.g. data_plane=plain\n"
             "  --iters I      measured repetitions per row, default %s\n"
             "  --warmup W     repetitions before measuring, default 100\n"
             "%s"
@@ -75,10 +92,12 @@ static void bc_usage(FILE *f, const char *bench)
 static int bc_parse(int argc, char **argv, bc_opts_t *o)
 {
     static const struct option lo[] = {
-        {"ranks", required_argument, NULL, 'n'},  {"iters", required_argument, NULL, 'i'},
-        {"warmup", required_argument, NULL, 'w'}, {"sizes", required_argument, NULL, 's'},
-        {"bind", required_argument, NULL, 'b'},   {"compare", no_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"ranks", required_argument, NULL, 'n'},    {"iters", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'},   {"sizes", required_argument, NULL, 's'},
+        {"bind", required_argument, NULL, 'b'},     {"compare", no_argument, NULL, 'c'},
+        {"per-node", required_argument, NULL, 'K'}, {"set", required_argument, NULL, 'o'},
+        {"bed-name", required_argument, NULL, 'B'}, {"bed-net", required_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     int c, scatter = strcmp(o->bench, "scatter") == 0;
     char *end;
@@ -88,6 +107,8 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
     o->iters = scatter ? 1000 : 10000;
     o->warmup = 100;
     o->bind = 1;
+    snprintf(o->bed_name, sizeof(o->bed_name), "hbcli");
+    snprintf(o->bed_net, sizeof(o->bed_net), "10.236");
     if (scatter) {
         static const size_t dflt[] = {8, 1024, 65536, 1 << 20};
         memcpy(o->sizes, dflt, sizeof(dflt));
@@ -109,9 +130,10 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
             break;
         case 'i':
         case 'w':
-            if (c == 'i')
+            if (c == 'i') {
                 o->iters = strtoull(optarg, &end, 10);
-            else
+                o->iters_set = 1;
+            } else
                 o->warmup = strtoull(optarg, &end, 10);
             if (*end || errno || (c == 'i' && (o->iters < 1 || o->iters > 10000000)) ||
                 o->warmup > 10000000) {
@@ -142,6 +164,34 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         case 'c':
             o->compare = 1;
             break;
+        case 'K':
+            o->per_node = (uint32_t)strtoul(optarg, &end, 10);
+            if (*end || errno || o->per_node < 1 || o->per_node > BC_MAX_RANKS) {
+                fprintf(stderr, "hibar-bench %s: --per-node must be 1..%d\n", o->bench,
+                        BC_MAX_RANKS);
+                return -1;
+            }
+            break;
+        case 'o':
+            if (o->nsets == (int)(sizeof(o->sets) / sizeof(o->sets[0])) ||
+                strchr(optarg, '=') == NULL) {
+                fprintf(stderr, "hibar-bench %s: bad --set '%s' (KEY=VALUE, at most 16)\n",
+                        o->bench, optarg);
+                return -1;
+            }
+            o->sets[o->nsets++] = optarg;
+            break;
+        case 'B':
+        case 'N':
+            if (strlen(optarg) >= sizeof(o->bed_name) ||
+                strspn(optarg, c == 'B' ? "abcdefghijklmnopqrstuvwxyz0123456789_"
+                                        : "0123456789.") != strlen(optarg)) {
+                fprintf(stderr, "hibar-bench %s: bad --bed-%s '%s'\n", o->bench,
+                        c == 'B' ? "name" : "net", optarg);
+                return -1;
+            }
+            snprintf(c == 'B' ? o->bed_name : o->bed_net, sizeof(o->bed_name), "%s", optarg);
+            break;
         case 'h':
             bc_usage(stdout, o->bench);
             exit(0);
@@ -153,6 +203,140 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
     if (optind < argc) {
         fprintf(stderr, "hibar-bench %s: unexpected argument '%s'\n", o->bench, argv[optind]);
         return -1;
+    }
+    if (o->per_node != 0 && (o->per_node >= o->n || o->n % o->per_node != 0 ||
+                             o->n / o->per_node < 2 || o->n / o->per_node > 64)) {
+        fprintf(stderr,
+                "hibar-bench %s: --per-node K needs --ranks a multiple of K, on 2..64 hosts\n",
+                o->bench);
+        return -1;
+    }
+    if (o->per_node == 0 && (o->nsets > 0)) {
+        fprintf(stderr, "hibar-bench %s: --set is for --per-node\n", o->bench);
+        return -1;
+    }
+    if (o->per_node != 0 && !o->iters_set)
+        o->iters = scatter ? 100 : 1000;
+    return 0;
+}
+
+/* A number after `"key": ` in a JSON row; -1 if absent. */
+static double bc_json_num(const char *line, const char *key)
+{
+    char pat[48];
+    snprintf(pat, sizeof(pat), "\"%s\": ", key);
+    const char *p = strstr(line, pat);
+    return p != NULL ? strtod(p + strlen(pat), NULL) : -1.0;
+}
+
+/*
+ * --per-node: the ranks on namespace hosts through the daemons (client-compare), the peer
+ * beside them with --compare. Rows as client-compare reports them (the harness's summary:
+ * median, min, max, p99, mean, CI over the repetitions it took).
+ */
+static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char *dir)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "hibar-bench %s --per-node: needs root (network namespaces)\n", o->bench);
+        return 77;
+    }
+    char srcdir[PATH_MAX], script[PATH_MAX + 64], bed[PATH_MAX + 64], bld[PATH_MAX + 8];
+    const char *e = getenv("HIBAR_SRCDIR");
+    snprintf(srcdir, sizeof(srcdir), "%s", e != NULL ? e : HB_ABS_TOP_SRCDIR);
+    snprintf(script, sizeof(script), "%s/tests/netns/client-compare", srcdir);
+    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", srcdir);
+    snprintf(bld, sizeof(bld), "%s/..", dir);
+    if (access(script, X_OK) != 0 || access(bed, X_OK) != 0) {
+        fprintf(stderr, "hibar-bench %s: %s not found (HIBAR_SRCDIR: the source tree)\n", o->bench,
+                script);
+        return 2;
+    }
+    char sizes[512] = "", q[PATH_MAX + 64], args[6 * PATH_MAX], cmd[12 * PATH_MAX];
+    size_t off = 0;
+    for (int i = 0; i < o->nsizes && off < sizeof(sizes); i++)
+        off +=
+            (size_t)snprintf(sizes + off, sizeof(sizes) - off, "%s%zu", i ? "," : "", o->sizes[i]);
+    uint32_t hosts = o->n / o->per_node;
+    hb_bench_shell_quote(q, sizeof(q), script);
+    off = (size_t)snprintf(args, sizeof(args), "%s --ppn %u --bench %s --sizes %s%s", q,
+                           o->per_node, o->bench, sizes, o->compare ? "" : " --no-peer");
+    for (int i = 0; i < o->nsets && off < sizeof(args); i++) {
+        hb_bench_shell_quote(q, sizeof(q), o->sets[i]);
+        off += (size_t)snprintf(args + off, sizeof(args) - off, " --set %s", q);
+    }
+    if (off < sizeof(args))
+        snprintf(args + off, sizeof(args) - off, " --min-iters %llu --max-iters %llu",
+                 (unsigned long long)(o->iters < 50 ? o->iters : 50), (unsigned long long)o->iters);
+    hb_bench_shell_quote(q, sizeof(q), bld);
+    if (getenv("HIBAR_TESTBED_CONFIG") != NULL) { /* inside a bed: its hosts */
+        snprintf(cmd, sizeof(cmd), "top_builddir=%s %s 2>&1", q, args);
+    } else {
+        char qb[PATH_MAX + 64];
+        hb_bench_shell_quote(qb, sizeof(qb), bed);
+        snprintf(cmd, sizeof(cmd),
+                 "top_builddir=%s %s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1", q, qb,
+                 o->bed_name, o->bed_net, hosts, args);
+    }
+    hb_bench_out_t out;
+    if (hb_bench_out_open(&out, o->bench, com) != 0)
+        return 1;
+    hb_bench_out_note(&out,
+                      "hibar-bench %s: %u namespace hosts x %u ranks, one hibard each; impl hibar "
+                      "= libhibar through the daemons (hibar-run)%s",
+                      o->bench, hosts, o->per_node,
+                      o->compare ? ", open-mpi = the same harness under mpirun" : "");
+    hb_bench_out_note(&out, "%s", cmd);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        perror("popen");
+        hb_bench_out_close(&out);
+        return 1;
+    }
+    char line[2048];
+    int rows = 0;
+    while (fgets(line, sizeof(line), p) != NULL) {
+        int is_h = strstr(line, "\"impl\": \"hibar\"") != NULL;
+        int is_m = strstr(line, "\"impl\": \"open-mpi\"") != NULL;
+        if (strstr(line, "\"impl\": \"ratio\"") != NULL) {
+            hb_bench_out_note(&out, "size %.0f: ratio hibar/open-mpi (medians) %.3f",
+                              bc_json_num(line, "size"), bc_json_num(line, "ratio"));
+            continue;
+        }
+        if (strncmp(line, "{\"bench\": ", 10) != 0 || (!is_h && !is_m)) {
+            if (line[0] == '#')
+                hb_bench_out_note(&out, "%.*s", (int)strcspn(line + 2, "\n"), line + 2);
+            else
+                fputs(line, stderr);
+            continue;
+        }
+        hb_stats_t st = {.n = (size_t)bc_json_num(line, "iters"),
+                         .mean = bc_json_num(line, "mean_us"),
+                         .min = bc_json_num(line, "min_us"),
+                         .max = bc_json_num(line, "max_us"),
+                         .median = bc_json_num(line, "median_us"),
+                         .p99 = bc_json_num(line, "p99_us"),
+                         .ci = bc_json_num(line, "ci_us"),
+                         .confidence = 0.95};
+        hb_bench_out_note(&out, "impl %s, size %.0f", is_h ? "hibar" : "open-mpi",
+                          bc_json_num(line, "size"));
+        hb_bench_row_t row = {.impl = is_h ? "hibar" : "open-mpi",
+                              .nodes = hosts,
+                              .ranks = o->n,
+                              .size = (uint64_t)bc_json_num(line, "size"),
+                              .reps = st.n,
+                              .st = &st,
+                              .iters = st.n,
+                              .extra_json = "\"method\": \"maximum\""};
+        hb_bench_out_row(&out, &row);
+        rows++;
+    }
+    int ps = pclose(p);
+    hb_bench_out_close(&out);
+    if (ps != 0 || rows == 0) {
+        fprintf(stderr, "hibar-bench %s --per-node: the test bed run failed (status %d)\n",
+                o->bench, ps);
+        return WIFEXITED(ps) && WEXITSTATUS(ps) == 77 ? 77 : 1;
     }
     return 0;
 }
@@ -248,15 +432,6 @@ static int bc_peer_path(char *buf, size_t len)
         access(buf, X_OK) == 0)
         return 0;
     return -1;
-}
-
-static double bc_json_num(const char *line, const char *key)
-{
-    char k[64];
-    const char *p;
-    snprintf(k, sizeof(k), "\"%s\": ", key);
-    p = strstr(line, k);
-    return p == NULL ? -1.0 : strtod(p + strlen(k), NULL);
 }
 
 /* Run the Open MPI peer for one row; fills *st (median, min, max, p99, ci, mean). */
@@ -372,6 +547,11 @@ static int bc_main(const char *bench, int argc, char **argv)
     o.bench = bench;
     if (hb_bench_common_parse(&argc, argv, &com) < 0 || bc_parse(argc, argv, &o) < 0)
         return 2;
+    if (o.per_node != 0) {
+        char dir[PATH_MAX];
+        hb_bench_exe_dir(dir, sizeof(dir));
+        return bc_nodes(&o, &com, dir);
+    }
     shlen = sizeof(*sh) + (size_t)o.n * o.iters * sizeof(double);
     sh = mmap(NULL, shlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     x = malloc(o.iters * sizeof(*x));

@@ -58,18 +58,6 @@ static void usage(FILE *f)
             "  --compare   hibar and Open MPI's mpirun on N network-namespace hosts (root)\n");
 }
 
-static void exe_dir(char *buf, size_t cap)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) {
-        snprintf(buf, cap, ".");
-        return;
-    }
-    self[n] = '\0';
-    snprintf(buf, cap, "%s", dirname(self));
-}
-
 /* One job: fill x[0..iters) with rank 0's samples. 0, or an error after printing why. */
 static int run_job(const char *run, const char *fc, const char *cfg, uint32_t nodes, unsigned ppn,
                    uint64_t size, unsigned iters, double *x)
@@ -146,25 +134,6 @@ static int set_add(bf_set_t *st, double v)
     return 0;
 }
 
-/* Shell-quote s into out (single quotes). */
-static void sq(char *out, size_t cap, const char *s)
-{
-    size_t k = 0;
-    if (cap < 3)
-        return;
-    out[k++] = '\'';
-    for (; *s != '\0' && k + 5 < cap; s++) {
-        if (*s == '\'') {
-            memcpy(out + k, "'\\''", 4);
-            k += 4;
-        } else {
-            out[k++] = *s;
-        }
-    }
-    out[k++] = '\'';
-    out[k] = '\0';
-}
-
 static int compare_main(const bf_opts_t *o, const char *dir)
 {
     if (geteuid() != 0) {
@@ -195,10 +164,10 @@ static int compare_main(const bf_opts_t *o, const char *dir)
                 script);
         return 2;
     }
-    sq(q[0], sizeof(q[0]), bld);
-    sq(q[1], sizeof(q[1]), script);
-    sq(q[2], sizeof(q[2]), sizes);
-    sq(q[3], sizeof(q[3]), bed);
+    hb_bench_shell_quote(q[0], sizeof(q[0]), bld);
+    hb_bench_shell_quote(q[1], sizeof(q[1]), script);
+    hb_bench_shell_quote(q[2], sizeof(q[2]), sizes);
+    hb_bench_shell_quote(q[3], sizeof(q[3]), bed);
     char args[PATH_MAX * 3];
     snprintf(args, sizeof(args), "%s --ppn %u --sizes %s --iters %u --jobs %u", q[1], o->ppn, q[2],
              o->iters, o->jobs);
@@ -364,7 +333,7 @@ int hb_bench_fence_main(int argc, char **argv)
         return 2;
     }
     char dir[PATH_MAX], run[PATH_MAX + 16], fc[PATH_MAX + 32], hbd[PATH_MAX + 32];
-    exe_dir(dir, sizeof(dir));
+    hb_bench_exe_dir(dir, sizeof(dir));
     if (o.compare)
         return compare_main(&o, dir);
     const char *e = getenv("HIBAR_RUN");

@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <libgen.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,4 +173,34 @@ int hb_bench_fork_ranks(const char *prog, uint32_t n, int (*rank)(uint32_t i, vo
     }
     free(pid);
     return failed ? -1 : 0;
+}
+
+void hb_bench_shell_quote(char *out, size_t cap, const char *s)
+{
+    size_t k = 0;
+    if (cap < 3)
+        return;
+    out[k++] = '\'';
+    for (; *s != '\0' && k + 5 < cap; s++) {
+        if (*s == '\'') {
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+        } else {
+            out[k++] = *s;
+        }
+    }
+    out[k++] = '\'';
+    out[k] = '\0';
+}
+
+void hb_bench_exe_dir(char *buf, size_t cap)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        snprintf(buf, cap, ".");
+        return;
+    }
+    self[n] = '\0';
+    snprintf(buf, cap, "%s", dirname(self));
 }
