@@ -197,17 +197,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 static void tick_arm(hbd_t *d, int fast)
 {
-    struct timeval tv = {0, fast ? 1000 : 100000};
-    if (ev_tick == NULL)
-        ev_tick = evtimer_new(d->base, tick_cb, d);
-    if (ev_tick == NULL)
-        return;
-    if (evtimer_pending(ev_tick, NULL)) {
-        if (!fast)
-            return;
-        evtimer_del(ev_tick);
-    }
-    evtimer_add(ev_tick, &tv);
+    hbd_net_timer_arm(d, &ev_tick, tick_cb, fast);
 }
 
 static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *data,

@@ -778,6 +778,22 @@ void hbd_net_tick_arm(hbd_t *d)
         evtimer_add(d->ev_tick, &tv);
 }
 
+void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
+                       int fast)
+{
+    struct timeval tv = {0, fast ? 1000 : 100000};
+    if (*ev_p == NULL)
+        *ev_p = evtimer_new(d->base, cb, d);
+    if (*ev_p == NULL)
+        return;
+    if (evtimer_pending(*ev_p, NULL)) {
+        if (!fast)
+            return;
+        evtimer_del(*ev_p);
+    }
+    evtimer_add(*ev_p, &tv);
+}
+
 static int sockopt_int(void *s, int opt, int v, const char *name)
 {
     if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
