@@ -151,6 +151,29 @@ static int hb_wait_start(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t
     return hb_wait_busy(poll, arg, *pol_p, ad, hb_time_now_ns(), deadline_ns);
 }
 
+/* What every wait does before each sleep: one poll, then the deadline; HIBAR_ERR_WOULD_BLOCK
+ * with *ts_p the nap (to the deadline, at most max_ns and the policy's slice). */
+static int hb_wait_next(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
+                        uint64_t deadline_ns, uint64_t max_ns, struct timespec *ts_p)
+{
+    uint64_t now, nap;
+    int rc;
+
+    rc = poll(arg, 1);
+    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        return rc;
+    now = hb_time_now_ns();
+    if (now >= deadline_ns)
+        return HIBAR_ERR_TIMEOUT;
+    nap = deadline_ns - now;
+    if (nap > max_ns)
+        nap = max_ns;
+    if (nap > pol->slice_ns)
+        nap = pol->slice_ns;
+    *ts_p = hb_wait_ts(nap);
+    return HIBAR_ERR_WOULD_BLOCK;
+}
+
 int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
                   uint64_t deadline_ns)
 {
@@ -160,7 +183,6 @@ int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_w
 int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
                            const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline_ns)
 {
-    uint64_t now;
     int rc;
 
     rc = hb_wait_start(poll, arg, &pol, ad, deadline_ns);
@@ -168,21 +190,12 @@ int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
         return rc;
     for (;;) {
         uint32_t seen = w ? atomic_load(&w->seq) : 0;
-        uint64_t nap;
         struct timespec ts;
 
-        rc = poll(arg, 1);
+        /* no futex to wake us: nap 1 ms at most */
+        rc = hb_wait_next(poll, arg, pol, deadline_ns, w == NULL ? 1000000ull : UINT64_MAX, &ts);
         if (rc != HIBAR_ERR_WOULD_BLOCK)
             return rc;
-        now = hb_time_now_ns();
-        if (now >= deadline_ns)
-            return HIBAR_ERR_TIMEOUT;
-        nap = deadline_ns - now;
-        if (w == NULL && nap > 1000000ull)
-            nap = 1000000ull; /* no futex to wake us: nap 1 ms at most */
-        if (nap > pol->slice_ns)
-            nap = pol->slice_ns;
-        ts = hb_wait_ts(nap);
         if (w != NULL) {
             atomic_fetch_add(&w->sleepers, 1);
             /* Returns at once (EAGAIN) if seq moved since we looked: no lost wake-up. */
@@ -197,7 +210,6 @@ int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
 int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg,
                      const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline_ns)
 {
-    uint64_t now;
     int rc;
 
     rc = hb_wait_start(poll, arg, &pol, ad, deadline_ns);
@@ -206,23 +218,15 @@ int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         struct timespec ts;
-        uint64_t nap;
 
         if (arm != NULL) {
             rc = arm(arg);
             if (rc < 0)
                 return rc;
         }
-        rc = poll(arg, 1);
+        rc = hb_wait_next(poll, arg, pol, deadline_ns, UINT64_MAX, &ts);
         if (rc != HIBAR_ERR_WOULD_BLOCK)
             return rc;
-        now = hb_time_now_ns();
-        if (now >= deadline_ns)
-            return HIBAR_ERR_TIMEOUT;
-        nap = deadline_ns - now;
-        if (nap > pol->slice_ns)
-            nap = pol->slice_ns;
-        ts = hb_wait_ts(nap);
         if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
             hb_log_error("hb_wait: ppoll on fd %d: %m", fd);
             return HIBAR_ERR_IO;
