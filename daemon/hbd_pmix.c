@@ -339,6 +339,26 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Run op as the daemons' fence id over nodes (NULL: all), its data taken over (no copy); one
+ * that cannot start is finished with its status at once. what names it in the log. */
+static void dfence_start(hbd_t *d, hbd_job_t *j, px_op_t *op, uint64_t id, const uint32_t *nodes,
+                         uint32_t nn, const char *what)
+{
+    op->job = j;
+    op->fnext = g_px.fences;
+    g_px.fences = op;
+    void *mine = op->data;
+    size_t n_mine = op->ndata;
+    op->data = NULL;
+    op->ndata = 0;
+    int rc = hbd_fence_start_owned(d, id, nodes, nn, op->timeout_s * 1000u, mine, n_mine,
+                                   dfence_done, op);
+    if (rc != 0) {
+        hb_log_error("job %s: %s cannot start: %s", j->nspace, what, hibar_strerror(rc));
+        fence_finish(op, fence_status(rc));
+    }
+}
+
 /*
  * A fence over some ranks of the job: the nodes hosting them take part (hbd_fence.c, star
  * through the lowest of them). Its id: the subset and top bits, 38 bits of a hash of the job
@@ -427,19 +447,7 @@ static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
                   (sg->seq++ & 0xffffffu);
     hb_log_debug("job %s: fence over %" PRIu32 " ranks on %" PRIu32 " nodes, id %" PRIx64,
                  j->nspace, u, nn, id);
-    op->job = j;
-    op->fnext = g_px.fences;
-    g_px.fences = op;
-    void *mine = op->data; /* taken over by the fence: no copy */
-    size_t n_mine = op->ndata;
-    op->data = NULL;
-    op->ndata = 0;
-    int rc = hbd_fence_start_owned(d, id, nodes, nn, op->timeout_s * 1000u, mine, n_mine,
-                                   dfence_done, op);
-    if (rc != 0) {
-        hb_log_error("job %s: subset fence cannot start: %s", j->nspace, hibar_strerror(rc));
-        fence_finish(op, fence_status(rc));
-    }
+    dfence_start(d, j, op, id, nodes, nn, "subset fence");
     goto out;
 out_fail:
     fence_finish(op, st);
@@ -482,19 +490,7 @@ static void fence_run(hbd_t *d, px_op_t *op)
         }
         /* ids of their own: the job id's low 40 bits and a sequence, top bit set */
         uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
-        op->job = j;
-        op->fnext = g_px.fences;
-        g_px.fences = op;
-        void *mine = op->data; /* taken over by the fence: no copy */
-        size_t n_mine = op->ndata;
-        op->data = NULL;
-        op->ndata = 0;
-        int rc = hbd_fence_start_owned(d, id, NULL, 0, op->timeout_s * 1000u, mine, n_mine,
-                                       dfence_done, op);
-        if (rc != 0) {
-            hb_log_error("job %s: fence cannot start: %s", j->nspace, hibar_strerror(rc));
-            fence_finish(op, fence_status(rc));
-        }
+        dfence_start(d, j, op, id, NULL, 0, "fence");
         return;
     }
     uint64_t coll = j->spec->coll_base + j->fence_seq++;
