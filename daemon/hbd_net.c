@@ -904,7 +904,6 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
         sockopt_int(d->data_in, ZMQ_PLAIN_SERVER, 1, "PLAIN_SERVER") ||
         zmq_setsockopt(d->data_in, ZMQ_ZAP_DOMAIN, "hibar-data", 10) != 0 ||
         zmq_setsockopt(d->data_in, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0 ||
-        sockopt_int(d->data_in, ZMQ_RCVHWM, 0, "RCVHWM") ||
         zmq_setsockopt(d->data_out, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
         sockopt_int(d->data_out, ZMQ_ROUTER_MANDATORY, 1, "ROUTER_MANDATORY") ||
         sockopt_int(d->data_out, ZMQ_LINGER, 0, "LINGER") ||
