@@ -444,6 +444,41 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
     }
 }
 
+/* 1 if a ZeroMQ socket has a message waiting (its fd only signals edges: ask it). */
+static int sock_readable(void *sock)
+{
+    uint32_t events = 0;
+    size_t sz = sizeof(events);
+    return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &sz) == 0 && (events & ZMQ_POLLIN);
+}
+
+/* One message off a ROUTER socket (nonblocking): its routing id in *id and its last part in
+ * *body; returns how many parts followed the id (open messages: the caller closes both), or -1
+ * when none is waiting (nothing left open). t0_p (or NULL): when it was taken off the socket. */
+static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body, uint64_t *t0_p)
+{
+    if (!sock_readable(sock))
+        return -1;
+    if (t0_p != NULL)
+        *t0_p = hb_time_now_ns();
+    zmq_msg_init(id);
+    if (zmq_msg_recv(id, sock, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(id);
+        return -1;
+    }
+    zmq_msg_init(body);
+    int parts = 0, more = zmq_msg_more(id);
+    while (more) {
+        zmq_msg_close(body);
+        zmq_msg_init(body);
+        if (zmq_msg_recv(body, sock, ZMQ_DONTWAIT) < 0)
+            break;
+        parts++;
+        more = zmq_msg_more(body);
+    }
+    return parts;
+}
+
 static void router_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
@@ -451,28 +486,11 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     /* bounded batch per callback so control clients are not starved; the rest via rearm */
     for (int batch = 0; batch < 256; batch++) {
-        uint32_t events = 0;
-        size_t sz = sizeof(events);
-        if (zmq_getsockopt(d->router, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
-            return;
         zmq_msg_t id, body;
-        rx_t0_ns = hb_time_now_ns();
-        zmq_msg_init(&id);
-        if (zmq_msg_recv(&id, d->router, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&id);
+        int parts = sock_recv(d->router, &id, &body, &rx_t0_ns);
+        if (parts < 0)
             return;
-        }
         uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
-        zmq_msg_init(&body);
-        int parts = 0, more = zmq_msg_more(&id);
-        while (more) {
-            zmq_msg_close(&body);
-            zmq_msg_init(&body);
-            if (zmq_msg_recv(&body, d->router, ZMQ_DONTWAIT) < 0)
-                break;
-            parts++;
-            more = zmq_msg_more(&body);
-        }
         if (parts == 1) {
             frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body),
                      zmq_msg_get(&body, ZMQ_SRCFD), 0);
@@ -495,26 +513,10 @@ static void data_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     for (int batch = 0; batch < 256; batch++) {
-        uint32_t events = 0;
-        size_t sz = sizeof(events);
-        if (zmq_getsockopt(d->data_in, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
-            return;
         zmq_msg_t id, body;
-        zmq_msg_init(&id);
-        if (zmq_msg_recv(&id, d->data_in, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&id);
+        int parts = sock_recv(d->data_in, &id, &body, NULL);
+        if (parts < 0)
             return;
-        }
-        zmq_msg_init(&body);
-        int parts = 0, more = zmq_msg_more(&id);
-        while (more) {
-            zmq_msg_close(&body);
-            zmq_msg_init(&body);
-            if (zmq_msg_recv(&body, d->data_in, ZMQ_DONTWAIT) < 0)
-                break;
-            parts++;
-            more = zmq_msg_more(&body);
-        }
         uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
         const char *uid = parts == 1 ? zmq_msg_gets(&body, "User-Id") : NULL;
         char want[HBD_ID_MAX];
@@ -554,9 +556,7 @@ static void zap_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     for (;;) {
-        uint32_t events = 0;
-        size_t sz = sizeof(events);
-        if (zmq_getsockopt(d->zap, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
+        if (!sock_readable(d->zap))
             return;
         zmq_msg_t part[8];
         int n = 0, more = 1;
@@ -616,9 +616,7 @@ static void mon_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     for (;;) {
-        uint32_t events = 0;
-        size_t sz = sizeof(events);
-        if (zmq_getsockopt(d->mon, ZMQ_EVENTS, &events, &sz) != 0 || !(events & ZMQ_POLLIN))
+        if (!sock_readable(d->mon))
             return;
         zmq_msg_t ev, addr;
         zmq_msg_init(&ev);
@@ -683,6 +681,23 @@ static int peer_resolve(hbd_t *d, hbd_peer_t *p)
     return 1;
 }
 
+/* Connect the ROUTER to a resolved outgoing peer under its routing id: 0, or IO (logged; the
+ * endpoint is forgotten, so it is resolved again next time). */
+static int peer_connect(hbd_t *d, hbd_peer_t *p)
+{
+    char id[HBD_ID_MAX];
+    idstr(id, 'n', p->node);
+    if (zmq_setsockopt(d->router, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
+        zmq_connect(d->router, p->endpoint) != 0) {
+        hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
+                     zmq_strerror(errno));
+        p->endpoint[0] = '\0';
+        return HIBAR_ERR_IO;
+    }
+    p->connected = 1;
+    return 0;
+}
+
 /*
  * ZeroMQ's heartbeats run on the connections this daemon opened; on the ones it accepted it
  * relies on the TTL the peer's PINGs carry. But libzmq disarms that TTL timer on every data
@@ -735,16 +750,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         for (uint32_t i = 0; i < d->n_peers; i++) {
             hbd_peer_t *p = &d->peers[i];
             if (p->outgoing && !p->connected && peer_resolve(d, p)) {
-                char id[HBD_ID_MAX];
-                idstr(id, 'n', p->node);
-                if (zmq_setsockopt(d->router, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
-                    zmq_connect(d->router, p->endpoint) != 0) {
-                    hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
-                                 zmq_strerror(errno));
-                    p->endpoint[0] = '\0';
+                if (peer_connect(d, p) != 0)
                     continue;
-                }
-                p->connected = 1;
                 resend = 1;
             }
         }
@@ -832,18 +839,8 @@ int hbd_net_link(hbd_t *d, uint32_t node)
         return HIBAR_ERR_PEER_LOST;
     if (p->hello_rx && p->hello_ack)
         return 0;
-    if (p->outgoing && !p->connected && peer_resolve(d, p)) {
-        char id[HBD_ID_MAX];
-        idstr(id, 'n', p->node);
-        if (zmq_setsockopt(d->router, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
-            zmq_connect(d->router, p->endpoint) != 0) {
-            hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
-                         zmq_strerror(errno));
-            p->endpoint[0] = '\0';
-            return HIBAR_ERR_IO;
-        }
-        p->connected = 1;
-    }
+    if (p->outgoing && !p->connected && peer_resolve(d, p) && peer_connect(d, p) != 0)
+        return HIBAR_ERR_IO;
     if (p->outgoing && p->connected)
         send_hello(d, p, 0);
     return HIBAR_ERR_WOULD_BLOCK;
