@@ -1,4 +1,5 @@
-/* hbd_barrier.c: hibard's barrier engine: runs the hier state machine over the wire and the hwbarrier. */
+/* hbd_barrier.c: hibard's barrier engine: runs the hier state machine over the wire and the
+ * hwbarrier. */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
@@ -227,8 +228,10 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         } else {
             hb_log_error("chassis barrier arrive (sync %" PRIu32 "): %s", a->sync_no,
                          hibar_strerror(rc));
-            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE, .coll_id = a->coll_id,
-                               .sync_no = a->sync_no, .status = rc ? rc : HIBAR_ERR_INTERNAL};
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
+                               .coll_id = a->coll_id,
+                               .sync_no = a->sync_no,
+                               .status = rc ? rc : HIBAR_ERR_INTERNAL};
             push(d, &ev);
         }
         break;
@@ -254,8 +257,8 @@ static void hwb_check(hbd_t *d)
             continue;
         b->pend[s].used = 0;
         b->n_pend--;
-        hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE, .coll_id = b->pend[s].coll,
-                           .sync_no = s, .status = rc};
+        hb_hier_ev_t ev = {
+            .kind = HB_HIER_EV_HWB_DONE, .coll_id = b->pend[s].coll, .sync_no = s, .status = rc};
         push(d, &ev);
     }
 }
@@ -285,8 +288,8 @@ static void drain(hbd_t *d)
             size_t n = 0;
             int rc = step(d, &ev, &n);
             if (rc != 0) {
-                hb_log_debug("hier refused event %d coll %" PRIu64 " from %" PRIu32 ": %s",
-                             ev.kind, ev.coll_id, ev.from, hibar_strerror(rc));
+                hb_log_debug("hier refused event %d coll %" PRIu64 " from %" PRIu32 ": %s", ev.kind,
+                             ev.coll_id, ev.from, hibar_strerror(rc));
                 if (ev.kind == HB_HIER_EV_ARRIVE)
                     req_finish(d, ev.coll_id, rc);
                 continue;
@@ -341,8 +344,10 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
         if (rc != HIBAR_ERR_TIMEOUT && rc != HIBAR_ERR_WOULD_BLOCK) {
             b->pend[s].used = 0;
             b->n_pend--;
-            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE, .coll_id = b->pend[s].coll,
-                               .sync_no = s, .status = rc};
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
+                               .coll_id = b->pend[s].coll,
+                               .sync_no = s,
+                               .status = rc};
             push(d, &ev);
         }
         hwb_check(d);
@@ -396,8 +401,7 @@ void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
     b->reqs = r;
     b->n_reqs++;
     hbd_net_tick_arm(d);
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id,
-                       .epoch = d->epoch};
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
     drain(d);
 }
@@ -425,8 +429,7 @@ int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg
     b->reqs = r;
     b->n_reqs++;
     hbd_net_tick_arm(d);
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id,
-                       .epoch = d->epoch};
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
     drain(d);
     return 0;
@@ -436,9 +439,14 @@ void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     if (d->bar == NULL || d->lost)
         return;
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG, .job = m->job, .coll_id = m->coll_id,
-                       .epoch = m->epoch, .from = m->src, .msg = hbd_wire_get32(m->payload),
-                       .data = m->len > 4 ? m->payload + 4 : NULL, .len = m->len - 4};
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
+                       .job = m->job,
+                       .coll_id = m->coll_id,
+                       .epoch = m->epoch,
+                       .from = m->src,
+                       .msg = hbd_wire_get32(m->payload),
+                       .data = m->len > 4 ? m->payload + 4 : NULL,
+                       .len = m->len - 4};
     push(d, &ev);
     drain(d);
 }
@@ -492,7 +500,10 @@ void hbd_barrier_tick(hbd_t *d)
     drain(d);
 }
 
-uint32_t hbd_barrier_in_flight(const hbd_t *d) { return d->bar ? d->bar->n_reqs : 0; }
+uint32_t hbd_barrier_in_flight(const hbd_t *d)
+{
+    return d->bar ? d->bar->n_reqs : 0;
+}
 
 void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p)
 {
@@ -505,7 +516,10 @@ void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p)
     *late_p = s.late;
 }
 
-uint64_t hbd_barrier_next_coll(const hbd_t *d) { return d->bar ? d->bar->next_coll : 0; }
+uint64_t hbd_barrier_next_coll(const hbd_t *d)
+{
+    return d->bar ? d->bar->next_coll : 0;
+}
 
 /* ---- T_IB probe: n chassis barriers in a row on the reserved sync number ---- */
 
@@ -529,9 +543,8 @@ static void tib_end(hbd_t *d, int rc)
     hbd_barrier_state_t *b = d->bar;
     if (rc == 0) {
         qsort(b->tib, b->tib_n, sizeof(double), cmp_double);
-        hbd_ctl_reply(b->tib_conn, "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32,
-                      b->tib[b->tib_n / 2], b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0],
-                      b->tib_n);
+        hbd_ctl_reply(b->tib_conn, "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32, b->tib[b->tib_n / 2],
+                      b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0], b->tib_n);
     } else {
         hbd_ctl_reply(b->tib_conn, "err tib %d %s", rc, hibar_strerror(rc));
     }
