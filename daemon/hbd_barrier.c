@@ -78,7 +78,8 @@ static void poll_schedule(hbd_t *d);
  * replay`: a '#' header with the engine's configuration, then each event fed to hb_hier_step
  * (ARRIVE, MSG, HWB_DONE in hb_hier_rec_format's format; "PEER_LOST from nX", "TIMEOUT"),
  * followed by what it gave: its actions, or one REFUSED line with the status. t = us since
- * the engine was created; ib/sr are not known here (0).
+ * the engine was created (t0_ns in the header: that moment on CLOCK_MONOTONIC, so the traces
+ * of daemons sharing a host line up); ib/sr are not known here (0).
  */
 static void trace_line(hbd_t *d, hb_hier_rec_t *r, const char *text)
 {
@@ -86,7 +87,7 @@ static void trace_line(hbd_t *d, hb_hier_rec_t *r, const char *text)
     r->node = d->self;
     r->t = (double)(hb_time_now_ns() - d->bar->trace_t0) / 1e3;
     if (text != NULL)
-        snprintf(line, sizeof(line), "n%" PRIu32 " coll %" PRIu64 " %s ib=0 sr=0 t=%g", r->node,
+        snprintf(line, sizeof(line), "n%" PRIu32 " coll %" PRIu64 " %s ib=0 sr=0 t=%.9g", r->node,
                  r->coll_id, text, r->t);
     else if (hb_hier_rec_format(r, line, sizeof(line)) != 0)
         return;
@@ -651,9 +652,9 @@ int hbd_barrier_init(hbd_t *d)
         fprintf(b->trace,
                 "# hibard trace: node %" PRIu32 " nodes %" PRIu32 " protocol %s job %" PRIu32
                 " epoch %" PRIu32 " first_coll %" PRIu64 " sync_base %" PRIu32 " n_sync %" PRIu32
-                "\n",
+                " t0_ns %" PRIu64 "\n",
                 d->self, d->topo->n_nodes, hb_hier_proto_name(hc.protocol), hc.job, hc.epoch,
-                hc.first_coll, hc.sync_base, hc.n_sync);
+                hc.first_coll, hc.sync_base, hc.n_sync, b->trace_t0);
         fflush(b->trace);
     }
     b->acts = calloc(b->max_acts, sizeof(*b->acts));

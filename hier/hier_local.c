@@ -571,7 +571,7 @@ int hb_hier_rec_format(const hb_hier_rec_t *r, char *buf, size_t len)
     default:
         break;
     }
-    w = snprintf(buf, len, "n%u coll %llu %s%s%s%s%s ib=%u sr=%u t=%g", r->node,
+    w = snprintf(buf, len, "n%u coll %llu %s%s%s%s%s ib=%u sr=%u t=%.9g", r->node,
                  (unsigned long long)r->coll_id,
                  (unsigned)r->kind < sizeof(kind) / sizeof(kind[0]) ? kind[r->kind] : "?", what,
                  r->step ? " [" : "", r->step ? r->step : "", r->step ? "]" : "", r->n_ib, r->n_sr,
