@@ -324,8 +324,9 @@ static int cfg_take_nodes(cfg_priv_t *p, cfg_node_ent_t *ents, size_t n, const c
     return 0;
 }
 
-static int cfg_take_chassis(cfg_priv_t *p, uint32_t size, cfg_list_ent_t *ents, size_t n,
-                            const char *src)
+/* Replace a list (*list_p, *n_p, set at *src_p) by ents (taken over) set at src. */
+static int cfg_take_list(cfg_list_ent_t **list_p, size_t *n_p, char **src_p, cfg_list_ent_t *ents,
+                         size_t n, const char *src)
 {
     char *s = strdup(src);
 
@@ -333,29 +334,27 @@ static int cfg_take_chassis(cfg_priv_t *p, uint32_t size, cfg_list_ent_t *ents, 
         cfg_list_ents_free(ents, n);
         return HIBAR_ERR_NOMEM;
     }
-    cfg_list_ents_free(p->chassis, p->n_chassis);
-    free(p->chassis_src);
-    p->chassis_size = size;
-    p->chassis = ents;
-    p->n_chassis = n;
-    p->chassis_src = s;
+    cfg_list_ents_free(*list_p, *n_p);
+    free(*src_p);
+    *list_p = ents;
+    *n_p = n;
+    *src_p = s;
     return 0;
+}
+
+static int cfg_take_chassis(cfg_priv_t *p, uint32_t size, cfg_list_ent_t *ents, size_t n,
+                            const char *src)
+{
+    int rc = cfg_take_list(&p->chassis, &p->n_chassis, &p->chassis_src, ents, n, src);
+
+    if (rc == 0)
+        p->chassis_size = size;
+    return rc;
 }
 
 static int cfg_take_sites(cfg_priv_t *p, cfg_list_ent_t *ents, size_t n, const char *src)
 {
-    char *s = strdup(src);
-
-    if (s == NULL) {
-        cfg_list_ents_free(ents, n);
-        return HIBAR_ERR_NOMEM;
-    }
-    cfg_list_ents_free(p->sites, p->n_sites);
-    free(p->sites_src);
-    p->sites = ents;
-    p->n_sites = n;
-    p->sites_src = s;
-    return 0;
+    return cfg_take_list(&p->sites, &p->n_sites, &p->sites_src, ents, n, src);
 }
 
 /* Check that a hostlist expands (so errors point at where it was written). */
