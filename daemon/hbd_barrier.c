@@ -369,6 +369,30 @@ void hbd_barrier_on_hwb(hbd_t *d)
     drain(d);
 }
 
+/* A request for barrier coll_id (answered to conn, or through cb): queued, the deadline check
+ * armed, and this node arrives. 0 or NOMEM. */
+static int req_arrive(hbd_t *d, uint64_t coll_id, struct hbd_ctl_conn *conn, hbd_barrier_cb_t cb,
+                      void *arg)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_req_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return HIBAR_ERR_NOMEM;
+    r->coll = coll_id;
+    r->t0 = hb_time_now_ns();
+    r->conn = hbd_ctl_hold(conn); /* NULL stays NULL */
+    r->cb = cb;
+    r->cb_arg = arg;
+    r->next = b->reqs;
+    b->reqs = r;
+    b->n_reqs++;
+    hbd_net_tick_arm(d);
+    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
+    push(d, &ev);
+    drain(d);
+    return 0;
+}
+
 void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
 {
     hbd_barrier_state_t *b = d->bar;
@@ -389,22 +413,9 @@ void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
                           hibar_strerror(HIBAR_ERR_BUSY));
             return;
         }
-    hbd_req_t *r = calloc(1, sizeof(*r));
-    if (r == NULL) {
+    if (req_arrive(d, coll_id, conn, NULL, NULL) != 0)
         hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_NOMEM,
                       hibar_strerror(HIBAR_ERR_NOMEM));
-        return;
-    }
-    r->coll = coll_id;
-    r->t0 = hb_time_now_ns();
-    r->conn = hbd_ctl_hold(conn);
-    r->next = b->reqs;
-    b->reqs = r;
-    b->n_reqs++;
-    hbd_net_tick_arm(d);
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
-    push(d, &ev);
-    drain(d);
 }
 
 int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg)
@@ -419,21 +430,7 @@ int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg
     for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
         if (r->coll == coll_id)
             return HIBAR_ERR_BUSY;
-    hbd_req_t *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return HIBAR_ERR_NOMEM;
-    r->coll = coll_id;
-    r->t0 = hb_time_now_ns();
-    r->cb = cb;
-    r->cb_arg = arg;
-    r->next = b->reqs;
-    b->reqs = r;
-    b->n_reqs++;
-    hbd_net_tick_arm(d);
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
-    push(d, &ev);
-    drain(d);
-    return 0;
+    return req_arrive(d, coll_id, NULL, cb, arg);
 }
 
 void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
