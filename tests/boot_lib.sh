@@ -1,5 +1,28 @@
-# boot_lib.sh: what the bootstrap tests share inside the bed (sourced by boot_ompi.sh and
-# boot_slurm.sh; they set run_dir, name and hibard).
+# boot_lib.sh: what the bootstrap tests share (sourced by boot_ompi.sh and boot_slurm.sh; they
+# set name, run_dir and fail, and hibard inside the bed).
+
+# outside, after the bed: nothing of the cluster may be left (daemons, run dir, namespaces);
+# exits with rc
+bed_done() {
+    local rc=$1 left
+    left=$(pgrep -f -- "cluster=$name" || true)
+    if [ -n "$left" ] || [ -e "$run_dir" ]; then
+        [ -n "$left" ] && kill -KILL $left 2>/dev/null
+        rm -rf "$run_dir"
+        [ "$rc" -eq 0 ] && fail "daemons or run dir left behind"
+    fi
+    [ -z "$(ip netns list 2>/dev/null | grep "hibar-$name-")" ] || fail "namespaces left"
+    exit "$rc"
+}
+
+# stop the cluster's daemons: SIGTERM, then SIGKILL a second later
+stop_daemons() {
+    local left
+    left=$(pgrep -f -- "cluster=$name" || true)
+    [ -n "$left" ] && kill -TERM $left 2>/dev/null && sleep 1
+    left=$(pgrep -f -- "cluster=$name" || true)
+    [ -z "$left" ] || kill -KILL $left 2>/dev/null
+}
 
 # wait (bounded) until the cluster file lists n nodes and every daemon has its socket
 wait_up() {

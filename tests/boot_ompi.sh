@@ -10,6 +10,8 @@ export HB_BOOT_NAME=$name
 run_dir=/tmp/hibar-$(id -u)-$name
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# bed_done, stop_daemons, wait_up N, wait_gone
+. "$src/tests/boot_lib.sh"
 
 if [ "${1-}" != --inside ]; then
     [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -21,14 +23,7 @@ if [ "${1-}" != --inside ]; then
     # a hang guard only: the whole test takes well under a minute
     timeout -s TERM 240 "$tb" --sites 1 --nodes 4 --name "$name" -- bash "$0" --inside
     rc=$?
-    left=$(pgrep -f -- "cluster=$name" || true)
-    [ -z "$left" ] && [ ! -e "$run_dir" ] || {
-        [ -n "$left" ] && kill -KILL $left 2>/dev/null
-        rm -rf "$run_dir"
-        [ $rc -eq 0 ] && fail "daemons or run dir left behind"
-    }
-    [ -z "$(ip netns list 2>/dev/null | grep "hibar-$name-")" ] || fail "namespaces left"
-    exit $rc
+    bed_done $rc
 fi
 
 # ---- inside the bed -------------------------------------------------------------------------
@@ -36,18 +31,12 @@ tmp=$(mktemp -d /tmp/hibar-boot-ompi.XXXXXX)
 mpi_pid=''
 cleanup() {
     [ -n "$mpi_pid" ] && kill -TERM "$mpi_pid" 2>/dev/null
-    left=$(pgrep -f -- "cluster=$name" || true)
-    [ -n "$left" ] && kill -TERM $left 2>/dev/null && sleep 1
-    left=$(pgrep -f -- "cluster=$name" || true)
-    [ -n "$left" ] && kill -KILL $left 2>/dev/null
+    stop_daemons
     rm -rf "$tmp" "$run_dir"
 }
 trap cleanup EXIT
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
 hibard=$bld/daemon/hibard
-
-# wait_up N: bounded wait for N daemons
-. "$src/tests/boot_lib.sh"
 
 # 1. mpirun (through the bed's rsh agent) starts one hibard per host
 t0=$(date +%s.%N)

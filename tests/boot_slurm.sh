@@ -10,6 +10,8 @@ export HB_BOOT_NAME=$name
 run_dir=/tmp/hibar-$(id -u)-$name
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# bed_done, stop_daemons, wait_up N, wait_gone
+. "$src/tests/boot_lib.sh"
 
 if [ "${1-}" != --inside ]; then
     [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -25,14 +27,7 @@ if [ "${1-}" != --inside ]; then
     timeout -s TERM 240 "$tb" --sites 1 --nodes 3 --name "$name" -- bash "$0" --inside
     rc=$?
     "$src/tests/slurm/down" "$name"
-    left=$(pgrep -f -- "cluster=$name" || true)
-    if [ -n "$left" ] || [ -e "$run_dir" ]; then
-        [ -n "$left" ] && kill -KILL $left 2>/dev/null
-        rm -rf "$run_dir"
-        [ $rc -eq 0 ] && fail "daemons or run dir left behind"
-    fi
-    [ -z "$(ip netns list 2>/dev/null | grep "hibar-$name-")" ] || fail "namespaces left"
-    exit $rc
+    bed_done $rc
 fi
 
 # ---- inside the bed -------------------------------------------------------------------------
@@ -40,10 +35,7 @@ tmp=$(mktemp -d /tmp/hibar-boot-slurm.XXXXXX)
 srun_pid=''
 cleanup() {
     [ -n "$srun_pid" ] && kill -TERM "$srun_pid" 2>/dev/null
-    left=$(pgrep -f -- "cluster=$name" || true)
-    [ -n "$left" ] && kill -TERM $left 2>/dev/null && sleep 1
-    left=$(pgrep -f -- "cluster=$name" || true)
-    [ -n "$left" ] && kill -KILL $left 2>/dev/null
+    stop_daemons
     "$src/tests/slurm/down" "$name"
     rm -rf "$tmp" "$run_dir"
 }
@@ -51,9 +43,6 @@ trap cleanup EXIT
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
 hibard=$bld/daemon/hibard
 on0() { "$HIBAR_TESTBED_HOSTEXEC" "${hosts[0]}" "$@"; }
-
-# wait_up N, wait_gone: bounded waits for N daemons, for none
-. "$src/tests/boot_lib.sh"
 
 t0=$(date +%s.%N)
 "$src/tests/slurm/up" "$name" >"$tmp/up.out" 2>&1 || { cat "$tmp/up.out"; fail "Slurm did not come up"; }
