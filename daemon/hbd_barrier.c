@@ -23,11 +23,12 @@
  *
  * Chassis barriers: hier uses sync numbers 0..HBD_HIER_NSYNC-1; HBD_TIB_SYNC is kept for the
  * T_IB probe. Completion is noticed through the backend's fd when it has one. Without one
- * (shm), the loop waits in hb_hwb_wait(), which follows the waiting rule of DESIGN section 6
- * (spin, yield, then sleep on the segment's futex, so the completer wakes it at once), for
- * at most HBD_BLOCK_MS at a time, then lets the loop run (network, control socket) and comes
- * back. While a chassis barrier is pending this node has nothing else to do for that
- * collective: everything it had to send was sent before it arrived.
+ * (shm), the loop waits in hb_hwb_wait_any() on every outstanding round at once, which follows
+ * the waiting rule of DESIGN section 6 (spin, yield, then sleep on the segment's futex, so the
+ * completer of any of them wakes it at once), for at most HBD_BLOCK_MS at a time, then lets
+ * the loop run (network, control socket) and comes back. While a chassis barrier is pending
+ * this node has nothing else to do for that collective: everything it had to send was sent
+ * before it arrived.
  */
 #define HBD_HIER_NSYNC 8
 #define HBD_TIB_SYNC (HB_HWB_NSYNC - 1)
@@ -331,18 +332,20 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (d->stopping)
         return;
-    if (b->tib_conn != NULL) {
-        int rc = hb_hwb_wait(d->hwb, HBD_TIB_SYNC, HBD_BLOCK_MS);
-        if (rc != HIBAR_ERR_TIMEOUT)
+    /* every outstanding round at once: they share one wake-up, and a wait on one of them
+     * would sleep through the others' completions until its HBD_BLOCK_MS ran out */
+    uint32_t syncs = b->tib_conn != NULL ? 1u << HBD_TIB_SYNC : 0, s = HB_HWB_NSYNC;
+    for (uint32_t k = 0; k < HB_HWB_NSYNC && b->n_pend > 0; k++)
+        if (b->pend[k].used)
+            syncs |= 1u << k;
+    if (syncs != 0) {
+        int rc = hb_hwb_wait_any(d->hwb, syncs, HBD_BLOCK_MS, &s);
+        if (rc == HIBAR_ERR_TIMEOUT || s >= HB_HWB_NSYNC) {
+            /* nothing ended (INVAL cannot happen: syncs are exactly our pending rounds) */
+        } else if (s == HBD_TIB_SYNC && b->tib_conn != NULL) {
             tib_done(d, rc);
-    } else if (b->n_pend > 0) {
-        /* the oldest outstanding collective first: it is the one the others wait for */
-        uint32_t s = HB_HWB_NSYNC;
-        for (uint32_t k = 0; k < HB_HWB_NSYNC; k++)
-            if (b->pend[k].used && (s == HB_HWB_NSYNC || b->pend[k].coll < b->pend[s].coll))
-                s = k;
-        int rc = hb_hwb_wait(d->hwb, s, HBD_BLOCK_MS);
-        if (rc != HIBAR_ERR_TIMEOUT && rc != HIBAR_ERR_WOULD_BLOCK) {
+            tib_check(d);
+        } else if (b->pend[s].used) {
             b->pend[s].used = 0;
             b->n_pend--;
             hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
@@ -351,7 +354,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
                                .status = rc};
             push(d, &ev);
         }
-        hwb_check(d);
+        if (b->n_pend > 0)
+            hwb_check(d);
     }
     drain(d);
     if (b->n_pend > 0 || b->tib_conn != NULL)

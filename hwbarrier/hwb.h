@@ -13,6 +13,7 @@
  *   hb_hwb_arrive(h, s, mask)   non-blocking; mask names every participant, itself included
  *   hb_hwb_test(h, s)           0 = complete, HIBAR_ERR_WOULD_BLOCK = not yet, or an error
  *   hb_hwb_wait(h, s, ms)       blocks per the waiting rule (DESIGN section 6)
+ *   hb_hwb_wait_any(h, set, ...) the same for whichever of several pending rounds ends first
  *
  * Several sync numbers may be in flight at once. A sync number is reusable as soon as this
  * node has seen its completion (test/wait returned 0 or a round error). All participants of
@@ -52,7 +53,8 @@ typedef struct hb_hwb_ops {
     int (*open)(const hb_hwb_params_t *params, hb_hwb_t **h_p);
     int (*arrive)(hb_hwb_t *h, uint32_t sync_no, uint32_t mask);
     int (*test)(hb_hwb_t *h, uint32_t sync_no);
-    int (*wait)(hb_hwb_t *h, uint32_t sync_no, int timeout_ms);
+    /* wait for the first of the rounds in syncs (bit s = sync s) to end; collects it */
+    int (*wait)(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p);
     int (*fd)(hb_hwb_t *h, int *fd_p);
     void (*close)(hb_hwb_t *h);
 } hb_hwb_ops_t;
@@ -97,6 +99,15 @@ int hb_hwb_arrive(hb_hwb_t *h, uint32_t sync_no, uint32_t mask);
 int hb_hwb_test(hb_hwb_t *h, uint32_t sync_no);
 /* Like test, but waits up to timeout_ms (< 0: forever) following the waiting rule. */
 int hb_hwb_wait(hb_hwb_t *h, uint32_t sync_no, int timeout_ms);
+/*
+ * Like wait, for several rounds in flight: syncs has bit s set for each sync number s this
+ * node arrived at and has not collected. Returns as soon as any one of them has ended (or
+ * timeout_ms passed: TIMEOUT, all still pending), collects that one round and returns its
+ * result as wait would, its sync number in *sync_p. A caller with several rounds pending must
+ * sleep here, not in hb_hwb_wait() on one of them: that sleeps through the others' ends.
+ * INVAL: syncs empty, out of range, or naming a sync number this node is not pending at.
+ */
+int hb_hwb_wait_any(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p);
 /* arrive + wait. */
 int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms);
 /* A file descriptor for an event loop (poll for POLLIN), owned by the handle: after an

@@ -334,14 +334,19 @@ static int hb_scic_test(hb_hwb_t *h, uint32_t sync)
 
 typedef struct hb_scic_waitctx {
     hb_scic_t *s;
-    uint32_t sync, code;
+    uint32_t syncs;      /* the rounds waited for */
+    uint32_t sync, code; /* the one that ended and its result */
 } hb_scic_waitctx_t;
 
+/* Any of the rounds in c->syncs over? (One interrupt serves every sync number: look at all.) */
 static int hb_scic_poll(void *arg, int slow)
 {
     hb_scic_waitctx_t *c = arg;
-    if (hb_scic_done(c->s, c->sync, &c->code) == 0)
-        return 0;
+    for (uint32_t m = c->syncs, k = 0; m != 0; k++, m >>= 1)
+        if ((m & 1) && hb_scic_done(c->s, k, &c->code) == 0) {
+            c->sync = k;
+            return 0;
+        }
     if (slow && !(hb_scic_rd32(c->s->bar, HB_SCIC_STATUS) & HB_SCIC_ST_LINK_UP))
         return HIBAR_ERR_PEER_LOST; /* our own board is gone */
     return HIBAR_ERR_WOULD_BLOCK;
@@ -352,26 +357,31 @@ static int hb_scic_arm_cb(void *arg)
     return hb_scic_arm(((hb_scic_waitctx_t *)arg)->s);
 }
 
-static int hb_scic_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
+static int hb_scic_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p)
 {
     hb_scic_t *s = (hb_scic_t *)h;
-    hb_scic_waitctx_t c = {s, sync, 0};
+    hb_scic_waitctx_t c = {s, syncs, HB_HWB_NSYNC, 0};
     uint64_t deadline;
     int rc;
 
-    if (!(s->pending & (1u << sync)))
+    if ((syncs & s->pending) != syncs)
         return HIBAR_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     rc = hb_wait_until_fd(s->fd, hb_scic_arm_cb, hb_scic_poll, &c, NULL, &s->adapt, deadline);
     if (rc == HIBAR_ERR_TIMEOUT)
         return rc;
     if (rc < 0) {
+        /* our own board is gone: the lowest round waited for reports it (the others will
+         * fail the same way when waited for) */
+        uint32_t sync = (uint32_t)__builtin_ctz(syncs);
         if (rc == HIBAR_ERR_PEER_LOST)
             hb_log_warn("hwbarrier scic: %s: board link down", s->path);
         s->pending &= ~(1u << sync);
+        *sync_p = sync;
         return rc;
     }
-    return hb_scic_collect(s, sync, c.code);
+    *sync_p = c.sync;
+    return hb_scic_collect(s, c.sync, c.code);
 }
 
 static int hb_scic_fd(hb_hwb_t *h, int *fd_p)

@@ -393,7 +393,8 @@ static int hb_shm_test(hb_hwb_t *h, uint32_t sync)
 
 typedef struct hb_shm_waitctx {
     hb_shm_t *s;
-    uint32_t sync;
+    uint32_t syncs; /* the rounds waited for */
+    uint32_t sync;  /* the one that ended (set by the poll functions) */
 } hb_shm_waitctx_t;
 
 /* A participant of our round that died or left. Returns its index or -1. */
@@ -431,15 +432,30 @@ static int hb_shm_poll_flag(void *arg, int slow)
                : HIBAR_ERR_WOULD_BLOCK;
 }
 
+/*
+ * Any of our rounds in c->syncs over? All of them share our one wake word, so the completion
+ * of any wakes us; each wake-up must look at every round waited for, or a waiter on one round
+ * sleeps through the end of another (it would only see it when its sleep runs out).
+ */
 static int hb_shm_poll(void *arg, int slow)
 {
     hb_shm_waitctx_t *c = arg;
     hb_shm_t *s = c->s;
-    uint32_t f = atomic_load_explicit(&s->seg->flags[s->me].flag[c->sync], memory_order_acquire);
-    if (f != HB_SHM_ARRIVED)
-        return 0;
-    if (slow && hb_shm_find_lost(s, s->mask[c->sync]) >= 0 && hb_shm_in_round(s, c->sync))
-        return HIBAR_ERR_PEER_LOST;
+    for (uint32_t m = c->syncs, k = 0; m != 0; k++, m >>= 1) {
+        if ((m & 1) && atomic_load_explicit(&s->seg->flags[s->me].flag[k], memory_order_acquire) !=
+                           HB_SHM_ARRIVED) {
+            c->sync = k;
+            return 0;
+        }
+    }
+    if (!slow)
+        return HIBAR_ERR_WOULD_BLOCK;
+    for (uint32_t m = c->syncs, k = 0; m != 0; k++, m >>= 1) {
+        if ((m & 1) && hb_shm_find_lost(s, s->mask[k]) >= 0 && hb_shm_in_round(s, k)) {
+            c->sync = k;
+            return HIBAR_ERR_PEER_LOST;
+        }
+    }
     return HIBAR_ERR_WOULD_BLOCK;
 }
 
@@ -456,21 +472,23 @@ static void hb_shm_abort_lost(hb_shm_t *s, uint32_t sync)
     }
 }
 
-static int hb_shm_wait(hb_hwb_t *h, uint32_t sync, int timeout_ms)
+static int hb_shm_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p)
 {
     hb_shm_t *s = (hb_shm_t *)h;
-    hb_shm_waitctx_t c = {s, sync};
+    hb_shm_waitctx_t c = {s, syncs, HB_HWB_NSYNC};
     uint64_t deadline;
-    uint32_t f;
+    uint32_t f, sync;
     int rc;
 
-    if (!(s->pending & (1u << sync)))
+    if ((syncs & s->pending) != syncs)
         return HIBAR_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     rc = hb_wait_until_adaptive(&s->seg->node[s->me].wake, hb_shm_poll, &c, NULL, &s->adapt,
                                 deadline);
     if (rc == HIBAR_ERR_TIMEOUT)
         return rc; /* still pending: the caller may wait again */
+    sync = c.sync;
+    *sync_p = sync;
     if (rc == HIBAR_ERR_PEER_LOST) {
         int lost = hb_shm_find_lost(s, s->mask[sync]);
         hb_log_warn("hwbarrier shm: %s sync %u: node %d died or left", s->name, sync, lost);

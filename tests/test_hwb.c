@@ -5,6 +5,7 @@
 #include "scic_model.h"
 
 #include "hb_log.h"
+#include "hb_time.h"
 #include "hibar.h"
 
 #include <CUnit/Basic.h>
@@ -244,6 +245,51 @@ static int t_body_concurrent(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     return 0;
 }
 
+/*
+ * Several rounds in flight and one waiter, as in hibard: node 0 arrives at 1 and 2 and sleeps
+ * in wait_any on both; the others complete 2 only, and arrive at 1 once node 0 has said that
+ * it saw 2 end. A wait that watches one of the rounds, or sleeps through the wake-up of
+ * another round sharing its wake word, only returns when 1 completes, which the others allow
+ * after T_WAIT_MS without node 0's word: then node 0 reports sync 1, and the check fails.
+ */
+static int t_body_any(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    uint32_t s = HB_HWB_NSYNC;
+    int rc;
+    (void)arg;
+    if (me == 0) {
+        T_CHECK(hb_hwb_arrive(h, 1, t_full(n)) == 0, 0);
+        T_CHECK(hb_hwb_arrive(h, 2, t_full(n)) == 0, 0);
+        T_CHECK(hb_hwb_wait_any(h, 0, 0, &s) == HIBAR_ERR_INVAL, 0);
+        T_CHECK(hb_hwb_wait_any(h, 0xe, 0, &s) == HIBAR_ERR_INVAL, 0); /* 3: not arrived */
+        T_CHECK(hb_hwb_wait_any(h, 0x6, 0, &s) == HIBAR_ERR_TIMEOUT, 0);
+        atomic_store(&t_sh->go, 1);
+        rc = hb_hwb_wait_any(h, 0x6, T_WAIT_MS, &s);
+        t_sh->got[0] = (int)s;
+        T_CHECK(rc == 0, rc);
+        T_CHECK(s == 2 && atomic_load(&t_sh->cnt[1]) == 0, HIBAR_ERR_INTERNAL);
+        T_CHECK(hb_hwb_test(h, 2) == HIBAR_ERR_INVAL, 0); /* collected */
+        T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
+        atomic_store(&t_sh->go, 2);
+        rc = hb_hwb_wait_any(h, 0x2, T_WAIT_MS, &s);
+        T_CHECK(rc == 0 && s == 1, rc);
+        return 0;
+    }
+    while (atomic_load(&t_sh->go) < 1)
+        t_nap_us(100);
+    t_nap_us(20000); /* node 0 is most likely asleep by now (the check does not rely on it) */
+    rc = hb_hwb_barrier(h, 2, t_full(n), T_WAIT_MS);
+    T_CHECK(rc == 0, rc);
+    /* bounded, so that a broken wait_any fails the test instead of hanging it */
+    for (uint64_t t0 = hb_time_now_ns();
+         atomic_load(&t_sh->go) < 2 && hb_time_now_ns() - t0 < T_WAIT_MS * 1000000ull;)
+        t_nap_us(200);
+    atomic_fetch_add(&t_sh->cnt[1], 1);
+    rc = hb_hwb_barrier(h, 1, t_full(n), T_WAIT_MS);
+    T_CHECK(rc == 0, rc);
+    return 0;
+}
+
 /* Split phase: the Center arrives and sees "not yet" until the others arrive. */
 static int t_body_split(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 {
@@ -426,6 +472,11 @@ static void test_concurrent_2(void)
 static void test_concurrent_3(void)
 {
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_concurrent, NULL), 0);
+}
+static void test_any_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_any, NULL), 0);
+    CU_ASSERT_EQUAL(t_sh->got[0], 2);
 }
 static void test_split_3(void)
 {
@@ -730,6 +781,7 @@ static const t_case_t t_common[] = {
     {"masks_3", test_masks_3},
     {"concurrent_2", test_concurrent_2},
     {"concurrent_3", test_concurrent_3},
+    {"any_3", test_any_3},
     {"split_3", test_split_3},
     {"mismatch_3", test_mismatch_3},
     {"timeout_2", test_timeout_2},
