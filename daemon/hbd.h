@@ -122,6 +122,22 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
  * once, straight into the message ZeroMQ sends. */
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2);
+/*
+ * A buffer lent to ZeroMQ without a copy: freed (free(buf)) when its last reference goes,
+ * whether that is the run that owns it or the last message ZeroMQ sent from it (its I/O
+ * thread drops those). hbd_zc_new takes the first reference; NULL without memory.
+ */
+typedef struct hbd_zc {
+    _Atomic int refs;
+    void *buf;
+} hbd_zc_t;
+hbd_zc_t *hbd_zc_new(void *buf);
+void hbd_zc_put(hbd_zc_t *z);
+/* A COLL frame: the 40-byte collective header and dlen bytes of data. On the plain data plane
+ * with `hold` (which must own the memory data points into) the data goes as a second
+ * ZeroMQ frame without being copied; otherwise as hbd_net_send2. Same results. */
+int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
+                      uint32_t dlen, hbd_zc_t *hold);
 /* Link to any node on demand (collectives): 0 once linked both ways, HIBAR_ERR_WOULD_BLOCK
  * while the link comes up (call again: it resends HELLO), HIBAR_ERR_PEER_LOST, HIBAR_ERR_IO.
  * hbd_net_send returns HIBAR_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is
@@ -228,6 +244,9 @@ void hbd_coll_fini(hbd_t *d);
 /* Control command "coll OP ALG ROOT SIZE [LANES [SEG]]" (see hbd_coll.c). */
 void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args);
 void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+/* The same with the segment's data elsewhere than after the collective header (the plain data
+ * plane's two-part frames). */
+void hbd_coll_on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data);
 void hbd_coll_fail_all(hbd_t *d, int status, uint32_t lost);
 /* Build the file paths in the run dir for a node name. */
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,

@@ -65,6 +65,7 @@ struct hbd_coll_run {
     hb_coll_sched_t *s;
     hb_coll_exec_t *x;
     uint8_t *in, *out;
+    hbd_zc_t *in_zc; /* owns `in` once a segment of it went out without a copy */
     uint64_t in_len, out_len;
     hb_coll_act_t *q; /* pending sends, FIFO */
     size_t qhead, nq, qcap;
@@ -133,7 +134,10 @@ static void run_free(hbd_coll_run_t *r)
     free(r->ranks_of);
     hb_coll_exec_free(r->x);
     hb_coll_sched_free(r->s);
-    free(r->in);
+    if (r->in_zc != NULL)
+        hbd_zc_put(r->in_zc); /* frees the input once ZeroMQ has sent the last of it */
+    else
+        free(r->in);
     free(r->out);
     free(r->q);
     free(r);
@@ -427,8 +431,14 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
         c.seq = a->seq;
         c.off = a->off;
         hbd_wire_coll_pack(&c, pl);
-        int rc = hbd_net_send2(d, a->to, HBD_WIRE_COLL, 0, r->id, pl, HBD_WIRE_COLL_HDR, a->data,
-                               (uint32_t)a->len);
+        /* segments of this node's input leave without a copy on the plain data plane: the
+         * input is then owned by a holder that ZeroMQ's messages keep alive */
+        const uint8_t *ad = a->data;
+        int from_in = r->in != NULL && ad >= r->in && ad + a->len <= r->in + r->in_len;
+        if (from_in && r->in_zc == NULL && d->data_out != NULL)
+            r->in_zc = hbd_zc_new(r->in);
+        int rc = hbd_net_send_coll(d, a->to, r->id, pl, a->data, (uint32_t)a->len,
+                                   from_in ? r->in_zc : NULL);
         if (rc == HIBAR_ERR_WOULD_BLOCK)
             return;
         if (rc != 0) {
@@ -838,7 +848,8 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
 }
 
 /* A job collective's segment before its run: keep a copy. */
-static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t *c)
+static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t *c,
+                       const uint8_t *data)
 {
     hbd_coll_state_t *st = d->coll;
     uint64_t len = m->len - HBD_WIRE_COLL_HDR;
@@ -859,7 +870,7 @@ static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t 
     e->from = m->src;
     e->key = *c;
     e->len = len;
-    memcpy(e->data, m->payload + HBD_WIRE_COLL_HDR, len);
+    memcpy(e->data, data, len);
     hbd_coll_early_t **pp = &st->early;
     while (*pp != NULL)
         pp = &(*pp)->next;
@@ -871,6 +882,11 @@ static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t 
 
 void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
+    hbd_coll_on_segment(d, m, m->payload + HBD_WIRE_COLL_HDR);
+}
+
+void hbd_coll_on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
+{
     hbd_coll_state_t *st = d->coll;
     hbd_wire_coll_t c;
     if (st == NULL)
@@ -878,7 +894,7 @@ void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     hbd_wire_coll_unpack(m->payload, &c);
     hbd_coll_run_t *r = run_find(st, m->coll_id);
     if (r == NULL && (m->coll_id & HBD_COLL_ID_JOB)) {
-        early_keep(d, m, &c);
+        early_keep(d, m, &c, data);
         return;
     }
     if (r == NULL) {
@@ -910,7 +926,7 @@ void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
                            .seq = c.seq,
                            .off = c.off,
                            .len = m->len - HBD_WIRE_COLL_HDR,
-                           .data = m->payload + HBD_WIRE_COLL_HDR};
+                           .data = data};
         r->frames_rx++;
         run_feed(d, r, &ev);
     }

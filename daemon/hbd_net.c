@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <sys/random.h>
 #include <string.h>
 #include <unistd.h>
@@ -186,6 +187,76 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
     return 0;
 }
 
+hbd_zc_t *hbd_zc_new(void *buf)
+{
+    hbd_zc_t *z = malloc(sizeof(*z));
+    if (z == NULL)
+        return NULL;
+    atomic_init(&z->refs, 1);
+    z->buf = buf;
+    return z;
+}
+
+void hbd_zc_put(hbd_zc_t *z)
+{
+    if (z != NULL && atomic_fetch_sub(&z->refs, 1) == 1) {
+        free(z->buf);
+        free(z);
+    }
+}
+
+/* ZeroMQ is done with a message sent from a lent buffer (called on its I/O thread). */
+static void zc_done(void *data, void *hint)
+{
+    (void)data;
+    hbd_zc_put(hint);
+}
+
+int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
+                      uint32_t dlen, hbd_zc_t *hold)
+{
+    hbd_peer_t *p = peer_get(d, to);
+    if (hold == NULL || d->data_out == NULL || dlen == 0 || p == NULL || p->lost)
+        return hbd_net_send2(d, to, HBD_WIRE_COLL, 0, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
+    int rc = data_link(d, p);
+    if (rc != 0)
+        return rc;
+    uint8_t head[HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR];
+    hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
+                        .coll_id = coll_id,
+                        .epoch = d->epoch,
+                        .src = d->self,
+                        .len = HBD_WIRE_COLL_HDR + dlen};
+    if (hbd_wire_encode_hdr(&m, head) != 0)
+        return HIBAR_ERR_INVAL;
+    memcpy(head + HBD_WIRE_HDR_LEN, hdr, HBD_WIRE_COLL_HDR);
+    char id[HBD_ID_MAX];
+    idstr(id, 'n', to);
+    zmq_msg_t body;
+    atomic_fetch_add(&hold->refs, 1); /* the message's, dropped by zc_done */
+    if (zmq_msg_init_data(&body, (void *)data, dlen, zc_done, hold) != 0) {
+        hbd_zc_put(hold);
+        return HIBAR_ERR_NOMEM;
+    }
+    rc = zmq_send(d->data_out, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0)
+        rc = zmq_send(d->data_out, head, sizeof(head), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0)
+        rc = zmq_msg_send(&body, d->data_out, ZMQ_DONTWAIT);
+    int err = errno;
+    if (rc < 0)
+        zmq_msg_close(&body); /* not handed over: its reference goes now */
+    if (rc < 0 && (err == EAGAIN || err == EHOSTUNREACH))
+        return HIBAR_ERR_WOULD_BLOCK;
+    if (rc < 0) {
+        d->st.tx_fail++;
+        return HIBAR_ERR_PEER_LOST;
+    }
+    d->st.tx_frames++;
+    d->st.data_tx++;
+    return 0;
+}
+
 int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                  const void *payload, uint32_t len)
 {
@@ -317,29 +388,13 @@ static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
 /* When the frame being handled was taken off the socket (PlogP's o_r). */
 static uint64_t rx_t0_ns;
 
-static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd, int plane)
+static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
 {
     hbd_wire_ctx_t ctx = {
         .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0, .peer = from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
-    if (plane) {
-        /* the plain data socket: collective segments from a peer we said HELLO to, only */
-        if (p == NULL || !p->hello_rx || hbd_wire_decode(data, len, &ctx, &m, &why) != 0 ||
-            m.type != HBD_WIRE_COLL) {
-            if (d->st.data_bad++ == 0)
-                hb_log_warn("data plane: dropped a frame from %" PRIu32
-                            " (%s, %zu bytes); further ones are only counted",
-                            from, why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL", len);
-            return;
-        }
-        p->last_rx_ns = hb_time_now_ns();
-        d->st.rx_frames++;
-        d->st.data_rx++;
-        hbd_coll_on_msg(d, &m);
-        return;
-    }
     if (p == NULL && from < d->topo->n_nodes && from != d->self &&
         hbd_wire_decode(data, len, &ctx, &m, &why) == 0 &&
         ((m.type == HBD_WIRE_HELLO && !(m.flags & HBD_WIRE_F_REPLY)) || m.type == HBD_WIRE_COLL)) {
@@ -455,7 +510,9 @@ static int sock_readable(void *sock)
 /* One message off a ROUTER socket (nonblocking): its routing id in *id and its last part in
  * *body; returns how many parts followed the id (open messages: the caller closes both), or -1
  * when none is waiting (nothing left open). t0_p (or NULL): when it was taken off the socket. */
-static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body, uint64_t *t0_p)
+/* Receive [routing id][part]...: the first `max` parts are kept in part[] (always initialized:
+ * close them), the rest are drained. The number of parts after the id, or -1 (none waiting). */
+static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *part, int max, uint64_t *t0_p)
 {
     if (!sock_readable(sock))
         return -1;
@@ -466,15 +523,22 @@ static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body, uint64_t *t0_p)
         zmq_msg_close(id);
         return -1;
     }
-    zmq_msg_init(body);
+    for (int i = 0; i < max; i++)
+        zmq_msg_init(&part[i]);
     int parts = 0, more = zmq_msg_more(id);
     while (more) {
-        zmq_msg_close(body);
-        zmq_msg_init(body);
-        if (zmq_msg_recv(body, sock, ZMQ_DONTWAIT) < 0)
+        zmq_msg_t extra, *m = parts < max ? &part[parts] : &extra;
+        if (m == &extra)
+            zmq_msg_init(&extra);
+        if (zmq_msg_recv(m, sock, ZMQ_DONTWAIT) < 0) {
+            if (m == &extra)
+                zmq_msg_close(&extra);
             break;
+        }
         parts++;
-        more = zmq_msg_more(body);
+        more = zmq_msg_more(m);
+        if (m == &extra)
+            zmq_msg_close(&extra);
     }
     return parts;
 }
@@ -487,13 +551,13 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
     /* bounded batch per callback so control clients are not starved; the rest via rearm */
     for (int batch = 0; batch < 256; batch++) {
         zmq_msg_t id, body;
-        int parts = sock_recv(d->router, &id, &body, &rx_t0_ns);
+        int parts = sock_recv(d->router, &id, &body, 1, &rx_t0_ns);
         if (parts < 0)
             return;
         uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
         if (parts == 1) {
             frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body),
-                     zmq_msg_get(&body, ZMQ_SRCFD), 0);
+                     zmq_msg_get(&body, ZMQ_SRCFD));
         } else {
             d->st.rx_bad_parts++;
             d->st.rx_bad_total++;
@@ -506,29 +570,61 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
     event_active(d->ev_router, EV_READ, 0);
 }
 
-/* The plain data socket: [routing id][frame], the id bound to the token by the ZAP handler. */
+/* A frame on the plain data socket (whole, or a COLL header and its data): collective segments
+ * from a peer we said HELLO to, only. */
+static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
+{
+    hbd_wire_ctx_t ctx = {
+        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0, .peer = from};
+    hbd_wire_msg_t m;
+    hbd_wire_reason_t why = HBD_WIRE_OK;
+    hbd_peer_t *p = peer_get(d, from);
+    const uint8_t *data = NULL;
+    int rc = tail == NULL ? hbd_wire_decode(zmq_msg_data(head), zmq_msg_size(head), &ctx, &m, &why)
+                          : hbd_wire_decode_coll_split(zmq_msg_data(head), zmq_msg_size(head),
+                                                       zmq_msg_size(tail), &ctx, &m, &why);
+    if (p == NULL || !p->hello_rx || rc != 0 || m.type != HBD_WIRE_COLL) {
+        if (d->st.data_bad++ == 0)
+            hb_log_warn("data plane: dropped a frame from %" PRIu32
+                        " (%s, %zu bytes); further ones are only counted",
+                        from, why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL",
+                        zmq_msg_size(head));
+        return;
+    }
+    data = tail != NULL ? zmq_msg_data(tail) : m.payload + HBD_WIRE_COLL_HDR;
+    p->last_rx_ns = hb_time_now_ns();
+    d->st.rx_frames++;
+    d->st.data_rx++;
+    hbd_coll_on_segment(d, &m, data);
+}
+
+/* The plain data socket: [routing id][frame] or [routing id][COLL header][data], the id bound
+ * to the token by the ZAP handler. */
 static void data_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
     (void)fd;
     (void)what;
     for (int batch = 0; batch < 256; batch++) {
-        zmq_msg_t id, body;
-        int parts = sock_recv(d->data_in, &id, &body, NULL);
+        zmq_msg_t id, part[2];
+        int parts = sock_recv(d->data_in, &id, part, 2, NULL);
         if (parts < 0)
             return;
         uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
-        const char *uid = parts == 1 ? zmq_msg_gets(&body, "User-Id") : NULL;
+        const char *uid = parts >= 1 ? zmq_msg_gets(&part[0], "User-Id") : NULL;
         char want[HBD_ID_MAX];
         idstr(want, 'n', from);
-        if (parts == 1 && from != UINT32_MAX && uid != NULL && strcmp(uid, want) == 0) {
-            frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body), -1, 1);
+        if ((parts == 1 || parts == 2) && from != UINT32_MAX && uid != NULL &&
+            strcmp(uid, want) == 0) {
+            /* one frame, or a COLL header and its data sent without a copy (hbd_net_send_coll) */
+            data_in(d, from, &part[0], parts == 2 ? &part[1] : NULL);
         } else if (d->st.data_bad++ == 0) {
             hb_log_warn("data plane: dropped a message (%d parts, sender %s); further ones are "
                         "only counted",
                         parts, uid != NULL ? uid : "unknown");
         }
-        zmq_msg_close(&body);
+        zmq_msg_close(&part[0]);
+        zmq_msg_close(&part[1]);
         zmq_msg_close(&id);
         if (d->stopping)
             return;

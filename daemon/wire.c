@@ -144,13 +144,20 @@ static int job_ok(const hbd_wire_msg_t *m, const hbd_wire_ctx_t *ctx)
     }
 }
 
-int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,
-                    hbd_wire_reason_t *why_p)
+/* Decode a frame whose first `len` bytes are at buf and whose last `tail` bytes are elsewhere
+ * (0: all of it at buf). Only COLL frames may have a tail, and only after their header. */
+static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t *ctx,
+                  hbd_wire_msg_t *msg_p, hbd_wire_reason_t *why_p)
 {
     const uint8_t *p = buf;
     hbd_wire_msg_t m;
     if (buf == NULL || len < HBD_WIRE_HDR_LEN)
         return refuse(HBD_WIRE_BAD_SHORT, why_p);
+    if (tail > 0 && (len != HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR || p[5] != HBD_WIRE_COLL))
+        return refuse(HBD_WIRE_BAD_LENGTH, why_p);
+    if (tail > SIZE_MAX - len)
+        return refuse(HBD_WIRE_BAD_LENGTH, why_p);
+    len += tail;
     if (hbd_wire_get32(p) != HBD_WIRE_MAGIC)
         return refuse(HBD_WIRE_BAD_MAGIC, why_p);
     if (p[4] != HBD_WIRE_VERSION)
@@ -218,6 +225,18 @@ int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_
     if (msg_p != NULL)
         *msg_p = m;
     return 0;
+}
+
+int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,
+                    hbd_wire_reason_t *why_p)
+{
+    return decode(buf, len, 0, ctx, msg_p, why_p);
+}
+
+int hbd_wire_decode_coll_split(const void *hdr, size_t hlen, size_t dlen, const hbd_wire_ctx_t *ctx,
+                               hbd_wire_msg_t *msg_p, hbd_wire_reason_t *why_p)
+{
+    return decode(hdr, hlen, dlen, ctx, msg_p, why_p);
 }
 
 void hbd_wire_dmodex_pack(const hbd_wire_dmodex_t *x, uint8_t out[HBD_WIRE_DMODEX_HDR])

@@ -197,6 +197,15 @@ int hbd_wire_encode_hdr(const hbd_wire_msg_t *msg, uint8_t hdr[HBD_WIRE_HDR_LEN]
  */
 int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,
                     hbd_wire_reason_t *why_p);
+/*
+ * A COLL frame in two pieces: hdr (hlen == HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR: the frame
+ * header and the collective header) and dlen bytes of data elsewhere (the plain data plane
+ * sends the data as a second ZeroMQ frame, without copying it). Same checks as
+ * hbd_wire_decode on the whole; *msg_p's payload is the 40-byte collective header only.
+ * Anything else (another type, another header length) is refused.
+ */
+int hbd_wire_decode_coll_split(const void *hdr, size_t hlen, size_t dlen, const hbd_wire_ctx_t *ctx,
+                               hbd_wire_msg_t *msg_p, hbd_wire_reason_t *why_p);
 
 /* Typed payload helpers (little-endian). */
 void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[HBD_WIRE_HELLO_LEN]);

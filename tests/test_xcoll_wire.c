@@ -67,6 +67,39 @@ static void test_roundtrip(void)
     CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_COLL), "coll");
 }
 
+/* The plain data plane's two-part COLL: header + collective header here, data elsewhere. */
+static void test_split(void)
+{
+    hbd_wire_coll_t c = good(), d;
+    hbd_wire_msg_t m;
+    hbd_wire_reason_t why = HBD_WIRE_N_REASONS;
+    const size_t hl = HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR;
+    CU_ASSERT_EQUAL_FATAL(roundtrip(&c, 1000, &m, &why), 0); /* frame = head + 1000 bytes */
+    CU_ASSERT_EQUAL(hbd_wire_decode_coll_split(frame, hl, 1000, &ctx, &m, &why), 0);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(m.len, HBD_WIRE_COLL_HDR + 1000);
+    hbd_wire_coll_unpack(m.payload, &d);
+    CU_ASSERT(d.seq == c.seq && d.off == c.off);
+    /* the data's length must be what the header says */
+    CU_ASSERT_EQUAL(hbd_wire_decode_coll_split(frame, hl, 999, &ctx, &m, &why), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(
+        hbd_wire_decode_coll_split(frame, hl, HBD_WIRE_COLL_MAX_DATA + 1, &ctx, &m, &why),
+        HIBAR_ERR_PROTO);
+    /* a head of another length, or another type, never splits */
+    CU_ASSERT_EQUAL(hbd_wire_decode_coll_split(frame, hl + 1, 999, &ctx, &m, &why),
+                    HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_BAD_LENGTH);
+    frame[5] = HBD_WIRE_FENCE;
+    CU_ASSERT_EQUAL(hbd_wire_decode_coll_split(frame, hl, 1000, &ctx, &m, &why), HIBAR_ERR_PROTO);
+    frame[5] = HBD_WIRE_COLL;
+    /* the collective header is still checked */
+    frame[HBD_WIRE_HDR_LEN] = 9; /* op */
+    CU_ASSERT_EQUAL(hbd_wire_decode_coll_split(frame, hl, 1000, &ctx, &m, &why), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(why, HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(hbd_wire_decode_coll_split(NULL, 0, 10, &ctx, &m, &why), HIBAR_ERR_PROTO);
+}
+
 static void expect_refused(const hbd_wire_coll_t *c, uint32_t dlen, hbd_wire_reason_t reason)
 {
     hbd_wire_msg_t m;
@@ -124,7 +157,8 @@ int main(void)
         return 99;
     s = CU_add_suite("xcoll_wire", NULL, NULL);
     if (s == NULL || CU_add_test(s, "COLL round trip", test_roundtrip) == NULL ||
-        CU_add_test(s, "COLL refusals", test_refused) == NULL) {
+        CU_add_test(s, "COLL refusals", test_refused) == NULL ||
+        CU_add_test(s, "COLL in two pieces", test_split) == NULL) {
         CU_cleanup_registry();
         return 99;
     }
