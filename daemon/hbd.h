@@ -12,6 +12,7 @@
 
 struct event_base;
 struct event;
+struct timeval;
 struct hb_hwb;
 struct hbd_ctl_conn;
 struct hbd_barrier_state;
@@ -148,11 +149,11 @@ int hbd_net_peer_up(hbd_t *d, uint32_t node);
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
 /* Make sure the periodic check (barrier timeouts) runs: call when a barrier starts. */
 void hbd_net_tick_arm(hbd_t *d);
-/* A module's own periodic timer *ev_p (created on first use on d->base, calling cb with d):
- * fast fires in 1 ms even if it is armed for later (work is queued), slow in 100 ms unless it
- * is armed already. Without memory for the event it stays off (the next call tries again). */
+/* Arm a timer to fire tv from now, unless it is armed already (reset: armed again from now).
+ * *ev_p is created on first use on d->base, calling cb with d (cb NULL: only an existing
+ * timer); without memory for it the timer stays off (the next call tries again). */
 void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
-                       int fast);
+                       struct timeval tv, int reset);
 /* Start a T_SR probe: n round trips to neighbour `to`; the reply goes to conn. */
 int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n);
 

@@ -197,7 +197,9 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 static void tick_arm(hbd_t *d, int fast)
 {
-    hbd_net_timer_arm(d, &ev_tick, tick_cb, fast);
+    /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
+    struct timeval tv = {0, fast ? 1000 : 100000};
+    hbd_net_timer_arm(d, &ev_tick, tick_cb, tv, fast);
 }
 
 static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *data,

@@ -876,21 +876,18 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 void hbd_net_tick_arm(hbd_t *d)
 {
     /* first look one period from now: barriers shorter than that never send a probe */
-    struct timeval tv = tick_period(d);
-    if (d->ev_tick != NULL && !evtimer_pending(d->ev_tick, NULL))
-        evtimer_add(d->ev_tick, &tv);
+    hbd_net_timer_arm(d, &d->ev_tick, NULL, tick_period(d), 0);
 }
 
 void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
-                       int fast)
+                       struct timeval tv, int reset)
 {
-    struct timeval tv = {0, fast ? 1000 : 100000};
-    if (*ev_p == NULL)
+    if (*ev_p == NULL && cb != NULL)
         *ev_p = evtimer_new(d->base, cb, d);
     if (*ev_p == NULL)
         return;
     if (evtimer_pending(*ev_p, NULL)) {
-        if (!fast)
+        if (!reset)
             return;
         evtimer_del(*ev_p);
     }

@@ -922,7 +922,9 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 static void tick_arm(hbd_t *d, int fast)
 {
-    hbd_net_timer_arm(d, &ev_tick, tick_cb, fast);
+    /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
+    struct timeval tv = {0, fast ? 1000 : 100000};
+    hbd_net_timer_arm(d, &ev_tick, tick_cb, tv, fast);
 }
 
 void hbd_relay_fini(hbd_t *d)
