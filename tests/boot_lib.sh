@@ -1,5 +1,9 @@
 # boot_lib.sh: what the bootstrap tests share (sourced by boot_ompi.sh and boot_slurm.sh; they
-# set name, run_dir and fail, and hibard inside the bed).
+# set name first, and hibard inside the bed).
+
+run_dir=/tmp/hibar-$(id -u)-$name
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # outside, after the bed: nothing of the cluster may be left (daemons, run dir, namespaces);
 # exits with rc

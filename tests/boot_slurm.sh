@@ -7,10 +7,7 @@ bld=${top_builddir:-$src}
 tb=$src/tests/netns/testbed
 name=${HB_BOOT_NAME:-bs$$} # the bed, the Slurm and the hibar cluster share it
 export HB_BOOT_NAME=$name
-run_dir=/tmp/hibar-$(id -u)-$name
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# bed_done, stop_daemons, wait_up N, wait_gone
+# run_dir, fail, bed_done, stop_daemons, wait_up N, wait_gone
 . "$src/tests/boot_lib.sh"
 
 if [ "${1-}" != --inside ]; then
