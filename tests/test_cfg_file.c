@@ -298,7 +298,7 @@ static void test_env_and_flags(void)
     CU_ASSERT_STRING_EQUAL(hb_cfg_data_plane_name(cfg->data_plane), "plain");
     CU_ASSERT_EQUAL(cfg->protocol, HB_CFG_PROTO_TREE); /* flag over env */
     CU_ASSERT_EQUAL(cfg->heartbeat_timeout_ms, 777);   /* env */
-    CU_ASSERT_EQUAL(cfg->heartbeat_interval_ms, 500);  /* file */
+    CU_ASSERT_EQUAL(cfg->heartbeat_interval_ms, 1000); /* file */
     CU_ASSERT_DOUBLE_EQUAL(cfg->links.wan_lat_us, 123.5, 1e-9);
     CU_ASSERT_EQUAL(cfg->n_nodes, 8);
     CU_ASSERT_EQUAL(cfg->n_chassis, 4);
