@@ -7,6 +7,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
 #include <stdatomic.h>
 #include <sys/random.h>
 #include <string.h>
@@ -94,13 +97,27 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
     char ep[160], id[HBD_ID_MAX], pw[2 * HBD_WIRE_TOKEN_LEN + 1];
     if (p->data_ep[0] != '\0')
         return 0;
-    if (p->data_port == 0 || !peer_resolve(d, p))
+    if (p->data_port == 0)
         return HIBAR_ERR_WOULD_BLOCK;
-    const char *colon = strrchr(p->endpoint, ':');
-    if (colon == NULL || colon - p->endpoint <= 6)
-        return HIBAR_ERR_WOULD_BLOCK;
-    snprintf(ep, sizeof(ep), "%.*s:%" PRIu32, (int)(colon - p->endpoint), p->endpoint,
-             p->data_port);
+    if (peer_resolve(d, p)) {
+        const char *colon = strrchr(p->endpoint, ':');
+        if (colon == NULL || colon - p->endpoint <= 6)
+            return HIBAR_ERR_WOULD_BLOCK;
+        snprintf(ep, sizeof(ep), "%.*s:%" PRIu32, (int)(colon - p->endpoint), p->endpoint,
+                 p->data_port);
+    } else {
+        /* its endpoint is not known here (it connected to us): the address it came from */
+        struct sockaddr_storage sa;
+        socklen_t sl = sizeof(sa);
+        char host[INET6_ADDRSTRLEN];
+        if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)&sa, &sl) != 0 ||
+            getnameinfo((struct sockaddr *)&sa, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST) !=
+                0)
+            return HIBAR_ERR_WOULD_BLOCK;
+        snprintf(ep, sizeof(ep),
+                 sa.ss_family == AF_INET6 ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32, host,
+                 p->data_port);
+    }
     idstr(id, 'n', p->node);
     token_hex(p->data_token, pw);
     if (zmq_setsockopt(d->data_out, ZMQ_PLAIN_PASSWORD, pw, strlen(pw)) != 0 ||
