@@ -107,8 +107,8 @@ def main():
     for s in order + ['(last step -> last COMPLETE)']:
         o = own.get(s, [])
         v = seg[s]
-        print('%-26s %9.0f %9.0f %9.0f %9.0f %9.0f' % (s, q(o, .5), q(o, .9), q(o, .99), q(v, .5),
-                                                       sum(v) / len(v)))
+        ow = ['%9.0f' % q(o, p) if o else '%9s' % '-' for p in (.5, .9, .99)]
+        print('%-26s %s %9.0f %9.0f' % (s, ' '.join(ow), q(v, .5), sum(v) / len(v)))
     print('barrier, last ARRIVE -> last COMPLETE: median %.0f, p90 %.0f, p99 %.0f, max %.0f'
           % (q(total, .5), q(total, .9), q(total, .99), max(total)))
     bins = [0, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 20000, float('inf')]
