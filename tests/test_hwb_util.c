@@ -131,6 +131,79 @@ static void test_wait_wake_process(void)
     munmap(t, sizeof(*t));
 }
 
+/*
+ * Lost wake-ups: two processes hand a turn back and forth, each move waking the other's word,
+ * and every wait goes straight to the futex (no spin, no yield, 60 s sleep slices). A wake-up
+ * that does not end the sleep it was meant for leaves the waiter asleep; its guard (20 s, far
+ * beyond any scheduling delay) then ends the wait with TIMEOUT and the test fails. Every third
+ * wait naps between its last look and its sleep, so the waker lands there too.
+ */
+typedef struct {
+    hb_wait_word_t w[2];
+    _Atomic uint32_t turn; /* moves made so far; player p makes moves p, p + 2, ... */
+} t_pp_t;
+
+typedef struct {
+    t_pp_t *pp;
+    uint32_t want;
+} t_pp_arg_t;
+
+static int t_poll_turn(void *arg, int slow)
+{
+    t_pp_arg_t *a = arg;
+    if (atomic_load(&a->pp->turn) >= a->want)
+        return 0;
+    if (slow && a->want % 3 == 0) {
+        /* the last look before a sleep: hold the window to the sleep open, so the other side's
+         * move and wake-up land in it (a wake-up that only counts sleepers is lost here) */
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    return HIBAR_ERR_WOULD_BLOCK;
+}
+
+static int t_pingpong(t_pp_t *pp, uint32_t me, uint32_t rounds)
+{
+    static const hb_wait_policy_t sleep_only = {
+        .spin_ns = 0, .yield_ns = 0, .slice_ns = 60000000000ull};
+    for (uint32_t k = me; k < 2 * rounds; k += 2) {
+        t_pp_arg_t a = {pp, k};
+        int rc = hb_wait_until(&pp->w[me], t_poll_turn, &a, &sleep_only,
+                               hb_time_now_ns() + 20000000000ull);
+        if (rc != 0)
+            return rc;
+        atomic_store(&pp->turn, k + 1);
+        hb_wait_word_wake(&pp->w[1 - me]);
+    }
+    return 0;
+}
+
+static void test_wait_no_lost_wakeup(void)
+{
+    t_pp_t *pp = mmap(NULL, sizeof(*pp), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    const uint32_t rounds = 5000;
+    pid_t pid;
+    int st, rc;
+    CU_ASSERT_FATAL(pp != MAP_FAILED);
+    hb_wait_word_init(&pp->w[0]);
+    hb_wait_word_init(&pp->w[1]);
+    atomic_init(&pp->turn, 0);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(t_pingpong(pp, 1, rounds) == 0 ? 0 : 1);
+    rc = t_pingpong(pp, 0, rounds);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0) { /* let the other side finish its wait */
+        atomic_store(&pp->turn, 2 * rounds);
+        hb_wait_word_wake(&pp->w[1]);
+    }
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT_EQUAL(atomic_load(&pp->turn), 2 * rounds);
+    munmap(pp, sizeof(*pp));
+}
+
 /* Idle waits must sleep: over 300 ms the poll function runs only a bounded number of times
  * after the spin/yield budget (this is a count, not a time limit). */
 static void test_wait_sleeps(void)
@@ -261,6 +334,7 @@ int main(void)
     CU_add_test(s, "error", test_wait_error);
     CU_add_test(s, "wake_process", test_wait_wake_process);
     CU_add_test(s, "sleeps", test_wait_sleeps);
+    CU_add_test(s, "no lost wake-up", test_wait_no_lost_wakeup);
     CU_add_test(s, "adaptive", test_wait_adaptive);
     s = CU_add_suite("hb_size", NULL, NULL);
     CU_add_test(s, "one size", test_size_one);
