@@ -544,18 +544,13 @@ static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *part, int max, uint64
         zmq_msg_init(&part[i]);
     int parts = 0, more = zmq_msg_more(id);
     while (more) {
-        zmq_msg_t extra, *m = parts < max ? &part[parts] : &extra;
-        if (m == &extra)
-            zmq_msg_init(&extra);
-        if (zmq_msg_recv(m, sock, ZMQ_DONTWAIT) < 0) {
-            if (m == &extra)
-                zmq_msg_close(&extra);
-            break;
-        }
-        parts++;
-        more = zmq_msg_more(m);
-        if (m == &extra)
-            zmq_msg_close(&extra);
+        zmq_msg_t extra;
+        zmq_msg_init(&extra);
+        zmq_msg_t *m = parts < max ? &part[parts] : &extra;
+        int got = zmq_msg_recv(m, sock, ZMQ_DONTWAIT) >= 0;
+        more = got && zmq_msg_more(m);
+        parts += got;
+        zmq_msg_close(&extra); /* beyond max: drained */
     }
     return parts;
 }
