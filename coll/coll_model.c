@@ -476,6 +476,8 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
     return 0;
 }
 
+#define HB_MODEL_TREE_MARGIN 0.01
+
 int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,
                     hb_model_choice_t *choice_p)
 {
@@ -530,7 +532,18 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
         if (rc != 0)
             continue;
         c.alg_us[a] = t;
-        if (c.predicted_us < 0.0 || t < c.predicted_us) {
+        /*
+         * Scatter and gather by binomial tree move more bytes in all than flat (every block
+         * crosses each edge on its way down or up), which the Hockney terms do not charge: on
+         * hosts whose CPUs also serve the ranks that traffic costs time. So binomial replaces
+         * flat only when it wins by more than HB_MODEL_TREE_MARGIN (one latency in a
+         * bandwidth-bound 4 MiB scatter is 0.05%: a tie, not a win).
+         */
+        double need = c.predicted_us;
+        if (alg == HB_COLL_ALG_BINOMIAL && c.alg == HB_COLL_ALG_FLAT && op != HB_COLL_BCAST &&
+            need > 0.0)
+            need *= 1.0 - HB_MODEL_TREE_MARGIN;
+        if (c.predicted_us < 0.0 || t < need) {
             c.predicted_us = t;
             c.alg = alg;
             c.lanes = best_P[a];

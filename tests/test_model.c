@@ -361,6 +361,20 @@ static void test_choose(void)
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
     NEAR(c.predicted_us, 40.0);
 
+    /* one site, Hockney, a bandwidth-bound scatter: binomial is one latency ahead of flat, a
+     * tie within the model's margin, so flat (less traffic in all); small messages and bcast
+     * (no extra traffic): the tree */
+    hb_model_params_t four = {.n0 = 4, .n1 = 0, .lanes = &lanes};
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 4194304.0, &four, &c), 0);
+    CU_ASSERT(c.alg_us[HB_COLL_ALG_BINOMIAL] < c.alg_us[HB_COLL_ALG_FLAT]);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_GATHER, 4194304.0, &four, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 0.0, &four, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 4194304.0, &four, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+
     /* allgather = gather + bcast; every candidate is reported */
     pr.n0 = pr.n1 = 8;
     lanes = base();
