@@ -1,5 +1,5 @@
 /* hbd_net.c: hibard's transport: one CurveZMQ ROUTER per daemon, ZAP, monitor, HELLO, failure
- * flood. */
+ * flood, and the optional plain data plane for collective segments (data_plane: plain). */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
@@ -159,6 +159,13 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
                      hbd_wire_type_name(type), l1, l2);
         return HIBAR_ERR_INVAL;
     }
+    /* collective data goes on the plain data plane when the cluster has one */
+    int data = type == HBD_WIRE_COLL && d->data_out != NULL;
+    if (data) {
+        int lrc = data_link(d, p);
+        if (lrc != 0)
+            return lrc;
+    }
     /* one copy: header and payload straight into the message ZeroMQ sends */
     if (zmq_msg_init_size(&body, HBD_WIRE_HDR_LEN + (size_t)l1 + l2) != 0)
         return HIBAR_ERR_NOMEM;
@@ -168,15 +175,6 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
         memcpy(out + HBD_WIRE_HDR_LEN, p1, l1);
     if (l2 > 0)
         memcpy(out + HBD_WIRE_HDR_LEN + l1, p2, l2);
-    /* collective data goes on the plain data plane when the cluster has one */
-    int data = type == HBD_WIRE_COLL && d->data_out != NULL;
-    if (data) {
-        int lrc = data_link(d, p);
-        if (lrc != 0) {
-            zmq_msg_close(&body);
-            return lrc;
-        }
-    }
     void *sock = data ? d->data_out : d->router;
     idstr(id, 'n', to);
     int rc = zmq_send(sock, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
