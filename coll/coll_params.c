@@ -1,4 +1,5 @@
-/* coll_params.c: measured PlogP(-BR) parameters as the cost models' input (pure, no I/O). */
+/* coll_params.c: measured PlogP(-BR) and b_WAN(P) parameters as the cost models' input (pure, no
+ * I/O). */
 #include "hb_config.h"
 #include "coll_params.h"
 
@@ -20,4 +21,13 @@ void hb_model_plogp_view(const hb_params_t *p, hb_model_plogp_t *v)
     v->t_rto = p->t_rto;
     v->flow_control = p->flow_control;
     v->burst = p->burst;
+}
+
+int hb_model_lanes_view(const hb_params_t *p, hb_model_lanes_t *l)
+{
+    if (p == NULL || p->n_bwan == 0)
+        return 0;
+    l->b_wan = p->bwan;
+    l->n_b_wan = p->n_bwan;
+    return 1;
 }

@@ -1,4 +1,5 @@
-/* hb_params.c: PlogP(-BR) parameter files: parse, format, read, write, where they live. */
+/* hb_params.c: model parameter files (PlogP(-BR), b_WAN(P)): parse, format, read, write, where they
+ * live. */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "hb_params.h"
 
@@ -100,6 +101,16 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
             r.g_o2m[r.n] = v[4];
             r.g_m2o[r.n] = v[5];
             r.n++;
+        } else if (strcmp(tok[0], "bwan") == 0 && nt == 3) {
+            if (num(tok[1], &v[0]) != 0 || num(tok[2], &v[1]) != 0 || !(v[1] > 0.0) ||
+                v[0] != (double)(r.n_bwan + 1) || r.n_bwan == HB_PARAMS_MAXLANES) {
+                perr(err, errlen,
+                     "line %d: want 'bwan P MBIT', P = 1, 2, ... (at most %d), MBIT > 0", ln,
+                     HB_PARAMS_MAXLANES);
+                rc = HIBAR_ERR_CONFIG;
+                break;
+            }
+            r.bwan[r.n_bwan++] = v[1] / 8.0; /* Mbit/s -> bytes/µs */
         } else if (nt == 2 && num(tok[1], &v[0]) == 0) {
             if (strcmp(tok[0], "L") == 0)
                 r.L = v[0], have_L = 1;
@@ -115,6 +126,8 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
                 r.nodes = (uint32_t)v[0];
             else if (strcmp(tok[0], "measured") == 0)
                 r.measured = v[0];
+            else if (strcmp(tok[0], "bwan_measured") == 0)
+                r.bwan_measured = v[0];
             else {
                 perr(err, errlen, "line %d: unknown key or bad value '%s'", ln, tok[0]);
                 rc = HIBAR_ERR_CONFIG;
@@ -125,8 +138,8 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
         }
     }
     free(copy);
-    if (rc == 0 && (!have_L || r.n == 0)) {
-        perr(err, errlen, "line %d: no L or no point", ln);
+    if (rc == 0 && (have_L != (r.n > 0) || (r.n == 0 && r.n_bwan == 0))) {
+        perr(err, errlen, "line %d: no L or no point, and no bwan", ln);
         rc = HIBAR_ERR_CONFIG;
     }
     if (rc == 0)
@@ -145,15 +158,24 @@ int hb_params_format(const hb_params_t *p, char *buf, size_t cap)
             return HIBAR_ERR_TRUNCATED;                                                            \
         off += (size_t)n;                                                                          \
     } while (0)
-    PUT("# hibar PlogP(-BR) parameters, written by hibar-bench logp (times us, sizes bytes)\n");
+    PUT("# hibar model parameters, written by hibar-bench logp and lanes (times us, sizes "
+        "bytes)\n");
     PUT("cluster %s\nnodes %u\nmeasured %.0f\n", p->cluster[0] ? p->cluster : "-",
         (unsigned)p->nodes, p->measured);
-    PUT("L %.3f\nq %.0f\nt_rto %.0f\nflow_control %d\nburst %.0f\n", p->L, p->q, p->t_rto,
-        p->flow_control, p->burst);
-    PUT("# point M o_s(M) o_r(M) g(M) g(M,one-to-many) g(M,many-to-one)\n");
+    if (p->n > 0) {
+        PUT("L %.3f\nq %.0f\nt_rto %.0f\nflow_control %d\nburst %.0f\n", p->L, p->q, p->t_rto,
+            p->flow_control, p->burst);
+        PUT("# point M o_s(M) o_r(M) g(M) g(M,one-to-many) g(M,many-to-one)\n");
+    }
     for (uint32_t i = 0; i < p->n; i++)
         PUT("point %.0f %.3f %.3f %.3f %.3f %.3f\n", p->m[i], p->os[i], p->orv[i], p->g[i],
             p->g_o2m[i], p->g_m2o[i]);
+    if (p->n_bwan > 0)
+        PUT("bwan_measured %.0f\n# bwan P b_WAN(P): Mbit/s per lane with P lanes at once "
+            "(hibar-bench lanes)\n",
+            p->bwan_measured);
+    for (uint32_t i = 0; i < p->n_bwan; i++)
+        PUT("bwan %u %.3f\n", (unsigned)(i + 1), p->bwan[i] * 8.0);
 #undef PUT
     return 0;
 }
@@ -223,4 +245,52 @@ int hb_params_write(const char *path, const hb_params_t *p)
         return HIBAR_ERR_IO;
     }
     return 0;
+}
+
+int hb_params_update(const char *path, const hb_params_t *p, unsigned what)
+{
+    hb_params_t *m = malloc(sizeof(*m));
+    int rc;
+    if (m == NULL)
+        return HIBAR_ERR_NOMEM;
+    if (hb_params_read(path, m, NULL, 0) != 0 || strcmp(m->cluster, p->cluster) != 0)
+        memset(m, 0, sizeof(*m));
+    if (what & HB_PARAMS_PLOGP) {
+        hb_params_t keep = *m;
+        *m = *p;
+        m->n_bwan = keep.n_bwan; /* the b_WAN(P) part as the file had it */
+        m->bwan_measured = keep.bwan_measured;
+        memcpy(m->bwan, keep.bwan, sizeof(m->bwan));
+    }
+    if (what & HB_PARAMS_BWAN) {
+        snprintf(m->cluster, sizeof(m->cluster), "%s", p->cluster);
+        if (m->nodes == 0)
+            m->nodes = p->nodes;
+        m->n_bwan = p->n_bwan;
+        m->bwan_measured = p->bwan_measured;
+        memcpy(m->bwan, p->bwan, sizeof(m->bwan));
+    }
+    rc = hb_params_write(path, m);
+    free(m);
+    return rc;
+}
+
+int hb_params_load(const char *cluster, hb_params_t *p, char *path, size_t cap, char *err,
+                   size_t errlen)
+{
+    const char *env = getenv("HIBAR_MODEL_CACHE");
+    int rc;
+    if (env != NULL && strcmp(env, "none") == 0) {
+        snprintf(path, cap, "(HIBAR_MODEL_CACHE=none)");
+        return HIBAR_ERR_NOT_FOUND;
+    }
+    rc = hb_params_path(cluster, path, cap);
+    if (rc == 0)
+        rc = hb_params_read(path, p, err, errlen);
+    if (rc == 0 && p->cluster[0] != '\0' && strcmp(p->cluster, "-") != 0 &&
+        strcmp(p->cluster, cluster) != 0) {
+        perr(err, errlen, "%s: measured on cluster %s, not %s", path, p->cluster, cluster);
+        rc = HIBAR_ERR_CONFIG;
+    }
+    return rc;
 }

@@ -1,4 +1,5 @@
-/* hb_params.h: the measured PlogP(-BR) parameters of a cluster and their cache file. */
+/* hb_params.h: the measured model parameters of a cluster (PlogP(-BR), b_WAN(P)) and their cache
+ * file. */
 #ifndef HB_PARAMS_H
 #define HB_PARAMS_H
 
@@ -10,13 +11,20 @@
  * the logp_mpi method) and for the communication patterns of the collectives (PlogP-BR:
  * g(m, one-to-many), g(m, many-to-one)), and writes them to a text file per cluster; the
  * daemons read it to choose algorithms (coll/coll_model.h) and hibar-info shows it.
- * Times µs, sizes bytes. File format, one item per line, '#' comments:
+ * Times µs, sizes bytes. `hibar-bench lanes` adds the WAN's b_WAN(P), measured with P
+ * concurrent node pairs across it, to the same file (each tool keeps the other's part).
+ * File format, one item per line, '#' comments:
  *   cluster NAME        nodes N        measured UNIX_SECONDS
  *   L US                q BYTES        t_rto US        flow_control 0|1     burst BYTES
  *   point M OS OR G G_ONE_TO_MANY G_MANY_TO_ONE      (ascending M, 1..HB_PARAMS_MAXPTS)
+ *   bwan_measured UNIX_SECONDS
+ *   bwan P MBIT         per-lane bandwidth with P lanes active, Mbit/s (P = 1, 2, ... in order,
+ *                       at most HB_PARAMS_MAXLANES; the aggregate is P x MBIT)
+ * A file holds the PlogP part (L and points), the b_WAN(P) part, or both.
  */
 
 #define HB_PARAMS_MAXPTS 32
+#define HB_PARAMS_MAXLANES 64
 
 typedef struct hb_params {
     char cluster[64];
@@ -30,7 +38,15 @@ typedef struct hb_params {
     uint32_t n;       /* points */
     double m[HB_PARAMS_MAXPTS], os[HB_PARAMS_MAXPTS], orv[HB_PARAMS_MAXPTS];
     double g[HB_PARAMS_MAXPTS], g_o2m[HB_PARAMS_MAXPTS], g_m2o[HB_PARAMS_MAXPTS];
+    /* b_WAN(P) (hibar-bench lanes); n_bwan 0: not measured */
+    uint32_t n_bwan;
+    double bwan_measured;
+    double bwan[HB_PARAMS_MAXLANES]; /* [P-1]: per-lane bandwidth with P lanes, bytes/µs */
 } hb_params_t;
+
+/* The parts of a file, for hb_params_update. */
+#define HB_PARAMS_PLOGP 1u
+#define HB_PARAMS_BWAN 2u
 
 /* Where the file of `cluster` lives: $HIBAR_MODEL_CACHE if set, else
  * ${XDG_CACHE_HOME:-$HOME/.cache}/hibar/CLUSTER.plogp. 0 or HIBAR_ERR_TRUNCATED. */
@@ -46,5 +62,16 @@ int hb_params_read(const char *path, hb_params_t *p, char *err, size_t errlen);
 /* Write a file (directories created, written to a temporary file then renamed). 0 or
  * HIBAR_ERR_IO (logged). */
 int hb_params_write(const char *path, const hb_params_t *p);
+/* Write the parts `what` (HB_PARAMS_PLOGP, HB_PARAMS_BWAN) of p, keeping the other parts of
+ * the file at path when it is readable and names p's cluster. 0 or HIBAR_ERR_IO (logged). */
+int hb_params_update(const char *path, const hb_params_t *p, unsigned what);
+
+/*
+ * The cached parameters of `cluster`: its file (hb_params_path) into path (cap bytes), read.
+ * 0; HIBAR_ERR_NOT_FOUND: no file, or HIBAR_MODEL_CACHE=none (path then says so);
+ * HIBAR_ERR_IO; HIBAR_ERR_CONFIG: unreadable, or written for another cluster (err says).
+ */
+int hb_params_load(const char *cluster, hb_params_t *p, char *path, size_t cap, char *err,
+                   size_t errlen);
 
 #endif

@@ -166,10 +166,14 @@ void hbd_logp_on_echo(hbd_t *d, const hbd_wire_msg_t *m, uint64_t rx_t0);
 void hbd_logp_on_reply(hbd_t *d, const hbd_wire_msg_t *m);
 void hbd_logp_stop(hbd_t *d);
 
-/* hbd_model.c: the measured PlogP(-BR) parameters of this cluster (hibar-bench logp's file),
- * or NULL when there are none; *src_p names where the chooser's parameters come from. */
+/* hbd_model.c: the measured parameters of this cluster (hibar-bench logp's and lanes' file):
+ * a measured b_WAN(P) table goes into *ml (its configuration values kept otherwise); returns
+ * the PlogP(-BR) parameters, or NULL when there are none; *src_p names where the chooser's
+ * parameters come from. */
 struct hb_model_plogp;
-const struct hb_model_plogp *hbd_model_plogp(hbd_t *d, const char **src_p);
+struct hb_model_lanes;
+const struct hb_model_plogp *hbd_model_params(hbd_t *d, struct hb_model_lanes *ml,
+                                              const char **src_p);
 
 /* hbd_ctl.c: the UNIX control socket. */
 int hbd_ctl_start(hbd_t *d);

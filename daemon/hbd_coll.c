@@ -602,19 +602,22 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, int auto_alg, double *p
                            .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
                            .lan_startup = 1};
     const char *src;
-    hb_model_params_t p = {
-        .n0 = n0, .n1 = n1, .p_max = key->lanes, .lanes = &ml, .plogp = hbd_model_plogp(d, &src)};
+    hb_model_params_t p = {.n0 = n0,
+                           .n1 = n1,
+                           .p_max = key->lanes,
+                           .lanes = &ml,
+                           .plogp = hbd_model_params(d, &ml, &src)};
     hb_model_choice_t c;
     *pred_p = -1;
     if (hb_model_choose((hb_coll_op_t)key->op, (double)key->size, &p, &c) != 0)
         return;
-    hb_log_debug("model (%s): %s %" PRIu64 " B, sites %" PRIu32 "+%" PRIu32
-                 ": flat %.1f binomial %.1f single-lane %.1f multi-lane %.1f (P %" PRIu32
-                 ") us -> %s%s",
-                 src, hb_coll_op_name((hb_coll_op_t)key->op), key->size, n0, n1,
-                 c.alg_us[HB_COLL_ALG_FLAT], c.alg_us[HB_COLL_ALG_BINOMIAL],
-                 c.alg_us[HB_COLL_ALG_SINGLE_LANE], c.alg_us[HB_COLL_ALG_MULTI_LANE], c.lanes,
-                 hb_coll_alg_name(c.alg), auto_alg ? "" : " (not used: algorithm forced)");
+    hb_log_debug(
+        "model (%s%s): %s %" PRIu64 " B, sites %" PRIu32 "+%" PRIu32
+        ": flat %.1f binomial %.1f single-lane %.1f multi-lane %.1f (P %" PRIu32 ") us -> %s%s",
+        src, ml.n_b_wan ? ", measured b_WAN(P)" : "", hb_coll_op_name((hb_coll_op_t)key->op),
+        key->size, n0, n1, c.alg_us[HB_COLL_ALG_FLAT], c.alg_us[HB_COLL_ALG_BINOMIAL],
+        c.alg_us[HB_COLL_ALG_SINGLE_LANE], c.alg_us[HB_COLL_ALG_MULTI_LANE], c.lanes,
+        hb_coll_alg_name(c.alg), auto_alg ? "" : " (not used: algorithm forced)");
     if (auto_alg) {
         key->alg = (uint8_t)c.alg;
         if (c.alg == HB_COLL_ALG_MULTI_LANE)

@@ -1,4 +1,5 @@
-/* hbd_model.c: the measured PlogP(-BR) parameters the daemon's algorithm choice uses. */
+/* hbd_model.c: the measured model parameters (PlogP(-BR), b_WAN(P)) the daemon's algorithm choice
+ * uses. */
 #include "hb_config.h"
 
 #include <inttypes.h>
@@ -13,12 +14,12 @@
 #include "hibar.h"
 
 /*
- * The file hibar-bench logp writes for this cluster (hb_params_path: $HIBAR_MODEL_CACHE, or
- * ~/.cache/hibar/CLUSTER.plogp; HIBAR_MODEL_CACHE=none: never). Read when first needed and
- * again whenever it changes (one stat per collective); without it the chooser uses the
- * configuration's links (Hockney / lane model). Every daemon of a cluster must see the same
- * file (an emulated cluster does; on real hosts copy it), or they choose differently and the
- * collective fails with MISMATCH.
+ * The file hibar-bench logp and lanes write for this cluster (hb_params_path: $HIBAR_MODEL_CACHE,
+ * or ~/.cache/hibar/CLUSTER.plogp; HIBAR_MODEL_CACHE=none: never; a file naming another cluster
+ * is not used). Read when first needed and again whenever it changes (one stat per collective);
+ * without it the chooser uses the configuration's links (Hockney / lane model). Every daemon of
+ * a cluster must see the same file (an emulated cluster does; on real hosts copy it), or they
+ * choose differently and the collective fails with MISMATCH.
  */
 static struct {
     char path[4096];
@@ -29,7 +30,7 @@ static struct {
     hb_model_plogp_t v;
 } hbd_model;
 
-const hb_model_plogp_t *hbd_model_plogp(hbd_t *d, const char **src_p)
+const hb_model_plogp_t *hbd_model_params(hbd_t *d, hb_model_lanes_t *ml, const char **src_p)
 {
     struct stat st;
     const char *env = getenv("HIBAR_MODEL_CACHE");
@@ -45,11 +46,11 @@ const hb_model_plogp_t *hbd_model_plogp(hbd_t *d, const char **src_p)
     }
     if (!hbd_model.loaded || st.st_mtim.tv_sec != hbd_model.mtime.tv_sec ||
         st.st_mtim.tv_nsec != hbd_model.mtime.tv_nsec || st.st_size != hbd_model.size) {
-        char err[512];
+        char err[512], path[4096];
         hb_params_t p;
         hbd_model.mtime = st.st_mtim;
         hbd_model.size = st.st_size;
-        if (hb_params_read(hbd_model.path, &p, err, sizeof(err)) != 0) {
+        if (hb_params_load(d->cfg->cluster, &p, path, sizeof(path), err, sizeof(err)) != 0) {
             if (!hbd_model.warned++)
                 hb_log_warn("model parameters not used: %s", err);
             hbd_model.loaded = 0;
@@ -59,10 +60,17 @@ const hb_model_plogp_t *hbd_model_plogp(hbd_t *d, const char **src_p)
         hb_model_plogp_view(&hbd_model.p, &hbd_model.v);
         hbd_model.loaded = 1;
         hbd_model.warned = 0;
-        hb_log_info("model: PlogP(-BR) parameters from %s (L %.1f us, %" PRIu32
-                    " sizes, q %.0f B, T_RTO %.0f us%s)",
-                    hbd_model.path, p.L, p.n, p.q, p.t_rto, p.flow_control ? ", flow control" : "");
+        if (p.n > 0)
+            hb_log_info("model: PlogP(-BR) parameters from %s (L %.1f us, %" PRIu32
+                        " sizes, q %.0f B, T_RTO %.0f us%s)",
+                        hbd_model.path, p.L, p.n, p.q, p.t_rto,
+                        p.flow_control ? ", flow control" : "");
+        if (p.n_bwan > 0)
+            hb_log_info("model: b_WAN(P) measured for P = 1..%" PRIu32 " from %s (%.1f .. %.1f "
+                        "Mbit/s per lane)",
+                        p.n_bwan, hbd_model.path, p.bwan[0] * 8.0, p.bwan[p.n_bwan - 1] * 8.0);
     }
     *src_p = hbd_model.path;
-    return &hbd_model.v;
+    hb_model_lanes_view(&hbd_model.p, ml);
+    return hbd_model.p.n > 0 ? &hbd_model.v : NULL;
 }

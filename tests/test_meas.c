@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NEAR(a, b, eps) CU_ASSERT(fabs((a) - (b)) <= (eps))
 
@@ -389,6 +390,71 @@ static void test_params(void)
                     HIBAR_ERR_CONFIG);
 }
 
+/* ---- b_WAN(P) in the same file (hibar-bench lanes), kept apart from the PlogP part ---- */
+
+static void test_params_bwan(void)
+{
+    hb_params_t p, q;
+    char buf[4096], err[256], path[256], got[4096];
+    memset(&p, 0, sizeof(p));
+    snprintf(p.cluster, sizeof(p.cluster), "ln-unit");
+    p.n_bwan = 3;
+    p.bwan_measured = 1700000000;
+    p.bwan[0] = 12.5; /* bytes/µs: 100 Mbit/s */
+    p.bwan[1] = 12.0;
+    p.bwan[2] = 10.0;
+    /* a b_WAN-only file: no L, no point */
+    CU_ASSERT_EQUAL(hb_params_format(&p, buf, sizeof(buf)), 0);
+    CU_ASSERT(strstr(buf, "bwan 1 100.000\n") != NULL);
+    CU_ASSERT(strstr(buf, "point") == NULL);
+    CU_ASSERT_EQUAL(hb_params_parse(buf, &q, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(q.n, 0);
+    CU_ASSERT_EQUAL(q.n_bwan, 3);
+    NEAR(q.bwan[2], 10.0, 1e-9);
+    NEAR(q.bwan_measured, 1700000000, 1e-3);
+    /* refusals: P out of order, a bandwidth of 0, L without a point */
+    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 100\nbwan 3 90\n", &q, err, sizeof(err)),
+                    HIBAR_ERR_CONFIG);
+    CU_ASSERT(strstr(err, "line 2") != NULL);
+    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 0\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 100 7\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\nbwan 1 100\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
+
+    /* update: each writer keeps the other's part of the file */
+    snprintf(path, sizeof(path), "/tmp/hibar-test-params-%ld/ln-unit.plogp", (long)getpid());
+    CU_ASSERT_EQUAL(hb_params_update(path, &p, HB_PARAMS_BWAN), 0);
+    hb_params_t lp;
+    memset(&lp, 0, sizeof(lp));
+    snprintf(lp.cluster, sizeof(lp.cluster), "ln-unit");
+    lp.L = 30;
+    lp.n = 1;
+    lp.g[0] = lp.g_o2m[0] = lp.g_m2o[0] = 5;
+    CU_ASSERT_EQUAL(hb_params_update(path, &lp, HB_PARAMS_PLOGP), 0);
+    CU_ASSERT_EQUAL(hb_params_read(path, &q, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(q.n, 1);
+    CU_ASSERT_EQUAL(q.n_bwan, 3);
+    NEAR(q.L, 30, 1e-9);
+    p.n_bwan = 1; /* a new b_WAN table replaces the old, the PlogP part stays */
+    CU_ASSERT_EQUAL(hb_params_update(path, &p, HB_PARAMS_BWAN), 0);
+    CU_ASSERT_EQUAL(hb_params_read(path, &q, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(q.n, 1);
+    CU_ASSERT_EQUAL(q.n_bwan, 1);
+    /* load: the cluster must match; HIBAR_MODEL_CACHE=none: nothing */
+    setenv("HIBAR_MODEL_CACHE", path, 1);
+    CU_ASSERT_EQUAL(hb_params_load("ln-unit", &q, got, sizeof(got), err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(got, path);
+    CU_ASSERT_EQUAL(hb_params_load("ln-other", &q, got, sizeof(got), err, sizeof(err)),
+                    HIBAR_ERR_CONFIG);
+    CU_ASSERT(strstr(err, "ln-unit") != NULL);
+    setenv("HIBAR_MODEL_CACHE", "none", 1);
+    CU_ASSERT_EQUAL(hb_params_load("ln-unit", &q, got, sizeof(got), err, sizeof(err)),
+                    HIBAR_ERR_NOT_FOUND);
+    unsetenv("HIBAR_MODEL_CACHE");
+    unlink(path);
+    *strrchr(path, '/') = '\0';
+    rmdir(path);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -402,7 +468,8 @@ int main(void)
         !CU_add_test(s, "clock offset", test_offset) || !CU_add_test(s, "names", test_names) ||
         !CU_add_test(s, "runner, one participant", test_run_single) ||
         !CU_add_test(s, "runner, skewed clocks", test_run_threads) ||
-        !CU_add_test(s, "parameter file", test_params)) {
+        !CU_add_test(s, "parameter file", test_params) ||
+        !CU_add_test(s, "parameter file, b_WAN(P)", test_params_bwan)) {
         CU_cleanup_registry();
         return 99;
     }

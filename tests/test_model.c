@@ -7,6 +7,7 @@
 
 #include "hibar.h"
 #include "coll_model.h"
+#include "coll_params.h"
 
 #define EPS 1e-6
 #define NEAR(a, b) CU_ASSERT_DOUBLE_EQUAL((a), (b), EPS)
@@ -54,6 +55,47 @@ static void test_measured_table(void)
     NEAR(t, 1000.0 + 2000.0 / (28.0 / 6.0) + 130.0 + 10.0);
     CU_ASSERT_EQUAL(hb_model_single_lane(&p, 8, 8, 1000.0, &t), 0);
     NEAR(t, 1000.0 + 8000.0 / 12.0 + 7.0 * 20.0);
+}
+
+/* A b_WAN(P) table measured by hibar-bench lanes, read from its file, drives the model. */
+static void test_measured_file(void)
+{
+    hb_params_t f;
+    char err[128];
+    hb_model_lanes_t p = base(), q = base();
+    /* the file has no table: the configuration's lanes stay */
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 0 1 1 1 1 1\n", &f, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(hb_model_lanes_view(&f, &p), 0);
+    CU_ASSERT_PTR_NULL(p.b_wan);
+    NEAR(hb_model_bwan(&p, 5), 8.0);
+    /* 96, 80 Mbit/s per lane with 1, 2 lanes (12, 10 B/µs): beyond P = 2 the 20 B/µs are shared */
+    CU_ASSERT_EQUAL(hb_params_parse("cluster ln-m\nbwan 1 96\nbwan 2 80\n", &f, err, sizeof(err)),
+                    0);
+    CU_ASSERT_EQUAL(hb_model_lanes_view(&f, &p), 1);
+    CU_ASSERT_EQUAL(p.n_b_wan, 2);
+    NEAR(p.L, q.L);
+    NEAR(p.b_lane, q.b_lane);
+    NEAR(hb_model_bwan(&p, 1), 12.0);
+    NEAR(hb_model_bwan(&p, 2), 10.0);
+    NEAR(hb_model_bwan(&p, 3), 20.0 / 3.0);
+    NEAR(hb_model_bwan(&p, 4), 5.0);
+    /* T(P) at 4+4, 1000 B: P 1: 1000 + 4000/12 + 3*10 + 10; P 2: X 2, Y 5: 1000 + 200 + 50 + 10;
+     * P 4: X 1, Y 6: 1000 + 200 + 60 + 10. P_opt 2 (the configuration's lanes: 4). */
+    double t;
+    uint32_t P;
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 4, 4, 1000.0, 1, &t), 0);
+    NEAR(t, 1040.0 + 4000.0 / 12.0);
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 4, 4, 1000.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 2);
+    NEAR(t, 1260.0);
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 4, 4, 1000.0, 4, &t), 0);
+    NEAR(t, 1270.0);
+    CU_ASSERT_EQUAL(hb_model_popt(&q, 4, 4, 1000.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 4);
+    NEAR(t, 1000.0 + 100.0 + 60.0 + 10.0);
+    /* flat's 4 pairs at once share the 20 B/µs: 40 + 1000 + 1000/5 */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 4, 4, 1000.0, &t), 0);
+    NEAR(t, 1240.0);
 }
 
 static void test_single_lane(void)
@@ -393,6 +435,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("model", NULL, NULL);
     if (s == NULL || CU_add_test(s, "hockney, X, Y, b_WAN", test_basics) == NULL ||
         CU_add_test(s, "measured b_WAN table", test_measured_table) == NULL ||
+        CU_add_test(s, "measured b_WAN table from its file", test_measured_file) == NULL ||
         CU_add_test(s, "single-lane", test_single_lane) == NULL ||
         CU_add_test(s, "multi-lane T(P)", test_multi_lane) == NULL ||
         CU_add_test(s, "P_opt search", test_popt) == NULL ||

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cfg.h"
 #include "hb_log.h"
@@ -40,7 +41,8 @@ static void info_usage(FILE *f)
             "  -j, --json         one JSON document instead of text\n"
             "      --t-ib US      chassis barrier time T_IB (us), for the predictions\n"
             "      --t-sr US      one send/receive between chassis T_SR (us)\n"
-            "      --model        the cached PlogP(-BR) parameters (hibar-bench logp) and the\n"
+            "      --model        the cached PlogP(-BR) parameters (hibar-bench logp), b_WAN(P)\n"
+            "                     (hibar-bench lanes, or the configuration's), and the\n"
             "                     algorithm the daemons choose per operation and size\n"
             "      --size LIST    sizes for --model, e.g. 1K,64K,1M (default 1K,16K,64K,256K,1M)\n"
             "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
@@ -403,7 +405,6 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
     char path[4096], err[512] = "";
     hb_params_t p;
     hb_model_plogp_t v = {0};
-    const char *env = getenv("HIBAR_MODEL_CACHE");
     int have = 0, rc;
     uint32_t n0 = 0, n1 = 0, rs = cfg->site_of[0], other = UINT32_MAX;
     static const double dflt[] = {1024, 16384, 65536, 262144, 1048576};
@@ -418,22 +419,31 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             n1++;
         }
     }
-    if (env != NULL && strcmp(env, "none") == 0) {
-        snprintf(path, sizeof(path), "(HIBAR_MODEL_CACHE=none)");
-        rc = HIBAR_ERR_NOT_FOUND;
-    } else {
-        rc = hb_params_path(cfg->cluster, path, sizeof(path));
-        if (rc == 0)
-            rc = hb_params_read(path, &p, err, sizeof(err));
-    }
-    if (rc == 0) {
+    rc = hb_params_load(cfg->cluster, &p, path, sizeof(path), err, sizeof(err));
+    if (rc == 0 && p.n > 0) {
         have = 1;
         hb_model_plogp_view(&p, &v);
     }
+    hb_model_lanes_t ml = {.L = cfg->links.wan_lat_us,
+                           .alpha = cfg->links.lan_lat_us,
+                           .b_lan = HB_MODEL_MBIT(cfg->links.lan_bw_mbps),
+                           .b_lane = HB_MODEL_MBIT(cfg->links.wan_lane_bw_mbps),
+                           .B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps),
+                           .lan_startup = 1};
+    int measured = rc == 0 && hb_model_lanes_view(&p, &ml);
+    uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0, ptab = pmax;
+    if (measured && p.n_bwan > ptab)
+        ptab = p.n_bwan;
     if (o->json) {
         fputs("{\"model\": {\"file\": ", f);
         json_str(f, path);
         fprintf(f, ", \"cached\": %s", have ? "true" : "false");
+        fprintf(f, ", \"bwan_source\": \"%s\", \"bwan_mbit\": [", measured ? "measured" : "config");
+        for (uint32_t P = 1; P <= ptab; P++) /* b_WAN(P) per lane, P = 1 .. */
+            fprintf(f, "%s%.3f", P > 1 ? ", " : "", hb_model_bwan(&ml, P) * 8.0);
+        fputc(']', f);
+        if (measured)
+            fprintf(f, ", \"bwan_measured\": %.0f", p.bwan_measured);
         if (have) {
             fputs(", \"L_us\": ", f);
             json_num(f, p.L);
@@ -465,23 +475,36 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                         p.g[i], p.g_o2m[i], p.g_m2o[i]);
         } else {
             fprintf(f,
-                    "model parameters: none cached at %s%s%s\n  (hibar-bench logp --config "
-                    "FILE measures and writes them); the configuration's links are used\n",
+                    "model parameters: no PlogP(-BR) cached at %s%s%s\n  (hibar-bench logp "
+                    "--config FILE measures and writes them); the configuration's links are used\n",
                     path, err[0] ? ": " : "", err[0] && rc != HIBAR_ERR_NOT_FOUND ? err : "");
         }
-        fprintf(f, "choice for root 0 (%u nodes in its site, %u in the other), %s:\n", (unsigned)n0,
-                (unsigned)n1, have ? "PlogP(-BR)" : "configuration links");
+        if (ptab > 0) {
+            fprintf(f, "b_WAN(P): %s\n",
+                    measured ? "measured (hibar-bench lanes)"
+                             : "configuration (min(wan lane, wan total / P))");
+            if (measured) {
+                char when[32] = "?";
+                time_t tw = (time_t)p.bwan_measured;
+                struct tm tm;
+                if (gmtime_r(&tw, &tm) != NULL)
+                    strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+                fprintf(f, "  from %s, cluster %s, measured %s, P = 1..%u%s\n", path, p.cluster,
+                        when, (unsigned)p.n_bwan,
+                        ptab > p.n_bwan ? " (beyond: the last aggregate shared)" : "");
+            }
+            fprintf(f, "  %6s %18s %18s\n", "P", "per lane(Mbit/s)", "aggregate(Mbit/s)");
+            for (uint32_t P = 1; P <= ptab; P++)
+                fprintf(f, "  %6u %18.1f %18.1f\n", (unsigned)P, hb_model_bwan(&ml, P) * 8.0,
+                        hb_model_bwan(&ml, P) * 8.0 * P);
+        }
+        fprintf(f, "choice for root 0 (%u nodes in its site, %u in the other), %s%s:\n",
+                (unsigned)n0, (unsigned)n1, have ? "PlogP(-BR)" : "configuration links",
+                measured ? ", measured b_WAN(P)" : "");
         fprintf(f, "  %-10s %10s %12s %12s %12s %16s   %s\n", "op", "size", "flat", "binomial",
                 "single-lane", "multi-lane (P)", "choice");
     }
-    hb_model_lanes_t ml = {.L = cfg->links.wan_lat_us,
-                           .alpha = cfg->links.lan_lat_us,
-                           .b_lan = HB_MODEL_MBIT(cfg->links.lan_bw_mbps),
-                           .b_lane = HB_MODEL_MBIT(cfg->links.wan_lane_bw_mbps),
-                           .B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps),
-                           .lan_startup = 1};
     hb_model_params_t mp = {.n0 = n0, .n1 = n1, .lanes = &ml, .plogp = have ? &v : NULL};
-    uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0;
     int first = 1;
     for (int op = 0; op < HB_COLL_OP_COUNT; op++)
         for (int s = 0; s < nsz; s++) {
@@ -534,8 +557,9 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
     if (pmax == 0)
         return;
     /* the paper's figure as numbers: multi-lane T(P) for every P (DESIGN section 1) */
-    fprintf(f, "multi-lane T(P) (us), P = 1 .. %u, %s:\n", (unsigned)pmax,
-            have ? "PlogP-BR on the LAN, lanes on the WAN" : "the lane model");
+    fprintf(f, "multi-lane T(P) (us), P = 1 .. %u, %s%s:\n", (unsigned)pmax,
+            have ? "PlogP-BR on the LAN, lanes on the WAN" : "the lane model",
+            measured ? " (measured b_WAN(P))" : "");
     for (int op = HB_COLL_SCATTER; op <= HB_COLL_GATHER; op++)
         for (int s = 0; s < nsz; s++) {
             uint32_t best = 0;

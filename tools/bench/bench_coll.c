@@ -17,6 +17,7 @@
 
 #include "cfg.h"
 #include "coll_model.h"
+#include "coll_params.h"
 #include "hb_log.h"
 #include "hb_size.h"
 #include "hb_stats.h"
@@ -223,7 +224,7 @@ static int daemons_run(void *ctx, const bcoll_case_t *c, bcoll_sample_t *s_p)
 }
 
 /* Inside tests/netns/testbed with its configuration: the daemons must run on the bed's hosts. */
-static int on_bed(const char *config)
+int hb_bench_on_bed(const char *config)
 {
     const char *bc = getenv("HIBAR_TESTBED_CONFIG"), *he = getenv("HIBAR_TESTBED_HOSTEXEC");
     char a[PATH_MAX], b[PATH_MAX];
@@ -253,12 +254,12 @@ static int daemons_open(bcoll_daemons_t *dm, const bcoll_opts_t *o)
 {
     /* inside the test bed the daemons run on the bed's hosts (each node is named after its
      * host's namespace) */
-    dm->eo =
-        (hbd_emu_opts_t){.config = o->config,
-                         .over = o->over,
-                         .n_over = o->n_over,
-                         .timeout_ms = 60000,
-                         .hostexec = on_bed(o->config) ? getenv("HIBAR_TESTBED_HOSTEXEC") : NULL};
+    dm->eo = (hbd_emu_opts_t){
+        .config = o->config,
+        .over = o->over,
+        .n_over = o->n_over,
+        .timeout_ms = 60000,
+        .hostexec = hb_bench_on_bed(o->config) ? getenv("HIBAR_TESTBED_HOSTEXEC") : NULL};
     int rc = hbd_emu_acquire(dm->cfg, &dm->eo, 60000, "hibar-bench", &dm->started, &dm->cl);
     if (rc != 0)
         return rc;
@@ -280,6 +281,8 @@ static int daemons_open(bcoll_daemons_t *dm, const bcoll_opts_t *o)
 typedef struct bcoll_model {
     hb_model_lanes_t lanes;
     uint32_t n0, n1;
+    hb_params_t cached; /* the cluster's cached parameters: lanes.b_wan points here */
+    int measured;       /* lanes use a measured b_WAN(P) table (hibar-bench lanes) */
 } bcoll_model_t;
 
 /* The same parameters hibard's chooser uses (daemon/hbd_coll.c model_choose). */
@@ -302,6 +305,9 @@ static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t
                                   .b_lane = HB_MODEL_MBIT(l->wan_lane_bw_mbps),
                                   .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
                                   .lan_startup = 1};
+    char path[4096];
+    m->measured = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0 &&
+                  hb_model_lanes_view(&m->cached, &m->lanes);
 }
 
 /* Predicted time of alg at P lanes (multi-lane: exactly T(P)); < 0 if not applicable. */
@@ -675,6 +681,9 @@ static int run(const bcoll_opts_t *o)
         return 2;
     }
     model_init(&m, dm.cfg, topo, dm.root);
+    if (m.measured)
+        note(o, "model: measured b_WAN(P), P = 1..%" PRIu32 " (hibar-bench lanes)",
+             m.lanes.n_b_wan);
     out.nodes = topo->n_nodes;
     out.n0 = m.n0;
     out.n1 = m.n1;

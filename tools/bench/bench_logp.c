@@ -436,7 +436,7 @@ int hb_bench_logp_main(int argc, char **argv)
         snprintf(path, sizeof(path), "%s", o.cache);
     else if (hb_params_path(cfg->cluster, path, sizeof(path)) != 0)
         goto out;
-    if (hb_params_write(path, &p) != 0)
+    if (hb_params_update(path, &p, HB_PARAMS_PLOGP) != 0)
         goto out;
     hb_bench_out_note(&out,
                       "parameters written to %s (hibar-info --model shows them; the "

@@ -27,6 +27,8 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_methods_main},
     {"logp", "PlogP(-BR) parameters between daemons (L, o_s, o_r, g(m), g(m, C)), cached",
      hb_bench_logp_main},
+    {"lanes", "b_WAN(P): WAN bandwidth with P node pairs at once across two sites, cached",
+     hb_bench_lanes_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 
