@@ -78,6 +78,17 @@ int hb_bench_hwbarrier_main(int argc, char **argv);
 int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
 int hb_bench_fence_main(int argc, char **argv);   /* fence: bench_fence.c */
 int hb_bench_logp_main(int argc, char **argv);    /* logp: bench_logp.c */
+/* Links come up on demand and only from one side of a pair (hbd_net_link): a one-byte flat
+ * gather to each of roots[0..n-1] on every daemon of cl links each root with every node.
+ * 0, or an error (printed after "prog: "). bench_logp.c. */
+struct hbd_cluster;
+int hb_bench_link(struct hbd_cluster *cl, const uint32_t *roots, uint32_t n, const char *prog);
+/* Write the parts `what` of p (common/hb_params.h: hb_params_update) to cache, or to the
+ * cluster's file (hb_params_path) when cache is NULL, and say where on out. 0 or an error
+ * (logged). bench_logp.c. */
+struct hb_params;
+int hb_bench_cache_write(hb_bench_out_t *out, const char *cache, const struct hb_params *p,
+                         unsigned what, const char *prog);
 /* scatter|gather across nodes through the daemons (--config): bench_coll.c. wants: is argv
  * (argv[0] = mode) such a run (gather; scatter with --config, or inside the test bed without
  * --ranks)? */

@@ -20,6 +20,7 @@
 #include "hbd_client.h"
 #include "hbd_emu.h"
 #include "hibar.h"
+#include "wire.h"
 
 /*
  * For P = 1 .. Pmax (default min(n0, n1)): P daemons of the first node's site each send --size
@@ -38,12 +39,13 @@
 #define BN_MAX_REPS 64
 
 typedef struct bn_opts {
-    const char *config, *cache;
-    const char *over[BN_MAX_OVER];
+    uint32_t pmax, reps;           /* lanes 1 .. pmax (0: the smaller site); repetitions per P */
+    uint64_t size, frame;          /* bytes per lane and repetition; frame size */
+    const char *config;            /* the cluster */
+    const char *cache;             /* where the table goes (NULL: hb_params_path) */
+    int no_cache;                  /* write nothing */
+    const char *over[BN_MAX_OVER]; /* -o KEY=VALUE */
     size_t n_over;
-    uint32_t pmax, reps;
-    uint64_t size, frame;
-    int no_cache;
 } bn_opts_t;
 
 static void bn_usage(FILE *f)
@@ -62,14 +64,44 @@ static void bn_usage(FILE *f)
            "on its hosts; else the emulated cluster of --config, started when none is running.\n");
 }
 
+/* One option c with its argument v into o: 0, or -1 if v is no value for it. */
+static int bn_opt(bn_opts_t *o, int c, const char *v)
+{
+    uint64_t x = 0;
+    if (c == 'c')
+        o->config = v;
+    else if (c == 'C')
+        o->cache = v;
+    else if (c == 'N')
+        o->no_cache = 1;
+    else if (c == 'o' && o->n_over < BN_MAX_OVER)
+        o->over[o->n_over++] = v;
+    else if (c == 'P' && hb_size_parse(v, HB_PARAMS_MAXLANES, &x) == 0 && x >= 1)
+        o->pmax = (uint32_t)x;
+    else if (c == 'r' && hb_size_parse(v, BN_MAX_REPS, &x) == 0 && x >= 1)
+        o->reps = (uint32_t)x;
+    else if (c == 's' && hb_size_parse(v, 1u << 30, &x) == 0 && x >= 1)
+        o->size = x;
+    else if (c == 'f' && hb_size_parse(v, HBD_WIRE_COLL_MAX_DATA, &x) == 0 && x >= 1)
+        o->frame = x;
+    else
+        return -1;
+    return 0;
+}
+
 static int bn_parse(int argc, char **argv, bn_opts_t *o)
 {
     static const struct option lo[] = {
-        {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 'o'},
-        {"pmax", required_argument, NULL, 'P'},   {"size", required_argument, NULL, 's'},
-        {"frame", required_argument, NULL, 'f'},  {"reps", required_argument, NULL, 'r'},
-        {"cache", required_argument, NULL, 'C'},  {"no-cache", no_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {.name = "config", .has_arg = required_argument, .val = 'c'},
+        {.name = "set", .has_arg = required_argument, .val = 'o'},
+        {.name = "pmax", .has_arg = required_argument, .val = 'P'},
+        {.name = "size", .has_arg = required_argument, .val = 's'},
+        {.name = "frame", .has_arg = required_argument, .val = 'f'},
+        {.name = "reps", .has_arg = required_argument, .val = 'r'},
+        {.name = "cache", .has_arg = required_argument, .val = 'C'},
+        {.name = "no-cache", .has_arg = no_argument, .val = 'N'},
+        {.name = "help", .has_arg = no_argument, .val = 'h'},
+        {0},
     };
     int c;
     o->reps = 3;
@@ -77,55 +109,14 @@ static int bn_parse(int argc, char **argv, bn_opts_t *o)
     o->frame = 64u << 10;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:o:h", lo, NULL)) != -1) {
-        unsigned long v = 0;
-        char *end = NULL;
-        int bad = 0;
-        errno = 0;
-        if (c == 'P' || c == 'r') {
-            v = strtoul(optarg, &end, 10);
-            bad = *end != '\0' || errno != 0 || optarg[0] == '-' || v < 1 ||
-                  v > (c == 'P' ? HB_PARAMS_MAXLANES : BN_MAX_REPS);
-        }
-        switch (c) {
-        case 'c':
-            o->config = optarg;
-            break;
-        case 'o':
-            bad = o->n_over == BN_MAX_OVER;
-            if (!bad)
-                o->over[o->n_over++] = optarg;
-            break;
-        case 'P':
-            o->pmax = (uint32_t)v;
-            break;
-        case 'r':
-            o->reps = (uint32_t)v;
-            break;
-        case 's':
-        case 'f': {
-            uint64_t sz = 0;
-            bad = hb_size_parse(optarg, c == 'f' ? 262144 : (1u << 30), &sz) != 0 || sz < 1;
-            if (c == 's')
-                o->size = sz;
-            else
-                o->frame = sz;
-            break;
-        }
-        case 'C':
-            o->cache = optarg;
-            break;
-        case 'N':
-            o->no_cache = 1;
-            break;
-        case 'h':
+        if (c == 'h') {
             bn_usage(stdout);
             exit(0);
-        default:
-            bn_usage(stderr);
-            return -1;
         }
-        if (bad) {
-            fprintf(stderr, "hibar-bench lanes: bad value '%s'\n", optarg ? optarg : "");
+        if (c == '?' || bn_opt(o, c, optarg) != 0) {
+            if (c != '?')
+                fprintf(stderr, "hibar-bench lanes: bad value '%s'\n", optarg ? optarg : "");
+            bn_usage(stderr);
             return -1;
         }
     }
@@ -193,98 +184,46 @@ static int bn_round(hbd_cluster_t *cl, const bn_opts_t *o, const uint32_t *a, co
     return 0;
 }
 
-int hb_bench_lanes_main(int argc, char **argv)
-{
-    hb_bench_common_t com;
-    hb_bench_out_t out;
-    bn_opts_t o;
-    hb_cfg_t *cfg = NULL;
-    hbd_cluster_t *cl = NULL;
-    hbd_emu_opts_t eo = {0};
-    hb_params_t *p = NULL;
-    char err[HB_CFG_ERRLEN], path[4096];
-    int started = 0, rc = 1, out_open = 0;
-    uint32_t a[HB_PARAMS_MAXLANES], b[HB_PARAMS_MAXLANES], na = 0, nb = 0, sb = UINT32_MAX;
-    double best = 0.0;
+/* The lanes: a[j] in the first node's site, b[j] the j-th node of the next site. */
+typedef struct bn_pairs {
+    uint32_t a[HB_PARAMS_MAXLANES], b[HB_PARAMS_MAXLANES], na, nb, sb;
+} bn_pairs_t;
 
-    memset(&o, 0, sizeof(o));
-    if (hb_bench_common_parse(&argc, argv, &com) < 0 || bn_parse(argc, argv, &o) < 0)
-        return 2;
-    if (hb_cfg_load(o.config, o.over, o.n_over, &cfg, err, sizeof(err)) != 0) {
-        fprintf(stderr, "hibar-bench lanes: %s\n", err);
-        return 2;
-    }
-    for (uint32_t i = 0; i < cfg->n_nodes; i++) { /* the first node's site and the next one */
+static void bn_pairs(const hb_cfg_t *cfg, bn_pairs_t *pr)
+{
+    pr->na = pr->nb = 0;
+    pr->sb = UINT32_MAX;
+    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
         if (cfg->site_of[i] == cfg->site_of[0]) {
-            if (na < HB_PARAMS_MAXLANES)
-                a[na++] = i;
-        } else if (sb == UINT32_MAX || cfg->site_of[i] == sb) {
-            sb = cfg->site_of[i];
-            if (nb < HB_PARAMS_MAXLANES)
-                b[nb++] = i;
+            if (pr->na < HB_PARAMS_MAXLANES)
+                pr->a[pr->na++] = i;
+        } else if (pr->sb == UINT32_MAX || cfg->site_of[i] == pr->sb) {
+            pr->sb = cfg->site_of[i];
+            if (pr->nb < HB_PARAMS_MAXLANES)
+                pr->b[pr->nb++] = i;
         }
     }
-    uint32_t pmax = na < nb ? na : nb;
-    if (pmax == 0) {
-        fprintf(stderr, "hibar-bench lanes: needs two sites (the cluster has %u)\n",
-                (unsigned)cfg->n_sites);
-        goto out;
-    }
-    if (o.pmax > 0 && o.pmax < pmax)
-        pmax = o.pmax;
-    eo = (hbd_emu_opts_t){.config = o.config,
-                          .over = o.over,
-                          .n_over = o.n_over,
-                          .timeout_ms = 60000,
-                          .hostexec =
-                              hb_bench_on_bed(o.config) ? getenv("HIBAR_TESTBED_HOSTEXEC") : NULL};
-    if (hbd_emu_acquire(cfg, &eo, 60000, "hibar-bench lanes", &started, &cl) != 0)
-        goto out;
-    if (hb_bench_out_open(&out, "lanes", &com) != 0)
-        goto out;
-    out_open = 1;
-    p = calloc(1, sizeof(*p));
-    if (p == NULL)
-        goto out;
-    snprintf(p->cluster, sizeof(p->cluster), "%s", cfg->cluster);
-    p->nodes = cfg->n_nodes;
-    p->bwan_measured = (double)time(NULL);
-    hb_bench_out_note(&out,
-                      "hibar-bench lanes: cluster %s, sites %s (%u nodes) -> %s (%u nodes); "
-                      "P = 1..%u pairs at once, %llu bytes per lane in %llu-byte frames, %u reps",
-                      cfg->cluster, cfg->site_names[cfg->site_of[0]], (unsigned)na,
-                      cfg->site_names[sb], (unsigned)nb, (unsigned)pmax, (unsigned long long)o.size,
-                      (unsigned long long)o.frame, (unsigned)o.reps);
-    { /* warm-up: links come up on demand, from one side of a pair only (hbd_net_link): a
-       * one-byte flat gather to a[j] on every daemon links a[j] with every node; then one
-       * round on every pair opens TCP's windows (not counted) */
+}
+
+/* P = 1 .. pmax on the running daemons of cl: rows on out, the table into p. */
+static int bn_measure(hbd_cluster_t *cl, const bn_opts_t *o, const bn_pairs_t *pr, uint32_t pmax,
+                      hb_bench_out_t *out, hb_params_t *p)
+{
+    double best = 0.0;
+    { /* warm-up: links come up (hb_bench_link), one round on every pair opens TCP's windows
+       * (not counted) */
         double span, lm[HB_PARAMS_MAXLANES];
-        uint32_t *all = calloc(cl->n, sizeof(uint32_t));
-        char(*reps)[512] = calloc(cl->n, sizeof(*reps)), cmd[64];
-        int wrc = all == NULL || reps == NULL ? HIBAR_ERR_NOMEM : 0;
-        for (uint32_t i = 0; i < cl->n && wrc == 0; i++)
-            all[i] = i;
-        for (uint32_t j = 0; j < pmax && wrc == 0; j++) {
-            snprintf(cmd, sizeof(cmd), "coll gather flat %u 1", (unsigned)a[j]);
-            wrc = hbd_cluster_all(cl, all, cl->n, cmd, reps, 60000);
-            for (uint32_t i = 0; i < cl->n && wrc == 0; i++)
-                if (strncmp(reps[i], "ok", 2) != 0) {
-                    fprintf(stderr, "hibar-bench lanes: warm-up on %s: %s\n", cfg->nodes[i].name,
-                            reps[i]);
-                    wrc = HIBAR_ERR_PROTO;
-                }
-        }
-        free(all);
-        free(reps);
-        if (wrc != 0 || bn_round(cl, &o, a, b, pmax, &span, lm) != 0)
-            goto out;
+        int rc = hb_bench_link(cl, pr->a, pmax, "hibar-bench lanes");
+        if (rc != 0 || (rc = bn_round(cl, o, pr->a, pr->b, pmax, &span, lm)) != 0)
+            return rc;
     }
     for (uint32_t P = 1; P <= pmax; P++) {
         double span[BN_MAX_REPS], agg[BN_MAX_REPS], lm[HB_PARAMS_MAXLANES], lo = INFINITY, hi = 0.0;
-        uint64_t bytes = (o.size + o.frame - 1) / o.frame * o.frame;
-        for (uint32_t r = 0; r < o.reps; r++) {
-            if (bn_round(cl, &o, a, b, P, &span[r], lm) != 0)
-                goto out;
+        uint64_t bytes = (o->size + o->frame - 1) / o->frame * o->frame;
+        int rc;
+        for (uint32_t r = 0; r < o->reps; r++) {
+            if ((rc = bn_round(cl, o, pr->a, pr->b, P, &span[r], lm)) != 0)
+                return rc;
             agg[r] = span[r] > 0 ? (double)P * (double)bytes * 8.0 / span[r] : 0.0;
             for (uint32_t j = 0; j < P; j++) {
                 lo = fmin(lo, lm[j]);
@@ -292,10 +231,10 @@ int hb_bench_lanes_main(int argc, char **argv)
             }
         }
         hb_stats_t st;
-        hb_stats_sort(agg, o.reps);
-        double sum = hb_stats_quantile_sorted(agg, o.reps, 0.5);
-        if (hb_stats_summarize(span, o.reps, com.confidence, &st) != 0)
-            goto out;
+        hb_stats_sort(agg, o->reps);
+        double sum = hb_stats_quantile_sorted(agg, o->reps, 0.5);
+        if ((rc = hb_stats_summarize(span, o->reps, out->common->confidence, &st)) != 0)
+            return rc;
         best = fmax(best, sum);
         p->bwan[P - 1] = sum / P / 8.0; /* Mbit/s -> bytes/µs */
         p->n_bwan = P;
@@ -303,44 +242,78 @@ int hb_bench_lanes_main(int argc, char **argv)
         snprintf(extra, sizeof(extra),
                  "\"lanes\": %u, \"mbit\": %.1f, \"sum_mbit\": %.1f, \"total_mbit\": %.1f, "
                  "\"lane_min_mbit\": %.1f, \"lane_max_mbit\": %.1f, \"frame\": %llu",
-                 (unsigned)P, sum / P, sum, best, lo, hi, (unsigned long long)o.frame);
+                 (unsigned)P, sum / P, sum, best, lo, hi, (unsigned long long)o->frame);
         hb_bench_row_t row = {.impl = "wan",
                               .nodes = 2 * P,
                               .ranks = 2 * P,
                               .size = bytes,
-                              .reps = o.reps,
-                              .iters = o.reps,
+                              .reps = o->reps,
+                              .iters = o->reps,
                               .st = &st,
                               .extra_json = extra};
-        hb_bench_out_note(&out,
+        hb_bench_out_note(out,
                           "lanes %2u: b_WAN aggregate %8.1f Mbit/s, per lane b_WAN(%u) %7.1f "
                           "(single lanes %.1f .. %.1f)",
                           (unsigned)P, sum, (unsigned)P, sum / P, lo, hi);
-        hb_bench_out_row(&out, &row);
+        hb_bench_out_row(out, &row);
     }
-    if (o.no_cache) {
-        rc = 0;
-        goto out;
+    return 0;
+}
+
+int hb_bench_lanes_main(int argc, char **argv)
+{
+    bn_opts_t o = {0};
+    hb_bench_common_t com;
+    char err[HB_CFG_ERRLEN];
+    hb_cfg_t *cfg = NULL;
+    if (hb_bench_common_parse(&argc, argv, &com) < 0 || bn_parse(argc, argv, &o) < 0)
+        return 2;
+    if (hb_cfg_load(o.config, o.over, o.n_over, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "hibar-bench lanes: %s\n", err);
+        return 2;
     }
-    if (o.cache != NULL)
-        snprintf(path, sizeof(path), "%s", o.cache);
-    else if (hb_params_path(cfg->cluster, path, sizeof(path)) != 0)
-        goto out;
-    if (hb_params_update(path, p, HB_PARAMS_BWAN) != 0)
-        goto out;
-    hb_bench_out_note(&out,
-                      "b_WAN(P) written to %s (hibar-info --model shows it; the daemons' "
-                      "chooser uses it)",
-                      path);
-    if (com.json)
-        fprintf(stderr, "hibar-bench lanes: b_WAN(P) written to %s\n", path);
-    rc = 0;
-out:
-    free(p);
-    if (out_open)
+    bn_pairs_t pr;
+    bn_pairs(cfg, &pr);
+    uint32_t pmax = pr.na < pr.nb ? pr.na : pr.nb;
+    if (pmax == 0) {
+        fprintf(stderr, "hibar-bench lanes: needs two sites (the cluster has %u)\n",
+                (unsigned)cfg->n_sites);
+        hb_cfg_free(cfg);
+        return 1;
+    }
+    if (o.pmax > 0 && o.pmax < pmax)
+        pmax = o.pmax;
+    /* inside the test bed the daemons run on the bed's hosts */
+    hbd_emu_opts_t eo = {.config = o.config,
+                         .over = o.over,
+                         .n_over = o.n_over,
+                         .timeout_ms = 60000,
+                         .hostexec =
+                             hb_bench_on_bed(o.config) ? getenv("HIBAR_TESTBED_HOSTEXEC") : NULL};
+    hbd_cluster_t *cl = NULL;
+    hb_bench_out_t out;
+    hb_params_t *p = calloc(1, sizeof(*p));
+    int started = 0, rc = 1;
+    if (p != NULL && hbd_emu_acquire(cfg, &eo, 60000, "hibar-bench lanes", &started, &cl) == 0 &&
+        hb_bench_out_open(&out, "lanes", &com) == 0) {
+        snprintf(p->cluster, sizeof(p->cluster), "%s", cfg->cluster);
+        p->nodes = cfg->n_nodes;
+        p->bwan_measured = (double)time(NULL);
+        hb_bench_out_note(
+            &out,
+            "hibar-bench lanes: cluster %s, sites %s (%u nodes) -> %s (%u nodes); P = 1..%u "
+            "pairs at once, %llu bytes per lane in %llu-byte frames, %u reps",
+            cfg->cluster, cfg->site_names[cfg->site_of[0]], (unsigned)pr.na, cfg->site_names[pr.sb],
+            (unsigned)pr.nb, (unsigned)pmax, (unsigned long long)o.size,
+            (unsigned long long)o.frame, (unsigned)o.reps);
+        if (bn_measure(cl, &o, &pr, pmax, &out, p) == 0 &&
+            (o.no_cache ||
+             hb_bench_cache_write(&out, o.cache, p, HB_PARAMS_BWAN, "hibar-bench lanes") == 0))
+            rc = 0;
         hb_bench_out_close(&out);
-    if (cfg != NULL)
-        hbd_emu_release(cfg, &eo, cl, started, 0);
+    }
+    free(p);
+    hbd_emu_release(cfg, &eo, cl, started, 0);
     hb_cfg_free(cfg);
     return rc;
 }

@@ -240,6 +240,49 @@ static int bl_flood(hbd_cluster_t *cl, const bl_opts_t *o, const uint32_t *nodes
     return rc;
 }
 
+int hb_bench_link(hbd_cluster_t *cl, const uint32_t *roots, uint32_t n, const char *prog)
+{
+    char cmd[64];
+    uint32_t *all = calloc(cl->n, sizeof(uint32_t));
+    char(*reps)[512] = calloc(cl->n, sizeof(*reps));
+    int rc = all == NULL || reps == NULL ? HIBAR_ERR_NOMEM : 0;
+    for (uint32_t i = 0; i < cl->n && all != NULL; i++)
+        all[i] = i;
+    for (uint32_t r = 0; r < n && rc == 0; r++) {
+        snprintf(cmd, sizeof(cmd), "coll gather flat %u 1", (unsigned)roots[r]);
+        rc = hbd_cluster_all(cl, all, cl->n, cmd, reps, 60000);
+        for (uint32_t i = 0; i < cl->n && rc == 0; i++)
+            if (strncmp(reps[i], "ok", 2) != 0) {
+                fprintf(stderr, "%s: warm-up on %s: %s\n", prog, cl->cfg->nodes[i].name, reps[i]);
+                rc = HIBAR_ERR_PROTO;
+            }
+    }
+    free(all);
+    free(reps);
+    return rc;
+}
+
+int hb_bench_cache_write(hb_bench_out_t *out, const char *cache, const hb_params_t *p,
+                         unsigned what, const char *prog)
+{
+    char path[4096];
+    if (cache != NULL)
+        snprintf(path, sizeof(path), "%s", cache);
+    else if (hb_params_path(p->cluster, path, sizeof(path)) != 0)
+        return HIBAR_ERR_TRUNCATED;
+    int rc = hb_params_update(path, p, what);
+    if (rc != 0)
+        return rc;
+    hb_bench_out_note(out,
+                      "%s written to %s (hibar-info --model shows them; the daemons read them "
+                      "for their choices)",
+                      what == HB_PARAMS_BWAN ? "b_WAN(P)" : "parameters", path);
+    if (out->common->json)
+        fprintf(stderr, "%s: %s written to %s\n", prog,
+                what == HB_PARAMS_BWAN ? "b_WAN(P)" : "parameters", path);
+    return 0;
+}
+
 int hb_bench_logp_main(int argc, char **argv)
 {
     hb_bench_common_t com;
@@ -249,7 +292,7 @@ int hb_bench_logp_main(int argc, char **argv)
     hbd_cluster_t *cl = NULL;
     hbd_emu_opts_t eo = {0};
     hb_params_t p;
-    char err[HB_CFG_ERRLEN], path[4096];
+    char err[HB_CFG_ERRLEN];
     int started = 0, rc = 1, out_open = 0;
     double rtt[BL_MAX_SIZES], rtt_ci[BL_MAX_SIZES], gf[BL_MAX_SIZES];
     uint32_t others[256], n_others = 0;
@@ -294,27 +337,10 @@ int hb_bench_logp_main(int argc, char **argv)
                       cfg->cluster, (unsigned)cfg->n_nodes, cfg->nodes[o.from].name,
                       cfg->nodes[o.to].name, (unsigned)o.flood, (unsigned)o.floods, o.queue,
                       p.flow_control ? " (flow control: no RTO penalty)" : "", o.rto);
-    /* warm-up: links come up on demand, and only from one side of each pair: a one-byte flat
-     * gather to A on every daemon links A with every node */
+    /* warm-up: links come up on demand (hb_bench_link) */
     {
         char cmd[128], rep[512];
-        uint32_t *all = calloc(cl->n, sizeof(uint32_t));
-        char(*reps)[512] = calloc(cl->n, sizeof(*reps));
-        int wrc = all == NULL || reps == NULL ? HIBAR_ERR_NOMEM : 0;
-        for (uint32_t i = 0; i < cl->n && all != NULL; i++)
-            all[i] = i;
-        snprintf(cmd, sizeof(cmd), "coll gather flat %u 1", (unsigned)o.from);
-        if (wrc == 0)
-            wrc = hbd_cluster_all(cl, all, cl->n, cmd, reps, 60000);
-        for (uint32_t i = 0; i < cl->n && wrc == 0; i++)
-            if (strncmp(reps[i], "ok", 2) != 0) {
-                fprintf(stderr, "hibar-bench logp: warm-up on %s: %s\n", cfg->nodes[i].name,
-                        reps[i]);
-                wrc = HIBAR_ERR_PROTO;
-            }
-        free(all);
-        free(reps);
-        if (wrc != 0)
+        if (hb_bench_link(cl, &o.from, 1, "hibar-bench logp") != 0)
             goto out;
         snprintf(cmd, sizeof(cmd), "logp %u 0 20 rtt 2", (unsigned)o.to);
         if (bl_cmd(cfg, o.from, cmd, rep, sizeof(rep)) != 0)
@@ -432,18 +458,8 @@ int hb_bench_logp_main(int argc, char **argv)
         if (com.json)
             hb_bench_out_row(&out, &row);
     }
-    if (o.cache != NULL)
-        snprintf(path, sizeof(path), "%s", o.cache);
-    else if (hb_params_path(cfg->cluster, path, sizeof(path)) != 0)
+    if (hb_bench_cache_write(&out, o.cache, &p, HB_PARAMS_PLOGP, "hibar-bench logp") != 0)
         goto out;
-    if (hb_params_update(path, &p, HB_PARAMS_PLOGP) != 0)
-        goto out;
-    hb_bench_out_note(&out,
-                      "parameters written to %s (hibar-info --model shows them; the "
-                      "daemons read them for their choices)",
-                      path);
-    if (com.json)
-        fprintf(stderr, "hibar-bench logp: parameters written to %s\n", path);
     if (o.plot != NULL) {
         hb_bench_series_t ser[4];
         const char *t[4] = {"g(m) (logp_mpi)", "g(m) one-to-many", "g(m) many-to-one",
