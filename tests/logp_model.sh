@@ -2,7 +2,8 @@
 # logp_model.sh: hibar-bench logp measures PlogP(-BR) parameters between the daemons of an
 # emulated cluster and caches them; hibar-info --model shows the cached set and the choice;
 # hibard's `auto` uses the same file (its reply's prediction is hibar-info's); the logp control
-# command refuses bad arguments. No root needed; about 15 s.
+# command refuses bad arguments; hibar-bench lanes adds b_WAN(P) to the same file on a 2-site
+# cluster and hibard's auto uses it. No root needed; about 20 s.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${top_builddir:-$src}
@@ -45,10 +46,38 @@ echo "$rep" | grep -q "predicted_us=$pred " || fail "hibard predicted differentl
 info2=$(HIBAR_MODEL_CACHE=none "$bld/tools/hibar-info" --config "$CFG" --model --size 1K)
 echo "$info2" | grep -q "configuration links" || fail "HIBAR_MODEL_CACHE=none still uses a file"
 
+# b_WAN(P) (hibar-bench lanes) into the same file on a 2-site cluster of the same name: logp's
+# part is kept, hibar-info shows the table, hibard's auto uses it (its prediction is hibar-info's,
+# which differs from the prediction without the table)
+cl down >/dev/null 2>&1
+CFG2=$DIR/c2.yaml
+printf '%s\n' "cluster: hibar-lm$$" "nodes: m[0-3]" "bootstrap: local" "chassis: 2" \
+    "run_dir: $DIR/run2" "sites:" "  - name: a" "    nodes: m[0-1]" "  - name: b" \
+    "    nodes: m[2-3]" >"$CFG2"
+cl2() { "$bld/tools/hibar-cluster" --config "$CFG2" "$@"; }
+cl2 up >/dev/null || fail "2-site cluster up"
+trap 'cl2 down >/dev/null 2>&1; cl down >/dev/null 2>&1; rm -rf "$DIR"' EXIT
+out=$("$bld/tools/hibar-bench" lanes --config "$CFG2" --size 256K --reps 2 --json 2>&1) ||
+    { echo "$out"; fail "hibar-bench lanes"; }
+[ "$(echo "$out" | grep -c '"bench": "lanes"')" -eq 2 ] || { echo "$out"; fail "2 lanes rows expected"; }
+[ "$(grep -c '^bwan [12] ' "$HIBAR_MODEL_CACHE")" -eq 2 ] || fail "2 bwan lines expected in the cache file"
+[ "$(grep -c '^point ' "$HIBAR_MODEL_CACHE")" -eq 3 ] || fail "hibar-bench lanes lost logp's points"
+info=$("$bld/tools/hibar-info" --config "$CFG2" --model --size 1M) || fail "hibar-info --model (2 sites)"
+echo "$info" | grep -q "^b_WAN(P): measured" || { echo "$info"; fail "hibar-info does not show the measured b_WAN(P)"; }
+row() { awk '$1 == "scatter" && $2 == 1048576 { gsub(/[()]/, "", $(NF - 1)); print $(NF - 2), $(NF - 1); exit }'; }
+read -r choice2 pred2 < <(echo "$info" | row)
+[ -n "${pred2-}" ] || { echo "$info"; fail "no scatter 1M row"; }
+grep -v '^bwan' "$HIBAR_MODEL_CACHE" >"$DIR/nobwan.plogp"
+read -r _ pred3 < <(HIBAR_MODEL_CACHE=$DIR/nobwan.plogp "$bld/tools/hibar-info" --config "$CFG2" --model --size 1M | row)
+[ "${pred3-}" != "$pred2" ] || fail "the measured b_WAN(P) does not change the prediction ($pred2)"
+rep=$("$bld/tests/xcoll_drive" --config "$CFG2" coll scatter auto 0 1048576 | head -1) || fail "coll scatter auto: $rep"
+echo "$rep" | grep -q "alg=$choice2 " || fail "hibard chose differently from hibar-info ($choice2): $rep"
+echo "$rep" | grep -q "predicted_us=$pred2 " || fail "hibard predicted differently from hibar-info ($pred2): $rep"
+
 # the control command refuses bad input
 for bad in "logp" "logp 1 99999 5 rtt" "logp 1 0 0 rtt" "logp 7 0 5 rtt" "logp 0 0 5 rtt" "logp 1 0 5 ping" \
     "logp 1 0 5 rtt 1"; do
-    r=$(cl ctl n0 $bad 2>&1)
+    r=$(cl2 ctl m0 $bad 2>&1)
     echo "$r" | grep -q "err -1" || fail "'$bad' not refused: $r"
 done
-echo "PASS: logp rows, cache file, hibar-info --model, hibard auto = $choice at $pred us"
+echo "PASS: logp rows, cache file, hibar-info --model, hibard auto = $choice at $pred us; b_WAN(P) kept beside PlogP, hibard auto = $choice2 at $pred2 us"
