@@ -1,4 +1,5 @@
-/* coll_exec.c: the per-node executor of a collective schedule: a sans-I/O event -> actions machine. */
+/* coll_exec.c: the per-node executor of a collective schedule: a sans-I/O event -> actions machine.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,21 @@ void hb_coll_exec_free(hb_coll_exec_t *x)
     free(x->rpeers);
     free(x->speers);
     free(x);
+}
+
+const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p)
+{
+    if (len_p != NULL)
+        *len_p = x != NULL && x->work != NULL ? x->whi - x->wlo : 0;
+    return x != NULL ? x->work : NULL;
+}
+
+void *hb_coll_exec_detach_work(hb_coll_exec_t *x)
+{
+    void *w = x != NULL ? x->work : NULL;
+    if (x != NULL)
+        x->work = NULL;
+    return w;
 }
 
 int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *send_buf,

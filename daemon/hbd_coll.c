@@ -65,7 +65,7 @@ struct hbd_coll_run {
     hb_coll_sched_t *s;
     hb_coll_exec_t *x;
     uint8_t *in, *out;
-    hbd_zc_t *in_zc; /* owns `in` once a segment of it went out without a copy */
+    hbd_zc_t *work_zc; /* owns the executor's layout buffer once it lent ZeroMQ a segment */
     uint64_t in_len, out_len;
     hb_coll_act_t *q; /* pending sends, FIFO */
     size_t qhead, nq, qcap;
@@ -132,12 +132,14 @@ static void run_free(hbd_coll_run_t *r)
     if (r->conn != NULL)
         hbd_ctl_release(r->conn);
     free(r->ranks_of);
+    if (r->work_zc != NULL) {
+        /* the layout buffer goes when ZeroMQ has sent the last of it */
+        (void)hb_coll_exec_detach_work(r->x);
+        hbd_zc_put(r->work_zc);
+    }
     hb_coll_exec_free(r->x);
     hb_coll_sched_free(r->s);
-    if (r->in_zc != NULL)
-        hbd_zc_put(r->in_zc); /* frees the input once ZeroMQ has sent the last of it */
-    else
-        free(r->in);
+    free(r->in);
     free(r->out);
     free(r->q);
     free(r);
@@ -431,14 +433,16 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
         c.seq = a->seq;
         c.off = a->off;
         hbd_wire_coll_pack(&c, pl);
-        /* segments of this node's input leave without a copy on the plain data plane: the
-         * input is then owned by a holder that ZeroMQ's messages keep alive */
-        const uint8_t *ad = a->data;
-        int from_in = r->in != NULL && ad >= r->in && ad + a->len <= r->in + r->in_len;
-        if (from_in && r->in_zc == NULL && d->data_out != NULL)
-            r->in_zc = hbd_zc_new(r->in);
+        /* on the plain data plane segments leave the executor's layout buffer without a copy:
+         * the buffer is then owned by a holder that ZeroMQ's messages keep alive (every byte
+         * of it is written once, before it is sent) */
+        uint64_t wl = 0;
+        const uint8_t *w = hb_coll_exec_work(r->x, &wl), *ad = a->data;
+        int from_work = w != NULL && ad >= w && a->len <= wl && ad - w <= (ptrdiff_t)(wl - a->len);
+        if (from_work && r->work_zc == NULL && d->data_out != NULL)
+            r->work_zc = hbd_zc_new((void *)w);
         int rc = hbd_net_send_coll(d, a->to, r->id, pl, a->data, (uint32_t)a->len,
-                                   from_in ? r->in_zc : NULL);
+                                   from_work ? r->work_zc : NULL);
         if (rc == HIBAR_ERR_WOULD_BLOCK)
             return;
         if (rc != 0) {

@@ -637,6 +637,13 @@ static void test_pipelining(void)
     CU_ASSERT_EQUAL(f[0].seg, 0);
     CU_ASSERT_EQUAL(f[0].len, 100);
     CU_ASSERT_EQUAL(memcmp(f[0].data, in + 1200, 100), 0);
+    /* SEND actions point into the executor's layout buffer, which the caller may take over */
+    uint64_t wl = 0;
+    const uint8_t *w = hb_coll_exec_work(ds, &wl);
+    CU_ASSERT_FATAL(w != NULL && wl > 0);
+    const uint8_t *fd = (const uint8_t *)f[0].data, *ad = (const uint8_t *)acts[0].data;
+    CU_ASSERT(fd >= w && fd + f[0].len <= w + wl);
+    CU_ASSERT(ad >= hb_coll_exec_work(root, NULL));
     /* duplicate, unknown sender, misplaced offset: rejected, state unchanged */
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &m, f, 8, &nf), HIBAR_ERR_PROTO);
     hb_coll_ev_t bad = m;
@@ -684,7 +691,12 @@ static void test_pipelining(void)
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &lost, f, 8, &nf), 0);
     CU_ASSERT_EQUAL(nf, 0);
     hb_coll_exec_free(root);
+    /* detached, the buffer is the caller's to free (no double free under ASan) */
+    void *dw = hb_coll_exec_detach_work(ds);
+    CU_ASSERT_PTR_NOT_NULL(dw);
+    CU_ASSERT_PTR_NULL(hb_coll_exec_work(ds, NULL));
     hb_coll_exec_free(ds);
+    free(dw);
     hb_coll_sched_free(s);
 }
 
