@@ -16,6 +16,8 @@ bed_done() {
         [ "$rc" -eq 0 ] && fail "daemons or run dir left behind"
     fi
     [ -z "$(ip netns list 2>/dev/null | grep "hibar-$name-")" ] || fail "namespaces left"
+    # chassis-barrier segments of daemons that were killed (a SIGKILLed Center cannot unlink)
+    rm -f /dev/shm/hibar-"$(id -u)"-"$name"-*
     exit "$rc"
 }
 

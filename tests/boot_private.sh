@@ -42,6 +42,8 @@ cleanup() {
     for p in "${dpid[@]}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
     pkill -KILL -f -- "$tmp/" 2>/dev/null
     rm -rf "$tmp"
+    # chassis-barrier segments of killed daemons (the lost-node case SIGKILLs one)
+    rm -f /dev/shm/hibar-"$(id -u)"-"$name"-*
 }
 trap cleanup EXIT
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"

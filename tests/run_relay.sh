@@ -14,7 +14,11 @@ run_dir: $RD
 YAML
 "$HIBARD" --config "$TMP/two.yaml" --node rl0 -f -l info >"$TMP/rl0.log" 2>&1 &
 dp=$!
-stop_rl0() { kill -TERM "$dp" 2>/dev/null; wait "$dp" 2>/dev/null; rm -rf "$RD"; }
+stop_rl0() {
+    kill -TERM "$dp" 2>/dev/null
+    wait "$dp" 2>/dev/null
+    rm -rf "$RD" /dev/shm/hibar-"$(id -u)"-"$NAME"-*
+}
 EXTRA_CLEANUP=stop_rl0
 for _ in $(seq 100); do [ -S "$RD/rl0.sock" ] && [ -f "$RD/rl0.port" ] && break; sleep 0.1; done
 [ -f "$RD/rl0.port" ] || { cat "$TMP/rl0.log"; fail "daemon rl0 did not start"; }
