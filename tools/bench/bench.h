@@ -58,6 +58,17 @@ void hb_bench_out_close(hb_bench_out_t *o);
 /* Shell-quote s into out (single quotes; cut short rather than overflow cap). */
 void hb_bench_shell_quote(char *out, size_t cap, const char *s);
 
+/*
+ * Runs of a tests/netns/ script of the source tree on a one-site test bed (root):
+ * hb_bench_bed_script checks root (77) and that SCRIPT and the bed exist (2, after saying
+ * why), then gives the script's quoted path to start the arguments with; hb_bench_bed_cmd
+ * wraps the arguments in the bed of `hosts` hosts (or runs them in the bed this process is
+ * in), with top_builddir for the tools next to `dir` (this executable's directory).
+ */
+int hb_bench_bed_script(const char *who, const char *script, char *qscript, size_t cap);
+void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, const char *bed_net,
+                      unsigned hosts, char *cmd, size_t cap);
+
 /* The directory of this executable (".", if /proc cannot tell). */
 void hb_bench_exe_dir(char *buf, size_t cap);
 

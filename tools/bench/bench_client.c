@@ -236,29 +236,18 @@ static double bc_json_num(const char *line, const char *key)
  */
 static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char *dir)
 {
-    if (geteuid() != 0) {
-        fprintf(stderr, "hibar-bench %s --per-node: needs root (network namespaces)\n", o->bench);
-        return 77;
-    }
-    char srcdir[PATH_MAX], script[PATH_MAX + 64], bed[PATH_MAX + 64], bld[PATH_MAX + 8];
-    const char *e = getenv("HIBAR_SRCDIR");
-    snprintf(srcdir, sizeof(srcdir), "%s", e != NULL ? e : HB_ABS_TOP_SRCDIR);
-    snprintf(script, sizeof(script), "%s/tests/netns/client-compare", srcdir);
-    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", srcdir);
-    snprintf(bld, sizeof(bld), "%s/..", dir);
-    if (access(script, X_OK) != 0 || access(bed, X_OK) != 0) {
-        fprintf(stderr, "hibar-bench %s: %s not found (HIBAR_SRCDIR: the source tree)\n", o->bench,
-                script);
-        return 2;
-    }
+    char who[64], qs[PATH_MAX + 64];
+    snprintf(who, sizeof(who), "hibar-bench %s --per-node", o->bench);
+    int brc = hb_bench_bed_script(who, "client-compare", qs, sizeof(qs));
+    if (brc != 0)
+        return brc;
     char sizes[512] = "", q[PATH_MAX + 64], args[6 * PATH_MAX], cmd[12 * PATH_MAX];
     size_t off = 0;
     for (int i = 0; i < o->nsizes && off < sizeof(sizes); i++)
         off +=
             (size_t)snprintf(sizes + off, sizeof(sizes) - off, "%s%zu", i ? "," : "", o->sizes[i]);
     uint32_t hosts = o->n / o->per_node;
-    hb_bench_shell_quote(q, sizeof(q), script);
-    off = (size_t)snprintf(args, sizeof(args), "%s --ppn %u --bench %s --sizes %s%s", q,
+    off = (size_t)snprintf(args, sizeof(args), "%s --ppn %u --bench %s --sizes %s%s", qs,
                            o->per_node, o->bench, sizes, o->compare ? "" : " --no-peer");
     for (int i = 0; i < o->nsets && off < sizeof(args); i++) {
         hb_bench_shell_quote(q, sizeof(q), o->sets[i]);
@@ -267,16 +256,7 @@ static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char
     if (off < sizeof(args))
         snprintf(args + off, sizeof(args) - off, " --min-iters %llu --max-iters %llu",
                  (unsigned long long)(o->iters < 50 ? o->iters : 50), (unsigned long long)o->iters);
-    hb_bench_shell_quote(q, sizeof(q), bld);
-    if (getenv("HIBAR_TESTBED_CONFIG") != NULL) { /* inside a bed: its hosts */
-        snprintf(cmd, sizeof(cmd), "top_builddir=%s %s 2>&1", q, args);
-    } else {
-        char qb[PATH_MAX + 64];
-        hb_bench_shell_quote(qb, sizeof(qb), bed);
-        snprintf(cmd, sizeof(cmd),
-                 "top_builddir=%s %s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1", q, qb,
-                 o->bed_name, o->bed_net, hosts, args);
-    }
+    hb_bench_bed_cmd(dir, args, o->bed_name, o->bed_net, hosts, cmd, sizeof(cmd));
     hb_bench_out_t out;
     if (hb_bench_out_open(&out, o->bench, com) != 0)
         return 1;

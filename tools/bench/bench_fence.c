@@ -136,10 +136,6 @@ static int set_add(bf_set_t *st, double v)
 
 static int compare_main(const bf_opts_t *o, const char *dir)
 {
-    if (geteuid() != 0) {
-        fprintf(stderr, "hibar-bench fence --compare: needs root (network namespaces)\n");
-        return 77;
-    }
     char nodes_s[128];
     snprintf(nodes_s, sizeof(nodes_s), "%s", o->nodes);
     unsigned nodes = (unsigned)strtoul(nodes_s, NULL, 10);
@@ -147,36 +143,19 @@ static int compare_main(const bf_opts_t *o, const char *dir)
         fprintf(stderr, "hibar-bench fence --compare: --nodes takes one host count, 2..64\n");
         return 2;
     }
-    char sizes[160], srcdir[PATH_MAX], q[4][PATH_MAX + 64], cmd[8 * PATH_MAX];
+    char sizes[160], qs[PATH_MAX + 64], qz[PATH_MAX], cmd[8 * PATH_MAX];
+    int brc = hb_bench_bed_script("hibar-bench fence --compare", "fence-compare", qs, sizeof(qs));
+    if (brc != 0)
+        return brc;
     snprintf(sizes, sizeof(sizes), "%s", o->sizes);
     for (char *c = sizes; *c != '\0'; c++)
         if (*c == ',')
             *c = ' ';
-    const char *e = getenv("HIBAR_SRCDIR");
-    snprintf(srcdir, sizeof(srcdir), "%s", e != NULL ? e : HB_ABS_TOP_SRCDIR);
-    char script[PATH_MAX + 64], bed[PATH_MAX + 64], bld[PATH_MAX + 8];
-    snprintf(script, sizeof(script), "%s/tests/netns/fence-compare", srcdir);
-    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", srcdir);
-    snprintf(bld, sizeof(bld), "%s/..", dir);
-    if (access(script, X_OK) != 0 || access(bed, X_OK) != 0) {
-        fprintf(stderr,
-                "hibar-bench fence --compare: %s not found (HIBAR_SRCDIR: the source tree)\n",
-                script);
-        return 2;
-    }
-    hb_bench_shell_quote(q[0], sizeof(q[0]), bld);
-    hb_bench_shell_quote(q[1], sizeof(q[1]), script);
-    hb_bench_shell_quote(q[2], sizeof(q[2]), sizes);
-    hb_bench_shell_quote(q[3], sizeof(q[3]), bed);
+    hb_bench_shell_quote(qz, sizeof(qz), sizes);
     char args[PATH_MAX * 3];
-    snprintf(args, sizeof(args), "%s --ppn %u --sizes %s --iters %u --jobs %u", q[1], o->ppn, q[2],
+    snprintf(args, sizeof(args), "%s --ppn %u --sizes %s --iters %u --jobs %u", qs, o->ppn, qz,
              o->iters, o->jobs);
-    if (getenv("HIBAR_TESTBED_CONFIG") != NULL) /* inside a bed: its hosts */
-        snprintf(cmd, sizeof(cmd), "top_builddir=%s %s 2>&1", q[0], args);
-    else
-        snprintf(cmd, sizeof(cmd),
-                 "top_builddir=%s %s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1", q[0],
-                 q[3], o->bed_name, o->bed_net, nodes, args);
+    hb_bench_bed_cmd(dir, args, o->bed_name, o->bed_net, nodes, cmd, sizeof(cmd));
     hb_bench_out_t out;
     if (hb_bench_out_open(&out, "fence", &o->common) != 0)
         return 1;

@@ -204,3 +204,43 @@ void hb_bench_exe_dir(char *buf, size_t cap)
     self[n] = '\0';
     snprintf(buf, cap, "%s", dirname(self));
 }
+
+/* The source tree (tests/netns/ lives there): HIBAR_SRCDIR, else the configured one. */
+static const char *bench_srcdir(void)
+{
+    const char *e = getenv("HIBAR_SRCDIR");
+    return e != NULL ? e : HB_ABS_TOP_SRCDIR;
+}
+
+int hb_bench_bed_script(const char *who, const char *script, char *qscript, size_t cap)
+{
+    char path[PATH_MAX + 64], bed[PATH_MAX + 64];
+    if (geteuid() != 0) {
+        fprintf(stderr, "%s: needs root (network namespaces)\n", who);
+        return 77;
+    }
+    snprintf(path, sizeof(path), "%s/tests/netns/%s", bench_srcdir(), script);
+    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", bench_srcdir());
+    if (access(path, X_OK) != 0 || access(bed, X_OK) != 0) {
+        fprintf(stderr, "%s: %s not found (HIBAR_SRCDIR: the source tree)\n", who, path);
+        return 2;
+    }
+    hb_bench_shell_quote(qscript, cap, path);
+    return 0;
+}
+
+void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, const char *bed_net,
+                      unsigned hosts, char *cmd, size_t cap)
+{
+    char bld[PATH_MAX + 8], qbld[PATH_MAX + 64], bed[PATH_MAX + 64], qbed[PATH_MAX + 64];
+    snprintf(bld, sizeof(bld), "%s/..", dir);
+    hb_bench_shell_quote(qbld, sizeof(qbld), bld);
+    if (getenv("HIBAR_TESTBED_CONFIG") != NULL) { /* inside a bed: its hosts */
+        snprintf(cmd, cap, "top_builddir=%s %s 2>&1", qbld, args);
+        return;
+    }
+    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", bench_srcdir());
+    hb_bench_shell_quote(qbed, sizeof(qbed), bed);
+    snprintf(cmd, cap, "top_builddir=%s %s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1",
+             qbld, qbed, bed_name, bed_net, hosts, args);
+}
