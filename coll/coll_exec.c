@@ -33,6 +33,11 @@ struct hb_coll_exec {
     uint8_t *recv_buf;
     uint8_t *work; /* layout bytes [wlo, whi) */
     uint64_t wlo, whi;
+    /* HB_COLL_EXEC_IN_PLACE: the input is read where it is (no COPY_IN) when direct_in */
+    int direct_in;
+    uint64_t in_lo, in_hi; /* the COPY_IN step's layout range */
+    uint32_t *lord;        /* [nlord] nodes with bytes, in layout order */
+    uint32_t nlord;
     /* receives */
     rseg_t *rs;     /* [nrs] in step order */
     uint8_t *rdone; /* [nrs] */
@@ -140,6 +145,7 @@ void hb_coll_exec_free(hb_coll_exec_t *x)
     if (x == NULL)
         return;
     free(x->work);
+    free(x->lord);
     free(x->rs);
     free(x->rdone);
     free(x->rsorted);
@@ -147,6 +153,116 @@ void hb_coll_exec_free(hb_coll_exec_t *x)
     free(x->rpeers);
     free(x->speers);
     free(x);
+}
+
+static int lkey_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b; /* lkey_t starts with off */
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * Where layout bytes [c, d) of the input are in the caller's node-order send buffer, or NULL
+ * when they are not there in one piece (the blocks they cover are not adjacent in node order).
+ */
+static const uint8_t *in_map(const hb_coll_exec_t *x, uint64_t c, uint64_t d)
+{
+    const hb_coll_sched_t *s = x->s;
+    if (x->send_buf == NULL || c < x->in_lo || d > x->in_hi || c > d)
+        return NULL;
+    if (s->op == HB_COLL_BCAST)
+        return x->send_buf + (c - x->in_lo);
+    uint64_t base = s->op == HB_COLL_SCATTER ? 0 : s->noff[x->node];
+    uint32_t lo = 0, hi = x->nlord;
+    if (hi == 0)
+        return c == d ? x->send_buf : NULL;
+    while (hi - lo > 1) { /* the last block starting at or before c */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->loff[x->lord[mid]] <= c)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    uint32_t v0 = x->lord[lo];
+    if (c == d)
+        return x->send_buf;
+    if (c < s->loff[v0] || c >= s->loff[v0] + s->bytes[v0])
+        return NULL;
+    uint64_t end = s->loff[v0] + s->bytes[v0];
+    for (uint32_t i = lo; end < d; i++) {
+        uint32_t v = x->lord[i];
+        if (i + 1 >= x->nlord)
+            return NULL;
+        uint32_t w = x->lord[i + 1];
+        if (s->loff[w] != end || s->noff[w] != s->noff[v] + s->bytes[v])
+            return NULL;
+        end += s->bytes[w];
+    }
+    return x->send_buf + (s->noff[v0] - base) + (c - s->loff[v0]);
+}
+
+/*
+ * May this node send its input from where it is? Only when nothing is received into the
+ * input's range and every segment sent from it maps to the send buffer in one piece.
+ */
+static int direct_in_ok(const hb_coll_exec_t *x)
+{
+    const hb_coll_sched_t *s = x->s;
+    uint32_t n_in = 0;
+    for (uint32_t i = 0; i < x->nst; i++)
+        n_in += x->st[i].kind == HB_COLL_STEP_COPY_IN;
+    if (n_in != 1 || x->send_buf == NULL)
+        return 0;
+    for (uint32_t i = 0; i < x->nst; i++) {
+        const hb_coll_step_t *st = &x->st[i];
+        uint64_t a = st->off, b = st->off + st->len;
+        int overlaps = st->len > 0 && a < x->in_hi && b > x->in_lo;
+        if (!overlaps || st->kind == HB_COLL_STEP_COPY_IN)
+            continue;
+        if (st->kind == HB_COLL_STEP_RECV)
+            return 0;
+        if (st->kind == HB_COLL_STEP_COPY_OUT) {
+            if (a < x->in_lo || b > x->in_hi)
+                return 0;
+            continue;
+        }
+        for (uint32_t g = 0; g < st->nseg; g++) {
+            uint64_t c, d;
+            seg_range(s, st, g, &c, &d);
+            if (in_map(x, c, d) == NULL)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Layout range of node v's output block (bcast: the buffer). */
+static void out_range(const hb_coll_exec_t *x, uint32_t v, uint64_t *lo, uint64_t *hi)
+{
+    const hb_coll_sched_t *s = x->s;
+    if (s->op == HB_COLL_BCAST) {
+        *lo = 0;
+        *hi = s->total;
+    } else {
+        *lo = s->loff[v];
+        *hi = s->loff[v] + s->bytes[v];
+    }
+}
+
+const uint8_t *hb_coll_exec_block(const hb_coll_exec_t *x, uint32_t v, uint64_t *len_p)
+{
+    uint64_t lo = 0, hi = 0;
+    const uint8_t *p = NULL;
+    if (x != NULL && v < x->s->n_nodes) {
+        out_range(x, v, &lo, &hi);
+        if (x->direct_in && lo >= x->in_lo && hi <= x->in_hi)
+            p = in_map(x, lo, hi);
+        else if (x->work != NULL && lo >= x->wlo && hi <= x->whi)
+            p = x->work + (lo - x->wlo);
+    }
+    if (len_p != NULL)
+        *len_p = p != NULL ? hi - lo : 0;
+    return p;
 }
 
 const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p)
@@ -180,24 +296,57 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
     x->send_buf = send_buf;
     x->recv_buf = recv_buf;
     int nodata = (flags & HB_COLL_EXEC_NODATA) != 0;
-    x->wlo = UINT64_MAX;
-    x->whi = 0;
+    int in_place = !nodata && (flags & HB_COLL_EXEC_IN_PLACE) != 0;
     for (uint32_t i = 0; i < x->nst; i++) {
         const hb_coll_step_t *st = &x->st[i];
-        if (st->off < x->wlo)
-            x->wlo = st->off;
-        if (st->off + st->len > x->whi)
-            x->whi = st->off + st->len;
         if (st->kind == HB_COLL_STEP_RECV)
             x->nrs += st->nseg;
+        if (st->kind == HB_COLL_STEP_COPY_IN) {
+            x->in_lo = st->off;
+            x->in_hi = st->off + st->len;
+        }
         if (!nodata && st->len > 0 &&
             ((st->kind == HB_COLL_STEP_COPY_IN && send_buf == NULL) ||
-             (st->kind == HB_COLL_STEP_COPY_OUT && recv_buf == NULL))) {
+             (st->kind == HB_COLL_STEP_COPY_OUT && recv_buf == NULL && !in_place))) {
             hb_log_error("coll: node %u needs a %s buffer", node,
                          st->kind == HB_COLL_STEP_COPY_IN ? "send" : "receive");
             rc = HIBAR_ERR_INVAL;
             goto err_;
         }
+    }
+    if (in_place) {
+        /* nodes with bytes in layout order (blocks are disjoint) */
+        typedef struct {
+            uint64_t off;
+            uint32_t v;
+        } lkey_t;
+        lkey_t *k = calloc(s->n_nodes, sizeof(*k));
+        x->lord = calloc(s->n_nodes, sizeof(*x->lord));
+        if (k == NULL || x->lord == NULL) {
+            free(k);
+            goto err_;
+        }
+        for (uint32_t v = 0; v < s->n_nodes; v++)
+            if (s->bytes[v] > 0)
+                k[x->nlord++] = (lkey_t){.off = s->loff[v], .v = v};
+        qsort(k, x->nlord, sizeof(*k), lkey_cmp);
+        for (uint32_t i = 0; i < x->nlord; i++)
+            x->lord[i] = k[i].v;
+        free(k);
+        x->direct_in = direct_in_ok(x);
+    }
+    /* the layout bytes this node holds: all its steps' but those read in place */
+    x->wlo = UINT64_MAX;
+    x->whi = 0;
+    for (uint32_t i = 0; i < x->nst; i++) {
+        const hb_coll_step_t *st = &x->st[i];
+        if (x->direct_in && st->off >= x->in_lo && st->off + st->len <= x->in_hi &&
+            st->kind != HB_COLL_STEP_RECV)
+            continue;
+        if (st->off < x->wlo)
+            x->wlo = st->off;
+        if (st->off + st->len > x->whi)
+            x->whi = st->off + st->len;
     }
     if (x->whi < x->wlo)
         x->wlo = x->whi = 0;
@@ -374,7 +523,9 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
                            .off = c,
                            .len = d - c,
                            .wan = st->wan,
-                           .data = x->work ? x->work + (c - x->wlo) : NULL};
+                           .data = x->direct_in && c >= x->in_lo && d <= x->in_hi ? in_map(x, c, d)
+                                   : x->work ? x->work + (c - x->wlo)
+                                             : NULL};
         if (!push(x, acts, max, n, &a))
             return;
         p->next++;
@@ -386,7 +537,8 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
         int has_out = 0;
         for (uint32_t i = 0; i < x->nst; i++) {
             if (x->st[i].kind == HB_COLL_STEP_COPY_OUT) {
-                copy_io(x, &x->st[i], 1);
+                if (!(x->flags & HB_COLL_EXEC_IN_PLACE))
+                    copy_io(x, &x->st[i], 1);
                 has_out = 1;
             }
         }
@@ -464,7 +616,7 @@ int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *
         if (x->started)
             return HIBAR_ERR_INVAL;
         x->started = 1;
-        for (uint32_t i = 0; i < x->nst; i++)
+        for (uint32_t i = 0; i < x->nst && !x->direct_in; i++)
             if (x->st[i].kind == HB_COLL_STEP_COPY_IN)
                 copy_io(x, &x->st[i], 0);
         break;

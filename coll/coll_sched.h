@@ -183,6 +183,14 @@ typedef struct hb_coll_act {
 
 /* Run without data (simulator): buffers NULL, MSG data ignored, SEND data NULL. */
 #define HB_COLL_EXEC_NODATA 1u
+/*
+ * Fewer copies. The input is not copied into the layout when every segment this node sends
+ * from it is one piece of the send buffer and nothing is received into its range (the root of
+ * a scatter or bcast, any node's own block): SEND data then points into send_buf, which must
+ * stay valid and unchanged until the transport is done with it. The output is not copied
+ * either: read it with hb_coll_exec_block() after DELIVER (recv_buf may be NULL).
+ */
+#define HB_COLL_EXEC_IN_PLACE 2u
 
 /*
  * Create node v's executor for schedule s (which must outlive it). send_buf: the node's input
@@ -202,6 +210,13 @@ void hb_coll_exec_free(hb_coll_exec_t *x);
  */
 const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p);
 void *hb_coll_exec_detach_work(hb_coll_exec_t *x);
+/*
+ * Node v's block of this node's output (bcast: the buffer, v ignored), where the executor
+ * holds it: in its layout buffer or, read in place, in send_buf. *len_p gets its length. NULL
+ * (and 0) when this node holds no such bytes. Valid until the executor is freed or its layout
+ * detached; meant for HB_COLL_EXEC_IN_PLACE after DELIVER.
+ */
+const uint8_t *hb_coll_exec_block(const hb_coll_exec_t *x, uint32_t v, uint64_t *len_p);
 
 /*
  * Feed one event; up to max actions are written to acts and their number to *n_p. When

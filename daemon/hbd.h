@@ -219,6 +219,7 @@ uint64_t hbd_barrier_next_coll(const hbd_t *d);
 
 /* hbd_coll.c: collectives across nodes (coll/ schedules executed over COLL frames). */
 struct hb_coll_sched;
+struct hb_coll_exec;
 typedef struct hbd_coll_run hbd_coll_run_t;
 /* Ids of a job's collectives (libhibar ranks) have this bit; the control command's count from 0. */
 #define HBD_COLL_ID_JOB (1ull << 63)
@@ -231,10 +232,10 @@ typedef struct hbd_coll_job_args {
     const uint32_t *ranks_of; /* [n_nodes] ranks of the job on each node */
     const uint64_t *counts;   /* [n_nodes] bytes per node (-v) */
 } hbd_coll_job_args_t;
-/* Called once when this node's part is over: status 0 and the output (the schedule's layout
- * for this node: node blocks in node order, valid during the call), or an error and NULL. */
+/* Called once when this node's part is over: status 0 and the executor, whose output blocks
+ * hb_coll_exec_block() gives (valid during the call), or an error and NULL. */
 typedef void (*hbd_coll_cb_t)(hbd_t *d, int status, const struct hb_coll_sched *s,
-                              const uint8_t *out, void *arg);
+                              const struct hb_coll_exec *x, void *arg);
 /* Build the schedule (algorithm from HIBAR_COLL_ALG / HIBAR_COLL_LANES or the model). `in`
  * (malloc'd, taken over, also on error) is the node's input in node order: scatter and bcast
  * root all blocks / the buffer, gather and allgather the node's block, others NULL; in_len

@@ -64,9 +64,10 @@ struct hbd_coll_run {
     hbd_wire_coll_t key; /* op, alg, root, size, lanes, seg_size (seq, off unused) */
     hb_coll_sched_t *s;
     hb_coll_exec_t *x;
-    uint8_t *in, *out;
+    uint8_t *in;       /* the node's input, node order (the executor reads it in place) */
     hbd_zc_t *work_zc; /* owns the executor's layout buffer once it lent ZeroMQ a segment */
-    uint64_t in_len, out_len;
+    hbd_zc_t *in_zc;   /* owns `in` once it lent ZeroMQ a segment */
+    uint64_t in_len;
     hb_coll_act_t *q; /* pending sends, FIFO */
     size_t qhead, nq, qcap;
     struct hbd_ctl_conn *conn;
@@ -139,8 +140,10 @@ static void run_free(hbd_coll_run_t *r)
     }
     hb_coll_exec_free(r->x);
     hb_coll_sched_free(r->s);
-    free(r->in);
-    free(r->out);
+    if (r->in_zc != NULL)
+        hbd_zc_put(r->in_zc); /* `in` goes when ZeroMQ has sent the last of it */
+    else
+        free(r->in);
     free(r->q);
     free(r);
 }
@@ -261,15 +264,8 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
         r->in_len = s->total;
     else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER)
         r->in_len = s->bytes[v];
-    if (s->op == HB_COLL_SCATTER)
-        r->out_len = s->bytes[v];
-    else if (s->op == HB_COLL_GATHER)
-        r->out_len = v == s->root ? s->total : 0;
-    else
-        r->out_len = s->total;
     r->in = malloc(r->in_len + 1);
-    r->out = malloc(r->out_len + 1);
-    if (r->in == NULL || r->out == NULL) {
+    if (r->in == NULL) {
         rc = HIBAR_ERR_NOMEM;
         goto err_free;
     }
@@ -284,7 +280,9 @@ err_free:
 static int run_arm(hbd_t *d, hbd_coll_run_t *r)
 {
     hbd_coll_state_t *st = d->coll;
-    int rc = hb_coll_exec_create(r->s, d->self, r->in, r->out, 0, &r->x);
+    /* segments go out of `in` and the output stays in the layout where they can: the fewer
+     * copies, the more of the shared CPU is left to the transfer */
+    int rc = hb_coll_exec_create(r->s, d->self, r->in, NULL, HB_COLL_EXEC_IN_PLACE, &r->x);
     if (rc != 0)
         return rc;
     r->next = st->runs;
@@ -301,8 +299,6 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
     if (rc != 0)
         return rc;
     const hb_coll_sched_t *s = r->s;
-    /* poison: a stale pattern left in reused heap memory must not pass the check */
-    memset(r->out, 0xEE, r->out_len + 1);
     if (s->op == HB_COLL_SCATTER && v == s->root) {
         for (uint32_t w = 0; w < s->n_nodes; w++)
             for (uint64_t i = 0; i < s->bytes[w]; i++)
@@ -321,21 +317,31 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
     return 0;
 }
 
+/* Does node w's block of this node's output hold the pattern node `who` made? */
+static int block_check(const hbd_coll_run_t *r, uint32_t w, uint32_t who)
+{
+    uint64_t len = 0, want = r->s->op == HB_COLL_BCAST ? r->s->total : r->s->bytes[w];
+    const uint8_t *b = hb_coll_exec_block(r->x, w, &len);
+    if (want > 0 && (b == NULL || len != want))
+        return 0;
+    for (uint64_t i = 0; i < want; i++)
+        if (b[i] != pat(r->id, who, i))
+            return 0;
+    return 1;
+}
+
 /* Does the output hold the pattern? */
 static int run_check(const hbd_coll_run_t *r, uint32_t v)
 {
     const hb_coll_sched_t *s = r->s;
-    const uint8_t *out = r->out;
     switch (s->op) {
     case HB_COLL_SCATTER:
-        for (uint64_t i = 0; i < s->bytes[v]; i++)
-            if (out[i] != pat(r->id, v, i))
-                return 0;
+        if (!block_check(r, v, v))
+            return 0;
         break;
     case HB_COLL_BCAST:
-        for (uint64_t i = 0; i < s->total; i++)
-            if (out[i] != pat(r->id, 0, i))
-                return 0;
+        if (!block_check(r, 0, 0))
+            return 0;
         break;
     case HB_COLL_GATHER:
         if (v != s->root)
@@ -343,15 +349,12 @@ static int run_check(const hbd_coll_run_t *r, uint32_t v)
         /* fall through */
     case HB_COLL_ALLGATHER:
         for (uint32_t w = 0; w < s->n_nodes; w++)
-            for (uint64_t i = 0; i < s->bytes[w]; i++)
-                if (out[s->noff[w] + i] != pat(r->id, w, i))
-                    return 0;
+            if (!block_check(r, w, w))
+                return 0;
         break;
     default:
         return 0;
     }
-    if (out[r->out_len] != 0xEE)
-        return 0;
     return r->delivered == (s->op != HB_COLL_GATHER || v == s->root);
 }
 
@@ -371,7 +374,7 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
         else
             st->done++;
         run_unlink(st, r);
-        r->cb(d, r->failed ? r->status : 0, r->s, r->failed ? NULL : r->out, r->cb_arg);
+        r->cb(d, r->failed ? r->status : 0, r->s, r->failed ? NULL : r->x, r->cb_arg);
         run_free(r);
         return;
     }
@@ -409,6 +412,33 @@ static void run_fail(hbd_coll_run_t *r, int status)
     r->qhead = r->nq = 0;
 }
 
+static int inside(const uint8_t *p, uint64_t len, const uint8_t *buf, uint64_t buf_len)
+{
+    return buf != NULL && p >= buf && len <= buf_len && (uint64_t)(p - buf) <= buf_len - len;
+}
+
+/* On the plain data plane segments leave the executor's layout buffer, or the input it reads
+ * in place, without a copy: that buffer is then owned by a holder that ZeroMQ's messages keep
+ * alive (every byte of it is written before it is sent). NULL: send a copy. */
+static hbd_zc_t *run_holder(hbd_t *d, hbd_coll_run_t *r, const uint8_t *p, uint64_t len)
+{
+    uint64_t wl = 0;
+    const uint8_t *w = hb_coll_exec_work(r->x, &wl);
+    if (d->data_out == NULL || p == NULL)
+        return NULL;
+    if (inside(p, len, w, wl)) {
+        if (r->work_zc == NULL)
+            r->work_zc = hbd_zc_new((void *)w);
+        return r->work_zc;
+    }
+    if (inside(p, len, r->in, r->in_len)) {
+        if (r->in_zc == NULL)
+            r->in_zc = hbd_zc_new(r->in);
+        return r->in_zc;
+    }
+    return NULL;
+}
+
 /* Send what the links and queues allow, in order. */
 static void run_flush(hbd_t *d, hbd_coll_run_t *r)
 {
@@ -436,13 +466,8 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
         /* on the plain data plane segments leave the executor's layout buffer without a copy:
          * the buffer is then owned by a holder that ZeroMQ's messages keep alive (every byte
          * of it is written once, before it is sent) */
-        uint64_t wl = 0;
-        const uint8_t *w = hb_coll_exec_work(r->x, &wl), *ad = a->data;
-        int from_work = w != NULL && ad >= w && a->len <= wl && ad - w <= (ptrdiff_t)(wl - a->len);
-        if (from_work && r->work_zc == NULL && d->data_out != NULL)
-            r->work_zc = hbd_zc_new((void *)w);
         int rc = hbd_net_send_coll(d, a->to, r->id, pl, a->data, (uint32_t)a->len,
-                                   from_work ? r->work_zc : NULL);
+                                   run_holder(d, r, a->data, a->len));
         if (rc == HIBAR_ERR_WOULD_BLOCK)
             return;
         if (rc != 0) {

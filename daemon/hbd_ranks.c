@@ -452,71 +452,71 @@ static int xop_read_input(hbd_xop_t *op)
     }
 }
 
-/* Write this node's output into the ranks' buffers. */
-static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const uint8_t *out)
+/* Write this node's output into the ranks' buffers, from where the executor holds it. */
+static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_coll_exec_t *x)
 {
     hbd_ranks_job_t *rj = op->rj;
     hbd_job_t *j = rj->j;
     uint32_t self = j->d->self;
+    uint64_t blen = 0;
+    const uint8_t *b;
     int rc = 0;
     switch (s->op) {
     case HB_COLL_SCATTER: {
         uint64_t off = 0;
+        b = hb_coll_exec_block(x, self, &blen);
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
             uint32_t gr = j->local[k].rank;
             if (op->cnt[gr] > 0)
-                rc = xop_cma(rj->pid[k], (void *)(out + off), op->rec_recv[k], op->cnt[gr], 1);
+                rc = off + op->cnt[gr] > blen
+                         ? HIBAR_ERR_INTERNAL
+                         : xop_cma(rj->pid[k], (void *)(b + off), op->rec_recv[k], op->cnt[gr], 1);
             off += op->cnt[gr];
         }
         return rc;
     }
     case HB_COLL_BCAST:
+        b = hb_coll_exec_block(x, 0, &blen);
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
             if (j->local[k].rank != (uint32_t)op->root && op->size > 0)
-                rc = xop_cma(rj->pid[k], (void *)out, op->rec_send[k], op->size, 1);
+                rc = blen < op->size ? HIBAR_ERR_INTERNAL
+                                     : xop_cma(rj->pid[k], (void *)b, op->rec_send[k], op->size, 1);
         return rc;
     case HB_COLL_GATHER:
-        if (self != s->root)
+    default: /* allgather: every block to every local rank, at its job rank's place */
+        if (s->op == HB_COLL_GATHER && self != s->root)
             return 0;
-        for (uint32_t k = 0; k < j->n_local; k++) {
-            if (j->local[k].rank != (uint32_t)op->root)
+        for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
+            if (s->op == HB_COLL_GATHER && j->local[k].rank != (uint32_t)op->root)
                 continue;
             for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
-                uint64_t off = s->noff[w];
+                uint64_t off = 0;
+                b = hb_coll_exec_block(x, w, &blen);
                 for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
                     uint32_t gr = rj->node_granks[i];
-                    if (op->cnt[gr] > 0)
-                        rc = xop_cma(rj->pid[k], (void *)(out + off),
-                                     op->rec_recv[k] + xop_root_off(op, gr), op->cnt[gr], 1);
-                    off += op->cnt[gr];
+                    uint64_t n = s->op == HB_COLL_GATHER ? op->cnt[gr] : op->size;
+                    uint64_t at =
+                        s->op == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
+                    if (n > 0)
+                        rc = off + n > blen ? HIBAR_ERR_INTERNAL
+                                            : xop_cma(rj->pid[k], (void *)(b + off),
+                                                      op->rec_recv[k] + at, n, 1);
+                    off += n;
                 }
             }
         }
         return rc;
-    default: /* allgather: every block to every local rank, at its job rank's place */
-        for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
-            for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
-                uint64_t off = s->noff[w];
-                for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
-                    uint32_t gr = rj->node_granks[i];
-                    if (op->size > 0)
-                        rc = xop_cma(rj->pid[k], (void *)(out + off),
-                                     op->rec_recv[k] + (uint64_t)gr * op->size, op->size, 1);
-                    off += op->size;
-                }
-            }
-        return rc;
     }
 }
 
-static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const uint8_t *out,
+static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const hb_coll_exec_t *x,
                           void *arg)
 {
     hbd_xop_t *op = arg;
     (void)d;
     op->t_ns[3] = hb_time_now_ns();
     if (status == 0 && op->rj != NULL)
-        status = xop_write_output(op, s, out);
+        status = xop_write_output(op, s, x);
     xop_finish(op, status);
 }
 

@@ -193,6 +193,33 @@ static msg_t take(run_t *r, dlv_t mode)
     return m;
 }
 
+/* In place: gather node v's output from the executor's blocks into rbuf (node order), as a
+ * caller would, so that check_data sees it. -1 when a block is missing or has the wrong size. */
+static int out_from_blocks(run_t *r, const hb_coll_sched_t *s, uint32_t v)
+{
+    uint64_t len;
+    const uint8_t *b;
+    if (r->delivered[v] == 0)
+        return 0;
+    if (s->op == HB_COLL_BCAST || s->op == HB_COLL_SCATTER) {
+        uint64_t want = s->op == HB_COLL_BCAST ? s->total : s->bytes[v];
+        b = hb_coll_exec_block(r->x[v], v, &len);
+        if (want > 0 && (b == NULL || len != want))
+            return -1;
+        if (want > 0)
+            memcpy(r->rbuf[v], b, want);
+        return 0;
+    }
+    for (uint32_t w = 0; w < s->n_nodes; w++) {
+        b = hb_coll_exec_block(r->x[v], w, &len);
+        if (s->bytes[w] > 0 && (b == NULL || len != s->bytes[w]))
+            return -1;
+        if (s->bytes[w] > 0)
+            memcpy(r->rbuf[v] + s->noff[w], b, s->bytes[w]);
+    }
+    return 0;
+}
+
 /*
  * Run schedule s on every node: nodes start in a random order interleaved with deliveries
  * (random modes) or all first (scripted modes). Returns 0 when every node completed.
@@ -245,8 +272,9 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
             for (uint64_t i = 0; i < slen; i++)
                 r->sbuf[v][i] = pat(v, i, salt);
         }
-        int rc = hb_coll_exec_create(s, v, nodata ? NULL : r->sbuf[v], nodata ? NULL : r->rbuf[v],
-                                     flags, &r->x[v]);
+        int in_place = (flags & HB_COLL_EXEC_IN_PLACE) != 0;
+        int rc = hb_coll_exec_create(s, v, nodata ? NULL : r->sbuf[v],
+                                     nodata || in_place ? NULL : r->rbuf[v], flags, &r->x[v]);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
     }
     /* start order: a random permutation */
@@ -289,6 +317,10 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
     for (uint32_t v = 0; v < n; v++)
         if (r->completed[v] != 1 || r->failed[v] != 0 || !hb_coll_exec_done(r->x[v]))
             ok = 0;
+    if (ok && (flags & HB_COLL_EXEC_IN_PLACE))
+        for (uint32_t v = 0; v < n; v++)
+            if (out_from_blocks(r, s, v) != 0)
+                ok = 0;
     return ok ? 0 : -1;
 }
 
@@ -393,7 +425,9 @@ static void one_case(uint64_t seed, hb_coll_op_t op, hb_coll_alg_t alg, dlv_t mo
     CU_ASSERT_EQUAL(rc, 0);
     run_t r;
     uint32_t salt = (uint32_t)seed;
-    rc = run_sched(&r, s, mode, 0, salt);
+    /* every other seed: segments out of the input and the output read where it is */
+    unsigned flags = (seed / 1000) & 1 ? HB_COLL_EXEC_IN_PLACE : 0;
+    rc = run_sched(&r, s, mode, flags, salt);
     int bad = rc == 0 ? check_data(&r, s, salt) : -1;
     for (uint32_t v = 0; v < s->n_nodes; v++)
         if (r.msgs_to[v] != expected_segs(s, v))
@@ -423,6 +457,65 @@ static void test_random_all(void)
                     one_case(seed * 1000 + (uint64_t)(op * 100 + alg * 10 + mode), (hb_coll_op_t)op,
                              (hb_coll_alg_t)alg, (dlv_t)mode, (int)(seed & 1));
     CU_ASSERT(g_cases >= 30 * 4 * 4 * 4 || g_failures > 0);
+}
+
+/* In place, a flat scatter's root sends every segment out of its send buffer and holds no
+ * layout; its own block is read there too. A root-rotated binomial tree sends ranges that are
+ * not one piece in node order (root 3: blocks 5 and 0 side by side), so its root copies. */
+static void test_in_place(void)
+{
+    uint32_t site_of[6] = {0}, ranks_of[6] = {1, 2, 1, 3, 1, 1};
+    hb_coll_nodes_t nodes = {.n_nodes = 6, .site_of = site_of, .ranks_of = ranks_of};
+    for (int alg = HB_COLL_ALG_FLAT; alg <= HB_COLL_ALG_BINOMIAL; alg++) {
+        hb_coll_args_t a = {.op = HB_COLL_SCATTER,
+                            .alg = (hb_coll_alg_t)alg,
+                            .root = 3,
+                            .size = 100,
+                            .seg_size = 64};
+        hb_coll_sched_t *s = NULL;
+        CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes, &a, &s), 0);
+        uint8_t *in = malloc(s->total);
+        CU_ASSERT_FATAL(in != NULL);
+        for (uint32_t w = 0; w < 6; w++)
+            for (uint64_t i = 0; i < s->bytes[w]; i++)
+                in[s->noff[w] + i] = pat(w, i, 5);
+        hb_coll_exec_t *x = NULL;
+        CU_ASSERT_EQUAL_FATAL(hb_coll_exec_create(s, 3, in, NULL, HB_COLL_EXEC_IN_PLACE, &x), 0);
+        int flat = alg == HB_COLL_ALG_FLAT;
+        uint64_t wl = 99;
+        const uint8_t *w = hb_coll_exec_work(x, &wl);
+        CU_ASSERT_EQUAL(wl, flat ? 0 : s->total); /* flat: nothing copied, no layout */
+        hb_coll_act_t acts[64];
+        size_t na = 0, sends = 0;
+        hb_coll_ev_t ev = {.kind = HB_COLL_EV_START};
+        CU_ASSERT_EQUAL(hb_coll_exec_step(x, &ev, acts, 64, &na), 0);
+        for (size_t i = 0; i < na; i++) {
+            if (acts[i].kind != HB_COLL_ACT_SEND)
+                continue;
+            const uint8_t *p = acts[i].data;
+            sends++;
+            if (flat)
+                CU_ASSERT(p >= in && p + acts[i].len <= in + s->total);
+            if (!flat)
+                CU_ASSERT(p >= w && p + acts[i].len <= w + wl);
+            /* the bytes the layout range names */
+            for (uint32_t b = 0; b < 6; b++)
+                if (acts[i].off >= s->loff[b] && acts[i].off < s->loff[b] + s->bytes[b])
+                    CU_ASSERT_EQUAL(p[0], pat(b, acts[i].off - s->loff[b], 5));
+        }
+        CU_ASSERT(sends >= (alg == HB_COLL_ALG_FLAT ? 5u : 2u));
+        uint64_t len = 0;
+        const uint8_t *own = hb_coll_exec_block(x, 3, &len);
+        CU_ASSERT_EQUAL(len, s->bytes[3]);
+        CU_ASSERT(own != NULL && (flat ? own == in + s->noff[3] : own == w + s->loff[3]));
+        for (uint64_t i = 0; own != NULL && i < len; i++)
+            CU_ASSERT_EQUAL_FATAL(own[i], pat(3, i, 5));
+        CU_ASSERT_PTR_NULL(hb_coll_exec_block(x, 99, &len));
+        CU_ASSERT_EQUAL(len, 0);
+        hb_coll_exec_free(x);
+        free(in);
+        hb_coll_sched_free(s);
+    }
 }
 
 /* ---- structure: message counts per link ---- */
@@ -863,6 +956,8 @@ int main(void)
     if (s == NULL ||
         CU_add_test(s, "every op x algorithm, random shapes and orders", test_random_all) == NULL ||
         CU_add_test(s, "message counts per link", test_counts) == NULL ||
+        CU_add_test(s, "in place: sends from the input, output in the layout", test_in_place) ==
+            NULL ||
         CU_add_test(s, "pipelined forwarding, bad messages, peer lost", test_pipelining) == NULL ||
         CU_add_test(s, "zero-byte allgather synchronizes", test_zero_sync) == NULL ||
         CU_add_test(s, "no-data mode, topology, bad input", test_nodata_and_misc) == NULL) {
