@@ -390,6 +390,7 @@ int hb_cfg_create(hb_cfg_t **cfg_p)
         goto err_free;
     cfg->protocol = HB_CFG_PROTO_SCMD;
     cfg->bootstrap = HB_CFG_BOOT_LOCAL;
+    cfg->data_plane = HB_CFG_DATA_PLAIN; /* like MPI's own traffic; curve for untrusted fabrics */
     cfg->heartbeat_interval_ms = 500;
     cfg->heartbeat_timeout_ms = 2000;
     cfg->barrier_timeout_ms = 30000;

@@ -81,7 +81,7 @@ typedef struct hb_cfg {
     hb_cfg_protocol_t protocol;     /* default scmd */
     uint32_t fanout;                /* 0 (default): the paper's shape; k: k-ary tree */
     hb_cfg_bootstrap_t bootstrap;   /* default local */
-    hb_cfg_data_plane_t data_plane; /* default curve */
+    hb_cfg_data_plane_t data_plane; /* default plain */
     uint32_t heartbeat_interval_ms; /* default 500 */
     uint32_t heartbeat_timeout_ms;  /* default 2000 */
     uint32_t barrier_timeout_ms;    /* default 30000; 0 = none */

@@ -61,6 +61,23 @@ cat "$tmp/run.out"
 [ "$(grep -c 'bye rank [0-7] after 2 fences' "$tmp/run.out")" -eq 8 ] || fail "expected 8 byes"
 [ "$(grep -o 'host hibar-[^ ]*' "$tmp/run.out" | sort -u | wc -l)" -eq 4 ] || fail "ranks not on 4 hosts"
 
+# 2b. a collective between the daemons, every daemon checking its data: the segments go on the
+# plain data plane (data ports and tokens learned on the links bootstrap pmix set up)
+pids=()
+for i in 0 1 2 3; do
+    "$bld/tools/hibar-cluster" --config "$run_dir/cluster.yaml" ctl "${hosts[$i]}" \
+        coll scatter flat 1 1000000 >"$tmp/coll.$i" 2>&1 &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+for i in 0 1 2 3; do
+    grep -q ' check=ok' "$tmp/coll.$i" || { cat "$tmp/coll.$i"; fail "scatter on ${hosts[$i]}"; }
+done
+rx=$("$bld/tools/hibar-cluster" --config "$run_dir/cluster.yaml" ctl "${hosts[0]}" stats |
+    tr ' ' '\n' | sed -n 's/^data_rx=//p')
+[ "${rx:-0}" -gt 0 ] || fail "scatter: ${hosts[0]} took no frame on the data plane (data_rx=${rx:-})"
+echo "scatter across 4 hosts on the plain data plane: ok (${hosts[0]} data_rx=$rx)"
+
 # 3. no orphans: mpirun goes, every hibard goes
 [ -n "$mpi_pid" ] || fail "cannot find mpirun's pid"
 kill -TERM "$mpi_pid"

@@ -22,9 +22,9 @@ ok 60 16 "4x4"
 check_clean
 
 # ranks dealt round-robin over each chassis: a node's ranks are not consecutive; the data
-# between the daemons on the plain data plane
-run 0 -n 16 --map-by chassis -o data_plane=plain --emulate "$FOUR" "$XC" --ops 40 --seed 3
-ok 40 16 "4x4 map-by chassis, data_plane plain"
+# between the daemons on the encrypted links (data_plane curve; the cases above use plain)
+run 0 -n 16 --map-by chassis -o data_plane=curve --emulate "$FOUR" "$XC" --ops 40 --seed 3
+ok 40 16 "4x4 map-by chassis, data_plane curve"
 check_clean
 
 # 30 nodes x 1 rank (the paper's 10 chassis x 3)

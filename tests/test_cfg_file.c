@@ -97,7 +97,7 @@ static void test_defaults(void)
     CU_ASSERT_STRING_EQUAL(cfg->hwbarrier, "auto");
     CU_ASSERT_EQUAL(cfg->protocol, HB_CFG_PROTO_SCMD);
     CU_ASSERT_EQUAL(cfg->bootstrap, HB_CFG_BOOT_LOCAL);
-    CU_ASSERT_EQUAL(cfg->data_plane, HB_CFG_DATA_CURVE);
+    CU_ASSERT_EQUAL(cfg->data_plane, HB_CFG_DATA_PLAIN);
     CU_ASSERT_EQUAL(cfg->fanout, 0);
     CU_ASSERT_EQUAL(cfg->heartbeat_interval_ms, 500);
     CU_ASSERT_EQUAL(cfg->heartbeat_timeout_ms, 2000);
@@ -282,7 +282,7 @@ static void test_env_and_flags(void)
     hb_cfg_t *cfg = NULL;
     char err[HB_CFG_ERRLEN] = "";
     const char *over[] = {"protocol=tree", "links.wan.latency_us=123.5", "chassis=2",
-                          "data_plane=plain"};
+                          "data_plane=curve"};
 
     unsetenv("HIBAR_CONFIG");
     setenv("HIBAR_FANOUT", "4", 1);
@@ -294,8 +294,8 @@ static void test_env_and_flags(void)
     CU_ASSERT_EQUAL_FATAL(
         hb_cfg_load(src_path("examples/scmd-30.yaml"), over, 4, &cfg, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(cfg->fanout, 4); /* env over the file's 0 */
-    CU_ASSERT_EQUAL(cfg->data_plane, HB_CFG_DATA_PLAIN);
-    CU_ASSERT_STRING_EQUAL(hb_cfg_data_plane_name(cfg->data_plane), "plain");
+    CU_ASSERT_EQUAL(cfg->data_plane, HB_CFG_DATA_CURVE);
+    CU_ASSERT_STRING_EQUAL(hb_cfg_data_plane_name(cfg->data_plane), "curve");
     CU_ASSERT_EQUAL(cfg->protocol, HB_CFG_PROTO_TREE); /* flag over env */
     CU_ASSERT_EQUAL(cfg->heartbeat_timeout_ms, 777);   /* env */
     CU_ASSERT_EQUAL(cfg->heartbeat_interval_ms, 1000); /* file */

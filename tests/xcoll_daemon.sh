@@ -49,10 +49,14 @@ run_all() {
     coll "$n" allgather single-lane 1 0
 }
 
+# data_plane curve first: collective data on the encrypted links (the default, plain, below)
+SETS0=("${SETS[@]}")
+SETS+=(--set data_plane=curve)
 CONFIG=$src/examples/local.yaml
 up
 run_all 12 $((4 << 20))
-echo "12 daemons, 2 sites: $NCOLL collectives ok"
+[ "$(stat_of n03 data_rx)" -eq 0 ] || fail "data_plane curve: n03 took frames on a plain socket"
+echo "12 daemons, 2 sites, data_plane curve: $NCOLL collectives ok"
 # mismatched arguments reach every daemon as an error, never a hang
 for ((i = 0; i < 12; i++)); do
     sz=100; [ $i -eq 5 ] && sz=101
@@ -110,10 +114,10 @@ rm -f "$RUN_DIR"/*.log; rmdir "$RUN_DIR" 2>/dev/null
 check_clean
 
 unset HIBAR_COLL_TIMEOUT_MS
+SETS=("${SETS0[@]}")
 
-# data_plane plain: the same collectives on the unencrypted data sockets; intruders without
-# the token they were given are refused and change nothing
-SETS0=("${SETS[@]}")
+# data_plane plain (the default): the same collectives on the unencrypted data sockets;
+# intruders without the token they were given are refused and change nothing
 SETS+=(--set data_plane=plain)
 NCOLL=0
 up
