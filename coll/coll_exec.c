@@ -265,6 +265,11 @@ const uint8_t *hb_coll_exec_block(const hb_coll_exec_t *x, uint32_t v, uint64_t 
     return p;
 }
 
+int hb_coll_exec_input_in_place(const hb_coll_exec_t *x)
+{
+    return x != NULL && x->direct_in;
+}
+
 const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p)
 {
     if (len_p != NULL)

@@ -217,6 +217,10 @@ void *hb_coll_exec_detach_work(hb_coll_exec_t *x);
  * detached; meant for HB_COLL_EXEC_IN_PLACE after DELIVER.
  */
 const uint8_t *hb_coll_exec_block(const hb_coll_exec_t *x, uint32_t v, uint64_t *len_p);
+/* 1 when the executor reads its input in place (no copy at START; HB_COLL_EXEC_IN_PLACE): the
+ * caller may then fill send_buf lazily, each range before a SEND names it and all of it before
+ * DELIVER; 0 when START copies all of send_buf. */
+int hb_coll_exec_input_in_place(const hb_coll_exec_t *x);
 
 /*
  * Feed one event; up to max actions are written to acts and their number to *n_p. When

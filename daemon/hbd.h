@@ -231,6 +231,11 @@ typedef struct hbd_coll_job_args {
     uint64_t size;            /* bytes per rank (bcast: in total) */
     const uint32_t *ranks_of; /* [n_nodes] ranks of the job on each node */
     const uint64_t *counts;   /* [n_nodes] bytes per node (-v) */
+    /* NULL: `in` holds the input. Else `in` is still to be filled: the run calls
+     * read(read_arg, off, in + off, len) before it first uses bytes [off, off + len), so that
+     * reading the input overlaps sending it; 0 or an error, which fails the run. */
+    int (*read)(void *read_arg, uint64_t off, uint8_t *dst, uint64_t len);
+    void *read_arg;
 } hbd_coll_job_args_t;
 /* Called once when this node's part is over: status 0 and the executor, whose output blocks
  * hb_coll_exec_block() gives (valid during the call), or an error and NULL. */

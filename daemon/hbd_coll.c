@@ -47,6 +47,8 @@
  * the plain data plane (fewer messages, wake-ups and system calls). */
 #define HBD_COLL_SEG_DEFAULT 32768u
 #define HBD_COLL_SEG_JOB HBD_WIRE_COLL_MAX_DATA
+#define HBD_COLL_RD_CHUNK 4096ull      /* input read on demand: bookkeeping granule */
+#define HBD_COLL_RD_AHEAD (1ull << 20) /* read ahead per stall of the links */
 
 /* A segment of a job collective that arrived before the run existed here. */
 typedef struct hbd_coll_early {
@@ -79,6 +81,11 @@ struct hbd_coll_run {
     hbd_coll_cb_t cb;
     void *cb_arg;
     uint32_t *ranks_of;
+    /* input still to be read (hbd_coll_job_args_t.read): a flag per HBD_COLL_RD_CHUNK of `in` */
+    int (*read)(void *read_arg, uint64_t off, uint8_t *dst, uint64_t len);
+    void *read_arg;
+    uint8_t *rd_done;
+    uint64_t rd_next; /* read-ahead cursor, in chunks */
 };
 
 typedef struct hbd_coll_state {
@@ -133,6 +140,7 @@ static void run_free(hbd_coll_run_t *r)
     if (r->conn != NULL)
         hbd_ctl_release(r->conn);
     free(r->ranks_of);
+    free(r->rd_done);
     if (r->work_zc != NULL) {
         /* the layout buffer goes when ZeroMQ has sent the last of it */
         (void)hb_coll_exec_detach_work(r->x);
@@ -359,6 +367,7 @@ static int run_check(const hbd_coll_run_t *r, uint32_t v)
 }
 
 static void timer_arm(hbd_t *d);
+static int run_read(hbd_coll_run_t *r, uint64_t off, uint64_t len);
 
 /* Reply and free a run that is over here (complete with its queue flushed, or failed) and
  * whose command arrived. */
@@ -369,6 +378,13 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
         return;
     r->t_done = hb_time_now_ns();
     if (r->cb != NULL) {
+        if (!r->failed && r->read != NULL) {
+            int rc = run_read(r, 0, r->in_len); /* what was not sent: this node's own block */
+            if (rc != 0) {
+                r->failed = 1; /* run_fail leaves a complete run alone */
+                r->status = rc;
+            }
+        }
         if (r->failed)
             st->failed++;
         else
@@ -417,6 +433,48 @@ static int inside(const uint8_t *p, uint64_t len, const uint8_t *buf, uint64_t b
     return buf != NULL && p >= buf && len <= buf_len && (uint64_t)(p - buf) <= buf_len - len;
 }
 
+/* Make bytes [off, off + len) of `in` valid: read the chunks around them not read yet. */
+static int run_read(hbd_coll_run_t *r, uint64_t off, uint64_t len)
+{
+    if (r->rd_done == NULL || len == 0)
+        return 0;
+    uint64_t c = off / HBD_COLL_RD_CHUNK, end = (off + len - 1) / HBD_COLL_RD_CHUNK + 1;
+    while (c < end) {
+        if (r->rd_done[c]) {
+            c++;
+            continue;
+        }
+        uint64_t e = c;
+        while (e < end && !r->rd_done[e])
+            e++;
+        uint64_t lo = c * HBD_COLL_RD_CHUNK, hi = e * HBD_COLL_RD_CHUNK;
+        if (hi > r->in_len)
+            hi = r->in_len;
+        int rc = r->read(r->read_arg, lo, r->in + lo, hi - lo);
+        if (rc != 0)
+            return rc;
+        memset(r->rd_done + c, 1, e - c);
+        c = e;
+    }
+    return 0;
+}
+
+/* While the links are full: read on ahead (about HBD_COLL_RD_AHEAD bytes at a time). */
+static int run_read_ahead(hbd_coll_run_t *r)
+{
+    uint64_t n = (r->in_len + HBD_COLL_RD_CHUNK - 1) / HBD_COLL_RD_CHUNK, got = 0;
+    while (r->rd_done != NULL && r->rd_next < n && got < HBD_COLL_RD_AHEAD) {
+        if (!r->rd_done[r->rd_next]) {
+            int rc = run_read(r, r->rd_next * HBD_COLL_RD_CHUNK, HBD_COLL_RD_CHUNK);
+            if (rc != 0)
+                return rc;
+            got += HBD_COLL_RD_CHUNK;
+        }
+        r->rd_next++;
+    }
+    return 0;
+}
+
 /* On the plain data plane segments leave the executor's layout buffer, or the input it reads
  * in place, without a copy: that buffer is then owned by a holder that ZeroMQ's messages keep
  * alive (every byte of it is written before it is sent). NULL: send a copy. */
@@ -463,13 +521,21 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
         c.seq = a->seq;
         c.off = a->off;
         hbd_wire_coll_pack(&c, pl);
-        /* on the plain data plane segments leave the executor's layout buffer without a copy:
-         * the buffer is then owned by a holder that ZeroMQ's messages keep alive (every byte
-         * of it is written once, before it is sent) */
+        if (inside(a->data, a->len, r->in, r->in_len)) {
+            int rr = run_read(r, (uint64_t)((const uint8_t *)a->data - r->in), a->len);
+            if (rr != 0) {
+                run_fail(r, rr);
+                return;
+            }
+        }
         int rc = hbd_net_send_coll(d, a->to, r->id, pl, a->data, (uint32_t)a->len,
                                    run_holder(d, r, a->data, a->len));
-        if (rc == HIBAR_ERR_WOULD_BLOCK)
+        if (rc == HIBAR_ERR_WOULD_BLOCK) {
+            rc = run_read_ahead(r);
+            if (rc != 0)
+                run_fail(r, rc);
             return;
+        }
         if (rc != 0) {
             run_fail(r, rc);
             return;
@@ -753,6 +819,11 @@ static void run_start(hbd_t *d, hbd_coll_run_t *r)
                 run_fail(r, rc);
         }
     r->last_link_ns = hb_time_now_ns();
+    if (!r->failed && r->read != NULL && !hb_coll_exec_input_in_place(r->x)) {
+        int rc = run_read(r, 0, r->in_len); /* START copies all of it */
+        if (rc != 0)
+            run_fail(r, rc);
+    }
     if (!r->failed) {
         hb_coll_ev_t ev = {.kind = HB_COLL_EV_START};
         run_feed(d, r, &ev);
@@ -818,6 +889,15 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
     if (in != NULL) {
         free(r->in);
         r->in = in;
+    }
+    if (a->read != NULL && r->in_len > 0) {
+        r->rd_done = calloc((r->in_len + HBD_COLL_RD_CHUNK - 1) / HBD_COLL_RD_CHUNK, 1);
+        if (r->rd_done == NULL) {
+            run_free(r);
+            return HIBAR_ERR_NOMEM;
+        }
+        r->read = a->read;
+        r->read_arg = a->read_arg;
     }
     r->predicted_us = pred;
     if (hb_log_get_level() >= HB_LOG_DEBUG) {

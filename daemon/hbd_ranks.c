@@ -102,8 +102,13 @@ struct hbd_xop {
     uint64_t *cnt;                 /* [size] bytes of every job rank */
     uint64_t *dsp;                 /* [size] root's displacements (scatter/gather root node) */
     uint64_t *rec_send, *rec_recv; /* [n_local] the ranks' buffers */
-    uint8_t *in;                   /* this node's input, read before the agreement */
+    uint8_t *in;                   /* this node's input (the root's: read on demand) */
     uint64_t in_len;
+    struct xop_piece {
+        uint64_t off, remote, len; /* `in` bytes [off, off + len) are at remote in in_pid */
+    } * pc;                        /* [npc] scatter and bcast root: the root rank's buffer */
+    uint32_t npc;
+    pid_t in_pid;
     uint64_t t_ns[4]; /* rung, input read, agreed, data in (debug log of the phases) */
 };
 
@@ -319,6 +324,7 @@ static void xop_free(hbd_xop_t *op)
     free(op->rec_send);
     free(op->rec_recv);
     free(op->in);
+    free(op->pc);
     free(op);
 }
 
@@ -390,10 +396,95 @@ static uint64_t xop_root_off(const hbd_xop_t *op, uint32_t gr)
     return op_is_v(op->op) ? op->dsp[gr] : (uint64_t)gr * op->size;
 }
 
-/* This node's input for the data phase, read from the ranks' buffers before the agreement
- * (a bad buffer is then part of the node's verdict): the root's whole send buffer regrouped in
- * node order (scatter), the root's buffer (bcast), the node's ranks' blocks (gather,
- * allgather). cnt and dsp hold this node's view (the root's table at the root). */
+/* Is every byte of the root's pieces in a readable mapping of the root rank? From its
+ * /proc/PID/maps: a fraction of the cost of touching every page (4096 one-byte reads of a
+ * 16 MiB buffer took about 2 ms here). */
+typedef struct xrange {
+    uint64_t lo, hi;
+} xrange_t;
+
+static int xop_probe(const hbd_xop_t *op)
+{
+    char path[64], line[512];
+    xrange_t *m = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)op->in_pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        hb_log_error("%s: %s", path, strerror(errno));
+        return errno == ENOENT ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_PERM;
+    }
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+        unsigned long long lo, hi;
+        char perm[8];
+        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perm) != 3 || perm[0] != 'r')
+            continue;
+        if (n > 0 && m[n - 1].hi == lo) { /* the file lists mappings in address order */
+            m[n - 1].hi = hi;
+            continue;
+        }
+        if (n == cap) {
+            xrange_t *g = realloc(m, (cap = cap ? 2 * cap : 64) * sizeof(*m));
+            if (g == NULL)
+                rc = HIBAR_ERR_NOMEM;
+            else
+                m = g;
+        }
+        if (rc == 0)
+            m[n++] = (xrange_t){lo, hi};
+    }
+    fclose(f);
+    for (uint32_t i = 0; i < op->npc && rc == 0; i++) {
+        uint64_t a = op->pc[i].remote, b = a + op->pc[i].len;
+        size_t lo = 0, hi = n;
+        while (lo < hi) { /* the first readable range ending after a */
+            size_t mid = lo + (hi - lo) / 2;
+            if (m[mid].hi <= a)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (b < a || lo == n || m[lo].lo > a || m[lo].hi < b) {
+            hb_log_error("root's buffer (pid %d): %" PRIu64 " bytes at %#" PRIx64 " not readable",
+                         (int)op->in_pid, op->pc[i].len, a);
+            rc = HIBAR_ERR_INVAL;
+        }
+    }
+    free(m);
+    return rc;
+}
+
+/* hbd_coll's reader of the root's input: `in` bytes [off, off + len) from the root rank. */
+static int xop_read_range(void *arg, uint64_t off, uint8_t *dst, uint64_t len)
+{
+    hbd_xop_t *op = arg;
+    uint32_t lo = 0, hi = op->npc;
+    if (op->rj == NULL)
+        return HIBAR_ERR_PEER_LOST;
+    while (lo < hi) { /* the first piece ending after off */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (op->pc[mid].off + op->pc[mid].len <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t i = lo; i < op->npc && op->pc[i].off < off + len; i++) {
+        const struct xop_piece *p = &op->pc[i];
+        uint64_t a = p->off > off ? p->off : off;
+        uint64_t b = p->off + p->len < off + len ? p->off + p->len : off + len;
+        int rc = xop_cma(op->in_pid, dst + (a - off), p->remote + (a - p->off), b - a, 0);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* This node's input for the data phase: the root's whole send buffer regrouped in node order
+ * (scatter) or the root's buffer (bcast), mapped and probed now and read while it goes out
+ * (xop_read_range); the node's ranks' blocks (gather, allgather), read now. Before the
+ * agreement, so a bad buffer is part of the node's verdict. cnt and dsp hold this node's view
+ * (the root's table at the root). */
 static int xop_read_input(hbd_xop_t *op)
 {
     hbd_ranks_job_t *rj = op->rj;
@@ -430,17 +521,22 @@ static int xop_read_input(hbd_xop_t *op)
     uint64_t off = 0;
     switch (op_coll(op->op)) {
     case HB_COLL_SCATTER:
-        for (uint32_t w = 0; w < n && rc == 0; w++)
-            for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
+    case HB_COLL_BCAST:
+        op->pc = calloc(j->spec->size, sizeof(*op->pc));
+        if (op->pc == NULL)
+            return HIBAR_ERR_NOMEM;
+        op->in_pid = rj->pid[rl];
+        if (op_coll(op->op) == HB_COLL_BCAST && len > 0)
+            op->pc[op->npc++] = (struct xop_piece){0, op->rec_send[rl], len};
+        for (uint32_t w = 0; w < n && op_coll(op->op) == HB_COLL_SCATTER; w++)
+            for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1]; i++) {
                 uint32_t gr = rj->node_granks[i];
                 if (op->cnt[gr] > 0)
-                    rc = xop_cma(rj->pid[rl], op->in + off, op->rec_send[rl] + xop_root_off(op, gr),
-                                 op->cnt[gr], 0);
+                    op->pc[op->npc++] = (struct xop_piece){
+                        off, op->rec_send[rl] + xop_root_off(op, gr), op->cnt[gr]};
                 off += op->cnt[gr];
             }
-        return rc;
-    case HB_COLL_BCAST:
-        return len > 0 ? xop_cma(rj->pid[rl], op->in, op->rec_send[rl], len, 0) : 0;
+        return xop_probe(op);
     default:
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
             uint32_t gr = j->local[k].rank;
@@ -666,7 +762,9 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
                              .root = op_has_root(op->op) ? j->spec->map[op->root] : 0,
                              .size = op->size,
                              .ranks_of = rj->ranks_of,
-                             .counts = node_bytes};
+                             .counts = node_bytes,
+                             .read = op->pc != NULL ? xop_read_range : NULL,
+                             .read_arg = op};
     hbd_coll_run_t *run = NULL;
     uint64_t id =
         HBD_COLL_ID_JOB | ((j->spec->id & 0xffffffffffull) << 20) | (op->epoch & 0xfffffull);

@@ -17,7 +17,7 @@ ok 60 8 "1x8"
 check_clean
 
 # 4 nodes x 4 ranks, block placement: epochs handed to the daemons, data between them
-run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 60 --errors --seed 2
+run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 60 --errors --unreadable --seed 2
 ok 60 16 "4x4"
 check_clean
 

@@ -6,7 +6,9 @@
  * --max-total), fills its send buffer with a pattern of (operation, rank, byte) and checks
  * every byte it receives, and that bytes outside the received range are untouched. With
  * --errors it also checks that misuse is reported on every rank: a root out of range
- * (INVAL), ranks disagreeing on the root (MISMATCH), a NULL buffer on one rank (INVAL).
+ * (INVAL), ranks disagreeing on the root (MISMATCH), a NULL buffer on one rank (INVAL); with
+ * --unreadable (jobs on several nodes: on one node the root copies its own block itself) a
+ * scatter whose root's send buffer is mapped but unreadable (INVAL).
  * Rank 0 prints "xrank_check: ok N operations on R ranks" and every rank exits 0 on success;
  * a failure prints what went wrong and exits 1.
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hibar.h"
@@ -59,7 +62,7 @@ static void fill(unsigned char *b, size_t n, int op, int rank)
 /* The guard byte after a received block must be untouched. */
 #define GUARD 0xA5
 
-static int run_errors(hibar_t *h)
+static int run_errors(hibar_t *h, int unreadable)
 {
     unsigned char s[64 * 8] = {0}, r[64];
     size_t bytes = 8;
@@ -89,13 +92,26 @@ static int run_errors(hibar_t *h)
     rc = hibar_barrier(h);
     if (rc != 0)
         return fail("barrier after a NULL buffer", -3, rc);
+    if (unreadable) {
+        /* the root's daemon checks the buffer before the ranks agree: INVAL everywhere */
+        void *nr = mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (nr == MAP_FAILED)
+            return fail("mmap", -4, HIBAR_ERR_NOMEM);
+        rc = hibar_scatter(h, me == 0 ? nr : s, r, bytes, 0);
+        munmap(nr, 8192);
+        if (rc != HIBAR_ERR_INVAL)
+            return fail("unreadable root buffer", -4, rc ? rc : HIBAR_ERR_INTERNAL);
+        rc = hibar_barrier(h);
+        if (rc != 0)
+            return fail("barrier after an unreadable buffer", -4, rc);
+    }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
-    int n_ops = 40, errors = 0, rc, die_rank = -1, die_at = -1;
+    int n_ops = 40, errors = 0, unreadable = 0, rc, die_rank = -1, die_at = -1;
     size_t max = 4u << 20, max_total = 32u << 20;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -113,9 +129,11 @@ int main(int argc, char **argv)
             die_at = atoi(argv[++i]);
         else if (strcmp(argv[i], "--errors") == 0)
             errors = 1;
+        else if (strcmp(argv[i], "--unreadable") == 0)
+            unreadable = 1;
         else {
             fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
-                            "[--seed S] [--errors] [--die-rank R --die-at K]\n");
+                            "[--seed S] [--errors [--unreadable]] [--die-rank R --die-at K]\n");
             return 2;
         }
     }
@@ -135,7 +153,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "xrank_check: out of memory\n");
         return 1;
     }
-    int bad = errors ? run_errors(h) : 0;
+    int bad = errors ? run_errors(h, unreadable) : 0;
     for (int k = 0; k < n_ops && !bad; k++) {
         int kind = (int)(rnd() % 10), root = (int)(rnd() % (uint64_t)np);
         /* sizes: often small, sometimes up to max */
