@@ -3,10 +3,10 @@
 #include <stdlib.h>
 
 #include "test_cfg.h"
+#include "hb_test.h"
 
 int main(void)
 {
-    unsigned failures;
 
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 99;
@@ -14,9 +14,5 @@ int main(void)
         CU_cleanup_registry();
         return 99;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures == 0 ? 0 : 1;
+    return hb_test_run(CU_BRM_VERBOSE);
 }

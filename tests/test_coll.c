@@ -8,6 +8,7 @@
 #include "hibar.h"
 #include "coll_sched.h"
 #include "../config/topo.h"
+#include "hb_test.h"
 
 /* ---- deterministic random numbers (xorshift64*) ---- */
 
@@ -964,9 +965,5 @@ int main(void)
         CU_cleanup_registry();
         return 99;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    return hb_test_run(CU_BRM_VERBOSE);
 }

@@ -8,6 +8,7 @@
 #include "hier.h"
 #include "hier_local.h"
 #include "topo.h"
+#include "hb_test.h"
 
 /* ---- topologies ---------------------------------------------------------------------- */
 
@@ -1002,7 +1003,6 @@ static void test_names(void)
 int main(void)
 {
     CU_pSuite s;
-    unsigned failures;
 
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 99;
@@ -1029,9 +1029,5 @@ int main(void)
         CU_cleanup_registry();
         return 99;
     }
-    CU_basic_set_mode(CU_BRM_NORMAL);
-    CU_basic_run_tests();
-    failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures == 0 ? 0 : 1;
+    return hb_test_run(CU_BRM_NORMAL);
 }

@@ -7,6 +7,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hibar.h"
+#include "hb_test.h"
 
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -878,7 +879,6 @@ static void t_add(CU_pSuite s, const t_case_t *c, size_t n)
 int main(void)
 {
     CU_pSuite s;
-    unsigned fails;
 
     hb_log_init_from_env();
     if (getenv("HIBAR_LOG") == NULL)
@@ -899,9 +899,5 @@ int main(void)
         t_add(s, t_common, sizeof(t_common) / sizeof(t_common[0]));
         t_add(s, t_scic_only, sizeof(t_scic_only) / sizeof(t_scic_only[0]));
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return hb_test_run(CU_BRM_VERBOSE);
 }

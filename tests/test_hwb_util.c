@@ -5,6 +5,7 @@
 #include "hb_time.h"
 #include "hb_wait.h"
 #include "hibar.h"
+#include "hb_test.h"
 
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -322,7 +323,6 @@ static void test_size_list(void)
 int main(void)
 {
     CU_pSuite s;
-    unsigned fails;
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 99;
     s = CU_add_suite("hb_stats", NULL, NULL);
@@ -339,9 +339,5 @@ int main(void)
     s = CU_add_suite("hb_size", NULL, NULL);
     CU_add_test(s, "one size", test_size_one);
     CU_add_test(s, "size list", test_size_list);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return hb_test_run(CU_BRM_VERBOSE);
 }

@@ -5,6 +5,7 @@
 #include "hb_params.h"
 #include "hb_stats.h"
 #include "hibar.h"
+#include "hb_test.h"
 
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -473,9 +474,5 @@ int main(void)
         CU_cleanup_registry();
         return 99;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    return hb_test_run(CU_BRM_VERBOSE);
 }

@@ -15,6 +15,7 @@
 #include "sim.h"
 #include "sim_coll.h"
 #include "topo.h"
+#include "hb_test.h"
 
 /* ---- the event engine -------------------------------------------------------------------- */
 
@@ -926,7 +927,6 @@ static int add_coll_tests(CU_pSuite s)
 int main(void)
 {
     CU_pSuite s;
-    unsigned fails;
 
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/hibar-test-sim-XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
@@ -952,10 +952,7 @@ int main(void)
         CU_cleanup_registry();
         return 99;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    int rc = hb_test_run(CU_BRM_VERBOSE);
     {
         /* every file write_tmp made, then the directory */
         DIR *d = opendir(tmpdir);
@@ -971,5 +968,5 @@ int main(void)
             closedir(d);
         rmdir(tmpdir);
     }
-    return fails ? 1 : 0;
+    return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "hibar.h"
 #include "wire.h"
+#include "hb_test.h"
 
 static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 5, .job_max = 0, .peer = 7};
 
@@ -546,9 +547,5 @@ int main(void)
     CU_add_test(s, "decode refuses each field", test_decode_refuses);
     CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
     CU_add_test(s, "names", test_names);
-    CU_basic_set_mode(CU_BRM_NORMAL);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    return hb_test_run(CU_BRM_NORMAL);
 }

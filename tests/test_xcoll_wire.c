@@ -7,6 +7,7 @@
 
 #include "hibar.h"
 #include "wire.h"
+#include "hb_test.h"
 
 static const hbd_wire_ctx_t ctx = {.n_nodes = 16, .epoch_max = 5, .job_max = 0, .peer = 3};
 
@@ -162,9 +163,5 @@ int main(void)
         CU_cleanup_registry();
         return 99;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return hb_test_run(CU_BRM_VERBOSE);
 }
