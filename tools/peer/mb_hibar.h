@@ -4,6 +4,7 @@
 #define MB_HIBAR_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -144,14 +145,17 @@ static int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o
     (void)c;
     return mb_reduce(s, r, n, t, op, 0, 1);
 }
-/* Distinct hosts: every rank's hostname, compared. */
+/* Distinct nodes: every rank's hostname and its daemon's socket (the emulated nodes of one
+ * host each have their own daemon), compared. */
 static int mb_count_nodes(MPI_Comm comm)
 {
     int np, nodes = 0;
-    char name[64] = {0};
+    char name[256] = {0};
+    const char *sock = getenv("HIBAR_SOCKET");
     (void)comm;
     hibar_size(mb_h, &np);
-    gethostname(name, sizeof(name) - 1);
+    gethostname(name, 63);
+    snprintf(name + strlen(name), sizeof(name) - strlen(name), ":%s", sock != NULL ? sock : "");
     char *all = malloc(sizeof(name) * (size_t)np);
     if (all == NULL || hibar_allgather(mb_h, name, all, sizeof(name)) != 0) {
         free(all);
