@@ -77,8 +77,48 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
     return 0;
 }
 
+int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1,
+                             double M, uint32_t P, double *t_p)
+{
+    if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL || !(p->seg >= 0.0))
+        return HIBAR_ERR_INVAL;
+    if ((op != HB_COLL_SCATTER && op != HB_COLL_GATHER) || P < 1 || P > n0 || P > n1)
+        return HIBAR_ERR_INVAL;
+    double bP = hb_model_bwan(p, P), b1 = hb_model_bwan(p, 1);
+    uint32_t X = hb_model_x(n1, P), a = n1 - P * (X - 1), x0 = n1 / P; /* x0: group 0 */
+    double ba = hb_model_bwan(p, a);
+    if (bP <= 0.0 || b1 <= 0.0 || ba <= 0.0)
+        return HIBAR_ERR_INVAL;
+    /* the WAN: every lane at b_WAN(P) until the (X-1)-lanes are done, then the a X-lanes */
+    double W = a == P ? (double)X * M / bP : (double)(X - 1) * M / bP + M / ba;
+    double seg = p->seg > 0.0 && p->seg < M ? p->seg : M;
+    double B = (double)(n1 - x0 + n0 - 1) * M;
+    double d = p->alpha, tail = 0.0, lower;
+    if (op == HB_COLL_SCATTER) {
+        double first = p->seg > 0.0 && p->seg < (double)X * M ? p->seg : (double)X * M;
+        if (P > 1)
+            d += first * (double)(P + n0 - 2) / p->b_lan;
+        if (X > 1)
+            tail = p->alpha + seg / p->b_lan;
+        lower = p->alpha + B / p->b_lan + p->L + seg / b1;
+    } else {
+        if (P > 1)
+            tail = p->alpha + seg / p->b_lan;
+        lower = p->alpha + B / p->b_lan;
+    }
+    double t = p->L + d + W + tail;
+    *t_p = t > lower ? t : lower;
+    return 0;
+}
+
 int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t p_max,
                   uint32_t *P_p, double *t_p)
+{
+    return hb_model_popt_op(p, HB_COLL_SCATTER, n0, n1, M, p_max, P_p, t_p);
+}
+
+int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1, double M,
+                     uint32_t p_max, uint32_t *P_p, double *t_p)
 {
     if (P_p == NULL || t_p == NULL)
         return HIBAR_ERR_INVAL;
@@ -89,7 +129,8 @@ int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M,
     double best = 0.0;
     for (uint32_t P = 1; P <= hi; P++) {
         double t;
-        int rc = hb_model_multi_lane(p, n0, n1, M, P, &t);
+        int rc = p != NULL && p->pipeline ? hb_model_multi_lane_pipe(p, op, n0, n1, M, P, &t)
+                                          : hb_model_multi_lane(p, n0, n1, M, P, &t);
         if (rc != 0)
             return rc;
         if (best_P == 0 || t < best) {
@@ -253,6 +294,8 @@ static int predict_lanes(const hb_model_params_t *pr, hb_coll_op_t op, hb_coll_a
             *t_p = bcast_multi_lane(p, n0, n1, M, P);
             return 0;
         }
+        if (p->pipeline)
+            return hb_model_multi_lane_pipe(p, op, n0, n1, M, P, t_p);
         return hb_model_multi_lane(p, n0, n1, M, P, t_p);
     default:
         return HIBAR_ERR_INVAL;

@@ -38,6 +38,13 @@ typedef struct hb_model_lanes {
      *    without it T(P) at small M is L + alpha for every P and always beats single-lane.
      */
     int lan_startup;
+    /*
+     * 0: multi-lane scatter and gather are predicted by T(P) (hb_model_multi_lane, the paper's
+     * formula). 1: by hb_model_multi_lane_pipe, the schedule hibar runs (pipelined segments of
+     * seg bytes, lanes sharing the WAN); the chooser and P_opt then use it.
+     */
+    int pipeline;
+    double seg; /* pipelining segment, bytes; 0: whole messages (forwarded once complete) */
 } hb_model_lanes_t;
 
 /* b_WAN(P) in bytes/µs; 0 if P == 0 or the parameters give no bandwidth. */
@@ -63,10 +70,41 @@ int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, do
 int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t P,
                         double *t_p);
 
+/*
+ * Multi-lane scatter or gather as coll/coll_sched.c's schedule runs it, which T(P) does not
+ * describe on three counts (doc/model.md, "The pipelined lane model"):
+ *  - the lanes are uneven when P does not divide n1: lane j carries its group's x_j blocks,
+ *    x_j = floor((j+1)·n1/P) - floor(j·n1/P), X or X - 1 of them. While all P lanes run each
+ *    gets b_WAN(P); once the (X-1)-lanes are done the a = n1 - P·(X-1) others get b_WAN(a):
+ *      W = (X-1)·M/b_WAN(P) + M/b_WAN(a)    (= X·M/b_WAN(P) when P divides n1);
+ *  - segments are pipelined (p->seg, 0: whole messages): a Dep_send forwards its share as it
+ *    arrives and a Dep_recv its children's blocks, so the LAN legs overlap the WAN instead of
+ *    adding Y(P)·M/b_LAN. What is left of them: before the last lane starts (scatter) the
+ *    first segment s = min(seg, X·M) of each share crosses the root's LAN link, which the
+ *    root's P - 1 shares and n0 - 1 blocks share: d = alpha + s·(P + n0 - 2)/b_LAN (gather:
+ *    every Dep_recv holds its own block, d = alpha); after the WAN the last segment
+ *    min(seg, M) makes one LAN hop, alpha + min(seg, M)/b_LAN, if the last lane ends at a
+ *    relay (scatter: X > 1, a Dep_recv forwards to a child; gather: P > 1, a Dep_send
+ *    forwards to the root);
+ *  - the root's LAN link carries B = (n1 - x_0 + n0 - 1)·M in all (the shares and its own
+ *    site), which bounds the time from below; in scatter every share must have crossed it
+ *    before its lane's last segment can leave.
+ *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1))
+ *   gather:  max(L + d + W + tail, alpha + B/b_LAN)
+ * with seg 0 read as M (whole blocks; shares as X·M). 1 <= P <= min(n0, n1); op scatter or
+ * gather, else HIBAR_ERR_INVAL.
+ */
+int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1,
+                             double M, uint32_t P, double *t_p);
+
 /* P_opt: the P in 1..min(n0, n1, p_max) (p_max 0: no cap) minimizing T(P); ties go to the smaller
  * P. */
 int hb_model_popt(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, uint32_t p_max,
                   uint32_t *P_p, double *t_p);
+/* The same for op (scatter or gather): by hb_model_multi_lane_pipe when p->pipeline, else by
+ * T(P) (then op does not matter; hb_model_popt is this with scatter). */
+int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1, double M,
+                     uint32_t p_max, uint32_t *P_p, double *t_p);
 
 /*
  * Hockney predictions of the site-blind algorithms on two sites (n1 may be 0: one site), for

@@ -132,8 +132,11 @@ for op in $ops; do
     for size in $sizes; do
         for alg in $algs; do
             for ((r = 0; r < reps; r++)); do
-                # warm-up with 1 byte: links come up on the first collective that needs them
+                # warm-up with 1 byte: links come up on the first collective that needs them;
+                # then one at the size: the first collective of a larger size grows every
+                # daemon's heap and pays its page faults (1.2-4x the next one), not measured
                 "$DRIVE" --config "$CFG" "${SETS[@]}" coll "$op" "$alg" 0 1 0 >/dev/null 2>&1
+                "$DRIVE" --config "$CFG" "${SETS[@]}" coll "$op" "$alg" 0 "$size" 0 >/dev/null 2>&1
                 "$DRIVE" --config "$CFG" "${SETS[@]}" coll "$op" "$alg" 0 "$size" 0 \
                     >"$TMP/r.txt" 2>&1 || { cat "$TMP/r.txt"; fail "$op $alg $size failed"; }
                 python3 - "$TMP/r.txt" "$op" "$size" >>"$TMP/rows.json" <<'PY' || fail "row of $op $alg"

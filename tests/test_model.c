@@ -143,6 +143,82 @@ static void test_multi_lane(void)
     NEAR(t, -1.0); /* untouched on error */
 }
 
+/* The pipelined schedule model (hb_model_multi_lane_pipe), hand values with base(). */
+static void test_multi_lane_pipe(void)
+{
+    static const double tab[] = {12.0, 11.0, 9.0, 7.0};
+    hb_model_lanes_t p = base();
+    double t = -1.0;
+    /* whole messages: X 2, W 2000/10, d 10 + 2000*(4+8-2)/100, tail 10 + 1000/100 */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 4, &t), 0);
+    NEAR(t, 1000.0 + 210.0 + 200.0 + 20.0);
+    /* 100-byte segments: d 10 + 100*10/100, tail 10 + 1; the bound 10 + 13000/100 + 1000 + 10 */
+    p.seg = 100.0;
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 4, &t), 0);
+    NEAR(t, 1000.0 + 20.0 + 200.0 + 11.0);
+    /* uneven lanes, P 5: three lanes carry 2 blocks, two carry 1; b(5) 8, then b(3) 10:
+     * W = 1000/8 + 1000/10 = 225 (T(P): 2000/8 = 250) */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 5, &t), 0);
+    NEAR(t, 1000.0 + 21.0 + 225.0 + 11.0);
+    /* gather: every lane starts at alpha, the Dep_sends forward to the root (tail) */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_GATHER, 8, 8, 1000.0, 5, &t), 0);
+    NEAR(t, 1000.0 + 10.0 + 225.0 + 11.0);
+    /* one lane: no share, no relay in gather (the root receives it) */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_GATHER, 8, 8, 1000.0, 1, &t), 0);
+    NEAR(t, 1000.0 + 10.0 + 800.0);
+    /* one block per lane: no relay after the WAN in scatter */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 8, &t), 0);
+    NEAR(t, 1000.0 + 24.0 + 1000.0 / 5.0);
+    /* a slow LAN: the root's link (shares and its own site, 4000 B at 1 B/us) bounds gather */
+    hb_model_lanes_t q = base();
+    q.b_lan = 1.0;
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&q, HB_COLL_GATHER, 4, 2, 1000.0, 2, &t), 0);
+    NEAR(t, 10.0 + 4000.0);
+    /* a measured table: P 3 on 8: lanes 3, 3, 2 blocks; b(3) 9 for 2 blocks, then b(2) 11 */
+    p.b_wan = tab;
+    p.n_b_wan = 4;
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_GATHER, 8, 8, 1000.0, 3, &t), 0);
+    NEAR(t, 1000.0 + 10.0 + 2000.0 / 9.0 + 1000.0 / 11.0 + 11.0);
+    /* refused: bcast, P out of range, a negative segment */
+    t = -1.0;
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_BCAST, 8, 8, 1000.0, 3, &t),
+                    HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 4, 1000.0, 5, &t),
+                    HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 0, &t),
+                    HIBAR_ERR_INVAL);
+    p.seg = -1.0;
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 2, &t),
+                    HIBAR_ERR_INVAL);
+    NEAR(t, -1.0);
+}
+
+/* P_opt by the pipelined model; the paper's T(P) is kept when pipeline is 0. */
+static void test_popt_pipe(void)
+{
+    hb_model_lanes_t p = base();
+    uint32_t P = 0;
+    double t = 0.0;
+    p.seg = 100.0;
+    p.pipeline = 1;
+    /* scatter, P = 1..8: 1821 1429 1330 1231 1257 1283 1309 1224 (T(P) chose 4) */
+    CU_ASSERT_EQUAL(hb_model_popt_op(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 8);
+    NEAR(t, 1224.0);
+    CU_ASSERT_EQUAL(hb_model_popt_op(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 7, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 4);
+    NEAR(t, 1231.0);
+    /* the chooser's multi-lane candidate is the same */
+    hb_model_params_t pr = {.n0 = 8, .n1 = 8, .lanes = &p};
+    hb_model_choice_t c;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1000.0, &pr, &c), 0);
+    NEAR(c.alg_us[HB_COLL_ALG_MULTI_LANE], 1224.0);
+    p.pipeline = 0;
+    CU_ASSERT_EQUAL(hb_model_popt_op(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 0, &P, &t), 0);
+    CU_ASSERT_EQUAL(P, 4);
+    NEAR(t, 1340.0);
+}
+
 static void test_popt(void)
 {
     hb_model_lanes_t p = base();
@@ -440,6 +516,8 @@ int main(void)
         CU_add_test(s, "single-lane", test_single_lane) == NULL ||
         CU_add_test(s, "multi-lane T(P)", test_multi_lane) == NULL ||
         CU_add_test(s, "P_opt search", test_popt) == NULL ||
+        CU_add_test(s, "multi-lane pipelined schedule model", test_multi_lane_pipe) == NULL ||
+        CU_add_test(s, "P_opt by the pipelined model", test_popt_pipe) == NULL ||
         CU_add_test(s, "flat and binomial trees", test_tree) == NULL ||
         CU_add_test(s, "PlogP and PlogP-BR", test_plogp) == NULL ||
         CU_add_test(s, "PlogP-BR on two sites", test_plogp_sites) == NULL ||

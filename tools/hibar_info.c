@@ -19,6 +19,9 @@
 #include "topo.h"
 
 #define INFO_EXIT_CONFIG 2 /* bad configuration or bad usage */
+/* The pipelining segment of the daemons' control-command collectives (hbd_coll.c
+ * HBD_COLL_SEG_DEFAULT), which the model's multi-lane prediction takes (hb_model_lanes_t.seg). */
+#define INFO_SEG 32768.0
 
 typedef struct {
     const char *config;
@@ -388,14 +391,15 @@ static int info_sizes(const char *arg, info_opts_t *o)
 }
 
 /* T(P) of multi-lane op (scatter or gather) at P lanes exactly (the chooser reports only the
- * best P): PlogP-BR across two sites when parameters are cached, else the lane model. < 0: n/a. */
+ * best P): PlogP-BR across two sites when parameters are cached, else the pipelined lane model
+ * (hb_model_multi_lane_pipe, what the chooser uses). < 0: n/a. */
 static double info_tp(const hb_model_params_t *mp, hb_coll_op_t op, double size, uint32_t P)
 {
     double t = -1.0;
     int rc = mp->plogp != NULL
                  ? hb_model_plogp_sites(mp->plogp, mp->lanes, op, HB_COLL_ALG_MULTI_LANE, mp->n0,
                                         mp->n1, size, P, &t)
-                 : hb_model_multi_lane(mp->lanes, mp->n0, mp->n1, size, P, &t);
+                 : hb_model_multi_lane_pipe(mp->lanes, op, mp->n0, mp->n1, size, P, &t);
     return rc == 0 ? t : -1.0;
 }
 
@@ -429,7 +433,9 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                            .b_lan = HB_MODEL_MBIT(cfg->links.lan_bw_mbps),
                            .b_lane = HB_MODEL_MBIT(cfg->links.wan_lane_bw_mbps),
                            .B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps),
-                           .lan_startup = 1};
+                           .lan_startup = 1,
+                           .pipeline = 1,
+                           .seg = INFO_SEG};
     int measured = rc == 0 && hb_model_lanes_view(&p, &ml);
     uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0, ptab = pmax;
     if (measured && p.n_bwan > ptab)
@@ -558,7 +564,8 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
         return;
     /* the paper's figure as numbers: multi-lane T(P) for every P (DESIGN section 1) */
     fprintf(f, "multi-lane T(P) (us), P = 1 .. %u, %s%s:\n", (unsigned)pmax,
-            have ? "PlogP-BR on the LAN, lanes on the WAN" : "the lane model",
+            have ? "PlogP-BR on the LAN, lanes on the WAN"
+                 : "the pipelined lane model, 32 KiB segments (doc/model.md)",
             measured ? " (measured b_WAN(P))" : "");
     for (int op = HB_COLL_SCATTER; op <= HB_COLL_GATHER; op++)
         for (int s = 0; s < nsz; s++) {

@@ -72,6 +72,9 @@ typedef struct bcoll_driver {
 /* ---- options ---- */
 
 #define BCOLL_MAX_SIZES 64
+/* The daemons' segment for control-command collectives (hbd_coll.c HBD_COLL_SEG_DEFAULT): what
+ * the model's pipelined lanes take when --seg is not given. */
+#define BCOLL_SEG_DEFAULT 32768u
 #define BCOLL_MAX_OVER 32
 
 typedef struct bcoll_opts {
@@ -286,7 +289,8 @@ typedef struct bcoll_model {
 } bcoll_model_t;
 
 /* The same parameters hibard's chooser uses (daemon/hbd_coll.c model_choose). */
-static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t, uint32_t root)
+static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t, uint32_t root,
+                       uint64_t seg)
 {
     const hb_cfg_links_t *l = &cfg->links;
     uint32_t rs = t->nodes[root].site, other = UINT32_MAX;
@@ -304,13 +308,16 @@ static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t
                                   .b_lan = HB_MODEL_MBIT(l->lan_bw_mbps),
                                   .b_lane = HB_MODEL_MBIT(l->wan_lane_bw_mbps),
                                   .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
-                                  .lan_startup = 1};
+                                  .lan_startup = 1,
+                                  .pipeline = 1,
+                                  .seg = (double)(seg ? seg : BCOLL_SEG_DEFAULT)};
     char path[4096];
     m->measured = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0 &&
                   hb_model_lanes_view(&m->cached, &m->lanes);
 }
 
-/* Predicted time of alg at P lanes (multi-lane: exactly T(P)); < 0 if not applicable. */
+/* Predicted time of alg at P lanes (multi-lane: the pipelined lane model the chooser uses,
+ * hb_model_multi_lane_pipe); < 0 if not applicable. */
 static double model_predict(const bcoll_model_t *m, hb_coll_op_t op, hb_coll_alg_t alg, double M,
                             uint32_t P)
 {
@@ -327,7 +334,7 @@ static double model_predict(const bcoll_model_t *m, hb_coll_op_t op, hb_coll_alg
         break;
     case HB_COLL_ALG_MULTI_LANE:
         if (m->n1 > 0)
-            rc = hb_model_multi_lane(&m->lanes, m->n0, m->n1, M, P, &t);
+            rc = hb_model_multi_lane_pipe(&m->lanes, op, m->n0, m->n1, M, P, &t);
         break;
     default:
         break;
@@ -335,11 +342,21 @@ static double model_predict(const bcoll_model_t *m, hb_coll_op_t op, hb_coll_alg
     return rc == 0 ? t : -1.0;
 }
 
-static uint32_t model_popt(const bcoll_model_t *m, double M)
+/* The paper's T(P) (DESIGN section 1) at P lanes, beside the prediction; < 0: not multi-lane. */
+static double model_formula(const bcoll_model_t *m, hb_coll_alg_t alg, double M, uint32_t P)
+{
+    double t = -1.0;
+    if (alg != HB_COLL_ALG_MULTI_LANE || m->n1 == 0 ||
+        hb_model_multi_lane(&m->lanes, m->n0, m->n1, M, P, &t) != 0)
+        return -1.0;
+    return t;
+}
+
+static uint32_t model_popt(const bcoll_model_t *m, hb_coll_op_t op, double M)
 {
     uint32_t P = 1;
     double t;
-    if (m->n1 == 0 || hb_model_popt(&m->lanes, m->n0, m->n1, M, 0, &P, &t) != 0)
+    if (m->n1 == 0 || hb_model_popt_op(&m->lanes, op, m->n0, m->n1, M, 0, &P, &t) != 0)
         return 1;
     return P;
 }
@@ -397,9 +414,9 @@ typedef struct bcoll_row {
     uint32_t lanes;
     int sweep;
     hb_stats_t st;
-    double predicted, daemon_pred, skew_med;
-    double cpu_ms, cpu_max_ms; /* medians per repetition; < 0: not known */
-    int lanes_busy;            /* -1: not known */
+    double predicted, formula, daemon_pred, skew_med; /* formula: T(P), multi-lane only */
+    double cpu_ms, cpu_max_ms;                        /* medians per repetition; < 0: not known */
+    int lanes_busy;                                   /* -1: not known */
 } bcoll_row_t;
 
 static int measure_row(const bcoll_driver_t *drv, const bcoll_opts_t *o, const bcoll_model_t *m,
@@ -407,11 +424,16 @@ static int measure_row(const bcoll_driver_t *drv, const bcoll_opts_t *o, const b
 {
     bcoll_case_t c = {.op = o->op, .alg = row->alg, .size = 1, .lanes = row->lanes, .seg = o->seg};
     bcoll_sample_t s;
-    /* warm-up: links to peers come up on demand, on the first collective that needs them */
+    /* warm-up: links to peers come up on demand, on the first collective that needs them; then
+     * one at the row's size, not counted: the first collective of a larger size than before
+     * grows every daemon's heap and pays its first-touch page faults (the first repetition of
+     * each size took 1.2-4x the next one on the bed) */
     int rc = drv->run(drv->ctx, &c, &s);
+    c.size = row->size;
+    if (rc == 0)
+        rc = drv->run(drv->ctx, &c, &s);
     if (rc != 0)
         return rc;
-    c.size = row->size;
     double *x = calloc(o->max_reps, sizeof(double)), *sk = calloc(o->max_reps, sizeof(double));
     double *cpu = calloc(o->max_reps, sizeof(double)), *cmax = calloc(o->max_reps, sizeof(double));
     if (x == NULL || sk == NULL || cpu == NULL || cmax == NULL) {
@@ -456,6 +478,7 @@ static int measure_row(const bcoll_driver_t *drv, const bcoll_opts_t *o, const b
         row->cpu_max_ms = cmax[0] < 0 ? -1.0 : hb_stats_quantile_sorted(cmax, n, 0.5);
         row->daemon_pred = dpred;
         row->predicted = model_predict(m, o->op, row->alg, (double)row->size, row->lanes);
+        row->formula = model_formula(m, row->alg, (double)row->size, row->lanes);
     }
     free(x);
     free(sk);
@@ -487,6 +510,9 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
                          "\"driver\": \"daemons\"",
                          r->lanes, r->predicted, ratio, out->n0, out->n1, r->skew_med,
                          r->daemon_pred, r->sweep ? "true" : "false");
+        if (r->formula >= 0 && k > 0 && (size_t)k < sizeof(extra))
+            k += snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"formula_us\": %.1f",
+                          r->formula);
         if (r->cpu_ms >= 0 && k > 0 && (size_t)k < sizeof(extra))
             k += snprintf(extra + k, sizeof(extra) - (size_t)k,
                           ", \"cpu_ms\": %.1f, \"cpu_max_ms\": %.1f", r->cpu_ms, r->cpu_max_ms);
@@ -680,7 +706,7 @@ static int run(const bcoll_opts_t *o)
         hb_cfg_free(dm.cfg);
         return 2;
     }
-    model_init(&m, dm.cfg, topo, dm.root);
+    model_init(&m, dm.cfg, topo, dm.root, o->seg);
     if (m.measured)
         note(o, "model: measured b_WAN(P), P = 1..%" PRIu32 " (hibar-bench lanes)",
              m.lanes.n_b_wan);
@@ -751,7 +777,7 @@ static int run(const bcoll_opts_t *o)
             bcoll_row_t *r = &rows[nrows];
             *r = (bcoll_row_t){.alg = alg, .size = o->sizes[si]};
             if (alg == HB_COLL_ALG_MULTI_LANE)
-                r->lanes = o->lanes ? o->lanes : model_popt(&m, (double)r->size);
+                r->lanes = o->lanes ? o->lanes : model_popt(&m, o->op, (double)r->size);
             rc = measure_row(&drv, o, &m, use_stats, lb, r);
             if (rc == 0) {
                 out_row(&out, r);
@@ -800,7 +826,7 @@ static int run(const bcoll_opts_t *o)
         const bcoll_row_t *sw = rows + sweep0;
         size_t ns = nrows - sweep0, best = 0;
         double worst = 0.0;
-        uint32_t popt = model_popt(&m, (double)o->sweep_size);
+        uint32_t popt = model_popt(&m, o->op, (double)o->sweep_size);
         for (size_t i = 0; i < ns; i++) {
             if (sw[i].st.median < sw[best].st.median)
                 best = i;
@@ -811,12 +837,14 @@ static int run(const bcoll_opts_t *o)
         if (!o->common.json) {
             printf("# P sweep, multi-lane %s of %" PRIu64 " bytes per node (ms)\n",
                    hb_coll_op_name(o->op), o->sweep_size);
-            printf("# %-3s %12s %10s %14s %9s %6s\n", "P", "measured", "CI", "predicted T(P)",
-                   "error", "busy");
+            printf("# %-3s %12s %10s %14s %9s %12s %9s %6s\n", "P", "measured", "CI",
+                   "predicted T(P)", "error", "paper T(P)", "error", "busy");
             for (size_t i = 0; i < ns; i++)
-                printf("%-5" PRIu32 " %12.1f %10.1f %14.1f %8.1f%% %6d%s%s\n", sw[i].lanes,
-                       sw[i].st.median / 1e3, sw[i].st.ci / 1e3, sw[i].predicted / 1e3,
+                printf("%-5" PRIu32 " %12.1f %10.1f %14.1f %8.1f%% %12.1f %8.1f%% %6d%s%s\n",
+                       sw[i].lanes, sw[i].st.median / 1e3, sw[i].st.ci / 1e3, sw[i].predicted / 1e3,
                        100.0 * (sw[i].predicted - sw[i].st.median) / sw[i].st.median,
+                       sw[i].formula / 1e3,
+                       100.0 * (sw[i].formula - sw[i].st.median) / sw[i].st.median,
                        sw[i].lanes_busy, sw[i].lanes == popt ? "  <- P_opt (model)" : "",
                        i == best ? "  <- best measured" : "");
         }
