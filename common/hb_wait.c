@@ -197,9 +197,11 @@ int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
         if (rc != HIBAR_ERR_WOULD_BLOCK)
             return rc;
         if (w != NULL) {
+            /* slice "forever" and no deadline: sleep until woken, never on a timer */
+            int forever = pol->slice_ns == UINT64_MAX && deadline_ns == UINT64_MAX;
             atomic_fetch_add(&w->sleepers, 1);
             /* Returns at once (EAGAIN) if seq moved since we looked: no lost wake-up. */
-            syscall(SYS_futex, &w->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+            syscall(SYS_futex, &w->seq, FUTEX_WAIT, seen, forever ? NULL : &ts, NULL, 0);
             atomic_fetch_sub(&w->sleepers, 1);
         } else {
             nanosleep(&ts, NULL);

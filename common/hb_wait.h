@@ -21,7 +21,8 @@ typedef struct hb_wait_word {
 typedef struct hb_wait_policy {
     uint64_t spin_ns;     /* stage 1: pause-instruction spin (adaptive waits: the floor) */
     uint64_t yield_ns;    /* stage 2: sched_yield loop */
-    uint64_t slice_ns;    /* stage 3: longest single sleep (bounds liveness checks) */
+    uint64_t slice_ns;    /* stage 3: longest single sleep (bounds liveness checks); UINT64_MAX
+                           * with no deadline: a futex sleep lasts until woken */
     uint64_t spin_max_ns; /* adaptive waits: the ceiling of the spin stage */
 } hb_wait_policy_t;
 

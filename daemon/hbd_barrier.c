@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hb_wait.h"
 #include "hbd.h"
 #include "hibar.h"
 #include "hier.h"
@@ -22,18 +24,20 @@
  * fails) are handled after the current step, never inside it.
  *
  * Chassis barriers: hier uses sync numbers 0..HBD_HIER_NSYNC-1; HBD_TIB_SYNC is kept for the
- * T_IB probe. Completion is noticed through the backend's fd when it has one. Without one
- * (shm), the loop waits in hb_hwb_wait_any() on every outstanding round at once, which follows
- * the waiting rule of DESIGN section 6 (spin, yield, then sleep on the segment's futex, so the
- * completer of any of them wakes it at once), for at most HBD_BLOCK_MS at a time, then lets
- * the loop run (network, control socket) and comes back. While a chassis barrier is pending
- * this node has nothing else to do for that collective: everything it had to send was sent
- * before it arrived.
+ * T_IB probe. The loop never blocks on one; it waits by the rule of DESIGN section 6 without
+ * leaving the loop. Yield stage: for the policy's yield time after an arrival, a zero timer
+ * keeps the loop polling its sockets without sleeping, and each turn tests the pending rounds
+ * and calls sched_yield (yield_cb). Sleep stage: then it arms the backend's fd, tests once
+ * more and sleeps in epoll with everything else; the fd wakes it when a round may have ended
+ * (scic: the board's interrupt; shm: an eventfd written by the handle's watcher thread, asleep
+ * on the segment's futex while armed). Arming only then means that a round that ends within
+ * the yield stage costs no wake-up of anything.
  */
 #define HBD_HIER_NSYNC 8
 #define HBD_TIB_SYNC (HB_HWB_NSYNC - 1)
-#define HBD_BLOCK_MS 5
 #define HBD_EVQ 64
+
+static void yield_arm(hbd_t *d);
 
 typedef struct hbd_req {
     uint64_t coll;
@@ -61,7 +65,9 @@ typedef struct hbd_barrier_state {
     hbd_hwb_pend_t pend[HB_HWB_NSYNC];
     unsigned n_pend;
     uint64_t next_coll;
-    struct event *ev_poll;
+    struct event *ev_yield; /* zero timer: the yield stage */
+    uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
+    int armed;              /* the fd was armed since the last arrival or wake-up */
     /* T_IB probe */
     struct hbd_ctl_conn *tib_conn;
     uint32_t tib_n, tib_done;
@@ -71,8 +77,6 @@ typedef struct hbd_barrier_state {
     FILE *trace;
     uint64_t trace_t0;
 } hbd_barrier_state_t;
-
-static void poll_schedule(hbd_t *d);
 
 /*
  * The trace (HIBAR_TRACE_DIR=DIR: DIR/n<node>.trace, flushed per line) for `hibar-sim
@@ -223,6 +227,8 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         hb_log_debug("coll %" PRIu64 ": %s: chassis barrier sync %" PRIu32 " mask %#" PRIx32,
                      a->coll_id, a->step ? a->step : "?", a->sync_no, a->mask);
         if (rc == 0 && a->sync_no < HB_HWB_NSYNC) {
+            b->yield_t0 = hb_time_now_ns();
+            b->armed = 0;
             b->pend[a->sync_no].used = 1;
             b->pend[a->sync_no].coll = a->coll_id;
             b->n_pend++;
@@ -308,64 +314,58 @@ static void drain(hbd_t *d)
             break;
     }
     b->draining = 0;
-    if (b->n_pend > 0 || b->tib_conn != NULL)
-        poll_schedule(d);
+    yield_arm(d);
 }
 
-/* Come back to the pending chassis barriers once the loop has looked at everything else. */
-static void poll_schedule(hbd_t *d)
+static int yield_spent(const hbd_barrier_state_t *b)
+{
+    return hb_time_now_ns() - b->yield_t0 >= hb_wait_policy_default()->yield_ns;
+}
+
+/* While some round is pending and the yield time since the last arrival is not spent, come
+ * back after the loop has polled its sockets once more (a zero timer runs after the poll).
+ * Once it is spent: arm the fd, and come back once more to test after arming; then only the
+ * fd wakes the loop. */
+static void yield_arm(hbd_t *d)
 {
     static const struct timeval now = {0, 0};
-    if (d->hwb_fd >= 0)
-        return; /* the fd wakes the loop */
-    /* a zero timer, not event_active(): timers run after the loop has polled the sockets, so
-     * network input and control clients are served between two bounded waits */
-    if (!evtimer_pending(d->bar->ev_poll, NULL))
-        evtimer_add(d->bar->ev_poll, &now);
+    hbd_barrier_state_t *b = d->bar;
+    if ((b->n_pend == 0 && b->tib_conn == NULL) || d->stopping ||
+        evtimer_pending(b->ev_yield, NULL))
+        return;
+    if (yield_spent(b)) {
+        if (b->armed)
+            return;
+        b->armed = 1;
+        if (hb_hwb_fd_arm(d->hwb, 1) != 0)
+            hb_log_warn("chassis barrier fd: cannot arm it (testing every round anyway)");
+    }
+    evtimer_add(b->ev_yield, &now);
 }
 
-static void poll_cb(evutil_socket_t fd, short what, void *arg)
+static void yield_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
     hbd_barrier_state_t *b = d->bar;
     (void)fd;
     (void)what;
-    if (d->stopping)
-        return;
-    /* every outstanding round at once: they share one wake-up, and a wait on one of them
-     * would sleep through the others' completions until its HBD_BLOCK_MS ran out */
-    uint32_t syncs = b->tib_conn != NULL ? 1u << HBD_TIB_SYNC : 0, s = HB_HWB_NSYNC;
-    for (uint32_t k = 0; k < HB_HWB_NSYNC && b->n_pend > 0; k++)
-        if (b->pend[k].used)
-            syncs |= 1u << k;
-    if (syncs != 0) {
-        int rc = hb_hwb_wait_any(d->hwb, syncs, HBD_BLOCK_MS, &s);
-        if (rc == HIBAR_ERR_TIMEOUT || s >= HB_HWB_NSYNC) {
-            /* nothing ended (INVAL cannot happen: syncs are exactly our pending rounds) */
-        } else if (s == HBD_TIB_SYNC && b->tib_conn != NULL) {
-            tib_done(d, rc);
-            tib_check(d);
-        } else if (b->pend[s].used) {
-            b->pend[s].used = 0;
-            b->n_pend--;
-            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
-                               .coll_id = b->pend[s].coll,
-                               .sync_no = s,
-                               .status = rc};
-            push(d, &ev);
-        }
-        if (b->n_pend > 0)
-            hwb_check(d);
-    }
+    if (b->n_pend > 0)
+        hwb_check(d);
+    if (b->tib_conn != NULL)
+        tib_check(d);
     drain(d);
-    if (b->n_pend > 0 || b->tib_conn != NULL)
-        poll_schedule(d);
+    if (evtimer_pending(b->ev_yield, NULL) && !yield_spent(b))
+        sched_yield(); /* still waiting: let the others of the chassis run */
 }
 
 void hbd_barrier_on_hwb(hbd_t *d)
 {
     if (d->bar == NULL)
         return;
+    /* clear it and disarm: yield_arm arms it again before the loop sleeps */
+    d->bar->armed = 0;
+    if (hb_hwb_fd_arm(d->hwb, 0) != 0)
+        hb_log_warn("chassis barrier fd: cannot clear it (testing every round anyway)");
     if (d->bar->n_pend > 0)
         hwb_check(d);
     if (d->bar->tib_conn != NULL)
@@ -536,7 +536,8 @@ static int tib_arrive(hbd_t *d)
     hbd_barrier_state_t *b = d->bar;
     uint32_t n = d->topo->chassis[d->topo->nodes[d->self].chassis].n_nodes;
     uint32_t mask = n >= 32 ? UINT32_MAX : (1u << n) - 1;
-    b->tib_t0 = hb_time_now_ns();
+    b->tib_t0 = b->yield_t0 = hb_time_now_ns();
+    b->armed = 0;
     return hb_hwb_arrive(d->hwb, HBD_TIB_SYNC, mask);
 }
 
@@ -606,8 +607,7 @@ void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n)
             return;
         }
         tib_check(d);
-        if (b->tib_conn != NULL)
-            poll_schedule(d);
+        yield_arm(d);
         return;
     }
     hbd_ctl_reply(conn, "err tib %d %s", rc, hibar_strerror(rc));
@@ -659,20 +659,24 @@ int hbd_barrier_init(hbd_t *d)
         fflush(b->trace);
     }
     b->acts = calloc(b->max_acts, sizeof(*b->acts));
-    b->ev_poll = evtimer_new(d->base, poll_cb, d);
-    if (b->acts == NULL || b->ev_poll == NULL)
+    b->ev_yield = evtimer_new(d->base, yield_cb, d);
+    if (b->acts == NULL || b->ev_yield == NULL)
         return HIBAR_ERR_NOMEM;
     d->hwb_fd = -1;
-    if (d->hwb != NULL && hb_hwb_fd(d->hwb, &d->hwb_fd) == 0 && d->hwb_fd >= 0) {
+    if (d->hwb != NULL) {
+        rc = hb_hwb_fd(d->hwb, &d->hwb_fd);
+        if (rc != 0) {
+            hb_log_error("chassis barrier %s: no event-loop fd: %s", hb_hwb_name(d->hwb),
+                         hibar_strerror(rc));
+            d->hwb_fd = -1;
+            return rc;
+        }
         d->ev_hwb = event_new(d->base, d->hwb_fd, EV_READ | EV_PERSIST, hwb_fd_cb, d);
         if (d->ev_hwb == NULL || event_add(d->ev_hwb, NULL) != 0)
             return HIBAR_ERR_NOMEM;
-    } else {
-        d->hwb_fd = -1;
     }
-    hb_log_info("barrier engine: %s, role %s, chassis barrier %s (%s)",
-                hb_hier_proto_name(hc.protocol), hb_hier_role(b->h),
-                d->hwb ? hb_hwb_name(d->hwb) : "none", d->hwb_fd >= 0 ? "fd" : "polled");
+    hb_log_info("barrier engine: %s, role %s, chassis barrier %s", hb_hier_proto_name(hc.protocol),
+                hb_hier_role(b->h), d->hwb ? hb_hwb_name(d->hwb) : "none");
     return 0;
 }
 
@@ -698,8 +702,8 @@ void hbd_barrier_fini(hbd_t *d)
     if (d->ev_hwb != NULL)
         event_free(d->ev_hwb);
     d->ev_hwb = NULL;
-    if (b->ev_poll != NULL)
-        event_free(b->ev_poll);
+    if (b->ev_yield != NULL)
+        event_free(b->ev_yield);
     hb_hier_destroy(b->h);
     if (b->trace != NULL)
         fclose(b->trace);

@@ -153,18 +153,6 @@ int hb_hwb_wait(hb_hwb_t *h, uint32_t sync_no, int timeout_ms)
     return h->ops->wait(h, 1u << sync_no, timeout_ms, &got);
 }
 
-int hb_hwb_wait_any(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p)
-{
-    uint32_t got = HB_HWB_NSYNC;
-    int rc;
-    if (h == NULL || sync_p == NULL || syncs == 0 || (syncs >> HB_HWB_NSYNC) != 0)
-        return HIBAR_ERR_INVAL; /* HB_HWB_NSYNC < 32: a set of them fits in syncs */
-    rc = h->ops->wait(h, syncs, timeout_ms, &got);
-    if (rc != HIBAR_ERR_TIMEOUT && rc != HIBAR_ERR_INVAL)
-        *sync_p = got;
-    return rc;
-}
-
 int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms)
 {
     int rc = hb_hwb_arrive(h, sync_no, mask);
@@ -178,6 +166,13 @@ int hb_hwb_fd(hb_hwb_t *h, int *fd_p)
     if (h == NULL || fd_p == NULL)
         return HIBAR_ERR_INVAL;
     return h->ops->fd(h, fd_p);
+}
+
+int hb_hwb_fd_arm(hb_hwb_t *h, int armed)
+{
+    if (h == NULL)
+        return HIBAR_ERR_INVAL;
+    return h->ops->fd_arm(h, armed);
 }
 
 int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, size_t *n_p)

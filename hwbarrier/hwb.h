@@ -13,7 +13,7 @@
  *   hb_hwb_arrive(h, s, mask)   non-blocking; mask names every participant, itself included
  *   hb_hwb_test(h, s)           0 = complete, HIBAR_ERR_WOULD_BLOCK = not yet, or an error
  *   hb_hwb_wait(h, s, ms)       blocks per the waiting rule (DESIGN section 6)
- *   hb_hwb_wait_any(h, set, ...) the same for whichever of several pending rounds ends first
+ *   hb_hwb_fd(h, &fd), _fd_arm  an fd for an event loop, for several rounds in flight at once
  *
  * Several sync numbers may be in flight at once. A sync number is reusable as soon as this
  * node has seen its completion (test/wait returned 0 or a round error). All participants of
@@ -56,6 +56,7 @@ typedef struct hb_hwb_ops {
     /* wait for the first of the rounds in syncs (bit s = sync s) to end; collects it */
     int (*wait)(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p);
     int (*fd)(hb_hwb_t *h, int *fd_p);
+    int (*fd_arm)(hb_hwb_t *h, int armed);
     void (*close)(hb_hwb_t *h);
 } hb_hwb_ops_t;
 
@@ -99,23 +100,27 @@ int hb_hwb_arrive(hb_hwb_t *h, uint32_t sync_no, uint32_t mask);
 int hb_hwb_test(hb_hwb_t *h, uint32_t sync_no);
 /* Like test, but waits up to timeout_ms (< 0: forever) following the waiting rule. */
 int hb_hwb_wait(hb_hwb_t *h, uint32_t sync_no, int timeout_ms);
-/*
- * Like wait, for several rounds in flight: syncs has bit s set for each sync number s this
- * node arrived at and has not collected. Returns as soon as any one of them has ended (or
- * timeout_ms passed: TIMEOUT, all still pending), collects that one round and returns its
- * result as wait would, its sync number in *sync_p. A caller with several rounds pending must
- * sleep here, not in hb_hwb_wait() on one of them: that sleeps through the others' ends.
- * INVAL: syncs empty, out of range, or naming a sync number this node is not pending at.
- */
-int hb_hwb_wait_any(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p);
 /* arrive + wait. */
 int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms);
-/* A file descriptor for an event loop (poll for POLLIN), owned by the handle: after an
- * arrival it becomes readable when some sync number of this node may have completed. On
- * readable, call hb_hwb_test() on every pending sync number; test clears the readability
- * (and re-arms it while something is pending). Wake-ups may be spurious. UNAVAIL if the
- * backend has none (shm: wait with hb_hwb_wait(), which sleeps on a futex). */
+/*
+ * A file descriptor for an event loop (poll for POLLIN), owned by the handle; the way to wait
+ * for several rounds in flight at once. It is the sleep stage of the waiting rule: before the
+ * loop sleeps with rounds pending it calls hb_hwb_fd_arm(h, 1), then hb_hwb_test() on every
+ * pending sync number (one may have ended meanwhile), then sleeps; the fd becomes readable
+ * once one of the pending rounds has ended (or failed), and stays readable until the next
+ * hb_hwb_fd_arm(). On readable: hb_hwb_fd_arm (which clears it; 0 to disarm if the loop does
+ * not sleep next), test every pending round. hb_hwb_test() never clears the fd. Wake-ups may
+ * be spurious. A loop that wants the spin and yield stages tests its rounds meanwhile and
+ * arms only when it goes to sleep, so nothing wakes on its behalf before. Do not also sleep in
+ * hb_hwb_wait() on a handle whose fd a loop watches (scic: the wait consumes the interrupt).
+ * scic: the board's interrupt. shm: an eventfd written by a watcher thread of the handle
+ * (started by the first call, stopped by close) that sleeps on the segment's futex while
+ * armed, and without a timeout on its own futex while not. Errors: IO, NOMEM.
+ */
 int hb_hwb_fd(hb_hwb_t *h, int *fd_p);
+/* Clear the fd's readability and arm (armed != 0) or disarm it (see hb_hwb_fd). Arming with
+ * nothing pending does nothing more than clear. Never blocks. 0, INVAL (no fd yet), IO. */
+int hb_hwb_fd_arm(hb_hwb_t *h, int armed);
 
 /* Every backend with its priority and availability here (for hibar-info). params may be
  * NULL (defaults). Fills at most max entries; *n_p = number of backends. */

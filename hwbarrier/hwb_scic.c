@@ -232,18 +232,25 @@ static void hb_scic_close(hb_hwb_t *h)
     free(s);
 }
 
-/* Re-enable the interrupt: consume a pending count, then write 1 (UIO irqcontrol). */
-static int hb_scic_arm(void *arg)
+/* Enable the interrupt (UIO irqcontrol: write 1); a pending count stays readable. */
+static int hb_scic_enable(hb_scic_t *s)
 {
-    hb_scic_t *s = arg;
-    uint32_t v = 1, cnt;
-    while (read(s->fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
-        ;
+    uint32_t v = 1;
     if (write(s->fd, &v, sizeof(v)) != (ssize_t)sizeof(v) && errno != EAGAIN) {
         hb_log_error("hwbarrier scic: %s: enabling the interrupt: %m", s->path);
         return HIBAR_ERR_IO;
     }
     return 0;
+}
+
+/* Re-enable the interrupt: consume a pending count, then enable. */
+static int hb_scic_arm(void *arg)
+{
+    hb_scic_t *s = arg;
+    uint32_t cnt;
+    while (read(s->fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+        ;
+    return hb_scic_enable(s);
 }
 
 static int hb_scic_db_free(void *arg, int slow)
@@ -272,8 +279,9 @@ static int hb_scic_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
         hb_log_error("hwbarrier scic: %s: doorbell not taken by the chip", s->path);
         return rc == HIBAR_ERR_TIMEOUT ? HIBAR_ERR_BUSY : rc;
     }
-    /* An event loop waits on the fd after arriving: the interrupt must be armed first. */
-    if (s->fd_armed && (rc = hb_scic_arm(s)) < 0)
+    /* An event loop waits on the fd after arriving: the interrupt must be enabled first (not
+     * drained: the count may be another round's completion the loop has not seen yet). */
+    if (s->fd_armed && (rc = hb_scic_enable(s)) < 0)
         return rc;
     s->seen[sync] = HB_SCIC_RES_COUNT(hb_scic_rd32(s->bar, HB_SCIC_B_RESULT(sync)));
     s->mask[sync] = mask;
@@ -311,24 +319,11 @@ static int hb_scic_collect(hb_scic_t *s, uint32_t sync, uint32_t code)
 static int hb_scic_test(hb_hwb_t *h, uint32_t sync)
 {
     hb_scic_t *s = (hb_scic_t *)h;
-    uint32_t code, cnt;
-    int rc;
-    /* An event loop calls test when the fd is readable: consume the interrupt count. If
-     * a sync number is still pending, it is re-armed below. */
-    while (s->fd_armed && read(s->fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
-        ;
+    uint32_t code;
     if (!(s->pending & (1u << sync)))
         return HIBAR_ERR_INVAL;
-    rc = hb_scic_done(s, sync, &code);
-    if (rc == 0)
+    if (hb_scic_done(s, sync, &code) == 0)
         return hb_scic_collect(s, sync, code);
-    if (s->fd_armed) {
-        rc = hb_scic_arm(s);
-        if (rc < 0)
-            return rc;
-        if (hb_scic_done(s, sync, &code) == 0)
-            return hb_scic_collect(s, sync, code);
-    }
     return HIBAR_ERR_WOULD_BLOCK;
 }
 
@@ -395,12 +390,24 @@ static int hb_scic_fd(hb_hwb_t *h, int *fd_p)
     return 0;
 }
 
+/* The loop is about to sleep on the fd, or saw it readable: consume the interrupt count and
+ * enable the interrupt before it tests the pending rounds, so a completion after this raises
+ * a new one. (Doing it in test would consume, in the test of one round, the interrupt of a
+ * round tested a moment before.) */
+static int hb_scic_fd_arm(hb_hwb_t *h, int armed)
+{
+    hb_scic_t *s = (hb_scic_t *)h;
+    (void)armed; /* an interrupt costs nobody a wake-up: it stays enabled */
+    return s->fd_armed ? hb_scic_arm(s) : HIBAR_ERR_INVAL;
+}
+
 static const hb_hwb_ops_t hb_scic_ops = {
     .open = hb_scic_open,
     .arrive = hb_scic_arrive,
     .test = hb_scic_test,
     .wait = hb_scic_wait,
     .fd = hb_scic_fd,
+    .fd_arm = hb_scic_fd_arm,
     .close = hb_scic_close,
 };
 

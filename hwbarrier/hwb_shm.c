@@ -9,11 +9,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,12 +47,24 @@
  * O_EXCL, mode 0600, and locks byte 0; a segment whose byte 0 nobody holds is stale and is
  * unlinked and recreated by the next Center. Ports wait (bounded by timeout_ms) until a live
  * Center's segment is ready. The Center unlinks the segment on close; ports only unmap it.
+ *
+ * Event-loop fd: no process can make another's fd readable, and a futex cannot be polled. So
+ * hb_shm_fd starts a watcher thread in this process; it is the sleep stage of the waiting rule
+ * only (its caller does the spin and yield stages by testing its rounds meanwhile, and sees
+ * an end then without any wake-up). hb_shm_fd_arm(1), called before the caller sleeps, arms it
+ * once: it sleeps on our wake word until one of our pending rounds ends (or a participant is
+ * lost), then writes an eventfd and disarms. Unarmed, it sleeps on a word of its own without
+ * a timeout, so a node whose loop is busy or idle never wakes it.
  */
 
 #define HB_SHM_MAGIC 0x68627368u /* "hbsh" */
 #define HB_SHM_VERSION 1u
 
+/* Flag values. ARRIVED carries this node's arrival count at that sync number in its high 24
+ * bits (HB_SHM_STATE gives the state): a flag seen ARRIVED is still that round's. */
 enum { HB_SHM_IDLE = 0, HB_SHM_ARRIVED = 1, HB_SHM_ERR_MISMATCH = 2, HB_SHM_ERR_LOST = 3 };
+#define HB_SHM_STATE(f) ((f)&0xffu)
+#define HB_SHM_ARRIVED_GEN(g) (HB_SHM_ARRIVED | ((g)&0xffffffu) << 8)
 
 typedef struct hb_shm_sync {
     alignas(64) _Atomic uint64_t mr; /* B-Mask (low 32 bits) | B-Reach (high 32 bits) */
@@ -83,9 +98,17 @@ typedef struct hb_shm {
     int fd; /* kept open: our OFD lock on byte `me` */
     uint32_t me, nodes;
     int32_t pid;
-    uint32_t pending;            /* bit s: arrived at s, completion not yet collected */
-    uint32_t mask[HB_HWB_NSYNC]; /* mask this node arrived with */
-    hb_wait_adapt_t adapt;       /* our waits' adaptive spin */
+    /* written by the handle's user only; the watcher reads them */
+    _Atomic uint32_t pending;            /* bit s: arrived at s, completion not yet collected */
+    _Atomic uint32_t mask[HB_HWB_NSYNC]; /* mask this node arrived with */
+    _Atomic uint32_t gen[HB_HWB_NSYNC];  /* arrivals at s so far */
+    hb_wait_adapt_t adapt;               /* our waits' adaptive spin */
+    /* event-loop fd (hb_shm_fd) */
+    int efd; /* eventfd, -1 until asked for */
+    pthread_t watcher;
+    _Atomic int armed;  /* the user sleeps on efd: the watcher watches until a round ends */
+    _Atomic int stop;   /* close: the watcher ends */
+    hb_wait_word_t arm; /* the unarmed watcher sleeps here */
     char name[96];
 } hb_shm_t;
 
@@ -276,6 +299,7 @@ static int hb_shm_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
         return HIBAR_ERR_NOMEM;
     s->me = p->port;
     s->nodes = p->nodes;
+    s->efd = -1;
     s->pid = (int32_t)getpid();
     rc = hb_shm_name(p, s->name, sizeof(s->name));
     if (rc < 0)
@@ -295,6 +319,13 @@ static void hb_shm_close(hb_hwb_t *h)
     hb_shm_t *s = (hb_shm_t *)h;
     hb_shm_seg_t *seg = s->seg;
 
+    if (s->efd >= 0) {
+        atomic_store(&s->stop, 1);
+        hb_wait_word_wake(&s->arm);
+        hb_wait_word_wake(&seg->node[s->me].wake);
+        pthread_join(s->watcher, NULL);
+        close(s->efd);
+    }
     atomic_store(&seg->node[s->me].pid, -1);
     /* Wake everyone so waiters on a round with us notice at once that we left. */
     for (uint32_t i = 0; i < s->nodes; i++)
@@ -323,26 +354,36 @@ static void hb_shm_release(hb_shm_t *s, uint32_t sync, uint32_t who, uint32_t co
     }
 }
 
+/* Our arrival at sync (round g) is in the segment: it is pending. */
+static void hb_shm_arrived(hb_shm_t *s, uint32_t sync, uint32_t g)
+{
+    /* after our flag's store (release): whoever sees round g sees its flag or a later value */
+    atomic_store_explicit(&s->gen[sync], g, memory_order_release);
+    atomic_fetch_or_explicit(&s->pending, 1u << sync, memory_order_release);
+}
+
 static int hb_shm_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
 {
     hb_shm_t *s = (hb_shm_t *)h;
     hb_shm_seg_t *seg = s->seg;
     hb_shm_sync_t *sy = &seg->sync[sync];
-    uint32_t bit = 1u << s->me;
+    uint32_t bit = 1u << s->me, g;
     uint64_t old, nw;
 
     if (!(mask & bit) || (s->nodes < 32 && (mask >> s->nodes) != 0))
         return HIBAR_ERR_INVAL;
-    if (s->pending & (1u << sync))
+    if (atomic_load_explicit(&s->pending, memory_order_relaxed) & (1u << sync))
         return HIBAR_ERR_BUSY;
-    s->pending |= 1u << sync;
-    s->mask[sync] = mask;
+    atomic_store_explicit(&s->mask[sync], mask, memory_order_relaxed);
+    g = atomic_load_explicit(&s->gen[sync], memory_order_relaxed) + 1; /* stored by arrived */
     if (atomic_load_explicit(&sy->poison, memory_order_relaxed) & bit) {
         atomic_fetch_and(&sy->poison, ~bit);
         atomic_store(&seg->flags[s->me].flag[sync], HB_SHM_ERR_MISMATCH);
+        hb_shm_arrived(s, sync, g);
         return 0;
     }
-    atomic_store_explicit(&seg->flags[s->me].flag[sync], HB_SHM_ARRIVED, memory_order_relaxed);
+    atomic_store_explicit(&seg->flags[s->me].flag[sync], HB_SHM_ARRIVED_GEN(g),
+                          memory_order_relaxed);
     old = atomic_load(&sy->mr);
     for (;;) {
         uint32_t m = (uint32_t)old, r = (uint32_t)(old >> 32);
@@ -354,6 +395,7 @@ static int hb_shm_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
             hb_log_debug("hwbarrier shm: sync %u: node %u mask 0x%x, round has 0x%x", sync, s->me,
                          mask, m);
             hb_shm_release(s, sync, r | bit, HB_SHM_ERR_MISMATCH);
+            hb_shm_arrived(s, sync, g);
             return 0;
         }
         r |= bit;
@@ -366,13 +408,14 @@ static int hb_shm_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
         atomic_fetch_add_explicit(&sy->rounds, 1, memory_order_relaxed);
         hb_shm_release(s, sync, mask, HB_SHM_IDLE);
     }
+    hb_shm_arrived(s, sync, g);
     return 0;
 }
 
 /* Collect a finished round's result from our flag. */
 static int hb_shm_collect(hb_shm_t *s, uint32_t sync, uint32_t f)
 {
-    s->pending &= ~(1u << sync);
+    atomic_fetch_and_explicit(&s->pending, ~(1u << sync), memory_order_relaxed);
     if (f == HB_SHM_IDLE)
         return 0;
     atomic_store(&s->seg->flags[s->me].flag[sync], HB_SHM_IDLE);
@@ -383,13 +426,17 @@ static int hb_shm_test(hb_hwb_t *h, uint32_t sync)
 {
     hb_shm_t *s = (hb_shm_t *)h;
     uint32_t f;
-    if (!(s->pending & (1u << sync)))
+    if (!(atomic_load_explicit(&s->pending, memory_order_relaxed) & (1u << sync)))
         return HIBAR_ERR_INVAL;
     f = atomic_load_explicit(&s->seg->flags[s->me].flag[sync], memory_order_acquire);
-    if (f == HB_SHM_ARRIVED)
+    if (HB_SHM_STATE(f) == HB_SHM_ARRIVED)
         return HIBAR_ERR_WOULD_BLOCK;
     return hb_shm_collect(s, sync, f);
 }
+
+/* The watcher's own answers from its poll function (positive: never a status). */
+#define HB_SHM_W_STOP 1    /* close asked the watcher to end */
+#define HB_SHM_W_RETHINK 2 /* disarmed (or nothing left to watch): back to the unarmed sleep */
 
 typedef struct hb_shm_waitctx {
     hb_shm_t *s;
@@ -419,15 +466,16 @@ static int hb_shm_find_lost(hb_shm_t *s, uint32_t mask)
 static int hb_shm_in_round(hb_shm_t *s, uint32_t sync)
 {
     uint64_t mr = atomic_load(&s->seg->sync[sync].mr);
-    return (uint32_t)mr == s->mask[sync] && ((uint32_t)(mr >> 32) & (1u << s->me));
+    uint32_t mask = atomic_load_explicit(&s->mask[sync], memory_order_relaxed);
+    return (uint32_t)mr == mask && ((uint32_t)(mr >> 32) & (1u << s->me));
 }
 
 static int hb_shm_poll_flag(void *arg, int slow)
 {
     hb_shm_waitctx_t *c = arg;
     (void)slow;
-    return atomic_load_explicit(&c->s->seg->flags[c->s->me].flag[c->sync], memory_order_acquire) !=
-                   HB_SHM_ARRIVED
+    return HB_SHM_STATE(atomic_load_explicit(&c->s->seg->flags[c->s->me].flag[c->sync],
+                                             memory_order_acquire)) != HB_SHM_ARRIVED
                ? 0
                : HIBAR_ERR_WOULD_BLOCK;
 }
@@ -442,8 +490,8 @@ static int hb_shm_poll(void *arg, int slow)
     hb_shm_waitctx_t *c = arg;
     hb_shm_t *s = c->s;
     for (uint32_t m = c->syncs, k = 0; m != 0; k++, m >>= 1) {
-        if ((m & 1) && atomic_load_explicit(&s->seg->flags[s->me].flag[k], memory_order_acquire) !=
-                           HB_SHM_ARRIVED) {
+        if ((m & 1) && HB_SHM_STATE(atomic_load_explicit(&s->seg->flags[s->me].flag[k],
+                                                         memory_order_acquire)) != HB_SHM_ARRIVED) {
             c->sync = k;
             return 0;
         }
@@ -451,7 +499,8 @@ static int hb_shm_poll(void *arg, int slow)
     if (!slow)
         return HIBAR_ERR_WOULD_BLOCK;
     for (uint32_t m = c->syncs, k = 0; m != 0; k++, m >>= 1) {
-        if ((m & 1) && hb_shm_find_lost(s, s->mask[k]) >= 0 && hb_shm_in_round(s, k)) {
+        if ((m & 1) && hb_shm_find_lost(s, atomic_load(&s->mask[k])) >= 0 &&
+            hb_shm_in_round(s, k)) {
             c->sync = k;
             return HIBAR_ERR_PEER_LOST;
         }
@@ -459,12 +508,14 @@ static int hb_shm_poll(void *arg, int slow)
     return HIBAR_ERR_WOULD_BLOCK;
 }
 
-/* A participant is gone: abort the round (if it is still ours) for everyone in it. */
+/* A participant is gone: abort the round at sync (if it is still ours, and has a lost
+ * participant: the watcher may look at a round its user has just replaced) for everyone. */
 static void hb_shm_abort_lost(hb_shm_t *s, uint32_t sync)
 {
     hb_shm_sync_t *sy = &s->seg->sync[sync];
     uint64_t old = atomic_load(&sy->mr);
-    while ((uint32_t)old == s->mask[sync] && ((uint32_t)(old >> 32) & (1u << s->me))) {
+    while ((uint32_t)old == atomic_load(&s->mask[sync]) &&
+           ((uint32_t)(old >> 32) & (1u << s->me)) && hb_shm_find_lost(s, (uint32_t)old) >= 0) {
         if (atomic_compare_exchange_weak(&sy->mr, &old, 0)) {
             hb_shm_release(s, sync, (uint32_t)(old >> 32), HB_SHM_ERR_LOST);
             return;
@@ -472,54 +523,169 @@ static void hb_shm_abort_lost(hb_shm_t *s, uint32_t sync)
     }
 }
 
+/*
+ * Wait (waiting rule, until deadline) until poll says one of our rounds ended (c->sync), and
+ * make sure its end is in our flag: a round with a participant that died or left is aborted
+ * here; one whose completer took it and died before writing our flag gets ERR_LOST from us.
+ * 0, TIMEOUT, or what poll stopped with. Does not collect. Used by wait and the watcher.
+ */
+static int hb_shm_wait_end(hb_shm_t *s, hb_wait_poll_fn poll, hb_shm_waitctx_t *c,
+                           const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline)
+{
+    _Atomic uint32_t *flag;
+    uint32_t f;
+    int rc = hb_wait_until_adaptive(&s->seg->node[s->me].wake, poll, c, pol, ad, deadline);
+    if (rc != HIBAR_ERR_PEER_LOST)
+        return rc;
+    flag = &s->seg->flags[s->me].flag[c->sync];
+    hb_log_warn("hwbarrier shm: %s sync %u: node %d died or left", s->name, c->sync,
+                hb_shm_find_lost(s, atomic_load(&s->mask[c->sync])));
+    hb_shm_abort_lost(s, c->sync);
+    f = atomic_load_explicit(flag, memory_order_acquire);
+    if (HB_SHM_STATE(f) != HB_SHM_ARRIVED)
+        return 0;
+    /* Someone else took the round meanwhile: its flag write is imminent, unless it died. */
+    (void)hb_wait_until(&s->seg->node[s->me].wake, hb_shm_poll_flag, c, NULL,
+                        hb_time_now_ns() + 100000000ull);
+    /* Still that round's ARRIVED, and not in progress: its completer died. (The exact value:
+     * never a later round at this sync number, which the watcher's user may have begun.) */
+    if (!hb_shm_in_round(s, c->sync))
+        atomic_compare_exchange_strong(flag, &f, HB_SHM_ERR_LOST);
+    return 0;
+}
+
 static int hb_shm_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sync_p)
 {
     hb_shm_t *s = (hb_shm_t *)h;
-    hb_shm_waitctx_t c = {s, syncs, HB_HWB_NSYNC};
+    hb_shm_waitctx_t c = {.s = s, .syncs = syncs, .sync = HB_HWB_NSYNC};
     uint64_t deadline;
-    uint32_t f, sync;
+    uint32_t f;
     int rc;
 
-    if ((syncs & s->pending) != syncs)
+    if ((syncs & atomic_load_explicit(&s->pending, memory_order_relaxed)) != syncs)
         return HIBAR_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-    rc = hb_wait_until_adaptive(&s->seg->node[s->me].wake, hb_shm_poll, &c, NULL, &s->adapt,
-                                deadline);
-    if (rc == HIBAR_ERR_TIMEOUT)
-        return rc; /* still pending: the caller may wait again */
-    sync = c.sync;
-    *sync_p = sync;
-    if (rc == HIBAR_ERR_PEER_LOST) {
-        int lost = hb_shm_find_lost(s, s->mask[sync]);
-        hb_log_warn("hwbarrier shm: %s sync %u: node %d died or left", s->name, sync, lost);
-        hb_shm_abort_lost(s, sync);
-    }
-    f = atomic_load_explicit(&s->seg->flags[s->me].flag[sync], memory_order_acquire);
-    if (f == HB_SHM_ARRIVED && rc == HIBAR_ERR_PEER_LOST) {
-        /* Someone else took the round meanwhile: its flag write is imminent, unless it died. */
-        (void)hb_wait_until(&s->seg->node[s->me].wake, hb_shm_poll_flag, &c, NULL,
-                            hb_time_now_ns() + 100000000ull);
-        f = atomic_load_explicit(&s->seg->flags[s->me].flag[sync], memory_order_acquire);
-    }
-    if (f == HB_SHM_ARRIVED) {
-        /* A completer took the round but has not written our flag: it died. */
-        s->pending &= ~(1u << sync);
+    rc = hb_shm_wait_end(s, hb_shm_poll, &c, NULL, &s->adapt, deadline);
+    if (rc < 0)
+        return rc; /* TIMEOUT: still pending, the caller may wait again */
+    *sync_p = c.sync;
+    f = atomic_load_explicit(&s->seg->flags[s->me].flag[c.sync], memory_order_acquire);
+    if (HB_SHM_STATE(f) == HB_SHM_ARRIVED) { /* lost, and a new round there is not ours */
+        atomic_fetch_and(&s->pending, ~(1u << c.sync));
         return HIBAR_ERR_PEER_LOST;
     }
-    return hb_shm_collect(s, sync, f);
+    return hb_shm_collect(s, c.sync, f);
+}
+
+/* The armed watcher's poll: stop, disarmed, nothing pending (disarm), or hb_shm_poll over
+ * the pending rounds (read again each time: the user may arrive while we watch). */
+static int hb_shm_watch_poll(void *arg, int slow)
+{
+    hb_shm_waitctx_t *c = arg;
+    hb_shm_t *s = c->s;
+    if (atomic_load_explicit(&s->stop, memory_order_acquire))
+        return HB_SHM_W_STOP;
+    if (!atomic_load(&s->armed))
+        return HB_SHM_W_RETHINK;
+    c->syncs = atomic_load_explicit(&s->pending, memory_order_acquire);
+    if (c->syncs == 0) {
+        int one = 1; /* all collected by the user's own tests: nothing left to report */
+        atomic_compare_exchange_strong(&s->armed, &one, 0);
+        return HB_SHM_W_RETHINK;
+    }
+    return hb_shm_poll(arg, slow);
+}
+
+/* The unarmed watcher's poll: armed or stop. */
+static int hb_shm_armed_poll(void *arg, int slow)
+{
+    hb_shm_t *s = arg;
+    (void)slow;
+    return atomic_load(&s->armed) || atomic_load(&s->stop) ? 0 : HIBAR_ERR_WOULD_BLOCK;
 }
 
 /*
- * No event-loop fd: nothing lets one process make another's fd readable exactly while a
- * completion is uncollected (a socket notification can land after the flag was collected
- * and leave the fd readable with nothing to do). Callers wait with hb_hwb_wait(), which
- * sleeps on the futex after its spin and yield budget.
+ * The watcher thread (see the top of the file): no spin or yield of its own (a second thread
+ * yielding beside the user would only take the CPU from the participants). Armed, it sleeps
+ * on our wake word in slices (for the liveness checks); unarmed, on its own word, until armed
+ * or closed.
  */
+static void *hb_shm_watch(void *arg)
+{
+    hb_shm_t *s = arg;
+    hb_shm_waitctx_t c = {.s = s};
+    hb_wait_policy_t busy = *hb_wait_policy_default(), idle;
+    uint64_t one = 1;
+
+    busy.spin_ns = busy.spin_max_ns = busy.yield_ns = 0;
+    idle = busy;
+    idle.slice_ns = UINT64_MAX;
+    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        if (!atomic_load(&s->armed)) {
+            (void)hb_wait_until(&s->arm, hb_shm_armed_poll, s, &idle, UINT64_MAX);
+            continue;
+        }
+        if (hb_shm_wait_end(s, hb_shm_watch_poll, &c, &busy, NULL, UINT64_MAX) != 0)
+            continue; /* stop, or disarmed */
+        /* disarm first, then write: an arm in between is either kept or followed by a
+         * readable fd, never lost */
+        atomic_store(&s->armed, 0);
+        if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            hb_log_error("hwbarrier shm: eventfd write: %m");
+    }
+    return NULL;
+}
+
 static int hb_shm_fd(hb_hwb_t *h, int *fd_p)
 {
-    (void)h;
-    (void)fd_p;
-    return HIBAR_ERR_UNAVAIL;
+    hb_shm_t *s = (hb_shm_t *)h;
+    sigset_t all, old;
+    int rc;
+
+    if (s->efd < 0) {
+        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (efd < 0) {
+            hb_log_error("hwbarrier shm: eventfd: %m");
+            return errno == ENOMEM || errno == EMFILE || errno == ENFILE ? HIBAR_ERR_NOMEM
+                                                                         : HIBAR_ERR_IO;
+        }
+        s->efd = efd;
+        hb_wait_word_init(&s->arm);
+        /* the watcher takes no signals: they stay with the user's threads */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        rc = pthread_create(&s->watcher, NULL, hb_shm_watch, s);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0) {
+            errno = rc;
+            hb_log_error("hwbarrier shm: starting the watcher thread: %m");
+            s->efd = -1;
+            close(efd);
+            return HIBAR_ERR_NOMEM;
+        }
+    }
+    *fd_p = s->efd;
+    return 0;
+}
+
+static int hb_shm_fd_arm(hb_hwb_t *h, int armed)
+{
+    hb_shm_t *s = (hb_shm_t *)h;
+    uint64_t n;
+    if (s->efd < 0)
+        return HIBAR_ERR_INVAL;
+    if (read(s->efd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+        hb_log_error("hwbarrier shm: eventfd read: %m");
+        return HIBAR_ERR_IO;
+    }
+    if (!armed)
+        atomic_store(&s->armed, 0); /* an armed watcher goes back to its own sleep */
+    else if (atomic_load_explicit(&s->pending, memory_order_relaxed) != 0 &&
+             !atomic_load(&s->armed)) {
+        atomic_store(&s->armed, 1);
+        hb_wait_word_wake(&s->arm);
+    }
+    return 0;
 }
 
 static const hb_hwb_ops_t hb_shm_ops = {
@@ -528,6 +694,7 @@ static const hb_hwb_ops_t hb_shm_ops = {
     .test = hb_shm_test,
     .wait = hb_shm_wait,
     .fd = hb_shm_fd,
+    .fd_arm = hb_shm_fd_arm,
     .close = hb_shm_close,
 };
 

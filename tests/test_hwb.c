@@ -12,6 +12,7 @@
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -247,33 +248,72 @@ static int t_body_concurrent(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 }
 
 /*
- * Several rounds in flight and one waiter, as in hibard: node 0 arrives at 1 and 2 and sleeps
- * in wait_any on both; the others complete 2 only, and arrive at 1 once node 0 has said that
- * it saw 2 end. A wait that watches one of the rounds, or sleeps through the wake-up of
- * another round sharing its wake word, only returns when 1 completes, which the others allow
- * after T_WAIT_MS without node 0's word: then node 0 reports sync 1, and the check fails.
+ * The event-loop discipline of hb_hwb_fd: arm, test every round in *pend, sleep in poll() on
+ * fd, again; rounds that ended leave *pend with their result in res[s]. Returns 0 once no
+ * round of `want` is pending, TIMEOUT if a sleep saw nothing for T_WAIT_MS (a lost wake-up: a
+ * guard against a hang, not a time limit on the barrier), or IO.
+ */
+static int t_fd_loop(hb_hwb_t *h, int fd, uint32_t *pend, uint32_t want, int *res)
+{
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (hb_hwb_fd_arm(h, 1) != 0)
+            return HIBAR_ERR_IO;
+        for (uint32_t s = 0; s < HB_HWB_NSYNC; s++) {
+            int rc;
+            if (!(*pend & (1u << s)) || (rc = hb_hwb_test(h, s)) == HIBAR_ERR_WOULD_BLOCK)
+                continue;
+            *pend &= ~(1u << s);
+            res[s] = rc;
+        }
+        if (!(*pend & want))
+            return 0;
+        if (poll(&pfd, 1, T_WAIT_MS) != 1)
+            return HIBAR_ERR_TIMEOUT;
+    }
+}
+
+/*
+ * Several rounds in flight and one event loop, as in hibard: node 0 arrives at 1 and 2 and
+ * sleeps on the fd; the others complete 2 only, and arrive at 1 once node 0 has said that it
+ * saw 2 end. An fd that only reports one of the rounds, or reports a round that has not ended,
+ * fails a check; one that misses the end of 2 leaves node 0 asleep until the others give up
+ * waiting for its word (T_WAIT_MS) and complete 1: then node 0 sees 1 end first and fails.
  */
 static int t_body_any(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 {
-    uint32_t s = HB_HWB_NSYNC;
-    int rc;
+    int rc, fd = -1, fd2 = -1, res[HB_HWB_NSYNC];
+    uint32_t pend = 0x6;
     (void)arg;
     if (me == 0) {
+        struct pollfd pfd = {.fd = -1, .events = POLLIN};
+        T_CHECK(hb_hwb_fd_arm(h, 1) == HIBAR_ERR_INVAL, 0); /* no fd asked for yet */
+        T_CHECK(hb_hwb_fd(h, &fd) == 0 && fd >= 0, 0);
+        T_CHECK(hb_hwb_fd(h, &fd2) == 0 && fd2 == fd, 0); /* one fd per handle */
+        pfd.fd = fd;
         T_CHECK(hb_hwb_arrive(h, 1, t_full(n)) == 0, 0);
         T_CHECK(hb_hwb_arrive(h, 2, t_full(n)) == 0, 0);
-        T_CHECK(hb_hwb_wait_any(h, 0, 0, &s) == HIBAR_ERR_INVAL, 0);
-        T_CHECK(hb_hwb_wait_any(h, 0xe, 0, &s) == HIBAR_ERR_INVAL, 0); /* 3: not arrived */
-        T_CHECK(hb_hwb_wait_any(h, 0x6, 0, &s) == HIBAR_ERR_TIMEOUT, 0);
-        atomic_store(&t_sh->go, 1);
-        rc = hb_hwb_wait_any(h, 0x6, T_WAIT_MS, &s);
-        t_sh->got[0] = (int)s;
-        T_CHECK(rc == 0, rc);
-        T_CHECK(s == 2 && atomic_load(&t_sh->cnt[1]) == 0, HIBAR_ERR_INTERNAL);
-        T_CHECK(hb_hwb_test(h, 2) == HIBAR_ERR_INVAL, 0); /* collected */
+        T_CHECK(hb_hwb_fd_arm(h, 1) == 0, 0);
         T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
+        T_CHECK(hb_hwb_test(h, 2) == HIBAR_ERR_WOULD_BLOCK, 0);
+        T_CHECK(poll(&pfd, 1, 0) == 0, 0); /* nothing ended: not readable */
+        atomic_store(&t_sh->go, 1);
+        T_CHECK(poll(&pfd, 1, T_WAIT_MS) == 1, HIBAR_ERR_TIMEOUT);
+        /* only hb_hwb_fd_arm clears it: a test of another round must not (a loop that tested
+         * that round a moment before would never hear of its end) */
+        T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
+        T_CHECK(poll(&pfd, 1, 0) == 1, 0);
+        T_CHECK(hb_hwb_fd_arm(h, 0) == 0, 0); /* cleared, disarmed */
+        T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
+        rc = hb_hwb_test(h, 2);
+        t_sh->got[0] = rc == 0 ? 2 : -1;
+        T_CHECK(rc == 0 && atomic_load(&t_sh->cnt[1]) == 0, rc);
+        T_CHECK(poll(&pfd, 1, 0) == 0, 0); /* cleared, and nothing else ended */
         atomic_store(&t_sh->go, 2);
-        rc = hb_hwb_wait_any(h, 0x2, T_WAIT_MS, &s);
-        T_CHECK(rc == 0 && s == 1, rc);
+        pend = 0x2;
+        rc = t_fd_loop(h, fd, &pend, 0x2, res);
+        T_CHECK(rc == 0 && res[1] == 0, rc ? rc : res[1]);
+        T_CHECK(atomic_load(&t_sh->cnt[1]) == n - 1, 0);
         return 0;
     }
     while (atomic_load(&t_sh->go) < 1)
@@ -281,13 +321,97 @@ static int t_body_any(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     t_nap_us(20000); /* node 0 is most likely asleep by now (the check does not rely on it) */
     rc = hb_hwb_barrier(h, 2, t_full(n), T_WAIT_MS);
     T_CHECK(rc == 0, rc);
-    /* bounded, so that a broken wait_any fails the test instead of hanging it */
+    /* bounded, so that a broken fd fails the test instead of hanging it */
     for (uint64_t t0 = hb_time_now_ns();
          atomic_load(&t_sh->go) < 2 && hb_time_now_ns() - t0 < T_WAIT_MS * 1000000ull;)
         t_nap_us(200);
     atomic_fetch_add(&t_sh->cnt[1], 1);
     rc = hb_hwb_barrier(h, 1, t_full(n), T_WAIT_MS);
     T_CHECK(rc == 0, rc);
+    return 0;
+}
+
+/*
+ * Every participant an event loop with T_FD_INFLIGHT rounds in flight: each arrives at them in
+ * its own order (some last, completing the round in its own arrival), then collects them
+ * through the fd alone. A lost wake-up anywhere stops a participant in poll (the guard fails
+ * it); a round reported ended before everyone arrived fails the count check.
+ */
+#define T_FD_INFLIGHT 4
+#define T_FD_ITERS 500
+static int t_body_fd_rounds(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int fd = -1, res[HB_HWB_NSYNC];
+    (void)arg;
+    T_CHECK(hb_hwb_fd(h, &fd) == 0, 0);
+    for (uint32_t it = 0; it < T_FD_ITERS; it++) {
+        uint32_t base = (it % 2) * T_FD_INFLIGHT, pend = 0; /* alternate halves of the syncs */
+        for (uint32_t k = 0; k < T_FD_INFLIGHT; k++) {
+            uint32_t s = base + (k + me + it) % T_FD_INFLIGHT;
+            atomic_fetch_add(&t_sh->cnt[(it * T_FD_INFLIGHT + s - base) % T_MAXROUNDS], 1);
+            T_CHECK(hb_hwb_arrive(h, s, t_full(n)) == 0, 0);
+            pend |= 1u << s;
+            if ((it + me) % 3 == 0)
+                sched_yield(); /* let others arrive in between */
+        }
+        uint32_t want = pend;
+        int rc = t_fd_loop(h, fd, &pend, want, res);
+        T_CHECK(rc == 0, rc);
+        for (uint32_t k = 0; k < T_FD_INFLIGHT; k++) {
+            T_CHECK(res[base + k] == 0, res[base + k]);
+            T_CHECK(atomic_load(&t_sh->cnt[(it * T_FD_INFLIGHT + k) % T_MAXROUNDS]) == n, 0);
+        }
+    }
+    return 0;
+}
+
+/* The last port dies (exits without closing) while the others collect through the fd: the
+ * watcher finds it and reports the round, which fails; a round without it completes. With 2
+ * nodes nobody else wakes the watcher: it must have been told of the round by the arrival. */
+static int t_body_fd_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int fd = -1, rc, res[HB_HWB_NSYNC];
+    uint32_t pend = 0x6;
+    (void)arg;
+    if (me == n - 1) {
+        while (atomic_load(&t_sh->go) < (int)n - 1)
+            t_nap_us(200);
+        t_nap_us(20000);
+        _exit(0); /* dies: no close, no arrival */
+    }
+    T_CHECK(hb_hwb_fd(h, &fd) == 0, 0);
+    t_nap_us(20000); /* the watcher has nothing to watch: it is most likely asleep by now */
+    T_CHECK(hb_hwb_arrive(h, 1, t_full(n)) == 0, 0);
+    T_CHECK(hb_hwb_arrive(h, 2, t_full(n) & ~(1u << (n - 1))) == 0, 0);
+    atomic_fetch_add(&t_sh->go, 1);
+    rc = t_fd_loop(h, fd, &pend, 0x6, res);
+    T_CHECK(rc == 0, rc);
+    t_sh->got[me] = res[1];
+    T_CHECK(res[2] == 0, res[2]);
+    T_CHECK(res[1] == HIBAR_ERR_PEER_LOST, res[1]);
+    return 0;
+}
+
+/* Node 0 closes its handle while its watcher watches a round: close ends the watcher and
+ * returns, and node 1 sees node 0 leave. */
+static int t_body_fd_close(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
+{
+    int fd = -1, rc;
+    (void)arg;
+    if (me == 0) {
+        T_CHECK(hb_hwb_fd(h, &fd) == 0, 0);
+        T_CHECK(hb_hwb_arrive(h, 3, t_full(n)) == 0, 0); /* node 1 never comes to 3 */
+        t_nap_us(5000);                                  /* the watcher is asleep by now */
+        hb_hwb_close(h);
+        atomic_store(&t_sh->go, 1);
+        _exit(0);
+    }
+    rc = hb_hwb_barrier(h, 4, t_full(n), T_WAIT_MS);
+    T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
+    for (uint64_t t0 = hb_time_now_ns(); /* bounded: a hung close fails here */
+         !atomic_load(&t_sh->go) && hb_time_now_ns() - t0 < T_WAIT_MS * 1000000ull;)
+        t_nap_us(200);
+    T_CHECK(atomic_load(&t_sh->go) == 1, HIBAR_ERR_TIMEOUT);
     return 0;
 }
 
@@ -408,13 +532,6 @@ static int t_body_fd(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
         return 0;
     }
     rc = hb_hwb_fd(h, &fd);
-    if (strcmp(t_backend, "shm") == 0) {
-        T_CHECK(rc == HIBAR_ERR_UNAVAIL, rc);
-        atomic_store(&t_sh->go, 1);
-        T_CHECK(hb_hwb_barrier(h, 6, t_full(n), T_WAIT_MS) == 0, 0);
-        T_CHECK(hb_hwb_barrier(h, 7, t_full(n), T_WAIT_MS) == 0, 0);
-        return 0;
-    }
     T_CHECK(rc == 0 && fd >= 0, rc);
     for (uint32_t s = 6; s <= 7; s++) {
         if (s == 7) /* the others wait at 7 before the Center arrives: it completes the round */
@@ -422,11 +539,11 @@ static int t_body_fd(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
                 t_nap_us(100);
         T_CHECK(hb_hwb_arrive(h, s, t_full(n)) == 0, 0);
         atomic_store(&t_sh->go, 1);
-        while ((rc = hb_hwb_test(h, s)) == HIBAR_ERR_WOULD_BLOCK) {
-            struct pollfd pfd = {.fd = fd, .events = POLLIN};
-            T_CHECK(poll(&pfd, 1, T_WAIT_MS) == 1, HIBAR_ERR_TIMEOUT); /* the fd woke us */
-        }
+        uint32_t pend = 1u << s;
+        int res[HB_HWB_NSYNC];
+        rc = t_fd_loop(h, fd, &pend, pend, res); /* the fd woke us */
         T_CHECK(rc == 0, rc);
+        T_CHECK(res[s] == 0, res[s]);
     }
     return 0;
 }
@@ -501,6 +618,35 @@ static void test_fd_3(void)
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd, NULL), 0);
 }
 
+static void test_fd_rounds_2(void)
+{
+    CU_ASSERT_EQUAL(t_run(2, 3, t_body_fd_rounds, NULL), 0);
+}
+
+static void test_fd_rounds_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd_rounds, NULL), 0);
+}
+
+static void test_fd_dead_2(void)
+{
+    /* alone with the dying port: nobody else aborts the round and wakes node 0 */
+    CU_ASSERT_EQUAL(t_run(2, 3, t_body_fd_dead, NULL), 0);
+    CU_ASSERT_EQUAL(t_sh->got[0], HIBAR_ERR_PEER_LOST);
+}
+
+static void test_fd_dead_3(void)
+{
+    CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd_dead, NULL), 0);
+    CU_ASSERT_EQUAL(t_sh->got[0], HIBAR_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(t_sh->got[1], HIBAR_ERR_PEER_LOST);
+}
+
+static void test_fd_close_2(void)
+{
+    CU_ASSERT_EQUAL(t_run(2, 3, t_body_fd_close, NULL), 0);
+}
+
 static void test_dead_3(void)
 {
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_dead, NULL), 0);
@@ -543,6 +689,28 @@ static void test_api(void)
     CU_ASSERT_EQUAL(hb_hwb_test(h, 0), HIBAR_ERR_INVAL); /* not arrived */
     for (int i = 0; i < 100; i++)
         CU_ASSERT_EQUAL(hb_hwb_barrier(h, (uint32_t)i % HB_HWB_NSYNC, 1, T_WAIT_MS), 0);
+    {
+        /* alone, every arrival completes its round: the fd reports it at once */
+        int fd = -1, res[HB_HWB_NSYNC];
+        struct pollfd pfd = {.fd = -1, .events = POLLIN};
+        CU_ASSERT_FATAL(hb_hwb_fd(h, &fd) == 0 && fd >= 0);
+        pfd.fd = fd;
+        CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0);    /* nothing pending: not readable */
+        CU_ASSERT_EQUAL(hb_hwb_fd_arm(h, 1), 0); /* nothing pending: nothing to report */
+        CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0);
+        CU_ASSERT_EQUAL(hb_hwb_arrive(h, 9, 1), 0);
+        CU_ASSERT_EQUAL(hb_hwb_fd_arm(h, 1), 0); /* a round that has ended is reported */
+        CU_ASSERT_EQUAL(poll(&pfd, 1, T_WAIT_MS), 1);
+        CU_ASSERT_EQUAL(hb_hwb_test(h, 9), 0);
+        CU_ASSERT_EQUAL(hb_hwb_fd_arm(h, 1), 0);
+        CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0); /* cleared, nothing pending */
+        for (int i = 0; i < 100; i++) {
+            uint32_t s = (uint32_t)i % HB_HWB_NSYNC, pend = 1u << s;
+            CU_ASSERT_EQUAL(hb_hwb_arrive(h, s, 1), 0);
+            CU_ASSERT_EQUAL(t_fd_loop(h, fd, &pend, 1u << s, res), 0);
+            CU_ASSERT_EQUAL(res[s], 0);
+        }
+    }
     hb_hwb_close(h);
     if (t_model != NULL) {
         hb_scic_model_destroy(t_model);
@@ -788,6 +956,8 @@ static const t_case_t t_common[] = {
     {"timeout_2", test_timeout_2},
     {"timeout_3", test_timeout_3},
     {"fd_3", test_fd_3},
+    {"fd_rounds_2", test_fd_rounds_2},
+    {"fd_rounds_3", test_fd_rounds_3},
     {"dead_3", test_dead_3},
     {"never_3", test_never_3},
     {"100k_2", test_100k},
@@ -797,7 +967,8 @@ static const t_case_t t_shm_only[] = {
     {"barrier_8", test_barrier_8}, {"barrier_32", test_barrier_32},
     {"masks_8", test_masks_8},     {"late_center", test_shm_late_center},
     {"list", test_shm_list},       {"stale", test_shm_stale},
-    {"mode", test_shm_mode},
+    {"mode", test_shm_mode},       {"fd_dead_2", test_fd_dead_2},
+    {"fd_dead_3", test_fd_dead_3}, {"fd_close_2", test_fd_close_2},
 };
 
 /* Board discovery through sysfs by PCI ids (a fake sysfs tree). */
