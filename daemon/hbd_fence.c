@@ -33,7 +33,7 @@
  * unchanged. Each blob crosses each edge at most once per direction (the per-link byte
  * counters of the "fence_stats" control command show it). Messages are HBD_WIRE_FENCE frames
  * (job 0, coll_id = the fence's id) whose payload starts with direction (1 up, 2 down), 3 zero
- * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (32
+ * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (256
  * KiB) bytes; a link delivers its frames in order, so the chunks of one transfer arrive one after
  * the other. A frame that cannot go yet (link coming up, peer queue full) waits with the rest
  * of its transfer in a send queue retried every millisecond, behind which later transfers to
@@ -249,7 +249,7 @@ static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
 static int send_from(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t *data,
                      uint32_t base, uint32_t len, uint32_t *off_p)
 {
-    static uint8_t pl[HBD_WIRE_FENCE_MAX_PAYLOAD]; /* the loop's thread only */
+    uint8_t pl[HBD_FENCE_HDR];
     link_ctr_t *lc = link_of(d, to);
     do {
         uint32_t off = *off_p;
@@ -258,12 +258,12 @@ static int send_from(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_
         pl[0] = (uint8_t)dir;
         hbd_wire_put32(pl + 4, len);
         hbd_wire_put32(pl + 8, off);
-        if (n > 0)
-            memcpy(pl + HBD_FENCE_HDR, data + (off - base), n);
         int rc;
         if (!hbd_net_peer_up(d, to) && (rc = hbd_net_link(d, to)) != 0)
             return rc;
-        rc = hbd_net_send(d, to, HBD_WIRE_FENCE, 0, coll, pl, HBD_FENCE_HDR + n);
+        /* header and chunk go straight into ZeroMQ's message: one copy */
+        rc = hbd_net_send2(d, to, HBD_WIRE_FENCE, 0, coll, pl, HBD_FENCE_HDR,
+                           n > 0 ? data + (off - base) : NULL, n);
         if (rc != 0)
             return rc;
         if (lc != NULL) {

@@ -31,9 +31,10 @@
 #define HBD_WIRE_COLL_MAX_PAYLOAD (HBD_WIRE_COLL_HDR + HBD_WIRE_COLL_MAX_DATA)
 /* ECHO frames: T_SR probes (8 bytes), PlogP probes ([seq][mode] + up to 32 KiB: hbd_logp.c) */
 #define HBD_WIRE_ECHO_MAX_PAYLOAD (8 + HBD_WIRE_COLL_MAX_DATA)
-/* FENCE frames: a 12-byte header (hbd_fence.c) then up to HBD_WIRE_FENCE_MAX_DATA bytes */
+/* FENCE frames: a 12-byte header (hbd_fence.c) then up to HBD_WIRE_FENCE_MAX_DATA bytes (as
+ * COLL: a 1 KiB-per-rank fence of a few hundred ranks is one frame per edge) */
 #define HBD_WIRE_FENCE_HDR 12
-#define HBD_WIRE_FENCE_MAX_DATA 32768
+#define HBD_WIRE_FENCE_MAX_DATA HBD_WIRE_COLL_MAX_DATA
 #define HBD_WIRE_FENCE_MAX_PAYLOAD (HBD_WIRE_FENCE_HDR + HBD_WIRE_FENCE_MAX_DATA)
 /* DMODEX frames: a 24-byte header, the namespace (1..255 bytes), then: requests the required
  * key (0..HBD_WIRE_DMODEX_MAX_KEY bytes), replies up to HBD_WIRE_DMODEX_MAX_DATA bytes of the
@@ -59,7 +60,7 @@ typedef enum hbd_wire_type {
     HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
-    HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + up to 32 KiB */
+    HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + up to 256 KiB */
     HBD_WIRE_COLL = 7, /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
     HBD_WIRE_DMODEX =
         8,            /* direct modex request / reply: hbd_wire_dmodex_t header + nspace + data */
