@@ -203,7 +203,8 @@ int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg
 void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 /* Fail every barrier in flight with status (a peer was lost). */
 void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost);
-/* Control command "tib <n>": n chassis barriers through the hwbarrier, reply the median. */
+/* Control command "tib <n>": n chassis barriers through the hwbarrier, reply the median, and
+ * the last round's arrival and completion on CLOCK_MONOTONIC (arrived=NS done=NS). */
 void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n);
 /* The hwbarrier fd is readable. */
 void hbd_barrier_on_hwb(hbd_t *d);

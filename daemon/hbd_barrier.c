@@ -71,7 +71,7 @@ typedef struct hbd_barrier_state {
     /* T_IB probe */
     struct hbd_ctl_conn *tib_conn;
     uint32_t tib_n, tib_done;
-    uint64_t tib_t0;
+    uint64_t tib_t0, tib_t1; /* the last round's arrival and completion (CLOCK_MONOTONIC ns) */
     double *tib;
     /* HIBAR_TRACE_DIR: every event fed to hier and every outcome, one line each (below) */
     FILE *trace;
@@ -546,8 +546,11 @@ static void tib_end(hbd_t *d, int rc)
     hbd_barrier_state_t *b = d->bar;
     if (rc == 0) {
         qsort(b->tib, b->tib_n, sizeof(double), cmp_double);
-        hbd_ctl_reply(b->tib_conn, "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32, b->tib[b->tib_n / 2],
-                      b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0], b->tib_n);
+        hbd_ctl_reply(b->tib_conn,
+                      "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32 " arrived=%" PRIu64
+                      " done=%" PRIu64,
+                      b->tib[b->tib_n / 2], b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0],
+                      b->tib_n, b->tib_t0, b->tib_t1);
     } else {
         hbd_ctl_reply(b->tib_conn, "err tib %d %s", rc, hibar_strerror(rc));
     }
@@ -565,7 +568,8 @@ static void tib_done(hbd_t *d, int rc)
         tib_end(d, rc);
         return;
     }
-    b->tib[b->tib_done++] = (double)(hb_time_now_ns() - b->tib_t0) / 1e3;
+    b->tib_t1 = hb_time_now_ns();
+    b->tib[b->tib_done++] = (double)(b->tib_t1 - b->tib_t0) / 1e3;
     d->st.hwb_rounds++;
     if (b->tib_done == b->tib_n) {
         tib_end(d, 0);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # trace-steps.py: where a whole-cluster barrier's time goes, from the hibard traces of an
 # emulated cluster (HIBAR_TRACE_DIR=DIR; every daemon on this host, so their t0_ns share
-# CLOCK_MONOTONIC). Usage: scripts/trace-steps.py DIR [--skip N]
+# CLOCK_MONOTONIC). Usage: scripts/trace-steps.py DIR [--skip N] [--L N]
 #
 # For every collective (the first N, default 20, are warm-up), each protocol step is named by
 # the tag hier gives it ("scmd I2", "tree U1", ...):
@@ -11,6 +11,12 @@
 # Steps are listed in the order they end; "segment" is how much later than the step before
 # it one ends (the waterfall; the segments add up to first arrival -> last completion).
 # Then the barrier itself: last ARRIVE -> last COMPLETE, its distribution and a histogram.
+# Then the work per barrier, to hold against the formulas: the chassis-barrier steps and the
+# message steps on the critical path (the waterfall: scmd (4 + 3L) and 3(L + 1), tree
+# (3 + 2L) and 2(L + 1); with --L N the script checks them), and every chassis round
+# (HWB_ARRIVE, one per node and chassis step) and every SEND of the barrier, with the number
+# of barriers that did more or less than the most common count (a protocol doing extra work
+# shows up here).
 import collections
 import glob
 import re
@@ -52,13 +58,16 @@ def q(v, p):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit('usage: trace-steps.py DIR [--skip N]')
+        sys.exit('usage: trace-steps.py DIR [--skip N] [--L N]')
     skip = int(sys.argv[sys.argv.index('--skip') + 1]) if '--skip' in sys.argv else 20
+    want_L = int(sys.argv[sys.argv.index('--L') + 1]) if '--L' in sys.argv else None
     ev = load(sys.argv[1])
     own = collections.defaultdict(list)
     seg = collections.defaultdict(list)
     end_rel = collections.defaultdict(list)
     total, spread = [], []
+    n_hwb_steps, n_msg_steps, n_arrive, n_send = [], [], [], []
+    proto = set()
     for c in sorted(ev)[skip:]:
         es = sorted(ev[c])
         arr = [e[0] for e in es if e[2] == 'ARRIVE']
@@ -89,6 +98,11 @@ def main():
                     end[s] = max(end.get(s, t), t)
         t0 = min(arr)
         prev = t0
+        n_hwb_steps.append(sum(1 for s in end if s.startswith('hwb ')))
+        n_msg_steps.append(sum(1 for s in end if s.startswith('msg ')))
+        n_arrive.append(sum(1 for e in es if e[2] == 'HWB_ARRIVE'))
+        n_send.append(sum(1 for e in es if e[2] == 'SEND'))
+        proto.update(s.split()[-2] for s in end)
         for s in sorted(end, key=lambda x: end[x]):
             own[s].append(end[s] - start[s])
             seg[s].append(end[s] - prev)
@@ -111,11 +125,29 @@ def main():
         print('%-26s %s %9.0f %9.0f' % (s, ' '.join(ow), q(v, .5), sum(v) / len(v)))
     print('barrier, last ARRIVE -> last COMPLETE: median %.0f, p90 %.0f, p99 %.0f, max %.0f'
           % (q(total, .5), q(total, .9), q(total, .99), max(total)))
+    def mode(v):
+        m = collections.Counter(v).most_common(1)[0][0]
+        return m, sum(1 for x in v if x != m)
+    (hs, hs_off), (ms, ms_off) = mode(n_hwb_steps), mode(n_msg_steps)
+    (na, na_off), (ns, ns_off) = mode(n_arrive), mode(n_send)
+    print('per barrier: %d chassis-barrier steps and %d message steps on the critical path '
+          '(%d and %d barriers differ); %d chassis rounds (HWB_ARRIVE) and %d SENDs in all '
+          '(%d and %d barriers differ)' % (hs, ms, hs_off, ms_off, na, ns, na_off, ns_off))
+    bad = hs_off + ms_off + na_off + ns_off
+    if want_L is not None and len(proto) == 1:
+        p = proto.pop()
+        exp = (4 + 3 * want_L, 3 * (want_L + 1)) if p == 'scmd' else \
+            (3 + 2 * want_L, 2 * (want_L + 1))
+        ok = (hs, ms) == exp
+        print('%s with L = %d: the formula counts %d chassis barriers and %d sends: %s'
+              % (p, want_L, exp[0], exp[1], 'the same' if ok else 'DIFFERENT'))
+        bad += not ok
     bins = [0, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 20000, float('inf')]
     hist = [sum(1 for x in total if bins[i] <= x < bins[i + 1]) for i in range(len(bins) - 1)]
     print('histogram: ' + '  '.join('%g-%g: %d' % (bins[i] / 1e3, bins[i + 1] / 1e3, hist[i])
                                     for i in range(len(hist)) if hist[i]) + ' (ms)')
+    return 1 if bad else 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -24,14 +24,23 @@
 /*
  * Per protocol: start the emulated cluster of --config with that protocol unless one is
  * running, warm up, then drive --iters barriers through every daemon's control socket (all
- * asked at once; a sample is first request -> last reply). In the same run:
- *   T_IB  chassis barrier through the hwbarrier, as the daemons run it ("tib" on every node;
- *         every chassis at once, as the barrier's waves run them; median of the Centers')
- *   T_SR  one tree hop, half a ping-pong between a non-root Center and its parent daemon
- *         ("tsr" on every non-root Center at once; median of their medians)
+ * asked at once; a sample is first request -> last reply). In the same run, T_IB (chassis
+ * barrier through the hwbarrier, as the daemons run it) and T_SR (one tree hop, half a
+ * ping-pong between a non-root Center and its parent daemon, "tsr") three ways:
+ *   step    as the protocol's steps run them (predicted_us uses these): per tree depth, the
+ *           chassis (links up) of that depth at once, the concurrency of one step of the
+ *           waves. T_IB: the ports asked "tib 1" first (they arrive and sleep), the Centers
+ *           BC_STAGGER_US later; a round is the last arrival -> the last completion over all
+ *           those nodes (the daemons' CLOCK_MONOTONIC stamps), as scripts/trace-steps.py
+ *           times a chassis step. T_SR: "tsr" on the Centers of that depth at once. Each
+ *           protocol's critical path crosses the depths a known number of times (scmd: root
+ *           2, inter-level 3, low-end 2 chassis barriers, 3 hops per link level; tree: 1, 2,
+ *           2 and 2), so t_ib_step_us / t_sr_step_us are those path-weighted means, and
+ *           (4 + 3L)·t_ib_step + 3(L + 1)·t_sr_step is the sum over the steps.
+ *   all     every chassis / every link at once, rounds back to back (t_ib_us, t_sr_us)
+ *   alone   the root chassis / the deepest link alone, back to back (t_ib_alone_us, ...)
  * and print the predictions of config/topo.h: (4 + 3L)·T_IB + 3(L + 1)·T_SR for scmd,
- * hb_topo_predict_tree for tree. The same figures measured one chassis / one link at a time
- * are printed too (t_ib_alone_us, t_sr_alone_us), and the driver's own share: a "ping" to
+ * hb_topo_predict_tree for tree, with each set. Also the driver's own share: a "ping" to
  * every daemon at once, to the last reply (t_ctl_us; ratio_net leaves it out), and the
  * protocol alone: last arrival at a daemon to last completion, from the stamps the daemons
  * put in their replies (CLOCK_MONOTONIC, shared on one host: protocol_median_us). With
@@ -52,10 +61,16 @@ typedef struct bc_opts {
 } bc_opts_t;
 
 #define BC_BLOCKS 5
+#define BC_MAXDEPTH 16
+/* the ports of a stepped T_IB round arrive this much before their Centers: long enough to be
+ * asleep (an emulated cluster has no yield stage; elsewhere it lasts 2 ms) */
+#define BC_STAGGER_US 3000
 
 typedef struct bc_probe {
     double t_ib, t_sr, t_ib_alone, t_sr_alone;
     double t_ctl; /* "ping" to every daemon at once -> last reply: the driver's own share */
+    double t_ib_lv[BC_MAXDEPTH + 1]; /* stepped T_IB of the chassis at depth d */
+    double t_sr_lv[BC_MAXDEPTH + 1]; /* T_SR of the links from depth d up, d >= 1, at once */
 } bc_probe_t;
 
 static void usage(FILE *f)
@@ -63,7 +78,12 @@ static void usage(FILE *f)
     fprintf(f, "usage: hibar-bench cluster-barrier --config FILE [--protocol scmd|tree|scmd,tree]\n"
                "         [--iters N (1000)] [--warmup N (100)] [--probe-iters N (300)]\n"
                "         [--idle-cpu SECONDS] [--set KEY=VALUE]... [--keep] " HB_BENCH_COMMON_USAGE
-               "\n");
+               "\n"
+               "predicted_us: the paper's formula with T_IB and T_SR measured as the protocol's\n"
+               "steps run them (t_ib_step_us, t_sr_step_us: per depth, the chassis or links of\n"
+               "one step at once, sleeping ports woken by the last arrival); also printed: every\n"
+               "chassis/link at once back to back (t_ib_us, t_sr_us, predicted_all_us) and one\n"
+               "alone (t_ib_alone_us, t_sr_alone_us, predicted_alone_us).\n");
 }
 
 static double field_num(const char *reply, const char *word)
@@ -114,6 +134,62 @@ static int probe_tib(hbd_cluster_t *cl, const hb_topo_t *t, const uint32_t *chas
     free(nodes);
     free(rep);
     free(med);
+    return rc;
+}
+
+/* "arrived=NS done=NS" of a tib reply; 0 or PROTO. */
+static int tib_stamps(const char *reply, uint64_t *a_p, uint64_t *d_p)
+{
+    const char *a = strstr(reply, " arrived="), *d = strstr(reply, " done=");
+    if (strncmp(reply, "ok tib ", 7) != 0 || a == NULL || d == NULL)
+        return HIBAR_ERR_PROTO;
+    *a_p = strtoull(a + 9, NULL, 10);
+    *d_p = strtoull(d + 6, NULL, 10);
+    return 0;
+}
+
+/* T_IB as a step runs it (see the top): the chassis at `depth` at once, ports first, Centers
+ * BC_STAGGER_US later; median over n rounds of last arrival -> last completion. */
+static int probe_tib_step(hbd_cluster_t *cl, const hb_topo_t *t, uint32_t depth, unsigned n,
+                          double *out)
+{
+    uint32_t *nodes = malloc(sizeof(uint32_t) * t->n_nodes), k = 0, np;
+    double *v = malloc(sizeof(double) * n);
+    int rc = nodes && v ? 0 : HIBAR_ERR_NOMEM;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) { /* ports, then Centers */
+        if (pass == 1)
+            np = k;
+        for (uint32_t c = 0; c < t->n_chassis; c++)
+            for (uint32_t j = 0; t->chassis[c].depth == depth && j < t->chassis[c].n_nodes; j++)
+                if ((j == 0) == (pass == 1))
+                    nodes[k++] = t->chassis[c].nodes[j];
+    }
+    for (unsigned r = 0; r < n && rc == 0 && k > 0; r++) {
+        struct timespec ts = {0, BC_STAGGER_US * 1000L};
+        uint64_t last_a = 0, last_d = 0;
+        for (uint32_t i = 0; i < k && rc == 0; i++) {
+            if (i == np)
+                nanosleep(&ts, NULL);
+            rc = cl->fd[nodes[i]] < 0 ? HIBAR_ERR_NOT_FOUND
+                                      : hbd_client_send(cl->fd[nodes[i]], "tib 1");
+        }
+        for (uint32_t i = 0; i < k && rc == 0; i++) {
+            char rep[512];
+            uint64_t a, d;
+            rc = hbd_client_recv(cl->fd[nodes[i]], rep, sizeof(rep), 30000);
+            if (rc == 0 && (rc = tib_stamps(rep, &a, &d)) != 0)
+                hb_log_error("tib on node %" PRIu32 ": %s", nodes[i], rep);
+            if (rc == 0) {
+                last_a = a > last_a ? a : last_a;
+                last_d = d > last_d ? d : last_d;
+            }
+        }
+        v[r] = last_d > last_a ? (double)(last_d - last_a) / 1e3 : 0;
+    }
+    if (rc == 0)
+        *out = k > 0 ? median(v, n) : 0;
+    free(nodes);
+    free(v);
     return rc;
 }
 
@@ -187,9 +263,34 @@ static int probe(hbd_cluster_t *cl, const hb_topo_t *t, unsigned n, bc_probe_t *
     }
     if (rc == 0)
         rc = probe_ctl(cl, n, &p->t_ctl);
+    /* as the steps run them: depth by depth */
+    for (uint32_t d = 0; rc == 0 && d <= t->depth && d <= BC_MAXDEPTH; d++) {
+        uint32_t k = 0;
+        rc = probe_tib_step(cl, t, d, n, &p->t_ib_lv[d]);
+        for (uint32_t c = 0; rc == 0 && d > 0 && c < t->n_chassis; c++)
+            if (t->chassis[c].depth == d)
+                centers[k++] = t->chassis[c].nodes[0];
+        if (rc == 0 && k > 0)
+            rc = probe_tsr(cl, centers, k, n, &p->t_sr_lv[d]);
+    }
     free(all);
     free(centers);
     return rc;
+}
+
+/* How often the critical path of protocol p takes a chassis barrier at depth d (*ib_p) and a
+ * hop between depths d - 1 and d (*sr_p), on a tree of the given depth (see the top). */
+static void path_weights(int scmd, uint32_t depth, uint32_t d, double *ib_p, double *sr_p)
+{
+    *sr_p = d == 0 ? 0 : scmd ? 3 : 2;
+    if (depth == 0)
+        *ib_p = 1;
+    else if (d == 0)
+        *ib_p = scmd ? 2 : 1;
+    else if (d == depth)
+        *ib_p = 2;
+    else
+        *ib_p = scmd ? 3 : 2;
 }
 
 static int idle_cpu(const hb_cfg_t *cfg, double secs, double *pct_p)
@@ -284,8 +385,19 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
             rc = probe(cl, topo, probe_n, &pb[nb++]);
     }
     bc_probe_t p = {0};
+    double lv_ib[BC_MAXDEPTH + 1] = {0}, lv_sr[BC_MAXDEPTH + 1] = {0};
+    uint32_t nlv = topo->depth < BC_MAXDEPTH ? topo->depth + 1 : BC_MAXDEPTH + 1;
     if (rc == 0 && nb > 0) {
         double v[5][BC_BLOCKS] = {{0}};
+        for (uint32_t d = 0; d < nlv; d++) {
+            double a[BC_BLOCKS], b[BC_BLOCKS];
+            for (unsigned k = 0; k < nb; k++) {
+                a[k] = pb[k].t_ib_lv[d];
+                b[k] = pb[k].t_sr_lv[d];
+            }
+            lv_ib[d] = median(a, nb);
+            lv_sr[d] = median(b, nb);
+        }
         for (unsigned k = 0; k < nb; k++) {
             v[0][k] = pb[k].t_ib;
             v[1][k] = pb[k].t_sr;
@@ -308,25 +420,58 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         if (ny > 0)
             hb_stats_summarize(y, ny, o->common.confidence, &sp);
         int scmd = strcmp(proto, "scmd") == 0;
-        double pred = scmd ? hb_topo_predict_scmd(topo, p.t_ib, p.t_sr)
-                           : hb_topo_predict_tree(topo, p.t_ib, p.t_sr);
+        /* the steps' path-weighted means (see the top) */
+        double w_ib = 0, w_sr = 0, s_ib = 0, s_sr = 0, t_ib_step = 0, t_sr_step = 0;
+        char lvs[256] = "", lvs_ib[128] = "", lvs_sr[128] = "";
+        size_t o1 = 0, o2 = 0, o3 = 0;
+        for (uint32_t d = 0; d < nlv; d++) {
+            double wi, ws;
+            path_weights(scmd, topo->depth, d, &wi, &ws);
+            w_ib += wi;
+            s_ib += wi * lv_ib[d];
+            w_sr += ws;
+            s_sr += ws * lv_sr[d];
+            if (o1 < sizeof(lvs))
+                o1 += (size_t)snprintf(lvs + o1, sizeof(lvs) - o1, "%sdepth %u: T_IB %.1f x%.0f",
+                                       d ? "; " : "", d, lv_ib[d], wi);
+            if (d > 0 && o1 < sizeof(lvs))
+                o1 += (size_t)snprintf(lvs + o1, sizeof(lvs) - o1, ", T_SR up %.1f x%.0f", lv_sr[d],
+                                       ws);
+            if (o2 < sizeof(lvs_ib))
+                o2 += (size_t)snprintf(lvs_ib + o2, sizeof(lvs_ib) - o2, "%s%.1f", d ? ", " : "",
+                                       lv_ib[d]);
+            if (d > 0 && o3 < sizeof(lvs_sr))
+                o3 += (size_t)snprintf(lvs_sr + o3, sizeof(lvs_sr) - o3, "%s%.1f",
+                                       d > 1 ? ", " : "", lv_sr[d]);
+        }
+        if (w_ib > 0)
+            t_ib_step = s_ib / w_ib;
+        if (w_sr > 0)
+            t_sr_step = s_sr / w_sr;
+        double pred = scmd ? hb_topo_predict_scmd(topo, t_ib_step, t_sr_step)
+                           : hb_topo_predict_tree(topo, t_ib_step, t_sr_step);
+        double pred_all = scmd ? hb_topo_predict_scmd(topo, p.t_ib, p.t_sr)
+                               : hb_topo_predict_tree(topo, p.t_ib, p.t_sr);
         double pred_alone = scmd ? hb_topo_predict_scmd(topo, p.t_ib_alone, p.t_sr_alone)
                                  : hb_topo_predict_tree(topo, p.t_ib_alone, p.t_sr_alone);
         double pred_hier =
-            hb_hier_predict(topo, scmd ? HB_HIER_SCMD : HB_HIER_TREE, p.t_ib, p.t_sr);
+            hb_hier_predict(topo, scmd ? HB_HIER_SCMD : HB_HIER_TREE, t_ib_step, t_sr_step);
         *median_p = s.median;
-        char extra[768];
-        int k = snprintf(extra, sizeof(extra),
-                         "\"predicted_us\": %.1f, \"ratio\": %.3f, \"t_ib_us\": %.2f, "
-                         "\"t_sr_us\": %.2f, \"L\": %" PRIu32 ", \"chassis\": %" PRIu32 ", "
-                         "\"t_ib_alone_us\": %.2f, \"t_sr_alone_us\": %.2f, "
-                         "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f, "
-                         "\"t_ctl_us\": %.1f, \"ratio_net\": %.3f, "
-                         "\"protocol_median_us\": %.1f, \"protocol_p99_us\": %.1f, "
-                         "\"ratio_protocol\": %.3f",
-                         pred, s.median / pred, p.t_ib, p.t_sr, topo->L, topo->n_chassis,
-                         p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier, p.t_ctl,
-                         (s.median - p.t_ctl) / pred, sp.median, sp.p99, sp.median / pred);
+        char extra[1280];
+        int k = snprintf(
+            extra, sizeof(extra),
+            "\"predicted_us\": %.1f, \"predicted_from\": \"step\", \"ratio\": %.3f, "
+            "\"t_ib_step_us\": %.2f, \"t_sr_step_us\": %.2f, \"t_ib_depth_us\": [%s], "
+            "\"t_sr_depth_us\": [%s], \"t_ib_us\": %.2f, \"t_sr_us\": %.2f, "
+            "\"predicted_all_us\": %.1f, \"L\": %" PRIu32 ", \"chassis\": %" PRIu32 ", "
+            "\"t_ib_alone_us\": %.2f, \"t_sr_alone_us\": %.2f, "
+            "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f, "
+            "\"t_ctl_us\": %.1f, \"ratio_net\": %.3f, "
+            "\"protocol_median_us\": %.1f, \"protocol_p99_us\": %.1f, "
+            "\"ratio_protocol\": %.3f",
+            pred, s.median / pred, t_ib_step, t_sr_step, lvs_ib, lvs_sr, p.t_ib, p.t_sr, pred_all,
+            topo->L, topo->n_chassis, p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier, p.t_ctl,
+            (s.median - p.t_ctl) / pred, sp.median, sp.p99, sp.median / pred);
         if (idle >= 0 && k > 0 && (size_t)k < sizeof(extra))
             snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"idle_cpu_pct\": %.2f", idle);
         hb_bench_row_t row = {.impl = proto,
@@ -345,14 +490,17 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         hb_bench_out_note(o->out, "%s: median %.1f us, p99 %.1f us; predicted %.1f us (ratio %.2f)",
                           proto, s.median, s.p99, pred, s.median / pred);
         hb_bench_out_note(o->out,
-                          "T_IB %.1f us (every chassis at once; alone %.1f), T_SR %.1f us "
-                          "(every link at once; alone %.1f)",
+                          "T_IB %.1f us, T_SR %.1f us as the steps run them (predicted_us): %s",
+                          t_ib_step, t_sr_step, lvs);
+        hb_bench_out_note(o->out,
+                          "T_IB %.1f us (every chassis at once, back to back; alone %.1f), "
+                          "T_SR %.1f us (every link at once; alone %.1f)",
                           p.t_ib, p.t_ib_alone, p.t_sr, p.t_sr_alone);
         hb_bench_out_note(o->out,
-                          "formula %s (config/topo.h); with the alone figures %.1f us; "
-                          "hier's count %.1f us",
-                          scmd ? "(4 + 3L)·T_IB + 3(L + 1)·T_SR" : "hb_topo_predict_tree",
-                          pred_alone, pred_hier);
+                          "formula %s (config/topo.h); with every chassis/link at once %.1f us "
+                          "(ratio %.2f), alone %.1f us (ratio %.2f); hier's count %.1f us",
+                          scmd ? "(4 + 3L)·T_IB + 3(L + 1)·T_SR" : "hb_topo_predict_tree", pred_all,
+                          s.median / pred_all, pred_alone, s.median / pred_alone, pred_hier);
         hb_bench_out_note(o->out,
                           "driver share (ping to every daemon, last reply) %.1f us; "
                           "(median - that) / predicted = %.2f",
