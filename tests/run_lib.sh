@@ -59,7 +59,7 @@ EXTRA_CLEANUP=:
 cleanup() {
     local rc=$?
     trap - EXIT
-    $EXTRA_CLEANUP
+    eval "$EXTRA_CLEANUP" # a command line: quotes and ; in it count
     rm -rf "$TMP"
     exit $rc
 }
