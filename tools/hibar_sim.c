@@ -1315,6 +1315,8 @@ static int mode_scatter(opts_t *o)
     ml.b_wan = o->p.n_b_wan ? o->p.b_wan : NULL;
     ml.n_b_wan = o->p.n_b_wan;
     ml.lan_startup = 1;
+    ml.pipeline = 1; /* the model the chooser uses: the schedule's pipelined lanes */
+    ml.seg = 65536;  /* the segment simulated below */
     print_params(o);
     for (op = 0; op < 2 && rc == 0; op++) {
         for (s = 0; s < ns && rc == 0; s++) {
@@ -1323,7 +1325,8 @@ static int mode_scatter(opts_t *o)
             size_t first = nr;
             /* single-lane, multi-lane at each P and at the model's P_opt, then the site-blind
              * flat and binomial */
-            hb_model_popt(&ml, per_site, per_site, sizes[s], 0, &popt, &popt_t);
+            hb_model_popt_op(&ml, op ? HB_COLL_GATHER : HB_COLL_SCATTER, per_site, per_site,
+                             sizes[s], 0, &popt, &popt_t);
             for (k = 0; k <= nl + 3 && rc == 0; k++) {
                 hb_coll_args_t args;
                 hb_sim_result_t r;
@@ -1378,7 +1381,8 @@ static int mode_scatter(opts_t *o)
                 if (k == 0)
                     hb_model_single_lane(&ml, per_site, per_site, sizes[s], &row->model);
                 else if (!blind)
-                    hb_model_multi_lane(&ml, per_site, per_site, sizes[s], P, &row->model);
+                    hb_model_multi_lane_pipe(&ml, args.op, per_site, per_site, sizes[s], P,
+                                             &row->model);
                 else
                     hb_model_tree(&ml, args.op, args.alg, per_site, per_site, sizes[s],
                                   &row->model);
