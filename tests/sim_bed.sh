@@ -134,7 +134,7 @@ for op in $ops; do
             for ((r = 0; r < reps; r++)); do
                 # warm-up with 1 byte: links come up on the first collective that needs them;
                 # then one at the size: the first collective of a larger size grows every
-                # daemon's heap and pays its page faults (1.2-4x the next one), not measured
+                # daemon's heap and pays its page faults (1.7-6.7x the next one), not measured
                 "$DRIVE" --config "$CFG" "${SETS[@]}" coll "$op" "$alg" 0 1 0 >/dev/null 2>&1
                 "$DRIVE" --config "$CFG" "${SETS[@]}" coll "$op" "$alg" 0 "$size" 0 >/dev/null 2>&1
                 "$DRIVE" --config "$CFG" "${SETS[@]}" coll "$op" "$alg" 0 "$size" 0 \

@@ -427,7 +427,7 @@ static int measure_row(const bcoll_driver_t *drv, const bcoll_opts_t *o, const b
     /* warm-up: links to peers come up on demand, on the first collective that needs them; then
      * one at the row's size, not counted: the first collective of a larger size than before
      * grows every daemon's heap and pays its first-touch page faults (the first repetition of
-     * each size took 1.2-4x the next one on the bed) */
+     * each size took 1.7-6.7x the next one on the bed) */
     int rc = drv->run(drv->ctx, &c, &s);
     c.size = row->size;
     if (rc == 0)
@@ -613,11 +613,12 @@ static int plot_sweep(const bcoll_opts_t *o, const bcoll_row_t *r, size_t n)
     char data[8192], title[256];
     size_t k = 0;
     k += (size_t)snprintf(data + k, sizeof(data) - k,
-                          "# P measured_median_ms ci_ms predicted_ms min_ms max_ms\n");
+                          "# P measured_median_ms ci_ms predicted_ms min_ms max_ms paper_tp_ms\n");
     for (size_t i = 0; i < n && k < sizeof(data); i++)
-        k += (size_t)snprintf(data + k, sizeof(data) - k, "%" PRIu32 " %.3f %.3f %.3f %.3f %.3f\n",
-                              r[i].lanes, r[i].st.median / 1e3, r[i].st.ci / 1e3,
-                              r[i].predicted / 1e3, r[i].st.min / 1e3, r[i].st.max / 1e3);
+        k += (size_t)snprintf(data + k, sizeof(data) - k,
+                              "%" PRIu32 " %.3f %.3f %.3f %.3f %.3f %.3f\n", r[i].lanes,
+                              r[i].st.median / 1e3, r[i].st.ci / 1e3, r[i].predicted / 1e3,
+                              r[i].st.min / 1e3, r[i].st.max / 1e3, r[i].formula / 1e3);
     snprintf(title, sizeof(title), "multi-lane %s of %.0f KiB per node: T(P)",
              hb_coll_op_name(o->op), (double)o->sweep_size / 1024.0);
     const char *op = hb_coll_op_name(o->op);
@@ -625,8 +626,10 @@ static int plot_sweep(const bcoll_opts_t *o, const bcoll_row_t *r, size_t n)
     snprintf(plots, sizeof(plots),
              "\"%s-lanes.dat\" using 1:2:3 with yerrorbars title \"measured (median, CI)\" pt 7, "
              "\"%s-lanes.dat\" using 1:2 with lines notitle lc 1, "
-             "\"%s-lanes.dat\" using 1:4 with linespoints title \"predicted T(P)\" dt 2 pt 6",
-             op, op, op);
+             "\"%s-lanes.dat\" using 1:4 with linespoints title \"predicted (pipelined lanes)\" "
+             "dt 2 pt 6, "
+             "\"%s-lanes.dat\" using 1:7 with linespoints title \"paper T(P)\" dt 3 pt 4",
+             op, op, op, op);
     char xr[96];
     snprintf(xr, sizeof(xr), "set xrange [0.5:%.1f]\nset xtics 1\nset yrange [0:*]\n",
              (double)n + 0.5);
