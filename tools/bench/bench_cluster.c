@@ -153,7 +153,7 @@ static int tib_stamps(const char *reply, uint64_t *a_p, uint64_t *d_p)
 static int probe_tib_step(hbd_cluster_t *cl, const hb_topo_t *t, uint32_t depth, unsigned n,
                           double *out)
 {
-    uint32_t *nodes = malloc(sizeof(uint32_t) * t->n_nodes), k = 0, np;
+    uint32_t *nodes = malloc(sizeof(uint32_t) * t->n_nodes), k = 0, np = 0;
     double *v = malloc(sizeof(double) * n);
     int rc = nodes && v ? 0 : HIBAR_ERR_NOMEM;
     for (int pass = 0; pass < 2 && rc == 0; pass++) { /* ports, then Centers */
