@@ -19,8 +19,9 @@
 
 #define HB_WAIT_SLOW_NS 1000000ull /* a slow (expensive) poll at most every millisecond */
 
-static hb_wait_policy_t hb_wait_policy = {
+static const hb_wait_policy_t hb_wait_policy_dflt = {
     .spin_ns = 2000ull, .yield_ns = 2000000ull, .slice_ns = 100000000ull, .spin_max_ns = 50000ull};
+static hb_wait_policy_t hb_wait_policy;
 static _Atomic int hb_wait_policy_ready;
 
 /* A HIBAR_WAIT_* budget in units of `scale` ns; malformed values are logged and ignored. */
@@ -34,7 +35,7 @@ const hb_wait_policy_t *hb_wait_policy_default(void)
 {
     if (!atomic_load_explicit(&hb_wait_policy_ready, memory_order_acquire)) {
         /* Racing initializers compute the same values; the last store wins harmlessly. */
-        hb_wait_policy_t p = hb_wait_policy;
+        hb_wait_policy_t p = hb_wait_policy_dflt;
         p.spin_ns = hb_wait_env_u64("HIBAR_WAIT_SPIN_US", p.spin_ns, 1000);
         p.spin_max_ns = hb_wait_env_u64("HIBAR_WAIT_SPIN_MAX_US", p.spin_max_ns, 1000);
         if (p.spin_max_ns < p.spin_ns)
@@ -47,6 +48,11 @@ const hb_wait_policy_t *hb_wait_policy_default(void)
         atomic_store_explicit(&hb_wait_policy_ready, 1, memory_order_release);
     }
     return &hb_wait_policy;
+}
+
+void hb_wait_policy_reload(void)
+{
+    atomic_store_explicit(&hb_wait_policy_ready, 0, memory_order_release);
 }
 
 void hb_wait_word_init(hb_wait_word_t *w)

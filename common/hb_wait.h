@@ -49,6 +49,9 @@ typedef int (*hb_wait_poll_fn)(void *arg, int slow);
  * by the environment (HIBAR_WAIT_SPIN_US, HIBAR_WAIT_SPIN_MAX_US, HIBAR_WAIT_YIELD_US,
  * HIBAR_WAIT_SLICE_MS) when first used. */
 const hb_wait_policy_t *hb_wait_policy_default(void);
+/* Read the environment again at the next hb_wait_policy_default() (a test's forked children;
+ * not thread-safe against waits in progress). */
+void hb_wait_policy_reload(void);
 
 void hb_wait_word_init(hb_wait_word_t *w);
 

@@ -29,9 +29,9 @@
  * keeps the loop polling its sockets without sleeping, and each turn tests the pending rounds
  * and calls sched_yield (yield_cb). Sleep stage: then it arms the backend's fd, tests once
  * more and sleeps in epoll with everything else; the fd wakes it when a round may have ended
- * (scic: the board's interrupt; shm: an eventfd written by the handle's watcher thread, asleep
- * on the segment's futex while armed). Arming only then means that a round that ends within
- * the yield stage costs no wake-up of anything.
+ * (scic: the board's interrupt; shm: a datagram from whoever ends one of our rounds while we
+ * are armed). Arming only then means that a round that ends within the yield stage costs
+ * nobody a syscall or a wake-up.
  */
 #define HBD_HIER_NSYNC 8
 #define HBD_TIB_SYNC (HB_HWB_NSYNC - 1)

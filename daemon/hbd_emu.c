@@ -367,7 +367,8 @@ int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
         if (unlink_quiet(path) != 0)
             rc = HIBAR_ERR_IO;
     }
-    /* chassis barrier segments (hwbarrier shm: /dev/shm/hibar-<uid>-<cluster>-c<N>) */
+    /* chassis barrier segments (hwbarrier shm: /dev/shm/hibar-<uid>-<cluster>-c<N>) and the
+     * sockets of their nodes' event-loop fds (...-c<N>-p<port>) */
     char prefix[128];
     snprintf(prefix, sizeof(prefix), "hibar-%u-%s-c", (unsigned)getuid(), cfg->cluster);
     DIR *dir = opendir("/dev/shm");
@@ -376,8 +377,11 @@ int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
         size_t pl = strlen(prefix);
         while ((e = readdir(dir)) != NULL) {
             const char *rest = e->d_name + pl;
-            if (strncmp(e->d_name, prefix, pl) != 0 || *rest == '\0' ||
-                strspn(rest, "0123456789") != strlen(rest))
+            size_t nd = strspn(rest, "0123456789");
+            if (strncmp(e->d_name, prefix, pl) != 0 || nd == 0 ||
+                (rest[nd] != '\0' &&
+                 (strncmp(rest + nd, "-p", 2) != 0 || rest[nd + 2] == '\0' ||
+                  strspn(rest + nd + 2, "0123456789") != strlen(rest + nd + 2))))
                 continue;
             char path[400];
             snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);

@@ -113,9 +113,10 @@ int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms)
  * be spurious. A loop that wants the spin and yield stages tests its rounds meanwhile and
  * arms only when it goes to sleep, so nothing wakes on its behalf before. Do not also sleep in
  * hb_hwb_wait() on a handle whose fd a loop watches (scic: the wait consumes the interrupt).
- * scic: the board's interrupt. shm: an eventfd written by a watcher thread of the handle
- * (started by the first call, stopped by close) that sleeps on the segment's futex while
- * armed, and without a timeout on its own futex while not. Errors: IO, NOMEM.
+ * scic: the board's interrupt. shm: an epoll fd (a UNIX datagram socket, bound beside the
+ * segment, that whoever ends one of the node's rounds writes to only while the node is
+ * armed, and a liveness timer ticking every sleep slice, 100 ms, only while armed). Errors:
+ * IO.
  */
 int hb_hwb_fd(hb_hwb_t *h, int *fd_p);
 /* Clear the fd's readability and arm (armed != 0) or disarm it (see hb_hwb_fd). Arming with

@@ -9,16 +9,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,17 +49,19 @@
  * unlinked and recreated by the next Center. Ports wait (bounded by timeout_ms) until a live
  * Center's segment is ready. The Center unlinks the segment on close; ports only unmap it.
  *
- * Event-loop fd: no process can make another's fd readable, and a futex cannot be polled. So
- * hb_shm_fd starts a watcher thread in this process; it is the sleep stage of the waiting rule
- * only (its caller does the spin and yield stages by testing its rounds meanwhile, and sees
- * an end then without any wake-up). hb_shm_fd_arm(1), called before the caller sleeps, arms it
- * once: it sleeps on our wake word until one of our pending rounds ends (or a participant is
- * lost), then writes an eventfd and disarms. Unarmed, it sleeps on a word of its own without
- * a timeout, so a node whose loop is busy or idle never wakes it.
+ * Event-loop fd (hb_shm_fd): each node that asks for one binds a UNIX datagram socket beside
+ * the segment (/dev/shm/hibar-<uid>-<cluster>-c<N>-p<port>: a path, so chassis mates in other
+ * network namespaces reach it) and returns an epoll fd holding it and a timerfd. It is the
+ * sleep stage of the waiting rule: its user arms it (hb_shm_fd_arm) only when it is about to
+ * sleep, which sets fd_armed in the node's part of the segment; whoever ends one of its
+ * rounds (hb_shm_release) takes fd_armed back and sends it one datagram, so the sleeping loop
+ * is woken directly, once, and nobody pays a syscall for a node that is not asleep. The
+ * timer ticks every sleep slice (100 ms) while armed: the liveness checks (a dead participant's
+ * round is aborted; one whose completer died before writing our flag fails after two ticks).
  */
 
 #define HB_SHM_MAGIC 0x68627368u /* "hbsh" */
-#define HB_SHM_VERSION 1u
+#define HB_SHM_VERSION 2u
 
 /* Flag values. ARRIVED carries this node's arrival count at that sync number in its high 24
  * bits (HB_SHM_STATE gives the state): a flag seen ARRIVED is still that round's. */
@@ -79,6 +82,7 @@ typedef struct hb_shm_flags {
 typedef struct hb_shm_node {
     alignas(64) _Atomic int32_t pid;
     hb_wait_word_t wake;
+    _Atomic uint32_t fd_armed; /* its loop sleeps on its fd: notify it (hb_shm_notify) */
 } hb_shm_node_t;
 
 typedef struct hb_shm_seg {
@@ -98,17 +102,17 @@ typedef struct hb_shm {
     int fd; /* kept open: our OFD lock on byte `me` */
     uint32_t me, nodes;
     int32_t pid;
-    /* written by the handle's user only; the watcher reads them */
+    /* written by the handle's user only (atomic: read by hb_shm_wait_end's helpers) */
     _Atomic uint32_t pending;            /* bit s: arrived at s, completion not yet collected */
     _Atomic uint32_t mask[HB_HWB_NSYNC]; /* mask this node arrived with */
     _Atomic uint32_t gen[HB_HWB_NSYNC];  /* arrivals at s so far */
     hb_wait_adapt_t adapt;               /* our waits' adaptive spin */
     /* event-loop fd (hb_shm_fd) */
-    int efd; /* eventfd, -1 until asked for */
-    pthread_t watcher;
-    _Atomic int armed;  /* the user sleeps on efd: the watcher watches until a round ends */
-    _Atomic int stop;   /* close: the watcher ends */
-    hb_wait_word_t arm; /* the unarmed watcher sleeps here */
+    int epfd;     /* what hb_shm_fd returns, -1 until asked for */
+    int sfd, tfd; /* our bound datagram socket, the liveness timer */
+    int txfd;     /* unbound datagram socket to notify others, -1 until needed */
+    int timer_on;
+    uint32_t suspect[HB_HWB_NSYNC]; /* flag seen at the last tick with its completer lost */
     char name[96];
 } hb_shm_t;
 
@@ -299,7 +303,7 @@ static int hb_shm_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
         return HIBAR_ERR_NOMEM;
     s->me = p->port;
     s->nodes = p->nodes;
-    s->efd = -1;
+    s->epfd = s->sfd = s->tfd = s->txfd = -1;
     s->pid = (int32_t)getpid();
     rc = hb_shm_name(p, s->name, sizeof(s->name));
     if (rc < 0)
@@ -314,23 +318,56 @@ err_free:
     return rc;
 }
 
+/* The datagram socket of port i's event-loop fd. */
+static int hb_shm_sock_path(const hb_shm_t *s, uint32_t i, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "/dev/shm%s-p%u", s->name, i);
+    return n > 0 && (size_t)n < len ? 0 : HIBAR_ERR_INVAL;
+}
+
+/*
+ * Node i's loop may sleep on its fd: if it armed it, take that back and send it a datagram.
+ * Call after writing what it waits for (its flag). The fences pair with hb_shm_fd_arm's: we
+ * see its fd_armed, or it sees our flag in the test that follows its arming.
+ */
+static void hb_shm_notify(hb_shm_t *s, uint32_t i)
+{
+    _Atomic uint32_t *armed = &s->seg->node[i].fd_armed;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(armed, memory_order_relaxed) || !atomic_exchange(armed, 0))
+        return;
+    if (s->txfd < 0)
+        s->txfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->txfd < 0 || hb_shm_sock_path(s, i, sa.sun_path, sizeof(sa.sun_path)) != 0)
+        return;
+    /* its socket may be full (then it is readable anyway) or gone (then so is its loop) */
+    (void)sendto(s->txfd, "", 1, MSG_NOSIGNAL, (struct sockaddr *)&sa, sizeof(sa));
+}
+
 static void hb_shm_close(hb_hwb_t *h)
 {
     hb_shm_t *s = (hb_shm_t *)h;
     hb_shm_seg_t *seg = s->seg;
 
-    if (s->efd >= 0) {
-        atomic_store(&s->stop, 1);
-        hb_wait_word_wake(&s->arm);
-        hb_wait_word_wake(&seg->node[s->me].wake);
-        pthread_join(s->watcher, NULL);
-        close(s->efd);
+    if (s->epfd >= 0) {
+        char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+        atomic_store(&seg->node[s->me].fd_armed, 0);
+        if (hb_shm_sock_path(s, s->me, path, sizeof(path)) == 0)
+            unlink(path);
+        close(s->epfd);
+        close(s->sfd);
+        close(s->tfd);
     }
     atomic_store(&seg->node[s->me].pid, -1);
     /* Wake everyone so waiters on a round with us notice at once that we left. */
     for (uint32_t i = 0; i < s->nodes; i++)
-        if (i != s->me)
+        if (i != s->me) {
             hb_wait_word_wake(&seg->node[i].wake);
+            hb_shm_notify(s, i);
+        }
+    if (s->txfd >= 0)
+        close(s->txfd);
     if (s->me == 0) {
         atomic_store(&seg->center_pid, -1);
         if (shm_unlink(s->name) < 0 && errno != ENOENT)
@@ -349,8 +386,10 @@ static void hb_shm_release(hb_shm_t *s, uint32_t sync, uint32_t who, uint32_t co
         if (!(m & 1))
             continue;
         atomic_store_explicit(&seg->flags[j].flag[sync], code, memory_order_release);
-        if (j != s->me)
+        if (j != s->me) {
             hb_wait_word_wake(&seg->node[j].wake);
+            hb_shm_notify(s, j);
+        }
     }
 }
 
@@ -434,10 +473,6 @@ static int hb_shm_test(hb_hwb_t *h, uint32_t sync)
     return hb_shm_collect(s, sync, f);
 }
 
-/* The watcher's own answers from its poll function (positive: never a status). */
-#define HB_SHM_W_STOP 1    /* close asked the watcher to end */
-#define HB_SHM_W_RETHINK 2 /* disarmed (or nothing left to watch): back to the unarmed sleep */
-
 typedef struct hb_shm_waitctx {
     hb_shm_t *s;
     uint32_t syncs; /* the rounds waited for */
@@ -509,7 +544,7 @@ static int hb_shm_poll(void *arg, int slow)
 }
 
 /* A participant is gone: abort the round at sync (if it is still ours, and has a lost
- * participant: the watcher may look at a round its user has just replaced) for everyone. */
+ * participant: a check may look at a round its user has just replaced) for everyone. */
 static void hb_shm_abort_lost(hb_shm_t *s, uint32_t sync)
 {
     hb_shm_sync_t *sy = &s->seg->sync[sync];
@@ -527,7 +562,7 @@ static void hb_shm_abort_lost(hb_shm_t *s, uint32_t sync)
  * Wait (waiting rule, until deadline) until poll says one of our rounds ended (c->sync), and
  * make sure its end is in our flag: a round with a participant that died or left is aborted
  * here; one whose completer took it and died before writing our flag gets ERR_LOST from us.
- * 0, TIMEOUT, or what poll stopped with. Does not collect. Used by wait and the watcher.
+ * 0, TIMEOUT, or what poll stopped with. Does not collect.
  */
 static int hb_shm_wait_end(hb_shm_t *s, hb_wait_poll_fn poll, hb_shm_waitctx_t *c,
                            const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, uint64_t deadline)
@@ -548,7 +583,7 @@ static int hb_shm_wait_end(hb_shm_t *s, hb_wait_poll_fn poll, hb_shm_waitctx_t *
     (void)hb_wait_until(&s->seg->node[s->me].wake, hb_shm_poll_flag, c, NULL,
                         hb_time_now_ns() + 100000000ull);
     /* Still that round's ARRIVED, and not in progress: its completer died. (The exact value:
-     * never a later round at this sync number, which the watcher's user may have begun.) */
+     * never a later round at this sync number.) */
     if (!hb_shm_in_round(s, c->sync))
         atomic_compare_exchange_strong(flag, &f, HB_SHM_ERR_LOST);
     return 0;
@@ -577,114 +612,132 @@ static int hb_shm_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sy
     return hb_shm_collect(s, c.sync, f);
 }
 
-/* The armed watcher's poll: stop, disarmed, nothing pending (disarm), or hb_shm_poll over
- * the pending rounds (read again each time: the user may arrive while we watch). */
-static int hb_shm_watch_poll(void *arg, int slow)
+/* The liveness checks of a sleeping loop (a timer tick): a pending round with a participant
+ * that died or left is aborted; one whose completer took it and died before writing our flag
+ * (our flag unchanged over two ticks, the round no longer in progress) fails. */
+static void hb_shm_tick(hb_shm_t *s)
 {
-    hb_shm_waitctx_t *c = arg;
-    hb_shm_t *s = c->s;
-    if (atomic_load_explicit(&s->stop, memory_order_acquire))
-        return HB_SHM_W_STOP;
-    if (!atomic_load(&s->armed))
-        return HB_SHM_W_RETHINK;
-    c->syncs = atomic_load_explicit(&s->pending, memory_order_acquire);
-    if (c->syncs == 0) {
-        int one = 1; /* all collected by the user's own tests: nothing left to report */
-        atomic_compare_exchange_strong(&s->armed, &one, 0);
-        return HB_SHM_W_RETHINK;
-    }
-    return hb_shm_poll(arg, slow);
-}
-
-/* The unarmed watcher's poll: armed or stop. */
-static int hb_shm_armed_poll(void *arg, int slow)
-{
-    hb_shm_t *s = arg;
-    (void)slow;
-    return atomic_load(&s->armed) || atomic_load(&s->stop) ? 0 : HIBAR_ERR_WOULD_BLOCK;
-}
-
-/*
- * The watcher thread (see the top of the file): no spin or yield of its own (a second thread
- * yielding beside the user would only take the CPU from the participants). Armed, it sleeps
- * on our wake word in slices (for the liveness checks); unarmed, on its own word, until armed
- * or closed.
- */
-static void *hb_shm_watch(void *arg)
-{
-    hb_shm_t *s = arg;
-    hb_shm_waitctx_t c = {.s = s};
-    hb_wait_policy_t busy = *hb_wait_policy_default(), idle;
-    uint64_t one = 1;
-
-    busy.spin_ns = busy.spin_max_ns = busy.yield_ns = 0;
-    idle = busy;
-    idle.slice_ns = UINT64_MAX;
-    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
-        if (!atomic_load(&s->armed)) {
-            (void)hb_wait_until(&s->arm, hb_shm_armed_poll, s, &idle, UINT64_MAX);
+    uint32_t p = atomic_load_explicit(&s->pending, memory_order_relaxed);
+    for (uint32_t m = p, k = 0; m != 0; k++, m >>= 1) {
+        _Atomic uint32_t *flag = &s->seg->flags[s->me].flag[k];
+        uint32_t f;
+        if (!(m & 1))
+            continue;
+        f = atomic_load_explicit(flag, memory_order_acquire);
+        if (HB_SHM_STATE(f) != HB_SHM_ARRIVED ||
+            hb_shm_find_lost(s, atomic_load(&s->mask[k])) < 0) {
+            s->suspect[k] = 0;
             continue;
         }
-        if (hb_shm_wait_end(s, hb_shm_watch_poll, &c, &busy, NULL, UINT64_MAX) != 0)
-            continue; /* stop, or disarmed */
-        /* disarm first, then write: an arm in between is either kept or followed by a
-         * readable fd, never lost */
-        atomic_store(&s->armed, 0);
-        if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-            hb_log_error("hwbarrier shm: eventfd write: %m");
+        if (hb_shm_in_round(s, k)) {
+            hb_log_warn("hwbarrier shm: %s sync %u: node %d died or left", s->name, k,
+                        hb_shm_find_lost(s, atomic_load(&s->mask[k])));
+            hb_shm_abort_lost(s, k);
+        } else if (s->suspect[k] == f) {
+            atomic_compare_exchange_strong(flag, &f, HB_SHM_ERR_LOST);
+        } else {
+            s->suspect[k] = f;
+        }
     }
-    return NULL;
 }
 
 static int hb_shm_fd(hb_hwb_t *h, int *fd_p)
 {
     hb_shm_t *s = (hb_shm_t *)h;
-    sigset_t all, old;
-    int rc;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct epoll_event ev = {.events = EPOLLIN};
 
-    if (s->efd < 0) {
-        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (efd < 0) {
-            hb_log_error("hwbarrier shm: eventfd: %m");
-            return errno == ENOMEM || errno == EMFILE || errno == ENFILE ? HIBAR_ERR_NOMEM
-                                                                         : HIBAR_ERR_IO;
-        }
-        s->efd = efd;
-        hb_wait_word_init(&s->arm);
-        /* the watcher takes no signals: they stay with the user's threads */
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        rc = pthread_create(&s->watcher, NULL, hb_shm_watch, s);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc != 0) {
-            errno = rc;
-            hb_log_error("hwbarrier shm: starting the watcher thread: %m");
-            s->efd = -1;
-            close(efd);
-            return HIBAR_ERR_NOMEM;
-        }
+    if (s->epfd >= 0) {
+        *fd_p = s->epfd;
+        return 0;
     }
-    *fd_p = s->efd;
+    if (hb_shm_sock_path(s, s->me, sa.sun_path, sizeof(sa.sun_path)) != 0)
+        return HIBAR_ERR_INVAL;
+    s->sfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (s->sfd < 0 || s->tfd < 0 || s->epfd < 0) {
+        hb_log_error("hwbarrier shm: event-loop fd: %m");
+        goto err;
+    }
+    /* a socket left by a previous holder of this port that died (we hold its lock now) */
+    if (bind(s->sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+        (errno != EADDRINUSE || unlink(sa.sun_path) < 0 ||
+         bind(s->sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0)) {
+        hb_log_error("hwbarrier shm: bind %s: %m", sa.sun_path);
+        goto err;
+    }
+    if (chmod(sa.sun_path, 0600) < 0)
+        hb_log_warn("hwbarrier shm: chmod %s: %m", sa.sun_path);
+    ev.data.fd = s->sfd;
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sfd, &ev) < 0)
+        goto err_unlink;
+    ev.data.fd = s->tfd;
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0)
+        goto err_unlink;
+    *fd_p = s->epfd;
     return 0;
+err_unlink:
+    hb_log_error("hwbarrier shm: epoll_ctl: %m");
+    unlink(sa.sun_path);
+err:
+    if (s->sfd >= 0)
+        close(s->sfd);
+    if (s->tfd >= 0)
+        close(s->tfd);
+    if (s->epfd >= 0)
+        close(s->epfd);
+    s->sfd = s->tfd = s->epfd = -1;
+    return HIBAR_ERR_IO;
+}
+
+/* Start or stop the liveness tick: every sleep slice of the waiting rule (100 ms). */
+static void hb_shm_timer(hb_shm_t *s, int on)
+{
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    uint64_t ns = hb_wait_policy_default()->slice_ns;
+    if (on == s->timer_on)
+        return;
+    if (on) {
+        its.it_value.tv_sec = (time_t)(ns / 1000000000ull);
+        its.it_value.tv_nsec = (long)(ns % 1000000000ull);
+        its.it_interval = its.it_value;
+    }
+    if (timerfd_settime(s->tfd, 0, &its, NULL) == 0)
+        s->timer_on = on;
 }
 
 static int hb_shm_fd_arm(hb_hwb_t *h, int armed)
 {
     hb_shm_t *s = (hb_shm_t *)h;
-    uint64_t n;
-    if (s->efd < 0)
+    _Atomic uint32_t *mine;
+    char buf[64];
+    uint64_t ticks;
+    uint32_t p;
+
+    if (s->epfd < 0)
         return HIBAR_ERR_INVAL;
-    if (read(s->efd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
-        hb_log_error("hwbarrier shm: eventfd read: %m");
-        return HIBAR_ERR_IO;
+    mine = &s->seg->node[s->me].fd_armed;
+    while (recv(s->sfd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+        ;
+    if (read(s->tfd, &ticks, sizeof(ticks)) == (ssize_t)sizeof(ticks))
+        hb_shm_tick(s);
+    p = atomic_load_explicit(&s->pending, memory_order_relaxed);
+    if (!armed || p == 0) {
+        atomic_store(mine, 0);
+        hb_shm_timer(s, 0);
+        return 0;
     }
-    if (!armed)
-        atomic_store(&s->armed, 0); /* an armed watcher goes back to its own sleep */
-    else if (atomic_load_explicit(&s->pending, memory_order_relaxed) != 0 &&
-             !atomic_load(&s->armed)) {
-        atomic_store(&s->armed, 1);
-        hb_wait_word_wake(&s->arm);
-    }
+    hb_shm_timer(s, 1);
+    atomic_store(mine, 1);
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with hb_shm_notify's */
+    /* a round that has already ended: readable now, as the contract says */
+    for (uint32_t m = p, k = 0; m != 0; k++, m >>= 1)
+        if ((m & 1) && HB_SHM_STATE(atomic_load_explicit(&s->seg->flags[s->me].flag[k],
+                                                         memory_order_acquire)) != HB_SHM_ARRIVED) {
+            hb_shm_notify(s, s->me);
+            break;
+        }
     return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hb_wait.h"
 #include "hibar.h"
 #include "hb_test.h"
 
@@ -71,12 +72,31 @@ static void t_cluster(char *buf, size_t len)
     snprintf(buf, len, "test%d-%u", (int)getpid(), t_seq++);
 }
 
-/* Remove the shm segment of a test cluster, if any (normally the Center did). */
+/* Remove the shm segment of a test cluster and its nodes' fd sockets, if any (normally the
+ * Center and the nodes did). */
 static void t_unlink(const char *cluster)
 {
     char name[128];
     snprintf(name, sizeof(name), "/hibar-%u-%s-c3", (unsigned)getuid(), cluster);
     shm_unlink(name);
+    for (int i = 0; i < HB_HWB_MAX_NODES; i++) {
+        snprintf(name, sizeof(name), "/dev/shm/hibar-%u-%s-c3-p%d", (unsigned)getuid(), cluster, i);
+        unlink(name);
+    }
+}
+
+/*
+ * The shm fd's liveness timer ticks every sleep slice, and each tick lets a loop re-test its
+ * rounds: a lost wake-up would only cost a slice. The fd tests that need no liveness check run
+ * with hour-long slices (the participants read HIBAR_WAIT_SLICE_MS when they start), so that
+ * a lost wake-up leaves a participant asleep until its guard fails it.
+ */
+static void t_long_slices(int on)
+{
+    if (on)
+        setenv("HIBAR_WAIT_SLICE_MS", "3600000", 1);
+    else
+        unsetenv("HIBAR_WAIT_SLICE_MS");
 }
 
 static void t_params(hb_hwb_params_t *p, const char *cluster, uint32_t me, uint32_t n)
@@ -120,6 +140,7 @@ static int t_run_ex(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg, t
             hb_hwb_params_t p;
             hb_hwb_t *h;
             int rc;
+            hb_wait_policy_reload(); /* this test's HIBAR_WAIT_* (t_long_slices) */
             if (!(open_mask & (1u << i)))
                 _exit(0);
             if (i == 0 && t_center_delay_us > 0)
@@ -250,13 +271,17 @@ static int t_body_concurrent(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 /*
  * The event-loop discipline of hb_hwb_fd: arm, test every round in *pend, sleep in poll() on
  * fd, again; rounds that ended leave *pend with their result in res[s]. Returns 0 once no
- * round of `want` is pending, TIMEOUT if a sleep saw nothing for T_WAIT_MS (a lost wake-up: a
- * guard against a hang, not a time limit on the barrier), or IO.
+ * round of `want` is pending, TIMEOUT if that took T_WAIT_MS (a lost wake-up: a guard against
+ * a hang, not a time limit on the barrier), or IO.
  */
 static int t_fd_loop(hb_hwb_t *h, int fd, uint32_t *pend, uint32_t want, int *res)
 {
+    uint64_t t0 = hb_time_now_ns();
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        /* the guard covers every sleep: the shm fd's liveness tick wakes a loop regularly */
+        if (hb_time_now_ns() - t0 > T_WAIT_MS * 1000000ull)
+            return HIBAR_ERR_TIMEOUT;
         if (hb_hwb_fd_arm(h, 1) != 0)
             return HIBAR_ERR_IO;
         for (uint32_t s = 0; s < HB_HWB_NSYNC; s++) {
@@ -593,7 +618,9 @@ static void test_concurrent_3(void)
 }
 static void test_any_3(void)
 {
+    t_long_slices(1);
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_any, NULL), 0);
+    t_long_slices(0);
     CU_ASSERT_EQUAL(t_sh->got[0], 2);
 }
 static void test_split_3(void)
@@ -615,17 +642,23 @@ static void test_timeout_3(void)
 
 static void test_fd_3(void)
 {
+    t_long_slices(1);
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd, NULL), 0);
+    t_long_slices(0);
 }
 
 static void test_fd_rounds_2(void)
 {
+    t_long_slices(1);
     CU_ASSERT_EQUAL(t_run(2, 3, t_body_fd_rounds, NULL), 0);
+    t_long_slices(0);
 }
 
 static void test_fd_rounds_3(void)
 {
+    t_long_slices(1);
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd_rounds, NULL), 0);
+    t_long_slices(0);
 }
 
 static void test_fd_dead_2(void)
