@@ -77,10 +77,17 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
     return 0;
 }
 
+/* Blocks of group g of P over n1 nodes (coll_sched.c's grp_lo): X or X - 1. */
+static uint32_t grp_blocks(uint32_t n1, uint32_t P, uint32_t g)
+{
+    return (uint32_t)(((uint64_t)(g + 1) * n1) / P - ((uint64_t)g * n1) / P);
+}
+
 int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1,
                              double M, uint32_t P, double *t_p)
 {
-    if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL || !(p->seg >= 0.0))
+    if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL || !(p->seg >= 0.0) ||
+        !(p->queue >= 0.0))
         return HIBAR_ERR_INVAL;
     if ((op != HB_COLL_SCATTER && op != HB_COLL_GATHER) || P < 1 || P > n0 || P > n1)
         return HIBAR_ERR_INVAL;
@@ -101,6 +108,18 @@ int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_
         if (X > 1)
             tail = p->alpha + seg / p->b_lan;
         lower = p->alpha + B / p->b_lan + p->L + seg / b1;
+        if (p->queue > 0.0) { /* shares handed out in order: lanes 1 .. P-1, then lane 0 */
+            double held = 0.0;
+            for (uint32_t j = 1; j <= P; j++) {
+                uint32_t g = j < P ? j : 0; /* the lane: its group's blocks */
+                double xg = (double)(grp_blocks(n1, P, g)) * M;
+                double end = p->alpha + held / p->b_lan + xg / b1 + p->L;
+                if (end > lower)
+                    lower = end;
+                if (j < P && xg > p->queue)
+                    held += xg - p->queue;
+            }
+        }
     } else {
         if (P > 1)
             tail = p->alpha + seg / p->b_lan;

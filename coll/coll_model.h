@@ -12,6 +12,10 @@
  * its out-parameters only on success.
  */
 
+/* Frames hibard queues for one peer before its sends wait (ZeroMQ's default ZMQ_SNDHWM, which
+ * hibard keeps): hb_model_lanes_t.queue is this times the segment. */
+#define HB_MODEL_QUEUE_FRAMES 1000.0
+
 /* Mbit/s -> bytes/µs. */
 #define HB_MODEL_MBIT(mbit_s) ((mbit_s) / 8.0)
 
@@ -45,6 +49,12 @@ typedef struct hb_model_lanes {
      */
     int pipeline;
     double seg; /* pipelining segment, bytes; 0: whole messages (forwarded once complete) */
+    /*
+     * Bytes the root hands to one peer before its sends, issued in schedule order, wait for
+     * that peer (hibard: ZeroMQ's 1000-message send queue x the segment); 0: no limit. A
+     * scatter share larger than this holds back the shares and the root's own lane behind it.
+     */
+    double queue;
 } hb_model_lanes_t;
 
 /* b_WAN(P) in bytes/µs; 0 if P == 0 or the parameters give no bandwidth. */
@@ -88,8 +98,13 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
  *    forwards to the root);
  *  - the root's LAN link carries B = (n1 - x_0 + n0 - 1)·M in all (the shares and its own
  *    site), which bounds the time from below; in scatter every share must have crossed it
- *    before its lane's last segment can leave.
- *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1))
+ *    before its lane's last segment can leave;
+ *  - scatter with p->queue > 0: the root issues its sends in schedule order (shares 1 ..
+ *    P-1, then its own lane 0), and a share beyond the queue holds back the ones behind it
+ *    until its excess has crossed the root's link: lane j starts at
+ *    s_j = alpha + sum_{0<i<j} max(0, x_i·M - queue)/b_LAN (lane 0 after all shares), and ends
+ *    no earlier than s_j + x_j·M/b_WAN(1) + L.
+ *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1), max_j lane j)
  *   gather:  max(L + d + W + tail, alpha + B/b_LAN)
  * with seg 0 read as M (whole blocks; shares as X·M). 1 <= P <= min(n0, n1); op scatter or
  * gather, else HIBAR_ERR_INVAL.

@@ -733,7 +733,8 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, int auto_alg, double *p
                            .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
                            .lan_startup = 1,
                            .pipeline = 1,
-                           .seg = (double)key->seg_size};
+                           .seg = (double)key->seg_size,
+                           .queue = HB_MODEL_QUEUE_FRAMES * (double)key->seg_size};
     const char *src;
     hb_model_params_t p = {.n0 = n0,
                            .n1 = n1,

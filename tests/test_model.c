@@ -179,6 +179,19 @@ static void test_multi_lane_pipe(void)
     p.n_b_wan = 4;
     CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_GATHER, 8, 8, 1000.0, 3, &t), 0);
     NEAR(t, 1000.0 + 10.0 + 2000.0 / 9.0 + 1000.0 / 11.0 + 11.0);
+    /* scatter's shares handed out in order behind a 500-byte queue: P 2 on 8, share 1 carries
+     * 4000 B, 3500 of them hold lane 0 back: 10 + 3500/100 + 4000/10 + 1000 (else 1429) */
+    hb_model_lanes_t r = base();
+    r.seg = 100.0;
+    r.queue = 500.0;
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&r, HB_COLL_SCATTER, 8, 8, 1000.0, 2, &t), 0);
+    NEAR(t, 1445.0);
+    r.queue = 4000.0; /* the share fits: nothing held */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&r, HB_COLL_SCATTER, 8, 8, 1000.0, 2, &t), 0);
+    NEAR(t, 1429.0);
+    r.queue = 500.0; /* gather: no share is handed out */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&r, HB_COLL_GATHER, 8, 8, 1000.0, 2, &t), 0);
+    NEAR(t, 1000.0 + 10.0 + 400.0 + 11.0);
     /* refused: bcast, P out of range, a negative segment */
     t = -1.0;
     CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_BCAST, 8, 8, 1000.0, 3, &t),

@@ -1317,6 +1317,7 @@ static int mode_scatter(opts_t *o)
     ml.lan_startup = 1;
     ml.pipeline = 1; /* the model the chooser uses: the schedule's pipelined lanes */
     ml.seg = 65536;  /* the segment simulated below */
+    ml.queue = HB_MODEL_QUEUE_FRAMES * ml.seg;
     print_params(o);
     for (op = 0; op < 2 && rc == 0; op++) {
         for (s = 0; s < ns && rc == 0; s++) {

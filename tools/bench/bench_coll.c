@@ -310,7 +310,9 @@ static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t
                                   .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
                                   .lan_startup = 1,
                                   .pipeline = 1,
-                                  .seg = (double)(seg ? seg : BCOLL_SEG_DEFAULT)};
+                                  .seg = (double)(seg ? seg : BCOLL_SEG_DEFAULT),
+                                  .queue = HB_MODEL_QUEUE_FRAMES *
+                                           (double)(seg ? seg : BCOLL_SEG_DEFAULT)};
     char path[4096];
     m->measured = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0 &&
                   hb_model_lanes_view(&m->cached, &m->lanes);
