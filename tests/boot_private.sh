@@ -48,8 +48,9 @@ cleanup() {
 trap cleanup EXIT
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
 read -r -a addrs <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp#*:}"; done)"
-hibard=$bld/daemon/hibard
-cp "$bld/tests/pmix_hello" "$bld/tests/fence_client" "$tmp/"
+# the programs too: a build tree under /tmp is hidden from the hosts by their private /tmp
+cp "$bld/daemon/hibard" "$bld/tools/hibar-run" "$bld/tests/pmix_hello" "$bld/tests/fence_client" "$tmp/"
+hibard=$tmp/hibard
 HELLO=$tmp/pmix_hello
 FC=$tmp/fence_client
 for i in 0 1 2 3; do printf '%s %s\n' "${hosts[$i]}" "${addrs[$i]}"; done >"$tmp/hosts"
@@ -93,7 +94,7 @@ done
 [ ! -e "$run_dir" ] || fail "the run dir is in the machine's /tmp: the hosts' /tmp are not private"
 echo "4 daemons up, each with a private /tmp"
 
-RUN=("$bld/tools/hibar-run" --config "$run_dir/cluster.yaml")
+RUN=("$tmp/hibar-run" --config "$run_dir/cluster.yaml")
 # 1. pmix_hello: 8 ranks on 4 hosts, 2 fences across them, output tagged
 on 0 timeout 60 "${RUN[@]}" -n 8 -T 50 -t "$HELLO" >"$tmp/out" 2>"$tmp/err"
 rc=$?
