@@ -1,5 +1,6 @@
 /* hbd_net.c: hibard's transport: one CurveZMQ ROUTER per daemon, ZAP, monitor, HELLO, failure
- * flood, and the optional plain data plane for collective segments (data_plane: plain). */
+ * flood, and the optional plain data plane for collective segments and fence data (data_plane:
+ * plain). */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
@@ -159,8 +160,8 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
                      hbd_wire_type_name(type), l1, l2);
         return HIBAR_ERR_INVAL;
     }
-    /* collective data goes on the plain data plane when the cluster has one */
-    int data = type == HBD_WIRE_COLL && d->data_out != NULL;
+    /* collective and fence data go on the plain data plane when the cluster has one */
+    int data = (type == HBD_WIRE_COLL || type == HBD_WIRE_FENCE) && d->data_out != NULL;
     if (data) {
         int lrc = data_link(d, p);
         if (lrc != 0)
@@ -581,7 +582,7 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* A frame on the plain data socket (whole, or a COLL header and its data): collective segments
- * from a peer we said HELLO to, only. */
+ * and fence data from a peer we said HELLO to, only. */
 static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
 {
     hbd_wire_ctx_t ctx = {
@@ -593,18 +594,24 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     int rc = tail == NULL ? hbd_wire_decode(zmq_msg_data(head), zmq_msg_size(head), &ctx, &m, &why)
                           : hbd_wire_decode_coll_split(zmq_msg_data(head), zmq_msg_size(head),
                                                        zmq_msg_size(tail), &ctx, &m, &why);
-    if (p == NULL || !p->hello_rx || rc != 0 || m.type != HBD_WIRE_COLL) {
+    if (p == NULL || !p->hello_rx || rc != 0 ||
+        !(m.type == HBD_WIRE_COLL || (m.type == HBD_WIRE_FENCE && tail == NULL))) {
         if (d->st.data_bad++ == 0)
             hb_log_warn("data plane: dropped a frame from %" PRIu32
                         " (%s, %zu bytes); further ones are only counted",
-                        from, why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL",
+                        from,
+                        why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL or FENCE",
                         zmq_msg_size(head));
         return;
     }
-    data = tail != NULL ? zmq_msg_data(tail) : m.payload + HBD_WIRE_COLL_HDR;
     p->last_rx_ns = hb_time_now_ns();
     d->st.rx_frames++;
     d->st.data_rx++;
+    if (m.type == HBD_WIRE_FENCE) {
+        hbd_fence_on_msg(d, &m);
+        return;
+    }
+    data = tail != NULL ? zmq_msg_data(tail) : m.payload + HBD_WIRE_COLL_HDR;
     hbd_coll_on_segment(d, &m, data);
 }
 
@@ -990,7 +997,8 @@ static int write_port_file(hbd_t *d)
 /*
  * data_plane plain: data_in (ROUTER, PLAIN server, ZAP domain "hibar-data") bound on the
  * node's address at a system-chosen port, announced in HELLO; data_out (ROUTER, PLAIN client
- * as "n<self>") connects on demand (data_link). Neither carries anything but COLL frames.
+ * as "n<self>") connects on demand (data_link). Neither carries anything but COLL and FENCE
+ * frames (collective segments, PMIx fence data).
  */
 static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
 {

@@ -2,7 +2,7 @@
 # fence_links.sh: a 16-node x 4-rank fence with 64 KiB per rank moves each blob at most once per
 # tree edge in each direction: the daemons' per-link fence byte counters (control fence_stats)
 # show every node sending up exactly its own blob plus what came from below, and the whole
-# concatenation going down every tree edge exactly once.
+# concatenation going down every tree edge exactly once, on the plain data plane (stats data_rx).
 . "$(dirname "$0")/run_lib.sh"
 FC="$bld/tests/fence_client"
 [ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
@@ -55,6 +55,10 @@ END {
   printf "release %d bytes down each of %d edges once; up: %d bytes in all (each blob once per edge)\n", total, edges_down, ups
   exit bad
 }' "$TMP/links" || fail "per-link bytes"
+# fence data travels on the plain data plane (the default): every node took frames there
+"${CL[@]}" ctl all stats >"$TMP/stats" || fail "stats"
+n_dp=$(grep -c ' data_rx=[1-9]' "$TMP/stats")
+[ "$n_dp" -eq 16 ] || { cat "$TMP/stats"; fail "fence data on the data plane at $n_dp of 16 nodes"; }
 "${CL[@]}" down >/dev/null || fail "cluster down"
 EXTRA_CLEANUP=:
 check_clean
