@@ -390,22 +390,28 @@ static int t_body_fd_rounds(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     return 0;
 }
 
+/* The last port: once the others are under way, die (exit without closing, no arrival). */
+static void t_last_port_dies(uint32_t me, uint32_t n)
+{
+    if (me != n - 1)
+        return;
+    while (atomic_load(&t_sh->go) < (int)n - 1)
+        t_nap_us(200);
+    t_nap_us(20000);
+    _exit(0);
+}
+
 /* The last port dies (exits without closing) while the others collect through the fd: the
- * watcher finds it and reports the round, which fails; a round without it completes. With 2
- * nodes nobody else wakes the watcher: it must have been told of the round by the arrival. */
+ * liveness timer of the fd finds it and the round fails; a round without it completes. With 2
+ * nodes nobody else ends a round: the sleeping loop must wake on its own timer. */
 static int t_body_fd_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 {
     int fd = -1, rc, res[HB_HWB_NSYNC];
     uint32_t pend = 0x6;
     (void)arg;
-    if (me == n - 1) {
-        while (atomic_load(&t_sh->go) < (int)n - 1)
-            t_nap_us(200);
-        t_nap_us(20000);
-        _exit(0); /* dies: no close, no arrival */
-    }
+    t_last_port_dies(me, n);
     T_CHECK(hb_hwb_fd(h, &fd) == 0, 0);
-    t_nap_us(20000); /* the watcher has nothing to watch: it is most likely asleep by now */
+    t_nap_us(20000); /* nothing pending yet: the dying port is most likely asleep by now */
     T_CHECK(hb_hwb_arrive(h, 1, t_full(n)) == 0, 0);
     T_CHECK(hb_hwb_arrive(h, 2, t_full(n) & ~(1u << (n - 1))) == 0, 0);
     atomic_fetch_add(&t_sh->go, 1);
@@ -417,8 +423,8 @@ static int t_body_fd_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     return 0;
 }
 
-/* Node 0 closes its handle while its watcher watches a round: close ends the watcher and
- * returns, and node 1 sees node 0 leave. */
+/* Node 0 closes its handle while its fd is armed for a round: close returns, and node 1 sees
+ * node 0 leave. */
 static int t_body_fd_close(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 {
     int fd = -1, rc;
@@ -426,7 +432,7 @@ static int t_body_fd_close(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     if (me == 0) {
         T_CHECK(hb_hwb_fd(h, &fd) == 0, 0);
         T_CHECK(hb_hwb_arrive(h, 3, t_full(n)) == 0, 0); /* node 1 never comes to 3 */
-        t_nap_us(5000);                                  /* the watcher is asleep by now */
+        t_nap_us(5000);                                  /* node 1 is asleep by now */
         hb_hwb_close(h);
         atomic_store(&t_sh->go, 1);
         _exit(0);
@@ -512,12 +518,7 @@ static int t_body_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
 {
     int rc;
     (void)arg;
-    if (me == n - 1) {
-        while (atomic_load(&t_sh->go) < (int)n - 1)
-            t_nap_us(200);
-        t_nap_us(20000);
-        _exit(0); /* dies: no close, no arrival */
-    }
+    t_last_port_dies(me, n);
     rc = hb_hwb_arrive(h, 1, t_full(n));
     T_CHECK(rc == 0, rc);
     atomic_fetch_add(&t_sh->go, 1);
