@@ -459,6 +459,10 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
                 p->fd = fd;
                 send_hello(d, p, HBD_WIRE_F_REPLY);
             }
+            /* connect the data plane now: the first collective or fence with this peer then
+             * finds it up instead of waiting out its handshake (a failure is retried then) */
+            if (d->data_out != NULL && h.data_port != 0)
+                (void)data_link(d, p);
             check_ready(d);
             return;
         }
