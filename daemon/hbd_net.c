@@ -1001,7 +1001,8 @@ static int write_port_file(hbd_t *d)
 /*
  * data_plane plain: data_in (ROUTER, PLAIN server, ZAP domain "hibar-data") bound on the
  * node's address at a system-chosen port, announced in HELLO; data_out (ROUTER, PLAIN client
- * as "n<self>") connects on demand (data_link). Neither carries anything but COLL and FENCE
+ * as "n<self>") connects to a peer when its HELLO comes, else on the first send (data_link).
+ * Neither carries anything but COLL and FENCE
  * frames (collective segments, PMIx fence data).
  */
 static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
