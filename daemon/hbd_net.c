@@ -603,8 +603,7 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
         if (d->st.data_bad++ == 0)
             hb_log_warn("data plane: dropped a frame from %" PRIu32
                         " (%s, %zu bytes); further ones are only counted",
-                        from,
-                        why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL or FENCE",
+                        from, why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL or FENCE",
                         zmq_msg_size(head));
         return;
     }
@@ -1002,8 +1001,7 @@ static int write_port_file(hbd_t *d)
  * data_plane plain: data_in (ROUTER, PLAIN server, ZAP domain "hibar-data") bound on the
  * node's address at a system-chosen port, announced in HELLO; data_out (ROUTER, PLAIN client
  * as "n<self>") connects to a peer when its HELLO comes, else on the first send (data_link).
- * Neither carries anything but COLL and FENCE
- * frames (collective segments, PMIx fence data).
+ * Neither carries anything but COLL and FENCE frames (collective segments, PMIx fence data).
  */
 static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
 {
