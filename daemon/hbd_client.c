@@ -1,4 +1,5 @@
-/* hbd_client.c: control-socket client of hibard: one-shot commands and cluster-wide barrier rounds. */
+/* hbd_client.c: control-socket client of hibard: one-shot commands and cluster-wide barrier rounds.
+ */
 #include "hb_config.h"
 #include "hbd_client.h"
 
@@ -48,8 +49,8 @@ int hbd_client_send(int fd, const char *line)
 
 int hbd_client_recv(int fd, char *buf, size_t cap, int timeout_ms)
 {
-    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
-                                       : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t deadline =
+        timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
         /* peek, then take exactly one line: no state is kept between calls */
         ssize_t r = recv(fd, buf, cap - 1, MSG_PEEK | MSG_DONTWAIT);
@@ -134,8 +135,7 @@ static void nap_ms(unsigned ms)
     nanosleep(&ts, NULL);
 }
 
-int hbd_cluster_open(const hb_cfg_t *cfg, int timeout_ms, int allow_missing,
-                     hbd_cluster_t **cl_p)
+int hbd_cluster_open(const hb_cfg_t *cfg, int timeout_ms, int allow_missing, hbd_cluster_t **cl_p)
 {
     hbd_cluster_t *cl = calloc(1, sizeof(*cl));
     if (cl == NULL || (cl->fd = malloc(sizeof(int) * cfg->n_nodes)) == NULL) {
@@ -262,7 +262,8 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
     r->all_err_same = 1;
     snprintf(cmd, sizeof(cmd), "barrier %" PRIu64, coll);
     pid_t kill_pid = o->kill_node < n ? hbd_client_pid(cl->cfg, o->kill_node) : -1;
-    uint64_t t0 = hb_time_now_ns(), t_late = 0, t_kill = 0, ta_max = 0, tc_max = 0;
+    uint64_t t0 = hb_time_now_ns(), t_late = 0, t_kill = 0, ta_max = 0, tc_max = 0,
+             ta_min = UINT64_MAX;
     int stamps = 1;
     for (uint32_t i = 0; i < n; i++) {
         pf[i].fd = -1;
@@ -297,7 +298,8 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
             if (kill_pid > 0)
                 kill(kill_pid, o->kill_sig);
             else
-                hb_log_warn("no pid for node %s: nothing killed", cl->cfg->nodes[o->kill_node].name);
+                hb_log_warn("no pid for node %s: nothing killed",
+                            cl->cfg->nodes[o->kill_node].name);
         }
         if (now >= deadline) {
             rc = HIBAR_ERR_TIMEOUT;
@@ -346,6 +348,7 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
             if (ta == 0 || tc == 0)
                 stamps = 0;
             ta_max = ta > ta_max ? ta : ta_max;
+            ta_min = ta < ta_min ? ta : ta_min;
             tc_max = tc > tc_max ? tc : tc_max;
             if (st == 0) {
                 r->n_ok++;
@@ -366,8 +369,10 @@ int hbd_cluster_barrier(hbd_cluster_t *cl, uint64_t coll, const hbd_drive_opts_t
     for (uint32_t i = 0; i < n; i++)
         if (pf[i].fd >= 0)
             r->n_missing++;
-    if (stamps && r->n_missing == 0 && r->n_ok > 0 && tc_max > ta_max)
+    if (stamps && r->n_missing == 0 && r->n_ok > 0 && tc_max > ta_max) {
         r->proto_us = (double)(tc_max - ta_max) / 1e3;
+        r->spread_us = (double)(ta_max - ta_min) / 1e3;
+    }
     if (o->late_node < n && t_late == 0)
         r->n_missing++;
 out:

@@ -1,4 +1,5 @@
-/* hbd_client.h: talking to hibard daemons over their control sockets (hibar-cluster, hibar-bench, tests). */
+/* hbd_client.h: talking to hibard daemons over their control sockets (hibar-cluster, hibar-bench,
+ * tests). */
 #ifndef HBD_CLIENT_H
 #define HBD_CLIENT_H
 
@@ -37,8 +38,7 @@ typedef struct hbd_cluster {
 /* Connect to every daemon (waits up to timeout_ms for each to be ready). 0 or the first error
  * (with the failing node logged). With allow_missing, a daemon that is not running (no socket
  * or nobody listening) is left out (fd -1) instead. */
-int hbd_cluster_open(const hb_cfg_t *cfg, int timeout_ms, int allow_missing,
-                     hbd_cluster_t **cl_p);
+int hbd_cluster_open(const hb_cfg_t *cfg, int timeout_ms, int allow_missing, hbd_cluster_t **cl_p);
 void hbd_cluster_close(hbd_cluster_t *cl);
 /* The next collective id the cluster expects (from node 0's status). */
 int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p);
@@ -49,21 +49,22 @@ typedef struct hbd_drive_opts {
     uint32_t late_ms;
     uint32_t kill_node; /* UINT32_MAX: none; else never asked, and sent kill_sig after kill_ms */
     uint32_t kill_ms;
-    int kill_sig;       /* default SIGKILL; SIGSTOP makes a hung daemon */
-    int timeout_ms;     /* per barrier, waiting for replies; default 60000 */
+    int kill_sig;   /* default SIGKILL; SIGSTOP makes a hung daemon */
+    int timeout_ms; /* per barrier, waiting for replies; default 60000 */
 } hbd_drive_opts_t;
 
 /* What one barrier did. */
 typedef struct hbd_drive_result {
-    double total_us;     /* first request sent -> last reply */
-    double first_us;     /* first request sent -> first reply */
+    double total_us;      /* first request sent -> last reply */
+    double first_us;      /* first request sent -> first reply */
     double after_late_us; /* late request sent -> first reply (late_node only) */
     double after_kill_us; /* kill -> last reply (kill_node only) */
-    double proto_us;     /* last arrival at a daemon -> last completion, from the daemons'
-                          * CLOCK_MONOTONIC stamps (one host only); 0 if not all reported */
+    double proto_us;      /* last arrival at a daemon -> last completion, from the daemons'
+                           * CLOCK_MONOTONIC stamps (one host only); 0 if not all reported */
+    double spread_us;     /* first arrival -> last arrival, the same stamps; 0 likewise */
     uint32_t n_ok, n_err, n_missing;
-    int first_err;       /* first non-zero status seen */
-    int all_err_same;    /* every reply carried first_err */
+    int first_err;    /* first non-zero status seen */
+    int all_err_same; /* every reply carried first_err */
 } hbd_drive_result_t;
 
 void hbd_drive_opts_init(hbd_drive_opts_t *o);

@@ -145,7 +145,8 @@ double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
  *   bench "cluster-barrier"  t_ib_us, t_sr_us -> T_IB, T_SR (their mean over such rows;
  *                            override hwbarrier/tsr);
  *                            the row itself is kept for validation (protocol impl, nodes,
- *                            median_us, protocol_median_us)
+ *                            median_us, protocol_median_us, cpu_per_barrier_us,
+ *                            cpu_per_ping_us, arrive_spread_us)
  *   bench "tsr"              median_us -> T_SR (one-way)
  *   bench "lanes"            impl "lan": mbit (or bw_mbps) -> b_LAN, latency_us -> alpha;
  *                            impl "wan": lanes = P and mbit per lane -> b_WAN(P),
@@ -163,6 +164,9 @@ typedef struct hb_sim_meas {
     uint32_t nodes;
     double median_us, t_ib_us, t_sr_us;
     double protocol_median_us; /* daemon-stamped arrival -> completion, or -1 */
+    double cpu_per_barrier_us; /* the daemons' CPU per barrier, all together, or -1 */
+    double cpu_per_ping_us;    /* ... per round of control commands (the driver's), or -1 */
+    double arrive_spread_us;   /* first -> last arrival at the daemons (median), or -1 */
 } hb_sim_meas_t;
 
 #define HB_SIM_MAX_MEAS 32

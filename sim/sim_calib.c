@@ -411,6 +411,9 @@ static int cal_row(const cal_row_t *r, hb_sim_params_t *p, hb_sim_calib_t *c, ca
             m->t_ib_us = tib;
             m->t_sr_us = tsr;
             m->protocol_median_us = row_num(r, "protocol_median_us");
+            m->cpu_per_barrier_us = row_num(r, "cpu_per_barrier_us");
+            m->cpu_per_ping_us = row_num(r, "cpu_per_ping_us");
+            m->arrive_spread_us = row_num(r, "arrive_spread_us");
         }
         c->used++;
     } else if (strcmp(bench, "lanes") == 0) {

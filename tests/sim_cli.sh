@@ -58,6 +58,25 @@ PY
 [ $? -eq 1 ] && grep -q 'NO' "$tmp/v.txt" && ok "validate: 670 vs 900 is outside 15%, exit 1" ||
     bad "validate"
 
+# the host model's CPU level from the rows: a control command and its reply cost the ping
+# round's share, the protocol's costs are scaled so that the barrier uses the rows' CPU
+{
+    printf '{"bench": "host", "impl": "scmd", "nodes": 30, "cores": 2, "t_sr_us": 60, "t_ib_us": 50, "msg_cpu_us": 12, "io_cpu_us": 24, "ib_cpu_us": 20, "ctl_cpu_us": 6, "wake_us": 0}\n'
+    printf '{"bench": "cluster-barrier", "impl": "scmd", "nodes": 30, "median_us": 4000, "protocol_median_us": 3000, "t_ib_us": 60, "t_sr_us": 70, "cpu_per_barrier_us": 6000, "cpu_per_ping_us": 900, "arrive_spread_us": 500}\n'
+} > "$tmp/host.json"
+"$sim" validate --config "$ex/scmd-30.yaml" --calibrate "$tmp/host.json" --json -q > "$tmp/vh.json"
+[ $? -le 1 ] || bad "validate with host rows: exit"
+python3 - "$tmp/vh.json" <<'PY' && ok "validate: CPU level and arrival spread from the rows" || bad "host level"
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+assert r["host_model"] and r["cores"] == 2, r
+assert abs(r["ctl_cpu_us"] - 900 / 60) < 1e-6, r          # 30 commands + 30 replies
+assert abs(r["cpu_busy_us"] - 6000) < 6, r                 # the rows' CPU per barrier
+s = r["cpu_scale"]
+assert s > 1 and abs(r["msg_cpu_us"] / 12 - s) < 0.002 and abs(r["ib_cpu_us"] / 20 - s) < 0.002, r
+assert r["cpu_per_barrier_us"] == 6000, r
+PY
+
 # scatter on 2 x 8 nodes: every row present, multi-lane beats single-lane at 1 MiB
 "$sim" scatter --nodes 16 --size 1048576 --lanes 2,4 --json -q > "$tmp/s.json" || bad "scatter exit"
 python3 - "$tmp/s.json" <<'PY' && ok "scatter: rows and multi-lane speed-up" || bad "scatter rows"

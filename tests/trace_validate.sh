@@ -30,7 +30,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 before=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
 
 "$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure --measure-iters 50 --blocks 1 --host-iters 500 \
-    -q > "$TMP/v.txt" 2> "$TMP/err"
+    --save "$TMP/rows.json" -q > "$TMP/v.txt" 2> "$TMP/err"
 rc=$?
 cat "$TMP/v.txt"
 [ $rc -eq 0 ] || [ $rc -eq 1 ] || { cat "$TMP/err"; fail "validate --measure exit $rc"; }
@@ -44,13 +44,24 @@ for r in rows:
     nodes, meas, sim, err, target, ok = int(r[1]), float(r[2]), float(r[3]), float(r[4]), r[5], r[6]
     assert nodes == 30 and meas > 0 and sim > 0 and target == "15%", r
     # the host model was used: the probe's figures, the machine's cores
-    assert len(r) == 14 and int(r[13]) >= 1 and float(r[9]) > 0 and float(r[10]) > 0, r
+    assert len(r) == 15 and int(r[13]) >= 1 and float(r[9]) > 0 and float(r[10]) > 0, r
+    # the CPU level set from the daemons' CPU per barrier (CPUx, a factor > 0)
+    assert float(r[14]) > 0, r
     assert abs(err - 100 * (sim - meas) / meas) < 0.1, r
     assert ok == ("yes" if abs(err) <= 15 else "NO"), r
     within += ok == "yes"
 last = open(sys.argv[1]).read().splitlines()[-1]
 assert last == "validate: %d of 2 protocols within 15%% of the measured barrier" % within, last
 assert int(sys.argv[2]) == (0 if within == 2 else 1)
+PY
+# the bench measured the daemons' CPU and the arrivals' spread in the same run
+python3 - "$TMP/rows.json" <<'PY' || fail "cluster-barrier rows: CPU and spread"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"cluster-barrier"' in l]
+assert len(rows) == 2, rows
+for r in rows:
+    assert r["cpu_per_barrier_us"] > r["cpu_per_ping_us"] > 0, r
+    assert r["arrive_spread_us"] >= 0, r
 PY
 # a measurement that fails is an error (exit 1, said once), not a comparison
 HIBAR_BENCH=/bin/false "$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure \

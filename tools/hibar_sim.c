@@ -763,14 +763,15 @@ static int cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* With stalls a barrier's time is random: the median of VALIDATE_RUNS independent barriers
- * (seeds 1..N), as the measurement is a median; without, the one deterministic run. */
+/* With stalls or skewed arrivals a barrier's time is random: the median of VALIDATE_RUNS
+ * independent barriers (seeds 1..N), as the measurement is a median; without, the one
+ * deterministic run. */
 #define VALIDATE_RUNS 201
 static int sim_median(const hb_topo_t *t, const hb_sim_params_t *p, hb_sim_opts_t *so,
                       hb_sim_result_t *r_p)
 {
     double v[VALIDATE_RUNS] = {0};
-    uint32_t k, n = p->sr_stall_p > 0 || p->ib_stall_p > 0 ? VALIDATE_RUNS : 1;
+    uint32_t k, n = p->sr_stall_p > 0 || p->ib_stall_p > 0 || so->skew_us > 0 ? VALIDATE_RUNS : 1;
     int rc = 0;
 
     for (k = 0; k < n && rc == 0; k++) {
@@ -819,16 +820,17 @@ static int mode_validate(opts_t *o)
             "row has it, else median_us; the mean over the rows of a protocol (blocks)\n"
             "# simulated: hibar-sim, every node's hb_hier engine; with host rows: the host model "
             "(cores, CPU per message, wake-up, T_IB and T_SR of one chassis / one hop alone, "
-            "measured by the probes, each the median over the probes), else the row's own "
-            "T_IB and T_SR\n"
+            "measured by the probes, each the median over the probes; the CPU figures scaled "
+            "by CPUx so that the simulated barrier uses the CPU per barrier the rows measured "
+            "in the daemons), else the row's own T_IB and T_SR\n"
             "# error:     (simulated - measured) / measured; target: within +-15%%\n",
             o->config ? o->config : "the generated topology", t->n_nodes,
             o->measure ? "hibar-bench cluster-barrier, run just now" : o->calibrate);
         if (getloadavg(load, 1) == 1)
             printf("# load average now: %.2f\n", load[0]);
-        printf("# %-8s %6s %14s %14s %10s %7s %-8s %8s %8s %7s %7s %7s %7s %5s\n", "Protocol",
+        printf("# %-8s %6s %14s %14s %10s %7s %-8s %8s %8s %7s %7s %7s %7s %5s %6s\n", "Protocol",
                "Nodes", "Measured(us)", "Simulated(us)", "Error(%)", "Target", "Within", "T_IB(us)",
-               "T_SR(us)", "Msg(us)", "IO(us)", "IB(us)", "Wake", "Cores");
+               "T_SR(us)", "Msg(us)", "IO(us)", "IB(us)", "Wake", "Cores", "CPUx");
     }
     for (i = 0; i < o->cal.n_meas; i++) {
         const hb_sim_meas_t *m = &o->cal.meas[i];
@@ -836,8 +838,8 @@ static int mode_validate(opts_t *o)
         hb_sim_params_t p = o->p;
         hb_sim_opts_t so;
         hb_sim_result_t r;
-        double err, meas = 0, tib = 0, tsr = 0;
-        uint32_t j, nb = 0;
+        double err, meas = 0, tib = 0, tsr = 0, cpu = 0, ping = 0, scale = 1, spread = 0;
+        uint32_t j, nb = 0, ncpu = 0, nspread = 0;
         int host, seen = 0;
         /* the rows of one protocol (--measure's blocks) are one measurement: their mean */
         for (j = 0; j < i; j++)
@@ -851,6 +853,16 @@ static int mode_validate(opts_t *o)
             meas += q->protocol_median_us > 0 ? q->protocol_median_us : q->median_us;
             tib += q->t_ib_us;
             tsr += q->t_sr_us;
+            if (q->arrive_spread_us >= 0) {
+                spread += q->arrive_spread_us;
+                nspread++;
+            }
+            if (q->cpu_per_barrier_us > 0 && q->cpu_per_ping_us >= 0 &&
+                q->cpu_per_ping_us < q->cpu_per_barrier_us) {
+                cpu += q->cpu_per_barrier_us;
+                ping += q->cpu_per_ping_us;
+                ncpu++;
+            }
             nb++;
         }
         meas /= nb;
@@ -872,7 +884,30 @@ static int mode_validate(opts_t *o)
         hb_sim_opts_init(&so);
         so.proto = proto;
         so.host_of = host_of;
+        /* the driver asks the daemons one after the other: they arrive over the spread the
+         * rows measured, and the early ones start the protocol before the last arrives */
+        if (host && nspread > 0)
+            so.skew_us = spread / nspread;
         rc = sim_median(t, &p, &so, &r);
+        /* The probes time each kind of work alone; among 30 daemons' threads on 2 cores
+         * every piece costs more (switches, caches). The rows measured, in the same run, the
+         * daemons' CPU per barrier and per round of control commands: a node's control
+         * command and reply cost that round's share, and the protocol's work (messages, chassis
+         * rounds) is scaled so that the simulated barrier uses the CPU the daemons used
+         * (cpu_busy_us is linear in the costs); the probes give the proportions. */
+        if (rc == 0 && host && ncpu > 0) {
+            /* the model books cpu_us twice per node: the command and its reply */
+            double ctl = ping / ncpu / (2.0 * t->n_nodes);
+            double proto_sim = r.cpu_busy_us - 2.0 * p.cpu_us * t->n_nodes;
+            if (proto_sim > 0) {
+                scale = (cpu - ping) / ncpu / proto_sim;
+                p.cpu_us = ctl;
+                p.msg_cpu_us *= scale;
+                p.io_cpu_us *= scale;
+                p.ib_cpu_us *= scale;
+                rc = sim_median(t, &p, &so, &r);
+            }
+        }
         if (rc != 0)
             break;
         err = 100.0 * (r.latency_us - meas) / meas;
@@ -883,17 +918,18 @@ static int mode_validate(opts_t *o)
                    "%.1f, \"t_ib_us\": %.2f, \"t_sr_us\": %.2f, \"host_model\": %s, \"cores\": "
                    "%" PRIu32 ", \"msg_cpu_us\": %.2f, \"io_cpu_us\": %.2f, \"ib_cpu_us\": %.2f, "
                    "\"ctl_cpu_us\": %.2f, \"wake_us\": %.2f, \"cpu_busy_us\": %.1f, "
-                   "\"core_wait_us\": %.1f, \"blocks\": %" PRIu32 ", \"within\": %s}\n",
+                   "\"core_wait_us\": %.1f, \"cpu_per_barrier_us\": %.1f, \"cpu_scale\": "
+                   "%.3f, \"blocks\": %" PRIu32 ", \"within\": %s}\n",
                    m->impl, m->nodes, meas, r.latency_us, err, p.t_ib, p.t_sr,
                    host ? "true" : "false", p.cores, p.msg_cpu_us, p.io_cpu_us, p.ib_cpu_us,
-                   p.cpu_us, p.wake_us, r.cpu_busy_us, r.core_wait_us, nb,
-                   fabs(err) <= 15.0 ? "true" : "false");
+                   p.cpu_us, p.wake_us, r.cpu_busy_us, r.core_wait_us, ncpu > 0 ? cpu / ncpu : -1.0,
+                   scale, nb, fabs(err) <= 15.0 ? "true" : "false");
         else
             printf("  %-8s %6" PRIu32 " %14.1f %14.1f %+10.1f %7s %-8s %8.2f %8.2f %7.2f %7.2f "
-                   "%7.2f %7.2f %5" PRIu32 "\n",
+                   "%7.2f %7.2f %5" PRIu32 " %6.2f\n",
                    m->impl, m->nodes, meas, r.latency_us, err, "15%",
                    fabs(err) <= 15.0 ? "yes" : "NO", p.t_ib, p.t_sr, p.msg_cpu_us, p.io_cpu_us,
-                   p.ib_cpu_us, p.wake_us, p.cores);
+                   p.ib_cpu_us, p.wake_us, p.cores, scale);
         rows++;
     }
     if (rc == 0 && !o->json)

@@ -2,7 +2,6 @@
  * running emulated cluster. */
 #include "hb_config.h" /* first: _GNU_SOURCE for sched_getaffinity */
 
-#include <dirent.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 
 #include "hb_log.h"
+#include "hb_proc.h"
 #include "hb_time.h"
 #include "hbd_client.h"
 #include "hibar.h"
@@ -23,49 +23,18 @@ typedef struct hbs_cpu {
     double main_ns, io_ns, other_ns;
 } hbs_cpu_t;
 
-/* Add the CPU time of every thread of pid: the main thread (tid == pid), libzmq's I/O
- * threads (comm "ZMQbg/IO/..."), the others. 0, or NOT_FOUND if the process is gone. */
-static int cpu_add(pid_t pid, hbs_cpu_t *c)
+/* Add a thread's CPU time by kind: the main thread (tid == pid), libzmq's I/O threads
+ * (comm "ZMQbg/IO/..."), the others. */
+static void cpu_thread(void *arg, pid_t pid, pid_t tid, const char *comm, double ns)
 {
-    char path[96], comm[64];
-    struct dirent *de;
-    DIR *d;
-    int found = 0;
+    hbs_cpu_t *c = arg;
 
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    d = opendir(path);
-    if (d == NULL)
-        return HIBAR_ERR_NOT_FOUND;
-    while ((de = readdir(d)) != NULL) {
-        unsigned long long ns = 0;
-        FILE *f;
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/schedstat", (int)pid, de->d_name);
-        f = fopen(path, "r");
-        if (f == NULL)
-            continue; /* the thread ended */
-        if (fscanf(f, "%llu", &ns) != 1)
-            ns = 0;
-        fclose(f);
-        comm[0] = '\0';
-        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, de->d_name);
-        f = fopen(path, "r");
-        if (f != NULL) {
-            if (fgets(comm, sizeof(comm), f) == NULL)
-                comm[0] = '\0';
-            fclose(f);
-        }
-        if (strtol(de->d_name, NULL, 10) == (long)pid)
-            c->main_ns += (double)ns;
-        else if (strncmp(comm, "ZMQbg/IO", 8) == 0)
-            c->io_ns += (double)ns;
-        else
-            c->other_ns += (double)ns;
-        found = 1;
-    }
-    closedir(d);
-    return found ? 0 : HIBAR_ERR_NOT_FOUND;
+    if (tid == pid)
+        c->main_ns += ns;
+    else if (strncmp(comm, "ZMQbg/IO", 8) == 0)
+        c->io_ns += ns;
+    else
+        c->other_ns += ns;
 }
 
 /* CPU of the daemons of nodes[0..n) now. */
@@ -79,7 +48,7 @@ static int cpu_now(const hb_cfg_t *cfg, const uint32_t *nodes, uint32_t n, hbs_c
         pid_t pid = hbd_client_pid(cfg, nodes[i]);
         if (pid <= 0)
             return HIBAR_ERR_NOT_FOUND;
-        rc = cpu_add(pid, c);
+        rc = hb_proc_threads_cpu(pid, cpu_thread, c);
         if (rc != 0)
             return rc;
     }

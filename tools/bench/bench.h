@@ -72,9 +72,6 @@ void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, c
 /* The directory of this executable (".", if /proc cannot tell). */
 void hb_bench_exe_dir(char *buf, size_t cap);
 
-/* CPU seconds (user + system, all threads) a process has used, from /proc; -1 if unknown. */
-double hb_bench_cpu_seconds(pid_t pid);
-
 /* Run rank(i, arg) in n forked processes, i = 0..n-1 (stdio flushed first); each child stores
  * its result in status[i], which must be memory it shares with this process (MAP_SHARED).
  * Waits for all of them: 0 if every rank returned 0, else -1 after printing "PROG: rank I

@@ -13,6 +13,7 @@
 
 #include "cfg.h"
 #include "hb_log.h"
+#include "hb_proc.h"
 #include "hb_stats.h"
 #include "hb_time.h"
 #include "hbd_client.h"
@@ -43,9 +44,11 @@
  * hb_topo_predict_tree for tree, with each set. Also the driver's own share: a "ping" to
  * every daemon at once, to the last reply (t_ctl_us; ratio_net leaves it out), and the
  * protocol alone: last arrival at a daemon to last completion, from the stamps the daemons
- * put in their replies (CLOCK_MONOTONIC, shared on one host: protocol_median_us). With
- * --idle-cpu S, the CPU the idle daemons use together over S seconds is measured (percent of
- * one core).
+ * put in their replies (CLOCK_MONOTONIC, shared on one host: protocol_median_us; first to
+ * last arrival: arrive_spread_us), the CPU the daemons use per barrier (all threads, probes
+ * left out: cpu_per_barrier_us) and per ping round (cpu_per_ping_us; hibar-sim's host model
+ * is scaled to these). With --idle-cpu S, the CPU the idle daemons use together over S
+ * seconds is measured (percent of one core).
  */
 
 typedef struct bc_opts {
@@ -71,6 +74,7 @@ typedef struct bc_probe {
     double t_ctl; /* "ping" to every daemon at once -> last reply: the driver's own share */
     double t_ib_lv[BC_MAXDEPTH + 1]; /* stepped T_IB of the chassis at depth d */
     double t_sr_lv[BC_MAXDEPTH + 1]; /* T_SR of the links from depth d up, d >= 1, at once */
+    double cpu_ctl;                  /* the daemons' CPU per ping round, all together */
 } bc_probe_t;
 
 static void usage(FILE *f)
@@ -103,6 +107,15 @@ static double median(double *x, size_t n)
 {
     qsort(x, n, sizeof(double), cmp_double);
     return n ? x[n / 2] : -1;
+}
+
+/* CPU seconds of every daemon of cfg together (all their threads). */
+static double daemons_cpu(const hb_cfg_t *cfg)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < cfg->n_nodes; i++)
+        s += hb_proc_cpu_seconds(hbd_client_pid(cfg, i));
+    return s;
 }
 
 /* T_IB: "tib n" to every node of the given chassis at once; median of the Centers' medians. */
@@ -219,8 +232,9 @@ static int probe_tsr(hbd_cluster_t *cl, const uint32_t *nodes, uint32_t k, unsig
 }
 
 /* The driver's fan-out and fan-in alone: every daemon asked "ping" at once, to the last reply. */
-static int probe_ctl(hbd_cluster_t *cl, unsigned n, double *out)
+static int probe_ctl(hbd_cluster_t *cl, unsigned n, double *out, double *cpu_p)
 {
+    double cpu0 = daemons_cpu(cl->cfg);
     uint32_t *nodes = malloc(sizeof(uint32_t) * cl->n);
     char(*rep)[512] = malloc(512 * (size_t)cl->n);
     double *v = malloc(sizeof(double) * n);
@@ -232,8 +246,10 @@ static int probe_ctl(hbd_cluster_t *cl, unsigned n, double *out)
         rc = hbd_cluster_all(cl, nodes, cl->n, "ping", rep, 10000);
         v[k] = (double)(hb_time_now_ns() - t0) / 1e3;
     }
-    if (rc == 0)
+    if (rc == 0) {
         *out = median(v, n);
+        *cpu_p = (daemons_cpu(cl->cfg) - cpu0) * 1e6 / n;
+    }
     free(nodes);
     free(rep);
     free(v);
@@ -262,7 +278,7 @@ static int probe(hbd_cluster_t *cl, const hb_topo_t *t, unsigned n, bc_probe_t *
             rc = probe_tsr(cl, centers, nc, n, &p->t_sr);
     }
     if (rc == 0)
-        rc = probe_ctl(cl, n, &p->t_ctl);
+        rc = probe_ctl(cl, n, &p->t_ctl, &p->cpu_ctl);
     /* as the steps run them: depth by depth */
     for (uint32_t d = 0; rc == 0 && d <= t->depth && d <= BC_MAXDEPTH; d++) {
         uint32_t k = 0;
@@ -295,14 +311,11 @@ static void path_weights(int scmd, uint32_t depth, uint32_t d, double *ib_p, dou
 
 static int idle_cpu(const hb_cfg_t *cfg, double secs, double *pct_p)
 {
-    double before = 0, after = 0;
-    for (uint32_t i = 0; i < cfg->n_nodes; i++)
-        before += hb_bench_cpu_seconds(hbd_client_pid(cfg, i));
+    double before = daemons_cpu(cfg);
     uint64_t t0 = hb_time_now_ns();
     struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&ts, NULL);
-    for (uint32_t i = 0; i < cfg->n_nodes; i++)
-        after += hb_bench_cpu_seconds(hbd_client_pid(cfg, i));
+    double after = daemons_cpu(cfg);
     double wall = (double)(hb_time_now_ns() - t0) / 1e9;
     *pct_p = 100.0 * (after - before) / wall;
     return 0;
@@ -354,10 +367,12 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
     hbd_drive_opts_init(&dopt);
     double *x = malloc(sizeof(double) * (o->iters ? o->iters : 1));
     double *y = malloc(sizeof(double) * (o->iters ? o->iters : 1));
+    double *sp_v = malloc(sizeof(double) * (o->iters ? o->iters : 1));
     unsigned ny = 0;
-    if (x == NULL || y == NULL) {
+    if (x == NULL || y == NULL || sp_v == NULL) {
         free(x);
         free(y);
+        free(sp_v);
         rc = HIBAR_ERR_NOMEM;
         goto out_cl;
     }
@@ -366,8 +381,12 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
     bc_probe_t pb[BC_BLOCKS];
     unsigned nb = 0, per_block = (o->iters + BC_BLOCKS - 1) / BC_BLOCKS;
     unsigned probe_n = o->probe_iters / BC_BLOCKS ? o->probe_iters / BC_BLOCKS : 1;
+    /* the daemons' CPU over the measured barriers, the probes' share taken out */
+    double cpu0 = 0, cpu_probe = 0;
     for (unsigned i = 0; i < o->warmup + o->iters && rc == 0; i++) {
         hbd_drive_result_t r;
+        if (i == o->warmup)
+            cpu0 = daemons_cpu(cfg);
         rc = hbd_cluster_barrier(cl, coll++, &dopt, &r);
         if (rc == 0 && (r.n_err || r.n_missing)) {
             fprintf(stderr, "hibar-bench: barrier %" PRIu64 ": %u failed (%s), %u missing\n",
@@ -376,19 +395,26 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         }
         if (rc == 0 && i >= o->warmup) {
             x[i - o->warmup] = r.total_us;
-            if (r.proto_us > 0)
+            if (r.proto_us > 0) {
+                sp_v[ny] = r.spread_us;
                 y[ny++] = r.proto_us;
+            }
         }
         unsigned done = i + 1 - o->warmup;
         if (rc == 0 && i >= o->warmup && nb < BC_BLOCKS &&
-            (done % per_block == 0 || done == o->iters))
+            (done % per_block == 0 || done == o->iters)) {
+            double c = daemons_cpu(cfg);
             rc = probe(cl, topo, probe_n, &pb[nb++]);
+            cpu_probe += daemons_cpu(cfg) - c;
+        }
     }
+    double cpu_barrier_us =
+        rc == 0 && o->iters > 0 ? (daemons_cpu(cfg) - cpu0 - cpu_probe) * 1e6 / o->iters : -1;
     bc_probe_t p = {0};
     double lv_ib[BC_MAXDEPTH + 1] = {0}, lv_sr[BC_MAXDEPTH + 1] = {0};
     uint32_t nlv = topo->depth < BC_MAXDEPTH ? topo->depth + 1 : BC_MAXDEPTH + 1;
     if (rc == 0 && nb > 0) {
-        double v[5][BC_BLOCKS] = {{0}};
+        double v[6][BC_BLOCKS] = {{0}};
         for (uint32_t d = 0; d < nlv; d++) {
             double a[BC_BLOCKS], b[BC_BLOCKS];
             for (unsigned k = 0; k < nb; k++) {
@@ -404,7 +430,9 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
             v[2][k] = pb[k].t_ib_alone;
             v[3][k] = pb[k].t_sr_alone;
             v[4][k] = pb[k].t_ctl;
+            v[5][k] = pb[k].cpu_ctl;
         }
+        p.cpu_ctl = median(v[5], nb);
         p.t_ib = median(v[0], nb);
         p.t_sr = median(v[1], nb);
         p.t_ib_alone = median(v[2], nb);
@@ -457,6 +485,7 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
         double pred_hier =
             hb_hier_predict(topo, scmd ? HB_HIER_SCMD : HB_HIER_TREE, t_ib_step, t_sr_step);
         *median_p = s.median;
+        double spread = ny > 0 ? median(sp_v, ny) : -1.0;
         char extra[1280];
         int k = snprintf(
             extra, sizeof(extra),
@@ -468,10 +497,12 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
             "\"predicted_alone_us\": %.1f, \"predicted_hier_us\": %.1f, "
             "\"t_ctl_us\": %.1f, \"ratio_net\": %.3f, "
             "\"protocol_median_us\": %.1f, \"protocol_p99_us\": %.1f, "
-            "\"ratio_protocol\": %.3f",
+            "\"ratio_protocol\": %.3f, \"cpu_per_barrier_us\": %.1f, \"cpu_per_ping_us\": %.1f, "
+            "\"arrive_spread_us\": %.1f",
             pred, s.median / pred, t_ib_step, t_sr_step, lvs_ib, lvs_sr, p.t_ib, p.t_sr, pred_all,
             topo->L, topo->n_chassis, p.t_ib_alone, p.t_sr_alone, pred_alone, pred_hier, p.t_ctl,
-            (s.median - p.t_ctl) / pred, sp.median, sp.p99, sp.median / pred);
+            (s.median - p.t_ctl) / pred, sp.median, sp.p99, sp.median / pred, cpu_barrier_us,
+            p.cpu_ctl, spread);
         if (idle >= 0 && k > 0 && (size_t)k < sizeof(extra))
             snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"idle_cpu_pct\": %.2f", idle);
         hb_bench_row_t row = {.impl = proto,
@@ -507,8 +538,18 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
                           p.t_ctl, (s.median - p.t_ctl) / pred);
         hb_bench_out_note(o->out,
                           "protocol alone (last arrival -> last completion, daemons' "
-                          "clocks): median %.1f us, p99 %.1f us, ratio to predicted %.2f",
-                          sp.median, sp.p99, sp.median / pred);
+                          "clocks): median %.1f us, p99 %.1f us, ratio to predicted %.2f; "
+                          "arrivals spread over %.1f us (median, first -> last)",
+                          sp.median, sp.p99, sp.median / pred, spread);
+        if (cpu_barrier_us >= 0)
+            hb_bench_out_note(o->out,
+                              "CPU per barrier: %.1f us, the %" PRIu32 " daemons together (all "
+                              "threads; per ping round %.1f us; %.0f%% of %ld cores over the "
+                              "median)",
+                              cpu_barrier_us, topo->n_nodes, p.cpu_ctl,
+                              100.0 * cpu_barrier_us /
+                                  (s.median * (double)sysconf(_SC_NPROCESSORS_ONLN)),
+                              sysconf(_SC_NPROCESSORS_ONLN));
         if (idle >= 0)
             hb_bench_out_note(o->out,
                               "idle: %" PRIu32 " daemons used %.2f%% of one core together "
@@ -520,6 +561,7 @@ static int run_protocol(const bc_opts_t *o, const char *proto, double *median_p)
     }
     free(x);
     free(y);
+    free(sp_v);
 out_cl:
     hbd_emu_release(cfg, &eo, cl, started, o->keep);
     hb_topo_free(topo);

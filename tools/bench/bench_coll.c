@@ -19,6 +19,7 @@
 #include "coll_model.h"
 #include "coll_params.h"
 #include "hb_log.h"
+#include "hb_proc.h"
 #include "hb_size.h"
 #include "hb_stats.h"
 #include "hb_time.h"
@@ -180,7 +181,7 @@ static int daemons_run(void *ctx, const bcoll_case_t *c, bcoll_sample_t *s_p)
     bcoll_daemons_t *dm = ctx;
     char cmd[160];
     for (uint32_t k = 0; k < dm->cl->n; k++)
-        dm->cpu0[k] = hb_bench_cpu_seconds(dm->dpid[k]);
+        dm->cpu0[k] = hb_proc_cpu_seconds(dm->dpid[k]);
     snprintf(cmd, sizeof(cmd), "coll %s %s %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64,
              hb_coll_op_name(c->op), alg_word(c->alg), dm->root, c->size, c->lanes, c->seg);
     int rc = hbd_cluster_all(dm->cl, dm->nodes, dm->cl->n, cmd, dm->rep, 600000);
@@ -212,7 +213,7 @@ static int daemons_run(void *ctx, const bcoll_case_t *c, bcoll_sample_t *s_p)
     s.skew_us = (double)(s1 - t0) / 1e3;
     s.cpu_ms = s.cpu_max_ms = 0.0;
     for (uint32_t k = 0; k < dm->cl->n; k++) {
-        double c1 = hb_bench_cpu_seconds(dm->dpid[k]);
+        double c1 = hb_proc_cpu_seconds(dm->dpid[k]);
         if (c1 < 0 || dm->cpu0[k] < 0) {
             s.cpu_ms = s.cpu_max_ms = -1.0;
             break;

@@ -115,27 +115,6 @@ void hb_bench_out_close(hb_bench_out_t *o)
     o->csv = NULL;
 }
 
-/* CPU seconds (user + system, all threads) of a process, or -1. */
-double hb_bench_cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024];
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t r = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[r] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (p == NULL ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 int hb_bench_fork_ranks(const char *prog, uint32_t n, int (*rank)(uint32_t i, void *arg), void *arg,
                         int *status)
 {
