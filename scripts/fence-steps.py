@@ -3,11 +3,12 @@
 # profiling on (every host's clock is the machine's CLOCK_MONOTONIC, so all times compare):
 #   FENCE_COMPARE_LOGS=DIR HIBAR_FENCE_PROF=1 FENCE_CLIENT_PROF=1 tests/netns/testbed ... -- \
 #       tests/netns/fence-compare --impls hibar ...
-#   scripts/fence-steps.py DIR [--ppn 4] [--size 1024]
+#   scripts/fence-steps.py DIR [--ppn 4] [--size 1024] [--first]
 # DIR holds the daemons' logs (fprof NODE STAGE COLL T_NS lines, hbd_fence_prof) and each job's
 # output (job-IMPL-SIZE-K.out: tfence RANK IT T0_NS T1_NS lines of fence_client). Rank r runs
 # on node r // ppn (hibar-run -N ppn places by block).
-# For every steady-state fence (IT >= 0), times are taken from the moment the last rank called
+# For every steady-state fence (IT >= 0; with --first: each job's first fence with data, IT
+# -1), times are taken from the moment the last rank called
 # PMIx_Fence ("last call" = 0); per step the table gives, over the fences, the median of the
 # earliest node, of the median node and of the latest node reaching it (us). Steps:
 #   call        a rank calls PMIx_Fence (its node's last rank; "first call" = the earliest rank)
@@ -37,10 +38,11 @@ def med(v):
 def main():
     args = sys.argv[1:]
     if not args:
-        sys.exit('usage: fence-steps.py DIR [--ppn N] [--size B]')
+        sys.exit('usage: fence-steps.py DIR [--ppn N] [--size B] [--first]')
     d = args[0]
     ppn = int(args[args.index('--ppn') + 1]) if '--ppn' in args else 4
     want = args[args.index('--size') + 1] if '--size' in args else None
+    first = '--first' in args  # the job's first fence with data (IT -1) instead
     ev = collections.defaultdict(list)  # node -> [(t_us, stage)]
     for f in glob.glob(os.path.join(d, '*.log')):
         for ln in open(f, errors='replace'):
@@ -80,7 +82,7 @@ def main():
                     cur[st].append(t)
             per[n] = fences
         for k, it in enumerate(its):
-            if it < 0:
+            if (it < 0) != first:
                 continue
             ranks = tf[it]
             t_last = max(t0 for t0, _ in ranks.values())
