@@ -23,6 +23,16 @@ out=$("$bench" scatter --ranks 2 --iters 20 --warmup 2 --sizes 8,70K --json) || 
 check "scatter 2 ranks" "$out" 2
 out=$(HIBAR_CMA=0 "$bench" scatter --ranks 3 --iters 20 --warmup 2 --sizes 200K --json) || { echo "FAIL scatter chunked: exit $?"; fail=1; }
 check "scatter 3 ranks, chunked" "$out" 1
+# --floor: the plain shared-memory barrier beside hibar's (ranks <= cores), refused above
+out=$("$bench" barrier --ranks 2 --iters 200 --warmup 10 --floor --json) || { echo "FAIL floor: exit $?"; fail=1; }
+check "barrier --floor" "$out" 1
+if printf '%s\n' "$out" | grep -q '"impl": "shm-floor".*"hibar_over_floor": [0-9]'; then
+    echo "ok   shm-floor row"
+else
+    echo "FAIL shm-floor row"; printf '%s\n' "$out"; fail=1
+fi
+"$bench" barrier --ranks $(($(nproc) + 1)) --floor >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] && echo "ok   --floor with ranks > cores refused" || { echo "FAIL --floor > cores: exit $rc"; fail=1; }
 # bad usage: exit status 2
 "$bench" barrier --ranks 0 >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] && echo "ok   --ranks 0 refused" || { echo "FAIL --ranks 0: exit $rc"; fail=1; }

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ typedef struct bc_opts {
     int nsizes;
     int bind; /* 1: rank r on CPU r % CPUs */
     int compare;
+    int floor;            /* barrier: also the plain shared-memory barrier (the machine's floor) */
     uint32_t per_node;    /* 0: one node (this process stands in for hibard) */
     const char *sets[16]; /* --set KEY=VALUE for the daemons (--per-node) */
     int nsets;
@@ -81,7 +83,9 @@ static void bc_usage(FILE *f, const char *bench)
             "  --warmup W     repetitions before measuring, default 100\n"
             "%s"
             "  --bind B       core: rank r bound to CPU r %% CPUs (default); none\n"
-            "  --compare      also run hibar-mpi-bench under mpirun, print the ratio\n",
+            "  --compare      also run hibar-mpi-bench under mpirun, print the ratio\n"
+            "  --floor        barrier, ranks <= cores: also a plain shared-memory barrier\n"
+            "                 (impl shm-floor), timed the same way: the machine's floor\n",
             bench, strcmp(bench, "scatter") == 0 ? " [--sizes LIST]" : "", BC_MAX_RANKS,
             strcmp(bench, "scatter") == 0 ? "1000" : "10000",
             strcmp(bench, "scatter") == 0
@@ -92,12 +96,19 @@ static void bc_usage(FILE *f, const char *bench)
 static int bc_parse(int argc, char **argv, bc_opts_t *o)
 {
     static const struct option lo[] = {
-        {"ranks", required_argument, NULL, 'n'},    {"iters", required_argument, NULL, 'i'},
-        {"warmup", required_argument, NULL, 'w'},   {"sizes", required_argument, NULL, 's'},
-        {"bind", required_argument, NULL, 'b'},     {"compare", no_argument, NULL, 'c'},
-        {"per-node", required_argument, NULL, 'K'}, {"set", required_argument, NULL, 'o'},
-        {"bed-name", required_argument, NULL, 'B'}, {"bed-net", required_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"ranks", required_argument, NULL, 'n'},
+        {"iters", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"sizes", required_argument, NULL, 's'},
+        {"bind", required_argument, NULL, 'b'},
+        {"compare", no_argument, NULL, 'c'},
+        {"per-node", required_argument, NULL, 'K'},
+        {"set", required_argument, NULL, 'o'},
+        {"bed-name", required_argument, NULL, 'B'},
+        {"bed-net", required_argument, NULL, 'N'},
+        {"floor", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c, scatter = strcmp(o->bench, "scatter") == 0;
     char *end;
@@ -164,6 +175,9 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         case 'c':
             o->compare = 1;
             break;
+        case 'F':
+            o->floor = 1;
+            break;
         case 'K':
             o->per_node = (uint32_t)strtoul(optarg, &end, 10);
             if (*end || errno || o->per_node < 1 || o->per_node > BC_MAX_RANKS) {
@@ -213,6 +227,14 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
     }
     if (o->per_node == 0 && (o->nsets > 0)) {
         fprintf(stderr, "hibar-bench %s: --set is for --per-node\n", o->bench);
+        return -1;
+    }
+    if (o->floor &&
+        (scatter || o->per_node != 0 || o->n > (uint32_t)sysconf(_SC_NPROCESSORS_ONLN))) {
+        fprintf(stderr,
+                "hibar-bench %s: --floor is for barrier on one node with ranks <= "
+                "cores (%ld): its ranks spin\n",
+                o->bench, sysconf(_SC_NPROCESSORS_ONLN));
         return -1;
     }
     if (o->per_node != 0 && !o->iters_set)
@@ -321,6 +343,30 @@ static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char
     return 0;
 }
 
+/* With --bind core: rank me on CPU me % CPUs. */
+static void bc_bind(const bc_opts_t *o, uint32_t me)
+{
+    if (o->bind) {
+        cpu_set_t set;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        CPU_ZERO(&set);
+        CPU_SET((int)(me % (uint32_t)(ncpu > 0 ? ncpu : 1)), &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0)
+            hb_log_warn("rank %u: sched_setaffinity: %m", (unsigned)me);
+    }
+}
+
+/* x[k]: repetition k's time, the maximum over the ranks' sh->t. */
+static void bc_max_over_ranks(const bc_opts_t *o, const bc_shared_t *sh, double *x)
+{
+    for (uint64_t k = 0; k < o->iters; k++) {
+        double m = 0;
+        for (uint32_t i = 0; i < o->n; i++)
+            m = sh->t[(uint64_t)i * o->iters + k] > m ? sh->t[(uint64_t)i * o->iters + k] : m;
+        x[k] = m;
+    }
+}
+
 static int bc_op(hibar_t *h, const bc_opts_t *o, size_t size, const void *sbuf, void *rbuf)
 {
     if (strcmp(o->bench, "barrier") == 0)
@@ -337,14 +383,7 @@ static int bc_rank(int seg_fd, uint32_t me, const bc_opts_t *o, size_t size, bc_
     uint64_t i, t0;
     int rc;
 
-    if (o->bind) {
-        cpu_set_t set;
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        CPU_ZERO(&set);
-        CPU_SET((int)(me % (uint32_t)(ncpu > 0 ? ncpu : 1)), &set);
-        if (sched_setaffinity(0, sizeof(set), &set) != 0)
-            hb_log_warn("rank %u: sched_setaffinity: %m", (unsigned)me);
-    }
+    bc_bind(o, me);
     if (size > 0) {
         sbuf = me == 0 ? malloc(size * o->n) : NULL;
         rbuf = malloc(size);
@@ -390,6 +429,79 @@ out:
     free(sbuf);
     free(rbuf);
     return rc;
+}
+
+/*
+ * --floor: the plainest barrier two or more processes can run on this machine, timed like
+ * hibar's (isolated repetitions, CLOCK_MONOTONIC, maximum over the ranks): each rank stores
+ * its count in its own cache line and spins on everyone else's. No sleeping, no checks, no
+ * library: what hibar's barrier is compared with to tell its overhead from the hardware's.
+ * Only with ranks <= cores; a spin longer than BC_FLOOR_SPINS pauses yields once.
+ */
+#define BC_FLOOR_SPINS 100000u
+
+typedef struct bc_floor_line {
+    _Alignas(64) _Atomic uint64_t v;
+} bc_floor_line_t;
+
+typedef struct bc_floor_arg {
+    const bc_opts_t *o;
+    bc_shared_t *sh;
+    bc_floor_line_t *line; /* [n], shared */
+} bc_floor_arg_t;
+
+static void bc_floor_barrier(bc_floor_line_t *line, uint32_t n, uint32_t me, uint64_t s)
+{
+    atomic_store_explicit(&line[me].v, s, memory_order_release);
+    for (uint32_t r = 0; r < n; r++) {
+        unsigned spins = 0;
+        while (atomic_load_explicit(&line[r].v, memory_order_acquire) < s) {
+            __builtin_ia32_pause();
+            if (++spins == BC_FLOOR_SPINS) {
+                spins = 0;
+                sched_yield();
+            }
+        }
+    }
+}
+
+static int bc_floor_rank(uint32_t me, void *arg)
+{
+    const bc_floor_arg_t *a = arg;
+    const bc_opts_t *o = a->o;
+    double *t = a->sh->t + (uint64_t)me * o->iters;
+    uint64_t s = 0, i, t0;
+
+    bc_bind(o, me);
+    for (i = 0; i < o->warmup; i++)
+        bc_floor_barrier(a->line, o->n, me, ++s);
+    for (i = 0; i < o->iters; i++) {
+        bc_floor_barrier(a->line, o->n, me, ++s);
+        t0 = hb_time_now_ns();
+        bc_floor_barrier(a->line, o->n, me, ++s);
+        t[i] = (double)(hb_time_now_ns() - t0) / 1e3;
+    }
+    return 0;
+}
+
+/* The floor row: x gets the per-repetition maximum over ranks. */
+static int bc_floor_row(const bc_opts_t *o, bc_shared_t *sh, double *x)
+{
+    size_t len = (size_t)o->n * sizeof(bc_floor_line_t);
+    bc_floor_line_t *line =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (line == MAP_FAILED) {
+        fprintf(stderr, "hibar-bench barrier --floor: %s\n", strerror(errno));
+        return -1;
+    }
+    bc_floor_arg_t fa = {.o = o, .sh = sh, .line = line};
+    int failed = hb_bench_fork_ranks("hibar-bench barrier --floor", o->n, bc_floor_rank, &fa,
+                                     sh->status) != 0;
+    munmap(line, len);
+    if (failed)
+        return -1;
+    bc_max_over_ranks(o, sh, x);
+    return 0;
 }
 
 /* Where hibar-mpi-bench is: next to this program (build tree: peer/, installed: same dir). */
@@ -487,8 +599,6 @@ static int bc_rank_run(uint32_t me, void *arg)
 static int bc_row(const bc_opts_t *o, size_t size, bc_shared_t *sh, double *x)
 {
     hb_seg_t seg;
-    uint32_t i;
-    uint64_t k;
     int rc;
 
     rc = hb_seg_create(o->n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF, (uint64_t)getpid(), 0, 1, 0,
@@ -504,12 +614,7 @@ static int bc_row(const bc_opts_t *o, size_t size, bc_shared_t *sh, double *x)
     hb_seg_unmap(&seg);
     if (failed)
         return -1;
-    for (k = 0; k < o->iters; k++) {
-        double m = 0;
-        for (i = 0; i < o->n; i++)
-            m = sh->t[(uint64_t)i * o->iters + k] > m ? sh->t[(uint64_t)i * o->iters + k] : m;
-        x[k] = m;
-    }
+    bc_max_over_ranks(o, sh, x);
     return 0;
 }
 
@@ -572,6 +677,28 @@ static int bc_main(const char *bench, int argc, char **argv)
         row.extra_json = extra;
         hb_bench_out_note(&out, "impl hibar, size %zu: loop_us %.3f", o.sizes[s], sh->loop_us);
         hb_bench_out_row(&out, &row);
+        if (o.floor) {
+            hb_stats_t fst;
+            hb_bench_row_t frow = {.impl = "shm-floor",
+                                   .nodes = 1,
+                                   .ranks = o.n,
+                                   .size = 0,
+                                   .reps = o.iters,
+                                   .iters = o.iters,
+                                   .st = &fst};
+            char fextra[96];
+            if (bc_floor_row(&o, sh, x) != 0)
+                goto out_close;
+            hb_stats_summarize(x, o.iters, com.confidence, &fst);
+            snprintf(fextra, sizeof(fextra), "\"method\": \"maximum\", \"hibar_over_floor\": %.3f",
+                     fst.median > 0 ? st.median / fst.median : 0.0);
+            frow.extra_json = fextra;
+            hb_bench_out_note(&out,
+                              "impl shm-floor (a plain shared-memory barrier, spinning): "
+                              "ratio hibar/floor (medians) %.3f",
+                              fst.median > 0 ? st.median / fst.median : 0.0);
+            hb_bench_out_row(&out, &frow);
+        }
         if (o.compare) {
             hb_bench_row_t prow = {
                 .impl = "open-mpi", .nodes = 1, .ranks = o.n, .size = o.sizes[s], .st = &pst};
