@@ -95,21 +95,17 @@ static void bc_usage(FILE *f, const char *bench)
 
 static int bc_parse(int argc, char **argv, bc_opts_t *o)
 {
+    /* clang-format off */
     static const struct option lo[] = {
-        {"ranks", required_argument, NULL, 'n'},
-        {"iters", required_argument, NULL, 'i'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"sizes", required_argument, NULL, 's'},
-        {"bind", required_argument, NULL, 'b'},
-        {"compare", no_argument, NULL, 'c'},
-        {"per-node", required_argument, NULL, 'K'},
-        {"set", required_argument, NULL, 'o'},
-        {"bed-name", required_argument, NULL, 'B'},
-        {"bed-net", required_argument, NULL, 'N'},
-        {"floor", no_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},
+        {"ranks", required_argument, NULL, 'n'},    {"iters", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'},   {"sizes", required_argument, NULL, 's'},
+        {"bind", required_argument, NULL, 'b'},     {"compare", no_argument, NULL, 'c'},
+        {"per-node", required_argument, NULL, 'K'}, {"set", required_argument, NULL, 'o'},
+        {"bed-name", required_argument, NULL, 'B'}, {"bed-net", required_argument, NULL, 'N'},
+        {"floor", no_argument, NULL, 'F'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    /* clang-format on */
     int c, scatter = strcmp(o->bench, "scatter") == 0;
     char *end;
     size_t n;
