@@ -8,7 +8,7 @@
 # output (job-IMPL-SIZE-K.out: tfence RANK IT T0_NS T1_NS lines of fence_client). Rank r runs
 # on node r // ppn (hibar-run -N ppn places by block).
 # For every steady-state fence (IT >= 0; with --first: each job's first fence with data, IT
-# -1), times are taken from the moment the last rank called
+# -2, after the aligning fence without data, IT -3), times are taken from the moment the last rank called
 # PMIx_Fence ("last call" = 0); per step the table gives, over the fences, the median of the
 # earliest node, of the median node and of the latest node reaching it (us). Steps:
 #   call        a rank calls PMIx_Fence (its node's last rank; "first call" = the earliest rank)
@@ -42,7 +42,7 @@ def main():
     d = args[0]
     ppn = int(args[args.index('--ppn') + 1]) if '--ppn' in args else 4
     want = args[args.index('--size') + 1] if '--size' in args else None
-    first = '--first' in args  # the job's first fence with data (IT -1) instead
+    first = '--first' in args  # the job's first fence with data (IT -2) instead
     ev = collections.defaultdict(list)  # node -> [(t_us, stage)]
     for f in glob.glob(os.path.join(d, '*.log')):
         for ln in open(f, errors='replace'):
@@ -82,7 +82,7 @@ def main():
                     cur[st].append(t)
             per[n] = fences
         for k, it in enumerate(its):
-            if (it < 0) != first:
+            if (it != -2) if first else (it < 0):
                 continue
             ranks = tf[it]
             t_last = max(t0 for t0, _ in ranks.values())

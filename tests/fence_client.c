@@ -289,11 +289,15 @@ int main(int argc, char **argv)
     int prof = getenv("FENCE_CLIENT_PROF") != NULL; /* every rank: "tfence RANK IT T0_NS T1_NS" */
     double *smp = calloc((size_t)iters, sizeof(double));
     if (first && in && ret == 0 && hang < 0) {
+        double ta = now_us();
         pmix_status_t rc = PMIx_Fence(set, ns, NULL, 0); /* align: start-up skew not timed */
         double t0 = now_us();
         if (rc == PMIX_SUCCESS)
             rc = PMIx_Fence(set, ns, info, ninfo);
         first_us = now_us() - t0;
+        if (prof) /* IT -3: the aligning fence, -2: the first fence with data */
+            printf("tfence %u -3 %.0f %.0f\ntfence %u -2 %.0f %.0f\n", me.rank, ta * 1e3, t0 * 1e3,
+                   me.rank, t0 * 1e3, (t0 + first_us) * 1e3);
         if (rc != PMIX_SUCCESS) {
             fprintf(stderr, "rank %u: first fence: %s\n", me.rank, PMIx_Error_string(rc));
             ret = 4;
