@@ -7,6 +7,7 @@
 #include "hb_size.h"
 #include "hb_stats.h"
 #include "hb_time.h"
+#include "hb_wait.h"
 #include "hibar.h"
 #include "seg.h"
 
@@ -432,7 +433,8 @@ out:
  * hibar's (isolated repetitions, CLOCK_MONOTONIC, maximum over the ranks): each rank stores
  * its count in its own cache line and spins on everyone else's. No sleeping, no checks, no
  * library: what hibar's barrier is compared with to tell its overhead from the hardware's.
- * Only with ranks <= cores; a spin longer than BC_FLOOR_SPINS pauses yields once.
+ * Only with ranks <= cores; a spin longer than BC_FLOOR_SPINS pauses yields once, and a wait
+ * longer than BC_FLOOR_TIMEOUT_NS (a rank died) fails the row.
  */
 #define BC_FLOOR_SPINS 100000u
 
@@ -446,19 +448,28 @@ typedef struct bc_floor_arg {
     bc_floor_line_t *line; /* [n], shared */
 } bc_floor_arg_t;
 
-static void bc_floor_barrier(bc_floor_line_t *line, uint32_t n, uint32_t me, uint64_t s)
+#define BC_FLOOR_TIMEOUT_NS 10000000000ull /* a rank that died: the others give up */
+
+static int bc_floor_barrier(bc_floor_line_t *line, uint32_t n, uint32_t me, uint64_t s)
 {
+    uint64_t deadline = 0;
     atomic_store_explicit(&line[me].v, s, memory_order_release);
     for (uint32_t r = 0; r < n; r++) {
         unsigned spins = 0;
         while (atomic_load_explicit(&line[r].v, memory_order_acquire) < s) {
-            __builtin_ia32_pause();
-            if (++spins == BC_FLOOR_SPINS) {
-                spins = 0;
-                sched_yield();
-            }
+            hb_wait_pause();
+            if (++spins < BC_FLOOR_SPINS)
+                continue;
+            spins = 0;
+            sched_yield();
+            uint64_t now = hb_time_now_ns();
+            if (deadline == 0)
+                deadline = now + BC_FLOOR_TIMEOUT_NS;
+            else if (now > deadline)
+                return HIBAR_ERR_TIMEOUT;
         }
     }
+    return 0;
 }
 
 static int bc_floor_rank(uint32_t me, void *arg)
@@ -468,16 +479,19 @@ static int bc_floor_rank(uint32_t me, void *arg)
     double *t = a->sh->t + (uint64_t)me * o->iters;
     uint64_t s = 0, i, t0;
 
+    int rc = 0;
+
     bc_bind(o, me);
-    for (i = 0; i < o->warmup; i++)
-        bc_floor_barrier(a->line, o->n, me, ++s);
-    for (i = 0; i < o->iters; i++) {
-        bc_floor_barrier(a->line, o->n, me, ++s);
+    for (i = 0; i < o->warmup && rc == 0; i++)
+        rc = bc_floor_barrier(a->line, o->n, me, ++s);
+    for (i = 0; i < o->iters && rc == 0; i++) {
+        rc = bc_floor_barrier(a->line, o->n, me, ++s);
         t0 = hb_time_now_ns();
-        bc_floor_barrier(a->line, o->n, me, ++s);
+        if (rc == 0)
+            rc = bc_floor_barrier(a->line, o->n, me, ++s);
         t[i] = (double)(hb_time_now_ns() - t0) / 1e3;
     }
-    return 0;
+    return rc;
 }
 
 /* The floor row: x gets the per-repetition maximum over ranks. */

@@ -109,12 +109,16 @@ static double median(double *x, size_t n)
     return n ? x[n / 2] : -1;
 }
 
-/* CPU seconds of every daemon of cfg together (all their threads). */
+/* CPU seconds of every daemon of cfg together (all their threads; a daemon whose process
+ * cannot be read counts 0). */
 static double daemons_cpu(const hb_cfg_t *cfg)
 {
     double s = 0;
-    for (uint32_t i = 0; i < cfg->n_nodes; i++)
-        s += hb_proc_cpu_seconds(hbd_client_pid(cfg, i));
+    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
+        double c = hb_proc_cpu_seconds(hbd_client_pid(cfg, i));
+        if (c > 0)
+            s += c;
+    }
     return s;
 }
 
