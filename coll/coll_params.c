@@ -14,7 +14,7 @@ void hb_model_plogp_view(const hb_params_t *p, hb_model_plogp_t *v)
     v->os = p->os;
     v->orv = p->orv;
     v->g = p->g;
-    v->g_pat[HB_MODEL_PAT_PAIR] = p->g;
+    v->g_pat[HB_MODEL_PAT_PAIR] = p->g_pair;
     v->g_pat[HB_MODEL_PAT_ONE_TO_MANY] = p->g_o2m;
     v->g_pat[HB_MODEL_PAT_MANY_TO_ONE] = p->g_m2o;
     v->q = p->q;

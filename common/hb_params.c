@@ -63,7 +63,7 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
     if (copy == NULL)
         return HIBAR_ERR_NOMEM;
     for (char *next = copy; rc == 0 && next != NULL;) {
-        char *tok[8], *ts = NULL;
+        char *tok[9], *ts = NULL; /* one more than a line may have: extra tokens are refused */
         int nt = 0;
         line = next;
         next = strchr(line, '\n');
@@ -72,16 +72,16 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
         ln++;
         if (strchr(line, '#') != NULL)
             *strchr(line, '#') = '\0';
-        for (char *t = strtok_r(line, " \t\r", &ts); t != NULL && nt < 8;
+        for (char *t = strtok_r(line, " \t\r", &ts); t != NULL && nt < 9;
              t = strtok_r(NULL, " \t\r", &ts))
             tok[nt++] = t;
         if (nt == 0)
             continue;
-        double v[6];
+        double v[7];
         if (strcmp(tok[0], "cluster") == 0 && nt == 2 && strlen(tok[1]) < sizeof(r.cluster)) {
             snprintf(r.cluster, sizeof(r.cluster), "%s", tok[1]);
-        } else if (strcmp(tok[0], "point") == 0 && nt == 7) {
-            for (int i = 0; i < 6 && rc == 0; i++)
+        } else if (strcmp(tok[0], "point") == 0 && (nt == 7 || nt == 8)) {
+            for (int i = 0; i < nt - 1 && rc == 0; i++)
                 if (num(tok[i + 1], &v[i]) != 0) {
                     perr(err, errlen, "line %d: bad number '%s'", ln, tok[i + 1]);
                     rc = HIBAR_ERR_CONFIG;
@@ -100,6 +100,7 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
             r.g[r.n] = v[3];
             r.g_o2m[r.n] = v[4];
             r.g_m2o[r.n] = v[5];
+            r.g_pair[r.n] = nt == 8 ? v[6] : v[3];
             r.n++;
         } else if (strcmp(tok[0], "bwan") == 0 && nt == 3) {
             if (num(tok[1], &v[0]) != 0 || num(tok[2], &v[1]) != 0 || !(v[1] > 0.0) ||
@@ -165,11 +166,11 @@ int hb_params_format(const hb_params_t *p, char *buf, size_t cap)
     if (p->n > 0) {
         PUT("L %.3f\nq %.0f\nt_rto %.0f\nflow_control %d\nburst %.0f\n", p->L, p->q, p->t_rto,
             p->flow_control, p->burst);
-        PUT("# point M o_s(M) o_r(M) g(M) g(M,one-to-many) g(M,many-to-one)\n");
+        PUT("# point M o_s(M) o_r(M) g(M) g(M,one-to-many) g(M,many-to-one) g(M,pair)\n");
     }
     for (uint32_t i = 0; i < p->n; i++)
-        PUT("point %.0f %.3f %.3f %.3f %.3f %.3f\n", p->m[i], p->os[i], p->orv[i], p->g[i],
-            p->g_o2m[i], p->g_m2o[i]);
+        PUT("point %.0f %.3f %.3f %.3f %.3f %.3f %.3f\n", p->m[i], p->os[i], p->orv[i],
+            p->g[i], p->g_o2m[i], p->g_m2o[i], p->g_pair[i]);
     if (p->n_bwan > 0)
         PUT("bwan_measured %.0f\n# bwan P b_WAN(P): Mbit/s per lane with P lanes at once "
             "(hibar-bench lanes)\n",

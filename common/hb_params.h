@@ -9,14 +9,16 @@
 /*
  * `hibar-bench logp` measures them between two daemons (PlogP: L, o_s(m), o_r(m), g(m) by
  * the logp_mpi method) and for the communication patterns of the collectives (PlogP-BR:
- * g(m, one-to-many), g(m, many-to-one)), and writes them to a text file per cluster; the
+ * g(m, pair), g(m, one-to-many), g(m, many-to-one), each by flooding in that pattern), and
+ * writes them to a text file per cluster; the
  * daemons read it to choose algorithms (coll/coll_model.h) and hibar-info shows it.
  * Times µs, sizes bytes. `hibar-bench lanes` adds the WAN's b_WAN(P), measured with P
  * concurrent node pairs across it, to the same file (each tool keeps the other's part).
  * File format, one item per line, '#' comments:
  *   cluster NAME        nodes N        measured UNIX_SECONDS
  *   L US                q BYTES        t_rto US        flow_control 0|1     burst BYTES
- *   point M OS OR G G_ONE_TO_MANY G_MANY_TO_ONE      (ascending M, 1..HB_PARAMS_MAXPTS)
+ *   point M OS OR G G_ONE_TO_MANY G_MANY_TO_ONE [G_PAIR]   (ascending M, 1..HB_PARAMS_MAXPTS;
+ *                       without G_PAIR, as files written before it had: G_PAIR = G)
  *   bwan_measured UNIX_SECONDS
  *   bwan P MBIT         per-lane bandwidth with P lanes active, Mbit/s (P = 1, 2, ... in order,
  *                       at most HB_PARAMS_MAXLANES; the aggregate is P x MBIT)
@@ -38,6 +40,7 @@ typedef struct hb_params {
     uint32_t n;       /* points */
     double m[HB_PARAMS_MAXPTS], os[HB_PARAMS_MAXPTS], orv[HB_PARAMS_MAXPTS];
     double g[HB_PARAMS_MAXPTS], g_o2m[HB_PARAMS_MAXPTS], g_m2o[HB_PARAMS_MAXPTS];
+    double g_pair[HB_PARAMS_MAXPTS]; /* g(m, pair): one sender flooding one receiver */
     /* b_WAN(P) (hibar-bench lanes); n_bwan 0: not measured */
     uint32_t n_bwan;
     double bwan_measured;

@@ -367,6 +367,7 @@ static void test_params(void)
         p.g[i] = 10 + i;
         p.g_o2m[i] = 11 + i;
         p.g_m2o[i] = 12 + i;
+        p.g_pair[i] = 13 + i;
     }
     CU_ASSERT_EQUAL(hb_params_format(&p, buf, sizeof(buf)), 0);
     CU_ASSERT_EQUAL(hb_params_parse(buf, &q, err, sizeof(err)), 0);
@@ -375,7 +376,18 @@ static void test_params(void)
     CU_ASSERT_EQUAL(q.flow_control, 0);
     NEAR(q.L, 40.5, 1e-9);
     NEAR(q.g_m2o[2], 14, 1e-9);
+    NEAR(q.g_pair[2], 15, 1e-9);
     NEAR(q.m[2], 4096, 1e-9);
+    /* a file written before g(m, pair) had its own column: the pair's gap is g(m) */
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 2 3 4 5\n", &q, err, sizeof(err)), 0);
+    NEAR(q.g_pair[0], 3, 1e-9);
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 2 3 4 5 6\n", &q, err, sizeof(err)), 0);
+    NEAR(q.g_pair[0], 6, 1e-9);
+    NEAR(q.g[0], 3, 1e-9);
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 2 3 4 5 6 7\n", &q, err, sizeof(err)),
+                    HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 2 3 4 5 z\n", &q, err, sizeof(err)),
+                    HIBAR_ERR_CONFIG);
     CU_ASSERT_EQUAL(hb_params_format(&p, buf, 40), HIBAR_ERR_TRUNCATED);
     /* refusals: descending sizes, a bad number, an unknown key, no points */
     CU_ASSERT_EQUAL(
@@ -429,7 +441,7 @@ static void test_params_bwan(void)
     snprintf(lp.cluster, sizeof(lp.cluster), "ln-unit");
     lp.L = 30;
     lp.n = 1;
-    lp.g[0] = lp.g_o2m[0] = lp.g_m2o[0] = 5;
+    lp.g[0] = lp.g_o2m[0] = lp.g_m2o[0] = lp.g_pair[0] = 5;
     CU_ASSERT_EQUAL(hb_params_update(path, &lp, HB_PARAMS_PLOGP), 0);
     CU_ASSERT_EQUAL(hb_params_read(path, &q, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(q.n, 1);

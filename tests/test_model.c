@@ -68,6 +68,21 @@ static void test_measured_file(void)
     CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 0 1 1 1 1 1\n", &f, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(hb_model_lanes_view(&f, &p), 0);
     CU_ASSERT_PTR_NULL(p.b_wan);
+    /* the PlogP view: each pattern's gap from its own column, the pair's from g(m, pair) */
+    {
+        hb_model_plogp_t v;
+        CU_ASSERT_EQUAL(
+            hb_params_parse("L 7\npoint 0 1 1 2 3 4 5\npoint 1000 1 1 20 30 40 50\n", &f, err,
+                            sizeof(err)),
+            0);
+        hb_model_plogp_view(&f, &v);
+        NEAR(v.L, 7.0);
+        NEAR(hb_model_plogp_g(&v, HB_MODEL_PAT_PAIR, 500.0), 27.5);
+        NEAR(hb_model_plogp_g(&v, HB_MODEL_PAT_ONE_TO_MANY, 500.0), 16.5);
+        NEAR(hb_model_plogp_g(&v, HB_MODEL_PAT_MANY_TO_ONE, 1000.0), 40.0);
+        NEAR(hb_model_plogp_g(&v, HB_MODEL_PAT_COUNT, 1000.0), 20.0); /* no pattern: g(m) */
+        CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 0 1 1 1 1 1\n", &f, err, sizeof(err)), 0);
+    }
     NEAR(hb_model_bwan(&p, 5), 8.0);
     /* 96, 80 Mbit/s per lane with 1, 2 lanes (12, 10 B/µs): beyond P = 2 the 20 B/µs are shared */
     CU_ASSERT_EQUAL(hb_params_parse("cluster ln-m\nbwan 1 96\nbwan 2 80\n", &f, err, sizeof(err)),

@@ -464,8 +464,10 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             for (uint32_t i = 0; i < p.n; i++)
                 fprintf(f,
                         "%s{\"size\": %.0f, \"os_us\": %.3f, \"or_us\": %.3f, \"g_us\": %.3f, "
-                        "\"g_one_to_many_us\": %.3f, \"g_many_to_one_us\": %.3f}",
-                        i ? ", " : "", p.m[i], p.os[i], p.orv[i], p.g[i], p.g_o2m[i], p.g_m2o[i]);
+                        "\"g_pair_us\": %.3f, \"g_one_to_many_us\": %.3f, "
+                        "\"g_many_to_one_us\": %.3f}",
+                        i ? ", " : "", p.m[i], p.os[i], p.orv[i], p.g[i], p.g_pair[i],
+                        p.g_o2m[i], p.g_m2o[i]);
             fputc(']', f);
         }
         fprintf(f, ", \"n0\": %u, \"n1\": %u, \"choices\": [", (unsigned)n0, (unsigned)n1);
@@ -475,11 +477,11 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                     (unsigned)p.nodes);
             fprintf(f, "  L %.2f us, switch queue q %.0f B%s, T_RTO %.0f us, burst %.0f B\n", p.L,
                     p.q, p.flow_control ? " (flow control: no RTO penalty)" : "", p.t_rto, p.burst);
-            fprintf(f, "  %10s %9s %9s %10s %12s %12s\n", "size", "o_s(us)", "o_r(us)", "g(us)",
-                    "g 1->n(us)", "g n->1(us)");
+            fprintf(f, "  %10s %9s %9s %10s %12s %12s %12s\n", "size", "o_s(us)", "o_r(us)",
+                    "g(us)", "g 1->1(us)", "g 1->n(us)", "g n->1(us)");
             for (uint32_t i = 0; i < p.n; i++)
-                fprintf(f, "  %10.0f %9.2f %9.2f %10.2f %12.2f %12.2f\n", p.m[i], p.os[i], p.orv[i],
-                        p.g[i], p.g_o2m[i], p.g_m2o[i]);
+                fprintf(f, "  %10.0f %9.2f %9.2f %10.2f %12.2f %12.2f %12.2f\n", p.m[i], p.os[i],
+                        p.orv[i], p.g[i], p.g_pair[i], p.g_o2m[i], p.g_m2o[i]);
         } else {
             fprintf(f,
                     "model parameters: no PlogP(-BR) cached at %s%s%s\n  (hibar-bench logp "

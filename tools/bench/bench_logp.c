@@ -402,8 +402,11 @@ int hb_bench_logp_main(int argc, char **argv)
         for (int s = 0; s < o.nsizes; s++)
             p.g[s] = fmax(g0, rtt[s] - rtt[0] + g0);
     }
-    /* PlogP-BR patterns */
+    /* PlogP-BR patterns, each gap from a flood in that pattern (a flood meets the links'
+     * rate limits a lone round trip can slip under, e.g. a token bucket's first packet): the
+     * pair's is the pair flood above */
     for (int s = 0; s < o.nsizes; s++) {
+        p.g_pair[s] = o.no_patterns ? p.g[s] : fmax(gf[s], p.g[0]);
         p.g_o2m[s] = p.g_m2o[s] = p.g[s];
         if (o.no_patterns || n_others < 2)
             continue;
