@@ -77,7 +77,7 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
             tok[nt++] = t;
         if (nt == 0)
             continue;
-        double v[7];
+        double v[7] = {0};
         if (strcmp(tok[0], "cluster") == 0 && nt == 2 && strlen(tok[1]) < sizeof(r.cluster)) {
             snprintf(r.cluster, sizeof(r.cluster), "%s", tok[1]);
         } else if (strcmp(tok[0], "point") == 0 && (nt == 7 || nt == 8)) {
