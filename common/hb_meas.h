@@ -104,7 +104,8 @@ typedef struct hb_meas_comm {
     /* Broadcast n doubles from the root. */
     int (*bcast)(void *arg, double *v, size_t n);
     /* Root method: every rank lets the root know it is done (e.g. a barrier). NULL when the
-     * root finishes last anyway (gather): no confirmation, nothing subtracted. */
+     * root provably finishes last (e.g. a gather whose other ranks return once their data is
+     * sent): no confirmation, nothing subtracted. */
     int (*confirm)(void *arg);
 } hb_meas_comm_t;
 
