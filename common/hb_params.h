@@ -10,8 +10,8 @@
  * `hibar-bench logp` measures them between two daemons (PlogP: L, o_s(m), o_r(m), g(m) by
  * the logp_mpi method) and for the communication patterns of the collectives (PlogP-BR:
  * g(m, pair), g(m, one-to-many), g(m, many-to-one), each by flooding in that pattern), and
- * writes them to a text file per cluster; the
- * daemons read it to choose algorithms (coll/coll_model.h) and hibar-info shows it.
+ * writes them to a text file per cluster; the daemons read it to choose algorithms
+ * (coll/coll_model.h) and hibar-info shows it.
  * Times µs, sizes bytes. `hibar-bench lanes` adds the WAN's b_WAN(P), measured with P
  * concurrent node pairs across it, to the same file (each tool keeps the other's part).
  * File format, one item per line, '#' comments:
