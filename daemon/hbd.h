@@ -115,6 +115,9 @@ int hbd_key_load(const char *path, uint8_t pub[32], uint8_t sec[32], char pub_z8
 /* hbd_net.c: the ROUTER socket, ZAP handler, monitor, peers, HELLO, failure flood. */
 int hbd_net_start(hbd_t *d);
 void hbd_net_stop(hbd_t *d);
+/* End the probes (logp, T_SR) with an error reply: before hbd_ctl_stop frees their replies'
+ * connections. */
+void hbd_net_probes_stop(hbd_t *d);
 /* Send one frame to neighbour node `to`. 0, HIBAR_ERR_NOT_FOUND (no such neighbour),
  * HIBAR_ERR_PEER_LOST (unreachable), HIBAR_ERR_INVAL. Logged once where it fails. */
 int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
@@ -165,6 +168,8 @@ void hbd_logp_on_echo(hbd_t *d, const hbd_wire_msg_t *m, uint64_t rx_t0);
 /* A 12-byte ECHO reply. */
 void hbd_logp_on_reply(hbd_t *d, const hbd_wire_msg_t *m);
 void hbd_logp_stop(hbd_t *d);
+/* A node was lost: a probe waiting on its answers ends with `status`. */
+void hbd_logp_peer_lost(hbd_t *d, uint32_t node, int status);
 
 /* hbd_model.c: the measured parameters of this cluster (hibar-bench logp's and lanes' file):
  * a measured b_WAN(P) table goes into *ml (its configuration values kept otherwise); returns

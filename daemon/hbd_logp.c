@@ -296,6 +296,20 @@ void hbd_logp_on_reply(hbd_t *d, const hbd_wire_msg_t *m)
     }
 }
 
+void hbd_logp_peer_lost(hbd_t *d, uint32_t node, int status)
+{
+    (void)d;
+    for (uint32_t i = 0; lp.conn != NULL && i < lp.nto; i++)
+        if (lp.to[i] == node) {
+            /* a connection that closed under a flood is often a heartbeat timeout: TCP stalled
+             * in retransmission back-off longer than heartbeat.timeout_ms (tiny switch queues) */
+            hbd_ctl_reply(lp.conn, "err %d node %" PRIu32 " lost during the %s probe (%s)", status,
+                          node, lp.flood ? "flood" : "rtt", hibar_strerror(status));
+            logp_end();
+            return;
+        }
+}
+
 void hbd_logp_stop(hbd_t *d)
 {
     (void)d;

@@ -168,6 +168,7 @@ static void cleanup(hbd_t *d)
     hbd_relay_fini(d); /* tells hibar-run; the launcher then stops the ranks */
     hbd_pmix_stop(d);
     hbd_ranks_stop(d);
+    hbd_net_probes_stop(d); /* they hold control connections */
     hbd_ctl_stop(d);
     hbd_net_stop(d);
     if (d->hwb != NULL)

@@ -303,6 +303,8 @@ static void check_ready(hbd_t *d)
                 (double)(hb_time_now_ns() - d->start_ns) / 1e6);
 }
 
+static void echo_peer_lost(uint32_t node, int status);
+
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
     hbd_peer_t *p = peer_get(d, node);
@@ -310,6 +312,9 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
         p->lost = 1;
         d->st.peers_lost++;
     }
+    /* the probes waiting on that node's answers end now (each loss, not only the first) */
+    echo_peer_lost(node, status);
+    hbd_logp_peer_lost(d, node, status);
     if (d->lost)
         return;
     d->lost = 1;
@@ -344,6 +349,24 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* End the T_SR probe with an error (its answer cannot come). */
+static void echo_fail(int rc)
+{
+    hbd_echo_t *e = &echo_state;
+    if (e->conn == NULL)
+        return;
+    hbd_ctl_reply(e->conn, "err tsr %d %s", rc, hibar_strerror(rc));
+    hbd_ctl_release(e->conn);
+    free(e->rtt);
+    memset(e, 0, sizeof(*e));
+}
+
+static void echo_peer_lost(uint32_t node, int status)
+{
+    if (echo_state.conn != NULL && echo_state.to == node)
+        echo_fail(status);
+}
+
 static void echo_next(hbd_t *d)
 {
     hbd_echo_t *e = &echo_state;
@@ -351,13 +374,8 @@ static void echo_next(hbd_t *d)
     hbd_wire_put32(pl, e->done);
     hbd_wire_put32(pl + 4, 0);
     e->t0 = hb_time_now_ns();
-    if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0) {
-        hbd_ctl_reply(e->conn, "err tsr %d %s", HIBAR_ERR_PEER_LOST,
-                      hibar_strerror(HIBAR_ERR_PEER_LOST));
-        hbd_ctl_release(e->conn);
-        free(e->rtt);
-        memset(e, 0, sizeof(*e));
-    }
+    if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0)
+        echo_fail(HIBAR_ERR_PEER_LOST);
 }
 
 int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n)
@@ -1171,6 +1189,12 @@ int hbd_net_start(hbd_t *d)
     return 0;
 }
 
+void hbd_net_probes_stop(hbd_t *d)
+{
+    hbd_logp_stop(d);
+    echo_fail(HIBAR_ERR_PEER_LOST);
+}
+
 void hbd_net_stop(hbd_t *d)
 {
     struct event **evs[] = {&d->ev_router, &d->ev_zap, &d->ev_mon, &d->ev_tick, &d->ev_data};
@@ -1179,12 +1203,6 @@ void hbd_net_stop(hbd_t *d)
             event_free(*evs[i]);
             *evs[i] = NULL;
         }
-    hbd_logp_stop(d);
-    if (echo_state.conn != NULL) {
-        hbd_ctl_release(echo_state.conn);
-        free(echo_state.rtt);
-        memset(&echo_state, 0, sizeof(echo_state));
-    }
     if (d->router != NULL) {
         zmq_socket_monitor(d->router, NULL, 0);
         zmq_close(d->router);

@@ -2,7 +2,8 @@
 # logp_model.sh: hibar-bench logp measures PlogP(-BR) parameters between the daemons of an
 # emulated cluster and caches them; hibar-info --model shows the cached set and the choice;
 # hibard's `auto` uses the same file (its reply's prediction is hibar-info's); the logp control
-# command refuses bad arguments; hibar-bench lanes adds b_WAN(P) to the same file on a 2-site
+# command refuses bad arguments; a probe ends with an error when its peer is lost or its daemon
+# stops; hibar-bench lanes adds b_WAN(P) to the same file on a 2-site
 # cluster and hibard's auto uses it. No root needed; about 20 s.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -45,6 +46,32 @@ echo "$rep" | grep -q "predicted_us=$pred " || fail "hibard predicted differentl
 # without the file: the configuration's links (another prediction)
 info2=$(HIBAR_MODEL_CACHE=none "$bld/tools/hibar-info" --config "$CFG" --model --size 1K)
 echo "$info2" | grep -q "configuration links" || fail "HIBAR_MODEL_CACHE=none still uses a file"
+
+# a probe whose peer dies ends with an error within the heartbeat timeout (not at the client's
+# timeout), and a daemon stopped during a probe answers it and stops cleanly (it once freed the
+# probe's control connection twice)
+pid_of() { cat "$DIR/run/$1.pid"; }
+timeout 60 "$bld/tools/hibar-cluster" --config "$CFG" ctl n0 logp 1 65536 100000 flood >"$DIR/lost.out" 2>&1 &
+fl=$!
+sleep 1
+kill -STOP "$(pid_of n1)"
+wait $fl
+kill -CONT "$(pid_of n1)"
+grep -q "err .* node 1 lost during the flood probe" "$DIR/lost.out" ||
+    { cat "$DIR/lost.out"; fail "a flood to a stopped node did not end with its loss"; }
+timeout 60 "$bld/tools/hibar-cluster" --config "$CFG" ctl n0 logp 2 65536 100000 flood >"$DIR/stop.out" 2>&1 &
+fl=$!
+sleep 1
+p0=$(pid_of n0)
+kill -TERM "$p0"
+wait $fl
+grep -q "err .* daemon stopping" "$DIR/stop.out" || { cat "$DIR/stop.out"; fail "a stopping daemon did not answer its probe"; }
+for _ in $(seq 100); do kill -0 "$p0" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$p0" 2>/dev/null || fail "n0 did not stop within 10 s of SIGTERM"
+if grep -Eiq "double free|corrupted|abort|sanitizer" "$DIR/run/n0.log"; then
+    tail -5 "$DIR/run/n0.log"
+    fail "n0 did not stop cleanly"
+fi
 
 # b_WAN(P) (hibar-bench lanes) into the same file on a 2-site cluster of the same name: logp's
 # part is kept, hibar-info shows the table, hibard's auto uses it (its prediction is hibar-info's,

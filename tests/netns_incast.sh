@@ -13,6 +13,9 @@ REPS=7
 
 fail() {
     echo "FAIL: $*" >&2
+    for l in "${DIR-/nonexistent}"/*.log; do # the daemons' side, before cleanup removes it
+        [ -f "$l" ] && { echo "== $l (last 30 lines)" >&2; tail -n 30 "$l" >&2; }
+    done
     exit 1
 }
 
@@ -31,8 +34,12 @@ if [ "${1-}" = --inside ]; then
     trap cleanup EXIT
     for hs in $HIBAR_TESTBED_HOSTS; do
         ns=${hs%%:*}
+        # heartbeat timeout 15 s: the many-to-one flood of hibar-bench logp into 4-packet
+        # queues stalls TCP (retransmission back-off, the PING behind megabytes) for seconds,
+        # and the default 2 s would drop the link as dead
         "$HIBAR_TESTBED_HOSTEXEC" "$ns" "$bld/daemon/hibard" -f --config "$HIBAR_TESTBED_CONFIG" \
-            --node "$ns" -o "cluster=$NAME" -o "run_dir=$DIR" >"$DIR/$ns.log" 2>&1 &
+            --node "$ns" -o "cluster=$NAME" -o "run_dir=$DIR" -o heartbeat.timeout_ms=15000 \
+            >"$DIR/$ns.log" 2>&1 &
         pids+=($!)
     done
     for _ in $(seq 100); do

@@ -221,10 +221,17 @@ static int bl_flood(hbd_cluster_t *cl, const bl_opts_t *o, const uint32_t *nodes
     *os_p = 0;
     for (r = 0; r < o->floods && r < 64 && rc == 0; r++) {
         rc = hbd_cluster_all(cl, nodes, n, cmd, rep, 600000);
+        if (rc != 0)
+            fprintf(stderr, "hibar-bench logp: '%s': %s\n", cmd, hibar_strerror(rc));
         t[r] = 0;
         for (uint32_t i = 0; i < n && rc == 0; i++) {
             if (strncmp(rep[i], "ok", 2) != 0) {
                 fprintf(stderr, "hibar-bench logp: '%s': %s\n", cmd, rep[i]);
+                if (strstr(rep[i], "lost during the flood") != NULL)
+                    fprintf(stderr, "hibar-bench logp: a flood into a small switch queue can stall "
+                                    "TCP for longer than heartbeat.timeout_ms (%u ms), and the "
+                                    "daemons then drop the link: raise it for this measurement\n",
+                            (unsigned)cl->cfg->heartbeat_timeout_ms);
                 rc = HIBAR_ERR_PROTO;
                 break;
             }
@@ -251,6 +258,8 @@ int hb_bench_link(hbd_cluster_t *cl, const uint32_t *roots, uint32_t n, const ch
     for (uint32_t r = 0; r < n && rc == 0; r++) {
         snprintf(cmd, sizeof(cmd), "coll gather flat %u 1", (unsigned)roots[r]);
         rc = hbd_cluster_all(cl, all, cl->n, cmd, reps, 60000);
+        if (rc != 0)
+            fprintf(stderr, "%s: warm-up '%s': %s\n", prog, cmd, hibar_strerror(rc));
         for (uint32_t i = 0; i < cl->n && rc == 0; i++)
             if (strncmp(reps[i], "ok", 2) != 0) {
                 fprintf(stderr, "%s: warm-up on %s: %s\n", prog, cl->cfg->nodes[i].name, reps[i]);
@@ -271,8 +280,10 @@ int hb_bench_cache_write(hb_bench_out_t *out, const char *cache, const hb_params
     else if (hb_params_path(p->cluster, path, sizeof(path)) != 0)
         return HIBAR_ERR_TRUNCATED;
     int rc = hb_params_update(path, p, what);
-    if (rc != 0)
+    if (rc != 0) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, hibar_strerror(rc));
         return rc;
+    }
     hb_bench_out_note(out,
                       "%s written to %s (hibar-info --model shows them; the daemons read them "
                       "for their choices)",
