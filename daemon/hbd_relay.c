@@ -232,6 +232,11 @@ static void relay_kill(rl_job_t *J, const char *why)
         return;
     J->killed = 1;
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
+    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
+        if (!J->ended[n])
+            hb_log_info("job %" PRIu64 ": node %s had not reported its end%s", J->id,
+                        d->cfg->nodes[n].name,
+                        n == d->self ? (J->part != NULL ? " (its part here still runs)" : "") : "");
     if (J->part != NULL)
         evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
     for (uint32_t n = 0; n < d->topo->n_nodes; n++)

@@ -205,6 +205,21 @@ static void node_gone(run_t *R, uint32_t i)
     R->alive--;
 }
 
+/* Name the nodes whose end has not been reported (at most 16). */
+static void pending_nodes(const run_t *R, const char *what)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < R->n_nodes; k++) {
+        if (R->nc[k].done)
+            continue;
+        if (n++ < 16)
+            fprintf(stderr, "hibar-run: node %s: %s%s\n", R->cfg->nodes[k].name, what,
+                    R->nc[k].launched ? "" : "; its launch was not confirmed either");
+    }
+    if (n > 16)
+        fprintf(stderr, "hibar-run: ... and %" PRIu32 " more\n", n - 16);
+}
+
 /* One line from node i's daemon. */
 static void on_line(run_t *R, uint32_t i, char *line)
 {
@@ -322,6 +337,7 @@ static int run_job(run_t *R, int timeout_s)
         }
         if (t_end != 0 && now > t_end && !R->killing && R->alive > 0) {
             fprintf(stderr, "hibar-run: timeout after %d s: stopping the job\n", timeout_s);
+            pending_nodes(R, "still running (no end reported)");
             fail(R, 124);
             kill_all(R, NULL);
         }
@@ -329,6 +345,7 @@ static int run_job(run_t *R, int timeout_s)
         if (R->killing && R->alive > 0 && now > R->kill_ns + KILL_WAIT_MS * 1000000ull) {
             fprintf(stderr, "hibar-run: %" PRIu32 " nodes did not report the job's end\n",
                     R->alive);
+            pending_nodes(R, "no end reported");
             fail(R, 1);
             break;
         }
