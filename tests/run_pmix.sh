@@ -32,4 +32,11 @@ grep -q "would get no rank" "$ERR" || fail "empty node not reported"
 # a program that does not exist: 127
 run 127 -n 2 /nonexistent/program
 check_clean
+# one the daemon cannot execute (its interpreter is missing): the launch fails with the reason
+printf '#!/nonexistent/interpreter\n' >"$TMP/badinterp"
+chmod +x "$TMP/badinterp"
+run 1 -n 2 "$TMP/badinterp"
+grep -q "cannot spawn rank 0 of .*: cannot execute $TMP/badinterp: No such file or directory" "$ERR" ||
+    fail "the failed exec is not reported with its reason"
+check_clean
 echo "PASS: run_pmix"
