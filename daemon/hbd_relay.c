@@ -232,8 +232,8 @@ static void relay_kill(rl_job_t *J, const char *why)
         return;
     J->killed = 1;
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
-    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-        if (!J->ended[n])
+    for (uint32_t n = 0, shown = 0; n < d->topo->n_nodes && shown < 16; n++)
+        if (!J->ended[n] && ++shown) /* the first 16 of them */
             hb_log_info("job %" PRIu64 ": node %s had not reported its end%s", J->id,
                         d->cfg->nodes[n].name,
                         n == d->self ? (J->part != NULL ? " (its part here still runs)" : "") : "");
