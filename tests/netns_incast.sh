@@ -29,7 +29,7 @@ if [ "${1-}" = --inside ]; then
     cleanup() {
         for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
         wait 2>/dev/null
-        rm -rf "$DIR"
+        rm -rf "$DIR" /dev/shm/hibar-"$(id -u)"-"$NAME"-* # a daemon that died leaves its chassis segment
     }
     trap cleanup EXIT
     for hs in $HIBAR_TESTBED_HOSTS; do
