@@ -1,4 +1,4 @@
-/* hb_proc.c: the CPU time of other processes, thread by thread (/proc). */
+/* hb_proc.c: the CPU time of other processes, thread by thread, and their resident size (/proc). */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "hb_proc.h"
 
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hibar.h"
 
@@ -63,4 +64,20 @@ double hb_proc_cpu_seconds(pid_t pid)
     if (pid <= 0 || hb_proc_threads_cpu(pid, add_ns, &ns) != 0)
         return -1;
     return ns / 1e9;
+}
+
+long hb_proc_rss_kb(pid_t pid)
+{
+    char path[64];
+    unsigned long size = 0, resident = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (f == NULL)
+        return -1;
+    int n = fscanf(f, "%lu %lu", &size, &resident);
+    fclose(f);
+    if (n != 2 || pg <= 0)
+        return -1;
+    return (long)(resident * (unsigned long)pg / 1024);
 }

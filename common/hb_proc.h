@@ -1,4 +1,4 @@
-/* hb_proc.h: the CPU time of other processes, thread by thread (/proc). */
+/* hb_proc.h: the CPU time of other processes, thread by thread, and their resident size (/proc). */
 #ifndef HB_PROC_H
 #define HB_PROC_H
 
@@ -13,5 +13,8 @@ int hb_proc_threads_cpu(pid_t pid, hb_proc_thread_fn fn, void *arg);
 
 /* CPU seconds of every thread of pid together (exact, not in clock ticks), or -1. */
 double hb_proc_cpu_seconds(pid_t pid);
+
+/* Resident set size of pid in KiB (/proc/PID/statm), or -1 if the process is gone. */
+long hb_proc_rss_kb(pid_t pid);
 
 #endif

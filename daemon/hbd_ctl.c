@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hb_log.h"
+#include "hb_proc.h"
 #include "hb_time.h"
 #include "hbd.h"
 #include "hbd_pmix.h"
@@ -149,11 +150,11 @@ static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
                  " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32 " hier_drop=%" PRIu64
                  " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64
                  " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
-                 " data_bad=%" PRIu64,
+                 " data_bad=%" PRIu64 " rss_kb=%ld",
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
                  hier_drop, hier_late, hbd_relay_n_jobs(), hbd_relay_drops(), s->data_rx,
-                 s->data_tx, s->data_denied, s->data_bad);
+                 s->data_tx, s->data_denied, s->data_bad, hb_proc_rss_kb(getpid()));
     hbd_ctl_reply(c, "%s", buf);
 }
 

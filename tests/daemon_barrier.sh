@@ -17,6 +17,8 @@ for proto in scmd tree; do
     echo "$stats" | grep -q " bad=0 " || fail "$proto: malformed frames counted"
     [ "$(echo "$stats" | grep -c ' bad=0 ')" -eq 30 ] || fail "$proto: malformed frames counted"
     [ "$(echo "$stats" | grep -c ' hier_drop=0 ')" -eq 30 ] || { echo "$stats"; fail "$proto: protocol messages dropped"; }
+    # each daemon reports its resident size (the way to watch libpmix's leak, hibard(8))
+    [ "$(echo "$stats" | grep -cE ' rss_kb=[1-9][0-9]*( |$)')" -eq 30 ] || { echo "$stats"; fail "$proto: rss_kb missing"; }
     down
     check_clean
 done

@@ -3,6 +3,7 @@
 #include "hb_config.h"
 #include "hb_meas.h"
 #include "hb_params.h"
+#include "hb_proc.h"
 #include "hb_stats.h"
 #include "hibar.h"
 #include "hb_test.h"
@@ -14,9 +15,32 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NEAR(a, b, eps) CU_ASSERT(fabs((a) - (b)) <= (eps))
+
+/* hb_proc_rss_kb: this process' resident size, which grows by what it writes; -1 for no process. */
+static void test_proc_rss(void)
+{
+    long before = hb_proc_rss_kb(getpid());
+    CU_ASSERT(before > 0);
+    size_t n = 16u << 20;
+    char *p = malloc(n);
+    CU_ASSERT_FATAL(p != NULL);
+    memset(p, 1, n);
+    CU_ASSERT(((volatile char *)p)[n - 1] == 1); /* the writes happen (not elided) */
+    long after = hb_proc_rss_kb(getpid());
+    CU_ASSERT(after - before >= (long)(n / 1024) * 3 / 4);
+    free(p);
+    CU_ASSERT(hb_proc_rss_kb(0) == -1);
+    pid_t c = fork();
+    if (c == 0)
+        _exit(0);
+    CU_ASSERT_FATAL(c > 0);
+    CU_ASSERT(waitpid(c, NULL, 0) == c);
+    CU_ASSERT(hb_proc_rss_kb(c) == -1); /* reaped: gone */
+}
 
 /* Two-sided critical values from the printed tables (3 decimals). */
 static void test_t_quantiles(void)
@@ -482,7 +506,8 @@ int main(void)
         !CU_add_test(s, "runner, one participant", test_run_single) ||
         !CU_add_test(s, "runner, skewed clocks", test_run_threads) ||
         !CU_add_test(s, "parameter file", test_params) ||
-        !CU_add_test(s, "parameter file, b_WAN(P)", test_params_bwan)) {
+        !CU_add_test(s, "parameter file, b_WAN(P)", test_params_bwan) ||
+        !CU_add_test(s, "resident size (/proc)", test_proc_rss)) {
         CU_cleanup_registry();
         return 99;
     }
