@@ -1,5 +1,5 @@
-/* test_meas.c: tests of common/hb_meas (MPIBlib timing methods, adaptive repetitions) and the
- * Student-t quantiles of common/hb_stats. */
+/* test_meas.c: tests of common/hb_meas (MPIBlib timing methods, adaptive repetitions), the
+ * Student-t quantiles of common/hb_stats and the resident size of common/hb_proc. */
 #include "hb_config.h"
 #include "hb_meas.h"
 #include "hb_params.h"
