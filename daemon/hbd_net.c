@@ -349,13 +349,13 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* End the T_SR probe with an error (its answer cannot come). */
-static void echo_fail(int rc)
+/* End the T_SR probe with an error (its answer cannot come); why: NULL for rc's text. */
+static void echo_fail(int rc, const char *why)
 {
     hbd_echo_t *e = &echo_state;
     if (e->conn == NULL)
         return;
-    hbd_ctl_reply(e->conn, "err tsr %d %s", rc, hibar_strerror(rc));
+    hbd_ctl_reply(e->conn, "err tsr %d %s", rc, why != NULL ? why : hibar_strerror(rc));
     hbd_ctl_release(e->conn);
     free(e->rtt);
     memset(e, 0, sizeof(*e));
@@ -364,7 +364,7 @@ static void echo_fail(int rc)
 static void echo_peer_lost(uint32_t node, int status)
 {
     if (echo_state.conn != NULL && echo_state.to == node)
-        echo_fail(status);
+        echo_fail(status, NULL);
 }
 
 static void echo_next(hbd_t *d)
@@ -375,7 +375,7 @@ static void echo_next(hbd_t *d)
     hbd_wire_put32(pl + 4, 0);
     e->t0 = hb_time_now_ns();
     if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0)
-        echo_fail(HIBAR_ERR_PEER_LOST);
+        echo_fail(HIBAR_ERR_PEER_LOST, NULL);
 }
 
 int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n)
@@ -1192,7 +1192,7 @@ int hbd_net_start(hbd_t *d)
 void hbd_net_probes_stop(hbd_t *d)
 {
     hbd_logp_stop(d);
-    echo_fail(HIBAR_ERR_PEER_LOST);
+    echo_fail(HIBAR_ERR_PEER_LOST, "daemon stopping"); /* as the PlogP probe says */
 }
 
 void hbd_net_stop(hbd_t *d)

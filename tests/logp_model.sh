@@ -2,8 +2,8 @@
 # logp_model.sh: hibar-bench logp measures PlogP(-BR) parameters between the daemons of an
 # emulated cluster and caches them; hibar-info --model shows the cached set and the choice;
 # hibard's `auto` uses the same file (its reply's prediction is hibar-info's); the logp control
-# command refuses bad arguments; a probe ends with an error when its peer is lost or its daemon
-# stops; hibar-bench lanes adds b_WAN(P) to the same file on a 2-site
+# command refuses bad arguments; a probe (PlogP or T_SR) ends with an error when its peer is lost
+# or its daemon stops; hibar-bench lanes adds b_WAN(P) to the same file on a 2-site
 # cluster and hibard's auto uses it. No root needed; about 20 s.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -114,4 +114,12 @@ for bad in "logp" "logp 1 99999 5 rtt" "logp 1 0 0 rtt" "logp 7 0 5 rtt" "logp 0
     r=$(cl2 ctl m0 $bad 2>&1)
     echo "$r" | grep -q "err -1" || fail "'$bad' not refused: $r"
 done
+# a T_SR probe (a million ping-pongs) in flight when its daemon stops is answered so too
+timeout 60 "$bld/tools/hibar-cluster" --config "$CFG2" ctl m0 tsr 1000000 m1 >"$DIR/stop-tsr.out" 2>&1 &
+ts=$!
+sleep 1
+kill -TERM "$(cat "$DIR/run2/m0.pid")"
+wait $ts
+grep -q "err tsr .* daemon stopping" "$DIR/stop-tsr.out" ||
+    { cat "$DIR/stop-tsr.out"; fail "a stopping daemon did not answer its T_SR probe"; }
 echo "PASS: logp rows, cache file, hibar-info --model, hibard auto = $choice at $pred us; b_WAN(P) kept beside PlogP, hibard auto = $choice2 at $pred2 us (multi-lane $ml3 us with the configuration, $ml2 us measured)"
