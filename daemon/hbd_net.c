@@ -70,12 +70,55 @@ static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
 static int add_peer(hbd_t *d, uint32_t node);
 static int peer_resolve(hbd_t *d, hbd_peer_t *p);
 
-static void rearm(hbd_t *d, void *sock, struct event *ev)
+/*
+ * ZeroMQ calls, retried when a signal interrupts them. Even with ZMQ_DONTWAIT they process the
+ * socket's pending commands first and then fail with EINTR if a signal (a rank's SIGCHLD)
+ * arrives meanwhile: nothing was sent or received, and the call is simply made again. Taken as
+ * a failure it made a live neighbour "lost" (send), split a multi-part message (receive), or
+ * lost the edge the socket's fd signals (ZMQ_EVENTS).
+ */
+static int z_send(void *sock, const void *buf, size_t len, int flags)
+{
+    int rc;
+    do
+        rc = zmq_send(sock, buf, len, flags);
+    while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+static int z_msg_send(zmq_msg_t *m, void *sock, int flags)
+{
+    int rc;
+    do
+        rc = zmq_msg_send(m, sock, flags);
+    while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+static int z_msg_recv(zmq_msg_t *m, void *sock, int flags)
+{
+    int rc;
+    do
+        rc = zmq_msg_recv(m, sock, flags);
+    while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+/* 1 if a ZeroMQ socket has a message waiting (its fd only signals edges: ask it). */
+static int sock_readable(void *sock)
 {
     uint32_t events = 0;
     size_t sz = sizeof(events);
-    if (sock != NULL && zmq_getsockopt(sock, ZMQ_EVENTS, &events, &sz) == 0 &&
-        (events & ZMQ_POLLIN))
+    int rc;
+    do
+        rc = zmq_getsockopt(sock, ZMQ_EVENTS, &events, &sz);
+    while (rc != 0 && errno == EINTR);
+    return rc == 0 && (events & ZMQ_POLLIN);
+}
+
+static void rearm(hbd_t *d, void *sock, struct event *ev)
+{
+    if (sock != NULL && sock_readable(sock))
         event_active(ev, EV_READ, 0);
     (void)d;
 }
@@ -178,9 +221,9 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
         memcpy(out + HBD_WIRE_HDR_LEN + l1, p2, l2);
     void *sock = data ? d->data_out : d->router;
     idstr(id, 'n', to);
-    int rc = zmq_send(sock, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    int rc = z_send(sock, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
-        rc = zmq_msg_send(&body, sock, ZMQ_DONTWAIT);
+        rc = z_msg_send(&body, sock, ZMQ_DONTWAIT);
     int err = errno;
     if (rc < 0)
         zmq_msg_close(&body); /* not sent: still ours */
@@ -254,11 +297,11 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
         hbd_zc_put(hold);
         return HIBAR_ERR_NOMEM;
     }
-    rc = zmq_send(d->data_out, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    rc = z_send(d->data_out, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
-        rc = zmq_send(d->data_out, head, sizeof(head), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        rc = z_send(d->data_out, head, sizeof(head), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
-        rc = zmq_msg_send(&body, d->data_out, ZMQ_DONTWAIT);
+        rc = z_msg_send(&body, d->data_out, ZMQ_DONTWAIT);
     int err = errno;
     if (rc < 0)
         zmq_msg_close(&body); /* not handed over: its reference goes now */
@@ -537,14 +580,6 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
     }
 }
 
-/* 1 if a ZeroMQ socket has a message waiting (its fd only signals edges: ask it). */
-static int sock_readable(void *sock)
-{
-    uint32_t events = 0;
-    size_t sz = sizeof(events);
-    return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &sz) == 0 && (events & ZMQ_POLLIN);
-}
-
 /* One message off a ROUTER socket (nonblocking): its routing id in *id and its last part in
  * *body; returns how many parts followed the id (open messages: the caller closes both), or -1
  * when none is waiting (nothing left open). t0_p (or NULL): when it was taken off the socket. */
@@ -557,7 +592,7 @@ static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *part, int max, uint64
     if (t0_p != NULL)
         *t0_p = hb_time_now_ns();
     zmq_msg_init(id);
-    if (zmq_msg_recv(id, sock, ZMQ_DONTWAIT) < 0) {
+    if (z_msg_recv(id, sock, ZMQ_DONTWAIT) < 0) {
         zmq_msg_close(id);
         return -1;
     }
@@ -568,7 +603,7 @@ static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *part, int max, uint64
         zmq_msg_t extra;
         zmq_msg_init(&extra);
         zmq_msg_t *m = parts < max ? &part[parts] : &extra;
-        int got = zmq_msg_recv(m, sock, ZMQ_DONTWAIT) >= 0;
+        int got = z_msg_recv(m, sock, ZMQ_DONTWAIT) >= 0;
         more = got && zmq_msg_more(m);
         parts += got;
         zmq_msg_close(&extra); /* beyond max: drained */
@@ -697,7 +732,7 @@ static void zap_cb(evutil_socket_t fd, short what, void *arg)
         while (more) {
             zmq_msg_t tmp;
             zmq_msg_init(&tmp);
-            if (zmq_msg_recv(&tmp, d->zap, ZMQ_DONTWAIT) < 0) {
+            if (z_msg_recv(&tmp, d->zap, ZMQ_DONTWAIT) < 0) {
                 zmq_msg_close(&tmp);
                 break;
             }
@@ -727,16 +762,16 @@ static void zap_cb(evutil_socket_t fd, short what, void *arg)
         }
         if (n >= 2) {
             const char *code = ok ? "200" : "400", *text = ok ? "OK" : "not a cluster member";
-            zmq_send(d->zap, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(d->zap, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]),
+            z_send(d->zap, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            z_send(d->zap, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]),
                      ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(d->zap, code, 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(d->zap, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            z_send(d->zap, code, 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            z_send(d->zap, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
             /* the user id: "hibar", or on the data socket the node the token belongs to */
             const void *uid = plain ? zmq_msg_data(&part[6]) : "hibar";
             size_t uidl = plain ? zmq_msg_size(&part[6]) : 5;
-            zmq_send(d->zap, ok ? uid : "", ok ? uidl : 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-            zmq_send(d->zap, "", 0, ZMQ_DONTWAIT);
+            z_send(d->zap, ok ? uid : "", ok ? uidl : 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            z_send(d->zap, "", 0, ZMQ_DONTWAIT);
         }
         for (int i = 0; i < n; i++)
             zmq_msg_close(&part[i]);
@@ -755,12 +790,12 @@ static void mon_cb(evutil_socket_t fd, short what, void *arg)
         zmq_msg_t ev, addr;
         zmq_msg_init(&ev);
         zmq_msg_init(&addr);
-        if (zmq_msg_recv(&ev, d->mon, ZMQ_DONTWAIT) < 0) {
+        if (z_msg_recv(&ev, d->mon, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&ev);
             zmq_msg_close(&addr);
             return;
         }
-        if (zmq_msg_more(&ev) && zmq_msg_recv(&addr, d->mon, ZMQ_DONTWAIT) >= 0 &&
+        if (zmq_msg_more(&ev) && z_msg_recv(&addr, d->mon, ZMQ_DONTWAIT) >= 0 &&
             zmq_msg_size(&ev) >= 2) {
             const uint8_t *e = zmq_msg_data(&ev);
             uint16_t id = (uint16_t)(e[0] | e[1] << 8);
