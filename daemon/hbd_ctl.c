@@ -166,12 +166,14 @@ static void cmd_status(hbd_t *d, hbd_ctl_conn_t *c)
     hbd_ctl_reply(c,
                   "ok node=%s id=%" PRIu32 " pid=%d ready=%d peers=%" PRIu32 "/%" PRIu32
                   " lost=%d chassis=%" PRIu32 " port=%" PRIu32 " role=%s protocol=%s"
-                  " hwbarrier=%s endpoint=%s in_flight=%" PRIu32 " next_coll=%" PRIu64,
+                  " hwbarrier=%s endpoint=%s in_flight=%" PRIu32 " next_coll=%" PRIu64
+                  " pmix=%s",
                   d->name, d->self, (int)getpid(), d->ready, linked, d->n_peers, d->lost,
                   d->topo->nodes[d->self].chassis, d->topo->nodes[d->self].port,
                   hb_topo_role_name(d->topo->chassis[d->topo->nodes[d->self].chassis].role),
                   hb_cfg_protocol_name(d->cfg->protocol), d->hwb ? hb_hwb_name(d->hwb) : "none",
-                  d->endpoint, hbd_barrier_in_flight(d), hbd_barrier_next_coll(d));
+                  d->endpoint, hbd_barrier_in_flight(d), hbd_barrier_next_coll(d),
+                  hbd_pmix_wedged() ? "wedged" : "ok");
 }
 
 static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)

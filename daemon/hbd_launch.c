@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "hb_log.h"
+#include "hb_time.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
 
@@ -37,8 +38,17 @@
  * after PMIx_Init without PMIx_Finalize; the daemon then stops the job's other local ranks
  * (SIGTERM to each rank's process group, SIGKILL HBD_KILL_GRACE_MS later) and hibar-run
  * stops the other nodes.
+ *
+ * A rank that has started but not yet connected to the PMIx server gets its SIGTERM once it
+ * has connected, or HBD_KILL_CONNECT_WAIT_MS after the stop at the latest: libpmix 4.2.2
+ * wedges its server thread for good (a lock left held in its error path) when a client dies
+ * in the middle of its connection handshake: no later job can then be registered on the
+ * node (seen in run_fail.sh, a rank stopped inside PMIx_Init; hbd_pmix.c then fails the jobs
+ * with that reason). A program that never connects (no PMIx) is stopped after the wait.
  */
 #define HBD_KILL_GRACE_MS 2000
+#define HBD_KILL_CONNECT_WAIT_MS 2000
+#define HBD_KILL_POLL_MS 10
 
 hbd_job_t *hbd_launch_jobs;
 
@@ -113,6 +123,7 @@ static void job_free(hbd_job_t *j)
             *pp = j->next;
             break;
         }
+    hbd_pmix_job_register_cancel(j);
     hbd_pmix_job_deregister(j);
     hbd_ranks_job_close(j);
     for (uint32_t k = 0; k < j->n_local; k++)
@@ -150,15 +161,30 @@ static void term_cb(evutil_socket_t fd, short what, void *arg)
 {
     static const struct timeval grace = {HBD_KILL_GRACE_MS / 1000,
                                          (HBD_KILL_GRACE_MS % 1000) * 1000};
+    static const struct timeval poll = {0, HBD_KILL_POLL_MS * 1000};
     hbd_job_t *j = arg;
+    int wait = j->ev_kill != NULL &&
+               hb_time_now_ns() < j->kill_ns + HBD_KILL_CONNECT_WAIT_MS * 1000000ull,
+        waiting = 0;
     (void)fd;
     (void)what;
-    for (uint32_t k = 0; k < j->n_local; k++)
-        if (j->local[k].pid > 0) {
-            kill(-j->local[k].pid, SIGTERM);
-            kill(j->local[k].pid, SIGTERM);
+    for (uint32_t k = 0; k < j->n_local; k++) {
+        hbd_rank_t *r = &j->local[k];
+        if (r->pid <= 0 || r->termed)
+            continue;
+        if (wait && !r->connected) {
+            waiting = 1; /* perhaps inside PMIx's connection handshake: see above */
+            continue;
         }
-    if (j->ev_kill != NULL && evtimer_assign(j->ev_kill, j->d->base, kill_cb, j) == 0)
+        r->termed = 1;
+        kill(-r->pid, SIGTERM);
+        kill(r->pid, SIGTERM);
+    }
+    if (j->ev_kill == NULL)
+        return; /* no timer (out of memory): called once, without waiting */
+    if (waiting)
+        evtimer_add(j->ev_kill, &poll);
+    else if (evtimer_assign(j->ev_kill, j->d->base, kill_cb, j) == 0)
         evtimer_add(j->ev_kill, &grace);
 }
 
@@ -169,6 +195,7 @@ void hbd_launch_kill(hbd_job_t *j, const char *why)
     if (j->killing)
         return;
     j->killing = 1;
+    j->kill_ns = hb_time_now_ns();
     hb_log_info("job %s: stopping its ranks on this node (%s)", j->nspace, why);
     hbd_pmix_job_cancel_fences(j);
     if (j->ev_kill == NULL)
@@ -504,6 +531,77 @@ err_nomem:
     return HIBAR_ERR_NOMEM;
 }
 
+/* The job's part could not start: one err line, nothing runs, the job goes once it is out. */
+static void job_refuse(hbd_job_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_refuse(hbd_job_t *j, const char *fmt, ...)
+{
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    job_send(j, "%s", line);
+    j->n_local = 0;
+    j->done_sent = 1;
+    if (j->bev == NULL || evbuffer_get_length(bufferevent_get_output(j->bev)) == 0)
+        job_free(j); /* else once the line is out (job_write_cb) */
+}
+
+/* The job is registered with the PMIx server (rc 0), or could not be: start its ranks. */
+static void job_registered(hbd_job_t *j, int rc)
+{
+    hbd_t *d = j->d;
+    if (rc == 0 && j->killing) {
+        job_refuse(j, "err %d the job was stopped before its ranks started here\n",
+                   HIBAR_ERR_PEER_LOST);
+        return;
+    }
+    if (rc != 0) {
+        if (rc == HIBAR_ERR_UNAVAIL)
+            job_refuse(j,
+                       "err %d the PMIx server of node %s is wedged (libpmix's thread stopped "
+                       "answering after a client died while connecting): restart hibard there\n",
+                       rc, d->name);
+        else
+            job_refuse(j, "err %d cannot register the job with the PMIx server\n", rc);
+        return;
+    }
+    if ((rc = hbd_ranks_job_open(j)) != 0) {
+        job_refuse(j, "err %d cannot create the job's shared-memory segment: %s\n", rc,
+                   hibar_strerror(rc));
+        return;
+    }
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    uint32_t spawned = 0;
+    char why[600] = "cannot open /dev/null";
+    rc = devnull < 0 ? HIBAR_ERR_IO : 0;
+    for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
+        if ((rc = rank_spawn(j, k, devnull, why, sizeof(why))) == 0)
+            spawned++;
+    if (devnull >= 0)
+        close(devnull);
+    if (rc != 0) {
+        /* the ones spawned are stopped; the others count as never started */
+        for (uint32_t k = 0; k < j->n_local; k++)
+            if (j->local[k].pid == 0) {
+                j->local[k].pid = -2;
+                j->local[k].wstatus = 127 << 8;
+            }
+        job_send(j, "err %d cannot spawn rank %" PRIu32 " of %s: %s\n", rc,
+                 j->local[spawned].rank, j->nspace, why);
+        j->failed = 1;
+        hbd_launch_kill(j, "spawn failed");
+        job_finish_check(j);
+        return;
+    }
+    hb_log_info("job %s: %" PRIu32 " of %" PRIu32 " ranks started here (%s)", j->nspace, j->n_local,
+                j->spec->size, j->spec->argv[0]);
+    job_send(j, "ok launch %s %" PRIu32 "\n", j->nspace, j->n_local);
+    if (j->n_local == 0)
+        job_finish_check(j);
+}
+
+
 void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
 {
     char err[512] = "";
@@ -552,47 +650,8 @@ void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_pa
     bufferevent_setcb(j->bev, conn_read_cb, job_write_cb, conn_event_cb, j);
     bufferevent_enable(j->bev, EV_READ | EV_WRITE);
 
-    if ((rc = hbd_pmix_job_register(j)) != 0) {
-        job_send(j, "err %d cannot register the job with the PMIx server\n", rc);
-        j->n_local = 0;
-        j->done_sent = 1;
-        return; /* freed once the reply is out */
-    }
-    if ((rc = hbd_ranks_job_open(j)) != 0) {
-        job_send(j, "err %d cannot create the job's shared-memory segment: %s\n", rc,
-                 hibar_strerror(rc));
-        j->n_local = 0;
-        j->done_sent = 1;
-        return;
-    }
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    uint32_t spawned = 0;
-    char why[600] = "cannot open /dev/null";
-    rc = devnull < 0 ? HIBAR_ERR_IO : 0;
-    for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
-        if ((rc = rank_spawn(j, k, devnull, why, sizeof(why))) == 0)
-            spawned++;
-    if (devnull >= 0)
-        close(devnull);
-    if (rc != 0) {
-        /* the ones spawned are stopped; the others count as never started */
-        for (uint32_t k = 0; k < j->n_local; k++)
-            if (j->local[k].pid == 0) {
-                j->local[k].pid = -2;
-                j->local[k].wstatus = 127 << 8;
-            }
-        job_send(j, "err %d cannot spawn rank %" PRIu32 " of %s: %s\n", rc,
-                 j->local[spawned].rank, j->nspace, why);
-        j->failed = 1;
-        hbd_launch_kill(j, "spawn failed");
-        job_finish_check(j);
-        return;
-    }
-    hb_log_info("job %s: %" PRIu32 " of %" PRIu32 " ranks started here (%s)", j->nspace, j->n_local,
-                spec->size, spec->argv[0]);
-    job_send(j, "ok launch %s %" PRIu32 "\n", j->nspace, j->n_local);
-    if (j->n_local == 0)
-        job_finish_check(j);
+    if ((rc = hbd_pmix_job_register(j, job_registered)) != 0)
+        job_registered(j, rc);
 }
 
 void hbd_launch_stop_all(hbd_t *d)

@@ -65,6 +65,7 @@ typedef struct hbd_px {
     struct fence_sig *sigs; /* subset fences: sequence per (job, rank set) */
     uint32_t n_sigs, cap_sigs;
     char tmpdir[400];
+    int wedged; /* PMIx's thread did not answer a call within HBD_PMIX_CALL_MS */
 } hbd_px_t;
 
 static hbd_px_t g_px = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
@@ -816,7 +817,179 @@ static int sb_add(char **buf, size_t *len, size_t *cap, const char *s)
     return 0;
 }
 
-int hbd_pmix_job_register(hbd_job_t *j)
+/*
+ * Registration of a job with the PMIx server runs on PMIx's thread; the loop does not wait for
+ * it. libpmix 4.2.2 can wedge that thread for good (a lock its error path leaves held when a
+ * client dies inside the connection handshake, see hbd_launch.c): its blocking calls then
+ * never return, and a loop blocked in one stopped answering the other daemons (they took the
+ * node for lost). So the namespace and then each client are registered in the callback form;
+ * every answer comes back to the loop as an OP_CALL (px_reg_ans_t), and the job's start goes
+ * on from there (px_reg_t.done). Without all answers within HBD_PMIX_CALL_MS the PMIx server
+ * is wedged (hbd_pmix_wedged): the job fails with that reason and later jobs are refused at
+ * once. A px_reg_t lives until its job is done with it and every call was answered; one whose
+ * calls are never answered is left (with the info array PMIx may still read).
+ */
+#define HBD_PMIX_CALL_MS 10000
+
+typedef struct px_reg {
+    hbd_job_t *j; /* NULL once the job is done with it (done called, or the job freed) */
+    void (*done)(hbd_job_t *j, int rc);
+    char nspace[PMIX_MAX_NSLEN + 1];
+    pmix_info_t *info; /* the namespace's: PMIx reads it until it answers */
+    size_t ninfo;
+    uint32_t pending; /* calls PMIx has not answered */
+    int ns_done;      /* the namespace is registered; the clients' turn */
+    int rc;           /* first failure */
+    struct event *ev_to;
+} px_reg_t;
+
+typedef struct px_reg_ans {
+    px_reg_t *reg;
+    px_op_t *op; /* queued with the answer: runs reg_answer on the loop */
+    pmix_status_t st;
+    int ns; /* the namespace's answer (else a client's) */
+} px_reg_ans_t;
+
+static void reg_answer(hbd_t *d, void *arg);
+static void dereg_done(pmix_status_t st, void *cbdata);
+
+static void reg_free_if_unused(px_reg_t *g)
+{
+    if (g->j != NULL || g->pending > 0)
+        return;
+    if (g->ev_to != NULL)
+        event_free(g->ev_to);
+    if (g->info != NULL)
+        PMIX_INFO_FREE(g->info, g->ninfo);
+    free(g);
+}
+
+/* The job is done with g: its start goes on with rc. */
+static void reg_end(px_reg_t *g, int rc)
+{
+    hbd_job_t *j = g->j;
+    g->j = NULL;
+    j->reg = NULL;
+    if (g->ev_to != NULL)
+        event_del(g->ev_to);
+    g->done(j, rc);
+    reg_free_if_unused(g);
+}
+
+/* PMIx's thread: an answer, to the loop. */
+static void reg_cb(pmix_status_t st, void *cbdata)
+{
+    px_reg_ans_t *a = cbdata;
+    a->st = st;
+    op_queue(a->op);
+}
+
+/* A call made with reg_cb and a: what it returned. Every call gets exactly one answer on the
+ * loop: PMIx's callback, or (it answered at once, or refused) queued here. */
+static void reg_called(px_reg_ans_t *a, pmix_status_t st)
+{
+    if (st == PMIX_SUCCESS)
+        return;
+    a->st = st == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : st;
+    op_queue(a->op);
+}
+
+static px_reg_ans_t *reg_ans_new(px_reg_t *g, int ns)
+{
+    px_reg_ans_t *a = calloc(1, sizeof(*a));
+    if (a == NULL || (a->op = op_new(OP_CALL, NULL)) == NULL) {
+        free(a);
+        return NULL;
+    }
+    a->reg = g;
+    a->ns = ns;
+    a->op->call = reg_answer;
+    a->op->call_arg = a;
+    g->pending++;
+    return a;
+}
+
+static void reg_clients(px_reg_t *g)
+{
+    hbd_job_t *j = g->j;
+    g->ns_done = 1;
+    for (uint32_t k = 0; k < j->n_local; k++) {
+        pmix_proc_t p;
+        px_reg_ans_t *a = reg_ans_new(g, 0);
+        if (a == NULL) {
+            g->rc = HIBAR_ERR_NOMEM;
+            break;
+        }
+        PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
+        reg_called(a, PMIx_server_register_client(&p, geteuid(), getegid(), &j->local[k],
+                                                  reg_cb, a));
+    }
+}
+
+static void reg_answer(hbd_t *d, void *arg)
+{
+    px_reg_ans_t *a = arg;
+    px_reg_t *g = a->reg;
+    (void)d;
+    g->pending--;
+    if (a->st != PMIX_SUCCESS) {
+        hb_log_error("job %s: %s: %s", g->nspace,
+                     a->ns ? "PMIx_server_register_nspace" : "PMIx_server_register_client",
+                     PMIx_Error_string(a->st));
+        if (g->rc == 0)
+            g->rc = HIBAR_ERR_INTERNAL;
+    }
+    if (a->ns) {
+        PMIX_INFO_FREE(g->info, g->ninfo);
+        g->info = NULL;
+        if (a->st == PMIX_SUCCESS && g->j != NULL)
+            g->j->registered = 1;
+        else if (a->st == PMIX_SUCCESS) /* the job went meanwhile */
+            PMIx_server_deregister_nspace(g->nspace, dereg_done, NULL);
+    }
+    int ns = a->ns;
+    free(a);
+    if (g->j != NULL && ns && g->rc == 0)
+        reg_clients(g);
+    if (g->j != NULL && g->pending == 0)
+        reg_end(g, g->rc);
+    else
+        reg_free_if_unused(g);
+}
+
+static void reg_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    px_reg_t *g = arg;
+    (void)fd;
+    (void)what;
+    if (!g_px.wedged)
+        hb_log_error("job %s: libpmix's server thread did not answer the %s registration within "
+                     "%d ms: it is wedged (libpmix 4.2.2 does this after a client died during "
+                     "its connection handshake); no job can run on this node until hibard is "
+                     "restarted",
+                     g->nspace, g->ns_done ? "clients'" : "namespace's", HBD_PMIX_CALL_MS);
+    g_px.wedged = 1;
+    reg_end(g, HIBAR_ERR_UNAVAIL);
+}
+
+void hbd_pmix_job_register_cancel(hbd_job_t *j)
+{
+    px_reg_t *g = j->reg;
+    if (g == NULL)
+        return;
+    g->j = NULL;
+    j->reg = NULL;
+    if (g->ev_to != NULL)
+        event_del(g->ev_to);
+    reg_free_if_unused(g);
+}
+
+int hbd_pmix_wedged(void)
+{
+    return g_px.wedged;
+}
+
+int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
 {
     hbd_t *d = j->d;
     const hbd_job_spec_t *s = j->spec;
@@ -899,26 +1072,32 @@ int hbd_pmix_job_register(hbd_job_t *j)
         info[i].value.type = PMIX_DATA_ARRAY;
         info[i].value.data.darray = da;
     }
-    pmix_status_t st =
-        PMIx_server_register_nspace(j->nspace, (int)j->n_local, info, ninfo, NULL, NULL);
-    if (st != PMIX_SUCCESS && st != PMIX_OPERATION_SUCCEEDED) {
-        hb_log_error("job %s: PMIx_server_register_nspace: %s", j->nspace, PMIx_Error_string(st));
-        rc = HIBAR_ERR_INTERNAL;
+    if (g_px.wedged) {
+        rc = HIBAR_ERR_UNAVAIL;
         goto out;
     }
-    j->registered = 1;
-    hbd_fence_prelink(d); /* links the job's first fence will use, made while it starts */
-    for (uint32_t k = 0; k < j->n_local; k++) {
-        pmix_proc_t p;
-        PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
-        st = PMIx_server_register_client(&p, geteuid(), getegid(), &j->local[k], NULL, NULL);
-        if (st != PMIX_SUCCESS && st != PMIX_OPERATION_SUCCEEDED) {
-            hb_log_error("job %s: PMIx_server_register_client(%" PRIu32 "): %s", j->nspace,
-                         j->local[k].rank, PMIx_Error_string(st));
-            rc = HIBAR_ERR_INTERNAL;
-            goto out;
+    static const struct timeval to = {HBD_PMIX_CALL_MS / 1000, (HBD_PMIX_CALL_MS % 1000) * 1000};
+    px_reg_t *g = calloc(1, sizeof(*g));
+    px_reg_ans_t *a = g != NULL ? reg_ans_new(g, 1) : NULL;
+    if (a == NULL || (g->ev_to = evtimer_new(d->base, reg_timeout, g)) == NULL) {
+        if (a != NULL) {
+            op_free(a->op);
+            free(a);
         }
+        free(g);
+        goto out;
     }
+    g->j = j;
+    g->done = done;
+    snprintf(g->nspace, sizeof(g->nspace), "%s", j->nspace);
+    g->info = info; /* PMIx's until it answers */
+    g->ninfo = ninfo;
+    info = NULL;
+    j->reg = g;
+    evtimer_add(g->ev_to, &to);
+    hbd_fence_prelink(d); /* links the job's first fence will use, made while it starts */
+    reg_called(a, PMIx_server_register_nspace(j->nspace, (int)j->n_local, g->info, g->ninfo,
+                                              reg_cb, a));
     rc = 0;
 out:
     if (info != NULL)

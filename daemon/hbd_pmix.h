@@ -59,6 +59,7 @@ typedef struct hbd_rank {
     char part[2][HBD_JOB_LINE]; /* output not yet ended by a newline */
     size_t part_len[2];
     int connected, finalized, aborted;
+    int termed; /* SIGTERM sent (hbd_launch_kill) */
 } hbd_rank_t;
 
 /* A job as this daemon sees it. */
@@ -79,8 +80,10 @@ typedef struct hbd_job {
     int done_sent;       /* the last line is queued: free the job once it is out */
     int fd;              /* hibar-run's connection (detached control connection) */
     struct bufferevent *bev;
-    struct event *ev_kill;       /* SIGKILL escalation */
+    struct event *ev_kill;       /* SIGTERM (deferred), then SIGKILL escalation */
+    uint64_t kill_ns;            /* when the job was asked to stop */
     struct hbd_ranks_job *ranks; /* the libhibar segment and epochs (hbd_ranks.c), or NULL */
+    struct px_reg *reg;          /* its registration with PMIx while it runs (hbd_pmix.c) */
     struct hbd_job *next;
 } hbd_job_t;
 
@@ -90,9 +93,17 @@ typedef struct hbd_job {
 int hbd_pmix_start(hbd_t *d);
 /* Stop every job (SIGKILL), PMIx_server_finalize, remove the tmp dir. Safe if never started. */
 void hbd_pmix_stop(hbd_t *d);
-/* Register the job's namespace (job info, per-rank info) and its local clients. Blocking
- * (on PMIx's thread, a few ms). 0 or INTERNAL. */
-int hbd_pmix_job_register(hbd_job_t *j);
+/* Register the job's namespace (job info, per-rank info) and its local clients, without
+ * blocking: PMIx's thread does it (a few ms) and done(j, rc) follows on the loop, rc 0,
+ * INTERNAL, NOMEM, or UNAVAIL when PMIx's thread did not answer within HBD_PMIX_CALL_MS (it
+ * is wedged: hbd_pmix_wedged). Returns 0 when started (done comes unless the job is freed
+ * first: hbd_pmix_job_register_cancel), else the error (NOMEM, or UNAVAIL once wedged) and
+ * done never comes. */
+int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc));
+/* The job goes away while its registration runs: done will not come. */
+void hbd_pmix_job_register_cancel(hbd_job_t *j);
+/* 1 once libpmix's server thread stopped answering (no job can run here until a restart). */
+int hbd_pmix_wedged(void);
 void hbd_pmix_job_deregister(hbd_job_t *j);
 /* Answer the job's fences in flight with an error (before its ranks are stopped). */
 void hbd_pmix_job_cancel_fences(hbd_job_t *j);

@@ -244,7 +244,11 @@ static void on_line(run_t *R, uint32_t i, char *line)
     } else if (strcmp(kind, "ok") == 0) {
         R->nc[i].launched = 1;
     } else if (strcmp(kind, "err") == 0) {
-        char *text = save != NULL ? save : (char *)"";
+        /* "err <status> <text>": the text says it */
+        char *text = save != NULL ? save : (char *)"", *end = NULL;
+        (void)strtol(text, &end, 10);
+        if (end != text && *end == ' ')
+            text = end + 1;
         unescape(text);
         fprintf(stderr, "hibar-run: node %s: %s\n", node, text);
         fail(R, 1);
