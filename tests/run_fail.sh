@@ -7,8 +7,10 @@
 # exit 3 after init, on one node: the others' fence fails (PMIx sees the rank's connection
 # go) or they are stopped; hibar-run's status is that of the first failure it hears of
 run_nz() {
+    local t0=$SECONDS
     timeout -k 5 60 "$RUN" "$@" >"$OUT" 2>"$ERR"
     local rc=$?
+    [ $((SECONDS - t0)) -lt 60 ] || fail "hibar-run $* did not end within 60 s (exit $rc)"
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "hibar-run $*: exit $rc, expected a failure"
 }
 run_nz -n 4 "$HELLO" --fences 2 --fail-rank 2
@@ -39,8 +41,9 @@ check_clean
 # rank killed inside a fence, the next jobs run (its daemons' barrier engines are brought back
 # in step, PMIx's server is not wedged)
 CL=(env "HIBARD=$HIBARD" "$bld/tools/hibar-cluster" --config "$FOUR" --set "cluster=hbrt$$"
-    --set "run_dir=/tmp/hibar-$(id -u)-hbrt$$")
-EXTRA_CLEANUP='"${CL[@]}" down >/dev/null 2>&1'
+    --set "run_dir=/tmp/hibar-$(id -u)-hbrt$$" --keep-logs --log-level info)
+EXTRA_CLEANUP='"${CL[@]}" down >/dev/null 2>&1; rm -rf "/tmp/hibar-$(id -u)-hbrt$$"'
+LOG_DIR="/tmp/hibar-$(id -u)-hbrt$$"
 "${CL[@]}" up >/dev/null || fail "cluster did not come up"
 SETS=(--config "$FOUR" -o "cluster=hbrt$$" -o "run_dir=/tmp/hibar-$(id -u)-hbrt$$")
 run 4 "${SETS[@]}" -n 8 "$HELLO" --fences 3 --abort-rank 2
@@ -49,7 +52,9 @@ run 0 "${SETS[@]}" -n 8 "$HELLO" --fences 3
 [ "$(grep -c '^bye rank' "$OUT")" -eq 8 ] || fail "job after failed jobs"
 run 0 "${SETS[@]}" -n 4 --per-node 1 "$HELLO" --fences 2
 "${CL[@]}" down >/dev/null || fail "cluster down"
+LOG_DIR=
+rm -f "/tmp/hibar-$(id -u)-hbrt$$"/*.log
+rmdir "/tmp/hibar-$(id -u)-hbrt$$" || fail "cluster run dir left behind"
 EXTRA_CLEANUP=:
-[ ! -e "/tmp/hibar-$(id -u)-hbrt$$" ] || fail "cluster run dir left behind"
 check_clean
 echo "PASS: run_fail"

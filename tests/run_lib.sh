@@ -35,10 +35,16 @@ barrier_timeout_ms: 20000
 YAML
 FOUR="$TMP/four.yaml"
 
+# LOG_DIR: the run dir of a cluster the test started (with --keep-logs): fail shows its logs
+LOG_DIR=
 fail() {
+    local f
     echo "FAIL: $*"
     echo "--- stdout"; tail -n 20 "$OUT" 2>/dev/null
     echo "--- stderr"; tail -n 20 "$ERR" 2>/dev/null
+    for f in ${LOG_DIR:+"$LOG_DIR"/*.log}; do
+        [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }
+    done
     exit 1
 }
 
@@ -70,8 +76,10 @@ trap 'exit 1' INT TERM
 run() {
     local want=$1 rc
     shift
+    local t0=$SECONDS
     timeout -k 5 60 "$RUN" "$@" >"$OUT" 2>"$ERR"
     rc=$?
-    [ $rc -eq 124 ] && [ "$want" != 124 ] && fail "hibar-run $* did not end within 60 s"
+    # 124: it ended on SIGTERM; killed by timeout's SIGKILL 5 s later, the status is 137
+    [ $((SECONDS - t0)) -ge 60 ] && [ "$want" != 124 ] && fail "hibar-run $* did not end within 60 s"
     [ $rc -eq "$want" ] || fail "hibar-run $*: exit $rc, expected $want"
 }

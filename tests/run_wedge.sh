@@ -9,6 +9,7 @@ CL=(env "HIBARD=$HIBARD" "$bld/tools/hibar-cluster" --config "$FOUR" --set "clus
     --set "run_dir=/tmp/hibar-$(id -u)-hbrw$$" --keep-logs)
 HOLD=
 EXTRA_CLEANUP='[ -n "$HOLD" ] && kill $HOLD 2>/dev/null; "${CL[@]}" down >/dev/null 2>&1; rm -rf "/tmp/hibar-$(id -u)-hbrw$$"'
+LOG_DIR="/tmp/hibar-$(id -u)-hbrw$$"
 "${CL[@]}" up >/dev/null || fail "cluster did not come up"
 SETS=(--config "$FOUR" -o "cluster=hbrw$$" -o "run_dir=/tmp/hibar-$(id -u)-hbrw$$")
 run 0 "${SETS[@]}" -n 8 "$HELLO" --fences 2
@@ -33,6 +34,7 @@ kill $HOLD
 wait $HOLD 2>/dev/null
 HOLD=
 "${CL[@]}" down >/dev/null || fail "cluster down"
+LOG_DIR=
 rm -rf "/tmp/hibar-$(id -u)-hbrw$$"
 EXTRA_CLEANUP=:
 check_clean
