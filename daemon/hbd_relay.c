@@ -38,7 +38,8 @@
  *   <origin> catchup <st> <text>  after a failed job the barrier engines could not be brought
  *                                 back in step: the cluster needs a restart
  * and closes the connection once every node ended (and the engines are back in step).
- * hibar-run may send "kill": the origin kills its part and sends KILL to every node. If
+ * hibar-run may send "ping" (the origin answers "<origin> pong": hibar-run's check that the
+ * daemon's loop runs) and "kill": the origin kills its part and sends KILL to every node. If
  * hibar-run goes away the job is killed everywhere. A lost node (hbd_net_peer_lost, on every
  * daemon through the failure flood) kills the job's part on every daemon; the origin reports
  * the node lost and gives the others HBD_RELAY_LOST_WAIT_MS to report their end, after which
@@ -509,6 +510,8 @@ static void run_read_cb(struct bufferevent *bev, void *arg)
     while ((line = evbuffer_readln(bufferevent_get_input(bev), &n, EVBUFFER_EOL_LF)) != NULL) {
         if (strcmp(line, "kill") == 0)
             relay_kill(J, "hibar-run asked");
+        else if (strcmp(line, "ping") == 0)
+            run_printf(J, "%" PRIu32 " pong\n", J->d->self);
         else
             run_printf(J, "%" PRIu32 " err %d unknown command\n", J->d->self, HIBAR_ERR_INVAL);
         free(line);

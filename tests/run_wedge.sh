@@ -1,8 +1,11 @@
 #!/bin/bash
-# run_wedge.sh: a node whose libpmix server thread stops answering (as libpmix 4.2.2's does
-# when a client dies inside its connection handshake; here it is stopped with ptrace) fails
-# the jobs sent to it with a clear error instead of hanging: the daemon stays up and answers,
-# status says pmix=wedged, later jobs fail at once, the cluster still stops cleanly.
+# run_wedge.sh: hung parts give errors, never a hang.
+# 1. A node whose libpmix server thread stops answering (as libpmix 4.2.2's does when a client
+#    dies inside its connection handshake; here it is stopped with ptrace) fails the jobs sent
+#    to it with a clear error: the daemon stays up and answers, status says pmix=wedged, later
+#    jobs fail at once, the cluster still stops cleanly.
+# 2. An origin daemon that stops answering in the middle of a job (SIGSTOP): hibar-run gives
+#    up with an error after 5 x heartbeat.timeout_ms of silence.
 . "$(dirname "$0")/run_lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 CL=(env "HIBARD=$HIBARD" "$bld/tools/hibar-cluster" --config "$FOUR" --set "cluster=hbrw$$"
@@ -34,6 +37,30 @@ kill $HOLD
 wait $HOLD 2>/dev/null
 HOLD=
 "${CL[@]}" down >/dev/null || fail "cluster down"
+LOG_DIR=
+rm -rf "/tmp/hibar-$(id -u)-hbrw$$"
+EXTRA_CLEANUP=:
+check_clean
+
+# 2: the origin (rt0, the first daemon that answers) stopped while rank 3 hangs
+"${CL[@]}" up >/dev/null || fail "cluster did not come up (2)"
+LOG_DIR="/tmp/hibar-$(id -u)-hbrw$$"
+EXTRA_CLEANUP='kill -CONT $pid 2>/dev/null; "${CL[@]}" down >/dev/null 2>&1; rm -rf "/tmp/hibar-$(id -u)-hbrw$$"'
+pid=$(pgrep -f -- "--node rt0 .*cluster=hbrw$$") || fail "no daemon of rt0"
+timeout -k 5 60 "$RUN" "${SETS[@]}" -n 8 "$HELLO" --fences 1 --hang-rank 3 >"$OUT" 2>"$ERR" &
+job=$!
+for _ in $(seq 200); do [ "$(grep -c '^hello' "$OUT")" -eq 8 ] && break; sleep 0.1; done
+[ "$(grep -c '^hello' "$OUT")" -eq 8 ] || fail "the job did not start"
+kill -STOP "$pid"
+t0=$SECONDS
+wait $job
+rc=$?
+kill -CONT "$pid"
+[ $((SECONDS - t0)) -lt 55 ] || fail "hibar-run waited for the stopped daemon ($((SECONDS - t0)) s)"
+[ $rc -eq 1 ] || fail "hibar-run exit $rc with its daemon stopped, expected 1"
+grep -q "the daemon of node rt0 has not answered for 1[0-9].[0-9] s (stopped, or hung)" "$ERR" ||
+    fail "silent daemon not reported"
+"${CL[@]}" down >/dev/null || fail "cluster down (2)"
 LOG_DIR=
 rm -rf "/tmp/hibar-$(id -u)-hbrw$$"
 EXTRA_CLEANUP=:

@@ -25,6 +25,11 @@
 
 #define MAX_OVER 64
 #define KILL_WAIT_MS 15000 /* after asking the daemons to stop a job, how long to wait */
+/* The origin daemon is pinged after PING_IVL_MS without a word from it; silent for
+ * max(5 x heartbeat.timeout_ms, SILENT_MIN_MS), it is taken as hung (stopped, or its loop
+ * stuck) and hibar-run gives up with an error instead of waiting for ever. */
+#define PING_IVL_MS 2000
+#define SILENT_MIN_MS 5000
 
 extern char **environ;
 
@@ -241,6 +246,8 @@ static void on_line(run_t *R, uint32_t i, char *line)
             fputc('\n', f);
         if (f == stderr || !R->tag)
             fflush(f);
+    } else if (strcmp(kind, "pong") == 0) {
+        /* the origin's loop runs: its answer to "ping" (run_job) */
     } else if (strcmp(kind, "ok") == 0) {
         R->nc[i].launched = 1;
     } else if (strcmp(kind, "err") == 0) {
@@ -331,8 +338,25 @@ static int run_job(run_t *R, int timeout_s)
 {
     uint64_t t_end = timeout_s > 0 ? hb_time_now_ns() + (uint64_t)timeout_s * 1000000000ull : 0;
     uint64_t quiet_ns = ((uint64_t)R->cfg->barrier_timeout_ms + 20000) * 1000000ull, last_ns = 0;
+    uint64_t silent_ms = 5ull * R->cfg->heartbeat_timeout_ms;
+    uint64_t rx_ns = hb_time_now_ns(), ping_ns = 0;
+    if (silent_ms < SILENT_MIN_MS)
+        silent_ms = SILENT_MIN_MS;
     while (R->fd >= 0) {
         uint64_t now = hb_time_now_ns();
+        if (now - rx_ns > silent_ms * 1000000ull) {
+            fprintf(stderr,
+                    "hibar-run: the daemon of node %s has not answered for %.1f s (stopped, or "
+                    "hung): the job's end on %" PRIu32 " nodes is unknown\n",
+                    R->cfg->nodes[R->origin].name, (double)(now - rx_ns) / 1e9, R->alive);
+            pending_nodes(R, "no end reported");
+            fail(R, 1);
+            break;
+        }
+        if (now - rx_ns > PING_IVL_MS * 1000000ull && now - ping_ns > PING_IVL_MS * 1000000ull) {
+            ping_ns = now;
+            (void)hbd_client_send(R->fd, "ping");
+        }
         if (got_signal) {
             fprintf(stderr, "hibar-run: %s: stopping the job\n", strsignal(got_signal));
             fail(R, 128 + got_signal);
@@ -383,6 +407,7 @@ static int run_job(run_t *R, int timeout_s)
             R->fd = -1;
             break;
         }
+        rx_ns = hb_time_now_ns();
         R->len += (size_t)r;
         char *start = R->buf, *nl;
         while (R->fd >= 0 &&
