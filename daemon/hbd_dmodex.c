@@ -33,10 +33,12 @@
  * PMIX_REQUIRED_KEY (libpmix names the key its client's PMIx_Get asked for): the request
  * carries it (keylen bytes after the namespace). Data committed before the key was put would
  * be answered at once and the requester's PMIx_Get would end in PMIX_ERR_NOT_FOUND, so the
- * server first looks the key up in its own store (PMIx_Get, PMIX_OPTIONAL: the server holds
- * what its clients committed). If it is not there yet the request waits: libpmix tells the
- * host nothing when a client commits, so the key is looked up again at growing intervals (1,
- * 2, 4 ... 32 ms) until it is there (then served as above), until the request's timeout
+ * server first looks the key up in its own store (PMIx_Get_nb, PMIX_OPTIONAL: the server
+ * holds what its clients committed; the answer comes on PMIx's thread and is moved to the
+ * loop, which never waits on PMIx's thread: see hbd_pmix.c on a wedged libpmix). If it is not
+ * there yet the request waits: libpmix tells the host nothing when a client commits, so the
+ * key is looked up again at growing intervals (1, 2, 4 ... 32 ms) until it is there (then
+ * served as above), until the request's timeout
  * (PMIX_TIMEOUT, else the cluster's barrier_timeout_ms: PMIX_ERR_TIMEOUT; the requester's own
  * timer ends it at the same time) or until the job is gone (PMIX_ERR_NOT_FOUND), as PRRTE
  * does. Without a key the request is served at once, as before.
@@ -66,6 +68,10 @@ typedef struct dm_srv {
     uint64_t deadline_ns;                  /* waiting for the key: give up then (0: never) */
     uint64_t next_ns;                      /* ... look again then */
     uint32_t ivl_ms;
+    int probing;      /* a look-up of the key is on PMIx's thread (s must live until it ends) */
+    int found;        /* ... and it found the key */
+    int dead;         /* answered, or dropped, while probing: the probe's end frees s */
+    pmix_info_t opt;  /* PMIX_OPTIONAL, read by PMIx until the probe's answer */
     pmix_status_t st;
     char *data;
     size_t len;
@@ -282,21 +288,35 @@ static int srv_known(const hbd_t *d, const dm_srv_t *s)
     return j != NULL && s->rank < j->spec->size && j->spec->map[s->rank] == d->self;
 }
 
-/* Has s's process committed its required key? (The server's own store: what its clients
- * committed. PMIX_OPTIONAL: never ask the host, i.e. this daemon, for it.) */
-static int key_there(const dm_srv_t *s)
+static void probe_done(hbd_t *d, void *arg);
+static void wait_arm(hbd_t *d);
+
+/* PMIx's thread: the answer of a look-up of s's key, to the loop. */
+static void probed(pmix_status_t st, pmix_value_t *v, void *cbdata)
+{
+    dm_srv_t *s = cbdata;
+    s->found = st == PMIX_SUCCESS;
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v); /* the callback's to release (libpmix 4.2 pmix_client_get.c) */
+    /* without memory for the hand-off s stays "probing": its deadline still ends it, and s
+     * is then left (never freed under a thread that might still write it) */
+    (void)hbd_pmix_call_on_loop(probe_done, s);
+}
+
+/* Has s's process committed its required key? Asked of the server's own store (what its
+ * clients committed; PMIX_OPTIONAL: never ask the host, i.e. this daemon, for it). The answer
+ * comes to probe_done. */
+static void probe(dm_srv_t *s)
 {
     pmix_proc_t p;
-    pmix_info_t info;
-    pmix_value_t *v = NULL;
     bool yes = true;
     PMIX_LOAD_PROCID(&p, s->nspace, s->rank);
-    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
-    pmix_status_t st = PMIx_Get(&p, s->key, &info, 1, &v);
-    PMIX_INFO_DESTRUCT(&info);
-    if (v != NULL)
-        PMIX_VALUE_RELEASE(v);
-    return st == PMIX_SUCCESS;
+    PMIX_INFO_LOAD(&s->opt, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    s->probing = 1;
+    s->found = 0;
+    pmix_status_t st = PMIx_Get_nb(&p, s->key, &s->opt, 1, probed, s);
+    if (st != PMIX_SUCCESS) /* refused: no answer comes; a miss, looked at again later */
+        s->probing = 0;
 }
 
 /* Ask libpmix for the process' data; the answer comes through served(). */
@@ -311,10 +331,51 @@ static void srv_fetch(hbd_t *d, dm_srv_t *s)
     }
 }
 
-static void wait_arm(hbd_t *d);
+/* Leave the waiting list. */
+static void unwait(dm_srv_t *s)
+{
+    for (dm_srv_t **pp = &waiting; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    s->next = NULL;
+}
 
-/* The requests waiting for their key: serve those whose key came, end those past their
- * deadline or whose job is gone, look again later at the others. */
+/* Answer s with an error; while its look-up is on PMIx's thread, s lives on until it ends. */
+static void srv_fail(hbd_t *d, dm_srv_t *s, pmix_status_t st)
+{
+    s->st = st;
+    if (!s->probing) {
+        served_on_loop(d, s);
+        return;
+    }
+    send_reply(d, s);
+    s->dead = 1;
+}
+
+/* A look-up of s's key ended: serve s if its key is there; else it waits on. */
+static void probe_done(hbd_t *d, void *arg)
+{
+    dm_srv_t *s = arg;
+    s->probing = 0;
+    if (s->dead) {
+        free(s->data);
+        free(s);
+        return;
+    }
+    if (s->found) {
+        unwait(s);
+        hb_log_debug("direct modex of %s rank %" PRIu32 ": key %s is there", s->nspace, s->rank,
+                     s->key);
+        srv_fetch(d, s);
+        return;
+    }
+    wait_arm(d);
+}
+
+/* The requests waiting for their key: look it up for those due (probe_done serves them),
+ * end those past their deadline or whose job is gone, look again later at the others. */
 static void wait_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
@@ -323,29 +384,19 @@ static void wait_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     for (dm_srv_t **pp = &waiting; *pp != NULL;) {
         dm_srv_t *s = *pp;
-        int known = 1, there = 0;
-        if (now >= s->next_ns) {
-            known = srv_known(d, s);
-            there = known && key_there(s);
-        }
-        if (known && !there && (s->deadline_ns == 0 || now < s->deadline_ns)) {
-            if (now >= s->next_ns) {
+        int known = srv_known(d, s);
+        if (known && (s->deadline_ns == 0 || now < s->deadline_ns)) {
+            if (now >= s->next_ns && !s->probing) {
                 s->ivl_ms = s->ivl_ms * 2 > DM_WAIT_MAX_MS ? DM_WAIT_MAX_MS : s->ivl_ms * 2;
                 s->next_ns = now + (uint64_t)s->ivl_ms * 1000000ull;
+                probe(s); /* may answer (probe_done) only from the loop: s stays listed */
             }
             pp = &s->next;
             continue;
         }
         *pp = s->next;
         s->next = NULL;
-        if (there) {
-            hb_log_debug("direct modex of %s rank %" PRIu32 ": key %s is there", s->nspace, s->rank,
-                         s->key);
-            srv_fetch(d, s);
-        } else {
-            s->st = known ? PMIX_ERR_TIMEOUT : PMIX_ERR_NOT_FOUND;
-            served_on_loop(d, s);
-        }
+        srv_fail(d, s, known ? PMIX_ERR_TIMEOUT : PMIX_ERR_NOT_FOUND);
     }
     wait_arm(d);
 }
@@ -389,10 +440,11 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
         served_on_loop(d, s);
         return;
     }
-    if (s->key[0] == '\0' || strlen(s->key) != x->keylen || key_there(s)) {
+    if (s->key[0] == '\0' || strlen(s->key) != x->keylen) {
         srv_fetch(d, s);
         return;
     }
+    /* look the key up now; while it is not there the request waits (wait_cb) */
     uint64_t now = hb_time_now_ns();
     uint64_t to_ms = x->arg > 0 ? (uint64_t)x->arg : d->cfg->barrier_timeout_ms;
     s->deadline_ns = to_ms > 0 ? now + to_ms * 1000000ull : 0;
@@ -400,8 +452,9 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
     s->next_ns = now + 1000000ull;
     s->next = waiting;
     waiting = s;
-    hb_log_debug("direct modex of %s rank %" PRIu32 " for node %" PRIu32 ": waiting for key %s",
+    hb_log_debug("direct modex of %s rank %" PRIu32 " for node %" PRIu32 ": looking for key %s",
                  s->nspace, s->rank, from, s->key);
+    probe(s);
     wait_arm(d);
 }
 
@@ -493,7 +546,10 @@ void hbd_dmodex_fini(hbd_t *d)
     while (waiting != NULL) { /* nobody to answer: the requesters end on their own */
         dm_srv_t *s = waiting;
         waiting = s->next;
-        free(s);
+        if (s->probing)
+            s->dead = 1; /* PMIx may still answer into it: left to probe_done */
+        else
+            free(s);
     }
     if (ev_tick != NULL)
         event_free(ev_tick);
