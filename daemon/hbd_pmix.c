@@ -999,6 +999,8 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     pmix_info_t *info = NULL;
     size_t ninfo = 0;
     int rc = HIBAR_ERR_NOMEM;
+    if (g_px.wedged)
+        return HIBAR_ERR_UNAVAIL; /* nothing would answer */
 
     /* index of each cluster node among the job's nodes, ranks' local/node ranks */
     node_idx = calloc(d->topo->n_nodes, sizeof(uint32_t));
@@ -1071,10 +1073,6 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
         snprintf(info[i].key, sizeof(info[i].key), "%s", PMIX_PROC_DATA);
         info[i].value.type = PMIX_DATA_ARRAY;
         info[i].value.data.darray = da;
-    }
-    if (g_px.wedged) {
-        rc = HIBAR_ERR_UNAVAIL;
-        goto out;
     }
     static const struct timeval to = {HBD_PMIX_CALL_MS / 1000, (HBD_PMIX_CALL_MS % 1000) * 1000};
     px_reg_t *g = calloc(1, sizeof(*g));

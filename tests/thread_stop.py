@@ -37,6 +37,11 @@ def main():
         print("SKIP: thread_stop.py knows x86_64 system call numbers only")
         return 77
     pid = int(sys.argv[1])
+    try:  # what a thread waits in needs ptrace's read access (root, or Yama's scope 0)
+        open(f"/proc/{pid}/task/{pid}/syscall").read()
+    except PermissionError:
+        print("SKIP: no ptrace access to the daemon here (not root, Yama ptrace_scope)")
+        return 77
     tid = find_thread(pid)
     if tid is None:
         print(f"thread_stop.py: no libpmix progress thread found in process {pid}")
