@@ -66,6 +66,8 @@ static const char *const proto_names[] = {"tree", "scmd", NULL};
 static const char *const boot_names[] = {"local", "static", "pmix", "env", NULL};
 static const char *const data_names[] = {"curve", "plain", NULL};
 static const char *const hwb_names[] = {"auto", "shm", "scic", NULL};
+static const char *const onoff_names[] = {"off", "on", NULL};
+static const char *const poll_names[] = {"auto", "spin", "yield", "sleep", NULL};
 
 typedef struct {
     const char *path;
@@ -91,6 +93,10 @@ static const cfg_key_t cfg_keys[] = {
     {"fanout", K_UINT, OFF(fanout), 1024, NULL},
     {"bootstrap", K_ENUM, OFF(bootstrap), 0, boot_names},
     {"data_plane", K_ENUM, OFF(data_plane), 0, data_names},
+    {"fast_lane", K_ENUM, OFF(fast_lane), 0, onoff_names},
+    {"poll", K_ENUM, OFF(poll), 0, poll_names},
+    {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL},
+    {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL},
     {"heartbeat.interval_ms", K_UINT, OFF(heartbeat_interval_ms), 3600000, NULL},
     {"heartbeat.timeout_ms", K_UINT, OFF(heartbeat_timeout_ms), 3600000, NULL},
     {"barrier_timeout_ms", K_UINT, OFF(barrier_timeout_ms), 86400000, NULL},
@@ -107,7 +113,8 @@ static const cfg_key_t cfg_keys[] = {
 };
 #define N_KEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
 /* Mappings that only group keys. */
-static const char *const cfg_groups[] = {"heartbeat", "links", "links.lan", "links.wan", "scic"};
+static const char *const cfg_groups[] = {"heartbeat", "links", "links.lan", "links.wan", "scic",
+                                         "cpu"};
 #define N_GROUPS (sizeof(cfg_groups) / sizeof(cfg_groups[0]))
 
 static const cfg_key_t *cfg_key_find(const char *path)
@@ -391,6 +398,7 @@ int hb_cfg_create(hb_cfg_t **cfg_p)
     cfg->protocol = HB_CFG_PROTO_SCMD;
     cfg->bootstrap = HB_CFG_BOOT_LOCAL;
     cfg->data_plane = HB_CFG_DATA_PLAIN; /* like MPI's own traffic; curve for untrusted fabrics */
+    cfg->fast_lane = 1;
     cfg->heartbeat_interval_ms = 500;
     cfg->heartbeat_timeout_ms = 2000;
     cfg->barrier_timeout_ms = 30000;

@@ -24,6 +24,7 @@
  * Keys (doc/hibar.yaml.5 documents each, with its default); dotted paths are nested mappings
  * in the file, env names are HIBAR_ + the path uppercased with '.' -> '_':
  *   cluster, nodes, chassis, sites, port, hwbarrier, protocol, fanout, bootstrap, data_plane,
+ *   fast_lane, poll, cpu.reserved, cpu.count,
  *   heartbeat.interval_ms, heartbeat.timeout_ms, barrier_timeout_ms, key_file, run_dir,
  *   links.lan.bandwidth_mbps, links.lan.latency_us, links.wan.lane_bandwidth_mbps,
  *   links.wan.total_bandwidth_mbps, links.wan.latency_us, scic.vendor, scic.device, scic.uio
@@ -43,6 +44,11 @@ typedef enum {
 /* How collective data travels between daemons: on the CurveZMQ links (encrypted), or on a
  * second, unencrypted ZeroMQ socket per daemon (hbd_net.c) for trusted fabrics. */
 typedef enum { HB_CFG_DATA_CURVE = 0, HB_CFG_DATA_PLAIN = 1 } hb_cfg_data_plane_t;
+
+/* How hibard waits while a barrier is busy (doc/design.md section 6.1): auto by the waiting
+ * rule, or forced: spin (poll without pause), yield (poll, sched_yield between turns), sleep
+ * (in epoll until woken). */
+typedef enum { HB_CFG_POLL_AUTO = 0, HB_CFG_POLL_SPIN = 1, HB_CFG_POLL_YIELD = 2, HB_CFG_POLL_SLEEP = 3 } hb_cfg_poll_t;
 
 /* One node (daemon) of the cluster. Node ids are indices into hb_cfg_t.nodes. */
 typedef struct hb_cfg_node {
@@ -82,6 +88,10 @@ typedef struct hb_cfg {
     uint32_t fanout;                /* 0 (default): the paper's shape; k: k-ary tree */
     hb_cfg_bootstrap_t bootstrap;   /* default local */
     hb_cfg_data_plane_t data_plane; /* default plain */
+    int fast_lane;                  /* barrier tokens on a polled TCP link (hbd_fast.c); default 1 */
+    int poll;                       /* hb_cfg_poll_t: how hibard waits while barriers are busy */
+    uint32_t cpu_reserved;          /* cores set aside for hibard (CoreSpecCount); default 0 */
+    uint32_t cpu_count;             /* cores of the node; 0 (default): hibard's CPU affinity */
     uint32_t heartbeat_interval_ms; /* default 500 */
     uint32_t heartbeat_timeout_ms;  /* default 2000 */
     uint32_t barrier_timeout_ms;    /* default 30000; 0 = none */

@@ -18,8 +18,11 @@ struct hbd_ctl_conn;
 struct hbd_barrier_state;
 struct hbd_coll_state;
 
+/* How the loop waits while barriers are busy (hbd_barrier.c's poll stage). */
+enum { HBD_POLL_OFF = 0, HBD_POLL_YIELD = 1, HBD_POLL_SPIN = 2 };
 #define HBD_ID_MAX 16 /* routing id buffer: "n<id>" / "o<id>" */
 
+typedef struct hbd_fast_link hbd_fast_link_t;
 /* One neighbour: a tree link (parent, child Center) or a chassis mate. */
 typedef struct hbd_peer {
     uint32_t node;
@@ -39,6 +42,9 @@ typedef struct hbd_peer {
     uint8_t data_token[HBD_WIRE_TOKEN_LEN];  /* to present there */
     uint8_t given_token[HBD_WIRE_TOKEN_LEN]; /* it must present at ours (random, per start) */
     char data_ep[160];                       /* data_out is connected there, "" if not */
+    /* fast lane (hbd_fast.c) */
+    uint32_t fast_port;     /* its fast lane's port (from HELLO), 0: none or not known */
+    hbd_fast_link_t *fast;  /* the link, or NULL */
 } hbd_peer_t;
 
 /* Counters shown by the control command "stats". */
@@ -52,6 +58,9 @@ typedef struct hbd_stats {
     uint64_t data_rx, data_tx; /* collective frames on the plain data plane */
     uint64_t data_denied;      /* data-socket connections refused (wrong or no token) */
     uint64_t data_bad;         /* frames refused on the data socket (not COLL, wrong sender) */
+    uint64_t fast_rx, fast_tx; /* barrier tokens on the fast lane */
+    uint64_t fast_bad;         /* frames that closed a fast link (malformed, not HIER) */
+    uint64_t fast_denied;      /* fast-lane connections refused (no neighbour, wrong token) */
     uint64_t barriers_done, barriers_failed;
     uint64_t peers_lost;
     uint64_t hwb_rounds;
@@ -84,6 +93,7 @@ typedef struct hbd {
     uint32_t data_port;
     char endpoint[128];
     uint8_t pub[32], sec[32]; /* cluster key pair (binary) */
+    struct hbd_fast *fast;    /* the fast lane's listener (hbd_fast.c), NULL when off */
     char pub_z85[41];
 
     /* neighbours */
@@ -148,6 +158,29 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
  * not up yet or the peer's queue is full. */
 int hbd_net_link(hbd_t *d, uint32_t node);
 int hbd_net_peer_up(hbd_t *d, uint32_t node);
+/* The neighbour record of `node`, or NULL (not linked). */
+hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node);
+/* A neighbour's host address for a new connection ("10.0.0.2", "::1"): from its endpoint, or
+ * where its connection to us came from. 0, or HIBAR_ERR_WOULD_BLOCK when not known yet. */
+int hbd_net_peer_host(hbd_t *d, const hbd_peer_t *p, char *host, size_t len);
+/* Something arrived from `node` outside the ZeroMQ link (the fast lane): it is alive. */
+void hbd_net_peer_heard(hbd_t *d, uint32_t node);
+/* Report ready once every neighbour's link (and fast lane) is up or settled. */
+void hbd_net_check_ready(hbd_t *d);
+/* hbd_fast.c: the fast lane, barrier tokens on a polled TCP connection per neighbour. */
+int hbd_fast_start(hbd_t *d, const char *address); /* 0 when off (fast_lane: off) */
+void hbd_fast_stop(hbd_t *d);
+uint32_t hbd_fast_port(const hbd_t *d);            /* 0 when off */
+/* A HELLO from p announced its fast lane at `port` (0: none): connect (higher id) or wait. */
+void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port);
+/* 1 when p's fast link is up, or will not come up (tokens then go through ZeroMQ). */
+int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p);
+/* Send a HIER frame on the fast lane: 0; HIBAR_ERR_UNAVAIL when that neighbour has no fast
+ * link (use ZeroMQ, then call hbd_fast_note_zmq); HIBAR_ERR_PEER_LOST when the link failed. */
+int hbd_fast_send(hbd_t *d, uint32_t to, uint64_t coll_id, const void *payload, uint32_t len);
+/* A HIER frame to `to` went through ZeroMQ: from now on all of them do (order). */
+void hbd_fast_note_zmq(hbd_t *d, uint32_t to);
+void hbd_fast_peer_down(hbd_t *d, hbd_peer_t *p);
 /* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
 /* Make sure the periodic check (barrier timeouts) runs: call when a barrier starts. */

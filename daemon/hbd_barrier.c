@@ -68,6 +68,8 @@ typedef struct hbd_barrier_state {
     struct event *ev_yield; /* zero timer: the yield stage */
     uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
     int armed;              /* the fd was armed since the last arrival or wake-up */
+    uint64_t active_t0;     /* last barrier activity (arrival, message, completion) */
+    int poll_mode;          /* HBD_POLL_*: how the loop waits while barriers are busy */
     /* T_IB probe */
     struct hbd_ctl_conn *tib_conn;
     uint32_t tib_n, tib_done;
@@ -183,6 +185,7 @@ static hbd_req_t *req_take(hbd_barrier_state_t *b, uint64_t coll)
 static void req_finish(hbd_t *d, uint64_t coll, int status)
 {
     hbd_req_t *r = req_take(d->bar, coll);
+    d->bar->active_t0 = hb_time_now_ns();
     if (status == 0)
         d->st.barriers_done++;
     else
@@ -216,7 +219,12 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         hbd_wire_put32(pl, (uint32_t)a->msg);
         hb_log_debug("coll %" PRIu64 ": %s: send %s to node %" PRIu32, a->coll_id,
                      a->step ? a->step : "?", hb_hier_msg_name(a->msg), a->to);
-        if (hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl)) != 0) {
+        int rc = hbd_fast_send(d, a->to, a->coll_id, pl, sizeof(pl));
+        if (rc == HIBAR_ERR_UNAVAIL) {
+            hbd_fast_note_zmq(d, a->to);
+            rc = hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl));
+        }
+        if (rc != 0) {
             hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = a->to};
             push(d, &ev);
         }
@@ -322,6 +330,16 @@ static int yield_spent(const hbd_barrier_state_t *b)
     return hb_time_now_ns() - b->yield_t0 >= hb_wait_policy_default()->yield_ns;
 }
 
+/* Poll stage: while a barrier is in flight here, or for the policy's yield time after the last
+ * barrier activity, the loop keeps polling its sockets and the doorbells (epoll with a zero
+ * timeout) instead of sleeping, spinning or yielding between turns by the waiting rule. */
+static int poll_wanted(const hbd_barrier_state_t *b)
+{
+    if (b->poll_mode == HBD_POLL_OFF)
+        return 0;
+    return hb_time_now_ns() - b->active_t0 < hb_wait_policy_default()->yield_ns;
+}
+
 /* While some round is pending and the yield time since the last arrival is not spent, come
  * back after the loop has polled its sockets once more (a zero timer runs after the poll).
  * Once it is spent: arm the fd, and come back once more to test after arming; then only the
@@ -330,9 +348,13 @@ static void yield_arm(hbd_t *d)
 {
     static const struct timeval now = {0, 0};
     hbd_barrier_state_t *b = d->bar;
-    if ((b->n_pend == 0 && b->tib_conn == NULL) || d->stopping ||
-        evtimer_pending(b->ev_yield, NULL))
+    if (d->stopping || evtimer_pending(b->ev_yield, NULL))
         return;
+    if (b->n_pend == 0 && b->tib_conn == NULL) {
+        if (poll_wanted(b))
+            evtimer_add(b->ev_yield, &now);
+        return;
+    }
     if (yield_spent(b)) {
         if (b->armed)
             return;
@@ -354,6 +376,16 @@ static void yield_cb(evutil_socket_t fd, short what, void *arg)
     if (b->tib_conn != NULL)
         tib_check(d);
     drain(d);
+    if (b->n_pend == 0 && b->tib_conn == NULL) {
+        /* only the poll stage: come back after one more look at the sockets */
+        if (poll_wanted(b)) {
+            static const struct timeval now = {0, 0};
+            evtimer_add(b->ev_yield, &now);
+            if (b->poll_mode == HBD_POLL_YIELD)
+                sched_yield();
+        }
+        return;
+    }
     if (evtimer_pending(b->ev_yield, NULL) && !yield_spent(b))
         sched_yield(); /* still waiting: let the others of the chassis run */
 }
@@ -390,6 +422,7 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, struct hbd_ctl_conn *conn, hbd
     r->next = b->reqs;
     b->reqs = r;
     b->n_reqs++;
+    b->active_t0 = r->t0;
     hbd_net_tick_arm(d);
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
@@ -449,6 +482,7 @@ void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
                        .msg = hbd_wire_get32(m->payload),
                        .data = m->len > 4 ? m->payload + 4 : NULL,
                        .len = m->len - 4};
+    d->bar->active_t0 = hb_time_now_ns();
     push(d, &ev);
     drain(d);
 }
@@ -662,6 +696,8 @@ int hbd_barrier_init(hbd_t *d)
                 hc.first_coll, hc.sync_base, hc.n_sync, b->trace_t0);
         fflush(b->trace);
     }
+    const char *pm = getenv("HIBAR_DAEMON_POLL");
+    b->poll_mode = pm == NULL ? HBD_POLL_YIELD : strcmp(pm, "spin") == 0 ? HBD_POLL_SPIN : strcmp(pm, "off") == 0 ? HBD_POLL_OFF : HBD_POLL_YIELD;
     b->acts = calloc(b->max_acts, sizeof(*b->acts));
     b->ev_yield = evtimer_new(d->base, yield_cb, d);
     if (b->acts == NULL || b->ev_yield == NULL)

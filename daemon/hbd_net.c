@@ -62,9 +62,23 @@ static uint32_t id_parse(const void *data, size_t len)
 
 static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
 {
-    if (node >= d->topo->n_nodes || d->peer_of[node] == UINT32_MAX)
+    if (node >= d->topo->n_nodes || d->peer_of == NULL || d->peer_of[node] == UINT32_MAX)
         return NULL;
     return &d->peers[d->peer_of[node]];
+}
+
+hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node)
+{
+    return peer_get(d, node);
+}
+
+void hbd_net_peer_heard(hbd_t *d, uint32_t node)
+{
+    hbd_peer_t *p = peer_get(d, node);
+    if (p != NULL) {
+        p->last_rx_ns = hb_time_now_ns();
+        p->probe_ns = 0;
+    }
 }
 
 static int add_peer(hbd_t *d, uint32_t node);
@@ -136,32 +150,44 @@ static void token_hex(const uint8_t tok[HBD_WIRE_TOKEN_LEN], char out[2 * HBD_WI
  * 0 when connected (the handshake may still run: ROUTER_MANDATORY then says EHOSTUNREACH and
  * the caller retries), HIBAR_ERR_WOULD_BLOCK when the peer has not said where yet.
  */
+int hbd_net_peer_host(hbd_t *d, const hbd_peer_t *p, char *host, size_t len)
+{
+    if (peer_resolve(d, (hbd_peer_t *)p)) {
+        /* "tcp://HOST:PORT" or "tcp://[HOST]:PORT" */
+        const char *h = p->endpoint + 6, *colon = strrchr(p->endpoint, ':');
+        if (strncmp(p->endpoint, "tcp://", 6) != 0 || colon == NULL || colon <= h)
+            return HIBAR_ERR_WOULD_BLOCK;
+        size_t n = (size_t)(colon - h);
+        if (*h == '[' && n >= 2 && h[n - 1] == ']') {
+            h++;
+            n -= 2;
+        }
+        if (n + 1 > len)
+            return HIBAR_ERR_WOULD_BLOCK;
+        memcpy(host, h, n);
+        host[n] = '\0';
+        return 0;
+    }
+    /* its endpoint is not known here (it connected to us): the address it came from */
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof(sa);
+    if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)&sa, &sl) != 0 ||
+        getnameinfo((struct sockaddr *)&sa, sl, host, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0)
+        return HIBAR_ERR_WOULD_BLOCK;
+    return 0;
+}
+
 static int data_link(hbd_t *d, hbd_peer_t *p)
 {
-    char ep[160], id[HBD_ID_MAX], pw[2 * HBD_WIRE_TOKEN_LEN + 1];
+    char ep[160], id[HBD_ID_MAX], pw[2 * HBD_WIRE_TOKEN_LEN + 1], host[INET6_ADDRSTRLEN + 2];
     if (p->data_ep[0] != '\0')
         return 0;
     if (p->data_port == 0)
         return HIBAR_ERR_WOULD_BLOCK;
-    if (peer_resolve(d, p)) {
-        const char *colon = strrchr(p->endpoint, ':');
-        if (colon == NULL || colon - p->endpoint <= 6)
-            return HIBAR_ERR_WOULD_BLOCK;
-        snprintf(ep, sizeof(ep), "%.*s:%" PRIu32, (int)(colon - p->endpoint), p->endpoint,
-                 p->data_port);
-    } else {
-        /* its endpoint is not known here (it connected to us): the address it came from */
-        struct sockaddr_storage sa;
-        socklen_t sl = sizeof(sa);
-        char host[INET6_ADDRSTRLEN];
-        if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)&sa, &sl) != 0 ||
-            getnameinfo((struct sockaddr *)&sa, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST) !=
-                0)
-            return HIBAR_ERR_WOULD_BLOCK;
-        snprintf(ep, sizeof(ep),
-                 sa.ss_family == AF_INET6 ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32, host,
-                 p->data_port);
-    }
+    if (hbd_net_peer_host(d, p, host, sizeof(host)) != 0)
+        return HIBAR_ERR_WOULD_BLOCK;
+    snprintf(ep, sizeof(ep), strchr(host, ':') != NULL ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32,
+             host, p->data_port);
     idstr(id, 'n', p->node);
     token_hex(p->data_token, pw);
     if (zmq_setsockopt(d->data_out, ZMQ_PLAIN_PASSWORD, pw, strlen(pw)) != 0 ||
@@ -325,11 +351,12 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
 static void send_hello(hbd_t *d, hbd_peer_t *p, uint16_t flags)
 {
     uint8_t pl[HBD_WIRE_HELLO_LEN];
-    hbd_wire_hello_t h = {.n_nodes = d->topo->n_nodes, .cluster_tag = d->tag};
-    if (d->data_in != NULL) {
+    hbd_wire_hello_t h = {
+        .n_nodes = d->topo->n_nodes, .cluster_tag = d->tag, .fast_port = hbd_fast_port(d)};
+    if (d->data_in != NULL)
         h.data_port = d->data_port;
-        memcpy(h.data_token, p->given_token, HBD_WIRE_TOKEN_LEN);
-    }
+    /* the token authenticates the plain data plane and the fast lane alike */
+    memcpy(h.data_token, p->given_token, HBD_WIRE_TOKEN_LEN);
     hbd_wire_hello_pack(&h, pl);
     (void)hbd_net_send(d, p->node, HBD_WIRE_HELLO, flags, 0, pl, sizeof(pl));
 }
@@ -339,11 +366,16 @@ static void check_ready(hbd_t *d)
     if (d->ready)
         return;
     for (uint32_t i = 0; i < d->n_peers; i++)
-        if (!d->peers[i].hello_rx || !d->peers[i].hello_ack)
+        if (!d->peers[i].hello_rx || !d->peers[i].hello_ack || !hbd_fast_settled(d, &d->peers[i]))
             return;
     d->ready = 1;
     hb_log_info("node %s ready: %" PRIu32 " neighbours linked in %.1f ms", d->name, d->n_peers,
                 (double)(hb_time_now_ns() - d->start_ns) / 1e6);
+}
+
+void hbd_net_check_ready(hbd_t *d)
+{
+    check_ready(d);
 }
 
 static void echo_peer_lost(uint32_t node, int status);
@@ -354,6 +386,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
     if (p != NULL && !p->lost) {
         p->lost = 1;
         d->st.peers_lost++;
+        hbd_fast_peer_down(d, p);
     }
     /* the probes waiting on that node's answers end now (each loss, not only the first) */
     echo_peer_lost(node, status);
@@ -494,7 +527,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
         case HBD_WIRE_HELLO: {
             hbd_wire_hello_t h;
             hbd_wire_hello_unpack(m.payload, &h);
-            if (h.cluster_tag != d->tag || (h.data_port > 65535)) {
+            if (h.cluster_tag != d->tag || h.data_port > 65535 || h.fast_port > 65535) {
                 why = HBD_WIRE_BAD_PAYLOAD;
                 break;
             }
@@ -524,6 +557,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
              * finds it up instead of waiting out its handshake (a failure is retried then) */
             if (d->data_out != NULL && h.data_port != 0)
                 (void)data_link(d, p);
+            hbd_fast_on_hello(d, p, h.fast_port);
             check_ready(d);
             return;
         }
@@ -932,6 +966,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     hbd_barrier_tick(d);
+    check_ready(d); /* a fast link that did not come up in time settles here */
     /* an idle, linked daemon needs no timer at all (hbd_net_tick_arm starts it again) */
     if (d->ready && hbd_barrier_in_flight(d) == 0) {
         for (uint32_t i = 0; i < d->n_peers; i++)
@@ -988,8 +1023,7 @@ static int add_peer(hbd_t *d, uint32_t node)
     p->outgoing = node < d->self; /* the higher id connects */
     /* the token it must present at our data socket: fresh per start (HELLO carries it on
      * the encrypted link) */
-    if (d->data_in != NULL &&
-        getrandom(p->given_token, sizeof(p->given_token), 0) != (ssize_t)sizeof(p->given_token))
+    if (getrandom(p->given_token, sizeof(p->given_token), 0) != (ssize_t)sizeof(p->given_token))
         return HIBAR_ERR_INTERNAL;
     return 0;
 }
@@ -1088,9 +1122,6 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
         hb_log_error("data plane: cannot tell the port of %s", ep);
         return HIBAR_ERR_IO;
     }
-    for (uint32_t i = 0; i < d->n_peers; i++) /* the neighbours added before */
-        if (getrandom(d->peers[i].given_token, HBD_WIRE_TOKEN_LEN, 0) != HBD_WIRE_TOKEN_LEN)
-            return HIBAR_ERR_INTERNAL;
     hb_log_info("data plane (plain) on %s", ep);
     return 0;
 }
@@ -1179,6 +1210,8 @@ int hbd_net_start(hbd_t *d)
 
     if (d->cfg->data_plane == HB_CFG_DATA_PLAIN && (rc = data_start(d, cn)) != 0)
         return rc;
+    if ((rc = hbd_fast_start(d, cn->address)) != 0)
+        return rc;
 
     snprintf(mon_ep, sizeof(mon_ep), HBD_MON_ENDPOINT_FMT, (unsigned)getpid());
     d->mon = zmq_socket(d->zctx, ZMQ_PAIR);
@@ -1257,6 +1290,7 @@ void hbd_net_stop(hbd_t *d)
     if (d->port_written)
         unlink(d->port_path);
     d->port_written = 0;
+    hbd_fast_stop(d);
     free(d->peers);
     free(d->peer_of);
     d->peers = NULL;

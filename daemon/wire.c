@@ -291,6 +291,7 @@ void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[HBD_WIRE_HELLO_L
     hbd_wire_put32(out + 4, h->cluster_tag);
     hbd_wire_put32(out + 8, h->data_port);
     memcpy(out + 12, h->data_token, HBD_WIRE_TOKEN_LEN);
+    hbd_wire_put32(out + 28, h->fast_port);
 }
 
 void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_t *h)
@@ -299,6 +300,7 @@ void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_
     h->cluster_tag = hbd_wire_get32(in + 4);
     h->data_port = hbd_wire_get32(in + 8);
     memcpy(h->data_token, in + 12, HBD_WIRE_TOKEN_LEN);
+    h->fast_port = hbd_wire_get32(in + 28);
 }
 
 void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8])

@@ -55,7 +55,7 @@
 #define HBD_WIRE_COLL_MAX_FRAME (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD)
 
 typedef enum hbd_wire_type {
-    HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (28 bytes) */
+    HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (32 bytes) */
     HBD_WIRE_HEARTBEAT = 2, /* liveness, no payload */
     HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
     HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
@@ -109,13 +109,15 @@ typedef struct hbd_wire_ctx {
 
 /* HELLO payload: who is speaking, the cluster fingerprint it believes in, and where it takes
  * collective data when the cluster's data_plane is plain (hbd_net.c). */
-#define HBD_WIRE_HELLO_LEN 28
+#define HBD_WIRE_HELLO_LEN 32
 #define HBD_WIRE_TOKEN_LEN 16
 typedef struct hbd_wire_hello {
     uint32_t n_nodes;     /* size of the sender's cluster */
     uint32_t cluster_tag; /* hash of the cluster name */
     uint32_t data_port;   /* TCP port of its plain data socket; 0: none (data_plane curve) */
-    uint8_t data_token[HBD_WIRE_TOKEN_LEN]; /* what a peer must present there */
+    uint8_t data_token[HBD_WIRE_TOKEN_LEN]; /* what a peer must present there (and on the fast
+                                             * lane) */
+    uint32_t fast_port; /* TCP port of its fast lane (hbd_fast.c); 0: none */
 } hbd_wire_hello_t;
 
 /* ABORT payload. */

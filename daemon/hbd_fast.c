@@ -1,0 +1,582 @@
+/* hbd_fast.c: the fast lane: barrier tokens (HIER frames) between neighbours on one plain,
+ * polled TCP connection per link, beside the ZeroMQ links (doc/design.md section 5). */
+#include "hb_config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "hb_log.h"
+#include "hb_time.h"
+#include "hbd.h"
+#include "hibar.h"
+
+/*
+ * Why. A HIER frame through ZeroMQ crosses libzmq's I/O thread twice (sender and receiver):
+ * two thread wake-ups per hop, 48-88 us one way between two hosts of the test bed where a
+ * polled TCP socket costs 8 us. The barrier tokens are 36-byte frames on the critical path of
+ * every barrier, so they travel here instead, written and read by the loop itself; the loop's
+ * poll stage (hbd_barrier.c) reads them without a wake-up while barriers are busy.
+ *
+ * Set-up. Every daemon listens on its node's address at a system-chosen port and announces it
+ * in HELLO on the CurveZMQ link, with the per-peer token it expects (hbd_peer_t.given_token,
+ * as the plain data plane does). Of two neighbours the one with the higher id connects and
+ * first sends an authentication record:
+ *
+ *   off size field
+ *     0    4 magic        HBD_FAST_MAGIC ("HBFL")
+ *     4    4 node         the connecting node's id
+ *     8    4 cluster tag  as in HELLO
+ *    12   16 token        what the accepting side gave this node in its HELLO
+ *
+ * The accepting side takes the connection as that node's fast link only if the token matches
+ * (else it is closed and counted: fast_denied). From then on both directions carry nothing but
+ * wire frames (wire.h), each decoded with the same checks as on the ZeroMQ link, the peer
+ * being the authenticated node; only HIER frames are accepted. A malformed frame closes the
+ * link (a byte stream cannot be resynchronised) and is counted (fast_bad); that neighbour's
+ * tokens then go through ZeroMQ again.
+ *
+ * Order. hier needs a sender's tokens in order. A daemon sends a neighbour's tokens either all
+ * through ZeroMQ or, once the fast link is up, all through it: the link comes up during the
+ * HELLO exchange and hibard reports ready (accepts barriers) only when every neighbour's fast
+ * link is up or has failed to come up (hbd_fast_settled), so no token is in flight on the
+ * ZeroMQ link when the lane changes. A link that closes later (the peer died) falls back to
+ * ZeroMQ for whatever is left; the loss itself is found by the heartbeats as before.
+ */
+
+#define HBD_FAST_MAGIC 0x4c464248u /* 'H' 'B' 'F' 'L' in memory order */
+#define HBD_FAST_AUTH_LEN 28
+#define HBD_FAST_AUTH_MS 5000                           /* an accepted link must authenticate */
+#define HBD_FAST_OBUF (64u * 1024u)                     /* unsent bytes kept per link */
+#define HBD_FAST_IBUF (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD) /* one whole frame */
+
+/* An accepted connection still to authenticate. */
+typedef struct hbd_fast_pending {
+    struct hbd_fast_pending *next;
+    hbd_t *d;
+    int fd;
+    struct event *ev;
+    uint64_t t0;
+    uint8_t buf[HBD_FAST_AUTH_LEN];
+    size_t have;
+} hbd_fast_pending_t;
+
+/* One neighbour's link (hbd_peer_t.fast). */
+struct hbd_fast_link {
+    hbd_t *d;
+    uint32_t node;
+    int fd;         /* -1: none */
+    int up;         /* authenticated (accepting side) or connected and introduced (other side) */
+    int connecting; /* non-blocking connect in progress */
+    int failed;     /* did not come up: tokens go through ZeroMQ */
+    int zmq_used;   /* a token to this peer went through ZeroMQ: all later ones do too */
+    uint64_t hello_ns; /* its first HELLO with a port (the accepting side waits from there) */
+    struct event *ev_rd, *ev_wr;
+    uint8_t ibuf[HBD_FAST_IBUF];
+    size_t ihave;
+    uint8_t *obuf;
+    size_t ohave;
+};
+
+struct hbd_fast {
+    int lfd;
+    uint32_t port;
+    struct event *ev_listen;
+    hbd_fast_pending_t *pending;
+};
+
+static void link_close(hbd_fast_link_t *l, const char *why)
+{
+    hbd_t *d = l->d;
+    if (l->fd < 0)
+        return;
+    if (l->ev_rd != NULL)
+        event_free(l->ev_rd);
+    if (l->ev_wr != NULL)
+        event_free(l->ev_wr);
+    l->ev_rd = l->ev_wr = NULL;
+    close(l->fd);
+    l->fd = -1;
+    if (l->up || l->connecting)
+        hb_log_info("fast lane to node %" PRIu32 " closed (%s): its barrier tokens go through "
+                    "ZeroMQ",
+                    l->node, why);
+    l->up = l->connecting = 0;
+    l->failed = 1;
+    l->ihave = l->ohave = 0;
+    (void)d;
+}
+
+static int set_nodelay(int fd)
+{
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* ---- receiving ---- */
+
+/* Whole frames in ibuf: decode and hand them on. 0, or -1 when the link was closed. */
+static int link_parse(hbd_fast_link_t *l)
+{
+    hbd_t *d = l->d;
+    size_t off = 0;
+    while (l->ihave - off >= HBD_WIRE_HDR_LEN) {
+        uint32_t len = hbd_wire_get32(l->ibuf + off + 28);
+        if (len > HBD_WIRE_MAX_PAYLOAD) {
+            d->st.fast_bad++;
+            link_close(l, "a frame too long for it");
+            return -1;
+        }
+        if (l->ihave - off < HBD_WIRE_HDR_LEN + (size_t)len)
+            break;
+        hbd_wire_ctx_t ctx = {
+            .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0, .peer = l->node};
+        hbd_wire_msg_t m;
+        hbd_wire_reason_t why = HBD_WIRE_OK;
+        int fd = l->fd;
+        if (hbd_wire_decode(l->ibuf + off, HBD_WIRE_HDR_LEN + len, &ctx, &m, &why) != 0 ||
+            m.type != HBD_WIRE_HIER) {
+            d->st.fast_bad++;
+            if (why != HBD_WIRE_OK) {
+                d->st.rx_bad[why]++;
+                d->st.rx_bad_total++;
+            }
+            hb_log_warn("fast lane from node %" PRIu32 ": dropped a %s frame (%s)", l->node,
+                        why == HBD_WIRE_OK ? hbd_wire_type_name(m.type) : "malformed",
+                        why == HBD_WIRE_OK ? "only barrier tokens travel here"
+                                           : hbd_wire_reason_name(why));
+            link_close(l, "a frame it must not carry");
+            return -1;
+        }
+        off += HBD_WIRE_HDR_LEN + (size_t)len;
+        d->st.fast_rx++;
+        hbd_net_peer_heard(d, l->node);
+        hbd_barrier_on_msg(d, &m);
+        if (l->fd != fd) /* closed meanwhile (the message failed the cluster) */
+            return -1;
+    }
+    if (off > 0) {
+        memmove(l->ibuf, l->ibuf + off, l->ihave - off);
+        l->ihave -= off;
+    }
+    return 0;
+}
+
+static void link_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_fast_link_t *l = arg;
+    (void)what;
+    for (;;) {
+        ssize_t n = recv(fd, l->ibuf + l->ihave, sizeof(l->ibuf) - l->ihave, MSG_DONTWAIT);
+        if (n > 0) {
+            l->ihave += (size_t)n;
+            if (link_parse(l) != 0)
+                return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        link_close(l, n == 0 ? "the peer closed it" : strerror(errno));
+        return;
+    }
+}
+
+/* ---- sending ---- */
+
+static int link_flush(hbd_fast_link_t *l)
+{
+    while (l->ohave > 0) {
+        ssize_t n = send(l->fd, l->obuf, l->ohave, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n < 0)
+            return -1;
+        memmove(l->obuf, l->obuf + n, l->ohave - (size_t)n);
+        l->ohave -= (size_t)n;
+    }
+    return 0;
+}
+
+static void link_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_fast_link_t *l = arg;
+    (void)fd;
+    (void)what;
+    if (link_flush(l) != 0) {
+        link_close(l, strerror(errno));
+        return;
+    }
+    if (l->ohave == 0)
+        event_del(l->ev_wr);
+}
+
+/* Queue bytes behind what is unsent, or send them now. 0, or -1 (too much unsent: the peer
+ * reads nothing; or the connection failed). */
+static int link_write(hbd_fast_link_t *l, const uint8_t *buf, size_t len)
+{
+    if (l->ohave == 0) {
+        for (;;) {
+            ssize_t n = send(l->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+                return -1;
+            if (n == (ssize_t)len)
+                return 0;
+            if (n > 0) {
+                buf += n;
+                len -= (size_t)n;
+            }
+            break;
+        }
+    }
+    if (l->obuf == NULL && (l->obuf = malloc(HBD_FAST_OBUF)) == NULL)
+        return -1;
+    if (HBD_FAST_OBUF - l->ohave < len)
+        return -1;
+    memcpy(l->obuf + l->ohave, buf, len);
+    l->ohave += len;
+    if (l->ev_wr != NULL)
+        event_add(l->ev_wr, NULL);
+    return 0;
+}
+
+int hbd_fast_send(hbd_t *d, uint32_t to, uint64_t coll_id, const void *payload, uint32_t len)
+{
+    hbd_peer_t *p = hbd_net_peer(d, to);
+    if (p == NULL || p->fast == NULL || !p->fast->up || p->fast->zmq_used)
+        return HIBAR_ERR_UNAVAIL;
+    hbd_fast_link_t *l = p->fast;
+    uint8_t fr[HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD];
+    hbd_wire_msg_t m = {.type = HBD_WIRE_HIER,
+                        .job = 0,
+                        .coll_id = coll_id,
+                        .epoch = d->epoch,
+                        .src = d->self,
+                        .len = len};
+    if (len > HBD_WIRE_MAX_PAYLOAD || hbd_wire_encode_hdr(&m, fr) != 0)
+        return HIBAR_ERR_INVAL;
+    memcpy(fr + HBD_WIRE_HDR_LEN, payload, len);
+    if (link_write(l, fr, HBD_WIRE_HDR_LEN + (size_t)len) != 0) {
+        d->st.tx_fail++;
+        hb_log_warn("fast lane to node %" PRIu32 ": %s", to,
+                    l->ohave > 0 ? "64 KiB unsent: the peer reads nothing" : strerror(errno));
+        link_close(l, "send failed");
+        return HIBAR_ERR_PEER_LOST;
+    }
+    d->st.fast_tx++;
+    return 0;
+}
+
+/* ---- link set-up ---- */
+
+static int link_events(hbd_fast_link_t *l)
+{
+    hbd_t *d = l->d;
+    l->ev_rd = event_new(d->base, l->fd, EV_READ | EV_PERSIST, link_read_cb, l);
+    l->ev_wr = event_new(d->base, l->fd, EV_WRITE | EV_PERSIST, link_write_cb, l);
+    if (l->ev_rd == NULL || l->ev_wr == NULL || event_add(l->ev_rd, NULL) != 0)
+        return HIBAR_ERR_NOMEM;
+    return 0;
+}
+
+static hbd_fast_link_t *link_get(hbd_t *d, hbd_peer_t *p)
+{
+    if (p->fast == NULL) {
+        p->fast = calloc(1, sizeof(*p->fast));
+        if (p->fast == NULL)
+            return NULL;
+        p->fast->d = d;
+        p->fast->node = p->node;
+        p->fast->fd = -1;
+    }
+    return p->fast;
+}
+
+/* The connecting side: the connect finished (or failed); introduce ourselves. */
+static void connect_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_fast_link_t *l = arg;
+    hbd_t *d = l->d;
+    int err = 0;
+    socklen_t el = sizeof(err);
+    (void)what;
+    event_free(l->ev_wr);
+    l->ev_wr = NULL;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
+        err = errno;
+    hbd_peer_t *p = hbd_net_peer(d, l->node);
+    uint8_t a[HBD_FAST_AUTH_LEN];
+    hbd_wire_put32(a, HBD_FAST_MAGIC);
+    hbd_wire_put32(a + 4, d->self);
+    hbd_wire_put32(a + 8, d->tag);
+    memcpy(a + 12, p->data_token, HBD_WIRE_TOKEN_LEN);
+    l->connecting = 0;
+    if (err != 0 || set_nodelay(fd) != 0 ||
+        send(fd, a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(a) ||
+        link_events(l) != 0) {
+        hb_log_warn("fast lane to node %" PRIu32 ": %s", l->node, strerror(err ? err : errno));
+        link_close(l, "connect failed");
+        hbd_net_check_ready(d);
+        return;
+    }
+    l->up = 1;
+    hb_log_debug("fast lane to node %" PRIu32 " up (connected)", l->node);
+    hbd_net_check_ready(d);
+}
+
+void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port)
+{
+    if (d->fast == NULL)
+        return;
+    hbd_fast_link_t *l = link_get(d, p);
+    if (l == NULL)
+        return;
+    if (l->hello_ns == 0)
+        l->hello_ns = hb_time_now_ns();
+    if (port == 0) { /* the peer has none (fast_lane: off there) */
+        link_close(l, "the peer has no fast lane");
+        l->failed = 1;
+        return;
+    }
+    if (!p->outgoing || l->fd >= 0 || l->up)
+        return;
+    if (l->failed && p->fast_port == port)
+        return; /* tried this one already */
+    p->fast_port = port;
+    l->failed = 0;
+    char host[INET6_ADDRSTRLEN + 2], svc[16];
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai = NULL;
+    snprintf(svc, sizeof(svc), "%" PRIu32, port);
+    if (hbd_net_peer_host(d, p, host, sizeof(host)) != 0 ||
+        getaddrinfo(host, svc, &hints, &ai) != 0) {
+        hb_log_warn("fast lane to node %" PRIu32 ": its address is not known", p->node);
+        l->failed = 1;
+        return;
+    }
+    l->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc = l->fd < 0 ? -1 : connect(l->fd, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (l->fd < 0 || (rc != 0 && errno != EINPROGRESS)) {
+        hb_log_warn("fast lane to node %" PRIu32 " at %s:%s: %m", p->node, host, svc);
+        if (l->fd >= 0)
+            close(l->fd);
+        l->fd = -1;
+        l->failed = 1;
+        return;
+    }
+    l->connecting = 1;
+    l->ev_wr = event_new(d->base, l->fd, EV_WRITE, connect_cb, l);
+    if (l->ev_wr == NULL || event_add(l->ev_wr, NULL) != 0)
+        link_close(l, "no memory");
+}
+
+static void pending_free(hbd_fast_pending_t *pd, int close_fd)
+{
+    struct hbd_fast *f = pd->d->fast;
+    for (hbd_fast_pending_t **pp = &f->pending; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == pd) {
+            *pp = pd->next;
+            break;
+        }
+    if (pd->ev != NULL)
+        event_free(pd->ev);
+    if (close_fd)
+        close(pd->fd);
+    free(pd);
+}
+
+static void pending_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_fast_pending_t *pd = arg;
+    hbd_t *d = pd->d;
+    if (what & EV_TIMEOUT) {
+        d->st.fast_denied++;
+        hb_log_warn("fast lane: a connection said nothing for %d s; closed", HBD_FAST_AUTH_MS / 1000);
+        pending_free(pd, 1);
+        return;
+    }
+    ssize_t n = recv(fd, pd->buf + pd->have, sizeof(pd->buf) - pd->have, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        pending_free(pd, 1);
+        return;
+    }
+    pd->have += (size_t)n;
+    if (pd->have < sizeof(pd->buf))
+        return;
+    uint32_t node = hbd_wire_get32(pd->buf + 4);
+    hbd_peer_t *p = hbd_net_peer(d, node);
+    if (hbd_wire_get32(pd->buf) != HBD_FAST_MAGIC || hbd_wire_get32(pd->buf + 8) != d->tag ||
+        p == NULL || p->outgoing ||
+        memcmp(pd->buf + 12, p->given_token, HBD_WIRE_TOKEN_LEN) != 0) {
+        if (d->st.fast_denied++ == 0)
+            hb_log_warn("fast lane: refused a connection that is no neighbour of ours (bad "
+                        "magic, cluster or token); further ones are only counted");
+        pending_free(pd, 1);
+        return;
+    }
+    hbd_fast_link_t *l = link_get(d, p);
+    if (l == NULL) {
+        pending_free(pd, 1);
+        return;
+    }
+    link_close(l, "replaced by a new connection");
+    l->fd = pd->fd;
+    l->failed = 0;
+    pending_free(pd, 0);
+    if (set_nodelay(l->fd) != 0 || link_events(l) != 0) {
+        link_close(l, "cannot watch it");
+        hbd_net_check_ready(d);
+        return;
+    }
+    l->up = 1;
+    hb_log_debug("fast lane from node %" PRIu32 " up (accepted)", node);
+    hbd_net_check_ready(d);
+}
+
+static void accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)what;
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return;
+        }
+        hbd_fast_pending_t *pd = calloc(1, sizeof(*pd));
+        struct timeval tv = {HBD_FAST_AUTH_MS / 1000, 0};
+        if (pd == NULL) {
+            close(fd);
+            continue;
+        }
+        pd->d = d;
+        pd->fd = fd;
+        pd->t0 = hb_time_now_ns();
+        pd->next = d->fast->pending;
+        d->fast->pending = pd;
+        pd->ev = event_new(d->base, fd, EV_READ | EV_PERSIST, pending_cb, pd);
+        if (pd->ev == NULL || event_add(pd->ev, &tv) != 0)
+            pending_free(pd, 1);
+    }
+}
+
+/* ---- life ---- */
+
+int hbd_fast_start(hbd_t *d, const char *address)
+{
+    if (!d->cfg->fast_lane)
+        return 0;
+    struct hbd_fast *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return HIBAR_ERR_NOMEM;
+    f->lfd = -1;
+    d->fast = f;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_PASSIVE},
+                    *ai = NULL;
+    int one = 1;
+    if (getaddrinfo(address, "0", &hints, &ai) != 0) {
+        hb_log_error("fast lane: cannot use the address %s", address);
+        return HIBAR_ERR_IO;
+    }
+    f->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (f->lfd < 0 || setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(f->lfd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(f->lfd, 64) != 0) {
+        hb_log_error("fast lane: listen on %s: %m", address);
+        freeaddrinfo(ai);
+        return HIBAR_ERR_IO;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof(sa);
+    if (getsockname(f->lfd, (struct sockaddr *)&sa, &sl) != 0)
+        return HIBAR_ERR_IO;
+    f->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                             : ((struct sockaddr_in *)&sa)->sin_port);
+    f->ev_listen = event_new(d->base, f->lfd, EV_READ | EV_PERSIST, accept_cb, d);
+    if (f->ev_listen == NULL || event_add(f->ev_listen, NULL) != 0)
+        return HIBAR_ERR_NOMEM;
+    hb_log_info("fast lane (barrier tokens, plain TCP) on %s port %" PRIu32, address, f->port);
+    return 0;
+}
+
+uint32_t hbd_fast_port(const hbd_t *d)
+{
+    return d->fast != NULL ? d->fast->port : 0;
+}
+
+int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p)
+{
+    if (d->fast == NULL)
+        return 1;
+    if (p->fast == NULL) /* no HELLO yet */
+        return 0;
+    const hbd_fast_link_t *l = p->fast;
+    /* the accepting side waits for the other's connection, but not for ever */
+    return l->up || l->failed ||
+           (!p->outgoing && l->hello_ns != 0 &&
+            hb_time_now_ns() - l->hello_ns > HBD_FAST_AUTH_MS * 1000000ull);
+}
+
+void hbd_fast_note_zmq(hbd_t *d, uint32_t to)
+{
+    hbd_peer_t *p = hbd_net_peer(d, to);
+    if (d->fast == NULL || p == NULL)
+        return;
+    hbd_fast_link_t *l = link_get(d, p);
+    if (l != NULL && !l->zmq_used) {
+        l->zmq_used = 1;
+        if (d->ready)
+            hb_log_info("barrier tokens to node %" PRIu32 " go through ZeroMQ (its fast lane was "
+                        "not up when the first was sent)",
+                        to);
+    }
+}
+
+void hbd_fast_peer_down(hbd_t *d, hbd_peer_t *p)
+{
+    (void)d;
+    if (p->fast != NULL)
+        link_close(p->fast, "the peer is lost");
+}
+
+void hbd_fast_stop(hbd_t *d)
+{
+    struct hbd_fast *f = d->fast;
+    if (f == NULL)
+        return;
+    for (uint32_t i = 0; d->peers != NULL && i < d->topo->n_nodes; i++) {
+        hbd_fast_link_t *l = d->peers[i].fast;
+        if (l == NULL)
+            continue;
+        l->up = l->connecting = 0; /* quietly */
+        link_close(l, "stopping");
+        free(l->obuf);
+        free(l);
+        d->peers[i].fast = NULL;
+    }
+    while (f->pending != NULL)
+        pending_free(f->pending, 1);
+    if (f->ev_listen != NULL)
+        event_free(f->ev_listen);
+    if (f->lfd >= 0)
+        close(f->lfd);
+    free(f);
+    d->fast = NULL;
+}
