@@ -20,7 +20,7 @@ typedef enum {
     HB_COLL_OP_COUNT = 4
 } hb_coll_op_t;
 
-/* An algorithm (DESIGN section 1 and 4). */
+/* An algorithm (doc/design.md sections 1 and 4). */
 typedef enum {
     HB_COLL_ALG_FLAT = 0,        /* root exchanges with every node directly */
     HB_COLL_ALG_BINOMIAL = 1,    /* binomial tree over nodes, root-rotated, site-blind */

@@ -260,7 +260,7 @@ static double bcast_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t
 }
 
 /*
- * Multi-lane bcast of S bytes on P lanes (coll/sched.c's algorithm): root sends part j
+ * Multi-lane bcast of S bytes on P lanes (coll/coll_sched.c's algorithm): root sends part j
  * (S/P) to Dep_send j over the LAN, lanes cross the WAN in parallel, each Dep_recv sends its
  * part to the n1 - 1 other remote nodes; root serves its own site after the shares.
  */

@@ -23,7 +23,7 @@
 double hb_model_hockney(double alpha, double beta, double m);
 
 /*
- * Parameters of the two-site lane model (DESIGN section 1).
+ * Parameters of the two-site lane model (doc/design.md section 1).
  * b_WAN(P), the per-lane bandwidth when P lanes are active, is b_wan[P-1] when a measured
  * table covers P; past the end of the table the aggregate of the last entry is shared:
  * min(b_wan[n-1], b_wan[n-1] * n / P). Without a table: min(b_lane, B_wan / P).
@@ -37,7 +37,7 @@ typedef struct hb_model_lanes {
     const double *b_wan; /* [n_b_wan] measured per-lane bandwidth with P = 1.. lanes, or NULL */
     uint32_t n_b_wan;
     /*
-     * 0: T(P) exactly as DESIGN section 1 (one alpha in total).
+     * 0: T(P) exactly as doc/design.md section 1 (one alpha in total).
      * 1: T(P) + Y(P)·alpha, a start-up per LAN message as the single-lane formula charges;
      *    without it T(P) at small M is L + alpha for every P and always beats single-lane.
      */

@@ -316,7 +316,7 @@ static void build_single_lane(bld_t *b)
     }
 }
 
-/* ---- multi-lane (Chiba, Endo, Matsuoka; DESIGN section 1) ---- */
+/* ---- multi-lane (Chiba, Endo, Matsuoka; doc/design.md section 1) ---- */
 
 /* P for remote site k: min(requested, n0, n_k). */
 static uint32_t lanes_for(const bld_t *b, uint32_t k, uint32_t req)

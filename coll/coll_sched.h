@@ -22,10 +22,11 @@ typedef struct hb_coll_nodes {
 } hb_coll_nodes_t;
 
 /*
- * What to build. Data model (DESIGN section 4): node i's block is ranks_of[i]·size bytes, or
- * counts[i] bytes for the -v forms. User buffers are in NODE ORDER: the concatenation of the
- * blocks of nodes 0..n-1 (scatter's send buffer at root, gather's receive buffer at root,
- * allgather's receive buffer everywhere). bcast moves `size` bytes, counts unused.
+ * What to build. Data model (doc/design.md section 4): node i's block is ranks_of[i]·size
+ * bytes, or counts[i] bytes for the -v forms. User buffers are in NODE ORDER: the
+ * concatenation of the blocks of nodes 0..n-1 (scatter's send buffer at root, gather's receive
+ * buffer at root, allgather's receive buffer everywhere). bcast moves `size` bytes, counts
+ * unused.
  */
 typedef struct hb_coll_args {
     hb_coll_op_t op;
@@ -93,7 +94,7 @@ typedef struct hb_coll_sched {
  *  binomial     root-rotated binomial tree over node indices, larger subtree first, site-blind.
  *  single-lane  root <-> each remote leader over the WAN (the whole site's data), each leader
  *               <-> its site, root <-> its own site (MagPIe).
- *  multi-lane   scatter (DESIGN section 1 step order): (1) root -> Dep_send j (j-th node of
+ *  multi-lane   scatter (doc/design.md section 1 step order): (1) root -> Dep_send j (j-th node of
  *               the root's site, j >= 1) over the LAN: what lane j carries to every remote
  *               site; (2) root -> Dep_recv 0 over the WAN; (3) root -> its own site; (4) Dep_send
  *               j -> Dep_recv j over the WAN, segment by segment as the share arrives; (5) each

@@ -1,4 +1,4 @@
-/* hb_wait.h: the waiting rule of DESIGN section 6 (spin, then yield, then sleep) as one helper. */
+/* hb_wait.h: the waiting rule of doc/design.md section 6.1 (spin, yield, sleep) as one helper. */
 #ifndef HB_WAIT_H
 #define HB_WAIT_H
 

@@ -266,8 +266,9 @@ double hb_topo_predict_scmd(const hb_topo_t *t, double t_ib, double t_sr)
 /*
  * The two-wave protocol's critical path: a gather barrier in every chassis on the path
  * (leaf, L inter-level, root: L + 2) and a release barrier in every non-root chassis
- * (L + 1), so (3 + 2L)·T_IB + 2(L + 1)·T_SR. DESIGN section 1 writes (2 + 2L)·T_IB "or less";
- * with only chassis barriers and tree links the leaf's gather barrier cannot be saved
+ * (L + 1), so (3 + 2L)·T_IB + 2(L + 1)·T_SR (doc/design.md section 1). An earlier estimate
+ * wrote (2 + 2L)·T_IB "or less"; with only chassis barriers and tree links the leaf's gather
+ * barrier cannot be saved
  * (hier/hier.h, hb_hier_cost, and test_hier check the count).
  */
 double hb_topo_predict_tree(const hb_topo_t *t, double t_ib, double t_sr)

@@ -7,7 +7,7 @@
 #define HB_TOPO_NONE UINT32_MAX
 #define HB_TOPO_MAX_CHASSIS_SIZE 32 /* width of the barrier participation mask */
 
-/* Role of a chassis in the tree (DESIGN section 1). A lone chassis is the root. */
+/* Role of a chassis in the tree (doc/design.md section 1). A lone chassis is the root. */
 typedef enum { HB_TOPO_ROOT = 0, HB_TOPO_INTER = 1, HB_TOPO_LOW = 2 } hb_topo_role_t;
 
 /*

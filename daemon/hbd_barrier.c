@@ -24,7 +24,7 @@
  * fails) are handled after the current step, never inside it.
  *
  * Chassis barriers: hier uses sync numbers 0..HBD_HIER_NSYNC-1; HBD_TIB_SYNC is kept for the
- * T_IB probe. The loop never blocks on one; it waits by the rule of DESIGN section 6 without
+ * T_IB probe. The loop never blocks on one; it waits by doc/design.md section 6.1 without
  * leaving the loop. Yield stage: for the policy's yield time after an arrival, a zero timer
  * keeps the loop polling its sockets without sleeping, and each turn tests the pending rounds
  * and calls sched_yield (yield_cb). Sleep stage: then it arms the backend's fd, tests once

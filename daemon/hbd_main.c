@@ -319,9 +319,9 @@ int main(int argc, char **argv)
      * An emulated cluster puts many daemons on few cores: a chassis mate that spins or yields
      * for long takes the CPU from the very peers it waits for, and on this VM every
      * sched_yield that finds another runnable task costs a full context switch. Unless the
-     * user chose, waits then spin 2 us and go straight to sleep on the futex (DESIGN section
-     * 6 with an empty yield stage): measured on scmd-30, median barrier 3.5-4.1 ms against
-     * 4.5-4.6 ms with a 20 us yield stage, T_IB 39-46 us against 76-81 us.
+     * user chose, waits then spin 2 us and go straight to sleep on the futex (doc/design.md
+     * section 6.1 with an empty yield stage): measured on scmd-30, median barrier 3.5-4.1 ms
+     * against 4.5-4.6 ms with a 20 us yield stage, T_IB 39-46 us against 76-81 us.
      */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (d->cfg->bootstrap == HB_CFG_BOOT_LOCAL && cores > 0 && d->cfg->n_nodes > (uint32_t)cores) {

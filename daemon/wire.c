@@ -1,4 +1,5 @@
-/* wire.c: encode and validating decode of the daemon-to-daemon frame header (DESIGN section 5). */
+/* wire.c: encode and validating decode of the daemon-to-daemon frame header (doc/design.md
+ * section 5). */
 #include "wire.h"
 
 #include <string.h>

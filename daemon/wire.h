@@ -1,5 +1,5 @@
-/* wire.h: the message format between hibard daemons (DESIGN section 5), encode and validating
- * decode. */
+/* wire.h: the message format between hibard daemons (doc/design.md section 5), encode and
+ * validating decode. */
 #ifndef HBD_WIRE_H
 #define HBD_WIRE_H
 

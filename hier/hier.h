@@ -58,7 +58,7 @@
  * Thread safety: none; one engine is used by one thread at a time.
  */
 
-/* The two protocols of DESIGN section 1. */
+/* The two protocols of doc/design.md section 1. */
 typedef enum hb_hier_proto {
     HB_HIER_SCMD = 0, /* the paper's three waves: notify down, done up, release down */
     HB_HIER_TREE = 1  /* two waves: gather (done) up, release down */
@@ -189,7 +189,7 @@ int hb_hier_proto_parse(const char *s, hb_hier_proto_t *p_p);
  * inter-level chassis on the longest root-to-leaf path. scmd: lone chassis 1 + 0, else
  * (4 + 3L) + 3(L + 1), exactly the paper's T_EB. tree: lone chassis 1 + 0, else
  * (3 + 2L) + 2(L + 1): the gather up costs a barrier per chassis on the path (L + 2), the
- * release one per non-root chassis (L + 1). (DESIGN's "(2 + 2L)·T_IB" is one T_IB short: the
+ * release one per non-root chassis (L + 1). (An earlier "(2 + 2L)·T_IB" is one T_IB short: the
  * root chassis' gather barrier cannot be skipped, since its nodes learn each other's
  * subtrees only through it.) Returns 0, or INVAL.
  */

@@ -4,7 +4,7 @@
 #include "hibar.h"
 
 /*
- * The paper's procedure (DESIGN section 1) and where each step is in the program below.
+ * The paper's procedure (doc/design.md section 1) and where each step is in the program below.
  * "down" nodes are those with child chassis (every node of the root chassis in the paper's
  * shape, the ports elsewhere; with fanout k also a one-node chassis' Center); "up" is a
  * non-root chassis' Center. A step whose node has no such link is left out of that node's

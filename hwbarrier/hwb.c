@@ -92,7 +92,7 @@ int hb_hwb_open(const char *backend, const hb_hwb_params_t *p, hb_hwb_t **h_p)
     if (h_p == NULL || hb_hwb_params_check(p) < 0)
         return HIBAR_ERR_INVAL;
     if (env != NULL && *env != '\0')
-        backend = env; /* the environment overrides configuration (DESIGN section 4) */
+        backend = env; /* the environment overrides configuration (doc/design.md section 4) */
     if (backend != NULL && strcmp(backend, "auto") != 0) {
         const hb_hwb_component_t *c = hb_hwb_find(backend);
         if (c == NULL) {

@@ -12,7 +12,7 @@
  *
  *   hb_hwb_arrive(h, s, mask)   non-blocking; mask names every participant, itself included
  *   hb_hwb_test(h, s)           0 = complete, HIBAR_ERR_WOULD_BLOCK = not yet, or an error
- *   hb_hwb_wait(h, s, ms)       blocks per the waiting rule (DESIGN section 6)
+ *   hb_hwb_wait(h, s, ms)       blocks per the waiting rule (doc/design.md section 6.1)
  *   hb_hwb_fd(h, &fd), _fd_arm  an fd for an event loop, for several rounds in flight at once
  *
  * Several sync numbers may be in flight at once. A sync number is reusable as soon as this

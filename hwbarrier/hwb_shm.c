@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 /*
- * Mapping of the paper's sync memory (DESIGN section 1) onto the segment:
+ * Mapping of the paper's sync memory (doc/design.md section 1) onto the segment:
  *
  *   B-Flag   flag[node][sync]: each node's own line. The node sets it (1 = arrived) when it
  *            arrives; completion resets it (0), or writes an error code in its place.

@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 /*
- * What is modelled (DESIGN section 1): every board runs the same chip. The cable is a star of
- * point-to-point links, Center <-> each port, each direction with a sender queue and a
+ * What is modelled (doc/design.md section 1): every board runs the same chip. The cable is a
+ * star of point-to-point links, Center <-> each port, each direction with a sender queue and a
  * receive buffer of HB_SCIC_MODEL_RXBUF packets. When a receive buffer fills to its high mark
  * the receiver sends STOP on the reverse wire (a control packet that does not use the data
  * buffer); the sender pauses until START, sent when the buffer has drained to the low mark.

@@ -73,7 +73,7 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
  * that epoch, agrees on the arguments with the other nodes' daemons, moves the data between
  * the ranks' buffers (process_vm_readv/writev: the ranks are its children) and the other
  * nodes, and releases the epoch with one verdict for every rank of the job
- * (daemon/hbd_xrank.c). Root, ranks and counts are job ranks (grank, gsize).
+ * (daemon/hbd_ranks.c). Root, ranks and counts are job ranks (grank, gsize).
  */
 
 /* Run one collective. Blocking; same status on every rank for argument errors and

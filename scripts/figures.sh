@@ -2,8 +2,8 @@
 # figures.sh: measure every performance target of the issues in one run, on this machine,
 # with hibar-bench and hibar-sim, hibar beside Open MPI where there is a peer. Run it on a
 # quiet machine. Usage: scripts/figures.sh BUILD_DIR OUT_DIR
-# Writes OUT_DIR/*.json (DESIGN section 6 rows) and OUT_DIR/*.txt (the tables), and prints a
-# summary. Benchmarks only: nothing here is a test.
+# Writes OUT_DIR/*.json (doc/design.md section 6 rows) and OUT_DIR/*.txt (the tables), and
+# prints a summary. Benchmarks only: nothing here is a test.
 set -euo pipefail
 b=$(cd "$1" && pwd)
 out=$2

@@ -137,7 +137,7 @@ int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen);
 /* b_WAN(n) in bytes/µs per flow with n flows active (coll/coll_model.h's hb_model_bwan). */
 double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
 
-/* ---- calibration from hibar-bench JSON rows (DESIGN section 6) ------------------------- */
+/* ---- calibration from hibar-bench JSON rows (doc/design.md section 6) ------------------ */
 
 /*
  * Rows read (one JSON object per line; blank lines and lines starting with '#' skipped):

@@ -29,7 +29,7 @@ rows=$(echo "$out" | grep '^{"bench": ')
 [ "$(echo "$rows" | grep -c '"impl": "open-mpi", "nodes": 4, "ranks": 16,')" -eq 3 ] ||
     fail "expected 3 rows (barrier, scatter 1K and 64K) from 16 ranks on 4 nodes"
 echo "$rows" | grep -q '"bench": "barrier", .*"size": 0, "iters": 100, "median_us": [0-9.]*, "min_us": [0-9.]*, "max_us": [0-9.]*, "p99_us": [0-9.]*, "ci_us": [0-9.]*' ||
-    fail "barrier row lacks the DESIGN section 6 keys"
+    fail "barrier row lacks the doc/design.md section 6 keys"
 echo "$rows" | grep -q '"bench": "scatter", .*"size": 65536,' || fail "no 64 KiB scatter row"
 
 # The agent really put the ranks on 4 distinct hosts (each its own namespace and hostname).

@@ -1,4 +1,4 @@
-/* test_model.c: CUnit tests of coll/model.c against hand-computed values. */
+/* test_model.c: CUnit tests of coll/coll_model.c against hand-computed values. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

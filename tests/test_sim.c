@@ -103,7 +103,7 @@ static hb_sim_params_t const_params(double t_ib, double t_sr)
 }
 
 /* The paper's counts, computed here: scmd (4 + 3L) IB + 3(L + 1) SR; tree (3 + 2L) IB +
- * 2(L + 1) SR (hier.h: DESIGN's (2 + 2L) is one T_IB short). A lone chassis: one T_IB. */
+ * 2(L + 1) SR (hier.h: an earlier (2 + 2L) is one T_IB short). A lone chassis: one T_IB. */
 static double paper(const hb_topo_t *t, hb_hier_proto_t p, double ib, double sr)
 {
     if (t->n_chassis == 1)

@@ -565,7 +565,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
     }
     if (pmax == 0)
         return;
-    /* the paper's figure as numbers: multi-lane T(P) for every P (DESIGN section 1) */
+    /* the paper's figure as numbers: multi-lane T(P) for every P (doc/design.md section 1) */
     fprintf(f, "multi-lane T(P) (us), P = 1 .. %u, %s%s:\n", (unsigned)pmax,
             have ? "PlogP-BR on the LAN, lanes on the WAN"
                  : "the pipelined lane model, 32 KiB segments (doc/model.md)",

@@ -111,7 +111,7 @@ static void usage(FILE *f)
         "  --protocol scmd|tree|both   --barriers N   --skew US   --seed N\n"
         "  --ppn N (1) --blob BYTES (1024)  --size BYTES,...  --lanes P,...\n"
         "output:\n"
-        "  --json        one JSON row per result (DESIGN section 6 keys)\n"
+        "  --json        one JSON row per result (doc/design.md section 6 keys)\n"
         "  --plot DIR    gnuplot scripts, data and PNGs in DIR\n"
         "  --trace FILE  (one barrier topology) every event fed to and action produced by\n"
         "                each node's engine, one line each, without times\n"

@@ -6,7 +6,7 @@
  *   when no connection arrives for IDLE_S seconds (default 60).
  * Client: hb_bwprobe -c ADDR [-p PORT] [-t SECS] [-l LABEL]
  *   sends for SECS seconds (default 2), half-closes, waits for the server's answer and prints
- *   one JSON row (DESIGN section 6 keys where they apply) with the measured Mbit/s.
+ *   one JSON row (doc/design.md section 6 keys where they apply) with the measured Mbit/s.
  *   The rate is the receiver's byte count over the sender's time from connect to the answer,
  *   so data still queued in socket buffers when the sender stops is counted correctly.
  * Client: hb_bwprobe -c ADDR -r N [-p PORT] [-l LABEL]

@@ -28,7 +28,7 @@ typedef struct hb_bench_common {
 int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p);
 #define HB_BENCH_COMMON_USAGE "[--json] [--csv FILE] [--confidence LEVEL]"
 
-/* One result row (DESIGN section 6). Latencies in the stats are microseconds. */
+/* One result row (doc/design.md section 6). Latencies in the stats are microseconds. */
 typedef struct hb_bench_row {
     const char *impl; /* backend, protocol or algorithm; "open-mpi" for the peer */
     uint32_t nodes, ranks;

@@ -345,7 +345,8 @@ static double model_predict(const bcoll_model_t *m, hb_coll_op_t op, hb_coll_alg
     return rc == 0 ? t : -1.0;
 }
 
-/* The paper's T(P) (DESIGN section 1) at P lanes, beside the prediction; < 0: not multi-lane. */
+/* The paper's T(P) (doc/design.md section 1) at P lanes, beside the prediction; < 0: not
+ * multi-lane. */
 static double model_formula(const bcoll_model_t *m, hb_coll_alg_t alg, double M, uint32_t P)
 {
     double t = -1.0;
@@ -494,7 +495,7 @@ static int measure_row(const bcoll_driver_t *drv, const bcoll_opts_t *o, const b
 
 typedef struct bcoll_out {
     const bcoll_opts_t *o;
-    hb_bench_out_t json; /* rows as DESIGN section 6's JSON lines (--json) */
+    hb_bench_out_t json; /* rows as doc/design.md section 6's JSON lines (--json) */
     FILE *csv;
     uint32_t nodes, n0, n1;
     int header;

@@ -29,10 +29,11 @@
  * control command, daemon/hbd_logp.c: frames back to back, the last one answered). A lane's
  * time T_j runs from its first send to that answer; from the bench's clock the P transfers
  * span max_j(reply_j) - min_j(reply_j - T_j) (start skew included, no clock shared with the
- * daemons), and the aggregate b_WAN is P·size over that span; the per-lane b_WAN(P) (DESIGN
- * section 1) is the aggregate / P. Repetitions: --reps, the median is kept. The table goes
- * to the cluster's parameter file (common/hb_params.h, `bwan P MBIT` lines; a PlogP part
- * written by hibar-bench logp is kept), which the daemons' chooser and hibar-info read.
+ * daemons), and the aggregate b_WAN is P·size over that span; the per-lane b_WAN(P)
+ * (doc/design.md section 1) is the aggregate / P. Repetitions: --reps, the median is kept.
+ * The table goes to the cluster's parameter file (common/hb_params.h, `bwan P MBIT` lines; a
+ * PlogP part written by hibar-bench logp is kept), which the daemons' chooser and hibar-info
+ * read.
  */
 
 #define BN_MAX_OVER 32

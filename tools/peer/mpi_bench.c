@@ -1,5 +1,6 @@
-/* mpi_bench.c: hibar-mpi-bench, the Open MPI peer of hibar-bench --compare (JSON rows, DESIGN
- * section 6); built with HB_LIB_BENCH it is hibar-lib-bench, the same harness on libhibar. */
+/* mpi_bench.c: hibar-mpi-bench, the Open MPI peer of hibar-bench --compare (JSON rows,
+ * doc/design.md section 6); built with HB_LIB_BENCH it is hibar-lib-bench, the same harness
+ * on libhibar. */
 /*
  * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
  * message size the way MPIBlib does:
