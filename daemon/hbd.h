@@ -167,6 +167,8 @@ int hbd_net_peer_host(hbd_t *d, const hbd_peer_t *p, char *host, size_t len);
 void hbd_net_peer_heard(hbd_t *d, uint32_t node);
 /* Report ready once every neighbour's link (and fast lane) is up or settled. */
 void hbd_net_check_ready(hbd_t *d);
+/* hbd_launch.c: ranks of the jobs running on this node (the waiting rule counts them). */
+uint32_t hbd_launch_local_ranks(void);
 /* hbd_fast.c: the fast lane, barrier tokens on a polled TCP connection per neighbour. */
 int hbd_fast_start(hbd_t *d, const char *address); /* 0 when off (fast_lane: off) */
 void hbd_fast_stop(hbd_t *d);

@@ -70,6 +70,7 @@ typedef struct hbd_barrier_state {
     int armed;              /* the fd was armed since the last arrival or wake-up */
     uint64_t active_t0;     /* last barrier activity (arrival, message, completion) */
     int poll_mode;          /* HBD_POLL_*: how the loop waits while barriers are busy */
+    uint32_t cores;         /* the node's cores (cpu.count, else this process's affinity) */
     /* T_IB probe */
     struct hbd_ctl_conn *tib_conn;
     uint32_t tib_n, tib_done;
@@ -330,6 +331,32 @@ static int yield_spent(const hbd_barrier_state_t *b)
     return hb_time_now_ns() - b->yield_t0 >= hb_wait_policy_default()->yield_ns;
 }
 
+/*
+ * The waiting rule for the daemon (doc/design.md section 6.1). While barriers are busy the
+ * loop spins where every busy process of the node has a core -- hibard has one set aside
+ * (cpu.reserved), or cores >= daemons + their running ranks (an emulated cluster's daemons all
+ * share this host's cores) -- and yields between turns where cores are scarce. `poll` forces
+ * one way (sleep: no poll stage at all). Chosen again at every barrier arrival.
+ */
+static int poll_mode(hbd_t *d)
+{
+    switch (d->cfg->poll) {
+    case HB_CFG_POLL_SPIN:
+        return HBD_POLL_SPIN;
+    case HB_CFG_POLL_YIELD:
+        return HBD_POLL_YIELD;
+    case HB_CFG_POLL_SLEEP:
+        return HBD_POLL_OFF;
+    default:
+        break;
+    }
+    if (d->cfg->cpu_reserved > 0)
+        return HBD_POLL_SPIN;
+    uint64_t daemons = d->cfg->bootstrap == HB_CFG_BOOT_LOCAL ? d->topo->n_nodes : 1;
+    uint64_t busy = daemons * (1 + (uint64_t)hbd_launch_local_ranks());
+    return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
+}
+
 /* Poll stage: while a barrier is in flight here, or for the policy's yield time after the last
  * barrier activity, the loop keeps polling its sockets and the doorbells (epoll with a zero
  * timeout) instead of sleeping, spinning or yielding between turns by the waiting rule. */
@@ -423,6 +450,7 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, struct hbd_ctl_conn *conn, hbd
     b->reqs = r;
     b->n_reqs++;
     b->active_t0 = r->t0;
+    b->poll_mode = poll_mode(d);
     hbd_net_tick_arm(d);
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
@@ -696,8 +724,12 @@ int hbd_barrier_init(hbd_t *d)
                 hc.first_coll, hc.sync_base, hc.n_sync, b->trace_t0);
         fflush(b->trace);
     }
-    const char *pm = getenv("HIBAR_DAEMON_POLL");
-    b->poll_mode = pm == NULL ? HBD_POLL_YIELD : strcmp(pm, "spin") == 0 ? HBD_POLL_SPIN : strcmp(pm, "off") == 0 ? HBD_POLL_OFF : HBD_POLL_YIELD;
+    b->cores = d->cfg->cpu_count;
+    if (b->cores == 0) {
+        cpu_set_t set;
+        b->cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
+    }
+    b->poll_mode = poll_mode(d);
     b->acts = calloc(b->max_acts, sizeof(*b->acts));
     b->ev_yield = evtimer_new(d->base, yield_cb, d);
     if (b->acts == NULL || b->ev_yield == NULL)

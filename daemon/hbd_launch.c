@@ -92,6 +92,15 @@ static void job_send_text(hbd_job_t *j, const char *s, size_t n)
     evbuffer_add(bufferevent_get_output(j->bev), buf, o);
 }
 
+uint32_t hbd_launch_local_ranks(void)
+{
+    uint32_t n = 0;
+    for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
+        if (!j->done_sent)
+            n += j->n_local;
+    return n;
+}
+
 hbd_job_t *hbd_launch_job_find(const char *nspace)
 {
     for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
