@@ -177,11 +177,16 @@ uint32_t hbd_fast_port(const hbd_t *d);            /* 0 when off */
 void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port);
 /* 1 when p's fast link is up, or will not come up (tokens then go through ZeroMQ). */
 int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p);
-/* Send a HIER frame on the fast lane: 0; HIBAR_ERR_UNAVAIL when that neighbour has no fast
- * link (use ZeroMQ, then call hbd_fast_note_zmq); HIBAR_ERR_PEER_LOST when the link failed. */
-int hbd_fast_send(hbd_t *d, uint32_t to, uint64_t coll_id, const void *payload, uint32_t len);
-/* A HIER frame to `to` went through ZeroMQ: from now on all of them do (order). */
-void hbd_fast_note_zmq(hbd_t *d, uint32_t to);
+/* Send a frame on the fast lane: HIER always, COLL and FENCE with data_plane plain; payload
+ * in two parts, not copied unless the socket is full. 0; HIBAR_ERR_UNAVAIL when that
+ * neighbour has no fast link for it (use ZeroMQ, then call hbd_fast_note_zmq);
+ * HIBAR_ERR_WOULD_BLOCK (data only: much unsent, retry later); HIBAR_ERR_PEER_LOST when the
+ * link failed. */
+int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, uint64_t coll_id, const void *p1,
+                  uint32_t l1, const void *p2, uint32_t l2);
+/* A frame of type's class (barrier tokens, or data) to `to` went through ZeroMQ: from now on
+ * all of that class do (order). */
+void hbd_fast_note_zmq(hbd_t *d, uint32_t to, uint8_t type);
 void hbd_fast_peer_down(hbd_t *d, hbd_peer_t *p);
 /* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
@@ -248,6 +253,9 @@ void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost);
 void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n);
 /* The hwbarrier fd is readable. */
 void hbd_barrier_on_hwb(hbd_t *d);
+/* Something of a collective happened (a frame, a doorbell): the loop polls for the policy's
+ * yield time from now on (the poll stage, doc/design.md section 6.1) instead of sleeping. */
+void hbd_poll_kick(hbd_t *d);
 /* Periodic check (barrier timeouts). */
 void hbd_barrier_tick(hbd_t *d);
 /* Barriers in flight (for stats). */

@@ -220,9 +220,9 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         hbd_wire_put32(pl, (uint32_t)a->msg);
         hb_log_debug("coll %" PRIu64 ": %s: send %s to node %" PRIu32, a->coll_id,
                      a->step ? a->step : "?", hb_hier_msg_name(a->msg), a->to);
-        int rc = hbd_fast_send(d, a->to, a->coll_id, pl, sizeof(pl));
+        int rc = hbd_fast_send(d, a->to, HBD_WIRE_HIER, a->coll_id, pl, sizeof(pl), NULL, 0);
         if (rc == HIBAR_ERR_UNAVAIL) {
-            hbd_fast_note_zmq(d, a->to);
+            hbd_fast_note_zmq(d, a->to, HBD_WIRE_HIER);
             rc = hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl));
         }
         if (rc != 0) {
@@ -415,6 +415,15 @@ static void yield_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (evtimer_pending(b->ev_yield, NULL) && !yield_spent(b))
         sched_yield(); /* still waiting: let the others of the chassis run */
+}
+
+void hbd_poll_kick(hbd_t *d)
+{
+    hbd_barrier_state_t *b = d->bar;
+    if (b == NULL)
+        return;
+    b->active_t0 = hb_time_now_ns();
+    yield_arm(d);
 }
 
 void hbd_barrier_on_hwb(hbd_t *d)

@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd.h"
+#include "hbd_pmix.h"
 #include "hibar.h"
 
 /*
@@ -56,8 +58,14 @@
 #define HBD_FAST_MAGIC 0x4c464248u /* 'H' 'B' 'F' 'L' in memory order */
 #define HBD_FAST_AUTH_LEN 28
 #define HBD_FAST_AUTH_MS 5000                           /* an accepted link must authenticate */
-#define HBD_FAST_OBUF (64u * 1024u)                     /* unsent bytes kept per link */
-#define HBD_FAST_IBUF (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD) /* one whole frame */
+/* Unsent bytes kept per link: collective data is refused (WOULD_BLOCK: its sender retries)
+ * beyond the soft limit, barrier tokens only beyond the hard one (then the link fails). */
+#define HBD_FAST_OBUF_SOFT (4u << 20)
+#define HBD_FAST_OBUF_MAX (HBD_FAST_OBUF_SOFT + HBD_WIRE_COLL_MAX_FRAME + 65536u)
+/* The largest frame a link takes: a barrier token, or a collective or fence data chunk */
+#define HBD_FAST_IBUF_HIER (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
+#define HBD_FAST_IBUF_DATA (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD + 64u)
+enum { CL_HIER = 0, CL_DATA = 1 };
 
 /* An accepted connection still to authenticate. */
 typedef struct hbd_fast_pending {
@@ -78,13 +86,14 @@ struct hbd_fast_link {
     int up;         /* authenticated (accepting side) or connected and introduced (other side) */
     int connecting; /* non-blocking connect in progress */
     int failed;     /* did not come up: tokens go through ZeroMQ */
-    int zmq_used;   /* a token to this peer went through ZeroMQ: all later ones do too */
+    int zmq_used[2]; /* a frame of that class (CL_*) to this peer went through ZeroMQ: all
+                      * later ones do too */
     uint64_t hello_ns; /* its first HELLO with a port (the accepting side waits from there) */
     struct event *ev_rd, *ev_wr;
-    uint8_t ibuf[HBD_FAST_IBUF];
-    size_t ihave;
+    uint8_t *ibuf;
+    size_t ihave, icap;
     uint8_t *obuf;
-    size_t ohave;
+    size_t ohave, ocap;
 };
 
 struct hbd_fast {
@@ -131,7 +140,7 @@ static int link_parse(hbd_fast_link_t *l)
     size_t off = 0;
     while (l->ihave - off >= HBD_WIRE_HDR_LEN) {
         uint32_t len = hbd_wire_get32(l->ibuf + off + 28);
-        if (len > HBD_WIRE_MAX_PAYLOAD) {
+        if (HBD_WIRE_HDR_LEN + (size_t)len > l->icap) {
             d->st.fast_bad++;
             link_close(l, "a frame too long for it");
             return -1;
@@ -143,8 +152,10 @@ static int link_parse(hbd_fast_link_t *l)
         hbd_wire_msg_t m;
         hbd_wire_reason_t why = HBD_WIRE_OK;
         int fd = l->fd;
+        int data_ok = d->data_out != NULL; /* data_plane plain: data may travel unencrypted */
         if (hbd_wire_decode(l->ibuf + off, HBD_WIRE_HDR_LEN + len, &ctx, &m, &why) != 0 ||
-            m.type != HBD_WIRE_HIER) {
+            !(m.type == HBD_WIRE_HIER ||
+              (data_ok && (m.type == HBD_WIRE_COLL || m.type == HBD_WIRE_FENCE)))) {
             d->st.fast_bad++;
             if (why != HBD_WIRE_OK) {
                 d->st.rx_bad[why]++;
@@ -152,7 +163,7 @@ static int link_parse(hbd_fast_link_t *l)
             }
             hb_log_warn("fast lane from node %" PRIu32 ": dropped a %s frame (%s)", l->node,
                         why == HBD_WIRE_OK ? hbd_wire_type_name(m.type) : "malformed",
-                        why == HBD_WIRE_OK ? "only barrier tokens travel here"
+                        why == HBD_WIRE_OK ? "only barrier tokens and plain data travel here"
                                            : hbd_wire_reason_name(why));
             link_close(l, "a frame it must not carry");
             return -1;
@@ -160,7 +171,16 @@ static int link_parse(hbd_fast_link_t *l)
         off += HBD_WIRE_HDR_LEN + (size_t)len;
         d->st.fast_rx++;
         hbd_net_peer_heard(d, l->node);
-        hbd_barrier_on_msg(d, &m);
+        if (m.type == HBD_WIRE_HIER) {
+            hbd_barrier_on_msg(d, &m);
+        } else {
+            d->st.data_rx++;
+            hbd_poll_kick(d);
+            if (m.type == HBD_WIRE_COLL)
+                hbd_coll_on_msg(d, &m);
+            else
+                hbd_fence_on_msg(d, &m);
+        }
         if (l->fd != fd) /* closed meanwhile (the message failed the cluster) */
             return -1;
     }
@@ -176,7 +196,7 @@ static void link_read_cb(evutil_socket_t fd, short what, void *arg)
     hbd_fast_link_t *l = arg;
     (void)what;
     for (;;) {
-        ssize_t n = recv(fd, l->ibuf + l->ihave, sizeof(l->ibuf) - l->ihave, MSG_DONTWAIT);
+        ssize_t n = recv(fd, l->ibuf + l->ihave, l->icap - l->ihave, MSG_DONTWAIT);
         if (n > 0) {
             l->ihave += (size_t)n;
             if (link_parse(l) != 0)
@@ -223,61 +243,89 @@ static void link_write_cb(evutil_socket_t fd, short what, void *arg)
         event_del(l->ev_wr);
 }
 
-/* Queue bytes behind what is unsent, or send them now. 0, or -1 (too much unsent: the peer
- * reads nothing; or the connection failed). */
-static int link_write(hbd_fast_link_t *l, const uint8_t *buf, size_t len)
+/* Keep bytes for later. 0, or -1 (beyond the hard limit: the peer reads nothing). */
+static int link_keep(hbd_fast_link_t *l, const uint8_t *buf, size_t len)
 {
-    if (l->ohave == 0) {
-        for (;;) {
-            ssize_t n = send(l->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-                return -1;
-            if (n == (ssize_t)len)
-                return 0;
-            if (n > 0) {
-                buf += n;
-                len -= (size_t)n;
-            }
-            break;
-        }
+    if (HBD_FAST_OBUF_MAX - l->ohave < len)
+        return -1;
+    if (l->ocap - l->ohave < len) {
+        size_t cap = l->ocap ? l->ocap : 65536;
+        while (cap - l->ohave < len)
+            cap *= 2;
+        uint8_t *b = realloc(l->obuf, cap);
+        if (b == NULL)
+            return -1;
+        l->obuf = b;
+        l->ocap = cap;
     }
-    if (l->obuf == NULL && (l->obuf = malloc(HBD_FAST_OBUF)) == NULL)
-        return -1;
-    if (HBD_FAST_OBUF - l->ohave < len)
-        return -1;
     memcpy(l->obuf + l->ohave, buf, len);
     l->ohave += len;
-    if (l->ev_wr != NULL)
+    return 0;
+}
+
+/* Send the parts now (one writev) behind nothing unsent, or keep what does not go out.
+ * 0, or -1 (too much unsent, or the connection failed). */
+static int link_write(hbd_fast_link_t *l, struct iovec *iov, int n_iov)
+{
+    size_t sent = 0;
+    if (l->ohave == 0) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+        ssize_t n;
+        do
+            n = sendmsg(l->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        sent = n > 0 ? (size_t)n : 0;
+    }
+    for (int i = 0; i < n_iov; i++) {
+        size_t len = iov[i].iov_len;
+        if (sent >= len) {
+            sent -= len;
+            continue;
+        }
+        if (link_keep(l, (const uint8_t *)iov[i].iov_base + sent, len - sent) != 0)
+            return -1;
+        sent = 0;
+    }
+    if (l->ohave > 0 && l->ev_wr != NULL)
         event_add(l->ev_wr, NULL);
     return 0;
 }
 
-int hbd_fast_send(hbd_t *d, uint32_t to, uint64_t coll_id, const void *payload, uint32_t len)
+static int frame_class(uint8_t type)
+{
+    return type == HBD_WIRE_HIER ? CL_HIER : CL_DATA;
+}
+
+int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, uint64_t coll_id, const void *p1,
+                  uint32_t l1, const void *p2, uint32_t l2)
 {
     hbd_peer_t *p = hbd_net_peer(d, to);
-    if (p == NULL || p->fast == NULL || !p->fast->up || p->fast->zmq_used)
+    int cl = frame_class(type);
+    if (p == NULL || p->fast == NULL || !p->fast->up || p->fast->zmq_used[cl] ||
+        (cl == CL_DATA && (d->data_out == NULL || type == HBD_WIRE_HIER)) ||
+        (type != HBD_WIRE_HIER && type != HBD_WIRE_COLL && type != HBD_WIRE_FENCE))
         return HIBAR_ERR_UNAVAIL;
     hbd_fast_link_t *l = p->fast;
-    uint8_t fr[HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD];
-    hbd_wire_msg_t m = {.type = HBD_WIRE_HIER,
-                        .job = 0,
-                        .coll_id = coll_id,
-                        .epoch = d->epoch,
-                        .src = d->self,
-                        .len = len};
-    if (len > HBD_WIRE_MAX_PAYLOAD || hbd_wire_encode_hdr(&m, fr) != 0)
+    if (cl == CL_DATA && l->ohave >= HBD_FAST_OBUF_SOFT)
+        return HIBAR_ERR_WOULD_BLOCK; /* the sender retries when its timer comes */
+    uint8_t hdr[HBD_WIRE_HDR_LEN];
+    hbd_wire_msg_t m = {
+        .type = type, .job = 0, .coll_id = coll_id, .epoch = d->epoch, .src = d->self};
+    if (l1 > UINT32_MAX - l2 || (m.len = l1 + l2) > HBD_FAST_IBUF_DATA - HBD_WIRE_HDR_LEN ||
+        hbd_wire_encode_hdr(&m, hdr) != 0)
         return HIBAR_ERR_INVAL;
-    memcpy(fr + HBD_WIRE_HDR_LEN, payload, len);
-    if (link_write(l, fr, HBD_WIRE_HDR_LEN + (size_t)len) != 0) {
+    struct iovec iov[3] = {{hdr, sizeof(hdr)}, {(void *)p1, l1}, {(void *)p2, l2}};
+    if (link_write(l, iov, 3) != 0) {
         d->st.tx_fail++;
         hb_log_warn("fast lane to node %" PRIu32 ": %s", to,
-                    l->ohave > 0 ? "64 KiB unsent: the peer reads nothing" : strerror(errno));
+                    l->ohave > 0 ? "too much unsent: the peer reads nothing" : strerror(errno));
         link_close(l, "send failed");
         return HIBAR_ERR_PEER_LOST;
     }
     d->st.fast_tx++;
+    d->st.data_tx += cl == CL_DATA;
     return 0;
 }
 
@@ -286,6 +334,14 @@ int hbd_fast_send(hbd_t *d, uint32_t to, uint64_t coll_id, const void *payload, 
 static int link_events(hbd_fast_link_t *l)
 {
     hbd_t *d = l->d;
+    size_t cap = d->data_out != NULL ? HBD_FAST_IBUF_DATA : HBD_FAST_IBUF_HIER;
+    if (l->icap < cap) {
+        free(l->ibuf);
+        l->icap = 0;
+        if ((l->ibuf = malloc(cap)) == NULL)
+            return HIBAR_ERR_NOMEM;
+        l->icap = cap;
+    }
     l->ev_rd = event_new(d->base, l->fd, EV_READ | EV_PERSIST, link_read_cb, l);
     l->ev_wr = event_new(d->base, l->fd, EV_WRITE | EV_PERSIST, link_write_cb, l);
     if (l->ev_rd == NULL || l->ev_wr == NULL || event_add(l->ev_rd, NULL) != 0)
@@ -534,18 +590,19 @@ int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p)
             hb_time_now_ns() - l->hello_ns > HBD_FAST_AUTH_MS * 1000000ull);
 }
 
-void hbd_fast_note_zmq(hbd_t *d, uint32_t to)
+void hbd_fast_note_zmq(hbd_t *d, uint32_t to, uint8_t type)
 {
     hbd_peer_t *p = hbd_net_peer(d, to);
-    if (d->fast == NULL || p == NULL)
+    int cl = frame_class(type);
+    if (d->fast == NULL || p == NULL || (cl == CL_DATA && d->data_out == NULL))
         return;
     hbd_fast_link_t *l = link_get(d, p);
-    if (l != NULL && !l->zmq_used) {
-        l->zmq_used = 1;
+    if (l != NULL && !l->zmq_used[cl]) {
+        l->zmq_used[cl] = 1;
         if (d->ready)
-            hb_log_info("barrier tokens to node %" PRIu32 " go through ZeroMQ (its fast lane was "
-                        "not up when the first was sent)",
-                        to);
+            hb_log_info("%s to node %" PRIu32 " go through ZeroMQ (its fast lane was not up "
+                        "when the first was sent)",
+                        cl == CL_HIER ? "barrier tokens" : "collective data", to);
     }
 }
 
@@ -568,6 +625,7 @@ void hbd_fast_stop(hbd_t *d)
         l->up = l->connecting = 0; /* quietly */
         link_close(l, "stopping");
         free(l->obuf);
+        free(l->ibuf);
         free(l);
         d->peers[i].fast = NULL;
     }

@@ -232,6 +232,10 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
     /* collective and fence data go on the plain data plane when the cluster has one */
     int data = (type == HBD_WIRE_COLL || type == HBD_WIRE_FENCE) && d->data_out != NULL;
     if (data) {
+        int frc = hbd_fast_send(d, to, type, coll_id, p1, l1, p2, l2);
+        if (frc != HIBAR_ERR_UNAVAIL)
+            return frc;
+        hbd_fast_note_zmq(d, to, type);
         int lrc = data_link(d, p);
         if (lrc != 0)
             return lrc;
@@ -303,6 +307,10 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     hbd_peer_t *p = peer_get(d, to);
     if (hold == NULL || d->data_out == NULL || dlen == 0 || p == NULL || p->lost)
         return hbd_net_send2(d, to, HBD_WIRE_COLL, 0, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
+    int frc = hbd_fast_send(d, to, HBD_WIRE_COLL, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
+    if (frc != HIBAR_ERR_UNAVAIL)
+        return frc;
+    hbd_fast_note_zmq(d, to, HBD_WIRE_COLL);
     int rc = data_link(d, p);
     if (rc != 0)
         return rc;
@@ -570,9 +578,11 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             hbd_barrier_on_msg(d, &m);
             return;
         case HBD_WIRE_FENCE:
+            hbd_poll_kick(d);
             hbd_fence_on_msg(d, &m);
             return;
         case HBD_WIRE_COLL:
+            hbd_poll_kick(d);
             hbd_coll_on_msg(d, &m);
             return;
         case HBD_WIRE_DMODEX:
@@ -682,6 +692,7 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
     const uint8_t *data = NULL;
+    hbd_poll_kick(d);
     int rc = tail == NULL ? hbd_wire_decode(zmq_msg_data(head), zmq_msg_size(head), &ctx, &m, &why)
                           : hbd_wire_decode_coll_split(zmq_msg_data(head), zmq_msg_size(head),
                                                        zmq_msg_size(tail), &ctx, &m, &why);

@@ -1077,6 +1077,7 @@ static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         hb_log_warn("job %s: reading the doorbell: %m", rj->j->nspace);
+    hbd_poll_kick(rj->j->d);
     if (hb_seg_drain(&rj->seg, &epoch, xsub_desc, rj) != 0)
         hb_log_warn("job %s: a rank's descriptor ring is corrupt", rj->j->nspace);
     if (epoch > rj->last_epoch) {
