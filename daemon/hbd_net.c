@@ -1072,11 +1072,14 @@ static int write_port_file(hbd_t *d)
         hb_log_error("cannot create %s: %m", tmp);
         return HIBAR_ERR_IO;
     }
-    /* line 1: the encrypted link's endpoint (peers read only this line); line 2, with a plain
-     * data plane: "data PORT" (for tools and tests) */
-    char line2[32] = "";
+    /* line 1: the encrypted link's endpoint (peers read only this line); then, for tools and
+     * tests, "data PORT" with a plain data plane and "fast PORT" with a fast lane */
+    char line2[64] = "";
     if (d->data_port != 0)
         snprintf(line2, sizeof(line2), "data %" PRIu32 "\n", d->data_port);
+    if (hbd_fast_port(d) != 0)
+        snprintf(line2 + strlen(line2), sizeof(line2) - strlen(line2), "fast %" PRIu32 "\n",
+                 hbd_fast_port(d));
     size_t len = strlen(d->endpoint), l2 = strlen(line2);
     if (write(fd, d->endpoint, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
         write(fd, line2, l2) != (ssize_t)l2) {

@@ -132,7 +132,29 @@ denied=$(stat_of n03 data_denied)
 [ "$denied" -ge 2 ] || fail "data plane: $out, but data_denied=$denied"
 [ "$(stat_of n03 data_rx)" -eq "$rx3" ] || fail "data plane: an intruder's frame was taken"
 coll 12 scatter flat 3 100000
-echo "data plane plain: $NCOLL collectives ok, $tx frames on it, intruders refused ($denied)"
+# the fast lane carried them, and a connection without the token is refused
+ftx=0
+for ((i = 0; i < 12; i++)); do ftx=$((ftx + $(stat_of "$(printf 'n%02d' "$i")" fast_tx))); done
+[ "$ftx" -gt 0 ] || fail "fast lane: fast_tx $ftx"
+fport=$(sed -n 's/^fast //p' "$RUN_DIR/n03.port")
+[ -n "$fport" ] || fail "fast lane: no 'fast PORT' line in $RUN_DIR/n03.port"
+frx3=$(stat_of n03 fast_rx)
+python3 - "$fport" <<'PY' || fail "fast lane: the intruder could not connect"
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+# the right magic and a neighbour's id, a wrong token, then a frame
+s.sendall(struct.pack("<III", 0x4c464248, 4, 0) + b"\0" * 16 + b"HBAR" + b"\0" * 28)
+s.settimeout(5)
+try:
+    s.recv(1)  # closed by hibard
+except OSError:
+    pass
+PY
+fden=$(stat_of n03 fast_denied)
+[ "$fden" -ge 1 ] || fail "fast lane: an intruder was not refused (fast_denied $fden)"
+[ "$(stat_of n03 fast_rx)" -eq "$frx3" ] || fail "fast lane: an intruder's frame was taken"
+coll 12 scatter flat 3 100000
+echo "data plane plain: $NCOLL collectives ok, $tx frames on it ($ftx on the fast lane), intruders refused ($denied, fast lane $fden)"
 down
 check_clean
 SETS=("${SETS0[@]}")
