@@ -9,10 +9,12 @@
  *   one JSON row (doc/design.md section 6 keys where they apply) with the measured Mbit/s.
  *   The rate is the receiver's byte count over the sender's time from connect to the answer,
  *   so data still queued in socket buffers when the sender stops is counted correctly.
- * Client: hb_bwprobe -c ADDR -r N [-p PORT] [-l LABEL]
+ * Client: hb_bwprobe -c ADDR -r N [-P] [-p PORT] [-l LABEL]
  *   N round trips of one byte (TCP_NODELAY, after 10 warm-up ones); prints one JSON row
- *   with the median, min, max and p99 round-trip time.
- * The client's first byte tells the server which of the two it wants ('B' or 'R').
+ *   with the median, min, max and p99 round-trip time. -P: both ends poll (recv with
+ *   MSG_DONTWAIT in a loop, 10 s at most per byte) instead of blocking in read: the wire's
+ *   floor where each end has a core (impl "tcp-polled"; hibar-bench barrier --floor).
+ * The client's first byte tells the server which it wants ('B', 'R', or 'P' for polled).
  */
 #include "hb_config.h" /* first: _GNU_SOURCE for accept4 */
 
@@ -46,13 +48,16 @@ typedef struct probe_opts {
     int conns;
     int idle_s;
     double secs;
+    int polled;
 } probe_opts_t;
+
+static int probe_polled; /* this connection's reads poll (mode 'P') */
 
 static void probe_usage(void)
 {
     fprintf(stderr, "usage: hb_bwprobe -s [-b ADDR] [-p PORT] [-n CONNS] [-T IDLE_S]\n"
                     "       hb_bwprobe -c ADDR [-p PORT] [-t SECS] [-l LABEL]\n"
-                    "       hb_bwprobe -c ADDR -r ROUND_TRIPS [-p PORT] [-l LABEL]\n");
+                    "       hb_bwprobe -c ADDR -r ROUND_TRIPS [-P] [-p PORT] [-l LABEL]\n");
 }
 
 static void probe_put_u64(unsigned char *p, uint64_t v)
@@ -89,10 +94,18 @@ static int probe_write_all(int fd, const void *buf, size_t len)
 static int probe_read_all(int fd, void *buf, size_t len)
 {
     char *p = buf;
+    uint64_t t0 = probe_polled ? hb_time_now_ns() : 0;
     while (len > 0) {
-        ssize_t n = read(fd, p, len);
+        ssize_t n = probe_polled ? recv(fd, p, len, MSG_DONTWAIT) : read(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && probe_polled && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (hb_time_now_ns() - t0 > 10000000000ull) {
+                hb_log_error("bwprobe: nothing for 10 s");
+                return -1;
+            }
+            continue;
+        }
         if (n < 0) {
             hb_log_error("bwprobe: read: %m");
             return -1;
@@ -127,8 +140,8 @@ static int probe_serve_echo(int fd)
 
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     for (;;) {
-        ssize_t n = read(fd, &b, 1);
-        if (n < 0 && errno == EINTR)
+        ssize_t n = probe_polled ? recv(fd, &b, 1, MSG_DONTWAIT) : read(fd, &b, 1);
+        if (n < 0 && (errno == EINTR || (probe_polled && errno == EAGAIN)))
             continue;
         if (n < 0) {
             hb_log_error("bwprobe: read: %m");
@@ -154,8 +167,10 @@ static int probe_serve_one(int fd)
 
     if (probe_read_all(fd, &mode, 1) != 0)
         return 1;
-    if (mode == 'R')
+    if (mode == 'R' || mode == 'P') {
+        probe_polled = mode == 'P';
         return probe_serve_echo(fd);
+    }
     if (mode != 'B') {
         hb_log_error("bwprobe: unknown mode byte 0x%02x", (unsigned char)mode);
         return 1;
@@ -339,7 +354,7 @@ static int probe_client_rtt(const probe_opts_t *o)
     uint64_t *rtt = NULL;
     int fd, one = 1, rc = 1;
     long n = o->rtt_iters;
-    char b = 'R';
+    char b = o->polled ? 'P' : 'R';
 
     if (probe_parse_addr(o->addr, o->port, &sa) != 0)
         return 2;
@@ -354,6 +369,7 @@ static int probe_client_rtt(const probe_opts_t *o)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (probe_write_all(fd, &b, 1) != 0)
         goto out;
+    probe_polled = o->polled;
     for (long i = -10; i < n; i++) {
         uint64_t t0 = hb_time_now_ns();
         if (probe_write_all(fd, &b, 1) != 0 || probe_read_all(fd, &b, 1) != 0)
@@ -364,10 +380,10 @@ static int probe_client_rtt(const probe_opts_t *o)
     qsort(rtt, (size_t)n, sizeof(*rtt), probe_cmp_u64);
     long k = (long)(0.99 * (double)n + 0.999999) - 1;
     double med = n % 2 ? (double)rtt[n / 2] : ((double)rtt[n / 2 - 1] + (double)rtt[n / 2]) / 2;
-    printf("{\"bench\": \"rtt\", \"impl\": \"tcp\", \"label\": \"%s\", \"dst\": \"%s\", "
+    printf("{\"bench\": \"rtt\", \"impl\": \"%s\", \"label\": \"%s\", \"dst\": \"%s\", "
            "\"size\": 1, \"iters\": %ld, \"median_us\": %.1f, \"min_us\": %.1f, "
            "\"max_us\": %.1f, \"p99_us\": %.1f}\n",
-           o->label ? o->label : "", o->addr, n, med / 1e3, (double)rtt[0] / 1e3,
+           o->polled ? "tcp-polled" : "tcp", o->label ? o->label : "", o->addr, n, med / 1e3, (double)rtt[0] / 1e3,
            (double)rtt[n - 1] / 1e3, (double)rtt[k < 0 ? 0 : k] / 1e3);
     fflush(stdout);
     rc = 0;
@@ -385,7 +401,7 @@ int main(int argc, char **argv)
 
     hb_log_init_from_env();
     hb_log_set_ident("hb_bwprobe");
-    while ((c = getopt(argc, argv, "sc:b:p:n:T:t:l:r:h")) != -1) {
+    while ((c = getopt(argc, argv, "sc:b:p:n:T:t:l:r:Ph")) != -1) {
         switch (c) {
         case 's':
             o.server = 1;
@@ -413,6 +429,9 @@ int main(int argc, char **argv)
             break;
         case 'r':
             o.rtt_iters = atoi(optarg);
+            break;
+        case 'P':
+            o.polled = 1;
             break;
         case 'h':
             probe_usage();

@@ -82,6 +82,7 @@ int hb_bench_fork_ranks(const char *prog, uint32_t n, int (*rank)(uint32_t i, vo
 /* The modes (one file each). */
 int hb_bench_barrier_main(int argc, char **argv); /* barrier: bench_client.c */
 int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */
+int hb_bench_gather_main(int argc, char **argv);  /* gather --ranks: bench_client.c */
 int hb_bench_hwbarrier_main(int argc, char **argv);
 int hb_bench_cluster_main(int argc, char **argv); /* cluster-barrier: bench_cluster.c */
 int hb_bench_fence_main(int argc, char **argv);   /* fence: bench_fence.c */

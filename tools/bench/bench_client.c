@@ -1,4 +1,5 @@
-/* bench_client.c: hibar-bench barrier|scatter on one node: libhibar's intra-node data plane. */
+/* bench_client.c: hibar-bench barrier|scatter|gather --ranks: libhibar on one node, or on
+ * namespace hosts through the daemons (--per-node). */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
 
@@ -48,7 +49,7 @@
 #define BC_MAX_SIZES 32
 
 typedef struct bc_opts {
-    const char *bench; /* "barrier" or "scatter" */
+    const char *bench; /* "barrier", "scatter" or "gather" */
     uint32_t n;
     uint64_t iters, warmup;
     size_t sizes[BC_MAX_SIZES];
@@ -86,10 +87,12 @@ static void bc_usage(FILE *f, const char *bench)
             "  --bind B       core: rank r bound to CPU r %% CPUs (default); none\n"
             "  --compare      also run hibar-mpi-bench under mpirun, print the ratio\n"
             "  --floor        barrier, ranks <= cores: also a plain shared-memory barrier\n"
-            "                 (impl shm-floor), timed the same way: the machine's floor\n",
-            bench, strcmp(bench, "scatter") == 0 ? " [--sizes LIST]" : "", BC_MAX_RANKS,
-            strcmp(bench, "scatter") == 0 ? "1000" : "10000",
-            strcmp(bench, "scatter") == 0
+            "                 (impl shm-floor), timed the same way: the machine's floor;\n"
+            "                 with --per-node: the wire's floor, 1-byte TCP round trips between\n"
+            "                 two hosts (polling and blocking), and hibar's hop against it\n",
+            bench, strcmp(bench, "barrier") != 0 ? " [--sizes LIST]" : "", BC_MAX_RANKS,
+            strcmp(bench, "barrier") != 0 ? "1000" : "10000",
+            strcmp(bench, "barrier") != 0
                 ? "  --sizes LIST   bytes per rank, e.g. 8,1K,64K,1M (default 8,1K,64K,1M)\n"
                 : "");
 }
@@ -107,7 +110,7 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         {NULL, 0, NULL, 0},
     };
     /* clang-format on */
-    int c, scatter = strcmp(o->bench, "scatter") == 0;
+    int c, scatter = strcmp(o->bench, "barrier") != 0; /* scatter or gather: sizes */
     char *end;
     size_t n;
 
@@ -152,12 +155,12 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
             break;
         case 's':
             if (!scatter) {
-                fprintf(stderr, "hibar-bench %s: --sizes is for scatter\n", o->bench);
+                fprintf(stderr, "hibar-bench %s: --sizes is for scatter and gather\n", o->bench);
                 return -1;
             }
             if (hb_size_list_parse(optarg, 0, 64u << 20, o->sizes, BC_MAX_SIZES, &n) != 0) {
-                fprintf(stderr, "hibar-bench scatter: bad --sizes '%s' (at most %d, each <= 64M)\n",
-                        optarg, BC_MAX_SIZES);
+                fprintf(stderr, "hibar-bench %s: bad --sizes '%s' (at most %d, each <= 64M)\n",
+                        o->bench, optarg, BC_MAX_SIZES);
                 return -1;
             }
             o->nsizes = (int)n;
@@ -226,11 +229,11 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         fprintf(stderr, "hibar-bench %s: --set is for --per-node\n", o->bench);
         return -1;
     }
-    if (o->floor &&
-        (scatter || o->per_node != 0 || o->n > (uint32_t)sysconf(_SC_NPROCESSORS_ONLN))) {
+    if (o->floor && (scatter || (o->per_node == 0 &&
+                                 o->n > (uint32_t)sysconf(_SC_NPROCESSORS_ONLN)))) {
         fprintf(stderr,
-                "hibar-bench %s: --floor is for barrier on one node with ranks <= "
-                "cores (%ld): its ranks spin\n",
+                "hibar-bench %s: --floor is for barrier: on one node with ranks <= cores (%ld, "
+                "its ranks spin), or with --per-node (the TCP ping-pong between two hosts)\n",
                 o->bench, sysconf(_SC_NPROCESSORS_ONLN));
         return -1;
     }
@@ -266,8 +269,9 @@ static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char
         off +=
             (size_t)snprintf(sizes + off, sizeof(sizes) - off, "%s%zu", i ? "," : "", o->sizes[i]);
     uint32_t hosts = o->n / o->per_node;
-    off = (size_t)snprintf(args, sizeof(args), "%s --ppn %u --bench %s --sizes %s%s", qs,
-                           o->per_node, o->bench, sizes, o->compare ? "" : " --no-peer");
+    off = (size_t)snprintf(args, sizeof(args), "%s --ppn %u --bench %s --sizes %s%s%s", qs,
+                           o->per_node, o->bench, sizes, o->compare ? "" : " --no-peer",
+                           o->floor ? " --floor" : "");
     for (int i = 0; i < o->nsets && off < sizeof(args); i++) {
         hb_bench_shell_quote(q, sizeof(q), o->sets[i]);
         off += (size_t)snprintf(args + off, sizeof(args) - off, " --set %s", q);
@@ -300,6 +304,20 @@ static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char
         if (strstr(line, "\"impl\": \"ratio\"") != NULL) {
             hb_bench_out_note(&out, "size %.0f: ratio hibar/open-mpi (medians) %.3f",
                               bc_json_num(line, "size"), bc_json_num(line, "ratio"));
+            continue;
+        }
+        if (strstr(line, "\"bench\": \"rtt\"") != NULL) {
+            hb_bench_out_note(&out, "wire floor (%s, 1-byte TCP round trips): one way %.2f us",
+                              strstr(line, "tcp-polled") ? "both ends polling" : "blocking",
+                              bc_json_num(line, "median_us") / 2);
+            continue;
+        }
+        if (strstr(line, "\"impl\": \"hop-vs-wire\"") != NULL) {
+            hb_bench_out_note(&out,
+                              "hibar's hop (barrier median / 2) %.2f us against the polled wire "
+                              "%.2f us: ratio %.3f",
+                              bc_json_num(line, "hop_us"), bc_json_num(line, "wire_us"),
+                              bc_json_num(line, "ratio"));
             continue;
         }
         if (strncmp(line, "{\"bench\": ", 10) != 0 || (!is_h && !is_m)) {
@@ -368,6 +386,8 @@ static int bc_op(hibar_t *h, const bc_opts_t *o, size_t size, const void *sbuf, 
 {
     if (strcmp(o->bench, "barrier") == 0)
         return hibar_barrier(h);
+    if (strcmp(o->bench, "gather") == 0)
+        return hibar_gather(h, sbuf, rbuf, size, 0);
     return hibar_scatter(h, sbuf, rbuf, size, 0);
 }
 
@@ -381,16 +401,21 @@ static int bc_rank(int seg_fd, uint32_t me, const bc_opts_t *o, size_t size, bc_
     int rc;
 
     bc_bind(o, me);
+    /* scatter: the root sends n blocks, each rank receives one; gather: the other way */
+    int gather = strcmp(o->bench, "gather") == 0;
+    size_t slen = gather ? size : size * o->n, rlen = gather ? size * o->n : size;
+    int has_s = gather || me == 0, has_r = !gather || me == 0;
     if (size > 0) {
-        sbuf = me == 0 ? malloc(size * o->n) : NULL;
-        rbuf = malloc(size);
-        if ((me == 0 && sbuf == NULL) || rbuf == NULL) {
+        sbuf = has_s ? malloc(slen) : NULL;
+        rbuf = has_r ? malloc(rlen) : NULL;
+        if ((has_s && sbuf == NULL) || (has_r && rbuf == NULL)) {
             rc = HIBAR_ERR_NOMEM;
             goto out;
         }
         if (sbuf != NULL)
-            memset(sbuf, 0x5a, size * o->n);
-        memset(rbuf, 0, size);
+            memset(sbuf, 0x5a, slen);
+        if (rbuf != NULL)
+            memset(rbuf, 0, rlen);
     }
     rc = hb_client_attach(seg_fd, -1, me, &h);
     if (rc != 0)
@@ -415,7 +440,7 @@ static int bc_rank(int seg_fd, uint32_t me, const bc_opts_t *o, size_t size, bc_
         rc = bc_op(h, o, size, sbuf, rbuf);
     if (me == 0)
         sh->loop_us = (double)(hb_time_now_ns() - t0) / 1e3 / (double)o->iters;
-    if (rc == 0 && size > 0 && rbuf[size - 1] != 0x5a)
+    if (rc == 0 && rbuf != NULL && size > 0 && rbuf[rlen - 1] != 0x5a)
         rc = HIBAR_ERR_INTERNAL; /* the data did not arrive */
     {
         int frc = hibar_finalize(&h);
@@ -740,4 +765,8 @@ int hb_bench_barrier_main(int argc, char **argv)
 int hb_bench_scatter_main(int argc, char **argv)
 {
     return bc_main("scatter", argc, argv);
+}
+int hb_bench_gather_main(int argc, char **argv)
+{
+    return bc_main("gather", argc, argv);
 }

@@ -897,6 +897,11 @@ int hb_bench_coll_wants(int argc, char **argv)
 
 int hb_bench_coll_main(int argc, char **argv)
 {
+    /* gather --ranks N: libhibar's gather, as scatter --ranks is (bench_client.c) */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--ranks") == 0 || strncmp(argv[i], "--ranks=", 8) == 0 ||
+            strcmp(argv[i], "-n") == 0)
+            return hb_bench_gather_main(argc, argv);
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},   {"sizes", required_argument, NULL, 's'},
         {"alg", required_argument, NULL, 'a'},      {"lanes", required_argument, NULL, 'P'},

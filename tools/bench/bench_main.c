@@ -19,7 +19,7 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_cluster_main},
     {"gather",
      "scatter|gather across the daemons of --config: flat, single-lane, multi-lane, "
-     "P sweep, vs the model (bench_coll.c)",
+     "P sweep, vs the model (bench_coll.c); with --ranks N: libhibar's gather as scatter's",
      hb_bench_coll_main},
     {"fence", "PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on emulated clusters",
      hb_bench_fence_main},
