@@ -56,6 +56,8 @@
 #define HBD_RANKS_AGREE_MAGIC 0x41425848u /* "HXBA" */
 #define HBD_RANKS_HELLO_MS 5000
 #define HBD_RANKS_MAX_INPUT (1ull << 30) /* as hbd_coll's limit per node */
+#define HBD_RANKS_EAGER_READ (256u << 10) /* a root's input up to this is read before the
+                                           * agreement, not probed and read as it goes out */
 
 typedef struct hbd_xop hbd_xop_t;
 
@@ -536,6 +538,15 @@ static int xop_read_input(hbd_xop_t *op)
                         off, op->rec_send[rl] + xop_root_off(op, gr), op->cnt[gr]};
                 off += op->cnt[gr];
             }
+        if (len <= HBD_RANKS_EAGER_READ) {
+            /* small: read it all now (a bad buffer fails the read as the probe would: EFAULT
+             * -> INVAL); reading 16 KiB costs a few us, the probe's maps file ~50 us */
+            int rr = xop_read_range(op, 0, op->in, len);
+            free(op->pc);
+            op->pc = NULL;
+            op->npc = 0;
+            return rr;
+        }
         return xop_probe(op);
     default:
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
