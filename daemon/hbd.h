@@ -223,6 +223,9 @@ const struct hb_model_plogp *hbd_model_params(hbd_t *d, struct hb_model_lanes *m
 /* hbd_ctl.c: the UNIX control socket. */
 int hbd_ctl_start(hbd_t *d);
 void hbd_ctl_stop(hbd_t *d);
+/* accept4 (non-blocking, close-on-exec) on a listening socket, again after EINTR or
+ * ECONNABORTED: the new fd, or -1 when none is waiting (other errors are logged, naming what). */
+int hbd_accept(int lfd, const char *what);
 /* Reply one line to a control connection (adds the newline). conn may have gone: NULL ok. */
 void hbd_ctl_reply(struct hbd_ctl_conn *conn, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

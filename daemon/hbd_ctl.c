@@ -290,17 +290,28 @@ static void conn_cb(evutil_socket_t fd, short what, void *arg)
     hbd_ctl_release(c);
 }
 
+int hbd_accept(int lfd, const char *what)
+{
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0)
+            return fd;
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            hb_log_warn("accept on the %s: %m", what);
+        return -1;
+    }
+}
+
 static void accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
     hbd_t *d = arg;
     (void)what;
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                hb_log_warn("accept on the control socket: %m");
+        int fd = hbd_accept(lfd, "control socket");
+        if (fd < 0)
             return;
-        }
         struct ucred cr;
         socklen_t cl = sizeof(cr);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 ||

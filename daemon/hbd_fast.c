@@ -510,12 +510,9 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
     hbd_t *d = arg;
     (void)what;
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
+        int fd = hbd_accept(lfd, "fast lane");
+        if (fd < 0)
             return;
-        }
         hbd_fast_pending_t *pd = calloc(1, sizeof(*pd));
         struct timeval tv = {HBD_FAST_AUTH_MS / 1000, 0};
         if (pd == NULL) {
