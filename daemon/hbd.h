@@ -61,6 +61,7 @@ typedef struct hbd_stats {
     uint64_t fast_rx, fast_tx; /* barrier tokens on the fast lane */
     uint64_t fast_bad;         /* frames that closed a fast link (malformed, not HIER) */
     uint64_t fast_denied;      /* fast-lane connections refused (no neighbour, wrong token) */
+    uint64_t rx_from_lost;     /* frames from a node already taken for lost (dropped) */
     uint64_t barriers_done, barriers_failed;
     uint64_t peers_lost;
     uint64_t hwb_rounds;

@@ -32,6 +32,7 @@
  *   stats                ok rx=.. tx=.. bad=.. bad_<reason>=.. unknown_peer=.. auth_denied=..
  *                        ... data_rx=.. data_tx=.. data_denied=.. data_bad=.. (data plane)
  *                        ... fast_rx=.. fast_tx=.. fast_bad=.. fast_denied=.. (fast lane)
+ *                        ... from_lost=.. (frames from a node taken for lost, dropped)
  *   fence_stats          ok NODE:TX_UP:TX_DOWN:RX_UP:RX_DOWN ... (fence data bytes per link)
  *   barrier <coll_id>    when it completes: ok barrier <id> 0 | err barrier <id> <status> <text>
  *   tib <n>              n chassis barriers (all nodes of the chassis must be asked at once)
@@ -152,12 +153,13 @@ static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
                  " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64
                  " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
                  " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64
-                 " fast_bad=%" PRIu64 " fast_denied=%" PRIu64 " rss_kb=%ld",
+                 " fast_bad=%" PRIu64 " fast_denied=%" PRIu64 " from_lost=%" PRIu64
+                 " rss_kb=%ld",
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
                  hier_drop, hier_late, hbd_relay_n_jobs(), hbd_relay_drops(), s->data_rx,
                  s->data_tx, s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad,
-                 s->fast_denied, hb_proc_rss_kb(getpid()));
+                 s->fast_denied, s->rx_from_lost, hb_proc_rss_kb(getpid()));
     hbd_ctl_reply(c, "%s", buf);
 }
 

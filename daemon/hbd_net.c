@@ -528,6 +528,16 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
         if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0)
             why = HBD_WIRE_BAD_NODE;
     } else if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0) {
+        if (p->lost) {
+            /* a node this daemon took for lost (stopped, then continued): what it says now is
+             * stale -- an ABORT from it once made a live node "lost" here -- and a lost node
+             * does not come back (no rejoin yet) */
+            if (d->st.rx_from_lost++ == 0)
+                hb_log_warn("node %" PRIu32 " was lost but still sends: its frames are "
+                            "dropped and counted (stats from_lost)",
+                            from);
+            return;
+        }
         p->last_rx_ns = hb_time_now_ns();
         p->probe_ns = 0;
         d->st.rx_frames++;
@@ -696,6 +706,10 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     int rc = tail == NULL ? hbd_wire_decode(zmq_msg_data(head), zmq_msg_size(head), &ctx, &m, &why)
                           : hbd_wire_decode_coll_split(zmq_msg_data(head), zmq_msg_size(head),
                                                        zmq_msg_size(tail), &ctx, &m, &why);
+    if (p != NULL && p->lost) {
+        d->st.rx_from_lost++;
+        return;
+    }
     if (p == NULL || !p->hello_rx || rc != 0 ||
         !(m.type == HBD_WIRE_COLL || (m.type == HBD_WIRE_FENCE && tail == NULL))) {
         if (d->st.data_bad++ == 0)
