@@ -87,5 +87,5 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 command -v ip >/dev/null && command -v tc >/dev/null || { echo "SKIP: no ip/tc"; exit 77; }
 [ -x "$bld/tests/xcoll_drive" ] || { echo "SKIP: tests/xcoll_drive not built"; exit 77; }
-exec "$src/tests/netns/testbed" --name b9inc --net 10.239 --sites 1 --nodes 6 --lan-mbit 100 \
+exec "$src/tests/netns/testbed" --name "b9i$$" --net 10.239 --sites 1 --nodes 6 --lan-mbit 100 \
     --queue-limit 4 -- "$0" --inside
