@@ -48,7 +48,12 @@ typedef enum { HB_CFG_DATA_CURVE = 0, HB_CFG_DATA_PLAIN = 1 } hb_cfg_data_plane_
 /* How hibard waits while a barrier is busy (doc/design.md section 6.1): auto by the waiting
  * rule, or forced: spin (poll without pause), yield (poll, sched_yield between turns), sleep
  * (in epoll until woken). */
-typedef enum { HB_CFG_POLL_AUTO = 0, HB_CFG_POLL_SPIN = 1, HB_CFG_POLL_YIELD = 2, HB_CFG_POLL_SLEEP = 3 } hb_cfg_poll_t;
+typedef enum {
+    HB_CFG_POLL_AUTO = 0,
+    HB_CFG_POLL_SPIN = 1,
+    HB_CFG_POLL_YIELD = 2,
+    HB_CFG_POLL_SLEEP = 3
+} hb_cfg_poll_t;
 
 /* One node (daemon) of the cluster. Node ids are indices into hb_cfg_t.nodes. */
 typedef struct hb_cfg_node {
@@ -88,10 +93,10 @@ typedef struct hb_cfg {
     uint32_t fanout;                /* 0 (default): the paper's shape; k: k-ary tree */
     hb_cfg_bootstrap_t bootstrap;   /* default local */
     hb_cfg_data_plane_t data_plane; /* default plain */
-    int fast_lane;                  /* barrier tokens on a polled TCP link (hbd_fast.c); default 1 */
-    int poll;                       /* hb_cfg_poll_t: how hibard waits while barriers are busy */
-    uint32_t cpu_reserved;          /* cores set aside for hibard (CoreSpecCount); default 0 */
-    uint32_t cpu_count;             /* cores of the node; 0 (default): hibard's CPU affinity */
+    int fast_lane;         /* barrier tokens on a polled TCP link (hbd_fast.c); default 1 */
+    int poll;              /* hb_cfg_poll_t: how hibard waits while barriers are busy */
+    uint32_t cpu_reserved; /* cores set aside for hibard (CoreSpecCount); default 0 */
+    uint32_t cpu_count;    /* cores of the node; 0 (default): hibard's CPU affinity */
     uint32_t heartbeat_interval_ms; /* default 500 */
     uint32_t heartbeat_timeout_ms;  /* default 2000 */
     uint32_t barrier_timeout_ms;    /* default 30000; 0 = none */

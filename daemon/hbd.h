@@ -43,8 +43,8 @@ typedef struct hbd_peer {
     uint8_t given_token[HBD_WIRE_TOKEN_LEN]; /* it must present at ours (random, per start) */
     char data_ep[160];                       /* data_out is connected there, "" if not */
     /* fast lane (hbd_fast.c) */
-    uint32_t fast_port;     /* its fast lane's port (from HELLO), 0: none or not known */
-    hbd_fast_link_t *fast;  /* the link, or NULL */
+    uint32_t fast_port;    /* its fast lane's port (from HELLO), 0: none or not known */
+    hbd_fast_link_t *fast; /* the link, or NULL */
 } hbd_peer_t;
 
 /* Counters shown by the control command "stats". */
@@ -163,7 +163,7 @@ int hbd_net_peer_up(hbd_t *d, uint32_t node);
 hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node);
 /* A neighbour's host address for a new connection ("10.0.0.2", "::1"): from its endpoint, or
  * where its connection to us came from. 0, or HIBAR_ERR_WOULD_BLOCK when not known yet. */
-int hbd_net_peer_host(hbd_t *d, const hbd_peer_t *p, char *host, size_t len);
+int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len);
 /* Something arrived from `node` outside the ZeroMQ link (the fast lane): it is alive. */
 void hbd_net_peer_heard(hbd_t *d, uint32_t node);
 /* Report ready once every neighbour's link (and fast lane) is up or settled. */
@@ -173,18 +173,19 @@ uint32_t hbd_launch_local_ranks(void);
 /* hbd_fast.c: the fast lane, barrier tokens on a polled TCP connection per neighbour. */
 int hbd_fast_start(hbd_t *d, const char *address); /* 0 when off (fast_lane: off) */
 void hbd_fast_stop(hbd_t *d);
-uint32_t hbd_fast_port(const hbd_t *d);            /* 0 when off */
+uint32_t hbd_fast_port(const hbd_t *d); /* 0 when off */
 /* A HELLO from p announced its fast lane at `port` (0: none): connect (higher id) or wait. */
 void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port);
 /* 1 when p's fast link is up, or will not come up (tokens then go through ZeroMQ). */
 int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p);
-/* Send a frame on the fast lane: HIER always, COLL and FENCE with data_plane plain; payload
- * in two parts, not copied unless the socket is full. 0; HIBAR_ERR_UNAVAIL when that
+/* Send a frame on the fast lane: HIER always, COLL and FENCE with data_plane plain; its encoded
+ * header, then the payload in two parts, not copied unless the socket is full. 0;
+ * HIBAR_ERR_UNAVAIL when that
  * neighbour has no fast link for it (use ZeroMQ, then call hbd_fast_note_zmq);
  * HIBAR_ERR_WOULD_BLOCK (data only: much unsent, retry later); HIBAR_ERR_PEER_LOST when the
  * link failed. */
-int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, uint64_t coll_id, const void *p1,
-                  uint32_t l1, const void *p2, uint32_t l2);
+int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIRE_HDR_LEN],
+                  const void *p1, uint32_t l1, const void *p2, uint32_t l2);
 /* A frame of type's class (barrier tokens, or data) to `to` went through ZeroMQ: from now on
  * all of that class do (order). */
 void hbd_fast_note_zmq(hbd_t *d, uint32_t to, uint8_t type);

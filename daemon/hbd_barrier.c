@@ -220,12 +220,7 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         hbd_wire_put32(pl, (uint32_t)a->msg);
         hb_log_debug("coll %" PRIu64 ": %s: send %s to node %" PRIu32, a->coll_id,
                      a->step ? a->step : "?", hb_hier_msg_name(a->msg), a->to);
-        int rc = hbd_fast_send(d, a->to, HBD_WIRE_HIER, a->coll_id, pl, sizeof(pl), NULL, 0);
-        if (rc == HIBAR_ERR_UNAVAIL) {
-            hbd_fast_note_zmq(d, a->to, HBD_WIRE_HIER);
-            rc = hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl));
-        }
-        if (rc != 0) {
+        if (hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl)) != 0) {
             hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = a->to};
             push(d, &ev);
         }
@@ -357,9 +352,10 @@ static int poll_mode(hbd_t *d)
     return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
 }
 
-/* Poll stage: while a barrier is in flight here, or for the policy's yield time after the last
- * barrier activity, the loop keeps polling its sockets and the doorbells (epoll with a zero
- * timeout) instead of sleeping, spinning or yielding between turns by the waiting rule. */
+/* Poll stage: for the policy's yield time after the last barrier or collective activity
+ * (arrival, completion, frame, doorbell: hbd_poll_kick) the loop keeps polling its sockets and
+ * the doorbells (epoll with a zero timeout) instead of sleeping, spinning or yielding between
+ * turns by the waiting rule. */
 static int poll_wanted(const hbd_barrier_state_t *b)
 {
     if (b->poll_mode == HBD_POLL_OFF)

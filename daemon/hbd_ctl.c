@@ -152,9 +152,8 @@ static void cmd_stats(hbd_t *d, hbd_ctl_conn_t *c)
                  " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32 " hier_drop=%" PRIu64
                  " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64
                  " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
-                 " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64
-                 " fast_bad=%" PRIu64 " fast_denied=%" PRIu64 " from_lost=%" PRIu64
-                 " rss_kb=%ld",
+                 " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_bad=%" PRIu64
+                 " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rss_kb=%ld",
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
                  hier_drop, hier_late, hbd_relay_n_jobs(), hbd_relay_drops(), s->data_rx,

@@ -57,7 +57,8 @@
 
 #define HBD_FAST_MAGIC 0x4c464248u /* 'H' 'B' 'F' 'L' in memory order */
 #define HBD_FAST_AUTH_LEN 28
-#define HBD_FAST_AUTH_MS 5000                           /* an accepted link must authenticate */
+#define HBD_FAST_AUTH_MS 5000   /* an accepted link must authenticate within this */
+#define HBD_FAST_MAX_PENDING 64 /* accepted links still to authenticate; more are refused */
 /* Unsent bytes kept per link: collective data is refused (WOULD_BLOCK: its sender retries)
  * beyond the soft limit, barrier tokens only beyond the hard one (then the link fails). */
 #define HBD_FAST_OBUF_SOFT (4u << 20)
@@ -73,7 +74,6 @@ typedef struct hbd_fast_pending {
     hbd_t *d;
     int fd;
     struct event *ev;
-    uint64_t t0;
     uint8_t buf[HBD_FAST_AUTH_LEN];
     size_t have;
 } hbd_fast_pending_t;
@@ -82,12 +82,12 @@ typedef struct hbd_fast_pending {
 struct hbd_fast_link {
     hbd_t *d;
     uint32_t node;
-    int fd;         /* -1: none */
-    int up;         /* authenticated (accepting side) or connected and introduced (other side) */
-    int connecting; /* non-blocking connect in progress */
-    int failed;     /* did not come up: tokens go through ZeroMQ */
-    int zmq_used[2]; /* a frame of that class (CL_*) to this peer went through ZeroMQ: all
-                      * later ones do too */
+    int fd;            /* -1: none */
+    int up;            /* authenticated (accepting side) or connected and introduced (other side) */
+    int connecting;    /* non-blocking connect in progress */
+    int failed;        /* did not come up: tokens go through ZeroMQ */
+    int zmq_used[2];   /* a frame of that class (CL_*) to this peer went through ZeroMQ: all
+                        * later ones do too */
     uint64_t hello_ns; /* its first HELLO with a port (the accepting side waits from there) */
     struct event *ev_rd, *ev_wr;
     uint8_t *ibuf;
@@ -101,11 +101,11 @@ struct hbd_fast {
     uint32_t port;
     struct event *ev_listen;
     hbd_fast_pending_t *pending;
+    uint32_t n_pending;
 };
 
 static void link_close(hbd_fast_link_t *l, const char *why)
 {
-    hbd_t *d = l->d;
     if (l->fd < 0)
         return;
     if (l->ev_rd != NULL)
@@ -122,7 +122,6 @@ static void link_close(hbd_fast_link_t *l, const char *why)
     l->up = l->connecting = 0;
     l->failed = 1;
     l->ihave = l->ohave = 0;
-    (void)d;
 }
 
 static int set_nodelay(int fd)
@@ -298,25 +297,21 @@ static int frame_class(uint8_t type)
     return type == HBD_WIRE_HIER ? CL_HIER : CL_DATA;
 }
 
-int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, uint64_t coll_id, const void *p1,
-                  uint32_t l1, const void *p2, uint32_t l2)
+int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIRE_HDR_LEN],
+                  const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {
     hbd_peer_t *p = hbd_net_peer(d, to);
     int cl = frame_class(type);
     if (p == NULL || p->fast == NULL || !p->fast->up || p->fast->zmq_used[cl] ||
-        (cl == CL_DATA && (d->data_out == NULL || type == HBD_WIRE_HIER)) ||
+        (cl == CL_DATA && d->data_out == NULL) ||
         (type != HBD_WIRE_HIER && type != HBD_WIRE_COLL && type != HBD_WIRE_FENCE))
         return HIBAR_ERR_UNAVAIL;
     hbd_fast_link_t *l = p->fast;
     if (cl == CL_DATA && l->ohave >= HBD_FAST_OBUF_SOFT)
         return HIBAR_ERR_WOULD_BLOCK; /* the sender retries when its timer comes */
-    uint8_t hdr[HBD_WIRE_HDR_LEN];
-    hbd_wire_msg_t m = {
-        .type = type, .job = 0, .coll_id = coll_id, .epoch = d->epoch, .src = d->self};
-    if (l1 > UINT32_MAX - l2 || (m.len = l1 + l2) > HBD_FAST_IBUF_DATA - HBD_WIRE_HDR_LEN ||
-        hbd_wire_encode_hdr(&m, hdr) != 0)
+    if (l1 > UINT32_MAX - l2 || l1 + l2 > HBD_FAST_IBUF_DATA - HBD_WIRE_HDR_LEN)
         return HIBAR_ERR_INVAL;
-    struct iovec iov[3] = {{hdr, sizeof(hdr)}, {(void *)p1, l1}, {(void *)p2, l2}};
+    struct iovec iov[3] = {{(void *)hdr, HBD_WIRE_HDR_LEN}, {(void *)p1, l1}, {(void *)p2, l2}};
     if (link_write(l, iov, 3) != 0) {
         d->st.tx_fail++;
         hb_log_warn("fast lane to node %" PRIu32 ": %s", to,
@@ -446,6 +441,7 @@ static void pending_free(hbd_fast_pending_t *pd, int close_fd)
     for (hbd_fast_pending_t **pp = &f->pending; *pp != NULL; pp = &(*pp)->next)
         if (*pp == pd) {
             *pp = pd->next;
+            f->n_pending--;
             break;
         }
     if (pd->ev != NULL)
@@ -461,7 +457,8 @@ static void pending_cb(evutil_socket_t fd, short what, void *arg)
     hbd_t *d = pd->d;
     if (what & EV_TIMEOUT) {
         d->st.fast_denied++;
-        hb_log_warn("fast lane: a connection said nothing for %d s; closed", HBD_FAST_AUTH_MS / 1000);
+        hb_log_warn("fast lane: a connection said nothing for %d s; closed",
+                    HBD_FAST_AUTH_MS / 1000);
         pending_free(pd, 1);
         return;
     }
@@ -478,8 +475,7 @@ static void pending_cb(evutil_socket_t fd, short what, void *arg)
     uint32_t node = hbd_wire_get32(pd->buf + 4);
     hbd_peer_t *p = hbd_net_peer(d, node);
     if (hbd_wire_get32(pd->buf) != HBD_FAST_MAGIC || hbd_wire_get32(pd->buf + 8) != d->tag ||
-        p == NULL || p->outgoing ||
-        memcmp(pd->buf + 12, p->given_token, HBD_WIRE_TOKEN_LEN) != 0) {
+        p == NULL || p->outgoing || memcmp(pd->buf + 12, p->given_token, HBD_WIRE_TOKEN_LEN) != 0) {
         if (d->st.fast_denied++ == 0)
             hb_log_warn("fast lane: refused a connection that is no neighbour of ours (bad "
                         "magic, cluster or token); further ones are only counted");
@@ -513,6 +509,14 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
         int fd = hbd_accept(lfd, "fast lane");
         if (fd < 0)
             return;
+        if (d->fast->n_pending >= HBD_FAST_MAX_PENDING) {
+            if (d->st.fast_denied++ == 0)
+                hb_log_warn("fast lane: %d connections have not introduced themselves; further "
+                            "ones are refused and only counted",
+                            HBD_FAST_MAX_PENDING);
+            close(fd);
+            continue;
+        }
         hbd_fast_pending_t *pd = calloc(1, sizeof(*pd));
         struct timeval tv = {HBD_FAST_AUTH_MS / 1000, 0};
         if (pd == NULL) {
@@ -521,9 +525,9 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
         }
         pd->d = d;
         pd->fd = fd;
-        pd->t0 = hb_time_now_ns();
         pd->next = d->fast->pending;
         d->fast->pending = pd;
+        d->fast->n_pending++;
         pd->ev = event_new(d->base, fd, EV_READ | EV_PERSIST, pending_cb, pd);
         if (pd->ev == NULL || event_add(pd->ev, &tv) != 0)
             pending_free(pd, 1);

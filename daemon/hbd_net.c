@@ -144,15 +144,9 @@ static void token_hex(const uint8_t tok[HBD_WIRE_TOKEN_LEN], char out[2 * HBD_WI
         snprintf(out + 2 * i, 3, "%02x", tok[i]);
 }
 
-/*
- * The plain data plane's sending side: data_out connects to the peer's data socket (its
- * address as on the encrypted link, the port from its HELLO) with the token it gave us.
- * 0 when connected (the handshake may still run: ROUTER_MANDATORY then says EHOSTUNREACH and
- * the caller retries), HIBAR_ERR_WOULD_BLOCK when the peer has not said where yet.
- */
-int hbd_net_peer_host(hbd_t *d, const hbd_peer_t *p, char *host, size_t len)
+int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len)
 {
-    if (peer_resolve(d, (hbd_peer_t *)p)) {
+    if (peer_resolve(d, p)) {
         /* "tcp://HOST:PORT" or "tcp://[HOST]:PORT" */
         const char *h = p->endpoint + 6, *colon = strrchr(p->endpoint, ':');
         if (strncmp(p->endpoint, "tcp://", 6) != 0 || colon == NULL || colon <= h)
@@ -177,6 +171,12 @@ int hbd_net_peer_host(hbd_t *d, const hbd_peer_t *p, char *host, size_t len)
     return 0;
 }
 
+/*
+ * The plain data plane's sending side: data_out connects to the peer's data socket (its
+ * address as on the encrypted link, the port from its HELLO) with the token it gave us.
+ * 0 when connected (the handshake may still run: ROUTER_MANDATORY then says EHOSTUNREACH and
+ * the caller retries), HIBAR_ERR_WOULD_BLOCK when the peer has not said where yet.
+ */
 static int data_link(hbd_t *d, hbd_peer_t *p)
 {
     char ep[160], id[HBD_ID_MAX], pw[2 * HBD_WIRE_TOKEN_LEN + 1], host[INET6_ADDRSTRLEN + 2];
@@ -186,8 +186,9 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
         return HIBAR_ERR_WOULD_BLOCK;
     if (hbd_net_peer_host(d, p, host, sizeof(host)) != 0)
         return HIBAR_ERR_WOULD_BLOCK;
-    snprintf(ep, sizeof(ep), strchr(host, ':') != NULL ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32,
-             host, p->data_port);
+    snprintf(ep, sizeof(ep),
+             strchr(host, ':') != NULL ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32, host,
+             p->data_port);
     idstr(id, 'n', p->node);
     token_hex(p->data_token, pw);
     if (zmq_setsockopt(d->data_out, ZMQ_PLAIN_PASSWORD, pw, strlen(pw)) != 0 ||
@@ -200,6 +201,17 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
     snprintf(p->data_ep, sizeof(p->data_ep), "%s", ep);
     hb_log_debug("data plane: node %" PRIu32 " at %s", p->node, ep);
     return 0;
+}
+
+/* The fast lane first for what it carries (barrier tokens; data with a plain data plane):
+ * its answer, or HIBAR_ERR_UNAVAIL after pinning that class of frame to ZeroMQ for `to`. */
+static int fast_first(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIRE_HDR_LEN],
+                      const void *p1, uint32_t l1, const void *p2, uint32_t l2)
+{
+    int rc = hbd_fast_send(d, to, type, hdr, p1, l1, p2, l2);
+    if (rc == HIBAR_ERR_UNAVAIL)
+        hbd_fast_note_zmq(d, to, type);
+    return rc;
 }
 
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
@@ -229,13 +241,15 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
                      hbd_wire_type_name(type), l1, l2);
         return HIBAR_ERR_INVAL;
     }
-    /* collective and fence data go on the plain data plane when the cluster has one */
+    /* collective and fence data go on the plain data plane when the cluster has one; they and
+     * the barrier tokens on the fast lane when it is up */
     int data = (type == HBD_WIRE_COLL || type == HBD_WIRE_FENCE) && d->data_out != NULL;
-    if (data) {
-        int frc = hbd_fast_send(d, to, type, coll_id, p1, l1, p2, l2);
+    if (data || type == HBD_WIRE_HIER) {
+        int frc = fast_first(d, to, type, hdr, p1, l1, p2, l2);
         if (frc != HIBAR_ERR_UNAVAIL)
             return frc;
-        hbd_fast_note_zmq(d, to, type);
+    }
+    if (data) {
         int lrc = data_link(d, p);
         if (lrc != 0)
             return lrc;
@@ -307,13 +321,6 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     hbd_peer_t *p = peer_get(d, to);
     if (hold == NULL || d->data_out == NULL || dlen == 0 || p == NULL || p->lost)
         return hbd_net_send2(d, to, HBD_WIRE_COLL, 0, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
-    int frc = hbd_fast_send(d, to, HBD_WIRE_COLL, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
-    if (frc != HIBAR_ERR_UNAVAIL)
-        return frc;
-    hbd_fast_note_zmq(d, to, HBD_WIRE_COLL);
-    int rc = data_link(d, p);
-    if (rc != 0)
-        return rc;
     uint8_t head[HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR];
     hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
                         .coll_id = coll_id,
@@ -322,6 +329,12 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
                         .len = HBD_WIRE_COLL_HDR + dlen};
     if (hbd_wire_encode_hdr(&m, head) != 0)
         return HIBAR_ERR_INVAL;
+    int rc = fast_first(d, to, HBD_WIRE_COLL, head, hdr, HBD_WIRE_COLL_HDR, data, dlen);
+    if (rc != HIBAR_ERR_UNAVAIL)
+        return rc;
+    rc = data_link(d, p);
+    if (rc != 0)
+        return rc;
     memcpy(head + HBD_WIRE_HDR_LEN, hdr, HBD_WIRE_COLL_HDR);
     char id[HBD_ID_MAX];
     idstr(id, 'n', to);
@@ -538,8 +551,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
                             from);
             return;
         }
-        p->last_rx_ns = hb_time_now_ns();
-        p->probe_ns = 0;
+        hbd_net_peer_heard(d, from);
         d->st.rx_frames++;
         switch (m.type) {
         case HBD_WIRE_HELLO: {
@@ -702,7 +714,6 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
     const uint8_t *data = NULL;
-    hbd_poll_kick(d);
     int rc = tail == NULL ? hbd_wire_decode(zmq_msg_data(head), zmq_msg_size(head), &ctx, &m, &why)
                           : hbd_wire_decode_coll_split(zmq_msg_data(head), zmq_msg_size(head),
                                                        zmq_msg_size(tail), &ctx, &m, &why);
@@ -722,6 +733,7 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     p->last_rx_ns = hb_time_now_ns();
     d->st.rx_frames++;
     d->st.data_rx++;
+    hbd_poll_kick(d);
     if (m.type == HBD_WIRE_FENCE) {
         hbd_fence_on_msg(d, &m);
         return;

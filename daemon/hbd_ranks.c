@@ -56,8 +56,8 @@
 #define HBD_RANKS_AGREE_MAGIC 0x41425848u /* "HXBA" */
 #define HBD_RANKS_HELLO_MS 5000
 #define HBD_RANKS_MAX_INPUT (1ull << 30) /* as hbd_coll's limit per node */
-#define HBD_RANKS_EAGER_READ (256u << 10) /* a root's input up to this is read before the
-                                           * agreement, not probed and read as it goes out */
+/* A root's input up to this is read before the agreement, not probed and read as it goes out */
+#define HBD_RANKS_EAGER_READ (256u << 10)
 
 typedef struct hbd_xop hbd_xop_t;
 

@@ -383,8 +383,8 @@ static int probe_client_rtt(const probe_opts_t *o)
     printf("{\"bench\": \"rtt\", \"impl\": \"%s\", \"label\": \"%s\", \"dst\": \"%s\", "
            "\"size\": 1, \"iters\": %ld, \"median_us\": %.1f, \"min_us\": %.1f, "
            "\"max_us\": %.1f, \"p99_us\": %.1f}\n",
-           o->polled ? "tcp-polled" : "tcp", o->label ? o->label : "", o->addr, n, med / 1e3, (double)rtt[0] / 1e3,
-           (double)rtt[n - 1] / 1e3, (double)rtt[k < 0 ? 0 : k] / 1e3);
+           o->polled ? "tcp-polled" : "tcp", o->label ? o->label : "", o->addr, n, med / 1e3,
+           (double)rtt[0] / 1e3, (double)rtt[n - 1] / 1e3, (double)rtt[k < 0 ? 0 : k] / 1e3);
     fflush(stdout);
     rc = 0;
 out:

@@ -229,8 +229,8 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
         fprintf(stderr, "hibar-bench %s: --set is for --per-node\n", o->bench);
         return -1;
     }
-    if (o->floor && (scatter || (o->per_node == 0 &&
-                                 o->n > (uint32_t)sysconf(_SC_NPROCESSORS_ONLN)))) {
+    if (o->floor &&
+        (scatter || (o->per_node == 0 && o->n > (uint32_t)sysconf(_SC_NPROCESSORS_ONLN)))) {
         fprintf(stderr,
                 "hibar-bench %s: --floor is for barrier: on one node with ranks <= cores (%ld, "
                 "its ranks spin), or with --per-node (the TCP ping-pong between two hosts)\n",
