@@ -17,8 +17,9 @@ command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi
 # Open MPI leaks at exit by design; a sanitizer build must not fail on that.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
 # A hang guard only (a run takes seconds): a stuck mpirun fails the test instead of CI.
-out=$(timeout -s TERM 300 "$tb" --sites 1 --nodes 4 --name "$name" -- \
-    "$src/tests/netns/ompi-run" -n 16 "$bench" --bench barrier,scatter --sizes 1K,64K --iters 100 --warmup 5)
+out=$(timeout -s TERM 300 "$tb" --sites 1 --nodes 4 --name "$name" -- sh -c '
+    p0=$("$0/bed-packets") && "$0/ompi-run" -n 16 "$1" --bench barrier,scatter --sizes 1K,64K --iters 100 --warmup 5 &&
+        echo "packets $(($("$0/bed-packets") - p0))"' "$src/tests/netns" "$bench")
 rc=$?
 echo "$out"
 left=$(ip netns list 2>/dev/null | awk -v p="$pfx-" 'index($1, p) == 1 { print $1 }')
@@ -31,6 +32,9 @@ rows=$(echo "$out" | grep '^{"bench": ')
 echo "$rows" | grep -q '"bench": "barrier", .*"size": 0, "iters": 100, "median_us": [0-9.]*, "min_us": [0-9.]*, "max_us": [0-9.]*, "p99_us": [0-9.]*, "ci_us": [0-9.]*' ||
     fail "barrier row lacks the doc/design.md section 6 keys"
 echo "$rows" | grep -q '"bench": "scatter", .*"size": 65536,' || fail "no 64 KiB scatter row"
+# The ranks talked across the bed: 100 barriers of 4 hosts alone send hundreds of packets.
+pk=$(echo "$out" | awk '$1 == "packets" { print $2 }')
+[ -n "$pk" ] && [ "$pk" -ge 300 ] || fail "bed-packets counted '${pk}' packets for the Open MPI run, expected hundreds"
 
 # The agent really put the ranks on 4 distinct hosts (each its own namespace and hostname).
 hosts=$(timeout -s TERM 300 "$tb" --sites 1 --nodes 4 --name "$name" -- \
