@@ -94,6 +94,7 @@ static const cfg_key_t cfg_keys[] = {
     {"bootstrap", K_ENUM, OFF(bootstrap), 0, boot_names},
     {"data_plane", K_ENUM, OFF(data_plane), 0, data_names},
     {"fast_lane", K_ENUM, OFF(fast_lane), 0, onoff_names},
+    {"coll_overlap", K_ENUM, OFF(coll_overlap), 0, onoff_names},
     {"poll", K_ENUM, OFF(poll), 0, poll_names},
     {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL},
     {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL},
@@ -399,6 +400,7 @@ int hb_cfg_create(hb_cfg_t **cfg_p)
     cfg->bootstrap = HB_CFG_BOOT_LOCAL;
     cfg->data_plane = HB_CFG_DATA_PLAIN; /* like MPI's own traffic; curve for untrusted fabrics */
     cfg->fast_lane = 1;
+    cfg->coll_overlap = 1;
     cfg->heartbeat_interval_ms = 500;
     cfg->heartbeat_timeout_ms = 2000;
     cfg->barrier_timeout_ms = 30000;

@@ -998,6 +998,12 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
     run_start(d, r);
 }
 
+void hbd_coll_job_cancel(hbd_t *d, hbd_coll_run_t *r, int status)
+{
+    run_fail(r, status);
+    run_maybe_finish(d, r);
+}
+
 /* A job collective's segment before its run: keep a copy. */
 static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t *c,
                        const uint8_t *data)

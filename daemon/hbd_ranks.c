@@ -45,7 +45,13 @@
  *     (2) Data: the coll/ schedule (hbd_coll.c) between the daemons; the input is read from
  *     the ranks' buffers and the output written into them with process_vm_readv/writev
  *     (the ranks are this daemon's children). A node's block holds its ranks' data in
- *     ascending job rank.
+ *     ascending job rank. With coll_overlap (the default) a node whose ranks agree among
+ *     themselves on a form without -v starts (2) at once, beside (1): its view gives every
+ *     node's bytes, and every agreeing node builds the same schedule. The epoch ends when
+ *     both are over, with (1)'s verdict first: a verdict that fails it cancels the data run
+ *     (whose peers' late segments expire from hbd_coll's stash), and the ranks' receive
+ *     buffers are then undefined, as after an MPI error. The time of the two rounds becomes
+ *     the longer of them (2 x 1 hosts ... doc/design.md section 5).
  *   - some ranks did and others did not: the node's verdict is HIBAR_ERR_MISMATCH and it
  *     takes part in the collective's agreement (nodes whose ranks all called a barrier wait
  *     in the barrier until its timeout).
@@ -112,6 +118,10 @@ struct hbd_xop {
     uint32_t npc;
     pid_t in_pid;
     uint64_t t_ns[4]; /* rung, input read, agreed, data in (debug log of the phases) */
+    /* overlap (coll_overlap): the data run started with the agreement; the epoch ends when
+     * both have called back (refs), with the agreement's verdict first */
+    int overlap, refs, agree_status, data_status;
+    hbd_coll_run_t *run; /* the data run while it has not called back */
 };
 
 /* ---- the ranks socket ---- */
@@ -340,6 +350,15 @@ static void xop_finish(hbd_xop_t *op, int status)
         if (status != 0)
             hb_log_debug("job %s: epoch %" PRIu64 " ends with %s", rj->j->nspace, op->epoch,
                          hibar_strerror(status));
+        else if (op->t_ns[3] != 0 && op->overlap)
+            hb_log_debug("job %s: epoch %" PRIu64 " (%" PRIu64 " bytes in) read %.0f us, then "
+                         "at once agree %.0f us, data and write %.0f us; end %.0f us later",
+                         rj->j->nspace, op->epoch, op->in_len,
+                         (double)(op->t_ns[1] - op->t_ns[0]) / 1e3,
+                         (double)(op->t_ns[2] - op->t_ns[1]) / 1e3,
+                         (double)(op->t_ns[3] - op->t_ns[1]) / 1e3,
+                         (double)(hb_time_now_ns() - op->t_ns[op->t_ns[3] > op->t_ns[2] ? 3 : 2]) /
+                             1e3);
         else if (op->t_ns[3] != 0)
             hb_log_debug("job %s: epoch %" PRIu64 " (%" PRIu64 " bytes in) read %.0f us, agree "
                          "%.0f us, data %.0f us, write %.0f us",
@@ -616,15 +635,32 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
     }
 }
 
+/* One of an overlapped epoch's two parts called back: the epoch ends with the second. */
+static void xop_put(hbd_xop_t *op)
+{
+    if (--op->refs == 0)
+        xop_finish(op, op->agree_status != 0 ? op->agree_status : op->data_status);
+}
+
 static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const hb_coll_exec_t *x,
                           void *arg)
 {
     hbd_xop_t *op = arg;
     (void)d;
     op->t_ns[3] = hb_time_now_ns();
-    if (status == 0 && op->rj != NULL)
+    if (status == 0 && op->rj == NULL)
+        status = HIBAR_ERR_PEER_LOST;
+    /* overlapped: the output goes out before the verdict; a verdict that fails the epoch
+     * leaves the ranks' receive buffers undefined (as an MPI error does) */
+    if (status == 0 && (!op->overlap || op->agree_status == 0))
         status = xop_write_output(op, s, x);
-    xop_finish(op, status);
+    if (!op->overlap) {
+        xop_finish(op, status);
+        return;
+    }
+    op->run = NULL;
+    op->data_status = status;
+    xop_put(op);
 }
 
 /*
@@ -743,10 +779,49 @@ out:
     return rc;
 }
 
+/* The data run of the collective in op's table (every rank's count, op, root, size): the same
+ * schedule on every node. Takes op->in over. */
+static int xop_data_create(hbd_xop_t *op, hbd_coll_run_t **run_p)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    uint64_t *node_bytes = calloc(j->d->topo->n_nodes, sizeof(uint64_t));
+    if (node_bytes == NULL)
+        return HIBAR_ERR_NOMEM;
+    for (uint32_t gr = 0; gr < j->spec->size; gr++)
+        node_bytes[j->spec->map[gr]] += op->cnt[gr];
+    hbd_coll_job_args_t a = {.op = op_coll(op->op),
+                             .vform = op_is_v(op->op),
+                             .root = op_has_root(op->op) ? j->spec->map[op->root] : 0,
+                             .size = op->size,
+                             .ranks_of = rj->ranks_of,
+                             .counts = node_bytes,
+                             .read = op->pc != NULL ? xop_read_range : NULL,
+                             .read_arg = op};
+    uint64_t id =
+        HBD_COLL_ID_JOB | ((j->spec->id & 0xffffffffffull) << 20) | (op->epoch & 0xfffffull);
+    int rc = hbd_coll_job_create(j->d, id, &a, op->in, op->in_len, run_p);
+    op->in = NULL; /* hbd_coll's now */
+    free(node_bytes);
+    return rc;
+}
+
 static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
 {
     hbd_xop_t *op = arg;
     op->t_ns[2] = hb_time_now_ns();
+    if (op->overlap) {
+        if (status == 0 && op->rj == NULL)
+            status = HIBAR_ERR_PEER_LOST;
+        if (status == 0)
+            status = xop_agree_parse(op, data, len);
+        free(data);
+        op->agree_status = status;
+        if (status != 0 && op->run != NULL)
+            hbd_coll_job_cancel(d, op->run, status); /* its callback drops one reference */
+        xop_put(op);
+        return;
+    }
     if (status != 0 || op->rj == NULL) {
         free(data);
         xop_finish(op, status != 0 ? status : HIBAR_ERR_PEER_LOST);
@@ -758,30 +833,8 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
         xop_finish(op, status);
         return;
     }
-    hbd_ranks_job_t *rj = op->rj;
-    hbd_job_t *j = rj->j;
-    uint32_t n_nodes = d->topo->n_nodes;
-    uint64_t *node_bytes = calloc(n_nodes, sizeof(uint64_t));
-    if (node_bytes == NULL) {
-        xop_finish(op, HIBAR_ERR_NOMEM);
-        return;
-    }
-    for (uint32_t gr = 0; gr < j->spec->size; gr++)
-        node_bytes[j->spec->map[gr]] += op->cnt[gr];
-    hbd_coll_job_args_t a = {.op = op_coll(op->op),
-                             .vform = op_is_v(op->op),
-                             .root = op_has_root(op->op) ? j->spec->map[op->root] : 0,
-                             .size = op->size,
-                             .ranks_of = rj->ranks_of,
-                             .counts = node_bytes,
-                             .read = op->pc != NULL ? xop_read_range : NULL,
-                             .read_arg = op};
     hbd_coll_run_t *run = NULL;
-    uint64_t id =
-        HBD_COLL_ID_JOB | ((j->spec->id & 0xffffffffffull) << 20) | (op->epoch & 0xfffffull);
-    status = hbd_coll_job_create(d, id, &a, op->in, op->in_len, &run);
-    op->in = NULL; /* hbd_coll's now */
-    free(node_bytes);
+    status = xop_data_create(op, &run);
     if (status != 0) {
         xop_finish(op, status);
         return;
@@ -891,13 +944,35 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
     if (verdict == 0)
         verdict = xop_read_input(op);
     op->t_ns[1] = hb_time_now_ns();
+    /* Overlap: where this node's view gives every node's bytes (the forms without -v), the
+     * data run starts now, beside the agreement; every node whose ranks agree does the same,
+     * so the schedules match. A node that sees a mismatch starts none: the others' runs wait
+     * until the agreement's verdict cancels them. */
+    hbd_coll_run_t *run = NULL;
+    if (verdict == 0 && d->cfg->coll_overlap && !op_is_v(op0)) {
+        for (uint32_t gr = 0; gr < size; gr++)
+            op->cnt[gr] = size0;
+        verdict = xop_data_create(op, &run);
+    }
     h.verdict = verdict;
     memcpy(blob, &h, sizeof(h));
+    if (run != NULL) {
+        op->overlap = 1;
+        op->refs = 2;
+        op->run = run;
+        hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
+    }
     uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
     int rc = hbd_fence_start(d, id, NULL, 0, 0, blob, off, xop_agree_done, op);
     free(blob);
-    if (rc != 0)
+    if (rc != 0 && op->overlap) {
+        op->agree_status = rc;
+        if (op->run != NULL)
+            hbd_coll_job_cancel(d, op->run, rc);
+        xop_put(op);
+    } else if (rc != 0) {
         xop_finish(op, rc);
+    }
 }
 
 /* The node's ranks completed `epoch` locally: run it across the nodes. */

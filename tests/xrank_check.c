@@ -6,7 +6,9 @@
  * --max-total), fills its send buffer with a pattern of (operation, rank, byte) and checks
  * every byte it receives, and that bytes outside the received range are untouched. With
  * --errors it also checks that misuse is reported on every rank: a root out of range
- * (INVAL), ranks disagreeing on the root (MISMATCH), a NULL buffer on one rank (INVAL); with
+ * (INVAL), ranks disagreeing on the root (MISMATCH; also the two halves of the job, each
+ * node agreeing within itself, on the root of a scatter and on the size of an allgather),
+ * a NULL buffer on one rank (INVAL); with
  * --unreadable (jobs on several nodes: on one node the root copies its own block itself) a
  * scatter whose root's send buffer is mapped but unreadable (INVAL).
  * Rank 0 prints "xrank_check: ok N operations on R ranks" and every rank exits 0 on success;
@@ -84,6 +86,20 @@ static int run_errors(hibar_t *h, int unreadable)
         rc = hibar_barrier(h);
         if (rc != 0)
             return fail("barrier after a mismatch", -2, rc);
+        /* the halves disagree on the root: with ranks placed by node, every node agrees
+         * within itself and starts its data (coll_overlap), yet the verdict is MISMATCH */
+        rc = hibar_scatter(h, s, r, bytes, me < np / 2 ? 0 : np / 2);
+        if (rc != HIBAR_ERR_MISMATCH)
+            return fail("halves disagree on the root", -5, rc ? rc : HIBAR_ERR_INTERNAL);
+        rc = hibar_barrier(h);
+        if (rc != 0)
+            return fail("barrier after a mismatch between nodes", -5, rc);
+        rc = hibar_allgather(h, r, s, me < np / 2 ? bytes : bytes / 2);
+        if (rc != HIBAR_ERR_MISMATCH)
+            return fail("halves disagree on the size", -6, rc ? rc : HIBAR_ERR_INTERNAL);
+        rc = hibar_barrier(h);
+        if (rc != 0)
+            return fail("barrier after a size mismatch between nodes", -6, rc);
     }
     /* a NULL receive buffer on the last rank: INVAL everywhere */
     rc = hibar_allgather(h, s, me == np - 1 ? NULL : s, bytes);
