@@ -1,7 +1,9 @@
 #!/bin/bash
 # fence_compare.sh: hibar-bench fence --compare on 2 namespace hosts x 2 ranks: hibar and Open MPI's
 # mpirun run the same fence client on the same hosts; rows for both phases and implementations,
-# with the ratio. Figures are not checked (a benchmark); skips (77) without root or mpirun.
+# with the ratio, and the packets each sent across the bed; with Slurm installed also --peer slurm
+# (srun --mpi=pmix on a private Slurm). Figures are not checked (a benchmark); skips (77)
+# without root or mpirun.
 set -u
 bld=${top_builddir:-$(cd "$(dirname "$0")/.." && pwd)}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -22,4 +24,23 @@ for impl in hibar open-mpi; do
     done
 done
 [ -z "$(ip netns list 2>/dev/null | grep "hibar-fcmp$$-")" ] || fail "namespaces left"
+# the packets each sent across the bed: Open MPI's ranks left the first host
+echo "$out" | grep -q '"impl": "open-mpi", .*"bed_packets": [1-9]' || fail "no packets from Open MPI across the bed"
+
+# --peer slurm: Slurm's own PMIx server (a private Slurm on the bed's hosts), when installed
+if command -v slurmd >/dev/null && command -v munged >/dev/null && ls /usr/lib/*/slurm-wlm/mpi_pmix*.so >/dev/null 2>&1; then
+    out=$(timeout -s TERM 240 "$bld/tools/hibar-bench" fence --compare --peer slurm --bed-name fcsl$$ \
+        --nodes 2 --ppn 2 --sizes 0 --iters 3 --jobs 1 --json 2>&1)
+    rc=$?
+    echo "$out"
+    [ $rc -eq 0 ] || fail "hibar-bench fence --compare --peer slurm exited $rc"
+    for impl in hibar slurm; do
+        echo "$out" | grep -q "^{\"bench\": \"fence\", \"impl\": \"$impl\", \"nodes\": 2, \"ranks\": 4, \"size\": 0, .*\"phase\": \"steady\", \"ratio\": [0-9]" ||
+            fail "no $impl steady row (--peer slurm)"
+    done
+    [ -z "$(ip netns list 2>/dev/null | grep "hibar-fcsl$$-")" ] || fail "namespaces left (--peer slurm)"
+    pgrep -f "hibar-fcsl$$" >/dev/null && fail "Slurm daemons left"
+else
+    echo "no Slurm with its mpi/pmix plugin: --peer slurm not tried"
+fi
 echo "PASS: fence_compare"

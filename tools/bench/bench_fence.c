@@ -36,14 +36,16 @@
  * hosts). Per size, --jobs jobs of each, alternated; per job a first fence (after a fence
  * without data that aligns the ranks' start-up) and --iters steady-state fences (after one
  * warm-up). Rows: impl hibar and open-mpi, with "phase" first or steady and "ratio" = hibar's
- * median / Open MPI's. Needs root (exit 77 without).
+ * median / Open MPI's. --peer slurm compares with Slurm's own PMIx server instead: a private
+ * Slurm on the bed's hosts (tests/slurm/up: slurmctld, a slurmd per host), the same program
+ * under `srun --mpi=pmix` (impl slurm). Needs root (exit 77 without).
  */
 
 typedef struct bf_opts {
     char nodes[128], sizes[128];
     unsigned ppn, iters, jobs;
     int compare;
-    char bed_name[32], bed_net[32];
+    char bed_name[32], bed_net[32], peer[16];
     hb_bench_common_t common;
 } bf_opts_t;
 
@@ -54,8 +56,10 @@ static void usage(FILE *f)
             "         [--ppn N (4)] [--iters N (100)] " HB_BENCH_COMMON_USAGE "\n"
             "       hibar-bench fence --compare [--nodes N (8)] [--sizes LIST (0,1024)] [--ppn N]\n"
             "         [--iters N (50)] [--jobs N (5)] [--bed-name NAME (hbfence)]\n"
-            "         [--bed-net A.B (10.239)] " HB_BENCH_COMMON_USAGE "\n"
-            "  --compare   hibar and Open MPI's mpirun on N network-namespace hosts (root)\n");
+            "         [--bed-net A.B (10.239)] [--peer open-mpi|slurm] " HB_BENCH_COMMON_USAGE "\n"
+            "  --compare   hibar and Open MPI's mpirun on N network-namespace hosts (root)\n"
+            "  --peer P    what hibar is compared with: open-mpi (mpirun, default) or slurm\n"
+            "              (srun --mpi=pmix on a private Slurm on the same hosts)\n");
 }
 
 /* One job: fill x[0..iters) with rank 0's samples. 0, or an error after printing why. */
@@ -153,8 +157,8 @@ static int compare_main(const bf_opts_t *o, const char *dir)
             *c = ' ';
     hb_bench_shell_quote(qz, sizeof(qz), sizes);
     char args[PATH_MAX * 3];
-    snprintf(args, sizeof(args), "%s --ppn %u --sizes %s --iters %u --jobs %u", qs, o->ppn, qz,
-             o->iters, o->jobs);
+    snprintf(args, sizeof(args), "%s --ppn %u --sizes %s --iters %u --jobs %u --impls 'hibar %s'",
+             qs, o->ppn, qz, o->iters, o->jobs, o->peer);
     hb_bench_bed_cmd(dir, args, o->bed_name, o->bed_net, nodes, cmd, sizeof(cmd));
     hb_bench_out_t out;
     if (hb_bench_out_open(&out, "fence", &o->common) != 0)
@@ -172,6 +176,7 @@ static int compare_main(const bf_opts_t *o, const char *dir)
     unsigned hosts = nodes, ppn = o->ppn;
     char line[1024], impl[32], phase[16];
     int rc = 0;
+    unsigned long long pk_hibar = 0, pk_peer = 0; /* packets each sent across the bed */
     while (fgets(line, sizeof(line), p) != NULL) {
         unsigned long long size;
         double us;
@@ -182,6 +187,11 @@ static int compare_main(const bf_opts_t *o, const char *dir)
         } else if (strncmp(line, "note ", 5) == 0) {
             line[strcspn(line, "\n")] = '\0';
             sscanf(line, "note hosts=%u ppn=%u", &hosts, &ppn);
+            char who[32];
+            unsigned long long pk;
+            if (sscanf(line, "note packets sent across the bed by %31[^']'s jobs: %llu", who,
+                       &pk) == 2)
+                (strcmp(who, "hibar") == 0 ? &pk_hibar : &pk_peer)[0] = pk;
             hb_bench_out_note(&out, "%s", line + 5);
         } else {
             fputs(line, stderr);
@@ -192,14 +202,14 @@ static int compare_main(const bf_opts_t *o, const char *dir)
         fprintf(stderr, "hibar-bench fence --compare: the test bed run failed (status %d)\n", st);
         rc = WIFEXITED(st) && WEXITSTATUS(st) == 77 ? 77 : 1;
     }
-    /* rows: per size and phase, hibar then open-mpi, both with the ratio of the medians */
+    /* rows: per size and phase, hibar then the peer, both with the ratio of the medians */
     for (size_t i = 0; i < n_sets; i++) {
         bf_set_t *h = &sets[i];
         if (strcmp(h->impl, "hibar") != 0)
             continue;
         bf_set_t *m = NULL;
         for (size_t k = 0; k < n_sets; k++)
-            if (strcmp(sets[k].impl, "open-mpi") == 0 && sets[k].size == h->size &&
+            if (strcmp(sets[k].impl, o->peer) == 0 && sets[k].size == h->size &&
                 sets[k].steady == h->steady)
                 m = &sets[k];
         hb_stats_t hs, ms;
@@ -208,13 +218,17 @@ static int compare_main(const bf_opts_t *o, const char *dir)
         if (m != NULL)
             hb_stats_summarize(m->x, m->n, o->common.confidence, &ms);
         double ratio = m != NULL && ms.median > 0 ? hs.median / ms.median : 0.0;
-        char extra[160];
-        snprintf(extra, sizeof(extra), "\"phase\": \"%s\", \"ratio\": %.3f, \"jobs\": %u",
-                 h->steady ? "steady" : "first", ratio, o->jobs);
+        char extra[200], extra_m[200];
+        snprintf(extra, sizeof(extra),
+                 "\"phase\": \"%s\", \"ratio\": %.3f, \"jobs\": %u, \"bed_packets\": %llu",
+                 h->steady ? "steady" : "first", ratio, o->jobs, pk_hibar);
+        snprintf(extra_m, sizeof(extra_m),
+                 "\"phase\": \"%s\", \"ratio\": %.3f, \"jobs\": %u, \"bed_packets\": %llu",
+                 h->steady ? "steady" : "first", ratio, o->jobs, pk_peer);
         hb_bench_out_note(&out,
-                          "%s fence, %" PRIu64 " B per rank: hibar then open-mpi; ratio "
-                          "hibar/open-mpi (medians) %.3f",
-                          h->steady ? "steady-state" : "first", h->size, ratio);
+                          "%s fence, %" PRIu64 " B per rank: hibar then %s; ratio "
+                          "hibar/%s (medians) %.3f",
+                          h->steady ? "steady-state" : "first", h->size, o->peer, o->peer, ratio);
         hb_bench_row_t row = {.impl = "hibar",
                               .nodes = hosts,
                               .ranks = hosts * ppn,
@@ -225,7 +239,8 @@ static int compare_main(const bf_opts_t *o, const char *dir)
                               .extra_json = extra};
         hb_bench_out_row(&out, &row);
         if (m != NULL) {
-            row.impl = "open-mpi";
+            row.impl = o->peer;
+            row.extra_json = extra_m;
             row.st = &ms;
             row.reps = row.iters = m->n;
             hb_bench_out_row(&out, &row);
@@ -249,6 +264,7 @@ int hb_bench_fence_main(int argc, char **argv)
     snprintf(o.sizes, sizeof(o.sizes), "%s", "");
     snprintf(o.bed_name, sizeof(o.bed_name), "hbfence");
     snprintf(o.bed_net, sizeof(o.bed_net), "10.239");
+    snprintf(o.peer, sizeof(o.peer), "open-mpi");
     if (hb_bench_common_parse(&argc, argv, &o.common) != 0)
         return 2;
     static const struct option lo[] = {
@@ -256,7 +272,8 @@ int hb_bench_fence_main(int argc, char **argv)
         {"ppn", required_argument, NULL, 'p'},      {"iters", required_argument, NULL, 'i'},
         {"jobs", required_argument, NULL, 'j'},     {"compare", no_argument, NULL, 'c'},
         {"bed-name", required_argument, NULL, 'B'}, {"bed-net", required_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+        {"peer", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -288,6 +305,14 @@ int hb_bench_fence_main(int argc, char **argv)
             break;
         case 'N':
             snprintf(o.bed_net, sizeof(o.bed_net), "%s", optarg);
+            break;
+        case 'P':
+            if (strcmp(optarg, "open-mpi") != 0 && strcmp(optarg, "slurm") != 0) {
+                fprintf(stderr, "hibar-bench fence: --peer takes open-mpi or slurm, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            snprintf(o.peer, sizeof(o.peer), "%s", optarg);
             break;
         case 'h':
             usage(stdout);
