@@ -355,14 +355,13 @@ static void xop_finish(hbd_xop_t *op, int status)
              * whichever of the two came last */
             uint64_t from = op->overlap ? op->t_ns[1] : op->t_ns[2];
             uint64_t last = op->t_ns[3] > op->t_ns[2] ? op->t_ns[3] : op->t_ns[2];
-            hb_log_debug("job %s: epoch %" PRIu64 " (%" PRIu64 " bytes in) read %.0f us, agree "
-                         "%.0f us, data %.0f us%s, write %.0f us",
-                         rj->j->nspace, op->epoch, op->in_len,
-                         (double)(op->t_ns[1] - op->t_ns[0]) / 1e3,
-                         (double)(op->t_ns[2] - op->t_ns[1]) / 1e3,
-                         (double)(op->t_ns[3] - from) / 1e3,
-                         op->overlap ? " (beside the agreement)" : "",
-                         (double)(hb_time_now_ns() - last) / 1e3);
+            hb_log_debug(
+                "job %s: epoch %" PRIu64 " (%" PRIu64 " bytes in) read %.0f us, agree "
+                "%.0f us, data %.0f us%s, write %.0f us",
+                rj->j->nspace, op->epoch, op->in_len, (double)(op->t_ns[1] - op->t_ns[0]) / 1e3,
+                (double)(op->t_ns[2] - op->t_ns[1]) / 1e3, (double)(op->t_ns[3] - from) / 1e3,
+                op->overlap ? " (beside the agreement)" : "",
+                (double)(hb_time_now_ns() - last) / 1e3);
         }
         hb_seg_release_status(&rj->seg, op->epoch, status);
     }

@@ -267,13 +267,17 @@ int hb_bench_fence_main(int argc, char **argv)
     snprintf(o.peer, sizeof(o.peer), "open-mpi");
     if (hb_bench_common_parse(&argc, argv, &o.common) != 0)
         return 2;
-    static const struct option lo[] = {
-        {"nodes", required_argument, NULL, 'n'},    {"sizes", required_argument, NULL, 's'},
-        {"ppn", required_argument, NULL, 'p'},      {"iters", required_argument, NULL, 'i'},
-        {"jobs", required_argument, NULL, 'j'},     {"compare", no_argument, NULL, 'c'},
-        {"bed-name", required_argument, NULL, 'B'}, {"bed-net", required_argument, NULL, 'N'},
-        {"peer", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"nodes", required_argument, NULL, 'n'},
+                                       {"sizes", required_argument, NULL, 's'},
+                                       {"ppn", required_argument, NULL, 'p'},
+                                       {"iters", required_argument, NULL, 'i'},
+                                       {"jobs", required_argument, NULL, 'j'},
+                                       {"compare", no_argument, NULL, 'c'},
+                                       {"bed-name", required_argument, NULL, 'B'},
+                                       {"bed-net", required_argument, NULL, 'N'},
+                                       {"peer", required_argument, NULL, 'P'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
