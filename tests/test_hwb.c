@@ -432,11 +432,17 @@ static int t_body_fd_close(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     if (me == 0) {
         T_CHECK(hb_hwb_fd(h, &fd) == 0, 0);
         T_CHECK(hb_hwb_arrive(h, 3, t_full(n)) == 0, 0); /* node 1 never comes to 3 */
-        t_nap_us(5000);                                  /* node 1 is asleep by now */
+        /* node 1 must have attached before the Center goes (on a loaded machine it can
+         * start late); bounded: a node 1 that never comes fails its own check */
+        for (uint64_t t0 = hb_time_now_ns();
+             atomic_load(&t_sh->cnt[0]) == 0 && hb_time_now_ns() - t0 < T_WAIT_MS * 1000000ull;)
+            t_nap_us(200);
+        t_nap_us(5000); /* node 1 is most likely asleep by now (or about to call) */
         hb_hwb_close(h);
         atomic_store(&t_sh->go, 1);
         _exit(0);
     }
+    atomic_store(&t_sh->cnt[0], 1); /* attached */
     rc = hb_hwb_barrier(h, 4, t_full(n), T_WAIT_MS);
     T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
     for (uint64_t t0 = hb_time_now_ns(); /* bounded: a hung close fails here */
