@@ -93,7 +93,7 @@ typedef struct hb_cfg {
     uint32_t fanout;                /* 0 (default): the paper's shape; k: k-ary tree */
     hb_cfg_bootstrap_t bootstrap;   /* default local */
     hb_cfg_data_plane_t data_plane; /* default plain */
-    int fast_lane;         /* barrier tokens on a polled TCP link (hbd_fast.c); default 1 */
+    int fast_lane;         /* tokens, plain data: on a polled TCP link (hbd_fast.c); default 1 */
     int coll_overlap;      /* ranks' collectives: data moves while the agreement runs; default 1 */
     int poll;              /* hb_cfg_poll_t: how hibard waits while barriers are busy */
     uint32_t cpu_reserved; /* cores set aside for hibard (CoreSpecCount); default 0 */

@@ -58,8 +58,9 @@ typedef struct hbd_stats {
     uint64_t data_rx, data_tx; /* collective frames on the plain data plane */
     uint64_t data_denied;      /* data-socket connections refused (wrong or no token) */
     uint64_t data_bad;         /* frames refused on the data socket (not COLL, wrong sender) */
-    uint64_t fast_rx, fast_tx; /* barrier tokens on the fast lane */
-    uint64_t fast_bad;         /* frames that closed a fast link (malformed, not HIER) */
+    uint64_t fast_rx, fast_tx; /* frames on the fast lane (tokens; data with a plain plane) */
+    uint64_t fast_bad;         /* frames that closed a fast link (malformed, or a type it
+                                * must not carry) */
     uint64_t fast_denied;      /* fast-lane connections refused (no neighbour, wrong token) */
     uint64_t rx_from_lost;     /* frames from a node already taken for lost (dropped) */
     uint64_t barriers_done, barriers_failed;

@@ -190,8 +190,12 @@ static int compare_main(const bf_opts_t *o, const char *dir)
             char who[32];
             unsigned long long pk;
             if (sscanf(line, "note packets sent across the bed by %31[^']'s jobs: %llu", who,
-                       &pk) == 2)
-                (strcmp(who, "hibar") == 0 ? &pk_hibar : &pk_peer)[0] = pk;
+                       &pk) == 2) {
+                if (strcmp(who, "hibar") == 0)
+                    pk_hibar = pk;
+                else
+                    pk_peer = pk;
+            }
             hb_bench_out_note(&out, "%s", line + 5);
         } else {
             fputs(line, stderr);
