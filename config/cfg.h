@@ -165,4 +165,13 @@ int hb_cfg_hostlist_expand(const char *expr, char ***names_p, uint32_t *n_p, cha
                            size_t errlen);
 void hb_cfg_hostlist_free(char **names, uint32_t n);
 
+/*
+ * The nodes a hostlist names, as member flags (member[n_nodes], set to 0 or 1) for
+ * hb_topo_restrict: 0 and *n_p the number named, or HIBAR_ERR_CONFIG with err naming the
+ * first unknown node ("unknown node 'x9' in 'x[1-9]'"), a bad expression, or a node named
+ * twice.
+ */
+int hb_cfg_members(const hb_cfg_t *cfg, const char *hostlist, uint8_t *member, uint32_t *n_p,
+                   char *err, size_t errlen);
+
 #endif

@@ -197,3 +197,33 @@ void hb_cfg_hostlist_free(char **names, uint32_t n)
         free(names[i]);
     free(names);
 }
+
+int hb_cfg_members(const hb_cfg_t *cfg, const char *hostlist, uint8_t *member, uint32_t *n_p,
+                   char *err, size_t errlen)
+{
+    char **names = NULL;
+    uint32_t n = 0, i, id;
+    int rc;
+
+    if (cfg == NULL || hostlist == NULL || member == NULL)
+        return HIBAR_ERR_INVAL;
+    rc = hb_cfg_hostlist_expand(hostlist, &names, &n, err, errlen);
+    if (rc != 0)
+        return rc;
+    memset(member, 0, cfg->n_nodes);
+    for (i = 0; i < n && rc == 0; i++) {
+        if (hb_cfg_node_find(cfg, names[i], &id) != 0) {
+            snprintf(err, errlen, "unknown node '%s' in '%s'", names[i], hostlist);
+            rc = HIBAR_ERR_CONFIG;
+        } else if (member[id]) {
+            snprintf(err, errlen, "node '%s' named twice in '%s'", names[i], hostlist);
+            rc = HIBAR_ERR_CONFIG;
+        } else {
+            member[id] = 1;
+        }
+    }
+    hb_cfg_hostlist_free(names, n);
+    if (rc == 0 && n_p != NULL)
+        *n_p = n;
+    return rc;
+}

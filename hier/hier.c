@@ -139,7 +139,7 @@ int hb_hier_create(const hb_topo_t *topo, uint32_t node, const hb_hier_cfg_t *cf
         return HIBAR_ERR_INVAL;
     tn = &topo->nodes[node];
     tc = &topo->chassis[tn->chassis];
-    if (tc->n_nodes == 0 || tc->n_nodes > HB_TOPO_MAX_CHASSIS_SIZE)
+    if (!tn->member || tc->n_nodes == 0 || tc->n_nodes > HB_TOPO_MAX_CHASSIS_SIZE)
         return HIBAR_ERR_INVAL;
 
     h = calloc(1, sizeof(*h));
@@ -149,7 +149,7 @@ int hb_hier_create(const hb_topo_t *topo, uint32_t node, const hb_hier_cfg_t *cf
     h->node = node;
     h->n_nodes = topo->n_nodes;
     h->chassis = tn->chassis;
-    h->mask = tc->n_nodes == 32 ? UINT32_MAX : (1u << tc->n_nodes) - 1u;
+    h->mask = tc->mask;
     h->parent = tn->parent;
     h->n_children = tn->n_children;
     h->next = cfg->first_coll;
@@ -171,7 +171,7 @@ int hb_hier_create(const hb_topo_t *topo, uint32_t node, const hb_hier_cfg_t *cf
     shape.chassis_children = tc->n_children > 0;
     shape.up = tn->parent != HB_TOPO_NONE;
     shape.down = tn->n_children > 0;
-    shape.center = tn->port == 0;
+    shape.center = tc->nodes[0] == node;
     if (cfg->protocol == HB_HIER_SCMD)
         rc = hb_hier_scmd_build(&shape, &h->prog);
     else
@@ -646,7 +646,7 @@ int hb_hier_cost(const hb_topo_t *topo, hb_hier_proto_t p, uint32_t *n_ib_p, uin
     if (topo == NULL || topo->n_chassis == 0 || n_ib_p == NULL || n_sr_p == NULL ||
         (p != HB_HIER_SCMD && p != HB_HIER_TREE))
         return HIBAR_ERR_INVAL;
-    if (topo->chassis[0].n_children == 0) {
+    if (topo->root >= topo->n_chassis || topo->chassis[topo->root].n_children == 0) {
         *n_ib_p = 1;
         *n_sr_p = 0;
         return 0;

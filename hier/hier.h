@@ -22,10 +22,13 @@
  *            COMPLETE    collective coll_id is complete on this node: release the ranks
  *            FAIL        collective coll_id failed on this node with `status`
  *
- * Every node of the topology takes part in every collective (a job spans the cluster; a
- * subset needs another topology). Collectives are told apart by (job, coll_id, epoch); job and
- * epoch are fixed per engine (create a new engine for a new epoch, e.g. after a failure;
- * several jobs at once: one engine per job, each with its own range of sync numbers).
+ * Every member node of the topology takes part in every collective. A job on part of the
+ * cluster passes its view (hb_topo_restrict: the member set, the pruned tree, stand-in
+ * Centers, the members' ports in each chassis' mask); an engine exists only on members
+ * (INVAL for a non-member), and non-members never hear of the job. Collectives are told
+ * apart by (job, coll_id, epoch); job and epoch are fixed per engine (create a new engine for
+ * a new epoch, e.g. after a failure; several jobs at once: one engine per job, each with its
+ * own range of sync numbers).
  *
  * Failures. TIMEOUT fails that collective only; the others in flight go on. HWB_DONE with a
  * negative status fails its collective. PEER_LOST fails every collective this node arrived
@@ -41,11 +44,11 @@
  *
  * Chassis barriers. Collective c uses sync number cfg.sync_base + c % cfg.n_sync for all of
  * its chassis barriers (phases 1..3 run one after the other on one node, and a sync number is
- * reusable once this node has seen its completion: hwb.h), with the mask of every node of the
- * chassis (bit i = port i). Every node of a chassis therefore arrives at the same sync number
- * with the same mask for the same (collective, phase), without talking to the others. A
- * failed collective keeps its sync number reserved for the rest of the engine's life, since
- * the chassis mates may still be using it.
+ * reusable once this node has seen its completion: hwb.h), with the chassis' participation
+ * mask (bit i = port i; every port of a full topology, the members' in a restricted view). Every
+ * node of a chassis therefore arrives at the same sync number with the same mask for the same
+ * (collective, phase), without talking to the others. A failed collective keeps its sync number
+ * reserved for the rest of the engine's life, since the chassis mates may still be using it.
  *
  * Messages. Barriers carry no payload (ev.data/len and act.data/len stay NULL/0; a fence will
  * use them). A message that cannot be right is dropped, counted in hb_hier_stats_t and
@@ -186,7 +189,8 @@ int hb_hier_proto_parse(const char *s, hb_hier_proto_t *p_p);
  * Critical path of one barrier of the protocol on topo, counted as the formulas count it:
  * chassis barriers (T_IB) and inter-chassis sends (T_SR) on the longest causal chain from the
  * last ARRIVE to the last COMPLETE, with every node arriving at once. L is the number of
- * inter-level chassis on the longest root-to-leaf path. scmd: lone chassis 1 + 0, else
+ * inter-level chassis on the longest root-to-leaf path (of the pruned tree in a restricted
+ * view, so the formula holds per member set). scmd: lone chassis 1 + 0, else
  * (4 + 3L) + 3(L + 1), exactly the paper's T_EB. tree: lone chassis 1 + 0, else
  * (3 + 2L) + 2(L + 1): the gather up costs a barrier per chassis on the path (L + 2), the
  * release one per non-root chassis (L + 1). (An earlier "(2 + 2L)·T_IB" is one T_IB short: the

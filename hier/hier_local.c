@@ -102,6 +102,8 @@ int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hie
         goto err_free;
     }
     for (i = 0; i < topo->n_nodes; i++) {
+        if (!topo->nodes[i].member)
+            continue; /* a restricted view: no engine, never addressed */
         rc = hb_hier_create(topo, i, cfg, &l->eng[i]);
         if (rc != 0)
             goto err_free;
@@ -286,8 +288,8 @@ static int local_hwb_arrive(hb_hier_local_t *l, uint32_t node, const hb_hier_act
     ev.coll_id = r->coll_id;
     ev.sync_no = a->sync_no;
     r->active = 0;
-    for (p = 0; p < tc->n_nodes && p < 32; p++) {
-        if (!(r->mask & (1u << p)))
+    for (p = 0; p < tc->n_nodes; p++) {
+        if (!(r->mask & (1u << l->topo->nodes[tc->nodes[p]].port)))
             continue;
         rc = local_push(l, tc->nodes[p], &ev, &done);
         if (rc != 0)
@@ -357,7 +359,9 @@ static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev,
             sent = ast->clk;
             sent.n_sr++;
             sent.t += l->t_sr;
-            rc2 = a->to < l->topo->n_nodes ? local_push(l, a->to, &out, &sent) : HIBAR_ERR_INTERNAL;
+            rc2 = a->to < l->topo->n_nodes && l->eng[a->to] != NULL
+                      ? local_push(l, a->to, &out, &sent)
+                      : HIBAR_ERR_INTERNAL;
             break;
         case HB_HIER_ACT_HWB_ARRIVE:
             r = local_rec(l, HB_HIER_REC_HWB_ARRIVE, node, a->coll_id, ast);
@@ -396,7 +400,7 @@ int hb_hier_local_inject_at(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_
 {
     local_clock_t clk = {0, 0, t};
 
-    if (l == NULL || ev == NULL || node >= l->topo->n_nodes)
+    if (l == NULL || ev == NULL || node >= l->topo->n_nodes || l->eng[node] == NULL)
         return HIBAR_ERR_INVAL;
     if (l->dead[node])
         return HIBAR_ERR_UNAVAIL;

@@ -73,7 +73,8 @@ typedef struct hb_hier_local_stats {
 
 typedef struct hb_hier_local hb_hier_local_t;
 
-/* One engine per node of topo, all with cfg. INVAL, NOMEM, or hb_hier_create's error. */
+/* One engine per member node of topo (every node of a full topology), all with cfg. INVAL,
+ * NOMEM, or hb_hier_create's error. */
 int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hier_local_t **l_p);
 void hb_hier_local_destroy(hb_hier_local_t *l);
 hb_hier_t *hb_hier_local_engine(hb_hier_local_t *l, uint32_t node);

@@ -49,6 +49,8 @@ int sim_hier_init(sim_hier_t *s, sim_world_t *w, const hb_topo_t *topo, const hb
         goto err_free;
     }
     for (i = 0; i < topo->n_nodes; i++) {
+        if (!topo->nodes[i].member)
+            continue; /* a job's view (hb_topo_restrict): no engine, never addressed */
         rc = hb_hier_create(topo, i, &cfg, &s->eng[i]);
         if (rc != 0)
             goto err_free;
@@ -102,6 +104,8 @@ int sim_hier_start(sim_hier_t *s)
 
     for (i = 0; i < s->topo->n_nodes; i++) {
         double t = 0;
+        if (!s->topo->nodes[i].member)
+            continue;
         if (s->o.skew_us > 0)
             t = s->o.skew_us * (double)(sim_rand(&rng) >> 11) / 9007199254740992.0;
         rc = hb_sim_engine_push(s->w->eng, t, SIM_EV_ARRIVE, i, 0, 0, 0);
@@ -153,7 +157,7 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     t_done =
         r->t_last + ib_wire(&s->w->p) + sim_stall(s->w, s->w->p.ib_stall_us, s->w->p.ib_stall_p);
     for (p = 0; p < tc->n_nodes; p++) {
-        if (!(r->mask & (1u << p)))
+        if (!(r->mask & (1u << s->topo->nodes[tc->nodes[p]].port)))
             continue;
         rc = hb_sim_engine_push(s->w->eng, t_done, SIM_EV_HWB_DONE, tc->nodes[p], a->sync_no, 0,
                                 r->coll_id);
@@ -245,6 +249,10 @@ int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
     size_t n, i;
     int rc;
 
+    if (s->eng[node] == NULL) {
+        hb_log_error("sim: an event for node %" PRIu32 ", not a member of the job", node);
+        return HIBAR_ERR_INTERNAL;
+    }
     rc = hb_hier_step(s->eng[node], ev, s->acts, s->max_acts, &n);
     if (rc == 0 && s->o.trace != NULL)
         sim_trace(s, node, ev, NULL);
@@ -352,10 +360,10 @@ int sim_hier_finish(sim_hier_t *s, hb_sim_result_t *r)
     uint32_t b;
 
     for (b = 0; b < s->o.barriers; b++) {
-        if (s->n_complete[b] != s->topo->n_nodes) {
+        if (s->n_complete[b] != s->topo->n_members) {
             hb_log_error("sim: barrier %" PRIu32 " completed on %" PRIu32 " of %" PRIu32
                          " nodes (the run stalled)",
-                         b, s->n_complete[b], s->topo->n_nodes);
+                         b, s->n_complete[b], s->topo->n_members);
             return HIBAR_ERR_INTERNAL;
         }
         sum += s->last_complete[b] - s->last_arrive[b];

@@ -110,4 +110,23 @@ HIBAR_PROTOCOL=ring "$info" >/dev/null 2>"$tmp/env.err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "environment HIBAR_PROTOCOL" "$tmp/env.err"; then echo "ok   bad env"; else echo "FAIL bad env ($rc)"; fail=1; fi
 
+# A job's view: --members prunes the tree to the members' chassis; stand-in Centers; errors.
+"$info" --config "$top_srcdir/examples/local.yaml" --members 'n[04-05,08]' --json > "$tmp/m.json"
+rc=$?
+if [ $rc -eq 0 ] && python3 - "$tmp/m.json" <<'PY'; then echo "ok   --members view"; else echo "FAIL --members view ($rc)"; fail=1; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["n_members"] == 3 and d["n_active_chassis"] == 2, d
+kept = [c for c in d["chassis"] if c["center"] is not None]
+assert [c["center"] for c in kept] == ["n04", "n08"], kept  # n04, n08: stand-ins
+assert kept[0]["role"] == "root" and kept[1]["parent_node"] == "n04", kept
+assert kept[0]["mask"] == 6, kept  # ports 1 and 2 of chassis n03..n05
+assert sum(n["member"] for n in d["nodes"]) == 3
+PY
+"$info" --config "$top_srcdir/examples/local.yaml" --members 'n[04-05,08]' | grep -q "C\*   n04" ||
+    { echo "FAIL --members text: no stand-in mark"; fail=1; }
+"$info" --config "$top_srcdir/examples/local.yaml" --members 'n[04,99]' >/dev/null 2>"$tmp/m.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown node 'n99'" "$tmp/m.err"; then echo "ok   --members unknown node -> 2"; else echo "FAIL --members unknown node ($rc)"; fail=1; fi
+
 exit $fail

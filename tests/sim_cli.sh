@@ -89,6 +89,21 @@ best = [r for r in sc if r["best"]]
 assert len(best) == 1 and best[0]["impl"] == "multi-lane" and best[0]["speedup"] > 1.2, best
 PY
 
+# a job on part of the cluster: fewer members, the formula of the pruned tree, never slower
+"$sim" barrier --nodes 3000 --fanout 4 --protocol tree --gap 0 --json -q > "$tmp/w.json" &&
+    "$sim" barrier --nodes 3000 --fanout 4 --protocol tree --gap 0 --json -q --members 10% \
+        > "$tmp/m.json" || bad "--members exit"
+python3 - "$tmp/w.json" "$tmp/m.json" <<'PY' && ok "--members 10%: pruned tree, formula" || bad "--members rows"
+import json, sys
+w = json.loads(open(sys.argv[1]).readline())
+m = json.loads(open(sys.argv[2]).readline())
+assert w["members"] == 3000 and 200 < m["members"] < 400, (w, m)
+assert abs(m["predicted_us"] - m["formula_us"]) < 1e-6 and m["L"] <= w["L"], (w, m)
+assert m["predicted_us"] <= w["predicted_us"], (w, m)
+PY
+"$sim" barrier --nodes 30 --members 150% -q > /dev/null 2>&1
+[ $? -eq 2 ] && ok "--members 150% -> 2" || bad "--members 150% not refused with 2"
+
 # plots, when gnuplot is here
 if command -v gnuplot >/dev/null 2>&1; then
     "$sim" barrier --sweep 100,300 --fanouts 0,2 --plot "$tmp/plot" -q > /dev/null 2>&1

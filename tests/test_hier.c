@@ -47,7 +47,7 @@ static hb_topo_t *mk_topo(uint32_t n_chassis, uint32_t size, uint32_t fanout)
 /* The formulas, computed here independently of hier: (IB, SR) terms. */
 static void formula(const hb_topo_t *t, hb_hier_proto_t p, uint32_t *ib, uint32_t *sr)
 {
-    if (t->n_chassis == 1) {
+    if (t->n_active == 1) {
         *ib = 1;
         *sr = 0;
     } else if (p == HB_HIER_SCMD) {
@@ -80,11 +80,11 @@ static int drive(hb_hier_local_t *l, const hb_topo_t *t, uint64_t first, uint64_
                  hb_hier_local_order_t order, unsigned pct)
 {
     uint64_t *next = calloc(t->n_nodes, sizeof(uint64_t));
-    uint32_t i, left = t->n_nodes;
+    uint32_t i, left = t->n_members;
     int rc = 0;
 
     for (i = 0; i < t->n_nodes; i++)
-        next[i] = first;
+        next[i] = t->nodes[i].member ? first : first + n; /* non-members: nothing to do */
     if (n == 0)
         left = 0;
     for (;;) {
@@ -121,9 +121,10 @@ out:
 }
 
 /*
- * Check the trace for collectives first..first+n-1: every node COMPLETEs each exactly once,
- * none FAILs, no COMPLETE precedes any node's ARRIVE of that collective, nothing refused,
- * no chassis barrier mismatch, and the critical path equals the formula.
+ * Check the trace for collectives first..first+n-1: every member COMPLETEs each exactly once,
+ * none FAILs, no COMPLETE precedes any member's ARRIVE of that collective, nothing refused,
+ * no chassis barrier mismatch, nothing at all happens on a non-member, and the critical path
+ * equals the formula.
  */
 static void check_ok(hb_hier_local_t *l, const hb_topo_t *t, hb_hier_proto_t p, uint64_t first,
                      uint64_t n)
@@ -136,7 +137,7 @@ static void check_ok(hb_hier_local_t *l, const hb_topo_t *t, hb_hier_proto_t p, 
     uint32_t ib, sr, fib, fsr;
     double tm;
     uint64_t k;
-    int bad_order = 0, fails = 0;
+    int bad_order = 0, fails = 0, outsiders = 0;
 
     hb_hier_local_stats(l, &st);
     CU_ASSERT_EQUAL(st.refused, 0);
@@ -147,20 +148,23 @@ static void check_ok(hb_hier_local_t *l, const hb_topo_t *t, hb_hier_proto_t p, 
         if (r->coll_id < first || r->coll_id >= first + n)
             continue;
         k = r->coll_id - first;
+        if (!t->nodes[r->node].member || (r->kind == HB_HIER_REC_SEND && !t->nodes[r->peer].member))
+            outsiders++;
         if (r->kind == HB_HIER_REC_ARRIVE)
             arr[k]++;
         else if (r->kind == HB_HIER_REC_COMPLETE) {
             done[(size_t)r->node * n + k]++;
-            if (arr[k] != t->n_nodes)
+            if (arr[k] != t->n_members)
                 bad_order++;
         } else if (r->kind == HB_HIER_REC_FAIL)
             fails++;
     }
     CU_ASSERT_EQUAL(bad_order, 0);
     CU_ASSERT_EQUAL(fails, 0);
+    CU_ASSERT_EQUAL(outsiders, 0);
     for (i = 0; i < (size_t)t->n_nodes * n; i++)
-        if (done[i] != 1) {
-            CU_FAIL("a node did not complete a barrier exactly once");
+        if (done[i] != (uint32_t)t->nodes[i / n].member) {
+            CU_FAIL("a member did not complete a barrier exactly once, or a non-member did");
             break;
         }
     formula(t, p, &fib, &fsr);
@@ -244,6 +248,213 @@ static void test_shapes_many(void)
 static void test_shapes_mixed(void)
 {
     run_shapes(0, 5);
+}
+
+/* ---- jobs on part of the cluster: restricted views ---------------------------------- */
+
+/* The invariants of the view v of the full topology t for the member set m. */
+static void check_view(const hb_topo_t *t, const hb_topo_t *v, const uint8_t *m)
+{
+    uint32_t c, i, kept = 0, n_members = 0;
+
+    for (i = 0; i < t->n_nodes; i++) {
+        CU_ASSERT_EQUAL(v->nodes[i].member, m[i] != 0);
+        CU_ASSERT_EQUAL(v->nodes[i].chassis, t->nodes[i].chassis);
+        CU_ASSERT_EQUAL(v->nodes[i].port, t->nodes[i].port);
+        n_members += m[i] != 0;
+        if (!m[i]) {
+            CU_ASSERT_EQUAL(v->nodes[i].n_children, 0);
+            CU_ASSERT_EQUAL(v->nodes[i].parent, HB_TOPO_NONE);
+            CU_ASSERT_FALSE(hb_topo_is_center(v, i));
+        }
+    }
+    CU_ASSERT_EQUAL(v->n_members, n_members);
+    for (c = 0; c < t->n_chassis; c++) {
+        const hb_topo_chassis_t *ch = &v->chassis[c];
+        uint32_t mask = 0, n = 0, a;
+        for (i = 0; i < t->chassis[c].n_nodes; i++)
+            if (m[t->chassis[c].nodes[i]]) {
+                mask |= 1u << i; /* port i of a full topology */
+                n++;
+            }
+        CU_ASSERT_EQUAL(ch->mask, mask);
+        CU_ASSERT_EQUAL(ch->n_nodes, n);
+        if (n == 0) {
+            CU_ASSERT_EQUAL(ch->n_children, 0);
+            continue;
+        }
+        kept++;
+        for (i = 1; i < ch->n_nodes; i++)
+            CU_ASSERT(v->nodes[ch->nodes[i - 1]].port < v->nodes[ch->nodes[i]].port);
+        CU_ASSERT(hb_topo_is_center(v, ch->nodes[0]));
+        if (c == v->root) {
+            CU_ASSERT_EQUAL(ch->parent, HB_TOPO_NONE);
+            CU_ASSERT_EQUAL(ch->role, HB_TOPO_ROOT);
+            continue;
+        }
+        a = ch->parent;
+        CU_ASSERT_FATAL(a < c && v->chassis[a].n_nodes > 0);
+        CU_ASSERT(v->nodes[ch->parent_node].member);
+        CU_ASSERT_EQUAL(v->nodes[ch->parent_node].chassis, ch->parent);
+        CU_ASSERT_EQUAL(v->nodes[ch->nodes[0]].parent, ch->parent_node);
+        CU_ASSERT_EQUAL(ch->role, ch->n_children > 0 ? HB_TOPO_INTER : HB_TOPO_LOW);
+        CU_ASSERT_EQUAL(ch->depth, v->chassis[a].depth + 1);
+    }
+    for (c = 0; c < t->n_chassis; c++) /* as many children as a full chassis would take */
+        CU_ASSERT(v->chassis[c].n_children <= (t->fanout ? t->fanout : t->chassis[c].n_nodes));
+    CU_ASSERT_EQUAL(v->n_active, kept);
+    CU_ASSERT(v->root < t->n_chassis && v->chassis[v->root].n_nodes > 0);
+}
+
+/* Member patterns: 0 random (about half), 1 every node but the Centers, 2 every chassis but
+ * the root one, 3 one node, 4 every other chassis, 5 a random tenth, 6 every node. Returns
+ * the number of members. */
+static uint32_t subset_pattern(const hb_topo_t *t, int pat, uint8_t *m)
+{
+    uint32_t i, n = 0;
+
+    for (i = 0; i < t->n_nodes; i++) {
+        const hb_topo_node_t *tn = &t->nodes[i];
+        switch (pat) {
+        case 0:
+            m[i] = rnd() % 2;
+            break;
+        case 1:
+            m[i] = tn->port != 0;
+            break;
+        case 2:
+            m[i] = tn->chassis != 0;
+            break;
+        case 3:
+            m[i] = 0;
+            break;
+        case 4:
+            m[i] = tn->chassis % 2 == 1;
+            break;
+        case 5:
+            m[i] = rnd() % 10 == 0;
+            break;
+        default:
+            m[i] = 1;
+            break;
+        }
+        n += m[i];
+    }
+    if (pat == 3) {
+        m[rnd() % t->n_nodes] = 1;
+        n = 1;
+    }
+    return n;
+}
+
+/* Barriers of jobs on part of the cluster: every shape, six kinds of member sets, both
+ * protocols, three delivery orders; the formula holds on each pruned tree. */
+static void test_subsets(void)
+{
+    static const uint32_t sizes[] = {3, 0};
+    size_t a, b, z;
+    int p, o, pat;
+
+    rng_state = 0xfeedull;
+    for (z = 0; z < 2; z++)
+        for (a = 0; a < sizeof(shapes_chassis) / sizeof(shapes_chassis[0]); a++)
+            for (b = 0; b < sizeof(shapes_fanout) / sizeof(shapes_fanout[0]); b++) {
+                hb_topo_t *t = mk_topo(shapes_chassis[a], sizes[z], shapes_fanout[b]);
+                uint8_t *m;
+                CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+                m = calloc(t->n_nodes, 1);
+                for (pat = 0; pat < 7; pat++) {
+                    hb_topo_t *v = NULL;
+                    char err[128];
+                    uint32_t c;
+                    if (subset_pattern(t, pat, m) == 0)
+                        continue;
+                    CU_ASSERT_EQUAL_FATAL(hb_topo_restrict(t, m, &v, err, sizeof(err)), 0);
+                    check_view(t, v, m);
+                    CU_ASSERT(v->L <= t->L); /* never deeper than the whole cluster's */
+                    for (c = 0; pat == 6 && c < t->n_chassis; c++) { /* all: the same tree */
+                        CU_ASSERT_EQUAL(v->chassis[c].parent, t->chassis[c].parent);
+                        CU_ASSERT_EQUAL(v->chassis[c].parent_node, t->chassis[c].parent_node);
+                        CU_ASSERT_EQUAL(v->chassis[c].n_children, t->chassis[c].n_children);
+                        CU_ASSERT_EQUAL(v->chassis[c].role, t->chassis[c].role);
+                    }
+                    for (p = HB_HIER_SCMD; p <= HB_HIER_TREE; p++)
+                        for (o = HB_HIER_LOCAL_FIFO; o <= HB_HIER_LOCAL_RANDOM; o++) {
+                            hb_hier_local_t *l = mk_local(v, (hb_hier_proto_t)p, 0);
+                            CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+                            hb_hier_local_seed(l, rnd() | 1);
+                            CU_ASSERT_EQUAL(drive(l, v, 0, 10, (hb_hier_local_order_t)o, 30), 0);
+                            check_ok(l, v, (hb_hier_proto_t)p, 0, 10);
+                            hb_hier_local_destroy(l);
+                        }
+                    hb_topo_free(v);
+                }
+                free(m);
+                hb_topo_free(t);
+            }
+}
+
+/* The paper's cluster without its Centers: stand-ins, links, masks; the cost is unchanged. */
+static void test_subset_paper(void)
+{
+    hb_topo_t *t = mk_topo(10, 3, 0), *v = NULL;
+    uint8_t m[30];
+    hb_hier_cfg_t cfg;
+    hb_hier_t *h = NULL;
+    uint32_t i, ib, sr;
+    char err[128];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    for (i = 0; i < 30; i++)
+        m[i] = i % 3 != 0;
+    CU_ASSERT_EQUAL_FATAL(hb_topo_restrict(t, m, &v, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(v->root, 0);
+    CU_ASSERT_EQUAL(v->n_members, 20);
+    CU_ASSERT_EQUAL(v->chassis[0].nodes[0], 1); /* stand-in Center: port 1 */
+    CU_ASSERT_EQUAL(v->chassis[0].mask, 6);
+    /* chassis 1, 2, 3 hung below nodes 0, 1, 2; 0 is not a member: the root's members in turn */
+    CU_ASSERT_EQUAL(t->chassis[1].parent_node, 0);
+    CU_ASSERT_EQUAL(v->chassis[1].parent_node, 1);
+    CU_ASSERT_EQUAL(v->chassis[2].parent_node, 2);
+    CU_ASSERT_EQUAL(v->chassis[3].parent_node, 1);
+    /* chassis 1's children 4, 5 hung below its ports 4, 5; 3 is out, 4 the stand-in: 5 links
+     * both */
+    CU_ASSERT_EQUAL(v->chassis[4].parent_node, 5);
+    CU_ASSERT_EQUAL(v->chassis[5].parent_node, 5);
+    CU_ASSERT_EQUAL(v->nodes[4].parent, 1); /* chassis 1's stand-in Center links up */
+    CU_ASSERT_EQUAL(v->L, t->L);
+    CU_ASSERT_EQUAL(hb_hier_cost(v, HB_HIER_SCMD, &ib, &sr), 0);
+    CU_ASSERT_EQUAL(ib, 7);
+    CU_ASSERT_EQUAL(sr, 6);
+    hb_hier_cfg_init(&cfg);
+    CU_ASSERT_EQUAL(hb_hier_create(v, 0, &cfg, &h), HIBAR_ERR_INVAL); /* not a member */
+    CU_ASSERT_EQUAL(hb_hier_create(v, 1, &cfg, &h), 0);
+    CU_ASSERT_STRING_EQUAL(hb_hier_role(h), "scmd root Center");
+    hb_hier_destroy(h);
+    /* only chassis 4 and 7 (below 1 and 2): 4 is the root, 7 below its first member */
+    memset(m, 0, sizeof(m));
+    m[13] = m[14] = m[22] = 1;
+    hb_topo_free(v);
+    CU_ASSERT_EQUAL_FATAL(hb_topo_restrict(t, m, &v, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(v->root, 4);
+    CU_ASSERT_EQUAL(v->n_active, 2);
+    CU_ASSERT_EQUAL(v->chassis[7].parent, 4);
+    CU_ASSERT_EQUAL(v->chassis[7].parent_node, 13);
+    CU_ASSERT_EQUAL(v->L, 0);
+    CU_ASSERT_DOUBLE_EQUAL(hb_hier_predict(v, HB_HIER_TREE, 3.0, 100.0), 3 * 3.0 + 2 * 100.0, 1e-9);
+    /* errors: no member; a member the view does not have; NULL */
+    {
+        hb_topo_t *w = NULL;
+        memset(m, 0, sizeof(m));
+        CU_ASSERT_EQUAL(hb_topo_restrict(t, m, &w, err, sizeof(err)), HIBAR_ERR_CONFIG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "no member"));
+        m[0] = 1;
+        CU_ASSERT_EQUAL(hb_topo_restrict(v, m, &w, err, sizeof(err)), HIBAR_ERR_CONFIG);
+        CU_ASSERT_EQUAL(hb_topo_restrict(NULL, m, &w, err, sizeof(err)), HIBAR_ERR_INVAL);
+        CU_ASSERT_PTR_NULL(w);
+    }
+    hb_topo_free(v);
+    hb_topo_free(t);
 }
 
 /* The paper's cluster: L = 1, scmd 7 chassis barriers + 6 sends, tree 5 + 4; roles. */
@@ -1013,6 +1224,8 @@ int main(void)
                      test_shapes_one) ||
         !CU_add_test(s, "shapes, 12 barriers in flight", test_shapes_many) ||
         !CU_add_test(s, "mixed chassis sizes 1..4", test_shapes_mixed) ||
+        !CU_add_test(s, "jobs on part of the cluster: pruned trees", test_subsets) ||
+        !CU_add_test(s, "the paper's cluster without its Centers", test_subset_paper) ||
         !CU_add_test(s, "the paper's steps, node by node", test_paper_steps) ||
         !CU_add_test(s, "sync numbers and barriers per chassis", test_sync_numbers) ||
         !CU_add_test(s, "the last arrival holds everyone", test_last_holds) ||

@@ -33,6 +33,7 @@ typedef struct {
     int model;        /* --model: the cached PlogP(-BR) parameters and the choices */
     double sizes[32]; /* --size LIST */
     int n_sizes;
+    const char *members; /* --members HOSTLIST: the view of a job on these nodes */
 } info_opts_t;
 
 static void info_usage(FILE *f)
@@ -48,6 +49,8 @@ static void info_usage(FILE *f)
             "                     (hibar-bench lanes, or the configuration's), and the\n"
             "                     algorithm the daemons choose per operation and size\n"
             "      --size LIST    sizes for --model, e.g. 1K,64K,1M (default 1K,16K,64K,256K,1M)\n"
+            "      --members LIST the tree and predictions of a job on these nodes only\n"
+            "                     (hostlist, e.g. n[03-05,08]): pruned chassis, stand-in Centers\n"
             "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
             "  -v, --verbose      more log output (repeat for debug)\n"
             "  -V, --version      print the version and exit\n"
@@ -198,8 +201,15 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         fprintf(f, "  %u %s: %u nodes\n", s, cfg->site_names[s], cnt);
     }
     fprintf(f, "topology:   %u chassis, depth %u, L %u\n", t->n_chassis, t->depth, t->L);
+    if (o->members != NULL)
+        fprintf(f,
+                "members:    %s: %u of %u nodes, %u of %u chassis, root chassis %u "
+                "(C*: a stand-in Center)\n",
+                o->members, t->n_members, t->n_nodes, t->n_active, t->n_chassis, t->root);
     for (c = 0; c < t->n_chassis; c++) {
         const hb_topo_chassis_t *ch = &t->chassis[c];
+        if (ch->n_nodes == 0)
+            continue; /* no member: pruned from the job's tree */
         fprintf(f, "  chassis %u: %s, depth %u, site %s, Center %s", c, hb_topo_role_name(ch->role),
                 ch->depth, cfg->site_names[ch->site], cfg->nodes[ch->nodes[0]].name);
         if (ch->parent != HB_TOPO_NONE)
@@ -207,7 +217,11 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         fputc('\n', f);
         for (i = 0; i < ch->n_nodes; i++) {
             const hb_topo_node_t *nd = &t->nodes[ch->nodes[i]];
-            fprintf(f, "    %-4s %s", i == 0 ? "C" : "port", cfg->nodes[ch->nodes[i]].name);
+            fprintf(f, "    %-4s %s",
+                    i > 0           ? "port"
+                    : nd->port == 0 ? "C"
+                                    : "C*",
+                    cfg->nodes[ch->nodes[i]].name);
             if (nd->n_children > 0) {
                 fputs("  -> chassis", f);
                 for (k = 0; k < nd->n_children; k++)
@@ -223,7 +237,7 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
                 hb_topo_predict_scmd(t, o->t_ib, o->t_sr));
         fprintf(f, "  tree (3 + 2L)·T_IB + 2(L + 1)·T_SR = %.3f us\n",
                 hb_topo_predict_tree(t, o->t_ib, o->t_sr));
-        if (t->n_chassis <= 1)
+        if (t->n_active <= 1)
             fputs("  (one chassis: a barrier is one chassis barrier, T_IB)\n", f);
     }
 }
@@ -290,6 +304,13 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
     info_backends(f, cfg, 1);
     fprintf(f, ", \"n_nodes\": %u, \"n_chassis\": %u, \"n_sites\": %u, \"depth\": %u, \"L\": %u",
             t->n_nodes, t->n_chassis, t->n_sites, t->depth, t->L);
+    fputs(", \"members\": ", f);
+    if (o->members != NULL)
+        json_str(f, o->members);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"n_members\": %u, \"n_active_chassis\": %u, \"root_chassis\": %u", t->n_members,
+            t->n_active, t->root);
 
     fputs(", \"sites\": [", f);
     for (s = 0; s < cfg->n_sites; s++) {
@@ -312,8 +333,11 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         fprintf(f, "%s{\"index\": %u, \"role\": ", c ? ", " : "", c);
         json_str(f, hb_topo_role_name(ch->role));
         fputs(", \"center\": ", f);
-        json_str(f, cfg->nodes[ch->nodes[0]].name);
-        fputs(", \"nodes\": [", f);
+        if (ch->n_nodes > 0)
+            json_str(f, cfg->nodes[ch->nodes[0]].name);
+        else
+            fputs("null", f); /* pruned: no member */
+        fprintf(f, ", \"mask\": %u, \"nodes\": [", ch->mask);
         for (i = 0; i < ch->n_nodes; i++) {
             fputs(i ? ", " : "", f);
             json_str(f, cfg->nodes[ch->nodes[i]].name);
@@ -340,8 +364,10 @@ static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
         json_str(f, cn->address);
         fprintf(f,
                 ", \"port\": %u, \"site\": %u, \"chassis\": %u, \"port_index\": %u, "
-                "\"center\": %s, \"parent\": ",
-                cn->port, nd->site, nd->chassis, nd->port, nd->port == 0 ? "true" : "false");
+                "\"center\": %s, ",
+                cn->port, nd->site, nd->chassis, nd->port,
+                hb_topo_is_center(t, i) ? "true" : "false");
+        fprintf(f, "\"member\": %s, \"parent\": ", nd->member ? "true" : "false");
         if (nd->parent != HB_TOPO_NONE)
             json_str(f, cfg->nodes[nd->parent].name);
         else
@@ -603,14 +629,40 @@ static int info_parse_us(const char *opt, const char *s, double *v)
     return 0;
 }
 
+/* Replace *topo_p by the view of a job on the nodes of hostlist (hb_topo_restrict). */
+static int info_view(const hb_cfg_t *cfg, const char *hostlist, hb_topo_t **topo_p, char *err,
+                     size_t errlen)
+{
+    uint8_t *member = calloc(cfg->n_nodes, 1);
+    hb_topo_t *v = NULL;
+    int rc;
+
+    if (member == NULL)
+        return HIBAR_ERR_NOMEM;
+    rc = hb_cfg_members(cfg, hostlist, member, NULL, err, errlen);
+    if (rc == 0)
+        rc = hb_topo_restrict(*topo_p, member, &v, err, (unsigned)errlen);
+    free(member);
+    if (rc != 0)
+        return rc;
+    hb_topo_free(*topo_p);
+    *topo_p = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"t-ib", required_argument, NULL, 'I'},   {"t-sr", required_argument, NULL, 'S'},
-        {"model", no_argument, NULL, 'M'},        {"size", required_argument, NULL, 'z'},
-        {"verbose", no_argument, NULL, 'v'},      {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"t-ib", required_argument, NULL, 'I'},
+                                             {"t-sr", required_argument, NULL, 'S'},
+                                             {"model", no_argument, NULL, 'M'},
+                                             {"size", required_argument, NULL, 'z'},
+                                             {"members", required_argument, NULL, 'm'},
+                                             {"verbose", no_argument, NULL, 'v'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     info_opts_t o = {0};
     hb_cfg_t *cfg = NULL;
     hb_topo_t *topo = NULL;
@@ -653,6 +705,9 @@ int main(int argc, char **argv)
             if (info_sizes(optarg, &o) != 0)
                 goto out_usage;
             break;
+        case 'm':
+            o.members = optarg;
+            break;
         case 'v':
             verbose++;
             break;
@@ -689,8 +744,11 @@ int main(int argc, char **argv)
     rc = hb_cfg_topo_spec(cfg, &spec);
     if (rc == 0)
         rc = hb_topo_build(&spec, &topo, err, sizeof(err));
+    if (rc == 0 && o.members != NULL)
+        rc = info_view(cfg, o.members, &topo, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "hibar-info: topology: %s\n", err[0] != '\0' ? err : hibar_strerror(rc));
+        hb_topo_free(topo);
         hb_cfg_free(cfg);
         free(o.over);
         return rc == HIBAR_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;

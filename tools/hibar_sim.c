@@ -52,6 +52,7 @@ typedef struct opts {
     uint32_t barriers;
     double skew;
     uint64_t seed;
+    const char *members; /* barrier: a job on part of the cluster: PCT% or a hostlist */
     int json, quiet;
     hb_sim_params_t p;
     hb_sim_calib_t cal;
@@ -109,6 +110,10 @@ static void usage(FILE *f)
         "         --ib-cpu US --wake US (see hibar-sim(1), MODEL)\n"
         "run:\n"
         "  --protocol scmd|tree|both   --barriers N   --skew US   --seed N\n"
+        "  --members PCT%%|LIST  barrier: a job on part of the cluster, PCT%% of the nodes\n"
+        "                       drawn with --seed, or a hostlist of --config's nodes; the\n"
+        "                       tree is pruned to the chassis holding members (hibar-info\n"
+        "                       --members shows it)\n"
         "  --ppn N (1) --blob BYTES (1024)  --size BYTES,...  --lanes P,...\n"
         "output:\n"
         "  --json        one JSON row per result (doc/design.md section 6 keys)\n"
@@ -223,10 +228,54 @@ static int make_topo(const opts_t *o, uint32_t nodes, uint32_t fanout, hb_topo_t
     return rc;
 }
 
+/* --members: replace *t_p by the view of a job on part of it (hb_topo_restrict). */
+static int view_topo(const opts_t *o, hb_topo_t **t_p)
+{
+    hb_topo_t *t = *t_p, *v = NULL;
+    uint8_t *m = calloc(t->n_nodes, 1);
+    char err[HB_CFG_ERRLEN] = "", *end;
+    int rc = 0;
+
+    if (m == NULL)
+        return HIBAR_ERR_NOMEM;
+    double pct = strtod(o->members, &end);
+    if (end != o->members && strcmp(end, "%") == 0) {
+        uint64_t st = o->seed * 0x9e3779b97f4a7c15ull + 1;
+        if (!(pct > 0 && pct <= 100)) {
+            snprintf(err, sizeof(err), "--members %s: a share in (0, 100]%%", o->members);
+            rc = HIBAR_ERR_CONFIG;
+        }
+        for (uint32_t i = 0; i < t->n_nodes && rc == 0; i++) {
+            st ^= st >> 12, st ^= st << 25, st ^= st >> 27;
+            m[i] = (double)((st * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0 * 100 < pct;
+        }
+    } else if (o->config == NULL) {
+        snprintf(err, sizeof(err), "--members %s: a hostlist needs --config (else PCT%%)",
+                 o->members);
+        rc = HIBAR_ERR_CONFIG;
+    } else {
+        hb_cfg_t *cfg = NULL;
+        rc = hb_cfg_load(o->config, o->over, o->n_over, &cfg, err, sizeof(err));
+        if (rc == 0)
+            rc = hb_cfg_members(cfg, o->members, m, NULL, err, sizeof(err));
+        hb_cfg_free(cfg);
+    }
+    if (rc == 0)
+        rc = hb_topo_restrict(t, m, &v, err, sizeof(err));
+    free(m);
+    if (rc != 0) {
+        fprintf(stderr, "hibar-sim: --members: %s\n", err[0] ? err : hibar_strerror(rc));
+        return rc;
+    }
+    hb_topo_free(t);
+    *t_p = v;
+    return 0;
+}
+
 /* Heap bytes per hb_hier engine (glibc's mallinfo2 around creating some of them). */
 static double engine_bytes(const hb_topo_t *t, hb_hier_proto_t proto)
 {
-    uint32_t n = t->n_nodes < 2000 ? t->n_nodes : 2000, i;
+    uint32_t n = t->n_members < 2000 ? t->n_members : 2000, i, node = 0;
     hb_hier_t **e = calloc(n, sizeof(*e));
     hb_hier_cfg_t cfg;
     struct mallinfo2 a, b;
@@ -238,9 +287,12 @@ static double engine_bytes(const hb_topo_t *t, hb_hier_proto_t proto)
     cfg.protocol = proto;
     cfg.n_sync = 2; /* what the simulator uses */
     a = mallinfo2();
-    for (i = 0; i < n; i++)
-        if (hb_hier_create(t, i, &cfg, &e[i]) != 0)
+    for (i = 0; i < n; i++, node++) {
+        while (!t->nodes[node].member) /* a job's view: engines on members only */
+            node++;
+        if (hb_hier_create(t, node, &cfg, &e[i]) != 0)
             break;
+    }
     b = mallinfo2();
     if (i == n)
         per = (double)(b.uordblks - a.uordblks) / n;
@@ -345,7 +397,7 @@ static void plot_finish(const char *gp, const char *png)
 
 typedef struct bar_row {
     hb_hier_proto_t proto;
-    uint32_t nodes, fanout, L, chassis;
+    uint32_t nodes, members, fanout, L, chassis;
     double sim, formula, wall;
     uint64_t events;
     int best, ok;
@@ -392,6 +444,7 @@ static int bar_one(const opts_t *o, const hb_topo_t *t, hb_hier_proto_t proto, b
         progress_clear();
     row->proto = proto;
     row->nodes = t->n_nodes;
+    row->members = t->n_members;
     row->fanout = t->fanout;
     row->L = t->L;
     row->chassis = t->n_chassis;
@@ -422,10 +475,11 @@ static void bar_print(const opts_t *o, const bar_row_t *rows, size_t n)
                    ", \"ranks\": %" PRIu32 ", \"size\": 0, \"iters\": %" PRIu32
                    ", \"predicted_us\": %.2f, \"fanout\": %" PRIu32 ", \"L\": %" PRIu32
                    ", \"chassis\": %" PRIu32 ", \"formula_us\": %.2f, \"t_ib_us\": %.2f, "
-                   "\"t_sr_us\": %.2f, \"best\": %s, \"events\": %" PRIu64 ", \"wall_s\": %.3f}\n",
-                   hb_hier_proto_name(r->proto), r->nodes, r->nodes, o->barriers, r->sim, r->fanout,
-                   r->L, r->chassis, r->formula, o->p.t_ib, o->p.t_sr, r->best ? "true" : "false",
-                   r->events, r->wall);
+                   "\"t_sr_us\": %.2f, \"best\": %s, \"events\": %" PRIu64 ", \"wall_s\": %.3f, "
+                   "\"members\": %" PRIu32 "}\n",
+                   hb_hier_proto_name(r->proto), r->nodes, r->members, o->barriers, r->sim,
+                   r->fanout, r->L, r->chassis, r->formula, o->p.t_ib, o->p.t_sr,
+                   r->best ? "true" : "false", r->events, r->wall, r->members);
         else
             printf("  %-8s %8" PRIu32 " %7" PRIu32 " %4" PRIu32 " %8" PRIu32
                    " %14.1f %14.1f %10" PRIu64 " %8.2f %s\n",
@@ -512,8 +566,15 @@ static int mode_barrier(opts_t *o)
         for (k = 0; k < o->n_fanouts && rc == 0; k++) {
             hb_topo_t *t = NULL;
             rc = make_topo(o, o->sweep[s], o->fanouts[k], &t);
+            if (rc == 0 && o->members != NULL && (rc = view_topo(o, &t)) != 0)
+                hb_topo_free(t);
             if (rc != 0)
                 break;
+            if (o->members != NULL && !o->json)
+                printf("# members %s: %" PRIu32 " of %" PRIu32 " nodes, %" PRIu32 " of %" PRIu32
+                       " chassis, root chassis %" PRIu32 ", L %" PRIu32 "\n",
+                       o->members, t->n_members, t->n_nodes, t->n_active, t->n_chassis, t->root,
+                       t->L);
             if (single && !o->json) {
                 double eb = engine_bytes(t, HB_HIER_SCMD);
                 printf("# topology: %" PRIu32 " nodes, %" PRIu32 " chassis, %" PRIu32
@@ -1540,6 +1601,7 @@ enum {
     OPT_BARRIERS,
     OPT_SKEW,
     OPT_SEED,
+    OPT_MEMBERS,
     OPT_PPN,
     OPT_BLOB,
     OPT_SIZE,
@@ -1590,6 +1652,7 @@ int main(int argc, char **argv)
         {"barriers", required_argument, NULL, OPT_BARRIERS},
         {"skew", required_argument, NULL, OPT_SKEW},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"members", required_argument, NULL, OPT_MEMBERS},
         {"ppn", required_argument, NULL, OPT_PPN},
         {"blob", required_argument, NULL, OPT_BLOB},
         {"size", required_argument, NULL, OPT_SIZE},
@@ -1723,6 +1786,9 @@ int main(int argc, char **argv)
         case OPT_SEED:
             bad |= parse_u32(optarg, &u) != 0;
             o.seed = u;
+            break;
+        case OPT_MEMBERS:
+            o.members = optarg;
             break;
         case OPT_PPN:
             bad |= parse_u32(optarg, &o.ppn) != 0 || o.ppn == 0;
