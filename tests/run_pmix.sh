@@ -28,7 +28,7 @@ check_clean
 
 # a job that would leave a node empty is refused before anything starts (status 2)
 run 2 -n 3 --emulate "$FOUR" "$HELLO"
-grep -q "would get no rank" "$ERR" || fail "empty node not reported"
+grep -q "would run on 3 of the 4 nodes" "$ERR" || fail "empty node not reported"
 # a program that does not exist: 127
 run 127 -n 2 /nonexistent/program
 check_clean

@@ -10,7 +10,8 @@ int main(void)
 
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 99;
-    if (hb_test_topo_register() != 0 || hb_test_cfg_register() != 0) {
+    if (hb_test_topo_register() != 0 || hb_test_cfg_register() != 0 ||
+        hb_test_place_register() != 0) {
         CU_cleanup_registry();
         return 99;
     }

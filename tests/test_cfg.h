@@ -5,5 +5,6 @@
 /* Each adds its suite to the CUnit registry; 0 or a CUnit error code. */
 int hb_test_topo_register(void);
 int hb_test_cfg_register(void);
+int hb_test_place_register(void);
 
 #endif

@@ -22,6 +22,7 @@
 #include "hbd_emu.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
+#include "place.h"
 
 #define MAX_OVER 64
 #define KILL_WAIT_MS 15000 /* after asking the daemons to stop a job, how long to wait */
@@ -36,9 +37,14 @@ extern char **environ;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: hibar-run -n N [options] PROGRAM [ARGS...]\n"
-            "  -n, --np N            number of ranks\n"
+            "usage: hibar-run [-n N] [options] PROGRAM [ARGS...]\n"
+            "  -n, --np N            number of ranks (default: one per slot of the nodes, where\n"
+            "                        a hostfile or the Slurm allocation bounds them)\n"
             "  -N, --per-node K      at most K ranks per node (default: spread evenly)\n"
+            "  -H, --host LIST       run on these nodes (hostlist: n[03-05,08])\n"
+            "      --hostfile FILE   run on the nodes of FILE, lines 'NAME [slots=N]'\n"
+            "                        (default: the nodes of the Slurm allocation this runs in,\n"
+            "                        SLURM_JOB_NODELIST, else the cluster's first nodes)\n"
             "  -m, --map-by WHAT     node: fill node after node (default); chassis: deal the\n"
             "                        ranks round-robin over the nodes of each chassis\n"
             "  -e, --emulate CONFIG  start an emulated cluster of CONFIG on this host for the job\n"
@@ -101,67 +107,6 @@ static int resolve_program(const char *prog, char *out)
         path += n + (c != NULL);
     }
     return -1;
-}
-
-/* Placement: node of each rank. Returns 0 or prints why not and returns 2. */
-static int place(const hb_cfg_t *cfg, uint32_t n, uint32_t per_node, int by_chassis, uint32_t *map)
-{
-    uint32_t nn = cfg->n_nodes;
-    if (per_node > 0 && (uint64_t)per_node * nn < n) {
-        fprintf(stderr,
-                "hibar-run: %" PRIu32 " ranks do not fit on %" PRIu32
-                " nodes with --per-node %" PRIu32 "\n",
-                n, nn, per_node);
-        return 2;
-    }
-    uint32_t *cnt = calloc(nn, sizeof(uint32_t));
-    if (cnt == NULL)
-        return 1;
-    /* ranks per node: K each in node order, or spread evenly */
-    for (uint32_t i = 0, left = n; i < nn; i++) {
-        uint32_t c = per_node > 0 ? (left < per_node ? left : per_node) : n / nn + (i < n % nn);
-        cnt[i] = c;
-        left -= c;
-    }
-    if (!by_chassis) {
-        for (uint32_t i = 0, r = 0; i < nn; i++)
-            for (uint32_t k = 0; k < cnt[i]; k++)
-                map[r++] = i;
-    } else {
-        /* counts go to the nodes chassis by chassis; inside a chassis ranks are dealt
-         * round-robin over its nodes */
-        uint32_t r = 0, slot = 0;
-        for (uint32_t c = 0; c < cfg->n_chassis; c++) {
-            uint32_t s0 = cfg->chassis_start[c], s1 = cfg->chassis_start[c + 1];
-            uint32_t *take = calloc(s1 - s0, sizeof(uint32_t));
-            uint32_t total = 0;
-            if (take == NULL) {
-                free(cnt);
-                return 1;
-            }
-            for (uint32_t k = s0; k < s1; k++, slot++)
-                total += take[k - s0] = cnt[slot];
-            for (uint32_t got = 0, k = 0; got < total; k = (k + 1) % (s1 - s0))
-                if (take[k] > 0) {
-                    take[k]--;
-                    map[r++] = cfg->chassis_nodes[s0 + k];
-                    got++;
-                }
-            free(take);
-        }
-    }
-    int rc = 0;
-    for (uint32_t i = 0; nn > 1 && i < nn; i++)
-        if (cnt[i] == 0) {
-            fprintf(stderr,
-                    "hibar-run: node %s would get no rank: a job must use every node of the "
-                    "cluster (%" PRIu32 " nodes; its fences span the whole chassis tree)\n",
-                    cfg->nodes[i].name, nn);
-            rc = 2;
-            break;
-        }
-    free(cnt);
-    return rc;
 }
 
 static void unescape(char *s)
@@ -481,8 +426,9 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},    {"set", required_argument, NULL, 'o'},
         {"tag-output", no_argument, NULL, 't'},      {"timeout", required_argument, NULL, 'T'},
         {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
-        {"log-level", required_argument, NULL, 'l'}, {NULL, 0, NULL, 0}};
-    const char *emulate = NULL, *config = NULL, *log_level = NULL;
+        {"log-level", required_argument, NULL, 'l'}, {"host", required_argument, NULL, 'H'},
+        {"hostfile", required_argument, NULL, 'F'},  {NULL, 0, NULL, 0}};
+    const char *emulate = NULL, *config = NULL, *log_level = NULL, *hosts = NULL, *hostfile = NULL;
     const char *over[MAX_OVER + 2];
     size_t n_over = 0;
     long np = 0, per_node = 0, timeout_s = 0;
@@ -491,7 +437,7 @@ int main(int argc, char **argv)
 
     hb_log_init_from_env();
     hb_log_set_ident("hibar-run");
-    while ((c = getopt_long(argc, argv, "+n:N:m:e:c:o:tT:vhl:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:N:m:e:c:o:tT:vhl:H:", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'n':
@@ -517,6 +463,12 @@ int main(int argc, char **argv)
             break;
         case 'e':
             emulate = optarg;
+            break;
+        case 'H':
+            hosts = optarg;
+            break;
+        case 'F':
+            hostfile = optarg;
             break;
         case 'c':
             config = optarg;
@@ -552,7 +504,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind >= argc || np == 0) {
+    if (optind >= argc) {
         usage(stderr);
         return 2;
     }
@@ -619,12 +571,41 @@ int main(int argc, char **argv)
 
     run_t R = {.cfg = cfg, .n_nodes = cfg->n_nodes, .tag = tag, .verbose = verbose, .fd = -1};
     hbd_job_spec_t spec = {0};
-    R.map = calloc((size_t)np, sizeof(uint32_t));
+    hb_place_t pl = {0};
+    /* inside a Slurm allocation its nodes, unless placed by hand */
+    int in_slurm = getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
+    const char *st = getenv("SLURM_TASKS_PER_NODE");
+    hb_place_req_t preq = {.n = (uint32_t)np,
+                           .per_node = (uint32_t)per_node,
+                           .hosts = hosts,
+                           .hostfile = hostfile,
+                           .slurm_nodes = in_slurm ? getenv("SLURM_JOB_NODELIST") : NULL,
+                           .slurm_tasks = st != NULL ? st : getenv("SLURM_NTASKS_PER_NODE"),
+                           .by_chassis = by_chassis};
     R.nc = calloc(cfg->n_nodes, sizeof(node_state_t));
-    if (R.map == NULL || R.nc == NULL)
+    if (R.nc == NULL)
         goto out;
-    if ((status = place(cfg, (uint32_t)np, (uint32_t)per_node, by_chassis, R.map)) != 0)
+    int prc = hb_place(cfg, &preq, &pl, err, sizeof(err));
+    if (prc != 0) {
+        fprintf(stderr, "hibar-run: %s\n", err);
+        status = prc == HIBAR_ERR_CONFIG || prc == HIBAR_ERR_IO ? 2 : 1;
         goto out;
+    }
+    if (pl.note[0] != '\0')
+        fprintf(stderr, "hibar-run: %s\n", pl.note);
+    R.map = pl.map;
+    pl.map = NULL;
+    np = pl.n;
+    if (pl.n_members < cfg->n_nodes) {
+        /* the daemons run a job's barriers and fences over the whole chassis tree */
+        fprintf(stderr,
+                "hibar-run: the job would run on %" PRIu32 " of the %" PRIu32
+                " nodes of cluster %s (from %s): this hibard runs jobs on every node of the "
+                "cluster only; give every node a rank\n",
+                pl.n_members, cfg->n_nodes, cfg->cluster, pl.source);
+        status = 2;
+        goto out;
+    }
     status = 1;
     uint64_t coll = 0;
     int rc = open_origin(cfg, 10000, &R.fd, &R.origin, &coll);
@@ -723,6 +704,7 @@ out:
         close(R.fd);
     if (own)
         hbd_emu_down(cfg, &eo);
+    hb_place_free(&pl);
     free(R.map);
     free(R.nc);
     hb_cfg_free(cfg);
