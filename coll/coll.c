@@ -1,7 +1,7 @@
 /* coll.c: names of the collective operations and algorithms. */
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll.h"
 
 static const char *const op_names[HB_COLL_OP_COUNT] = {"scatter", "gather", "bcast", "allgather"};
@@ -21,25 +21,25 @@ const char *hb_coll_alg_name(hb_coll_alg_t alg)
 int hb_coll_alg_parse(const char *name, hb_coll_alg_t *alg_p)
 {
     if (name == NULL || alg_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     for (int i = 0; i < HB_COLL_ALG_COUNT; i++) {
         if (strcmp(name, alg_names[i]) == 0) {
             *alg_p = (hb_coll_alg_t)i;
             return 0;
         }
     }
-    return HIBAR_ERR_INVAL;
+    return HB_ERR_INVAL;
 }
 
 int hb_coll_op_parse(const char *name, hb_coll_op_t *op_p)
 {
     if (name == NULL || op_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     for (int i = 0; i < HB_COLL_OP_COUNT; i++) {
         if (strcmp(name, op_names[i]) == 0) {
             *op_p = (hb_coll_op_t)i;
             return 0;
         }
     }
-    return HIBAR_ERR_INVAL;
+    return HB_ERR_INVAL;
 }

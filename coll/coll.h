@@ -33,7 +33,7 @@ typedef enum {
 const char *hb_coll_op_name(hb_coll_op_t op);
 /* "flat", "binomial", "single-lane", "multi-lane" (the `impl` names of hibar-bench). */
 const char *hb_coll_alg_name(hb_coll_alg_t alg);
-/* Parse the names above; 0 and *alg_p, or HIBAR_ERR_INVAL. */
+/* Parse the names above; 0 and *alg_p, or HB_ERR_INVAL. */
 int hb_coll_alg_parse(const char *name, hb_coll_alg_t *alg_p);
 int hb_coll_op_parse(const char *name, hb_coll_op_t *op_p);
 

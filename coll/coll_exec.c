@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "hb_log.h"
 #include "coll_sched.h"
 
@@ -116,7 +116,7 @@ static int build_ptab(const hb_coll_step_t *st, uint32_t nst, hb_coll_step_kind_
         m += st[i].kind == kind;
     ptab_t *t = calloc(m ? m : 1, sizeof(*t));
     if (t == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     m = 0;
     for (uint32_t i = 0; i < nst; i++)
         if (st[i].kind == kind)
@@ -289,11 +289,11 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
                         void *recv_buf, unsigned flags, hb_coll_exec_t **x_p)
 {
     if (s == NULL || x_p == NULL || node >= s->n_nodes)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     hb_coll_exec_t *x = calloc(1, sizeof(*x));
     if (x == NULL)
-        return HIBAR_ERR_NOMEM;
-    int rc = HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
+    int rc = HB_ERR_NOMEM;
     x->s = s;
     x->node = node;
     x->flags = flags;
@@ -315,7 +315,7 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
              (st->kind == HB_COLL_STEP_COPY_OUT && recv_buf == NULL && !in_place))) {
             hb_log_error("coll: node %u needs a %s buffer", node,
                          st->kind == HB_COLL_STEP_COPY_IN ? "send" : "receive");
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
             goto err_;
         }
     }
@@ -575,18 +575,18 @@ static int on_msg(hb_coll_exec_t *x, const hb_coll_ev_t *ev)
     if (p == NULL || ev->seq >= p->count) {
         hb_log_debug("coll: node %u: unexpected segment %u from node %u", x->node, ev->seq,
                      ev->from);
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     uint32_t i = x->rbypeer[p->base + ev->seq];
     rseg_t *e = &x->rs[i];
     if (x->rdone[i] || e->off != ev->off || e->len != ev->len) {
         hb_log_debug("coll: node %u: segment %u from node %u duplicate or misplaced", x->node,
                      ev->seq, ev->from);
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     if (x->work != NULL && e->len > 0) {
         if (ev->data == NULL)
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         memcpy(x->work + (e->off - x->wlo), ev->data, e->len);
     }
     x->rdone[i] = 1;
@@ -612,14 +612,14 @@ int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *
                       size_t *n_p)
 {
     if (x == NULL || n_p == NULL || (acts == NULL && max > 0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     *n_p = 0;
     int rc = 0;
     hb_coll_ev_kind_t kind = ev ? ev->kind : HB_COLL_EV_POLL;
     switch (kind) {
     case HB_COLL_EV_START:
         if (x->started)
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         x->started = 1;
         for (uint32_t i = 0; i < x->nst && !x->direct_in; i++)
             if (x->st[i].kind == HB_COLL_STEP_COPY_IN)
@@ -628,7 +628,7 @@ int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *
     case HB_COLL_EV_MSG:
         /* a peer may be ahead of this node: segments are accepted before START */
         if (x->completed || x->failed)
-            return HIBAR_ERR_PROTO;
+            return HB_ERR_PROTO;
         rc = on_msg(x, ev);
         if (rc != 0)
             return rc;
@@ -636,13 +636,13 @@ int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *
     case HB_COLL_EV_PEER_LOST:
         if (!x->completed && !x->failed && needs_peer(x, ev->from)) {
             x->failed = 1;
-            x->status = HIBAR_ERR_PEER_LOST;
+            x->status = HB_ERR_PEER_LOST;
         }
         break;
     case HB_COLL_EV_POLL:
         break;
     default:
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     if (x->started || x->failed)
         drain(x, acts, max, n_p);
@@ -657,7 +657,7 @@ int hb_coll_exec_pending(const hb_coll_exec_t *x)
 int hb_coll_exec_describe(const hb_coll_exec_t *x, char *buf, size_t len)
 {
     if (x == NULL || buf == NULL || len == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     const char *state = x->failed      ? "failed"
                         : x->completed ? "complete"
                         : x->delivered ? "delivered"
@@ -667,7 +667,7 @@ int hb_coll_exec_describe(const hb_coll_exec_t *x, char *buf, size_t len)
         snprintf(buf, len, "node %u %s %s: %s, received %u/%u segments, send step %u/%u segment %u",
                  x->node, hb_coll_op_name(x->s->op), hb_coll_alg_name(x->s->alg), state, x->n_rdone,
                  x->nrs, x->cur_step, x->nst, x->cur_seg);
-    return k < 0 || (size_t)k >= len ? HIBAR_ERR_TRUNCATED : 0;
+    return k < 0 || (size_t)k >= len ? HB_ERR_TRUNCATED : 0;
 }
 
 int hb_coll_exec_done(const hb_coll_exec_t *x)

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll_model.h"
 
 double hb_model_hockney(double alpha, double beta, double m)
@@ -50,10 +50,10 @@ static int lanes_ok(const hb_model_lanes_t *p)
 int hb_model_single_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, double M, double *t_p)
 {
     if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     double bw = hb_model_bwan(p, 1);
     if (bw <= 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     uint32_t n_alt = n0 > n1 ? n0 : n1;
     *t_p = p->L + (double)n1 * M / bw + (double)(n_alt - 1) * (p->alpha + M / p->b_lan);
     return 0;
@@ -63,12 +63,12 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
                         double *t_p)
 {
     if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (P < 1 || P > n0 || P > n1)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     double bw = hb_model_bwan(p, P);
     if (bw <= 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     double X = hb_model_x(n1, P), Y = hb_model_y(n0, n1, P);
     double t = p->L + X * M / bw + Y * M / p->b_lan + p->alpha;
     if (p->lan_startup)
@@ -88,14 +88,14 @@ int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_
 {
     if (!lanes_ok(p) || n0 == 0 || n1 == 0 || M < 0.0 || t_p == NULL || !(p->seg >= 0.0) ||
         !(p->queue >= 0.0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if ((op != HB_COLL_SCATTER && op != HB_COLL_GATHER) || P < 1 || P > n0 || P > n1)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     double bP = hb_model_bwan(p, P), b1 = hb_model_bwan(p, 1);
     uint32_t X = hb_model_x(n1, P), a = n1 - P * (X - 1), x0 = n1 / P; /* x0: group 0 */
     double ba = hb_model_bwan(p, a);
     if (bP <= 0.0 || b1 <= 0.0 || ba <= 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     /* the WAN: every lane at b_WAN(P) until the (X-1)-lanes are done, then the a X-lanes */
     double W = a == P ? (double)X * M / bP : (double)(X - 1) * M / bP + M / ba;
     double seg = p->seg > 0.0 && p->seg < M ? p->seg : M;
@@ -140,7 +140,7 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
                      uint32_t p_max, uint32_t *P_p, double *t_p)
 {
     if (P_p == NULL || t_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     uint32_t hi = n0 < n1 ? n0 : n1;
     if (p_max > 0 && p_max < hi)
         hi = p_max;
@@ -158,7 +158,7 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
         }
     }
     if (best_P == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     *P_p = best_P;
     *t_p = best;
     return 0;
@@ -220,12 +220,12 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
                   uint32_t n1, double M, double *t_p)
 {
     if (!lanes_ok(p) || n0 == 0 || M < 0.0 || t_p == NULL || op >= HB_COLL_OP_COUNT)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (op == HB_COLL_ALLGATHER || (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     double bw = n1 > 0 ? hb_model_bwan(p, 1) : 1.0;
     if (bw <= 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     int per_node = op != HB_COLL_BCAST;
     if (alg == HB_COLL_ALG_FLAT) {
         /*
@@ -238,7 +238,7 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
         if (n1 > 0) {
             double bw_n1 = hb_model_bwan(p, n1);
             if (bw_n1 <= 0.0)
-                return HIBAR_ERR_INVAL;
+                return HB_ERR_INVAL;
             end = posted + p->L + M / bw_n1;
         }
         double local = posted + (double)(n0 - 1) * (p->alpha + M / p->b_lan);
@@ -247,7 +247,7 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
     }
     double end = binomial_walk(n0, n1, M, per_node, hockney_cost, p);
     if (end < 0.0)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     *t_p = end;
     return 0;
 }
@@ -296,20 +296,20 @@ static int predict_lanes(const hb_model_params_t *pr, hb_coll_op_t op, hb_coll_a
         return hb_model_tree(p, op, alg, n0, n1, M, t_p);
     case HB_COLL_ALG_SINGLE_LANE:
         if (n1 == 0)
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         if (op == HB_COLL_BCAST) {
             if (hb_model_bwan(p, 1) <= 0.0)
-                return HIBAR_ERR_INVAL;
+                return HB_ERR_INVAL;
             *t_p = bcast_single_lane(p, n0, n1, M);
             return 0;
         }
         return hb_model_single_lane(p, n0, n1, M, t_p);
     case HB_COLL_ALG_MULTI_LANE:
         if (n1 == 0 || P < 1 || P > n0 || P > n1)
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         if (op == HB_COLL_BCAST) {
             if (hb_model_bwan(p, P) <= 0.0)
-                return HIBAR_ERR_INVAL;
+                return HB_ERR_INVAL;
             *t_p = bcast_multi_lane(p, n0, n1, M, P);
             return 0;
         }
@@ -317,7 +317,7 @@ static int predict_lanes(const hb_model_params_t *pr, hb_coll_op_t op, hb_coll_a
             return hb_model_multi_lane_pipe(p, op, n0, n1, M, P, t_p);
         return hb_model_multi_lane(p, n0, n1, M, P, t_p);
     default:
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
 }
 
@@ -378,9 +378,9 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
                            uint32_t n, double m, double *t_p)
 {
     if (p == NULL || p->n == 0 || p->m == NULL || p->g == NULL || n == 0 || m < 0.0 || t_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (n == 1) {
         *t_p = 0.0;
         return 0;
@@ -418,7 +418,7 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
         break;
     }
     default:
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     *t_p = t;
     return 0;
@@ -471,15 +471,15 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
 {
     if (lan == NULL || lan->n == 0 || lan->m == NULL || lan->g == NULL || wan == NULL || n0 == 0 ||
         n1 == 0 || m < 0.0 || t_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (op != HB_COLL_SCATTER && op != HB_COLL_GATHER)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (alg == HB_COLL_ALG_MULTI_LANE && (P < 1 || P > n0 || P > n1))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (alg != HB_COLL_ALG_MULTI_LANE)
         P = 1;
     if (hb_model_bwan(wan, P) <= 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     sites_ctx_t c = {.lan = lan, .wan = wan};
     const hb_model_pat_t out = HB_MODEL_PAT_ONE_TO_MANY, in = HB_MODEL_PAT_MANY_TO_ONE;
     double Lw = wan->L, t;
@@ -503,7 +503,7 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
     case HB_COLL_ALG_BINOMIAL:
         t = binomial_walk(n0, n1, m, 1, sites_cost, &c);
         if (t < 0.0)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         break;
     case HB_COLL_ALG_SINGLE_LANE: {
         double W = wan_occ(&c, (double)n1 * m, 1);
@@ -532,7 +532,7 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
         break;
     }
     default:
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     *t_p = t;
     return 0;
@@ -545,9 +545,9 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
 {
     if (params == NULL || choice_p == NULL || params->n0 == 0 || op >= HB_COLL_OP_COUNT ||
         size < 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (params->lanes == NULL && (params->n1 > 0 || params->plogp == NULL))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     hb_model_choice_t c = {.alg = HB_COLL_ALG_FLAT, .lanes = 0, .predicted_us = -1.0};
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
         c.alg_us[a] = -1.0;
@@ -569,13 +569,13 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
             uint32_t hi = params->n0 < params->n1 ? params->n0 : params->n1;
             if (params->p_max > 0 && params->p_max < hi)
                 hi = params->p_max;
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
             for (uint32_t P = 1; P <= hi; P++) {
                 double tp;
                 int r2 = use_sites ? hb_model_plogp_sites(params->plogp, params->lanes, op, alg,
                                                           params->n0, params->n1, size, P, &tp)
                                    : predict_lanes(params, op, alg, size, P, &tp);
-                if (r2 == HIBAR_ERR_NOMEM)
+                if (r2 == HB_ERR_NOMEM)
                     return r2;
                 if (r2 == 0 && (rc != 0 || tp < t)) {
                     t = tp;
@@ -589,7 +589,7 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
         } else {
             rc = predict_lanes(params, op, alg, size, 1, &t);
         }
-        if (rc == HIBAR_ERR_NOMEM)
+        if (rc == HB_ERR_NOMEM)
             return rc;
         if (rc != 0)
             continue;
@@ -612,7 +612,7 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
         }
     }
     if (c.predicted_us < 0.0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     *choice_p = c;
     return 0;
 }

@@ -8,7 +8,7 @@
 /*
  * Units: bytes, microseconds, bytes per microsecond (see coll.h). Pure functions: no I/O, no
  * clock, no global state; thread-safe. Every int-returning function gives 0 or
- * HIBAR_ERR_INVAL (bad parameter: zero or negative bandwidth, P out of range, NULL) and sets
+ * HB_ERR_INVAL (bad parameter: zero or negative bandwidth, P out of range, NULL) and sets
  * its out-parameters only on success.
  */
 
@@ -107,7 +107,7 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
  *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1), max_j lane j)
  *   gather:  max(L + d + W + tail, alpha + B/b_LAN)
  * with seg 0 read as M (whole blocks; shares as X·M). 1 <= P <= min(n0, n1); op scatter or
- * gather, else HIBAR_ERR_INVAL.
+ * gather, else HB_ERR_INVAL.
  */
 int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1,
                              double M, uint32_t P, double *t_p);
@@ -131,7 +131,7 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
  * binomial tree over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first;
  * every message costs its sender alpha + bytes/b (b_WAN(1) across the WAN), a WAN message
  * arrives L later.
- * HIBAR_ERR_NOMEM possible for binomial (O(n) scratch).
+ * HB_ERR_NOMEM possible for binomial (O(n) scratch).
  */
 int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n0,
                   uint32_t n1, double M, double *t_p);
@@ -185,7 +185,7 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
  *   gather binomial   Σ_{k<d} (g(2^k·m, pair) + L)              (pairwise: no incast)
  *   bcast flat        (n-1)·g(m, 1→n) + L;   bcast binomial d·(g(m, pair) + L)
  *   allgather         gather(m) + bcast(n·m) of the same algorithm
- * Single- and multi-lane need sites: HIBAR_ERR_INVAL.
+ * Single- and multi-lane need sites: HB_ERR_INVAL.
  */
 int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
                            uint32_t n, double m, double *t_p);
@@ -208,7 +208,7 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
  *                F = (P-1)·g(X·m,n→1) + L + E((P-1)·X·m)   (Dep_sends -> root)
  * binomial: the tree of hb_model_tree with these message costs (pairwise: no E). A phase with
  * no message (n0 = 1, X = 1, P = 1) costs nothing, its L included. bcast and allgather:
- * HIBAR_ERR_INVAL (the chooser uses the lane model for them).
+ * HB_ERR_INVAL (the chooser uses the lane model for them).
  */
 int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wan, hb_coll_op_t op,
                          hb_coll_alg_t alg, uint32_t n0, uint32_t n1, double m, uint32_t P,

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "hb_log.h"
 #include "coll_sched.h"
 #include "../config/topo.h"
@@ -37,7 +37,7 @@ static void add(bld_t *b, uint32_t from, uint32_t to, uint64_t off, uint64_t len
         size_t cap = b->cap ? 2 * b->cap : 64;
         xfer_t *nx = realloc(b->x, cap * sizeof(*nx));
         if (nx == NULL) {
-            b->err = HIBAR_ERR_NOMEM;
+            b->err = HB_ERR_NOMEM;
             return;
         }
         b->x = nx;
@@ -138,7 +138,7 @@ static int build_sites(bld_t *b)
     if (cnt == NULL || rank == NULL || b->site_start == NULL || b->site_nodes == NULL) {
         free(cnt);
         free(rank);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     for (uint32_t v = 0; v < n; v++)
         cnt[s->site_of[v]]++;
@@ -152,7 +152,7 @@ static int build_sites(bld_t *b)
     if (fill == NULL) {
         free(cnt);
         free(rank);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     for (uint32_t site = 0; site <= max_site; site++)
         if (cnt[site] > 0)
@@ -578,7 +578,7 @@ static int assemble(bld_t *b)
     uint32_t *cnt = calloc((size_t)n + 1, sizeof(*cnt));
     uint32_t *fill = calloc(n, sizeof(*fill));
     uint32_t *p1segs = calloc(n, sizeof(*p1segs));
-    int rc = HIBAR_ERR_NOMEM;
+    int rc = HB_ERR_NOMEM;
     if (cnt == NULL || fill == NULL || p1segs == NULL)
         goto out_;
     for (uint32_t v = 0; v < n; v++)
@@ -607,7 +607,7 @@ static int assemble(bld_t *b)
             st->nseg = 1;
         }
     }
-    rc = HIBAR_ERR_INVAL;
+    rc = HB_ERR_INVAL;
     for (size_t i = 0; i < b->n; i++) {
         const xfer_t *x = &b->x[i];
         uint32_t nseg = nseg_of(s, x->len);
@@ -681,14 +681,14 @@ int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args
         args->root >= nodes->n_nodes || (unsigned)args->op >= HB_COLL_OP_COUNT ||
         (unsigned)args->alg >= HB_COLL_ALG_COUNT || (args->op == HB_COLL_BCAST && args->counts)) {
         hb_log_error("coll: invalid schedule request");
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     uint32_t n = nodes->n_nodes;
     bld_t b = {0};
-    int rc = HIBAR_ERR_NOMEM;
+    int rc = HB_ERR_NOMEM;
     hb_coll_sched_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     b.s = s;
     s->op = args->op;
     s->alg = args->alg;
@@ -715,7 +715,7 @@ int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args
                                          args->size, &s->bytes[v]);
         s->noff[v] = off;
         if (ovf || s->bytes[v] > UINT64_MAX / 2 - off) {
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
             hb_log_error("coll: collective size overflows");
             goto err_;
         }
@@ -820,10 +820,10 @@ int hb_coll_sched_check(const hb_coll_sched_t *s, char *msg, size_t msglen)
     pm_t *snd = calloc(nst ? nst : 1, sizeof(*snd)), *rcv = calloc(nst ? nst : 1, sizeof(*rcv));
     iv_t *iv = calloc(nst ? nst : 1, sizeof(*iv));
     size_t ns = 0, nr = 0;
-    int rc = HIBAR_ERR_NOMEM;
+    int rc = HB_ERR_NOMEM;
     if (snd == NULL || rcv == NULL || iv == NULL)
         goto out_;
-    rc = HIBAR_ERR_INTERNAL;
+    rc = HB_ERR_INTERNAL;
     for (uint32_t v = 0; v < n; v++) {
         size_t ni = 0;
         for (uint32_t i = s->step_start[v]; i < s->step_start[v + 1]; i++) {
@@ -887,19 +887,19 @@ out_:
 int hb_coll_sched_describe(const hb_coll_sched_t *s, char *buf, size_t len)
 {
     if (s == NULL || buf == NULL || len == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     int k = snprintf(
         buf, len, "%s %s root %u nodes %u sites %u lanes %u segment %llu bytes %llu steps %u",
         hb_coll_op_name(s->op), hb_coll_alg_name(s->alg), s->root, s->n_nodes, s->n_sites, s->lanes,
         (unsigned long long)s->seg_size, (unsigned long long)s->total, s->step_start[s->n_nodes]);
-    return k < 0 || (size_t)k >= len ? HIBAR_ERR_TRUNCATED : 0;
+    return k < 0 || (size_t)k >= len ? HB_ERR_TRUNCATED : 0;
 }
 
 int hb_coll_nodes_from_topo(const struct hb_topo *topo, const uint32_t *ranks_of,
                             uint32_t *site_buf, hb_coll_nodes_t *nodes_p)
 {
     if (topo == NULL || site_buf == NULL || nodes_p == NULL || topo->n_nodes == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     for (uint32_t v = 0; v < topo->n_nodes; v++)
         site_buf[v] = topo->nodes[v].site;
     nodes_p->n_nodes = topo->n_nodes;

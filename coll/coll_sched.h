@@ -109,8 +109,8 @@ typedef struct hb_coll_sched {
 /*
  * Build the schedule of one collective for every node. Deterministic: every daemon building
  * it from the same input gets the same schedule. Single- and multi-lane on one site are
- * valid and degenerate to flat. Errors: HIBAR_ERR_INVAL (no nodes, root out of range, bad
- * op/alg, counts with bcast), HIBAR_ERR_NOMEM.
+ * valid and degenerate to flat. Errors: HB_ERR_INVAL (no nodes, root out of range, bad
+ * op/alg, counts with bcast), HB_ERR_NOMEM.
  */
 int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args,
                         hb_coll_sched_t **sched_p);
@@ -127,11 +127,11 @@ static inline const hb_coll_step_t *hb_coll_sched_steps(const hb_coll_sched_t *s
 /*
  * Check that the schedule is consistent: every send has its matching receive (same pair,
  * same range, same order), every byte a node sends is its input or received, every node's
- * output is covered. 0 or HIBAR_ERR_INTERNAL (what is wrong in msg, if non-NULL).
+ * output is covered. 0 or HB_ERR_INTERNAL (what is wrong in msg, if non-NULL).
  */
 int hb_coll_sched_check(const hb_coll_sched_t *s, char *msg, size_t msglen);
 
-/* One line describing the schedule (for logs and hibar-info); 0 or HIBAR_ERR_TRUNCATED. */
+/* One line describing the schedule (for logs and hibar-info); 0 or HB_ERR_TRUNCATED. */
 int hb_coll_sched_describe(const hb_coll_sched_t *s, char *buf, size_t len);
 
 /*
@@ -198,7 +198,7 @@ typedef struct hb_coll_act {
  * in node order (scatter root: all blocks; gather/allgather: its own block; bcast root: the
  * buffer; ignored elsewhere). recv_buf: its output (scatter: own block; gather root and
  * allgather: all blocks; bcast: the buffer). Not thread-safe; one executor per call and node.
- * Errors: HIBAR_ERR_INVAL, HIBAR_ERR_NOMEM.
+ * Errors: HB_ERR_INVAL, HB_ERR_NOMEM.
  */
 int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *send_buf,
                         void *recv_buf, unsigned flags, hb_coll_exec_t **x_p);
@@ -226,15 +226,15 @@ int hb_coll_exec_input_in_place(const hb_coll_exec_t *x);
 /*
  * Feed one event; up to max actions are written to acts and their number to *n_p. When
  * hb_coll_exec_pending() is true afterwards, call again with HB_COLL_EV_POLL. Returns 0, or
- * HIBAR_ERR_PROTO for a message that matches nothing expected (unknown sender, duplicate,
+ * HB_ERR_PROTO for a message that matches nothing expected (unknown sender, duplicate,
  * wrong offset or length: the executor's state is unchanged, log it and drop it),
- * HIBAR_ERR_INVAL for a bad call. A PEER_LOST before completion yields FAIL with
- * HIBAR_ERR_PEER_LOST. Never blocks.
+ * HB_ERR_INVAL for a bad call. A PEER_LOST before completion yields FAIL with
+ * HB_ERR_PEER_LOST. Never blocks.
  */
 int hb_coll_exec_step(hb_coll_exec_t *x, const hb_coll_ev_t *ev, hb_coll_act_t *acts, size_t max,
                       size_t *n_p);
 int hb_coll_exec_pending(const hb_coll_exec_t *x);
-/* One line on the executor's progress (a stuck collective's log line); 0 or HIBAR_ERR_TRUNCATED. */
+/* One line on the executor's progress (a stuck collective's log line); 0 or HB_ERR_TRUNCATED. */
 int hb_coll_exec_describe(const hb_coll_exec_t *x, char *buf, size_t len);
 int hb_coll_exec_done(const hb_coll_exec_t *x); /* 1 after COMPLETE or FAIL */
 

@@ -6,7 +6,7 @@
 
 /*
  * Read variable `name` as a decimal number in 0..max. 0 and *v_p on success;
- * HIBAR_ERR_NOT_FOUND if unset or empty (nothing logged); HIBAR_ERR_CONFIG if it is not such a
+ * HB_ERR_NOT_FOUND if unset or empty (nothing logged); HB_ERR_CONFIG if it is not such a
  * number (logged once here, naming the variable and its value). *v_p is set only on success.
  */
 int hb_env_u64(const char *name, uint64_t max, uint64_t *v_p);

@@ -3,7 +3,7 @@
 #include "hb_meas.h"
 
 #include "hb_time.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ int hb_meas_method_parse(const char *s, hb_meas_method_t *m_p)
             *m_p = (hb_meas_method_t)i;
             return 0;
         }
-    return HIBAR_ERR_INVAL;
+    return HB_ERR_INVAL;
 }
 
 void hb_meas_opts_default(hb_meas_opts_t *o)
@@ -53,12 +53,12 @@ int hb_meas_enough(size_t n, double mean, double ci, const hb_meas_opts_t *o)
 int hb_meas_adapt_init(hb_meas_adapt_t *a, const hb_meas_opts_t *o)
 {
     if (a == NULL || !hb_meas_opts_ok(o))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     memset(a, 0, sizeof(*a));
     a->o = *o;
     a->cap = o->max_reps < 64 ? o->max_reps : 64;
     a->x = malloc(a->cap * sizeof(double));
-    return a->x == NULL ? HIBAR_ERR_NOMEM : 0;
+    return a->x == NULL ? HB_ERR_NOMEM : 0;
 }
 
 int hb_meas_adapt_add(hb_meas_adapt_t *a, double x)
@@ -67,7 +67,7 @@ int hb_meas_adapt_add(hb_meas_adapt_t *a, double x)
         size_t cap = a->cap * 2;
         double *nx = realloc(a->x, cap * sizeof(double));
         if (nx == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         a->x = nx;
         a->cap = cap;
     }
@@ -86,10 +86,10 @@ int hb_meas_adapt_stats(const hb_meas_adapt_t *a, hb_stats_t *s_p)
     int rc;
     double *c;
     if (a == NULL || a->n == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     c = malloc(a->n * sizeof(double));
     if (c == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     memcpy(c, a->x, a->n * sizeof(double));
     rc = hb_stats_summarize(c, a->n, a->o.confidence, s_p);
     free(c);
@@ -173,7 +173,7 @@ static int hb_meas_confirm_time(const hb_meas_comm_t *c, const hb_meas_opts_t *o
         return 0;
     x = calloc(n, sizeof(double));
     if (x == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (uint32_t k = 0; k < n && rc == 0; k++) {
         uint32_t peer = 1 + k % (c->size - 1);
         double t0;
@@ -213,10 +213,10 @@ int hb_meas_run(const hb_meas_comm_t *c, hb_meas_method_t m, const hb_meas_opts_
 
     if (c == NULL || r_p == NULL || c->run == NULL || c->size == 0 || c->rank >= c->size ||
         (unsigned)m >= HB_MEAS_NMETHODS || !hb_meas_opts_ok(o))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (c->size > 1 && (c->barrier == NULL || c->gather == NULL || c->bcast == NULL ||
                         (m == HB_MEAS_GLOBAL && c->pingpong == NULL)))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     root = c->rank == 0;
     memset(&r, 0, sizeof(r));
     r.method = m;
@@ -226,7 +226,7 @@ int hb_meas_run(const hb_meas_comm_t *c, hb_meas_method_t m, const hb_meas_opts_
     off = calloc(c->size, sizeof(double));
     all = calloc(2 * (size_t)c->size, sizeof(double));
     if (off == NULL || all == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     rc = hb_meas_barrier(c);
@@ -307,7 +307,7 @@ int hb_meas_run(const hb_meas_comm_t *c, hb_meas_method_t m, const hb_meas_opts_
                 rc = brc;
         }
         if (rc == 0 && flag < 0.0)
-            rc = HIBAR_ERR_NOMEM; /* the root ran out */
+            rc = HB_ERR_NOMEM; /* the root ran out */
         more = flag > 0.0;
     }
     if (rc == 0) {

@@ -37,7 +37,7 @@ typedef enum {
 
 /* "global", "maximum", "root"; "?" for anything else. */
 const char *hb_meas_method_name(hb_meas_method_t m);
-/* Name -> method; 0 or HIBAR_ERR_INVAL. */
+/* Name -> method; 0 or HB_ERR_INVAL. */
 int hb_meas_method_parse(const char *s, hb_meas_method_t *m_p);
 
 typedef struct hb_meas_opts {
@@ -67,12 +67,12 @@ typedef struct hb_meas_adapt {
     double sum, sumsq;
 } hb_meas_adapt_t;
 
-/* 0, HIBAR_ERR_INVAL (bad options: min_reps < 2, max_reps < min_reps, confidence or rel_err
- * out of range), HIBAR_ERR_NOMEM. */
+/* 0, HB_ERR_INVAL (bad options: min_reps < 2, max_reps < min_reps, confidence or rel_err
+ * out of range), HB_ERR_NOMEM. */
 int hb_meas_adapt_init(hb_meas_adapt_t *a, const hb_meas_opts_t *o);
-/* Add one sample: 1 when the stopping rule holds now, 0 for more, HIBAR_ERR_NOMEM. */
+/* Add one sample: 1 when the stopping rule holds now, 0 for more, HB_ERR_NOMEM. */
 int hb_meas_adapt_add(hb_meas_adapt_t *a, double x);
-/* Summary of the samples so far (they are not reordered). 0 or HIBAR_ERR_INVAL (none). */
+/* Summary of the samples so far (they are not reordered). 0 or HB_ERR_INVAL (none). */
 int hb_meas_adapt_stats(const hb_meas_adapt_t *a, hb_stats_t *s_p);
 void hb_meas_adapt_free(hb_meas_adapt_t *a);
 
@@ -81,7 +81,7 @@ void hb_meas_adapt_free(hb_meas_adapt_t *a);
 double hb_meas_offset(double t_send, double t_remote, double t_recv);
 
 /*
- * The communication the core needs. Every callback returns 0 or a negative HIBAR_ERR_*
+ * The communication the core needs. Every callback returns 0 or a negative HB_ERR_*
  * (the measurement then stops with it). Rank 0 is the root. Callbacks may be NULL when
  * size == 1 (nothing to synchronise), except run.
  */
@@ -123,7 +123,7 @@ typedef struct hb_meas_result {
 
 /*
  * Measure c->run with method m. Collective: every rank of c calls it with the same method
- * and options. Blocking. 0, HIBAR_ERR_INVAL (bad options or callbacks), HIBAR_ERR_NOMEM, or a
+ * and options. Blocking. 0, HB_ERR_INVAL (bad options or callbacks), HB_ERR_NOMEM, or a
  * callback's error.
  */
 int hb_meas_run(const hb_meas_comm_t *c, hb_meas_method_t m, const hb_meas_opts_t *o,

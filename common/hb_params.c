@@ -4,7 +4,7 @@
 #include "hb_params.h"
 
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,7 +27,7 @@ int hb_params_path(const char *cluster, char *buf, size_t cap)
     else
         n = snprintf(buf, cap, "%s/.cache/hibar/%s.plogp",
                      home != NULL && *home == '/' ? home : "/tmp", cluster);
-    return n < 0 || (size_t)n >= cap ? HIBAR_ERR_TRUNCATED : 0;
+    return n < 0 || (size_t)n >= cap ? HB_ERR_TRUNCATED : 0;
 }
 
 static void perr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -55,13 +55,13 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
     char *copy, *line;
     int ln = 0, rc = 0, have_L = 0;
     if (text == NULL || p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     memset(&r, 0, sizeof(r));
     r.t_rto = 200000.0;
     r.flow_control = 1;
     copy = strdup(text);
     if (copy == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (char *next = copy; rc == 0 && next != NULL;) {
         char *tok[9], *ts = NULL; /* one more than a line may have: extra tokens are refused */
         int nt = 0;
@@ -84,14 +84,14 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
             for (int i = 0; i < nt - 1 && rc == 0; i++)
                 if (num(tok[i + 1], &v[i]) != 0) {
                     perr(err, errlen, "line %d: bad number '%s'", ln, tok[i + 1]);
-                    rc = HIBAR_ERR_CONFIG;
+                    rc = HB_ERR_CONFIG;
                 }
             if (rc != 0)
                 break;
             if (r.n == HB_PARAMS_MAXPTS || (r.n > 0 && v[0] <= r.m[r.n - 1])) {
                 perr(err, errlen, "line %d: sizes must ascend, at most %d points", ln,
                      HB_PARAMS_MAXPTS);
-                rc = HIBAR_ERR_CONFIG;
+                rc = HB_ERR_CONFIG;
                 break;
             }
             r.m[r.n] = v[0];
@@ -108,7 +108,7 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
                 perr(err, errlen,
                      "line %d: want 'bwan P MBIT', P = 1, 2, ... (at most %d), MBIT > 0", ln,
                      HB_PARAMS_MAXLANES);
-                rc = HIBAR_ERR_CONFIG;
+                rc = HB_ERR_CONFIG;
                 break;
             }
             r.bwan[r.n_bwan++] = v[1] / 8.0; /* Mbit/s -> bytes/µs */
@@ -131,17 +131,17 @@ int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen)
                 r.bwan_measured = v[0];
             else {
                 perr(err, errlen, "line %d: unknown key or bad value '%s'", ln, tok[0]);
-                rc = HIBAR_ERR_CONFIG;
+                rc = HB_ERR_CONFIG;
             }
         } else {
             perr(err, errlen, "line %d: cannot read '%s'", ln, tok[0]);
-            rc = HIBAR_ERR_CONFIG;
+            rc = HB_ERR_CONFIG;
         }
     }
     free(copy);
     if (rc == 0 && (have_L != (r.n > 0) || (r.n == 0 && r.n_bwan == 0))) {
         perr(err, errlen, "line %d: no L or no point, and no bwan", ln);
-        rc = HIBAR_ERR_CONFIG;
+        rc = HB_ERR_CONFIG;
     }
     if (rc == 0)
         *p = r;
@@ -156,7 +156,7 @@ int hb_params_format(const hb_params_t *p, char *buf, size_t cap)
     do {                                                                                           \
         n = snprintf(buf + off, cap - off, __VA_ARGS__);                                           \
         if (n < 0 || (size_t)n >= cap - off)                                                       \
-            return HIBAR_ERR_TRUNCATED;                                                            \
+            return HB_ERR_TRUNCATED;                                                               \
         off += (size_t)n;                                                                          \
     } while (0)
     PUT("# hibar model parameters, written by hibar-bench logp and lanes (times us, sizes "
@@ -189,12 +189,12 @@ int hb_params_read(const char *path, hb_params_t *p, char *err, size_t errlen)
     int rc;
     if (f == NULL) {
         perr(err, errlen, "%s: %s", path, strerror(errno));
-        return errno == ENOENT ? HIBAR_ERR_NOT_FOUND : HIBAR_ERR_IO;
+        return errno == ENOENT ? HB_ERR_NOT_FOUND : HB_ERR_IO;
     }
     text = calloc(1, 65536);
     if (text == NULL) {
         fclose(f);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     len = fread(text, 1, 65535, f);
     fclose(f);
@@ -227,7 +227,7 @@ int hb_params_write(const char *path, const hb_params_t *p)
 {
     char tmp[4200], *text = malloc(16384);
     FILE *f;
-    int rc = text == NULL ? HIBAR_ERR_NOMEM : hb_params_format(p, text, 16384);
+    int rc = text == NULL ? HB_ERR_NOMEM : hb_params_format(p, text, 16384);
     if (rc != 0) {
         free(text);
         return rc;
@@ -236,14 +236,14 @@ int hb_params_write(const char *path, const hb_params_t *p)
     if (mkdirs(path) != 0 || (f = fopen(tmp, "w")) == NULL) {
         hb_log_error("cannot write %s: %m", path);
         free(text);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     fputs(text, f);
     free(text);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         hb_log_error("cannot write %s: %m", path);
         unlink(tmp);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     return 0;
 }
@@ -253,7 +253,7 @@ int hb_params_update(const char *path, const hb_params_t *p, unsigned what)
     hb_params_t *m = malloc(sizeof(*m));
     int rc;
     if (m == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     if (hb_params_read(path, m, NULL, 0) != 0 || strcmp(m->cluster, p->cluster) != 0)
         memset(m, 0, sizeof(*m));
     if (what & HB_PARAMS_PLOGP) {
@@ -283,7 +283,7 @@ int hb_params_load(const char *cluster, hb_params_t *p, char *path, size_t cap, 
     int rc;
     if (env != NULL && strcmp(env, "none") == 0) {
         snprintf(path, cap, "(HIBAR_MODEL_CACHE=none)");
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     }
     rc = hb_params_path(cluster, path, cap);
     if (rc == 0)
@@ -291,7 +291,7 @@ int hb_params_load(const char *cluster, hb_params_t *p, char *path, size_t cap, 
     if (rc == 0 && p->cluster[0] != '\0' && strcmp(p->cluster, "-") != 0 &&
         strcmp(p->cluster, cluster) != 0) {
         perr(err, errlen, "%s: measured on cluster %s, not %s", path, p->cluster, cluster);
-        rc = HIBAR_ERR_CONFIG;
+        rc = HB_ERR_CONFIG;
     }
     return rc;
 }

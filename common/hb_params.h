@@ -52,27 +52,27 @@ typedef struct hb_params {
 #define HB_PARAMS_BWAN 2u
 
 /* Where the file of `cluster` lives: $HIBAR_MODEL_CACHE if set, else
- * ${XDG_CACHE_HOME:-$HOME/.cache}/hibar/CLUSTER.plogp. 0 or HIBAR_ERR_TRUNCATED. */
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/hibar/CLUSTER.plogp. 0 or HB_ERR_TRUNCATED. */
 int hb_params_path(const char *cluster, char *buf, size_t cap);
 
-/* Parse the text of a file (pure). 0 or HIBAR_ERR_CONFIG with err "line N: what". */
+/* Parse the text of a file (pure). 0 or HB_ERR_CONFIG with err "line N: what". */
 int hb_params_parse(const char *text, hb_params_t *p, char *err, size_t errlen);
-/* The text of a file; 0 or HIBAR_ERR_TRUNCATED. */
+/* The text of a file; 0 or HB_ERR_TRUNCATED. */
 int hb_params_format(const hb_params_t *p, char *buf, size_t cap);
 
-/* Read a file: 0, HIBAR_ERR_NOT_FOUND (no file), HIBAR_ERR_IO, HIBAR_ERR_CONFIG (err says). */
+/* Read a file: 0, HB_ERR_NOT_FOUND (no file), HB_ERR_IO, HB_ERR_CONFIG (err says). */
 int hb_params_read(const char *path, hb_params_t *p, char *err, size_t errlen);
 /* Write a file (directories created, written to a temporary file then renamed). 0 or
- * HIBAR_ERR_IO (logged). */
+ * HB_ERR_IO (logged). */
 int hb_params_write(const char *path, const hb_params_t *p);
 /* Write the parts `what` (HB_PARAMS_PLOGP, HB_PARAMS_BWAN) of p, keeping the other parts of
- * the file at path when it is readable and names p's cluster. 0 or HIBAR_ERR_IO (logged). */
+ * the file at path when it is readable and names p's cluster. 0 or HB_ERR_IO (logged). */
 int hb_params_update(const char *path, const hb_params_t *p, unsigned what);
 
 /*
  * The cached parameters of `cluster`: its file (hb_params_path) into path (cap bytes), read.
- * 0; HIBAR_ERR_NOT_FOUND: no file, or HIBAR_MODEL_CACHE=none (path then says so);
- * HIBAR_ERR_IO; HIBAR_ERR_CONFIG: unreadable, or written for another cluster (err says).
+ * 0; HB_ERR_NOT_FOUND: no file, or HIBAR_MODEL_CACHE=none (path then says so);
+ * HB_ERR_IO; HB_ERR_CONFIG: unreadable, or written for another cluster (err says).
  */
 int hb_params_load(const char *cluster, hb_params_t *p, char *path, size_t cap, char *err,
                    size_t errlen);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 
 int hb_proc_threads_cpu(pid_t pid, hb_proc_thread_fn fn, void *arg)
 {
@@ -20,7 +20,7 @@ int hb_proc_threads_cpu(pid_t pid, hb_proc_thread_fn fn, void *arg)
     snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
     d = opendir(path);
     if (d == NULL)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     while ((de = readdir(d)) != NULL) {
         unsigned long long ns = 0;
         FILE *f;
@@ -46,7 +46,7 @@ int hb_proc_threads_cpu(pid_t pid, hb_proc_thread_fn fn, void *arg)
         found = 1;
     }
     closedir(d);
-    return found ? 0 : HIBAR_ERR_NOT_FOUND;
+    return found ? 0 : HB_ERR_NOT_FOUND;
 }
 
 static void add_ns(void *arg, pid_t pid, pid_t tid, const char *comm, double ns)

@@ -8,7 +8,7 @@
  * so far in ns (the scheduler's exact figure, /proc/PID/task/TID/schedstat). */
 typedef void (*hb_proc_thread_fn)(void *arg, pid_t pid, pid_t tid, const char *comm, double ns);
 
-/* fn for every thread of pid. 0, or HIBAR_ERR_NOT_FOUND if the process is gone. */
+/* fn for every thread of pid. 0, or HB_ERR_NOT_FOUND if the process is gone. */
 int hb_proc_threads_cpu(pid_t pid, hb_proc_thread_fn fn, void *arg);
 
 /* CPU seconds of every thread of pid together (exact, not in clock ticks), or -1. */

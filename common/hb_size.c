@@ -6,18 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 
 int hb_size_parse(const char *s, uint64_t max, uint64_t *v_p)
 {
     char *end;
     unsigned shift = 0;
     if (s == NULL || *s < '0' || *s > '9')
-        return HIBAR_ERR_INVAL; /* also no sign or space, which strtoull would take */
+        return HB_ERR_INVAL; /* also no sign or space, which strtoull would take */
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     switch (*end) {
     case 'k':
     case 'K':
@@ -36,7 +36,7 @@ int hb_size_parse(const char *s, uint64_t max, uint64_t *v_p)
     }
     if (shift != 0) {
         if (v > (UINT64_MAX >> shift))
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         v <<= shift;
         end++;
     }
@@ -45,7 +45,7 @@ int hb_size_parse(const char *s, uint64_t max, uint64_t *v_p)
     if (*end == 'B' || *end == 'b')
         end++;
     if (*end != '\0' || v > max)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     *v_p = (uint64_t)v;
     return 0;
 }
@@ -62,15 +62,15 @@ static int hb_size_elem(char *t, uint64_t min, uint64_t max, size_t *sizes, size
             *colon = '\0';
     }
     if (hb_size_parse(t, max, &a) != 0 || a < min)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     b = a;
     if (dots != NULL && (hb_size_parse(dots + 2, max, &b) != 0 || b < a))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (colon != NULL && (hb_size_parse(colon + 1, max, &step) != 0 || step == 0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     for (uint64_t v = a;;) {
         if (*n_p == cap)
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         sizes[(*n_p)++] = (size_t)v;
         uint64_t inc = step != 0 ? step : (v != 0 ? v : 1);
         if (b - v < inc)
@@ -85,15 +85,15 @@ int hb_size_list_parse(const char *spec, uint64_t min, uint64_t max, size_t *siz
     size_t n = 0;
     int rc = 0;
     if (spec == NULL || max > SIZE_MAX)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     char *l = strdup(spec), *save = NULL;
     if (l == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (char *t = strtok_r(l, ",", &save); t != NULL && rc == 0; t = strtok_r(NULL, ",", &save))
         rc = hb_size_elem(t, min, max, sizes, cap, &n);
     free(l);
     if (rc != 0 || n == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     *n_p = n;
     return 0;
 }

@@ -2,7 +2,7 @@
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "hb_stats.h"
 
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -152,7 +152,7 @@ int hb_stats_summarize(double *x, size_t n, double confidence, hb_stats_t *s_p)
 {
     hb_stats_t s;
     if (x == NULL || s_p == NULL || n == 0 || !(confidence > 0.0 && confidence < 1.0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     s.n = n;
     s.confidence = confidence;
     s.mean = hb_stats_mean(x, n);

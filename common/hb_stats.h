@@ -32,7 +32,7 @@ double hb_stats_ci(const double *x, size_t n, double confidence);
 
 /*
  * Everything at once. Sorts x in place (pass a copy to keep the order). Returns 0, or
- * HIBAR_ERR_INVAL for n == 0, a NULL pointer or a confidence outside (0, 1).
+ * HB_ERR_INVAL for n == 0, a NULL pointer or a confidence outside (0, 1).
  */
 int hb_stats_summarize(double *x, size_t n, double confidence, hb_stats_t *s_p);
 

@@ -1,30 +1,34 @@
 /* hb_status.c: the text of every hibar status code. */
-#include "hibar.h"
+#include "hb_status.h"
 
-const char *hibar_strerror(int status)
+#include <stddef.h>
+
+static const char *const text[] = {
+    [HB_OK] = "success",
+    [-HB_ERR_INVAL] = "invalid argument",
+    [-HB_ERR_NOMEM] = "out of memory",
+    [-HB_ERR_TIMEOUT] = "timed out",
+    [-HB_ERR_PEER_LOST] = "peer lost (a participant died or left)",
+    [-HB_ERR_UNAVAIL] = "not available",
+    [-HB_ERR_IO] = "I/O error",
+    [-HB_ERR_PROTO] = "protocol error (malformed or unexpected message)",
+    [-HB_ERR_BUSY] = "busy",
+    [-HB_ERR_MISMATCH] = "participants disagree",
+    [-HB_ERR_CONFIG] = "invalid configuration",
+    [-HB_ERR_NOT_INIT] = "not initialized",
+    [-HB_ERR_EXISTS] = "already exists",
+    [-HB_ERR_NOT_FOUND] = "not found",
+    [-HB_ERR_PERM] = "permission denied",
+    [-HB_ERR_TRUNCATED] = "truncated (buffer too small)",
+    [-HB_ERR_THREAD] = "concurrent calls from two threads",
+    [-HB_ERR_INTERNAL] = "internal error",
+    [-HB_ERR_WOULD_BLOCK] = "operation not yet complete",
+};
+_Static_assert(sizeof(text) / sizeof(text[0]) == 1 - HB_ERR_LAST, "a status code has no text");
+
+const char *hb_status_str(int status)
 {
-    static const char *const text[] = {
-        [0] = "success",
-        [1] = "invalid argument",
-        [2] = "out of memory",
-        [3] = "timed out",
-        [4] = "peer lost (a participant died or left)",
-        [5] = "not available",
-        [6] = "I/O error",
-        [7] = "protocol error (malformed or unexpected message)",
-        [8] = "busy",
-        [9] = "participants disagree",
-        [10] = "invalid configuration",
-        [11] = "not initialized",
-        [12] = "already exists",
-        [13] = "not found",
-        [14] = "permission denied",
-        [15] = "truncated (buffer too small)",
-        [16] = "concurrent calls from two threads",
-        [17] = "internal error",
-        [18] = "operation not yet complete",
-    };
-    if (status > 0 || status < HIBAR_ERR_LAST)
+    if (status > HB_OK || status < HB_ERR_LAST || text[-status] == NULL)
         return "unknown hibar status";
     return text[-status];
 }

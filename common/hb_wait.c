@@ -5,7 +5,7 @@
 #include "hb_env.h"
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -100,7 +100,7 @@ static void hb_wait_adapt(const hb_wait_policy_t *pol, hb_wait_adapt_t *ad, int 
         ad->spin_ns = 1; /* a zero floor: keep "learned" distinct from "new" */
 }
 
-/* Stages 1 and 2. Returns the poll result, HIBAR_ERR_TIMEOUT, or WOULD_BLOCK when the budget
+/* Stages 1 and 2. Returns the poll result, HB_ERR_TIMEOUT, or WOULD_BLOCK when the budget
  * is spent and the caller should go to sleep. */
 static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
                         hb_wait_adapt_t *ad, uint64_t start, uint64_t deadline_ns)
@@ -111,14 +111,14 @@ static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t 
 
     for (i = 0;; i++) {
         rc = poll(arg, 0);
-        if (rc != HIBAR_ERR_WOULD_BLOCK) {
+        if (rc != HB_ERR_WOULD_BLOCK) {
             hb_wait_adapt(pol, ad, 1, spin);
             return rc;
         }
         if ((i & 15) == 15) {
             now = hb_time_now_ns();
             if (now >= deadline_ns)
-                return HIBAR_ERR_TIMEOUT;
+                return HB_ERR_TIMEOUT;
             if (now - start >= spin)
                 break;
         }
@@ -130,18 +130,18 @@ static int hb_wait_busy(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t 
         if (slow)
             last_slow = now;
         rc = poll(arg, slow);
-        if (rc != HIBAR_ERR_WOULD_BLOCK)
+        if (rc != HB_ERR_WOULD_BLOCK)
             return rc;
         if (now >= deadline_ns)
-            return HIBAR_ERR_TIMEOUT;
+            return HB_ERR_TIMEOUT;
         sched_yield();
         now = hb_time_now_ns();
     }
-    return HIBAR_ERR_WOULD_BLOCK;
+    return HB_ERR_WOULD_BLOCK;
 }
 
 /* What every wait does before it sleeps: the policy (the default for NULL), one poll, the zero
- * deadline, then the spin and yield stages. HIBAR_ERR_WOULD_BLOCK: go on to sleep. */
+ * deadline, then the spin and yield stages. HB_ERR_WOULD_BLOCK: go on to sleep. */
 static int hb_wait_start(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t **pol_p,
                          hb_wait_adapt_t *ad, uint64_t deadline_ns)
 {
@@ -150,14 +150,14 @@ static int hb_wait_start(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t
     if (*pol_p == NULL)
         *pol_p = hb_wait_policy_default();
     rc = poll(arg, 0);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     if (deadline_ns == 0)
-        return HIBAR_ERR_TIMEOUT;
+        return HB_ERR_TIMEOUT;
     return hb_wait_busy(poll, arg, *pol_p, ad, hb_time_now_ns(), deadline_ns);
 }
 
-/* What every wait does before each sleep: one poll, then the deadline; HIBAR_ERR_WOULD_BLOCK
+/* What every wait does before each sleep: one poll, then the deadline; HB_ERR_WOULD_BLOCK
  * with *ts_p the nap (to the deadline, at most max_ns and the policy's slice). */
 static int hb_wait_next(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
                         uint64_t deadline_ns, uint64_t max_ns, struct timespec *ts_p)
@@ -166,18 +166,18 @@ static int hb_wait_next(hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t 
     int rc;
 
     rc = poll(arg, 1);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     now = hb_time_now_ns();
     if (now >= deadline_ns)
-        return HIBAR_ERR_TIMEOUT;
+        return HB_ERR_TIMEOUT;
     nap = deadline_ns - now;
     if (nap > max_ns)
         nap = max_ns;
     if (nap > pol->slice_ns)
         nap = pol->slice_ns;
     *ts_p = hb_wait_ts(nap);
-    return HIBAR_ERR_WOULD_BLOCK;
+    return HB_ERR_WOULD_BLOCK;
 }
 
 int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,
@@ -192,7 +192,7 @@ int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
     int rc;
 
     rc = hb_wait_start(poll, arg, &pol, ad, deadline_ns);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     for (;;) {
         uint32_t seen = w ? atomic_load(&w->seq) : 0;
@@ -200,7 +200,7 @@ int hb_wait_until_adaptive(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg,
 
         /* no futex to wake us: nap 1 ms at most */
         rc = hb_wait_next(poll, arg, pol, deadline_ns, w == NULL ? 1000000ull : UINT64_MAX, &ts);
-        if (rc != HIBAR_ERR_WOULD_BLOCK)
+        if (rc != HB_ERR_WOULD_BLOCK)
             return rc;
         if (w != NULL) {
             /* slice "forever" and no deadline: sleep until woken, never on a timer */
@@ -221,7 +221,7 @@ int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg
     int rc;
 
     rc = hb_wait_start(poll, arg, &pol, ad, deadline_ns);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -233,11 +233,11 @@ int hb_wait_until_fd(int fd, hb_wait_arm_fn arm, hb_wait_poll_fn poll, void *arg
                 return rc;
         }
         rc = hb_wait_next(poll, arg, pol, deadline_ns, UINT64_MAX, &ts);
-        if (rc != HIBAR_ERR_WOULD_BLOCK)
+        if (rc != HB_ERR_WOULD_BLOCK)
             return rc;
         if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
             hb_log_error("hb_wait: ppoll on fd %d: %m", fd);
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         }
     }
 }

@@ -39,7 +39,7 @@ typedef struct hb_wait_adapt {
 } hb_wait_adapt_t;
 
 /*
- * Poll function: 0 = done, HIBAR_ERR_WOULD_BLOCK = keep waiting, other negative = stop with
+ * Poll function: 0 = done, HB_ERR_WOULD_BLOCK = keep waiting, other negative = stop with
  * that error. `slow` is non-zero about every millisecond in the yield stage and after every
  * sleep: do the expensive checks (peer liveness) only then.
  */
@@ -59,10 +59,10 @@ void hb_wait_word_init(hb_wait_word_t *w);
 void hb_wait_word_wake(hb_wait_word_t *w);
 
 /*
- * Wait until poll(arg) returns something other than HIBAR_ERR_WOULD_BLOCK or until
+ * Wait until poll(arg) returns something other than HB_ERR_WOULD_BLOCK or until
  * deadline_ns (hb_time_now_ns() clock; 0 = poll once, UINT64_MAX = no deadline).
  * w may be NULL: then stage 3 sleeps for short bounded naps instead of on a futex.
- * Returns poll's result, or HIBAR_ERR_TIMEOUT. Never busy-waits past the policy's budgets.
+ * Returns poll's result, or HB_ERR_TIMEOUT. Never busy-waits past the policy's budgets.
  * Thread-safe (no shared state besides *w).
  */
 int hb_wait_until(hb_wait_word_t *w, hb_wait_poll_fn poll, void *arg, const hb_wait_policy_t *pol,

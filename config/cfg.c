@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 
 /* ---- raw settings: what the sources said, with where they said it ---- */
 
@@ -140,12 +140,12 @@ static int cfg_is_group(const char *path)
 
 /* ---- errors ---- */
 
-/* "SRC: what 'value'"; returns HIBAR_ERR_CONFIG. */
+/* "SRC: what 'value'"; returns HB_ERR_CONFIG. */
 static int cfg_fail(char *err, size_t errlen, const char *src, const char *what, const char *value)
 {
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "%s: %s '%s'", src, what, value != NULL ? value : "");
-    return HIBAR_ERR_CONFIG;
+    return HB_ERR_CONFIG;
 }
 
 static char *cfg_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -203,7 +203,7 @@ static int cfg_replace_str(char **dst, const char *value)
     if (value != NULL) {
         s = strdup(value);
         if (s == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
     }
     free(*dst);
     *dst = s;
@@ -286,7 +286,7 @@ static int cfg_set_scalar(hb_cfg_t *cfg, const cfg_key_t *k, const char *value, 
     case K_SPECIAL:
         break;
     }
-    return HIBAR_ERR_INTERNAL;
+    return HB_ERR_INTERNAL;
 }
 
 /* ---- the raw lists ---- */
@@ -322,7 +322,7 @@ static int cfg_take_nodes(cfg_priv_t *p, cfg_node_ent_t *ents, size_t n, const c
 
     if (s == NULL) {
         cfg_node_ents_free(ents, n);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     cfg_node_ents_free(p->nodes, p->n_nodes);
     free(p->nodes_src);
@@ -340,7 +340,7 @@ static int cfg_take_list(cfg_list_ent_t **list_p, size_t *n_p, char **src_p, cfg
 
     if (s == NULL) {
         cfg_list_ents_free(ents, n);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     cfg_list_ents_free(*list_p, *n_p);
     free(*src_p);
@@ -373,7 +373,7 @@ static int cfg_check_hostlist(const char *hl, const char *src, char *err, size_t
     char msg[HB_CFG_ERRLEN];
     int rc = hb_cfg_hostlist_expand(hl, &names, &n, msg, sizeof(msg));
 
-    if (rc == HIBAR_ERR_CONFIG) {
+    if (rc == HB_ERR_CONFIG) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%s: %s", src, msg);
         return rc;
@@ -420,7 +420,7 @@ err_free:
     }
     free(cfg);
     free(p);
-    return HIBAR_ERR_NOMEM;
+    return HB_ERR_NOMEM;
 }
 
 /* Drop what finalize derived (so a configuration can be changed and finalized again). */
@@ -508,7 +508,7 @@ err_free:
     while (n > 0)
         free(parts[--n]);
     free(parts);
-    return HIBAR_ERR_NOMEM;
+    return HB_ERR_NOMEM;
 }
 
 static int cfg_set_special(hb_cfg_t *cfg, const char *key, const char *value, const char *src,
@@ -534,12 +534,12 @@ static int cfg_set_special(hb_cfg_t *cfg, const char *key, const char *value, co
             return rc;
         e = calloc(1, sizeof(*e));
         if (e == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         e->hostlist = strdup(value);
         e->src = strdup(src);
         if (e->hostlist == NULL || e->src == NULL) {
             cfg_node_ents_free(e, 1);
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
         return cfg_take_nodes(p, e, 1, src);
     }
@@ -551,7 +551,7 @@ static int cfg_set_special(hb_cfg_t *cfg, const char *key, const char *value, co
         cfg_list_ent_t *e = calloc(n, sizeof(*e));
         int is_sites = strcmp(key, "sites") == 0;
         if (e == NULL) {
-            rc = HIBAR_ERR_NOMEM;
+            rc = HB_ERR_NOMEM;
             goto out;
         }
         for (i = 0; i < n; i++) {
@@ -576,7 +576,7 @@ static int cfg_set_special(hb_cfg_t *cfg, const char *key, const char *value, co
             e[i].hostlist = strdup(hl);
             e[i].src = strdup(src);
             if (e[i].hostlist == NULL || e[i].src == NULL || (is_sites && e[i].name == NULL)) {
-                rc = HIBAR_ERR_NOMEM;
+                rc = HB_ERR_NOMEM;
                 break;
             }
         }
@@ -616,10 +616,10 @@ int hb_cfg_set(hb_cfg_t *cfg, const char *key, const char *value, char *err, siz
     int rc;
 
     if (cfg == NULL || key == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     src = cfg_strdup_printf("override %s=%s", key, value != NULL ? value : "");
     if (src == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     rc = cfg_set_src(cfg, key, value, src, err, errlen);
     free(src);
     return rc;
@@ -632,13 +632,13 @@ int hb_cfg_set_kv(hb_cfg_t *cfg, const char *kv, char *err, size_t errlen)
     int rc;
 
     if (cfg == NULL || kv == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     eq = strchr(kv, '=');
     if (eq == NULL || eq == kv)
         return cfg_fail(err, errlen, "override", "expected KEY=VALUE, got", kv);
     key = strndup(kv, (size_t)(eq - kv));
     if (key == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     rc = hb_cfg_set(cfg, key, eq + 1, err, errlen);
     free(key);
     return rc;
@@ -649,7 +649,7 @@ int hb_cfg_apply_env(hb_cfg_t *cfg, char *err, size_t errlen)
     size_t i, j;
 
     if (cfg == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     for (i = 0; i < N_KEYS; i++) {
         char name[80], src[96];
         const char *v;
@@ -747,7 +747,7 @@ static int cfg_yaml_hostlist(cfg_yaml_t *y, const yaml_node_t *n, const char *ke
     *hl_p = strdup(cfg_scalar(n));
     *src_p = strdup(m);
     if (*hl_p == NULL || *src_p == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     return 0;
 }
 
@@ -766,7 +766,7 @@ static int cfg_yaml_nodes(cfg_yaml_t *y, const yaml_node_t *key, const yaml_node
     if (v->type == YAML_SCALAR_NODE) {
         e = calloc(1, sizeof(*e));
         if (e == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         n = 1;
         rc = cfg_yaml_hostlist(y, v, "nodes", &e->hostlist, &e->src);
         goto out;
@@ -776,7 +776,7 @@ static int cfg_yaml_nodes(cfg_yaml_t *y, const yaml_node_t *key, const yaml_node
     n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
     e = calloc(n ? n : 1, sizeof(*e));
     if (e == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (i = 0, it = v->data.sequence.items.start; i < n && rc == 0; i++, it++) {
         yaml_node_t *item = yaml_document_get_node(y->doc, *it);
         yaml_node_pair_t *pr;
@@ -803,7 +803,7 @@ static int cfg_yaml_nodes(cfg_yaml_t *y, const yaml_node_t *key, const yaml_node
                     rc = cfg_yaml_fail(y, val, "wrong type for address: expected a string",
                                        "address");
                 else if ((e[i].address = strdup(cfg_scalar(val))) == NULL)
-                    rc = HIBAR_ERR_NOMEM;
+                    rc = HB_ERR_NOMEM;
             } else if (strcmp(ks, "port") == 0) {
                 uint64_t port;
                 if (val->type != YAML_SCALAR_NODE || cfg_parse_u64(cfg_scalar(val), 65535, &port))
@@ -852,7 +852,7 @@ static int cfg_yaml_chassis(cfg_yaml_t *y, const yaml_node_t *key, const yaml_no
         return cfg_yaml_fail(y, key, "empty chassis list", "chassis");
     e = calloc(n, sizeof(*e));
     if (e == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (i = 0, it = v->data.sequence.items.start; i < n && rc == 0; i++, it++)
         rc = cfg_yaml_hostlist(y, yaml_document_get_node(y->doc, *it), "chassis", &e[i].hostlist,
                                &e[i].src);
@@ -881,7 +881,7 @@ static int cfg_yaml_sites(cfg_yaml_t *y, const yaml_node_t *key, const yaml_node
         return cfg_yaml_fail(y, key, "empty site list", "sites");
     e = calloc(n, sizeof(*e));
     if (e == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (i = 0, it = v->data.sequence.items.start; i < n && rc == 0; i++, it++) {
         yaml_node_t *item = yaml_document_get_node(y->doc, *it);
         yaml_node_pair_t *pr;
@@ -901,7 +901,7 @@ static int cfg_yaml_sites(cfg_yaml_t *y, const yaml_node_t *key, const yaml_node
                     rc = cfg_yaml_fail(y, val, "site name: expected 1-32 of [A-Za-z0-9_-], got",
                                        val->type == YAML_SCALAR_NODE ? cfg_scalar(val) : "name");
                 else if ((e[i].name = strdup(cfg_scalar(val))) == NULL)
-                    rc = HIBAR_ERR_NOMEM;
+                    rc = HB_ERR_NOMEM;
             } else if (strcmp(ks, "nodes") == 0) {
                 rc = cfg_yaml_hostlist(y, val, "nodes", &e[i].hostlist, &e[i].src);
             } else {
@@ -973,7 +973,7 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
     int rc;
 
     if (cfg == NULL || path == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     f = fopen(path, "r");
     if (f != NULL) {
         struct stat st;
@@ -982,17 +982,17 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
             if (err != NULL && errlen > 0)
                 snprintf(err, errlen, "%s:0:0: cannot read file (not a regular file) '%s'", path,
                          path);
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         }
     } else {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%s:0:0: cannot read file (%s) '%s'", path, strerror(errno),
                      path);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     if (!yaml_parser_initialize(&parser)) {
         fclose(f);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     yaml_parser_set_input_file(&parser, f);
     if (!yaml_parser_load(&parser, &doc)) {
@@ -1004,7 +1004,7 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
                      parser.context != NULL ? parser.context : "");
         yaml_parser_delete(&parser);
         fclose(f);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     ((cfg_priv_t *)cfg->priv)->finalized = 0;
     root = yaml_document_get_root_node(&doc);
@@ -1016,7 +1016,7 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
     else
         rc = cfg_yaml_mapping(&y, root, "");
     if (rc == 0 && cfg_replace_str(&cfg->file, path) != 0)
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     fclose(f);
@@ -1048,7 +1048,7 @@ static int cfg_names_init(cfg_names_t *t, uint32_t n)
         cap *= 2;
     t->slot = calloc(cap, sizeof(uint32_t));
     t->mask = cap - 1;
-    return t->slot == NULL ? HIBAR_ERR_NOMEM : 0;
+    return t->slot == NULL ? HB_ERR_NOMEM : 0;
 }
 
 /* Find name; if absent and id != HB_TOPO_NONE, insert it. Returns the id found or NONE. */
@@ -1082,13 +1082,13 @@ static int cfg_fin_nodes(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t er
         host[sizeof(host) - 1] = '\0';
         cfg->nodes = calloc(1, sizeof(*cfg->nodes));
         if (cfg->nodes == NULL || cfg_names_init(names, 1) != 0)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         cfg->n_nodes = 1;
         cfg->nodes[0].name = strdup(host);
         cfg->nodes[0].address = strdup("127.0.0.1");
         cfg->nodes[0].port = cfg->port;
         if (cfg->nodes[0].name == NULL || cfg->nodes[0].address == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         cfg_names_get(names, cfg, cfg->nodes[0].name, 0);
         return 0;
     }
@@ -1097,14 +1097,14 @@ static int cfg_fin_nodes(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t er
     lists = calloc(p->n_nodes, sizeof(*lists));
     counts = calloc(p->n_nodes, sizeof(*counts));
     if (lists == NULL || counts == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     for (i = 0; i < p->n_nodes; i++) {
         char msg[HB_CFG_ERRLEN];
         rc = hb_cfg_hostlist_expand(p->nodes[i].hostlist, &lists[i], &counts[i], msg, sizeof(msg));
         if (rc != 0) {
-            if (rc == HIBAR_ERR_CONFIG && err != NULL && errlen > 0)
+            if (rc == HB_ERR_CONFIG && err != NULL && errlen > 0)
                 snprintf(err, errlen, "%s: %s", p->nodes[i].src, msg);
             goto out;
         }
@@ -1116,7 +1116,7 @@ static int cfg_fin_nodes(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t er
     }
     cfg->nodes = calloc(total, sizeof(*cfg->nodes));
     if (cfg->nodes == NULL || cfg_names_init(names, total) != 0) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     for (i = 0; i < p->n_nodes; i++) {
@@ -1131,7 +1131,7 @@ static int cfg_fin_nodes(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t er
             }
             nd->address = strdup(p->nodes[i].address != NULL ? p->nodes[i].address : "127.0.0.1");
             if (nd->address == NULL) {
-                rc = HIBAR_ERR_NOMEM;
+                rc = HB_ERR_NOMEM;
                 goto out;
             }
             if (p->nodes[i].has_port)
@@ -1174,7 +1174,7 @@ static int cfg_fin_lists(hb_cfg_t *cfg, cfg_names_t *names, const cfg_list_ent_t
 
         rc = hb_cfg_hostlist_expand(e[i].hostlist, &list, &cnt, msg, sizeof(msg));
         if (rc != 0) {
-            if (rc == HIBAR_ERR_CONFIG && err != NULL && errlen > 0)
+            if (rc == HB_ERR_CONFIG && err != NULL && errlen > 0)
                 snprintf(err, errlen, "%s: %s", e[i].src, msg);
             break;
         }
@@ -1217,7 +1217,7 @@ static int cfg_fin_sites(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t er
     if (p->n_sites == 0) {
         cfg->site_names = calloc(1, sizeof(char *));
         if (cfg->site_names == NULL || (cfg->site_names[0] = strdup("site0")) == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         cfg->n_sites = 1;
         return 0;
     }
@@ -1229,13 +1229,13 @@ static int cfg_fin_sites(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t er
     cfg->site_names = calloc(p->n_sites, sizeof(char *));
     if (owner == NULL || cfg->site_names == NULL) {
         free(owner);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     cfg->n_sites = (uint32_t)p->n_sites;
     for (s = 0; s < p->n_sites; s++)
         if ((cfg->site_names[s] = strdup(p->sites[s].name)) == NULL) {
             free(owner);
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
     memset(owner, 0xff, cfg->n_nodes * sizeof(*owner));
     rc = cfg_fin_lists(cfg, names, p->sites, p->n_sites, owner, NULL, NULL, "node in two sites",
@@ -1260,7 +1260,7 @@ static int cfg_fin_chassis(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t 
     cfg->chassis_start = malloc(((p->n_chassis > n ? p->n_chassis : n) + 1) * sizeof(uint32_t));
     owner = malloc(n * sizeof(uint32_t));
     if (cfg->chassis_nodes == NULL || cfg->chassis_start == NULL || owner == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     memset(owner, 0xff, n * sizeof(uint32_t));
@@ -1319,7 +1319,7 @@ static int cfg_fin_chassis(hb_cfg_t *cfg, cfg_names_t *names, char *err, size_t 
     if (rc == 0) {
         cfg->site_of = malloc(n * sizeof(uint32_t));
         if (cfg->site_of == NULL)
-            rc = HIBAR_ERR_NOMEM;
+            rc = HB_ERR_NOMEM;
         for (i = 0; rc == 0 && i < n; i++)
             cfg->site_of[i] = cfg->nodes[i].site;
     }
@@ -1352,7 +1352,7 @@ int hb_cfg_finalize(hb_cfg_t *cfg, char *err, size_t errlen)
     int rc;
 
     if (cfg == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     cfg_clear_derived(cfg);
     rc = cfg_fin_nodes(cfg, &names, err, errlen);
     if (rc == 0)
@@ -1363,14 +1363,14 @@ int hb_cfg_finalize(hb_cfg_t *cfg, char *err, size_t errlen)
     if (rc == 0 && cfg->run_dir == NULL) {
         cfg->run_dir = cfg_strdup_printf("/tmp/hibar-%u-%s", (unsigned)getuid(), cfg->cluster);
         if (cfg->run_dir == NULL)
-            rc = HIBAR_ERR_NOMEM;
+            rc = HB_ERR_NOMEM;
     }
     if (rc == 0) {
         /* The tree must derive (it always does once the checks above pass). */
         ((cfg_priv_t *)cfg->priv)->finalized = 1;
         hb_cfg_topo_spec(cfg, &spec);
         rc = hb_topo_build(&spec, &topo, terr, sizeof(terr));
-        if (rc == HIBAR_ERR_CONFIG)
+        if (rc == HB_ERR_CONFIG)
             cfg_fail(err, errlen, cfg->file != NULL ? cfg->file : "config", "bad topology", terr);
         hb_topo_free(topo);
     }
@@ -1389,7 +1389,7 @@ int hb_cfg_load(const char *path, const char *const *over, size_t n_over, hb_cfg
     int rc;
 
     if (cfg_p == NULL || (n_over > 0 && over == NULL))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (path == NULL) {
         path = getenv("HIBAR_CONFIG");
         if (path != NULL && *path == '\0')
@@ -1417,9 +1417,9 @@ int hb_cfg_load(const char *path, const char *const *over, size_t n_over, hb_cfg
 int hb_cfg_topo_spec(const hb_cfg_t *cfg, hb_topo_spec_t *spec_p)
 {
     if (cfg == NULL || spec_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (!((const cfg_priv_t *)cfg->priv)->finalized)
-        return HIBAR_ERR_NOT_INIT;
+        return HB_ERR_NOT_INIT;
     memset(spec_p, 0, sizeof(*spec_p));
     spec_p->n_nodes = cfg->n_nodes;
     spec_p->n_chassis = cfg->n_chassis;
@@ -1435,14 +1435,14 @@ int hb_cfg_node_find(const hb_cfg_t *cfg, const char *name, uint32_t *id_p)
     uint32_t i;
 
     if (cfg == NULL || name == NULL || id_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     for (i = 0; i < cfg->n_nodes; i++) {
         if (strcmp(cfg->nodes[i].name, name) == 0) {
             *id_p = i;
             return 0;
         }
     }
-    return HIBAR_ERR_NOT_FOUND;
+    return HB_ERR_NOT_FOUND;
 }
 
 const char *hb_cfg_data_plane_name(hb_cfg_data_plane_t p)

@@ -17,7 +17,7 @@
  * Errors: every function that can fail on user input fills err (if non-NULL) with ONE line
  *   FILE:LINE:COLUMN: <what> '<key or value>'
  * (or "environment HIBAR_X: ..." / "override KEY=VALUE: ..." for the other sources) and
- * returns a negative HIBAR_ERR_* (HIBAR_ERR_CONFIG for bad input, HIBAR_ERR_IO for an
+ * returns a negative HB_ERR_* (HB_ERR_CONFIG for bad input, HB_ERR_IO for an
  * unreadable file). The module does not log config errors itself: the caller prints err once
  * (tools then exit with status 2). Not thread-safe; one hb_cfg_t per thread.
  *
@@ -110,10 +110,10 @@ typedef struct hb_cfg {
     void *priv; /* parse state (raw hostlists and their positions); do not touch */
 } hb_cfg_t;
 
-/* A configuration holding the defaults only. 0, HIBAR_ERR_NOMEM. */
+/* A configuration holding the defaults only. 0, HB_ERR_NOMEM. */
 int hb_cfg_create(hb_cfg_t **cfg_p);
 
-/* Read a YAML file over the current values. HIBAR_ERR_IO (unreadable), HIBAR_ERR_CONFIG. */
+/* Read a YAML file over the current values. HB_ERR_IO (unreadable), HB_ERR_CONFIG. */
 int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen);
 
 /* Apply every HIBAR_<NAME> variable that names a key (others, e.g. HIBAR_LOG, are ignored). */
@@ -121,7 +121,7 @@ int hb_cfg_apply_env(hb_cfg_t *cfg, char *err, size_t errlen);
 
 /*
  * Set one key from a string, as a command-line flag does ("fanout", "4"; "links.wan.latency_us",
- * "5000"; "nodes", "n[0-5]"; "chassis", "3"). Same checks as the file. HIBAR_ERR_CONFIG.
+ * "5000"; "nodes", "n[0-5]"; "chassis", "3"). Same checks as the file. HB_ERR_CONFIG.
  */
 int hb_cfg_set(hb_cfg_t *cfg, const char *key, const char *value, char *err, size_t errlen);
 /* Same with "key=value". */
@@ -141,12 +141,12 @@ void hb_cfg_free(hb_cfg_t *cfg);
 
 /*
  * The topology spec of a finalized configuration. The spec points into cfg (valid while cfg
- * lives and is not changed). Build the topology with hb_topo_build(). HIBAR_ERR_NOT_INIT if
+ * lives and is not changed). Build the topology with hb_topo_build(). HB_ERR_NOT_INIT if
  * not finalized.
  */
 int hb_cfg_topo_spec(const hb_cfg_t *cfg, hb_topo_spec_t *spec_p);
 
-/* Node id by name, or HIBAR_ERR_NOT_FOUND. */
+/* Node id by name, or HB_ERR_NOT_FOUND. */
 int hb_cfg_node_find(const hb_cfg_t *cfg, const char *name, uint32_t *id_p);
 
 /* Names for the enums ("tree", "scmd"; "local", "static", "pmix", "env"). */
@@ -158,7 +158,7 @@ const char *hb_cfg_bootstrap_name(hb_cfg_bootstrap_t b);
  * Expand a hostlist: comma-separated items, each a name with bracketed ranges
  * ("n[000-029]", "n[1-3,7]", "a[1-2]b[0-1]", "x,y[3-4]-eth"). Zero padding of the lower bound
  * is kept. At most HB_CFG_HOSTLIST_MAX names. Returns 0 with a malloc'd array of malloc'd
- * names (free with hb_cfg_hostlist_free), or HIBAR_ERR_CONFIG with err "<what> '<expr>'".
+ * names (free with hb_cfg_hostlist_free), or HB_ERR_CONFIG with err "<what> '<expr>'".
  */
 #define HB_CFG_HOSTLIST_MAX 1000000u
 int hb_cfg_hostlist_expand(const char *expr, char ***names_p, uint32_t *n_p, char *err,
@@ -167,7 +167,7 @@ void hb_cfg_hostlist_free(char **names, uint32_t n);
 
 /*
  * The nodes a hostlist names, as member flags (member[n_nodes], set to 0 or 1) for
- * hb_topo_restrict: 0 and *n_p the number named, or HIBAR_ERR_CONFIG with err naming the
+ * hb_topo_restrict: 0 and *n_p the number named, or HB_ERR_CONFIG with err naming the
  * first unknown node ("unknown node 'x9' in 'x[1-9]'"), a bad expression, or a node named
  * twice.
  */

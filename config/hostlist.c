@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cfg.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #define HL_NAME_MAX 255 /* longest expanded name (a host name's limit) */
 
@@ -23,7 +23,7 @@ static int hl_fail(hl_out_t *o, const char *what)
 {
     if (o->err != NULL && o->errlen > 0)
         snprintf(o->err, o->errlen, "%s '%s'", what, o->expr);
-    return HIBAR_ERR_CONFIG;
+    return HB_ERR_CONFIG;
 }
 
 static int hl_push(hl_out_t *o, const char *name, size_t len)
@@ -38,13 +38,13 @@ static int hl_push(hl_out_t *o, const char *name, size_t len)
         uint32_t cap = o->cap ? o->cap * 2 : 16;
         char **p = realloc(o->names, cap * sizeof(*p));
         if (p == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         o->names = p;
         o->cap = cap;
     }
     s = malloc(len + 1);
     if (s == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     memcpy(s, name, len);
     s[len] = '\0';
     o->names[o->n++] = s;
@@ -145,7 +145,7 @@ int hb_cfg_hostlist_expand(const char *expr, char ***names_p, uint32_t *n_p, cha
     int depth = 0, rc = 0;
 
     if (expr == NULL || names_p == NULL || n_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     /* Split at top-level commas (commas inside brackets separate ranges). */
     for (p = item = expr;; p++) {
         if (*p == '[') {
@@ -206,7 +206,7 @@ int hb_cfg_members(const hb_cfg_t *cfg, const char *hostlist, uint8_t *member, u
     int rc;
 
     if (cfg == NULL || hostlist == NULL || member == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     rc = hb_cfg_hostlist_expand(hostlist, &names, &n, err, errlen);
     if (rc != 0)
         return rc;
@@ -214,10 +214,10 @@ int hb_cfg_members(const hb_cfg_t *cfg, const char *hostlist, uint8_t *member, u
     for (i = 0; i < n && rc == 0; i++) {
         if (hb_cfg_node_find(cfg, names[i], &id) != 0) {
             snprintf(err, errlen, "unknown node '%s' in '%s'", names[i], hostlist);
-            rc = HIBAR_ERR_CONFIG;
+            rc = HB_ERR_CONFIG;
         } else if (member[id]) {
             snprintf(err, errlen, "node '%s' named twice in '%s'", names[i], hostlist);
-            rc = HIBAR_ERR_CONFIG;
+            rc = HB_ERR_CONFIG;
         } else {
             member[id] = 1;
         }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 
 /* The candidate nodes in order, with their slots (0: unbounded). */
 typedef struct {
@@ -29,7 +29,7 @@ static int cand_alloc(cand_t *c, uint32_t cap)
     c->n = 0;
     c->node = calloc(cap ? cap : 1, sizeof(uint32_t));
     c->slots = calloc(cap ? cap : 1, sizeof(uint32_t));
-    return c->node != NULL && c->slots != NULL ? 0 : HIBAR_ERR_NOMEM;
+    return c->node != NULL && c->slots != NULL ? 0 : HB_ERR_NOMEM;
 }
 
 /* Append node `name` (what: where it was named, for messages). */
@@ -40,11 +40,11 @@ static int cand_add(const hb_cfg_t *cfg, cand_t *c, uint8_t *seen, const char *n
 
     if (hb_cfg_node_find(cfg, name, &id) != 0) {
         snprintf(err, errlen, "unknown node '%s' in %s (cluster %s)", name, what, cfg->cluster);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     if (seen[id]) {
         snprintf(err, errlen, "node '%s' named twice in %s", name, what);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     seen[id] = 1;
     c->node[c->n] = id;
@@ -80,7 +80,7 @@ static int from_hostfile(const hb_cfg_t *cfg, const char *path, cand_t *c, uint8
 
     if (f == NULL) {
         snprintf(err, errlen, "cannot read hostfile %s: %s", path, strerror(errno));
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     rc = cand_alloc(c, cfg->n_nodes);
     while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
@@ -98,7 +98,7 @@ static int from_hostfile(const hb_cfg_t *cfg, const char *path, cand_t *c, uint8
             unsigned long v;
             if (strncmp(tok, "slots=", 6) != 0) {
                 snprintf(err, errlen, "%s: unknown attribute '%s' (NAME [slots=N])", where, tok);
-                rc = HIBAR_ERR_CONFIG;
+                rc = HB_ERR_CONFIG;
                 break;
             }
             errno = 0;
@@ -106,7 +106,7 @@ static int from_hostfile(const hb_cfg_t *cfg, const char *path, cand_t *c, uint8
             if (!isdigit((unsigned char)tok[6]) || *end != '\0' || errno != 0 || v == 0 ||
                 v > 1000000) {
                 snprintf(err, errlen, "%s: bad slot count '%s'", where, tok + 6);
-                rc = HIBAR_ERR_CONFIG;
+                rc = HB_ERR_CONFIG;
                 break;
             }
             slots = (uint32_t)v;
@@ -117,7 +117,7 @@ static int from_hostfile(const hb_cfg_t *cfg, const char *path, cand_t *c, uint8
     fclose(f);
     if (rc == 0 && c->n == 0) {
         snprintf(err, errlen, "hostfile %s names no node", path);
-        rc = HIBAR_ERR_CONFIG;
+        rc = HB_ERR_CONFIG;
     }
     return rc;
 }
@@ -156,12 +156,12 @@ static int slurm_slots(const char *spec, cand_t *c, char *err, size_t errlen)
         snprintf(err, errlen,
                  "the allocation's tasks per node '%s' cover %" PRIu32 " of its %" PRIu32 " nodes",
                  spec, k, c->n);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     return 0;
 bad:
     snprintf(err, errlen, "malformed tasks per node '%s' (e.g. 2(x3),1)", spec);
-    return HIBAR_ERR_CONFIG;
+    return HB_ERR_CONFIG;
 }
 
 static int place_nodes(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_t *out, cand_t *c,
@@ -172,7 +172,7 @@ static int place_nodes(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_
     int rc = 0;
 
     if (seen == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     if (req->hosts != NULL) {
         snprintf(out->source, sizeof(out->source), "--host");
         rc = from_hostlist(cfg, req->hosts, "--host", c, seen, err, errlen);
@@ -238,7 +238,7 @@ static int place_counts(const hb_place_req_t *req, const cand_t *c, const hb_pla
         snprintf(err, errlen,
                  "%" PRIu32 " ranks do not fit on the %" PRIu32 " nodes of %s: %" PRIu64 " slots%s",
                  out->n, c->n, out->source, cap, req->per_node > 0 ? " (--per-node)" : "");
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     for (i = 0; i < c->n; i++) {
         if (bounded)
@@ -258,7 +258,7 @@ int hb_place(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_t *out, ch
     int rc;
 
     if (cfg == NULL || req == NULL || out == NULL || err == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     memset(out, 0, sizeof(*out));
     err[0] = '\0';
     rc = place_nodes(cfg, req, out, &c, err, errlen);
@@ -270,7 +270,7 @@ int hb_place(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_t *out, ch
             if (c.slots[i] == 0) {
                 snprintf(err, errlen, "how many ranks? the nodes of %s bound no slots: give -n",
                          out->source);
-                rc = HIBAR_ERR_CONFIG;
+                rc = HB_ERR_CONFIG;
             }
             out->n += c.slots[i];
         }
@@ -281,7 +281,7 @@ int hb_place(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_t *out, ch
     out->map = calloc(out->n, sizeof(uint32_t));
     out->member = calloc(cfg->n_nodes, 1);
     if (cnt == NULL || out->map == NULL || out->member == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     rc = place_counts(req, &c, out, cnt, err, errlen);
@@ -300,7 +300,7 @@ int hb_place(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_t *out, ch
         /* each chassis' ranks, chassis by chassis, dealt round-robin over its member nodes */
         uint32_t *per = calloc(cfg->n_nodes, sizeof(uint32_t));
         if (per == NULL) {
-            rc = HIBAR_ERR_NOMEM;
+            rc = HB_ERR_NOMEM;
             goto out;
         }
         for (i = 0; i < c.n; i++)

@@ -43,10 +43,10 @@ typedef struct hb_place {
  *           members.
  * An allocation naming a node the cluster lacks (hibard's cluster is not the allocation) is
  * set aside for the cluster's nodes, with a note saying so.
- * Errors (nothing allocated, err says what, naming nodes): HIBAR_ERR_CONFIG for bad input
+ * Errors (nothing allocated, err says what, naming nodes): HB_ERR_CONFIG for bad input
  * (an unknown or repeated node, a malformed hostfile line as FILE:LINE, more ranks than
- * slots, no -n where the slots are unbounded), HIBAR_ERR_IO (hostfile unreadable),
- * HIBAR_ERR_NOMEM, HIBAR_ERR_INVAL (NULL).
+ * slots, no -n where the slots are unbounded), HB_ERR_IO (hostfile unreadable),
+ * HB_ERR_NOMEM, HB_ERR_INVAL (NULL).
  */
 int hb_place(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_t *out, char *err,
              size_t errlen);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * The public hb_topo_t plus the one pool every array of it points into, so that the whole
@@ -34,7 +34,7 @@ static void topo_err(char *err, unsigned errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Check the spec before anything is allocated from it; 0 or HIBAR_ERR_CONFIG/INVAL. */
+/* Check the spec before anything is allocated from it; 0 or HB_ERR_CONFIG/INVAL. */
 static int topo_spec_check(const hb_topo_spec_t *spec, char *err, unsigned errlen)
 {
     uint32_t c, i;
@@ -42,47 +42,47 @@ static int topo_spec_check(const hb_topo_spec_t *spec, char *err, unsigned errle
 
     if (spec->n_nodes == 0) {
         topo_err(err, errlen, "empty node list");
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     if (spec->n_chassis == 0 || spec->n_chassis > spec->n_nodes) {
         topo_err(err, errlen, "%u chassis for %u nodes", spec->n_chassis, spec->n_nodes);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     if (spec->chassis_start == NULL || spec->chassis_nodes == NULL) {
         topo_err(err, errlen, "chassis lists missing");
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     if (spec->chassis_start[0] != 0 || spec->chassis_start[spec->n_chassis] != spec->n_nodes) {
         topo_err(err, errlen, "chassis lists cover %u of %u nodes",
                  spec->chassis_start[spec->n_chassis] - spec->chassis_start[0], spec->n_nodes);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     for (c = 0; c < spec->n_chassis; c++) {
         uint32_t a = spec->chassis_start[c], b = spec->chassis_start[c + 1];
         if (b <= a) {
             topo_err(err, errlen, "chassis %u is empty", c);
-            return HIBAR_ERR_CONFIG;
+            return HB_ERR_CONFIG;
         }
         if (b - a > HB_TOPO_MAX_CHASSIS_SIZE) {
             topo_err(err, errlen, "chassis %u has %u nodes, more than the barrier mask width %u", c,
                      b - a, HB_TOPO_MAX_CHASSIS_SIZE);
-            return HIBAR_ERR_CONFIG;
+            return HB_ERR_CONFIG;
         }
     }
     seen = calloc(spec->n_nodes, 1);
     if (seen == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (i = 0; i < spec->n_nodes; i++) {
         uint32_t n = spec->chassis_nodes[i];
         if (n >= spec->n_nodes) {
             topo_err(err, errlen, "node id %u out of range (%u nodes)", n, spec->n_nodes);
             free(seen);
-            return HIBAR_ERR_CONFIG;
+            return HB_ERR_CONFIG;
         }
         if (seen[n]) {
             topo_err(err, errlen, "node %u is in two chassis", n);
             free(seen);
-            return HIBAR_ERR_CONFIG;
+            return HB_ERR_CONFIG;
         }
         seen[n] = 1;
     }
@@ -91,7 +91,7 @@ static int topo_spec_check(const hb_topo_spec_t *spec, char *err, unsigned errle
         for (i = 0; i < spec->n_nodes; i++) {
             if (spec->site_of[i] >= spec->n_nodes) {
                 topo_err(err, errlen, "node %u: site index %u out of range", i, spec->site_of[i]);
-                return HIBAR_ERR_CONFIG;
+                return HB_ERR_CONFIG;
             }
         }
     }
@@ -183,7 +183,7 @@ int hb_topo_build(const hb_topo_spec_t *spec, hb_topo_t **topo_p, char *err, uns
     int rc;
 
     if (spec == NULL || topo_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     rc = topo_spec_check(spec, err, errlen);
@@ -192,7 +192,7 @@ int hb_topo_build(const hb_topo_spec_t *spec, hb_topo_t **topo_p, char *err, uns
 
     impl = calloc(1, sizeof(*impl));
     if (impl == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     t = &impl->pub;
     t->n_nodes = spec->n_nodes;
     t->n_chassis = spec->n_chassis;
@@ -205,7 +205,7 @@ int hb_topo_build(const hb_topo_spec_t *spec, hb_topo_t **topo_p, char *err, uns
     pool = calloc((size_t)2 * spec->n_nodes + (size_t)4 * spec->n_chassis, sizeof(uint32_t));
     impl->pool = pool;
     if (t->nodes == NULL || t->chassis == NULL || pool == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     chassis_pool = pool + spec->n_nodes;
@@ -261,17 +261,17 @@ int hb_topo_restrict(const hb_topo_t *t, const uint8_t *member, hb_topo_t **sub_
     int rc;
 
     if (t == NULL || member == NULL || sub_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     for (i = 0; i < t->n_nodes; i++)
         if (member[i] && !t->nodes[i].member) {
             topo_err(err, errlen, "node %u is not in the view being restricted", i);
-            return HIBAR_ERR_CONFIG;
+            return HB_ERR_CONFIG;
         }
     impl = calloc(1, sizeof(*impl));
     if (impl == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     s = &impl->pub;
     *s = *t;
     s->n_members = 0;
@@ -281,7 +281,7 @@ int hb_topo_restrict(const hb_topo_t *t, const uint8_t *member, hb_topo_t **sub_
     pool = calloc((size_t)2 * t->n_nodes + (size_t)4 * t->n_chassis, sizeof(uint32_t));
     impl->pool = pool;
     if (s->nodes == NULL || s->chassis == NULL || pool == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     chassis_pool = pool + t->n_nodes;
@@ -300,7 +300,7 @@ int hb_topo_restrict(const hb_topo_t *t, const uint8_t *member, hb_topo_t **sub_
     }
     if (s->n_members == 0) {
         topo_err(err, errlen, "no member node");
-        rc = HIBAR_ERR_CONFIG;
+        rc = HB_ERR_CONFIG;
         goto err_free;
     }
     off = 0;

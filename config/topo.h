@@ -64,7 +64,7 @@ typedef struct hb_topo {
 /*
  * Derive the topology. Validates the spec (every node in exactly one chassis, chassis sizes
  * 1..HB_TOPO_MAX_CHASSIS_SIZE, sites in range); returns 0 and *topo_p, or a negative
- * HIBAR_ERR_* (HIBAR_ERR_CONFIG for a bad spec, with err filled if non-NULL).
+ * HB_ERR_* (HB_ERR_CONFIG for a bad spec, with err filled if non-NULL).
  */
 int hb_topo_build(const hb_topo_spec_t *spec, hb_topo_t **topo_p, char *err, unsigned errlen);
 void hb_topo_free(hb_topo_t *topo);

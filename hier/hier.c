@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hier_int.h"
 
 #define HIER_MAX_SYNC 64
@@ -132,19 +132,19 @@ int hb_hier_create(const hb_topo_t *topo, uint32_t node, const hb_hier_cfg_t *cf
     int rc;
 
     if (topo == NULL || cfg == NULL || h_p == NULL || node >= topo->n_nodes)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (cfg->protocol != HB_HIER_SCMD && cfg->protocol != HB_HIER_TREE)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (cfg->n_sync == 0 || cfg->n_sync > HIER_MAX_SYNC)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     tn = &topo->nodes[node];
     tc = &topo->chassis[tn->chassis];
     if (!tn->member || tc->n_nodes == 0 || tc->n_nodes > HB_TOPO_MAX_CHASSIS_SIZE)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
 
     h = calloc(1, sizeof(*h));
     if (h == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     h->cfg = *cfg;
     h->node = node;
     h->n_nodes = topo->n_nodes;
@@ -159,7 +159,7 @@ int hb_hier_create(const hb_topo_t *topo, uint32_t node, const hb_hier_cfg_t *cf
     h->slots = calloc(h->n_slots, sizeof(*h->slots));
     h->bits = calloc(h->n_slots * (h->words ? h->words : 1), sizeof(uint64_t));
     if (h->child_center == NULL || h->slots == NULL || h->bits == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     for (i = 0; i < tn->n_children; i++)
@@ -345,7 +345,7 @@ static int hier_on_arrive(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *a
     hier_coll_t *c;
 
     if (ev->job != h->cfg.job || ev->epoch != h->cfg.epoch || ev->coll_id != h->next)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (h->broken) {
         /* fails at once and holds no sync number: nothing of it reaches the hwbarrier */
         hier_coll_t tmp = {.id = ev->coll_id};
@@ -354,12 +354,12 @@ static int hier_on_arrive(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *a
         return 0;
     }
     if (ev->coll_id - hier_low(h) >= h->cfg.n_sync)
-        return HIBAR_ERR_BUSY;
+        return HB_ERR_BUSY;
     c = hier_find(h, ev->coll_id);
     if (c == NULL)
         c = hier_claim(h, ev->coll_id);
     if (c == NULL)
-        return HIBAR_ERR_INTERNAL; /* the window arithmetic says this cannot happen */
+        return HB_ERR_INTERNAL; /* the window arithmetic says this cannot happen */
     h->next++;
     c->arrived = 1;
     hier_advance(h, c, acts, n);
@@ -374,7 +374,7 @@ static int hier_on_msg(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts
 
     if (ev->job != h->cfg.job || ev->epoch != h->cfg.epoch) {
         h->stats.drop_mismatch++;
-        return HIBAR_ERR_MISMATCH;
+        return HB_ERR_MISMATCH;
     }
     if (ev->msg == 0 || ev->msg > HB_HIER_MSG_MAX || ev->len != 0 || ev->from >= h->n_nodes)
         goto drop_role;
@@ -400,27 +400,27 @@ static int hier_on_msg(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts
     }
     if (c == NULL && ev->coll_id < h->next) {
         h->stats.drop_stale++;
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     if (c == NULL && ev->coll_id - h->next >= h->cfg.n_sync) {
         h->stats.drop_window++;
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     pc = c != NULL ? c->pc : 0;
     if (pc < h->gate[ev->msg]) {
         h->stats.drop_order++;
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     if (c != NULL && (from_up ? (c->got_up & (1u << ev->msg)) != 0
                               : (c->down_bit[child / 64] >> (child % 64)) & 1u)) {
         h->stats.drop_dup++;
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     if (c == NULL) {
         c = hier_claim(h, ev->coll_id);
         if (c == NULL) {
             h->stats.drop_window++;
-            return HIBAR_ERR_PROTO;
+            return HB_ERR_PROTO;
         }
     }
     if (from_up) {
@@ -434,7 +434,7 @@ static int hier_on_msg(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts
 
 drop_role:
     h->stats.drop_role++;
-    return HIBAR_ERR_PROTO;
+    return HB_ERR_PROTO;
 }
 
 static int hier_on_hwb(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts, size_t *n)
@@ -448,7 +448,7 @@ static int hier_on_hwb(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts
     if (c == NULL || !c->arrived || c->hwb != HWB_WAITING ||
         ev->sync_no != h->cfg.sync_base + (uint32_t)(c->id % h->cfg.n_sync)) {
         h->stats.bad_hwb++;
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     if (ev->status < 0) {
         hier_fail(h, c, ev->status, acts, n);
@@ -468,8 +468,8 @@ static int hier_on_timeout(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *
         return 0;
     }
     if (c == NULL || !c->arrived)
-        return HIBAR_ERR_NOT_FOUND;
-    hier_fail(h, c, HIBAR_ERR_TIMEOUT, acts, n);
+        return HB_ERR_NOT_FOUND;
+    hier_fail(h, c, HB_ERR_TIMEOUT, acts, n);
     return 0;
 }
 
@@ -478,18 +478,18 @@ static int hier_on_lost(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *act
     size_t s;
 
     if (ev->from >= h->n_nodes)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (h->broken) {
         h->stats.late++;
         return 0;
     }
-    h->broken = HIBAR_ERR_PEER_LOST;
+    h->broken = HB_ERR_PEER_LOST;
     for (s = 0; s < h->n_slots; s++) {
         hier_coll_t *c = &h->slots[s];
         if (!c->used || c->failed)
             continue;
         if (c->arrived)
-            hier_fail(h, c, HIBAR_ERR_PEER_LOST, acts, n);
+            hier_fail(h, c, HB_ERR_PEER_LOST, acts, n);
         else
             hier_free(h, c); /* heard of only: its ARRIVE will fail at once */
     }
@@ -504,9 +504,9 @@ int hb_hier_step(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts, size
     if (n_p != NULL)
         *n_p = 0;
     if (h == NULL || ev == NULL || acts == NULL || n_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (max < h->max_acts)
-        return HIBAR_ERR_TRUNCATED;
+        return HB_ERR_TRUNCATED;
     switch (ev->kind) {
     case HB_HIER_EV_ARRIVE:
         rc = hier_on_arrive(h, ev, acts, &n);
@@ -524,13 +524,13 @@ int hb_hier_step(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts, size
         rc = hier_on_timeout(h, ev, acts, &n);
         break;
     default:
-        rc = HIBAR_ERR_INVAL;
+        rc = HB_ERR_INVAL;
         break;
     }
     if (rc != 0) {
         hb_log_debug("hier: node %u: %s event for coll %llu from %u refused: %s", h->node,
                      ev->kind == HB_HIER_EV_MSG ? hb_hier_msg_name(ev->msg) : "local",
-                     (unsigned long long)ev->coll_id, ev->from, hibar_strerror(rc));
+                     (unsigned long long)ev->coll_id, ev->from, hb_status_str(rc));
         return rc;
     }
     *n_p = n;
@@ -543,7 +543,7 @@ int hb_hier_describe(const hb_hier_t *h, char *buf, size_t len)
     int w;
 
     if (h == NULL || buf == NULL || len == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     buf[0] = '\0';
     w = snprintf(buf, len, "node %u: %s\n", h->node, h->prog.role);
     for (i = 0; w >= 0 && (size_t)w < len - off && i < h->prog.n; i++) {
@@ -576,7 +576,7 @@ int hb_hier_describe(const hb_hier_t *h, char *buf, size_t len)
             break;
         }
     }
-    return (w >= 0 && (size_t)w < len - off) ? 0 : HIBAR_ERR_TRUNCATED;
+    return (w >= 0 && (size_t)w < len - off) ? 0 : HB_ERR_TRUNCATED;
 }
 
 const char *hb_hier_proto_name(hb_hier_proto_t p)
@@ -587,13 +587,13 @@ const char *hb_hier_proto_name(hb_hier_proto_t p)
 int hb_hier_proto_parse(const char *s, hb_hier_proto_t *p_p)
 {
     if (s == NULL || p_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (strcmp(s, "scmd") == 0)
         *p_p = HB_HIER_SCMD;
     else if (strcmp(s, "tree") == 0)
         *p_p = HB_HIER_TREE;
     else
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return 0;
 }
 
@@ -645,7 +645,7 @@ int hb_hier_cost(const hb_topo_t *topo, hb_hier_proto_t p, uint32_t *n_ib_p, uin
 
     if (topo == NULL || topo->n_chassis == 0 || n_ib_p == NULL || n_sr_p == NULL ||
         (p != HB_HIER_SCMD && p != HB_HIER_TREE))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (topo->root >= topo->n_chassis || topo->chassis[topo->root].n_children == 0) {
         *n_ib_p = 1;
         *n_sr_p = 0;

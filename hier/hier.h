@@ -39,7 +39,7 @@
  * Collective ids. Within one engine the local ARRIVEs carry consecutive ids starting at
  * cfg.first_coll, in the same order on every node (the order the job calls its collectives).
  * At most cfg.n_sync collectives are in flight on a node: ARRIVE of coll c returns
- * HIBAR_ERR_BUSY (nothing changed, retry after a COMPLETE/FAIL) while collective
+ * HB_ERR_BUSY (nothing changed, retry after a COMPLETE/FAIL) while collective
  * c - n_sync is still in flight here or failed in this engine.
  *
  * Chassis barriers. Collective c uses sync number cfg.sync_base + c % cfg.n_sync for all of
@@ -53,9 +53,9 @@
  * Messages. Barriers carry no payload (ev.data/len and act.data/len stay NULL/0; a fence will
  * use them). A message that cannot be right is dropped, counted in hb_hier_stats_t and
  * reported by hb_hier_step's return value; it never changes state: wrong job or epoch
- * (HIBAR_ERR_MISMATCH), a kind or sender impossible for this node's role, a duplicate, a
+ * (HB_ERR_MISMATCH), a kind or sender impossible for this node's role, a duplicate, a
  * message before what provokes it was sent, for a collective already complete or beyond the
- * window of collectives that can exist (HIBAR_ERR_PROTO). Messages that arrive before the
+ * window of collectives that can exist (HB_ERR_PROTO). Messages that arrive before the
  * local ARRIVE (from a faster parent or child) are kept and used when the node gets there.
  *
  * Thread safety: none; one engine is used by one thread at a time.
@@ -115,7 +115,7 @@ typedef struct hb_hier_act {
     uint32_t sync_no;  /* HWB_ARRIVE */
     uint32_t mask;     /* HWB_ARRIVE: bit i = port i of this node's chassis */
     uint32_t phase;    /* HWB_ARRIVE: 1..3, which chassis barrier of the collective */
-    int status;        /* FAIL: negative HIBAR_ERR_* */
+    int status;        /* FAIL: negative HB_ERR_* */
     const char *step;  /* the protocol step that produced it ("scmd I6", ...): static, for traces */
     const void *data;  /* SEND payload: NULL/0 for barriers */
     size_t len;
@@ -161,7 +161,7 @@ size_t hb_hier_max_actions(const hb_hier_t *h);
 
 /*
  * Feed one event; appends the resulting actions to acts[0..*n_p) (max >= hb_hier_max_actions,
- * else HIBAR_ERR_TRUNCATED and nothing happens). Returns 0, or a negative status telling why
+ * else HB_ERR_TRUNCATED and nothing happens). Returns 0, or a negative status telling why
  * the event was refused (then *n_p is 0 and nothing changed): INVAL (bad event, ARRIVE out of
  * order, node out of range), BUSY (ARRIVE beyond the window, see above), NOT_FOUND (TIMEOUT of
  * a collective not in flight), MISMATCH / PROTO (dropped message, see above). Late events

@@ -47,7 +47,7 @@ typedef struct hb_hier_prog {
     const char *role; /* "scmd root Center", ... */
 } hb_hier_prog_t;
 
-/* Builders, one per protocol file; 0 or HIBAR_ERR_INTERNAL (program too long). */
+/* Builders, one per protocol file; 0 or HB_ERR_INTERNAL (program too long). */
 int hb_hier_scmd_build(const hb_hier_shape_t *s, hb_hier_prog_t *prog);
 int hb_hier_tree_build(const hb_hier_shape_t *s, hb_hier_prog_t *prog);
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /* Where a causal chain stands: chassis barriers and sends on it, and its modeled time. */
 typedef struct local_clock {
@@ -69,7 +69,7 @@ static int local_grow(void **buf, size_t *cap, size_t need, size_t elem)
         ncap *= 2;
     p = realloc(*buf, ncap * elem);
     if (p == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     *buf = p;
     *cap = ncap;
     return 0;
@@ -83,10 +83,10 @@ int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hie
     int rc;
 
     if (topo == NULL || cfg == NULL || l_p == NULL || topo->n_nodes == 0 || cfg->n_sync == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     l = calloc(1, sizeof(*l));
     if (l == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     l->topo = topo;
     l->cfg = *cfg;
     l->rng = 0x9e3779b97f4a7c15ull;
@@ -98,7 +98,7 @@ int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hie
     l->stamps = calloc((size_t)topo->n_nodes * l->n_stamps, sizeof(*l->stamps));
     l->rounds = calloc((size_t)topo->n_chassis * cfg->n_sync, sizeof(*l->rounds));
     if (l->eng == NULL || l->dead == NULL || l->stamps == NULL || l->rounds == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     for (i = 0; i < topo->n_nodes; i++) {
@@ -113,7 +113,7 @@ int hb_hier_local_create(const hb_topo_t *topo, const hb_hier_cfg_t *cfg, hb_hie
     }
     l->acts = calloc(l->max_acts, sizeof(*l->acts));
     if (l->acts == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     *l_p = l;
@@ -232,7 +232,7 @@ static int local_push(hb_hier_local_t *l, uint32_t to, const hb_hier_ev_t *ev,
         local_item_t *p = malloc(ncap * sizeof(*p));
         if (p == NULL) {
             l->oom = 1;
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
         for (k = 0; k < l->n_items; k++)
             p[k] = *local_item(l, k);
@@ -361,7 +361,7 @@ static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev,
             sent.t += l->t_sr;
             rc2 = a->to < l->topo->n_nodes && l->eng[a->to] != NULL
                       ? local_push(l, a->to, &out, &sent)
-                      : HIBAR_ERR_INTERNAL;
+                      : HB_ERR_INTERNAL;
             break;
         case HB_HIER_ACT_HWB_ARRIVE:
             r = local_rec(l, HB_HIER_REC_HWB_ARRIVE, node, a->coll_id, ast);
@@ -390,9 +390,9 @@ static int local_step(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_t *ev,
             rc = rc2;
     }
     if (rc == 0 && l->oom)
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
     if (rc != 0)
-        hb_log_error("hier_local: node %u: %s", node, hibar_strerror(rc));
+        hb_log_error("hier_local: node %u: %s", node, hb_status_str(rc));
     return rc;
 }
 
@@ -401,9 +401,9 @@ int hb_hier_local_inject_at(hb_hier_local_t *l, uint32_t node, const hb_hier_ev_
     local_clock_t clk = {0, 0, t};
 
     if (l == NULL || ev == NULL || node >= l->topo->n_nodes || l->eng[node] == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (l->dead[node])
-        return HIBAR_ERR_UNAVAIL;
+        return HB_ERR_UNAVAIL;
     return local_step(l, node, ev, 1, &clk);
 }
 
@@ -437,7 +437,7 @@ size_t hb_hier_local_pending(const hb_hier_local_t *l)
 int hb_hier_local_peek(const hb_hier_local_t *l, size_t i, hb_hier_ev_t *ev_p, uint32_t *to_p)
 {
     if (i >= l->n_items)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (ev_p != NULL)
         *ev_p = local_item(l, i)->ev;
     if (to_p != NULL)
@@ -451,7 +451,7 @@ int hb_hier_local_deliver(hb_hier_local_t *l, size_t i)
     size_t k;
 
     if (i >= l->n_items)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     it = *local_item(l, i);
     /* close the gap from the nearer end: FIFO and LIFO delivery cost O(1) */
     if (i < l->n_items / 2) {
@@ -536,7 +536,7 @@ int hb_hier_local_critical(const hb_hier_local_t *l, uint64_t coll_id, uint32_t 
             t = r->t;
     }
     if (!found)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     if (n_ib_p != NULL)
         *n_ib_p = ib;
     if (n_sr_p != NULL)
@@ -554,7 +554,7 @@ int hb_hier_rec_format(const hb_hier_rec_t *r, char *buf, size_t len)
     int w;
 
     if (r == NULL || buf == NULL || len == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     switch (r->kind) {
     case HB_HIER_REC_SEND:
         snprintf(what, sizeof(what), " %s to n%u", hb_hier_msg_name(r->msg), r->peer);
@@ -570,7 +570,7 @@ int hb_hier_rec_format(const hb_hier_rec_t *r, char *buf, size_t len)
         break;
     case HB_HIER_REC_FAIL:
     case HB_HIER_REC_REFUSED:
-        snprintf(what, sizeof(what), " %d (%s)", r->status, hibar_strerror(r->status));
+        snprintf(what, sizeof(what), " %d (%s)", r->status, hb_status_str(r->status));
         break;
     default:
         break;
@@ -580,5 +580,5 @@ int hb_hier_rec_format(const hb_hier_rec_t *r, char *buf, size_t len)
                  (unsigned)r->kind < sizeof(kind) / sizeof(kind[0]) ? kind[r->kind] : "?", what,
                  r->step ? " [" : "", r->step ? r->step : "", r->step ? "]" : "", r->n_ib, r->n_sr,
                  r->t);
-    return (w >= 0 && (size_t)w < len) ? 0 : HIBAR_ERR_TRUNCATED;
+    return (w >= 0 && (size_t)w < len) ? 0 : HB_ERR_TRUNCATED;
 }

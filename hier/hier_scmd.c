@@ -1,7 +1,7 @@
 /* hier_scmd.c: the paper's three-wave whole-cluster barrier (scmd), compiled per node. */
 #include "hier_int.h"
 
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * The paper's procedure (doc/design.md section 1) and where each step is in the program below.
@@ -94,5 +94,5 @@ int hb_hier_scmd_build(const hb_hier_shape_t *s, hb_hier_prog_t *prog)
         hb_hier_prog_add(prog, HB_HIER_OP_HWB, 0, 2, "scmd L5");
     }
     hb_hier_prog_add(prog, HB_HIER_OP_COMPLETE, 0, 0, "scmd complete");
-    return prog->n < HB_HIER_MAX_OPS ? 0 : HIBAR_ERR_INTERNAL;
+    return prog->n < HB_HIER_MAX_OPS ? 0 : HB_ERR_INTERNAL;
 }

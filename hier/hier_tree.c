@@ -1,7 +1,7 @@
 /* hier_tree.c: the two-wave chassis-tree barrier (tree: gather up, release down), per node. */
 #include "hier_int.h"
 
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * Gather. A node knows its child subtrees are done when the DONE of every child chassis'
@@ -57,5 +57,5 @@ int hb_hier_tree_build(const hb_hier_shape_t *s, hb_hier_prog_t *prog)
     if (s->down)
         hb_hier_prog_add(prog, HB_HIER_OP_SEND_DOWN, HB_HIER_MSG_RELEASE, 0, "tree D3");
     hb_hier_prog_add(prog, HB_HIER_OP_COMPLETE, 0, 0, "tree complete");
-    return prog->n < HB_HIER_MAX_OPS ? 0 : HIBAR_ERR_INTERNAL;
+    return prog->n < HB_HIER_MAX_OPS ? 0 : HB_ERR_INTERNAL;
 }

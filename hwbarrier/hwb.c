@@ -3,7 +3,7 @@
 #include "hwb.h"
 
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,19 +21,19 @@ int hb_hwb_params_check(const hb_hwb_params_t *p)
     size_t len;
     if (p == NULL || p->cluster == NULL) {
         hb_log_error("hwbarrier: no parameters or no cluster name");
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     len = strlen(p->cluster);
     if (len == 0 || len > 32 ||
         strspn(p->cluster, "abcdefghijklmnopqrstuvwxyz"
                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != len) {
         hb_log_error("hwbarrier: cluster name '%s' must be 1..32 of [A-Za-z0-9_.-]", p->cluster);
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     if (p->nodes < 1 || p->nodes > HB_HWB_MAX_NODES || p->port >= p->nodes) {
         hb_log_error("hwbarrier: port %u of %u nodes is out of range (1..%d nodes)", p->port,
                      p->nodes, HB_HWB_MAX_NODES);
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     return 0;
 }
@@ -87,17 +87,17 @@ static int hb_hwb_open_one(const hb_hwb_component_t *c, const hb_hwb_params_t *p
 int hb_hwb_open(const char *backend, const hb_hwb_params_t *p, hb_hwb_t **h_p)
 {
     const char *env = getenv("HIBAR_HWBARRIER");
-    int rc = HIBAR_ERR_UNAVAIL;
+    int rc = HB_ERR_UNAVAIL;
 
     if (h_p == NULL || hb_hwb_params_check(p) < 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (env != NULL && *env != '\0')
         backend = env; /* the environment overrides configuration (doc/design.md section 4) */
     if (backend != NULL && strcmp(backend, "auto") != 0) {
         const hb_hwb_component_t *c = hb_hwb_find(backend);
         if (c == NULL) {
             hb_log_error("hwbarrier: unknown backend '%s' (known: scic, shm, auto)", backend);
-            return HIBAR_ERR_NOT_FOUND;
+            return HB_ERR_NOT_FOUND;
         }
         return hb_hwb_open_one(c, p, h_p, 1);
     }
@@ -106,11 +106,11 @@ int hb_hwb_open(const char *backend, const hb_hwb_params_t *p, hb_hwb_t **h_p)
         if (rc == 0)
             return 0;
         /* A usable backend that failed for a reason other than absence is an error. */
-        if (rc != HIBAR_ERR_UNAVAIL)
+        if (rc != HB_ERR_UNAVAIL)
             return rc;
     }
     hb_log_error("hwbarrier: no backend available (HIBAR_LOG=info shows why)");
-    return HIBAR_ERR_UNAVAIL;
+    return HB_ERR_UNAVAIL;
 }
 
 void hb_hwb_close(hb_hwb_t *h)
@@ -127,21 +127,21 @@ const char *hb_hwb_name(const hb_hwb_t *h)
 static int hb_hwb_sync_check(const hb_hwb_t *h, uint32_t sync_no)
 {
     if (h == NULL || sync_no >= HB_HWB_NSYNC)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return 0;
 }
 
 int hb_hwb_arrive(hb_hwb_t *h, uint32_t sync_no, uint32_t mask)
 {
     if (hb_hwb_sync_check(h, sync_no) < 0 || mask == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return h->ops->arrive(h, sync_no, mask);
 }
 
 int hb_hwb_test(hb_hwb_t *h, uint32_t sync_no)
 {
     if (hb_hwb_sync_check(h, sync_no) < 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return h->ops->test(h, sync_no);
 }
 
@@ -149,7 +149,7 @@ int hb_hwb_wait(hb_hwb_t *h, uint32_t sync_no, int timeout_ms)
 {
     uint32_t got;
     if (hb_hwb_sync_check(h, sync_no) < 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return h->ops->wait(h, 1u << sync_no, timeout_ms, &got);
 }
 
@@ -164,14 +164,14 @@ int hb_hwb_barrier(hb_hwb_t *h, uint32_t sync_no, uint32_t mask, int timeout_ms)
 int hb_hwb_fd(hb_hwb_t *h, int *fd_p)
 {
     if (h == NULL || fd_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return h->ops->fd(h, fd_p);
 }
 
 int hb_hwb_fd_arm(hb_hwb_t *h, int armed)
 {
     if (h == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return h->ops->fd_arm(h, armed);
 }
 
@@ -179,7 +179,7 @@ int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, 
 {
     hb_hwb_params_t dflt = {.cluster = "hibar", .chassis = 0, .port = 0, .nodes = 1};
     if (n_p == NULL || (info == NULL && max > 0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (params == NULL)
         params = &dflt;
     for (size_t i = 0; i < HB_HWB_NCOMP && i < max; i++) {

@@ -11,17 +11,17 @@
  * independently and in any order; then, for a sync number s (0..HB_HWB_NSYNC-1):
  *
  *   hb_hwb_arrive(h, s, mask)   non-blocking; mask names every participant, itself included
- *   hb_hwb_test(h, s)           0 = complete, HIBAR_ERR_WOULD_BLOCK = not yet, or an error
+ *   hb_hwb_test(h, s)           0 = complete, HB_ERR_WOULD_BLOCK = not yet, or an error
  *   hb_hwb_wait(h, s, ms)       blocks per the waiting rule (doc/design.md section 6.1)
  *   hb_hwb_fd(h, &fd), _fd_arm  an fd for an event loop, for several rounds in flight at once
  *
  * Several sync numbers may be in flight at once. A sync number is reusable as soon as this
  * node has seen its completion (test/wait returned 0 or a round error). All participants of
  * one round must pass the same mask: if they do not, every one of them gets
- * HIBAR_ERR_MISMATCH (from test/wait). A participant that dies makes the others of its
- * rounds fail with HIBAR_ERR_PEER_LOST (shm: its process died or closed; scic: its board or
+ * HB_ERR_MISMATCH (from test/wait). A participant that dies makes the others of its
+ * rounds fail with HB_ERR_PEER_LOST (shm: its process died or closed; scic: its board or
  * cable was lost — a dead process on a live board is only seen as a timeout); one that never
- * arrives makes them time out (HIBAR_ERR_TIMEOUT, which leaves the arrival pending: wait
+ * arrives makes them time out (HB_ERR_TIMEOUT, which leaves the arrival pending: wait
  * again or close). A handle is used by one thread at a time.
  */
 
@@ -48,7 +48,7 @@ typedef struct hb_hwb_params {
 
 typedef struct hb_hwb hb_hwb_t; /* one node's open endpoint; starts with its ops pointer */
 
-/* The backend interface. Every function returns 0 or a negative HIBAR_ERR_*. */
+/* The backend interface. Every function returns 0 or a negative HB_ERR_*. */
 typedef struct hb_hwb_ops {
     int (*open)(const hb_hwb_params_t *params, hb_hwb_t **h_p);
     int (*arrive)(hb_hwb_t *h, uint32_t sync_no, uint32_t mask);
@@ -127,7 +127,7 @@ int hb_hwb_fd_arm(hb_hwb_t *h, int armed);
  * NULL (defaults). Fills at most max entries; *n_p = number of backends. */
 int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, size_t *n_p);
 
-/* Validate params (shared by backends). 0 or HIBAR_ERR_INVAL with the reason logged. */
+/* Validate params (shared by backends). 0 or HB_ERR_INVAL with the reason logged. */
 int hb_hwb_params_check(const hb_hwb_params_t *params);
 
 /* The SCIC board's PCI ids (doc/scic-registers.md). */

@@ -6,7 +6,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,7 +79,7 @@ static int hb_scic_find(const hb_hwb_params_t *p, char *path, size_t len, size_t
     if (d == NULL) {
         snprintf(why, whylen, "no UIO devices (%s: %s; is uio_pci_generic loaded?)", dir,
                  strerror(errno));
-        return HIBAR_ERR_UNAVAIL;
+        return HB_ERR_UNAVAIL;
     }
     while ((de = readdir(d)) != NULL) {
         unsigned long v, dv, sz;
@@ -103,7 +103,7 @@ static int hb_scic_find(const hb_hwb_params_t *p, char *path, size_t len, size_t
     }
     closedir(d);
     snprintf(why, whylen, "no SCIC board (PCI %04x:%04x) among %s", vendor, device, dir);
-    return HIBAR_ERR_UNAVAIL;
+    return HB_ERR_UNAVAIL;
 }
 
 static int hb_scic_query(const hb_hwb_params_t *p, char *why, size_t len)
@@ -113,13 +113,13 @@ static int hb_scic_query(const hb_hwb_params_t *p, char *why, size_t len)
     if (p->uio_path != NULL) {
         if (access(p->uio_path, R_OK | W_OK) != 0) {
             snprintf(why, len, "%s: %s", p->uio_path, strerror(errno));
-            return HIBAR_ERR_UNAVAIL;
+            return HB_ERR_UNAVAIL;
         }
         snprintf(why, len, "SCIC board at %s", p->uio_path);
         return 0;
     }
     if (hb_scic_find(p, path, sizeof(path), &maplen, why, len) < 0)
-        return HIBAR_ERR_UNAVAIL;
+        return HB_ERR_UNAVAIL;
     snprintf(why, len, "SCIC board at %s", path);
     return 0;
 }
@@ -158,7 +158,7 @@ static int hb_scic_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
     int bfd = -1, rc;
 
     if (s == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     s->fd = -1;
     s->me = p->port;
     s->nodes = p->nodes;
@@ -166,20 +166,20 @@ static int hb_scic_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
         snprintf(s->path, sizeof(s->path), "%s", p->uio_path);
     } else if (hb_scic_find(p, s->path, sizeof(s->path), &maplen, why, sizeof(why)) < 0) {
         hb_log_error("hwbarrier scic: %s", why);
-        rc = HIBAR_ERR_UNAVAIL;
+        rc = HB_ERR_UNAVAIL;
         goto err_free;
     }
     s->fd = hb_scic_open_irq(s->path);
     if (s->fd < 0) {
         hb_log_error("hwbarrier scic: open %s: %m", s->path);
-        rc = errno == EACCES ? HIBAR_ERR_PERM : HIBAR_ERR_IO;
+        rc = errno == EACCES ? HB_ERR_PERM : HB_ERR_IO;
         goto err_free;
     }
     barfile = p->bar_path ? p->bar_path : s->path;
     bfd = p->bar_path ? open(barfile, O_RDWR | O_CLOEXEC) : s->fd;
     if (bfd < 0) {
         hb_log_error("hwbarrier scic: open %s: %m", barfile);
-        rc = HIBAR_ERR_IO;
+        rc = HB_ERR_IO;
         goto err_close;
     }
     s->bar_len = maplen;
@@ -189,7 +189,7 @@ static int hb_scic_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
         close(bfd);
     if (s->bar == MAP_FAILED) {
         hb_log_error("hwbarrier scic: mmap BAR0 of %s: %m", barfile);
-        rc = HIBAR_ERR_IO;
+        rc = HB_ERR_IO;
         goto err_close;
     }
     id = hb_scic_rd32(s->bar, HB_SCIC_ID);
@@ -197,7 +197,7 @@ static int hb_scic_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
     if (id != HB_SCIC_ID_VALUE) {
         hb_log_error("hwbarrier scic: %s: chip id 0x%08x, expected 0x%08x", barfile, id,
                      HB_SCIC_ID_VALUE);
-        rc = HIBAR_ERR_UNAVAIL;
+        rc = HB_ERR_UNAVAIL;
         goto err_unmap;
     }
     if ((cfg & 0xffu) != p->port || ((cfg >> 8) & 0xffu) != p->nodes ||
@@ -205,12 +205,12 @@ static int hb_scic_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
         hb_log_error("hwbarrier scic: board says node %u of %u (%u syncs); topology says %u "
                      "of %u",
                      cfg & 0xffu, (cfg >> 8) & 0xffu, (cfg >> 16) & 0xffu, p->port, p->nodes);
-        rc = HIBAR_ERR_MISMATCH;
+        rc = HB_ERR_MISMATCH;
         goto err_unmap;
     }
     if (!(hb_scic_rd32(s->bar, HB_SCIC_STATUS) & HB_SCIC_ST_LINK_UP)) {
         hb_log_error("hwbarrier scic: %s: link down", s->path);
-        rc = HIBAR_ERR_PEER_LOST;
+        rc = HB_ERR_PEER_LOST;
         goto err_unmap;
     }
     *h_p = &s->base;
@@ -238,7 +238,7 @@ static int hb_scic_enable(hb_scic_t *s)
     uint32_t v = 1;
     if (write(s->fd, &v, sizeof(v)) != (ssize_t)sizeof(v) && errno != EAGAIN) {
         hb_log_error("hwbarrier scic: %s: enabling the interrupt: %m", s->path);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     return 0;
 }
@@ -257,7 +257,7 @@ static int hb_scic_db_free(void *arg, int slow)
 {
     hb_scic_t *s = arg;
     (void)slow;
-    return hb_scic_rd64(s->bar, HB_SCIC_DOORBELL) == 0 ? 0 : HIBAR_ERR_WOULD_BLOCK;
+    return hb_scic_rd64(s->bar, HB_SCIC_DOORBELL) == 0 ? 0 : HB_ERR_WOULD_BLOCK;
 }
 
 static int hb_scic_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
@@ -266,18 +266,18 @@ static int hb_scic_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
     int rc;
 
     if (!(mask & (1u << s->me)) || (s->nodes < 32 && (mask >> s->nodes) != 0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (s->pending & (1u << sync))
-        return HIBAR_ERR_BUSY;
+        return HB_ERR_BUSY;
     if (!(hb_scic_rd32(s->bar, HB_SCIC_STATUS) & HB_SCIC_ST_LINK_UP)) {
         hb_log_error("hwbarrier scic: %s: board link down", s->path);
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     }
     /* The doorbell takes one command at a time; the chip takes it within microseconds. */
     rc = hb_wait_until(NULL, hb_scic_db_free, s, NULL, hb_time_now_ns() + 1000000000ull);
     if (rc < 0) {
         hb_log_error("hwbarrier scic: %s: doorbell not taken by the chip", s->path);
-        return rc == HIBAR_ERR_TIMEOUT ? HIBAR_ERR_BUSY : rc;
+        return rc == HB_ERR_TIMEOUT ? HB_ERR_BUSY : rc;
     }
     /* An event loop waits on the fd after arriving: the interrupt must be enabled first (not
      * drained: the count may be another round's completion the loop has not seen yet). */
@@ -295,7 +295,7 @@ static int hb_scic_done(hb_scic_t *s, uint32_t sync, uint32_t *code_p)
 {
     uint32_t v = hb_scic_rd32(s->bar, HB_SCIC_B_RESULT(sync));
     if (HB_SCIC_RES_COUNT(v) == s->seen[sync])
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     *code_p = HB_SCIC_RES_CODE(v);
     return 0;
 }
@@ -307,12 +307,12 @@ static int hb_scic_collect(hb_scic_t *s, uint32_t sync, uint32_t code)
     case HB_SCIC_RES_OK:
         return 0;
     case HB_SCIC_RES_MISMATCH:
-        return HIBAR_ERR_MISMATCH;
+        return HB_ERR_MISMATCH;
     case HB_SCIC_RES_LOST:
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     default:
         hb_log_error("hwbarrier scic: %s: chip rejected sync %u (result %u)", s->path, sync, code);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
 }
 
@@ -321,10 +321,10 @@ static int hb_scic_test(hb_hwb_t *h, uint32_t sync)
     hb_scic_t *s = (hb_scic_t *)h;
     uint32_t code;
     if (!(s->pending & (1u << sync)))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (hb_scic_done(s, sync, &code) == 0)
         return hb_scic_collect(s, sync, code);
-    return HIBAR_ERR_WOULD_BLOCK;
+    return HB_ERR_WOULD_BLOCK;
 }
 
 typedef struct hb_scic_waitctx {
@@ -343,8 +343,8 @@ static int hb_scic_poll(void *arg, int slow)
             return 0;
         }
     if (slow && !(hb_scic_rd32(c->s->bar, HB_SCIC_STATUS) & HB_SCIC_ST_LINK_UP))
-        return HIBAR_ERR_PEER_LOST; /* our own board is gone */
-    return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_PEER_LOST; /* our own board is gone */
+    return HB_ERR_WOULD_BLOCK;
 }
 
 static int hb_scic_arm_cb(void *arg)
@@ -360,16 +360,16 @@ static int hb_scic_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *s
     int rc;
 
     if ((syncs & s->pending) != syncs)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     rc = hb_wait_until_fd(s->fd, hb_scic_arm_cb, hb_scic_poll, &c, NULL, &s->adapt, deadline);
-    if (rc == HIBAR_ERR_TIMEOUT)
+    if (rc == HB_ERR_TIMEOUT)
         return rc;
     if (rc < 0) {
         /* our own board is gone: the lowest round waited for reports it (the others will
          * fail the same way when waited for) */
         uint32_t sync = (uint32_t)__builtin_ctz(syncs);
-        if (rc == HIBAR_ERR_PEER_LOST)
+        if (rc == HB_ERR_PEER_LOST)
             hb_log_warn("hwbarrier scic: %s: board link down", s->path);
         s->pending &= ~(1u << sync);
         *sync_p = sync;
@@ -398,7 +398,7 @@ static int hb_scic_fd_arm(hb_hwb_t *h, int armed)
 {
     hb_scic_t *s = (hb_scic_t *)h;
     (void)armed; /* an interrupt costs nobody a wake-up: it stays enabled */
-    return s->fd_armed ? hb_scic_arm(s) : HIBAR_ERR_INVAL;
+    return s->fd_armed ? hb_scic_arm(s) : HB_ERR_INVAL;
 }
 
 static const hb_hwb_ops_t hb_scic_ops = {

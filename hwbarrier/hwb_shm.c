@@ -5,7 +5,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +119,7 @@ typedef struct hb_shm {
 static int hb_shm_name(const hb_hwb_params_t *p, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "/hibar-%u-%s-c%u", (unsigned)getuid(), p->cluster, p->chassis);
-    return n > 0 && (size_t)n < len ? 0 : HIBAR_ERR_INVAL;
+    return n > 0 && (size_t)n < len ? 0 : HB_ERR_INVAL;
 }
 
 /* Take the liveness lock of port i on fd; -1 if another process holds it. */
@@ -142,7 +142,7 @@ static int hb_shm_query(const hb_hwb_params_t *p, char *why, size_t len)
 {
     if (access("/dev/shm", W_OK) != 0) {
         snprintf(why, len, "/dev/shm is not writable: %s", strerror(errno));
-        return HIBAR_ERR_UNAVAIL;
+        return HB_ERR_UNAVAIL;
     }
     snprintf(why, len, "shared-memory segment; nodes of a chassis must share this host");
     return 0;
@@ -170,7 +170,7 @@ static int hb_shm_create(hb_shm_t *s, uint64_t deadline)
             if (hb_shm_lock(fd, 0) < 0) {
                 hb_log_error("hwbarrier shm: %s is held by a live Center", s->name);
                 close(fd);
-                return HIBAR_ERR_EXISTS;
+                return HB_ERR_EXISTS;
             }
             /* Nobody holds it. A Center that has just created it locks it at once, so only a
              * very young segment without a header may still be someone's creation. */
@@ -184,13 +184,13 @@ static int hb_shm_create(hb_shm_t *s, uint64_t deadline)
             hb_log_warn("hwbarrier shm: reclaiming stale segment %s (its Center is gone)", s->name);
             if (shm_unlink(s->name) < 0 && errno != ENOENT) {
                 hb_log_error("hwbarrier shm: shm_unlink %s: %m", s->name);
-                return HIBAR_ERR_IO;
+                return HB_ERR_IO;
             }
             continue;
         }
         if (fd < 0) {
             hb_log_error("hwbarrier shm: shm_open %s: %m", s->name);
-            return errno == EACCES ? HIBAR_ERR_PERM : HIBAR_ERR_IO;
+            return errno == EACCES ? HB_ERR_PERM : HB_ERR_IO;
         }
         if (hb_shm_lock(fd, 0) < 0) { /* someone judged it stale within microseconds */
             close(fd);
@@ -220,7 +220,7 @@ static int hb_shm_create(hb_shm_t *s, uint64_t deadline)
     err_unlink:
         shm_unlink(s->name);
         close(fd);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
 }
 
@@ -235,14 +235,14 @@ static int hb_shm_attach(hb_shm_t *s, uint64_t deadline)
 
         if (hb_time_now_ns() >= deadline) {
             hb_log_error("hwbarrier shm: no live Center segment %s within the timeout", s->name);
-            return HIBAR_ERR_TIMEOUT;
+            return HB_ERR_TIMEOUT;
         }
         fd = shm_open(s->name, O_RDWR | O_CLOEXEC, 0);
         if (fd < 0) {
             if (errno == ENOENT)
                 continue;
             hb_log_error("hwbarrier shm: shm_open %s: %m", s->name);
-            return errno == EACCES ? HIBAR_ERR_PERM : HIBAR_ERR_IO;
+            return errno == EACCES ? HB_ERR_PERM : HB_ERR_IO;
         }
         if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*seg)) {
             close(fd);
@@ -252,13 +252,13 @@ static int hb_shm_attach(hb_shm_t *s, uint64_t deadline)
             hb_log_error("hwbarrier shm: %s has the wrong owner or mode %o", s->name,
                          (unsigned)(st.st_mode & 0777));
             close(fd);
-            return HIBAR_ERR_PERM;
+            return HB_ERR_PERM;
         }
         seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (seg == MAP_FAILED) {
             hb_log_error("hwbarrier shm: mmap %s: %m", s->name);
             close(fd);
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         }
         if (!atomic_load_explicit(&seg->ready, memory_order_acquire) ||
             seg->magic != HB_SHM_MAGIC || !hb_shm_held(fd, 0)) {
@@ -271,7 +271,7 @@ static int hb_shm_attach(hb_shm_t *s, uint64_t deadline)
                          seg->nodes, seg->version, s->nodes);
             munmap(seg, sizeof(*seg));
             close(fd);
-            return HIBAR_ERR_MISMATCH;
+            return HB_ERR_MISMATCH;
         }
         if (hb_shm_lock(fd, s->me) < 0) {
             old = atomic_load(&seg->node[s->me].pid);
@@ -279,7 +279,7 @@ static int hb_shm_attach(hb_shm_t *s, uint64_t deadline)
                          s->name, old);
             munmap(seg, sizeof(*seg));
             close(fd);
-            return HIBAR_ERR_EXISTS;
+            return HB_ERR_EXISTS;
         }
         /* A previous holder of this port may have died mid-round: clear its flags. (Poison
          * stays: it may name this port for a disagreeing round it has not joined yet.) */
@@ -300,7 +300,7 @@ static int hb_shm_open(const hb_hwb_params_t *p, hb_hwb_t **h_p)
     int rc;
 
     if (s == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     s->me = p->port;
     s->nodes = p->nodes;
     s->epfd = s->sfd = s->tfd = s->txfd = -1;
@@ -322,7 +322,7 @@ err_free:
 static int hb_shm_sock_path(const hb_shm_t *s, uint32_t i, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "/dev/shm%s-p%u", s->name, i);
-    return n > 0 && (size_t)n < len ? 0 : HIBAR_ERR_INVAL;
+    return n > 0 && (size_t)n < len ? 0 : HB_ERR_INVAL;
 }
 
 /*
@@ -410,9 +410,9 @@ static int hb_shm_arrive(hb_hwb_t *h, uint32_t sync, uint32_t mask)
     uint64_t old, nw;
 
     if (!(mask & bit) || (s->nodes < 32 && (mask >> s->nodes) != 0))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (atomic_load_explicit(&s->pending, memory_order_relaxed) & (1u << sync))
-        return HIBAR_ERR_BUSY;
+        return HB_ERR_BUSY;
     atomic_store_explicit(&s->mask[sync], mask, memory_order_relaxed);
     g = atomic_load_explicit(&s->gen[sync], memory_order_relaxed) + 1; /* stored by arrived */
     if (atomic_load_explicit(&sy->poison, memory_order_relaxed) & bit) {
@@ -458,7 +458,7 @@ static int hb_shm_collect(hb_shm_t *s, uint32_t sync, uint32_t f)
     if (f == HB_SHM_IDLE)
         return 0;
     atomic_store(&s->seg->flags[s->me].flag[sync], HB_SHM_IDLE);
-    return f == HB_SHM_ERR_MISMATCH ? HIBAR_ERR_MISMATCH : HIBAR_ERR_PEER_LOST;
+    return f == HB_SHM_ERR_MISMATCH ? HB_ERR_MISMATCH : HB_ERR_PEER_LOST;
 }
 
 static int hb_shm_test(hb_hwb_t *h, uint32_t sync)
@@ -466,10 +466,10 @@ static int hb_shm_test(hb_hwb_t *h, uint32_t sync)
     hb_shm_t *s = (hb_shm_t *)h;
     uint32_t f;
     if (!(atomic_load_explicit(&s->pending, memory_order_relaxed) & (1u << sync)))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     f = atomic_load_explicit(&s->seg->flags[s->me].flag[sync], memory_order_acquire);
     if (HB_SHM_STATE(f) == HB_SHM_ARRIVED)
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     return hb_shm_collect(s, sync, f);
 }
 
@@ -512,7 +512,7 @@ static int hb_shm_poll_flag(void *arg, int slow)
     return HB_SHM_STATE(atomic_load_explicit(&c->s->seg->flags[c->s->me].flag[c->sync],
                                              memory_order_acquire)) != HB_SHM_ARRIVED
                ? 0
-               : HIBAR_ERR_WOULD_BLOCK;
+               : HB_ERR_WOULD_BLOCK;
 }
 
 /*
@@ -532,15 +532,15 @@ static int hb_shm_poll(void *arg, int slow)
         }
     }
     if (!slow)
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     for (uint32_t m = c->syncs, k = 0; m != 0; k++, m >>= 1) {
         if ((m & 1) && hb_shm_find_lost(s, atomic_load(&s->mask[k])) >= 0 &&
             hb_shm_in_round(s, k)) {
             c->sync = k;
-            return HIBAR_ERR_PEER_LOST;
+            return HB_ERR_PEER_LOST;
         }
     }
-    return HIBAR_ERR_WOULD_BLOCK;
+    return HB_ERR_WOULD_BLOCK;
 }
 
 /* A participant is gone: abort the round at sync (if it is still ours, and has a lost
@@ -570,7 +570,7 @@ static int hb_shm_wait_end(hb_shm_t *s, hb_wait_poll_fn poll, hb_shm_waitctx_t *
     _Atomic uint32_t *flag;
     uint32_t f;
     int rc = hb_wait_until_adaptive(&s->seg->node[s->me].wake, poll, c, pol, ad, deadline);
-    if (rc != HIBAR_ERR_PEER_LOST)
+    if (rc != HB_ERR_PEER_LOST)
         return rc;
     flag = &s->seg->flags[s->me].flag[c->sync];
     hb_log_warn("hwbarrier shm: %s sync %u: node %d died or left", s->name, c->sync,
@@ -598,7 +598,7 @@ static int hb_shm_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sy
     int rc;
 
     if ((syncs & atomic_load_explicit(&s->pending, memory_order_relaxed)) != syncs)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     deadline = timeout_ms < 0 ? UINT64_MAX : hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     rc = hb_shm_wait_end(s, hb_shm_poll, &c, NULL, &s->adapt, deadline);
     if (rc < 0)
@@ -607,7 +607,7 @@ static int hb_shm_wait(hb_hwb_t *h, uint32_t syncs, int timeout_ms, uint32_t *sy
     f = atomic_load_explicit(&s->seg->flags[s->me].flag[c.sync], memory_order_acquire);
     if (HB_SHM_STATE(f) == HB_SHM_ARRIVED) { /* lost, and a new round there is not ours */
         atomic_fetch_and(&s->pending, ~(1u << c.sync));
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     }
     return hb_shm_collect(s, c.sync, f);
 }
@@ -652,7 +652,7 @@ static int hb_shm_fd(hb_hwb_t *h, int *fd_p)
         return 0;
     }
     if (hb_shm_sock_path(s, s->me, sa.sun_path, sizeof(sa.sun_path)) != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     s->sfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -688,7 +688,7 @@ err:
     if (s->epfd >= 0)
         close(s->epfd);
     s->sfd = s->tfd = s->epfd = -1;
-    return HIBAR_ERR_IO;
+    return HB_ERR_IO;
 }
 
 /* Start or stop the liveness tick: every sleep slice of the waiting rule (100 ms). */
@@ -716,7 +716,7 @@ static int hb_shm_fd_arm(hb_hwb_t *h, int armed)
     uint32_t p;
 
     if (s->epfd < 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     mine = &s->seg->node[s->me].fd_armed;
     while (recv(s->sfd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
         ;

@@ -7,7 +7,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -475,20 +475,20 @@ int hb_scic_model_create(uint32_t boards, const char *tag, hb_scic_model_t **m_p
 {
     hb_scic_model_t *m;
     pid_t parent = getpid();
-    int rc = HIBAR_ERR_IO;
+    int rc = HB_ERR_IO;
 
     if (boards < 1 || boards > HB_SCIM_MAX || tag == NULL || strlen(tag) > 40 || strlen(tag) == 0 ||
         strchr(tag, '/') != NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     m->n = boards;
     m->ctl = mmap(NULL, sizeof(*m->ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m->ctl == MAP_FAILED) {
         hb_log_error("scic model: mmap: %m");
         free(m);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     for (uint32_t k = 0; k < boards; k++) {
         m->up[k].txq.cap = m->down[k].txq.cap = HB_SCIM_TXQ;
@@ -610,7 +610,7 @@ int hb_scic_model_stats(const hb_scic_model_t *m, uint32_t board, hb_scic_model_
 {
     volatile void *bar;
     if (board >= m->n || st_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     bar = m->b[board].bar;
     st_p->tx_pkts = hb_scic_rd32(bar, HB_SCIC_TX_PKTS);
     st_p->rx_pkts = hb_scic_rd32(bar, HB_SCIC_RX_PKTS);

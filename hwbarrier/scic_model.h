@@ -22,7 +22,7 @@ typedef struct hb_scic_model_stats {
     uint32_t tx_pkts, rx_pkts, stops_sent, starts_sent, rx_overrun, tx_pauses, irqs;
 } hb_scic_model_stats_t;
 
-/* tag: 1..40 of [A-Za-z0-9_.-]. 0 or a negative HIBAR_ERR_*. */
+/* tag: 1..40 of [A-Za-z0-9_.-]. 0 or a negative HB_ERR_*. */
 int hb_scic_model_create(uint32_t boards, const char *tag, hb_scic_model_t **m_p);
 /* Stop the model process and remove its files. */
 void hb_scic_model_destroy(hb_scic_model_t *m);

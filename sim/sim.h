@@ -157,7 +157,7 @@ double hb_sim_bwan(const hb_sim_params_t *p, uint32_t n);
  *                            ib_stall_us, ib_stall_p) -> kept (hb_sim_calib_host), for
  *                            validate
  * Other rows are counted and ignored. A malformed line fails the whole file with
- * "FILE:LINE: what" in err (HIBAR_ERR_CONFIG); unreadable file: HIBAR_ERR_IO.
+ * "FILE:LINE: what" in err (HB_ERR_CONFIG); unreadable file: HB_ERR_IO.
  */
 typedef struct hb_sim_meas {
     char impl[16];

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll_model.h"
 #include "sim.h"
 
@@ -215,7 +215,7 @@ int hb_sim_json_parse(const char *line, char *buf, size_t buflen, hb_sim_json_kv
     size_t n = 0;
 
     if (line == NULL || buf == NULL || kv == NULL || n_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     jp_ws(&j);
     if (*j.s != '{') {
         jp_fail(&j, "not a JSON object");
@@ -275,7 +275,7 @@ int hb_sim_json_parse(const char *line, char *buf, size_t buflen, hb_sim_json_kv
 err_:
     if (why_p != NULL)
         *why_p = j.why;
-    return HIBAR_ERR_INVAL;
+    return HB_ERR_INVAL;
 }
 
 /* ---- calibration ------------------------------------------------------------------------- */
@@ -331,7 +331,7 @@ static int cal_bad(char *err, size_t errlen, const char *path, unsigned line, co
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "%s:%u: %s%s%s%s", path, line, what, key ? " '" : "", key ? key : "",
                  key ? "'" : "");
-    return HIBAR_ERR_CONFIG;
+    return HB_ERR_CONFIG;
 }
 
 /* Insert a PlogP point (sizes kept ascending; the same size replaces). */
@@ -521,17 +521,17 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     int rc = 0;
 
     if (path == NULL || p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     f = fopen(path, "r");
     if (f == NULL) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     row = calloc(1, sizeof(*row));
     if (row == NULL) {
         fclose(f);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     memset(&c, 0, sizeof(c));
     np = *p;
@@ -559,7 +559,7 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     if (rc == 0 && ferror(f)) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%s: read error", path);
-        rc = HIBAR_ERR_IO;
+        rc = HB_ERR_IO;
     }
     fclose(f);
     free(row);
@@ -617,7 +617,7 @@ int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t s
         n++;
     }
     if (n == 0)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     /* the median over the rows (the probes of --measure's blocks): one probe that met a
      * burst of other programs' load does not set the figure */
     for (k = 0; k < 7; k++)

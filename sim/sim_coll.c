@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "sim_coll.h"
 #include "sim_hier.h"
 
@@ -44,12 +44,12 @@ static int sim_coll_init(sim_coll_t *c, sim_world_t *w, const hb_coll_nodes_t *n
     rc = hb_coll_sched_build(nodes, args, &c->s);
     if (rc != 0) {
         hb_log_error("sim: the %s %s schedule was refused: %s", hb_coll_alg_name(args->alg),
-                     hb_coll_op_name(args->op), hibar_strerror(rc));
+                     hb_coll_op_name(args->op), hb_status_str(rc));
         return rc;
     }
     c->x = calloc(c->s->n_nodes, sizeof(*c->x));
     if (c->x == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     for (i = 0; i < c->s->n_nodes; i++) {
@@ -77,8 +77,8 @@ static int sim_coll_feed(sim_coll_t *c, uint32_t node, const hb_coll_ev_t *ev)
         if (rc != 0) {
             c->w->res.refused++;
             hb_log_error("sim: node %" PRIu32 ": coll executor refused an event: %s", node,
-                         hibar_strerror(rc));
-            return HIBAR_ERR_INTERNAL;
+                         hb_status_str(rc));
+            return HB_ERR_INTERNAL;
         }
         for (i = 0; i < n; i++) {
             const hb_coll_act_t *a = &c->acts[i];
@@ -95,8 +95,8 @@ static int sim_coll_feed(sim_coll_t *c, uint32_t node, const hb_coll_ev_t *ev)
                 break;
             case HB_COLL_ACT_FAIL:
                 hb_log_error("sim: node %" PRIu32 ": collective failed: %s", node,
-                             hibar_strerror(a->status));
-                rc = HIBAR_ERR_INTERNAL;
+                             hb_status_str(a->status));
+                rc = HB_ERR_INTERNAL;
                 break;
             default: /* POST_RECV, DELIVER: nothing to model */
                 break;
@@ -140,7 +140,7 @@ static int sim_coll_check(const sim_coll_t *c)
         hb_log_error("sim: the collective completed on %" PRIu32 " of %" PRIu32
                      " nodes (the run stalled)",
                      c->n_complete, c->s->n_nodes);
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     return 0;
 }
@@ -159,9 +159,9 @@ int hb_sim_coll(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args, const 
     int rc;
 
     if (nodes == NULL || args == NULL || p == NULL || r_p == NULL || nodes->n_nodes == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (hb_sim_params_check(p, NULL, 0) != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     rc = sim_world_init(&w, p, nodes->n_nodes, nodes->site_of, o != NULL ? o->host_of : NULL);
     if (rc != 0)
         return rc;
@@ -172,7 +172,7 @@ int hb_sim_coll(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args, const 
     for (i = 0; i < nodes->n_nodes && rc == 0; i++) {
         double t0 = o != NULL && o->start_us != NULL ? o->start_us[i] : 0;
         if (!(t0 >= 0))
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
         else
             rc = hb_sim_engine_push(w.eng, t0, SIM_EV_COLL_START, i, 0, 0, 0);
     }
@@ -224,9 +224,9 @@ int hb_sim_fence(const hb_topo_t *topo, uint32_t ppn, uint64_t blob, hb_coll_alg
     int rc;
 
     if (topo == NULL || p == NULL || r_p == NULL || topo->n_nodes == 0 || ppn == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (hb_sim_params_check(p, NULL, 0) != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (o == NULL)
         hb_sim_opts_init(&so);
     else
@@ -237,7 +237,7 @@ int hb_sim_fence(const hb_topo_t *topo, uint32_t ppn, uint64_t blob, hb_coll_alg
     if (site_of == NULL || ranks_of == NULL) {
         free(site_of);
         free(ranks_of);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     for (i = 0; i < topo->n_nodes; i++)
         ranks_of[i] = ppn;

@@ -1,7 +1,7 @@
 /* sim_heap.c: the discrete-event engine: a binary min-heap of events ordered by (time, seq). */
 #include <stdlib.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "sim.h"
 
 struct hb_sim_engine {
@@ -16,10 +16,10 @@ int hb_sim_engine_create(hb_sim_engine_t **e_p)
     hb_sim_engine_t *e;
 
     if (e_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     e = calloc(1, sizeof(*e));
     if (e == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     *e_p = e;
     return 0;
 }
@@ -48,7 +48,7 @@ int hb_sim_engine_push(hb_sim_engine_t *e, double t, uint32_t kind, uint32_t nod
         size_t ncap = e->cap ? e->cap * 2 : 1024;
         hb_sim_ev_t *nh = realloc(e->h, ncap * sizeof(*nh));
         if (nh == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         e->h = nh;
         e->cap = ncap;
     }
@@ -78,7 +78,7 @@ int hb_sim_engine_pop(hb_sim_engine_t *e, hb_sim_ev_t *ev_p)
     size_t i = 0;
 
     if (e->n == 0)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     *ev_p = e->h[0];
     last = e->h[--e->n];
     /* sift the last element down from the root */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "sim_hier.h"
 
 void hb_sim_opts_init(hb_sim_opts_t *o)
@@ -45,7 +45,7 @@ int sim_hier_init(sim_hier_t *s, sim_world_t *w, const hb_topo_t *topo, const hb
     s->n_complete = calloc(s->o.barriers, sizeof(uint32_t));
     if (s->eng == NULL || s->rounds == NULL || s->done == NULL || s->last_arrive == NULL ||
         s->last_complete == NULL || s->n_complete == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     for (i = 0; i < topo->n_nodes; i++) {
@@ -60,7 +60,7 @@ int sim_hier_init(sim_hier_t *s, sim_world_t *w, const hb_topo_t *topo, const hb
     }
     s->acts = calloc(s->max_acts, sizeof(*s->acts));
     if (s->acts == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     return 0;
@@ -138,7 +138,7 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     int rc;
 
     if (idx >= s->n_sync || !(a->mask & bit))
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     r = &s->rounds[(size_t)tn->chassis * s->n_sync + idx];
     if (r->reach == 0) {
         r->coll_id = a->coll_id;
@@ -146,7 +146,7 @@ static int sim_hwb_arrive(sim_hier_t *s, uint32_t node, const hb_hier_act_t *a)
     } else if (r->coll_id != a->coll_id || r->mask != a->mask || (r->reach & bit)) {
         hb_log_error("sim: chassis %" PRIu32 ": node %" PRIu32 " disagrees on sync %" PRIu32,
                      tn->chassis, node, a->sync_no);
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     r->reach |= bit;
     if (now > r->t_last)
@@ -251,7 +251,7 @@ int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
 
     if (s->eng[node] == NULL) {
         hb_log_error("sim: an event for node %" PRIu32 ", not a member of the job", node);
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     rc = hb_hier_step(s->eng[node], ev, s->acts, s->max_acts, &n);
     if (rc == 0 && s->o.trace != NULL)
@@ -272,8 +272,8 @@ int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
         s->w->res.refused++;
         hb_log_error("sim: node %" PRIu32 " refused a %s event: %s", node,
                      ev->kind == HB_HIER_EV_MSG ? hb_hier_msg_name(ev->msg) : "local",
-                     hibar_strerror(rc));
-        return HIBAR_ERR_INTERNAL;
+                     hb_status_str(rc));
+        return HB_ERR_INTERNAL;
     }
     for (i = 0; i < n; i++) {
         const hb_hier_act_t *a = &s->acts[i];
@@ -290,7 +290,7 @@ int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
             break;
         case HB_HIER_ACT_COMPLETE:
             if (a->coll_id >= s->o.barriers)
-                return HIBAR_ERR_INTERNAL;
+                return HB_ERR_INTERNAL;
             if (now > s->last_complete[a->coll_id])
                 s->last_complete[a->coll_id] = now;
             s->n_complete[a->coll_id]++;
@@ -306,8 +306,8 @@ int sim_hier_feed(sim_hier_t *s, uint32_t node, const hb_hier_ev_t *ev)
             break;
         default:
             hb_log_error("sim: node %" PRIu32 ": barrier %" PRIu64 " failed: %s", node, a->coll_id,
-                         hibar_strerror(a->status));
-            rc = HIBAR_ERR_INTERNAL;
+                         hb_status_str(a->status));
+            rc = HB_ERR_INTERNAL;
             break;
         }
         if (rc != 0)
@@ -364,7 +364,7 @@ int sim_hier_finish(sim_hier_t *s, hb_sim_result_t *r)
             hb_log_error("sim: barrier %" PRIu32 " completed on %" PRIu32 " of %" PRIu32
                          " nodes (the run stalled)",
                          b, s->n_complete[b], s->topo->n_members);
-            return HIBAR_ERR_INTERNAL;
+            return HB_ERR_INTERNAL;
         }
         sum += s->last_complete[b] - s->last_arrive[b];
     }
@@ -393,7 +393,7 @@ int sim_loop(sim_world_t *w, int (*handle)(void *arg, const hb_sim_ev_t *ev), vo
             return rc;
         if (rc == 0) {
             hb_log_error("sim: event of kind %" PRIu32 " nobody handles", ev.kind);
-            return HIBAR_ERR_INTERNAL;
+            return HB_ERR_INTERNAL;
         }
         if (o != NULL && o->progress != NULL && (hb_sim_engine_count(w->eng) & 0xfffff) == 0)
             o->progress(o->progress_arg, hb_sim_engine_count(w->eng), ev.t);
@@ -418,16 +418,16 @@ int hb_sim_barrier(const hb_topo_t *topo, const hb_sim_params_t *p, const hb_sim
     int rc;
 
     if (topo == NULL || p == NULL || r_p == NULL || topo->n_nodes == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (hb_sim_params_check(p, NULL, 0) != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (o == NULL) {
         hb_sim_opts_init(&def);
         o = &def;
     }
     site_of = malloc(sizeof(uint32_t) * topo->n_nodes);
     if (site_of == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (i = 0; i < topo->n_nodes; i++)
         site_of[i] = topo->nodes[i].site;
     rc = sim_world_init(&w, p, topo->n_nodes, site_of, o->host_of);

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "sim_int.h"
 
 /*
@@ -25,11 +25,11 @@ int sim_host_init(sim_world_t *w, const uint32_t *host_of)
     w->main_free = calloc(w->n_nodes, sizeof(double));
     w->io_free = calloc(w->n_nodes, sizeof(double));
     if (w->host_of == NULL || w->main_free == NULL || w->io_free == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     w->n_hosts = 1;
     for (i = 0; i < w->n_nodes && host_of != NULL; i++) {
         if (host_of[i] >= w->n_nodes)
-            return HIBAR_ERR_INVAL;
+            return HB_ERR_INVAL;
         w->host_of[i] = host_of[i];
         if (host_of[i] + 1 > w->n_hosts)
             w->n_hosts = host_of[i] + 1;
@@ -38,7 +38,7 @@ int sim_host_init(sim_world_t *w, const uint32_t *host_of)
     for (i = 0; i < w->n_nodes; i++)
         w->main_free[i] = w->io_free[i] = -1;
     w->core_free = calloc((size_t)w->n_hosts * w->p.cores, sizeof(double));
-    return w->core_free != NULL ? 0 : HIBAR_ERR_NOMEM;
+    return w->core_free != NULL ? 0 : HB_ERR_NOMEM;
 }
 
 void sim_host_free(sim_world_t *w)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll_model.h"
 #include "sim_int.h"
 
@@ -32,7 +32,7 @@ static int bad(char *err, size_t errlen, const char *what, double v)
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "%s must be %s (got %g)", what,
                  strstr(what, "bandwidth") ? "> 0" : ">= 0", v);
-    return HIBAR_ERR_INVAL;
+    return HB_ERR_INVAL;
 }
 
 int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen)
@@ -40,7 +40,7 @@ int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen)
     uint32_t i;
 
     if (p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (!(p->t_ib >= 0) || !isfinite(p->t_ib))
         return bad(err, errlen, "T_IB", p->t_ib);
     if (!(p->t_sr >= 0) || !isfinite(p->t_sr))
@@ -84,7 +84,7 @@ int hb_sim_params_check(const hb_sim_params_t *p, char *err, size_t errlen)
     if (p->hop == HB_SIM_HOP_PLOGP && p->n_logp == 0) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "hop plogp needs PlogP tables (logp rows)");
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     for (i = 0; i < p->n_logp; i++)
         if (!(p->logp_g[i] >= 0) || (i > 0 && !(p->logp_m[i] > p->logp_m[i - 1])))
@@ -133,7 +133,7 @@ int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
 
     memset(w, 0, sizeof(*w));
     if (p == NULL || n_nodes == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     w->p = *p;
     w->n_nodes = n_nodes;
     w->free_msg = SIM_NONE;
@@ -147,7 +147,7 @@ int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
     for (i = 0; i < n_nodes && site_of != NULL; i++) {
         w->site_of[i] = site_of[i];
         if (site_of[i] >= 4096) {
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
             goto err_free;
         }
         if (site_of[i] + 1 > w->n_sites)
@@ -166,7 +166,7 @@ int sim_world_init(sim_world_t *w, const hb_sim_params_t *p, uint32_t n_nodes,
     return 0;
 
 err_nomem:
-    rc = HIBAR_ERR_NOMEM;
+    rc = HB_ERR_NOMEM;
 err_free:
     sim_world_free(w);
     return rc;
@@ -201,10 +201,10 @@ static int sim_msg_new(sim_world_t *w, uint32_t *idx_p)
             uint32_t ncap = w->cap_msgs ? w->cap_msgs * 2 : 1024;
             sim_msg_t *nm;
             if (ncap <= w->cap_msgs)
-                return HIBAR_ERR_NOMEM;
+                return HB_ERR_NOMEM;
             nm = realloc(w->msgs, (size_t)ncap * sizeof(*nm));
             if (nm == NULL)
-                return HIBAR_ERR_NOMEM;
+                return HB_ERR_NOMEM;
             w->msgs = nm;
             w->cap_msgs = ncap;
         }
@@ -247,7 +247,7 @@ static int msg_make(sim_world_t *w, uint32_t from, uint32_t to, uint32_t kind, u
     int rc;
 
     if (from >= w->n_nodes || to >= w->n_nodes)
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     rc = sim_msg_new(w, &idx);
     if (rc != 0)
         return rc;
@@ -343,7 +343,7 @@ static int lane_grow(sim_world_t *w)
     sim_lane_t *nl = calloc(ncap, sizeof(*nl));
 
     if (nl == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (i = 0; i < w->cap_lanes; i++) {
         size_t j;
         if (w->lanes[i].key == 0)
@@ -449,7 +449,7 @@ static int flow_start(sim_world_t *w, uint32_t idx, size_t lane)
             uint32_t ncap = w->cap_flows ? w->cap_flows * 2 : 256;
             sim_flow_t *nf = realloc(w->flows, (size_t)ncap * sizeof(*nf));
             if (nf == NULL)
-                return HIBAR_ERR_NOMEM;
+                return HB_ERR_NOMEM;
             w->flows = nf;
             w->cap_flows = ncap;
         }
@@ -460,7 +460,7 @@ static int flow_start(sim_world_t *w, uint32_t idx, size_t lane)
         uint32_t ncap = l->cap_act ? l->cap_act * 2 : 16;
         uint32_t *na = realloc(l->act, (size_t)ncap * sizeof(*na));
         if (na == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         l->act = na;
         l->cap_act = ncap;
     }
@@ -564,7 +564,7 @@ static int net_done(sim_world_t *w, uint32_t fi, uint32_t gen)
     for (i = 0; i < l->n_act && l->act[i] != fi; i++)
         ;
     if (i == l->n_act)
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     memmove(&l->act[i], &l->act[i + 1], (l->n_act - i - 1) * sizeof(uint32_t));
     l->n_act--;
     f->gen++; /* any other pending event of it is stale now */

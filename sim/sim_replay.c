@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "sim_hier.h"
 
 #define RP_LINE 512
@@ -67,7 +67,7 @@ static int rp_msg_parse(const char *s, uint32_t *msg_p)
             *msg_p = m;
             return 0;
         }
-    return HIBAR_ERR_PROTO;
+    return HB_ERR_PROTO;
 }
 
 /*
@@ -84,7 +84,7 @@ static int rp_parse(const char *line, uint32_t *node_p, hb_hier_ev_t *ev_p)
     memset(ev_p, 0, sizeof(*ev_p));
     n = sscanf(line, "n%u coll %llu %31s %31s %31s", &node, &coll, kind, a1, a2);
     if (n < 3)
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     *node_p = node;
     ev_p->coll_id = coll;
     if (strcmp(kind, "ARRIVE") == 0) {
@@ -95,14 +95,14 @@ static int rp_parse(const char *line, uint32_t *node_p, hb_hier_ev_t *ev_p)
         ev_p->kind = HB_HIER_EV_MSG;
         if (n < 5 || rp_msg_parse(a1, &ev_p->msg) != 0 ||
             sscanf(line, "n%*u coll %*u MSG %*s from n%u", &x) != 1)
-            return HIBAR_ERR_PROTO;
+            return HB_ERR_PROTO;
         ev_p->from = x;
         return 1;
     }
     if (strcmp(kind, "HWB_DONE") == 0) {
         ev_p->kind = HB_HIER_EV_HWB_DONE;
         if (sscanf(line, "n%*u coll %*u HWB_DONE sync %u", &x) != 1)
-            return HIBAR_ERR_PROTO;
+            return HB_ERR_PROTO;
         ev_p->sync_no = x;
         if (sscanf(line, "n%*u coll %*u HWB_DONE sync %*u status %d", &st) == 1)
             ev_p->status = st;
@@ -111,7 +111,7 @@ static int rp_parse(const char *line, uint32_t *node_p, hb_hier_ev_t *ev_p)
     if (strcmp(kind, "PEER_LOST") == 0) {
         ev_p->kind = HB_HIER_EV_PEER_LOST;
         if (sscanf(line, "n%*u coll %*u PEER_LOST from n%u", &x) != 1)
-            return HIBAR_ERR_PROTO;
+            return HB_ERR_PROTO;
         ev_p->from = x;
         return 1;
     }
@@ -122,7 +122,7 @@ static int rp_parse(const char *line, uint32_t *node_p, hb_hier_ev_t *ev_p)
     if (strcmp(kind, "SEND") == 0 || strcmp(kind, "HWB_ARRIVE") == 0 ||
         strcmp(kind, "COMPLETE") == 0 || strcmp(kind, "FAIL") == 0 || strcmp(kind, "REFUSED") == 0)
         return 0;
-    return HIBAR_ERR_PROTO;
+    return HB_ERR_PROTO;
 }
 
 /* The header: "# hibard trace: node N nodes N protocol P job J epoch E first_coll F
@@ -139,13 +139,13 @@ static int rp_header(const char *line, const hb_topo_t *topo, uint32_t *node_p, 
                "sync_base %u n_sync %u",
                &node, &nodes, proto, &job, &epoch, &first, &base, &nsync) != 8) {
         snprintf(err, errlen, "%s:1: not a hibard trace header", path);
-        return HIBAR_ERR_PROTO;
+        return HB_ERR_PROTO;
     }
     if (nodes != topo->n_nodes || node >= topo->n_nodes) {
         snprintf(err, errlen,
                  "%s:1: node %u of %u nodes does not fit the topology (%" PRIu32 " nodes)", path,
                  node, nodes, topo->n_nodes);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     if (hb_hier_proto_parse(proto, &o->proto) != 0 || job != 0 || first != 0 || base != 0 ||
         nsync == 0 || nsync > 64 || epoch == 0) {
@@ -153,7 +153,7 @@ static int rp_header(const char *line, const hb_topo_t *topo, uint32_t *node_p, 
                  "%s:1: engine configuration the simulator's driver does not take "
                  "(protocol %s job %u first_coll %llu sync_base %u n_sync %u epoch %u)",
                  path, proto, job, first, base, nsync, epoch);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     *node_p = node;
     o->epoch = epoch;
@@ -178,7 +178,7 @@ static int rp_compare(const rp_out_t *got, char (*lines)[RP_LINE], const size_t 
                  want ? lno[from + k] : (to > from ? lno[to - 1] : lno[ev_i]), lno[ev_i],
                  want ? (int)rp_key_len(want) : 9, want ? want : "(nothing)",
                  have ? (int)rp_key_len(have) : 9, have ? have : "(nothing)");
-        return HIBAR_ERR_MISMATCH;
+        return HB_ERR_MISMATCH;
     }
     return 0;
 }
@@ -201,19 +201,19 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
 
     memset(&out, 0, sizeof(out));
     if (topo == NULL || path == NULL || err == NULL || errlen == 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     err[0] = '\0';
     f = fopen(path, "r");
     if (f == NULL) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     /* read it all: the outcome lines of an event are compared once it has been fed */
     while (fgets(buf, sizeof(buf), f) != NULL) {
         ln++;
         if (strchr(buf, '\n') == NULL && !feof(f)) {
             snprintf(err, errlen, "%s:%zu: line too long", path, ln);
-            rc = HIBAR_ERR_PROTO;
+            rc = HB_ERR_PROTO;
             goto out;
         }
         if (n == cap) {
@@ -221,13 +221,13 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
             char(*l)[RP_LINE] = realloc(lines, nc * sizeof(*l));
             size_t *x;
             if (l == NULL) {
-                rc = HIBAR_ERR_NOMEM;
+                rc = HB_ERR_NOMEM;
                 goto out;
             }
             lines = l;
             x = realloc(lno, nc * sizeof(*x));
             if (x == NULL) {
-                rc = HIBAR_ERR_NOMEM;
+                rc = HB_ERR_NOMEM;
                 goto out;
             }
             lno = x;
@@ -238,12 +238,12 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
     }
     if (ferror(f)) {
         snprintf(err, errlen, "%s: read error", path);
-        rc = HIBAR_ERR_IO;
+        rc = HB_ERR_IO;
         goto out;
     }
     if (n == 0) {
         snprintf(err, errlen, "%s: empty trace", path);
-        rc = HIBAR_ERR_PROTO;
+        rc = HB_ERR_PROTO;
         goto out;
     }
     hb_sim_opts_init(&o);
@@ -257,7 +257,7 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
     hb_sim_params_init(&p);
     site_of = malloc(sizeof(uint32_t) * topo->n_nodes);
     if (site_of == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     for (i = 0; i < topo->n_nodes; i++)
@@ -287,13 +287,13 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
             snprintf(err, errlen, "%s:%zu: %s: %.*s", path, lno[i],
                      k < 0 ? "cannot parse" : "another node's line", (int)rp_key_len(lines[i]),
                      lines[i]);
-            rc = k < 0 ? HIBAR_ERR_PROTO : HIBAR_ERR_CONFIG;
+            rc = k < 0 ? HB_ERR_PROTO : HB_ERR_CONFIG;
             break;
         }
         if (k == 0) {
             snprintf(err, errlen, "%s:%zu: an action with no event before it: %.*s", path, lno[i],
                      (int)rp_key_len(lines[i]), lines[i]);
-            rc = HIBAR_ERR_MISMATCH;
+            rc = HB_ERR_MISMATCH;
             break;
         }
         /* the outcome lines of this event run up to the next event */
@@ -310,7 +310,7 @@ int hb_sim_replay_file(const hb_topo_t *topo, const char *path, uint64_t *n_ev_p
         ev.epoch = o.epoch;
         (void)sim_hier_feed(&s, node, &ev); /* a refusal is an outcome: traced and compared */
         if (out.nomem) {
-            rc = HIBAR_ERR_NOMEM;
+            rc = HB_ERR_NOMEM;
             break;
         }
         n_ev++;
@@ -324,7 +324,7 @@ out:
         sim_hier_free(&s);
     if (have_world)
         sim_world_free(&w);
-    if (rc == HIBAR_ERR_NOMEM && err[0] == '\0')
+    if (rc == HB_ERR_NOMEM && err[0] == '\0')
         snprintf(err, errlen, "%s: out of memory", path);
     if (rc == 0) {
         if (n_ev_p != NULL)

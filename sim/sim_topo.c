@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "sim.h"
 
 int hb_sim_topo_gen(uint32_t n_nodes, uint32_t chassis_size, uint32_t fanout, uint32_t sites,
@@ -14,26 +14,26 @@ int hb_sim_topo_gen(uint32_t n_nodes, uint32_t chassis_size, uint32_t fanout, ui
     int rc;
 
     if (topo_p == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (n_nodes == 0 || chassis_size == 0 || chassis_size > HB_TOPO_MAX_CHASSIS_SIZE ||
         sites == 0) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "need nodes >= 1, chassis size 1..%u, sites >= 1",
                      (unsigned)HB_TOPO_MAX_CHASSIS_SIZE);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     n_chassis = (n_nodes + chassis_size - 1) / chassis_size;
     if (sites > n_chassis) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%u sites need at least %u chassis (have %u)", sites, sites,
                      n_chassis);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     start = malloc(sizeof(uint32_t) * ((size_t)n_chassis + 1));
     nodes = malloc(sizeof(uint32_t) * n_nodes);
     site_of = malloc(sizeof(uint32_t) * n_nodes);
     if (start == NULL || nodes == NULL || site_of == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     for (c = 0; c < n_chassis; c++)

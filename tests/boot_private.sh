@@ -8,9 +8,8 @@ tb=$src/tests/netns/testbed
 name=${HB_PRIV_NAME:-pv$$} # the bed and the cluster share it
 net=${HB_PRIV_NET:-10.238}
 export HB_PRIV_NAME=$name HB_PRIV_NET=$net
-run_dir=/tmp/hibar-$(id -u)-$name # inside each host's private /tmp
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$src/tests/hb_test.sh"
+hb_use_bed "$name" # run_dir (inside each host's private /tmp), bed_done
 
 if [ "${1-}" != --inside ]; then
     [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -23,12 +22,7 @@ if [ "${1-}" != --inside ]; then
     export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
     # a hang guard only: the whole test takes well under a minute
     timeout -s TERM 200 "$tb" --sites 1 --nodes 4 --name "$name" --net "$net" -- bash "$0" --inside
-    rc=$?
-    left=$(pgrep -f -- "cluster=$name" || true)
-    [ -z "$left" ] || { kill -KILL $left 2>/dev/null; [ $rc -eq 0 ] && fail "daemons left behind"; }
-    [ ! -e "$run_dir" ] || { rm -rf "$run_dir"; [ $rc -eq 0 ] && fail "a run dir in the machine's /tmp"; }
-    [ -z "$(ip netns list 2>/dev/null | grep "hibar-$name-")" ] || fail "namespaces left"
-    exit $rc
+    bed_done $? # a run dir here would be one in the machine's /tmp
 fi
 
 # ---- inside the bed -------------------------------------------------------------------------
@@ -45,7 +39,7 @@ cleanup() {
     # chassis-barrier segments of killed daemons (the lost-node case SIGKILLs one)
     rm -f /dev/shm/hibar-"$(id -u)"-"$name"-*
 }
-trap cleanup EXIT
+on_exit cleanup
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
 read -r -a addrs <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp#*:}"; done)"
 # the programs too: a build tree under /tmp is hidden from the hosts by their private /tmp

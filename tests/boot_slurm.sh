@@ -7,8 +7,8 @@ bld=${top_builddir:-$src}
 tb=$src/tests/netns/testbed
 name=${HB_BOOT_NAME:-bs$$} # the bed, the Slurm and the hibar cluster share it
 export HB_BOOT_NAME=$name
-# run_dir, fail, bed_done, stop_daemons, wait_up N, wait_gone
-. "$src/tests/boot_lib.sh"
+. "$src/tests/hb_test.sh"
+hb_use_bed "$name" # run_dir, bed_done, stop_daemons, wait_up N, wait_gone
 
 if [ "${1-}" != --inside ]; then
     [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -36,7 +36,7 @@ cleanup() {
     "$src/tests/slurm/down" "$name"
     rm -rf "$tmp" "$run_dir"
 }
-trap cleanup EXIT
+on_exit cleanup
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
 hibard=$bld/daemon/hibard
 on0() { "$HIBAR_TESTBED_HOSTEXEC" "${hosts[0]}" "$@"; }

@@ -3,7 +3,8 @@
 # random sizes and roots on 1 node x 8 ranks, 4 emulated nodes x 4 ranks (block and chassis
 # placement) and 30 emulated nodes x 1 rank; misuse reported on every rank; a rank that dies
 # ends the job with its name, never a hang.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 
 cp "$bld/tests/xrank_check" "$TMP/xrank_check" || { echo "SKIP: xrank_check not built"; exit 77; }
 XC="$TMP/xrank_check"

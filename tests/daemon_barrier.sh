@@ -2,7 +2,8 @@
 # daemon_barrier.sh: 1,000 consecutive barriers with each protocol on the emulated 30-daemon
 # cluster; every daemon completes every barrier; clean stop leaves nothing behind.
 TEST_TAG=bar
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 # scmd and tree on the fast lane (the default), and tree with barrier tokens on ZeroMQ
 for proto in scmd tree tree-zmq; do
     SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR" --set "protocol=${proto%-zmq}")

@@ -2,7 +2,8 @@
 # daemon_garbage.sh: garbage, truncated, oversized and unknown-node frames to a live daemon are
 # dropped and counted; a client without the cluster key is refused; barriers go on working.
 TEST_TAG=bad
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 INJECT="$bld/tests/hbd_inject"
 [ -x "$INJECT" ] || { echo "SKIP: hbd_inject not built"; exit 77; }
 up

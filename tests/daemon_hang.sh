@@ -3,7 +3,8 @@
 # heartbeats find it, and every other daemon reports HIBAR_ERR_PEER_LOST within twice the
 # heartbeat timeout.
 TEST_TAG=hang
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 HB_TIMEOUT=1000
 SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR" --set "heartbeat.interval_ms=250"
       --set "heartbeat.timeout_ms=$HB_TIMEOUT")

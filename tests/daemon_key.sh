@@ -2,7 +2,8 @@
 # daemon_key.sh: the cluster key file: created 0600 by hibard --gen-key, refused when readable by
 # others or when it is not a matching pair; a second daemon for the same node is refused.
 TEST_TAG=key
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 key="$RUN_DIR/test.key"
 one=(--config "$CONFIG" --node n00 --set "cluster=$NAME" --set "run_dir=$RUN_DIR"
      --set "nodes=n00" --set "chassis=1" --set "key_file=$key" --foreground)

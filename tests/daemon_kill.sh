@@ -2,7 +2,8 @@
 # daemon_kill.sh: SIGKILL one daemon mid-barrier: every other daemon reports HIBAR_ERR_PEER_LOST
 # (-4) within twice the heartbeat timeout, none hangs or crashes, and down cleans up after it.
 TEST_TAG=kill
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 HB_TIMEOUT=2000
 for victim in n03 n17; do # an inter-level Center (segment owner), a low-end port
     SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR" --set "heartbeat.timeout_ms=$HB_TIMEOUT")

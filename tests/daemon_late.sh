@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # daemon_late.sh: a node that arrives 200 ms late holds every other node until it arrives.
 TEST_TAG=late
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 for proto in scmd tree; do
     SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR" --set "protocol=$proto")
     up

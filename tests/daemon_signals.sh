@@ -5,7 +5,8 @@
 TEST_TAG=sig
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 HIBAR_TEST_CONFIG=$src/examples/local.yaml
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 up
 pids=$(pgrep -f -- "cluster=$NAME" | tr '\n' ' ')
 [ "$(echo $pids | wc -w)" -eq 12 ] || fail "expected 12 daemons, found: $pids"
@@ -15,7 +16,7 @@ pids=$(pgrep -f -- "cluster=$NAME" | tr '\n' ' ')
     while :; do kill -CHLD $pids 2>/dev/null || exit 0; done
 ) &
 STORM=$!
-trap 'rc=$?; kill $STORM 2>/dev/null; (exit $rc); cleanup' EXIT
+on_exit 'kill $STORM 2>/dev/null'
 out=$(cl barrier --count 2000)
 rc=$?
 kill $STORM 2>/dev/null

@@ -6,7 +6,7 @@
 # without root or mpirun.
 set -u
 bld=${top_builddir:-$(cd "$(dirname "$0")/.." && pwd)}
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/hb_test.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 [ -x "$bld/tests/fence_client" ] || { echo "SKIP: fence_client not built"; exit 77; }

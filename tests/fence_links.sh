@@ -3,7 +3,8 @@
 # tree edge in each direction: the daemons' per-link fence byte counters (control fence_stats)
 # show every node sending up exactly its own blob plus what came from below, and the whole
 # concatenation going down every tree edge exactly once, on the plain data plane (stats data_rx).
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 FC="$bld/tests/fence_client"
 [ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
 cp "$FC" "$TMP/fence_client"

@@ -2,7 +2,8 @@
 # fence_lost.sh: a daemon killed while a fence with data is in flight: the ranks of the other
 # nodes leave PMIx_Fence with PMIX_ERR_COMM_FAILURE (or LOST_CONNECTION), found by the
 # heartbeats (the barrier timeout is 2 minutes, so only the loss can end it), never a hang.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 FC="$bld/tests/fence_client"
 [ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
 cp "$FC" "$TMP/fence_client"

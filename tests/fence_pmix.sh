@@ -2,7 +2,8 @@
 # fence_pmix.sh: PMIx fences across emulated nodes: with data over the whole job, over subsets
 # (only the nodes hosting the ranks take part; two subsets in flight at once), without data,
 # PMIX_TIMEOUT (every participant gets PMIX_ERR_TIMEOUT), direct modex (PMIX_REQUIRED_KEY).
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 FC="$bld/tests/fence_client"
 [ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
 cp "$FC" "$TMP/fence_client"

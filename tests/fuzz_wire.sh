@@ -2,9 +2,10 @@
 # fuzz_wire.sh: build the libFuzzer target of the daemon frame decoder with clang and run it (60 s).
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/hb_test.sh"
 secs=${HIBAR_FUZZ_SECONDS:-60}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hibar-fuzz.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
+on_exit 'rm -rf "$work"'
 command -v clang >/dev/null 2>&1 || { echo "SKIP: clang not installed"; exit 77; }
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
     >"$work/probe.c"

@@ -8,10 +8,7 @@
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${top_builddir:-$src}
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
+. "$(dirname "$0")/hb_test.sh"
 [ -x "$bld/tests/xcoll_drive" ] || { echo "SKIP: tests/xcoll_drive not built"; exit 77; }
 DIR=/tmp/hibar-$(id -u)-lm$$
 CFG=$DIR/c.yaml
@@ -24,7 +21,7 @@ run_dir: $DIR/run
 EOF
 export HIBAR_MODEL_CACHE=$DIR/params.plogp
 cl() { "$bld/tools/hibar-cluster" --config "$CFG" "$@"; }
-trap 'cl down >/dev/null 2>&1; rm -rf "$DIR"' EXIT
+on_exit 'cl down >/dev/null 2>&1; rm -rf "$DIR"'
 cl up >/dev/null || fail "cluster up"
 
 out=$("$bld/tools/hibar-bench" logp --config "$CFG" --sizes 0,1K,4K --max-reps 100 --flood 20 --floods 2 --json 2>&1) ||
@@ -83,7 +80,7 @@ printf '%s\n' "cluster: hibar-lm$$" "nodes: m[0-3]" "bootstrap: local" "chassis:
     "    nodes: m[2-3]" >"$CFG2"
 cl2() { "$bld/tools/hibar-cluster" --config "$CFG2" "$@"; }
 cl2 up >/dev/null || fail "2-site cluster up"
-trap 'cl2 down >/dev/null 2>&1; cl down >/dev/null 2>&1; rm -rf "$DIR"' EXIT
+on_exit 'cl2 down >/dev/null 2>&1'
 out=$("$bld/tools/hibar-bench" lanes --config "$CFG2" --size 256K --reps 2 --json 2>&1) ||
     { echo "$out"; fail "hibar-bench lanes"; }
 [ "$(echo "$out" | grep -c '"bench": "lanes"')" -eq 2 ] || { echo "$out"; fail "2 lanes rows expected"; }

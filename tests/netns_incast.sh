@@ -12,13 +12,7 @@ bld=${top_builddir:-$src}
 SIZE=16384
 REPS=7
 
-fail() {
-    echo "FAIL: $*" >&2
-    for l in "${DIR-/nonexistent}"/*.log; do # the daemons' side, before cleanup removes it
-        [ -f "$l" ] && { echo "== $l (last 30 lines)" >&2; tail -n 30 "$l" >&2; }
-    done
-    exit 1
-}
+. "$(dirname "$0")/hb_test.sh"
 
 if [ "${1-}" = --inside ]; then
     NAME=hibar-inc$$
@@ -26,27 +20,14 @@ if [ "${1-}" = --inside ]; then
     mkdir -p "$DIR" || exit 99
     export HIBAR_MODEL_CACHE=$DIR/params.plogp # the daemons read it, the tools write it
     SETS=(--set "cluster=$NAME" --set "run_dir=$DIR")
-    pids=()
-    cleanup() {
-        for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-        wait 2>/dev/null
-        rm -rf "$DIR" /dev/shm/hibar-"$(id -u)"-"$NAME"-* # a daemon that died leaves its chassis segment
-    }
-    trap cleanup EXIT
-    for hs in $HIBAR_TESTBED_HOSTS; do
-        ns=${hs%%:*}
-        # heartbeat timeout 15 s: the many-to-one flood of hibar-bench logp into 4-packet
-        # queues stalls TCP (retransmission back-off, the PING behind megabytes) for seconds,
-        # and the default 2 s would drop the link as dead
-        "$HIBAR_TESTBED_HOSTEXEC" "$ns" "$bld/daemon/hibard" -f --config "$HIBAR_TESTBED_CONFIG" \
-            --node "$ns" -o "cluster=$NAME" -o "run_dir=$DIR" -o heartbeat.timeout_ms=15000 \
-            >"$DIR/$ns.log" 2>&1 &
-        pids+=($!)
-    done
-    for _ in $(seq 100); do
-        "$bld/tools/hibar-cluster" --config "$HIBAR_TESTBED_CONFIG" "${SETS[@]}" status >/dev/null 2>&1 && break
-        sleep 0.2
-    done
+    # after the daemons stopped (a daemon that died leaves its chassis segment)
+    on_exit 'rm -rf "$DIR" /dev/shm/hibar-"$(id -u)"-"$NAME"-*'
+    # the daemons' side, before the cleanup removes it
+    on_fail 'for l in "$DIR"/*.log; do [ -f "$l" ] && { echo "== $l (last 30 lines)" >&2; tail -n 30 "$l" >&2; }; done'
+    # heartbeat timeout 15 s: the many-to-one flood of hibar-bench logp into 4-packet queues
+    # stalls TCP (retransmission back-off, the PING behind megabytes) for seconds, and the
+    # default 2 s would drop the link as dead
+    bed_daemons "$NAME" "$DIR" -o heartbeat.timeout_ms=15000 || fail "daemons not ready"
     # PlogP(-BR) parameters; q from the bed's queue (4 x 1514 B), no flow control
     "$bld/tools/hibar-bench" logp --config "$HIBAR_TESTBED_CONFIG" -o "cluster=$NAME" -o "run_dir=$DIR" \
         --sizes 0,4K,16K,32K --max-reps 200 --flood 50 --floods 3 >"$DIR/logp.txt" 2>&1 ||

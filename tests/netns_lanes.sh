@@ -10,7 +10,7 @@ tb=$src/tests/netns/testbed
 bench=$bld/tools/hibar-bench
 LANE=100 TOTAL=250
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/hb_test.sh"
 
 # ---- inside the bed (the script re-runs itself as the bed's COMMAND) ----
 if [ "${1-}" = --inside ]; then
@@ -58,7 +58,7 @@ fi
 [ -x "$bench" ] || { echo "SKIP: $bench not built"; exit 77; }
 # one site: refused before any daemon starts
 one=$(mktemp /tmp/hibar-lanes-XXXXXX.yaml) || exit 99
-trap 'rm -f "$one"' EXIT
+on_exit 'rm -f "$one"'
 printf 'cluster: ln-one%s\nbootstrap: local\nnodes: n[0-1]\nrun_dir: /tmp/hibar-ln-one%s\n' $$ $$ >"$one"
 msg=$("$bench" lanes --config "$one" 2>&1) && fail "lanes on one site succeeded"
 echo "$msg" | grep -q "needs two sites" || fail "one site: $msg"

@@ -9,7 +9,7 @@ bench=$bld/tools/peer/hibar-mpi-bench
 name=o$$
 pfx=hibar-$name
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/hb_test.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi-bin libopenmpi-dev)"; exit 77; }
 [ -x "$bench" ] || { echo "SKIP: $bench not built (configure found no mpicc)"; exit 77; }

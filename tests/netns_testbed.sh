@@ -11,7 +11,7 @@ name=t$$
 pfx=hibar-$name
 LANE=100 TOTAL=250 SECS=1.5
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/hb_test.sh"
 
 # ---- inside the bed (the script re-runs itself as the bed's COMMAND) ----
 if [ "${1-}" = --inside ]; then
@@ -80,7 +80,7 @@ fi
 [ -x "$probe" ] || fail "$probe not built"
 
 # After each run: nothing of the bed left (namespaces, state; the bed adds nothing else).
-check_clean() {
+check_bed_gone() {
     local left
     left=$(ip netns list 2>/dev/null | awk -v p="$pfx-" 'index($1, p) == 1 { print $1 }')
     [ -z "$left" ] || fail "$1: namespaces left: $left"
@@ -90,14 +90,14 @@ check_clean() {
 
 "$tb" --sites 2 --nodes 4 --lane-mbit $LANE --total-mbit $TOTAL --name "$name" -- "$0" --inside
 rc=$?
-check_clean "after the measured run"
+check_bed_gone "after the measured run"
 [ $rc -eq 0 ] || fail "bed run exited $rc"
 
 # A failing command: its status comes back, the bed is gone.
 "$tb" --sites 2 --nodes 1 --name "$name" -- sh -c 'exit 3'
 rc=$?
 [ $rc -eq 3 ] || fail "command status 3 came back as $rc"
-check_clean "after a failing command"
+check_bed_gone "after a failing command"
 
 # A signal: TERM to the bed while its command runs.
 "$tb" --sites 1 --nodes 2 --name "$name" -- sleep 60 &
@@ -110,17 +110,17 @@ kill -TERM $bed
 wait $bed
 rc=$?
 [ $rc -eq 143 ] || fail "TERM: bed exited $rc, expected 143"
-check_clean "after TERM"
+check_bed_gone "after TERM"
 
 # A stale bed of the same name (a crashed run) is removed first.
 ip netns add "$pfx-s0-n0" || fail "cannot create the stale namespace"
 ip netns exec "$pfx-s0-n0" sleep 60 &
 "$tb" --sites 1 --nodes 1 --name "$name" -- true || fail "bed over a stale one failed"
 wait
-check_clean "after a stale bed"
+check_bed_gone "after a stale bed"
 
 # --cleanup with a name.
 ip netns add "$pfx-s0-n0"
 "$tb" --cleanup --name "$name" || fail "--cleanup failed"
-check_clean "after --cleanup"
+check_bed_gone "after --cleanup"
 echo "PASS"

@@ -10,7 +10,7 @@ tb=$src/tests/netns/testbed
 bench=$bld/tools/hibar-bench
 name=xb$$
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/hb_test.sh"
 
 # ---- inside the bed (the script re-runs itself as the bed's COMMAND) ----
 if [ "${1-}" = --inside ]; then

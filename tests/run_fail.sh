@@ -2,7 +2,8 @@
 # run_fail.sh: a failing rank aborts the job: non-zero exit, killed rank, PMIx_Abort, a rank
 # that dies mid-job while the others wait in a fence, timeout; the others are stopped and
 # hibar-run names the rank and its status; nothing is left behind.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 
 # exit 3 after init, on one node: the others' fence fails (PMIx sees the rank's connection
 # go) or they are stopped; hibar-run's status is that of the first failure it hears of

@@ -2,7 +2,8 @@
 # run_ompi.sh: an unmodified Open MPI program (MPI_Init, MPI_Barrier, MPI_Allreduce,
 # MPI_Finalize) under hibar-run on 1 node x 4 ranks and on 4 emulated nodes x 2 ranks (MPI_Init's
 # fence with data across nodes); skipped when Open MPI's mpicc is not installed.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 command -v mpicc >/dev/null || { echo "SKIP: no mpicc"; exit 77; }
 cat > "$TMP/mpi_hello.c" <<'C'
 #include <mpi.h>

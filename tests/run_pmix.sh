@@ -1,7 +1,8 @@
 #!/bin/bash
 # run_pmix.sh: PMIx clients under hibar-run: 1 node x 4 ranks, 4 emulated nodes x 2 ranks
 # (fences across nodes through the chassis-tree barrier), job info, placement, output tags.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 
 # one node (emulated for the job), 4 ranks, 3 fences each
 run 0 -n 4 "$HELLO" --fences 3

@@ -1,6 +1,7 @@
 #!/bin/bash
 # run_relay.sh: launch forwarding's JOB frames from a cluster member (CurveZMQ key, a neighbour's routing id) to a live daemon: malformed ones are refused by the decoder and counted (bad), well-formed ones that fit no job are dropped and counted (relay_drop); the daemon goes on serving.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 INJECT="$bld/tests/hbd_inject"
 [ -x "$INJECT" ] || { echo "SKIP: hbd_inject not built"; exit 77; }
 NAME=hbrl$$

@@ -6,7 +6,8 @@
 #    jobs fail at once, the cluster still stops cleanly.
 # 2. An origin daemon that stops answering in the middle of a job (SIGSTOP): hibar-run gives
 #    up with an error after 5 x heartbeat.timeout_ms of silence.
-. "$(dirname "$0")/run_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 CL=(env "HIBARD=$HIBARD" "$bld/tools/hibar-cluster" --config "$FOUR" --set "cluster=hbrw$$"
     --set "run_dir=/tmp/hibar-$(id -u)-hbrw$$" --keep-logs)

@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     *) sed -n '6,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/hb_test.sh"
 SIM=$bld/tools/hibar-sim
 probe=$bld/tests/netns/hb_bwprobe
 DRIVE=$bld/tests/xcoll_drive
@@ -62,18 +62,9 @@ TMP=$(mktemp -d /tmp/hibar-simbed.XXXXXX) || exit 99
 CL="sb-$$"
 RUN_DIR="/tmp/hibar-$(id -u)-$CL"
 SETS=(--set "cluster=$CL" --set "run_dir=$RUN_DIR")
-pids=()
-cleanup() {
-    local rc=$?
-    trap - EXIT
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    [ -z "$keep" ] || { mkdir -p "$keep" && cp "$TMP"/*.json "$TMP"/*.txt "$keep"/ 2>/dev/null; }
-    rm -rf "$TMP" "$RUN_DIR"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+# after the daemons stopped
+on_exit '[ -z "$keep" ] || { mkdir -p "$keep" && cp "$TMP"/*.json "$TMP"/*.txt "$keep"/ 2>/dev/null; }
+    rm -rf "$TMP" "$RUN_DIR"'
 addr() { echo "$net.$1.$(($2 + 1))"; }
 
 # 1. The bed's figures, measured (hb_bwprobe): these calibrate the simulation, nothing else.
@@ -112,19 +103,7 @@ awk -v lan="$lan" -v lr="$lan_rtt" -v wr="$wan_rtt" -v s="${sums[*]}" 'BEGIN {
 cat "$TMP/lanes.json"
 
 # 2. One hibard per host (as tests/netns/xcoll-bench starts them).
-mkdir -p "$RUN_DIR"
-for hs in $HIBAR_TESTBED_HOSTS; do
-    ns=${hs%%:*}
-    "$src/tests/netns/hostexec" "$ns" "$HIBARD" -f --config "$CFG" --node "$ns" \
-        -o "cluster=$CL" -o "run_dir=$RUN_DIR" >"$RUN_DIR/$ns.log" 2>&1 &
-    pids+=($!)
-done
-for _ in $(seq 100); do
-    "$bld/tools/hibar-cluster" --config "$CFG" "${SETS[@]}" status >/dev/null 2>&1 && break
-    sleep 0.2
-done
-"$bld/tools/hibar-cluster" --config "$CFG" "${SETS[@]}" status >/dev/null 2>&1 ||
-    { tail -n 3 "$RUN_DIR"/*.log; fail "daemons not ready"; }
+bed_daemons "$CL" "$RUN_DIR" || { tail -n 3 "$RUN_DIR"/*.log; fail "daemons not ready"; }
 
 # 3. Every op, size and algorithm: one collective, the daemons' stamps -> one row.
 : >"$TMP/rows.json"

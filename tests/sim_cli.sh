@@ -1,15 +1,16 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # sim_cli.sh: hibar-sim end to end: JSON rows equal the paper's formula, traces, calibration errors (exit 2, file:line), plots.
 set -u
+. "$(dirname "$0")/hb_test.sh"
 sim="$top_builddir/tools/hibar-sim"
 ex="$top_srcdir/examples"
 [ -x "$sim" ] || { echo "sim_cli: $sim not built"; exit 99; }
 command -v python3 >/dev/null 2>&1 || { echo "sim_cli: python3 missing, skip"; exit 77; }
 tmp=$(mktemp -d /tmp/hibar-simcli.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
+on_exit 'rm -rf "$tmp"'
+failed=0
 ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
+bad() { echo "FAIL $1"; failed=1; }
 unset HIBAR_CONFIG HIBAR_FANOUT HIBAR_PROTOCOL HIBAR_NODES HIBAR_CHASSIS
 
 # the paper's 30-node cluster from its config file, constant costs, no sender gap: formula
@@ -112,4 +113,4 @@ if command -v gnuplot >/dev/null 2>&1; then
 else
     echo "skip plot: no gnuplot"
 fi
-exit $fail
+exit $failed

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "test_cfg.h"
 
 /* Path of a file below the source tree (tests run from the build tree). */
@@ -65,7 +65,7 @@ static void test_hostlist(void)
             names = NULL;
             err[0] = '\0';
             CU_ASSERT_EQUAL(hb_cfg_hostlist_expand(bad[i], &names, &n, err, sizeof(err)),
-                            HIBAR_ERR_CONFIG);
+                            HB_ERR_CONFIG);
             CU_ASSERT_PTR_NULL(names);
             /* the message names the expression */
             CU_ASSERT_PTR_NOT_NULL(strstr(err, "hostlist"));
@@ -75,7 +75,7 @@ static void test_hostlist(void)
     /* too many names */
     names = NULL;
     CU_ASSERT_EQUAL(hb_cfg_hostlist_expand("n[0-999][0-9999]", &names, &n, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "too many"));
 }
 
@@ -114,7 +114,7 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL_FATAL(hb_cfg_create(&cfg), 0);
     CU_ASSERT_EQUAL(
         hb_cfg_read_file(cfg, src_path("tests/configs/good-empty.yaml"), err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(hb_cfg_topo_spec(cfg, &spec), HIBAR_ERR_NOT_INIT);
+    CU_ASSERT_EQUAL(hb_cfg_topo_spec(cfg, &spec), HB_ERR_NOT_INIT);
     CU_ASSERT_EQUAL(hb_cfg_finalize(cfg, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(cfg->n_nodes, 1);
     hb_cfg_free(cfg);
@@ -166,7 +166,7 @@ static void test_full_file(void)
     CU_ASSERT_STRING_EQUAL(cfg->scic_uio, "/dev/uio3");
     CU_ASSERT_EQUAL(hb_cfg_node_find(cfg, "x03", &id), 0);
     CU_ASSERT_EQUAL(id, 4);
-    CU_ASSERT_EQUAL(hb_cfg_node_find(cfg, "nope", &id), HIBAR_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(hb_cfg_node_find(cfg, "nope", &id), HB_ERR_NOT_FOUND);
     CU_ASSERT_EQUAL(hb_cfg_topo_spec(cfg, &spec), 0);
     CU_ASSERT_EQUAL(spec.n_chassis, 3);
     CU_ASSERT_EQUAL(spec.fanout, 2);
@@ -224,33 +224,33 @@ static void test_bad_files(void)
         const char *file, *where, *what;
         int rc;
     } cases[] = {
-        {"bad-unknown-key.yaml", ":3:1: ", "unknown key 'fanuot'", HIBAR_ERR_CONFIG},
-        {"bad-wrong-type.yaml", ":2:9: ", "fanout: expected an unsigned integer", HIBAR_ERR_CONFIG},
-        {"bad-wrong-type-map.yaml", ":3:3: ", "'protocol'", HIBAR_ERR_CONFIG},
-        {"bad-enum.yaml", ":2:11: ", "'ring'", HIBAR_ERR_CONFIG},
-        {"bad-hostlist.yaml", ":2:8: ", "malformed hostlist", HIBAR_ERR_CONFIG},
-        {"bad-dup-node.yaml", ":3:5: ", "duplicate node 'n2'", HIBAR_ERR_CONFIG},
-        {"bad-two-chassis.yaml", ":4:5: ", "node in two chassis 'n2'", HIBAR_ERR_CONFIG},
-        {"bad-two-sites.yaml", ":6:12: ", "node in two sites 'n3'", HIBAR_ERR_CONFIG},
-        {"bad-chassis-33.yaml", ":2:10: ", "mask width (32) '33'", HIBAR_ERR_CONFIG},
-        {"bad-chassis-list-33.yaml", ":3:5: ", "mask width (32) 'n[00-32]'", HIBAR_ERR_CONFIG},
-        {"bad-empty-nodes.yaml", ":2:1: ", "empty node list 'nodes'", HIBAR_ERR_CONFIG},
-        {"bad-syntax.yaml", ":2:", "YAML syntax error", HIBAR_ERR_CONFIG},
-        {"bad-dup-key.yaml", ":3:1: ", "duplicate key 'fanout'", HIBAR_ERR_CONFIG},
+        {"bad-unknown-key.yaml", ":3:1: ", "unknown key 'fanuot'", HB_ERR_CONFIG},
+        {"bad-wrong-type.yaml", ":2:9: ", "fanout: expected an unsigned integer", HB_ERR_CONFIG},
+        {"bad-wrong-type-map.yaml", ":3:3: ", "'protocol'", HB_ERR_CONFIG},
+        {"bad-enum.yaml", ":2:11: ", "'ring'", HB_ERR_CONFIG},
+        {"bad-hostlist.yaml", ":2:8: ", "malformed hostlist", HB_ERR_CONFIG},
+        {"bad-dup-node.yaml", ":3:5: ", "duplicate node 'n2'", HB_ERR_CONFIG},
+        {"bad-two-chassis.yaml", ":4:5: ", "node in two chassis 'n2'", HB_ERR_CONFIG},
+        {"bad-two-sites.yaml", ":6:12: ", "node in two sites 'n3'", HB_ERR_CONFIG},
+        {"bad-chassis-33.yaml", ":2:10: ", "mask width (32) '33'", HB_ERR_CONFIG},
+        {"bad-chassis-list-33.yaml", ":3:5: ", "mask width (32) 'n[00-32]'", HB_ERR_CONFIG},
+        {"bad-empty-nodes.yaml", ":2:1: ", "empty node list 'nodes'", HB_ERR_CONFIG},
+        {"bad-syntax.yaml", ":2:", "YAML syntax error", HB_ERR_CONFIG},
+        {"bad-dup-key.yaml", ":3:1: ", "duplicate key 'fanout'", HB_ERR_CONFIG},
         {"bad-unknown-chassis-node.yaml", ":4:5: ", "unknown node (not in nodes) 'n6'",
-         HIBAR_ERR_CONFIG},
-        {"bad-nested-unknown.yaml", ":4:5: ", "unknown key 'links.lan.bw'", HIBAR_ERR_CONFIG},
-        {"bad-chassis-two-sites.yaml", ":2:10: ", "spans two sites", HIBAR_ERR_CONFIG},
-        {"bad-node-no-chassis.yaml", ":3:3: ", "node in no chassis 'n3'", HIBAR_ERR_CONFIG},
-        {"bad-negative.yaml", ":4:17: ", "'-4'", HIBAR_ERR_CONFIG},
-        {"bad-top-list.yaml", ":1:1: ", "top level", HIBAR_ERR_CONFIG},
-        {"bad-group-scalar.yaml", ":2:12: ", "expected a mapping, got '5'", HIBAR_ERR_CONFIG},
-        {"bad-node-key.yaml", ":3:5: ", "unknown key 'adress'", HIBAR_ERR_CONFIG},
-        {"bad-port-overflow.yaml", ":2:11: ", "past 65535 for node 'a6'", HIBAR_ERR_CONFIG},
-        {"bad-site-no-name.yaml", ":3:5: ", "site without a name 'name'", HIBAR_ERR_CONFIG},
-        {"bad-node-no-site.yaml", ":2:1: ", "node in no site 'n5'", HIBAR_ERR_CONFIG},
-        {"does-not-exist.yaml", ":0:0: ", "cannot read file", HIBAR_ERR_IO},
-        {"", ":0:0: ", "not a regular file", HIBAR_ERR_IO},
+         HB_ERR_CONFIG},
+        {"bad-nested-unknown.yaml", ":4:5: ", "unknown key 'links.lan.bw'", HB_ERR_CONFIG},
+        {"bad-chassis-two-sites.yaml", ":2:10: ", "spans two sites", HB_ERR_CONFIG},
+        {"bad-node-no-chassis.yaml", ":3:3: ", "node in no chassis 'n3'", HB_ERR_CONFIG},
+        {"bad-negative.yaml", ":4:17: ", "'-4'", HB_ERR_CONFIG},
+        {"bad-top-list.yaml", ":1:1: ", "top level", HB_ERR_CONFIG},
+        {"bad-group-scalar.yaml", ":2:12: ", "expected a mapping, got '5'", HB_ERR_CONFIG},
+        {"bad-node-key.yaml", ":3:5: ", "unknown key 'adress'", HB_ERR_CONFIG},
+        {"bad-port-overflow.yaml", ":2:11: ", "past 65535 for node 'a6'", HB_ERR_CONFIG},
+        {"bad-site-no-name.yaml", ":3:5: ", "site without a name 'name'", HB_ERR_CONFIG},
+        {"bad-node-no-site.yaml", ":2:1: ", "node in no site 'n5'", HB_ERR_CONFIG},
+        {"does-not-exist.yaml", ":0:0: ", "cannot read file", HB_ERR_IO},
+        {"", ":0:0: ", "not a regular file", HB_ERR_IO},
     };
     size_t i;
 
@@ -316,7 +316,7 @@ static void test_env_and_flags(void)
     /* A bad environment value names the variable. */
     setenv("HIBAR_FANOUT", "x", 1);
     cfg = NULL;
-    CU_ASSERT_EQUAL(hb_cfg_load(NULL, NULL, 0, &cfg, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_load(NULL, NULL, 0, &cfg, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NULL(cfg);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "environment HIBAR_FANOUT"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "'x'"));
@@ -327,14 +327,14 @@ static void test_env_and_flags(void)
 
     /* Flags: unknown key, bad value, bad form; explicit chassis and site lists. */
     CU_ASSERT_EQUAL_FATAL(hb_cfg_create(&cfg), 0);
-    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "fanuot", "1", err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "fanuot", "1", err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown key 'fanuot'"));
-    CU_ASSERT_EQUAL(hb_cfg_set_kv(cfg, "port=70000", err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set_kv(cfg, "port=70000", err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "override port=70000"));
-    CU_ASSERT_EQUAL(hb_cfg_set_kv(cfg, "noequals", err, sizeof(err)), HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "hwbarrier", "magic", err, sizeof(err)), HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "cluster", "bad name!", err, sizeof(err)), HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "nodes", "n[1-", err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set_kv(cfg, "noequals", err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "hwbarrier", "magic", err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "cluster", "bad name!", err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "nodes", "n[1-", err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "malformed hostlist"));
     CU_ASSERT_EQUAL(hb_cfg_set(cfg, "nodes", "n[0-5]", err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(hb_cfg_set(cfg, "chassis", "n[3-5];n[0-2]", err, sizeof(err)), 0);
@@ -347,7 +347,7 @@ static void test_env_and_flags(void)
     CU_ASSERT_STRING_EQUAL(cfg->site_names[cfg->nodes[4].site], "east");
     /* change and finalize again */
     CU_ASSERT_EQUAL(hb_cfg_set(cfg, "chassis", "n[0-1];n[2-5]", err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(hb_cfg_finalize(cfg, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_finalize(cfg, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "spans two sites"));
     CU_ASSERT_EQUAL(hb_cfg_set(cfg, "sites", "all=n[0-5]", err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(hb_cfg_finalize(cfg, err, sizeof(err)), 0);

@@ -5,7 +5,7 @@
 
 #include <CUnit/Basic.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll_sched.h"
 #include "../config/topo.h"
 #include "hb_test.h"
@@ -739,15 +739,15 @@ static void test_pipelining(void)
     CU_ASSERT(fd >= w && fd + f[0].len <= w + wl);
     CU_ASSERT(ad >= hb_coll_exec_work(root, NULL));
     /* duplicate, unknown sender, misplaced offset: rejected, state unchanged */
-    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &m, f, 8, &nf), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &m, f, 8, &nf), HB_ERR_PROTO);
     hb_coll_ev_t bad = m;
     bad.from = 2;
-    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HB_ERR_PROTO);
     bad = m;
     bad.seq = 1;
-    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HB_ERR_PROTO);
     bad.seq = 99;
-    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &bad, f, 8, &nf), HB_ERR_PROTO);
     /* segment 2 before segment 1: nothing to forward until 1 arrives (in-order sends) */
     m = (hb_coll_ev_t){.kind = HB_COLL_EV_MSG,
                        .from = 0,
@@ -772,13 +772,13 @@ static void test_pipelining(void)
     CU_ASSERT_EQUAL(hb_coll_exec_step(ds, &lost, f, 8, &nf), 0);
     CU_ASSERT_EQUAL_FATAL(nf, 1);
     CU_ASSERT_EQUAL(f[0].kind, HB_COLL_ACT_FAIL);
-    CU_ASSERT_EQUAL(f[0].status, HIBAR_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(f[0].status, HB_ERR_PEER_LOST);
     CU_ASSERT(hb_coll_exec_done(ds));
     char line[160];
     CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, sizeof(line)), 0);
     CU_ASSERT_PTR_NOT_NULL(
         strstr(line, "node 1 scatter multi-lane: failed, received 3/8 segments"));
-    CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, 10), HIBAR_ERR_TRUNCATED);
+    CU_ASSERT_EQUAL(hb_coll_exec_describe(ds, line, 10), HB_ERR_TRUNCATED);
     CU_ASSERT_EQUAL(hb_coll_sched_describe(s, line, sizeof(line)), 0);
     CU_ASSERT_STRING_EQUAL(line, "scatter multi-lane root 0 nodes 4 sites 2 lanes 2 segment 100 "
                                  "bytes 1600 steps 13");
@@ -912,20 +912,20 @@ static void test_nodata_and_misc(void)
 
     /* bad input */
     args.root = 4;
-    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
     args.root = 0;
     args.op = HB_COLL_BCAST;
     uint64_t counts[4] = {1, 2, 3, 4};
     args.counts = counts;
-    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
     args.counts = NULL;
     args.op = HB_COLL_GATHER;
     args.size = UINT64_MAX / 2; /* 4 nodes x 1 rank: the total overflows */
-    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
     uint32_t many[4] = {3, 3, 3, 3};
     hb_coll_nodes_t big = {.n_nodes = 4, .ranks_of = many};
     args.size = UINT64_MAX / 3 + 1; /* ranks x size overflows */
-    CU_ASSERT_EQUAL(hb_coll_sched_build(&big, &args, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&big, &args, &s), HB_ERR_INVAL);
     args.size = 5;
     args.seg_size = 1; /* fine: 15 bytes, 15 segments */
     CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&big, &args, &s), 0);
@@ -933,19 +933,19 @@ static void test_nodata_and_misc(void)
     args.seg_size = 0;
     args.op = HB_COLL_BCAST;
     args.alg = HB_COLL_ALG_COUNT;
-    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
     /* a root without its buffer */
     args.alg = HB_COLL_ALG_FLAT;
     CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes, &args, &s), 0);
     hb_coll_exec_t *x = NULL;
-    CU_ASSERT_EQUAL(hb_coll_exec_create(s, 0, NULL, NULL, 0, &x), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_coll_exec_create(s, 9, NULL, NULL, 0, &x), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_exec_create(s, 0, NULL, NULL, 0, &x), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_exec_create(s, 9, NULL, NULL, 0, &x), HB_ERR_INVAL);
     hb_coll_sched_free(s);
     /* names */
     hb_coll_alg_t alg;
     CU_ASSERT_EQUAL(hb_coll_alg_parse("multi-lane", &alg), 0);
     CU_ASSERT_EQUAL(alg, HB_COLL_ALG_MULTI_LANE);
-    CU_ASSERT_EQUAL(hb_coll_alg_parse("ring", &alg), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_coll_alg_parse("ring", &alg), HB_ERR_INVAL);
     CU_ASSERT_STRING_EQUAL(hb_coll_op_name(HB_COLL_ALLGATHER), "allgather");
 }
 

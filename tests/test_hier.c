@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "hier.h"
 #include "hier_local.h"
 #include "topo.h"
@@ -101,7 +101,7 @@ static int drive(hb_hier_local_t *l, const hb_topo_t *t, uint64_t first, uint64_
                     arrived = 1;
                     if (++next[node] == first + n)
                         left--;
-                } else if (s != HIBAR_ERR_BUSY) {
+                } else if (s != HB_ERR_BUSY) {
                     rc = -1;
                     goto out;
                 }
@@ -427,7 +427,7 @@ static void test_subset_paper(void)
     CU_ASSERT_EQUAL(ib, 7);
     CU_ASSERT_EQUAL(sr, 6);
     hb_hier_cfg_init(&cfg);
-    CU_ASSERT_EQUAL(hb_hier_create(v, 0, &cfg, &h), HIBAR_ERR_INVAL); /* not a member */
+    CU_ASSERT_EQUAL(hb_hier_create(v, 0, &cfg, &h), HB_ERR_INVAL); /* not a member */
     CU_ASSERT_EQUAL(hb_hier_create(v, 1, &cfg, &h), 0);
     CU_ASSERT_STRING_EQUAL(hb_hier_role(h), "scmd root Center");
     hb_hier_destroy(h);
@@ -446,11 +446,11 @@ static void test_subset_paper(void)
     {
         hb_topo_t *w = NULL;
         memset(m, 0, sizeof(m));
-        CU_ASSERT_EQUAL(hb_topo_restrict(t, m, &w, err, sizeof(err)), HIBAR_ERR_CONFIG);
+        CU_ASSERT_EQUAL(hb_topo_restrict(t, m, &w, err, sizeof(err)), HB_ERR_CONFIG);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "no member"));
         m[0] = 1;
-        CU_ASSERT_EQUAL(hb_topo_restrict(v, m, &w, err, sizeof(err)), HIBAR_ERR_CONFIG);
-        CU_ASSERT_EQUAL(hb_topo_restrict(NULL, m, &w, err, sizeof(err)), HIBAR_ERR_INVAL);
+        CU_ASSERT_EQUAL(hb_topo_restrict(v, m, &w, err, sizeof(err)), HB_ERR_CONFIG);
+        CU_ASSERT_EQUAL(hb_topo_restrict(NULL, m, &w, err, sizeof(err)), HB_ERR_INVAL);
         CU_ASSERT_PTR_NULL(w);
     }
     hb_topo_free(v);
@@ -484,7 +484,7 @@ static void test_paper_cluster(void)
     CU_ASSERT_STRING_EQUAL(hb_hier_role(h), "scmd root Center");
     CU_ASSERT_EQUAL(hb_hier_describe(h, buf, sizeof(buf)), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "scmd R5"));
-    CU_ASSERT_EQUAL(hb_hier_describe(h, buf, 10), HIBAR_ERR_TRUNCATED);
+    CU_ASSERT_EQUAL(hb_hier_describe(h, buf, 10), HB_ERR_TRUNCATED);
     hb_hier_destroy(h);
     CU_ASSERT_EQUAL(hb_hier_create(t, 3, &cfg, &h), 0); /* chassis 1's Center */
     CU_ASSERT_STRING_EQUAL(hb_hier_role(h), "scmd inter-level Center");
@@ -689,7 +689,7 @@ static void test_late_time(void)
             CU_ASSERT_EQUAL(hb_hier_rec_format(&tr[i], line, sizeof(line)), 0);
             CU_ASSERT_PTR_NOT_NULL(strstr(line, " SEND RELEASE to n"));
             CU_ASSERT_PTR_NOT_NULL(strstr(line, p == HB_HIER_SCMD ? "[scmd " : "[tree D3]"));
-            CU_ASSERT_EQUAL(hb_hier_rec_format(&tr[i], line, 8), HIBAR_ERR_TRUNCATED);
+            CU_ASSERT_EQUAL(hb_hier_rec_format(&tr[i], line, 8), HB_ERR_TRUNCATED);
             break;
         }
         CU_ASSERT_EQUAL(hb_hier_local_critical(l, 0, NULL, NULL, &tm), 0);
@@ -730,7 +730,7 @@ static void test_duplicates(void)
                 dups++;
             }
             CU_ASSERT_EQUAL(hb_hier_local_deliver(l, k),
-                            ev.kind == HB_HIER_EV_MSG ? HIBAR_ERR_PROTO : 0);
+                            ev.kind == HB_HIER_EV_MSG ? HB_ERR_PROTO : 0);
         }
         hb_hier_local_stats(l, &st);
         CU_ASSERT(dups > 50);
@@ -749,7 +749,7 @@ static void test_duplicates(void)
             ev.coll_id = tr[i].coll_id;
             ev.from = tr[i].node;
             ev.msg = tr[i].msg;
-            CU_ASSERT_EQUAL(hb_hier_local_inject(l, tr[i].peer, &ev), HIBAR_ERR_PROTO);
+            CU_ASSERT_EQUAL(hb_hier_local_inject(l, tr[i].peer, &ev), HB_ERR_PROTO);
             replays++;
             tr = hb_hier_local_trace(l, &nt); /* the refusal was recorded: may have moved */
         }
@@ -783,8 +783,8 @@ static void test_window(void)
     for (nd = 0; nd < t->n_nodes; nd++) {
         for (c = 0; c < 4; c++)
             CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, c), 0);
-        CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 4), HIBAR_ERR_BUSY);
-        CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 6), HIBAR_ERR_INVAL);
+        CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 4), HB_ERR_BUSY);
+        CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 6), HB_ERR_INVAL);
     }
     hb_hier_local_run(l, HB_HIER_LOCAL_RANDOM, 1000000);
     check_ok(l, t, HB_HIER_TREE, 0, 4);
@@ -842,7 +842,7 @@ static void test_timeout(void)
             results(l, victim, 1, &d, &f, &s);
             CU_ASSERT_EQUAL(d, 0);
             CU_ASSERT_EQUAL(f, 1);
-            CU_ASSERT_EQUAL(s, HIBAR_ERR_TIMEOUT);
+            CU_ASSERT_EQUAL(s, HB_ERR_TIMEOUT);
             /* the others time out too, unless the barrier reached them */
             for (nd = 0; nd < t->n_nodes; nd++) {
                 if (nd == victim)
@@ -850,7 +850,7 @@ static void test_timeout(void)
                 results(l, nd, 1, &d, &f, &s);
                 CU_ASSERT_EQUAL(f, 0);
                 CU_ASSERT(d <= 1);
-                CU_ASSERT_EQUAL(hb_hier_local_inject(l, nd, &ev), d ? HIBAR_ERR_NOT_FOUND : 0);
+                CU_ASSERT_EQUAL(hb_hier_local_inject(l, nd, &ev), d ? HB_ERR_NOT_FOUND : 0);
                 results(l, nd, 1, &d, &f, &s);
                 CU_ASSERT_EQUAL(d + f, 1);
             }
@@ -867,7 +867,7 @@ static void test_timeout(void)
                 for (c = 3; c < 9; c++)
                     CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, c), 0);
                 results(l, nd, 1, &d, &f, &s);
-                CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 9), f ? HIBAR_ERR_BUSY : 0);
+                CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 9), f ? HB_ERR_BUSY : 0);
             }
             hb_hier_local_run(l, HB_HIER_LOCAL_FIFO, 1000000);
             for (nd = 0; nd < t->n_nodes; nd++) {
@@ -921,13 +921,13 @@ static void test_peer_lost(void)
                 results(l, nd, 2, &d, &f, &s);
                 CU_ASSERT_EQUAL(d, 0);
                 CU_ASSERT_EQUAL(f, 1);
-                CU_ASSERT_EQUAL(s, HIBAR_ERR_PEER_LOST);
+                CU_ASSERT_EQUAL(s, HB_ERR_PEER_LOST);
                 /* new collectives fail at once, and never run out of window */
                 for (c = 3; c < 20; c++) {
                     CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, c), 0);
                     results(l, nd, c, &d, &f, &s);
                     CU_ASSERT_EQUAL(f, 1);
-                    CU_ASSERT_EQUAL(s, HIBAR_ERR_PEER_LOST);
+                    CU_ASSERT_EQUAL(s, HB_ERR_PEER_LOST);
                 }
             }
             hb_hier_local_destroy(l);
@@ -959,13 +959,13 @@ static void test_hwb_error(void)
     CU_ASSERT_EQUAL(acts[0].phase, 1);
     ev.kind = HB_HIER_EV_HWB_DONE;
     ev.sync_no = acts[0].sync_no + 1;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 32, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 32, &n), HB_ERR_INVAL);
     ev.sync_no = 0;
-    ev.status = HIBAR_ERR_PEER_LOST;
+    ev.status = HB_ERR_PEER_LOST;
     CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 32, &n), 0);
     CU_ASSERT_EQUAL_FATAL(n, 1);
     CU_ASSERT_EQUAL(acts[0].kind, HB_HIER_ACT_FAIL);
-    CU_ASSERT_EQUAL(acts[0].status, HIBAR_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(acts[0].status, HB_ERR_PEER_LOST);
     ev.kind = HB_HIER_EV_ARRIVE;
     ev.coll_id = 1;
     CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 32, &n), 0);
@@ -1016,19 +1016,18 @@ static void test_garbage(void)
     cfg.epoch = 2;
     CU_ASSERT_EQUAL_FATAL(hb_hier_create(t, 4, &cfg, &h), 0);
     memset(&ev, 0, sizeof(ev));
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, hb_hier_max_actions(h) - 1, &n),
-                    HIBAR_ERR_TRUNCATED);
-    CU_ASSERT_EQUAL(msg(h, 6, 2, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HIBAR_ERR_MISMATCH);
-    CU_ASSERT_EQUAL(msg(h, 5, 1, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HIBAR_ERR_MISMATCH);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, parent, HB_HIER_MSG_NOTIFY, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, 0, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, 99, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, 100000, HB_HIER_MSG_DONE, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_NOTIFY, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_DONE, 4, acts, &n), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, hb_hier_max_actions(h) - 1, &n), HB_ERR_TRUNCATED);
+    CU_ASSERT_EQUAL(msg(h, 6, 2, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HB_ERR_MISMATCH);
+    CU_ASSERT_EQUAL(msg(h, 5, 1, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HB_ERR_MISMATCH);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, parent, HB_HIER_MSG_NOTIFY, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, 0, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, 99, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, 100000, HB_HIER_MSG_DONE, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_NOTIFY, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_DONE, 4, acts, &n), HB_ERR_PROTO);
     /* DONE before this node sent NOTIFY down */
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 100, child, HB_HIER_MSG_DONE, 0, acts, &n), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 100, child, HB_HIER_MSG_DONE, 0, acts, &n), HB_ERR_PROTO);
     hb_hier_stats(h, &st);
     CU_ASSERT_EQUAL(st.drop_mismatch, 2);
     CU_ASSERT_EQUAL(st.drop_role, 6);
@@ -1040,19 +1039,19 @@ static void test_garbage(void)
     ev.job = 5;
     ev.epoch = 2;
     ev.coll_id = 1;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HB_ERR_INVAL);
     ev.coll_id = 0;
     ev.epoch = 3;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HB_ERR_INVAL);
     ev.kind = HB_HIER_EV_TIMEOUT;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HIBAR_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HB_ERR_NOT_FOUND);
     ev.kind = HB_HIER_EV_PEER_LOST;
     ev.from = 1000;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HB_ERR_INVAL);
     ev.kind = (hb_hier_ev_kind_t)42;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HB_ERR_INVAL);
     ev.kind = HB_HIER_EV_HWB_DONE;
-    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_step(h, &ev, acts, 64, &n), HB_ERR_INVAL);
     /* the real barrier: ARRIVE, phase 1, NOTIFY down; now DONE is legal, once */
     ev.kind = HB_HIER_EV_ARRIVE;
     ev.epoch = 2;
@@ -1072,7 +1071,7 @@ static void test_garbage(void)
     CU_ASSERT_EQUAL_FATAL(n, 1);
     CU_ASSERT_EQUAL(acts[0].kind, HB_HIER_ACT_HWB_ARRIVE);
     CU_ASSERT_EQUAL(acts[0].phase, 2);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, child, HB_HIER_MSG_DONE, 0, acts, &n), HB_ERR_PROTO);
     hb_hier_stats(h, &st);
     CU_ASSERT_EQUAL(st.drop_dup, 1);
     CU_ASSERT(st.bad_hwb >= 1);
@@ -1081,20 +1080,20 @@ static void test_garbage(void)
     /* tree: NOTIFY is never legal; RELEASE before DONE went up is not either */
     cfg.protocol = HB_HIER_TREE;
     CU_ASSERT_EQUAL(hb_hier_create(t, 3, &cfg, &h), 0);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, parent, HB_HIER_MSG_NOTIFY, 0, acts, &n), HIBAR_ERR_PROTO);
-    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, parent, HB_HIER_MSG_RELEASE, 0, acts, &n), HIBAR_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, parent, HB_HIER_MSG_NOTIFY, 0, acts, &n), HB_ERR_PROTO);
+    CU_ASSERT_EQUAL(msg(h, 5, 2, 0, parent, HB_HIER_MSG_RELEASE, 0, acts, &n), HB_ERR_PROTO);
     hb_hier_stats(h, &st);
     CU_ASSERT_EQUAL(st.drop_role, 1);
     CU_ASSERT_EQUAL(st.drop_order, 1);
     hb_hier_destroy(h);
 
     /* bad creations */
-    CU_ASSERT_EQUAL(hb_hier_create(t, 30, &cfg, &h), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_create(t, 30, &cfg, &h), HB_ERR_INVAL);
     cfg.n_sync = 0;
-    CU_ASSERT_EQUAL(hb_hier_create(t, 0, &cfg, &h), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_create(t, 0, &cfg, &h), HB_ERR_INVAL);
     cfg.n_sync = 8;
     cfg.protocol = (hb_hier_proto_t)7;
-    CU_ASSERT_EQUAL(hb_hier_create(t, 0, &cfg, &h), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_create(t, 0, &cfg, &h), HB_ERR_INVAL);
     hb_topo_free(t);
 }
 
@@ -1178,7 +1177,7 @@ static void test_fuzz_engine(void)
                 ev.from = (uint32_t)(rnd() % 32);
                 ev.msg = (uint32_t)(rnd() % 4);
                 ev.sync_no = (uint32_t)(rnd() % 5);
-                ev.status = (rnd() % 8) ? 0 : HIBAR_ERR_MISMATCH;
+                ev.status = (rnd() % 8) ? 0 : HB_ERR_MISMATCH;
                 if (ev.kind == HB_HIER_EV_PEER_LOST && rnd() % 50)
                     continue;
                 if (hb_hier_step(h, &ev, acts, 64, &n) != 0)
@@ -1204,7 +1203,7 @@ static void test_names(void)
     CU_ASSERT_EQUAL(p, HB_HIER_TREE);
     CU_ASSERT_EQUAL(hb_hier_proto_parse("scmd", &p), 0);
     CU_ASSERT_EQUAL(p, HB_HIER_SCMD);
-    CU_ASSERT_EQUAL(hb_hier_proto_parse("ring", &p), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hier_proto_parse("ring", &p), HB_ERR_INVAL);
     CU_ASSERT_STRING_EQUAL(hb_hier_proto_name(HB_HIER_TREE), "tree");
     CU_ASSERT_STRING_EQUAL(hb_hier_msg_name(HB_HIER_MSG_RELEASE), "RELEASE");
     CU_ASSERT_STRING_EQUAL(hb_hier_msg_name(77), "unknown");

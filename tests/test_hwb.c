@@ -7,7 +7,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hb_test.h"
 
 #include <CUnit/Basic.h>
@@ -58,7 +58,7 @@ static unsigned t_seq;
 /* A check failed with status st: report st, or INTERNAL if st is 0 (success not expected). */
 static int t_fail_code(int st)
 {
-    return st != 0 ? st : HIBAR_ERR_INTERNAL;
+    return st != 0 ? st : HB_ERR_INTERNAL;
 }
 
 static void t_nap_us(long us)
@@ -168,12 +168,12 @@ static int t_run_ex(uint32_t n, uint32_t open_mask, t_body_fn body, void *arg, t
         while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
             ;
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            t_sh->result[i] = HIBAR_ERR_INTERNAL;
+            t_sh->result[i] = HB_ERR_INTERNAL;
             t_sh->line[i] = -2;
         }
         if (t_sh->result[i] != 0) {
             fprintf(stderr, "\n  [%s n=%u] participant %u: %s (line %d)", t_backend, n, i,
-                    hibar_strerror(t_sh->result[i]), t_sh->line[i]);
+                    hb_status_str(t_sh->result[i]), t_sh->line[i]);
             failed++;
         }
     }
@@ -210,7 +210,7 @@ static int t_body_barriers(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
         atomic_fetch_add(&t_sh->cnt[r % 4], 1);
         rc = hb_hwb_barrier(h, s, mask, T_WAIT_MS);
         T_CHECK(rc == 0, rc);
-        T_CHECK(atomic_load(&t_sh->cnt[r % 4]) == n * (uint32_t)(r / 4 + 1), HIBAR_ERR_INTERNAL);
+        T_CHECK(atomic_load(&t_sh->cnt[r % 4]) == n * (uint32_t)(r / 4 + 1), HB_ERR_INTERNAL);
     }
     return 0;
 }
@@ -281,12 +281,12 @@ static int t_fd_loop(hb_hwb_t *h, int fd, uint32_t *pend, uint32_t want, int *re
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         /* the guard covers every sleep: the shm fd's liveness tick wakes a loop regularly */
         if (hb_time_now_ns() - t0 > T_WAIT_MS * 1000000ull)
-            return HIBAR_ERR_TIMEOUT;
+            return HB_ERR_TIMEOUT;
         if (hb_hwb_fd_arm(h, 1) != 0)
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         for (uint32_t s = 0; s < HB_HWB_NSYNC; s++) {
             int rc;
-            if (!(*pend & (1u << s)) || (rc = hb_hwb_test(h, s)) == HIBAR_ERR_WOULD_BLOCK)
+            if (!(*pend & (1u << s)) || (rc = hb_hwb_test(h, s)) == HB_ERR_WOULD_BLOCK)
                 continue;
             *pend &= ~(1u << s);
             res[s] = rc;
@@ -294,7 +294,7 @@ static int t_fd_loop(hb_hwb_t *h, int fd, uint32_t *pend, uint32_t want, int *re
         if (!(*pend & want))
             return 0;
         if (poll(&pfd, 1, T_WAIT_MS) != 1)
-            return HIBAR_ERR_TIMEOUT;
+            return HB_ERR_TIMEOUT;
     }
 }
 
@@ -312,24 +312,24 @@ static int t_body_any(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     (void)arg;
     if (me == 0) {
         struct pollfd pfd = {.fd = -1, .events = POLLIN};
-        T_CHECK(hb_hwb_fd_arm(h, 1) == HIBAR_ERR_INVAL, 0); /* no fd asked for yet */
+        T_CHECK(hb_hwb_fd_arm(h, 1) == HB_ERR_INVAL, 0); /* no fd asked for yet */
         T_CHECK(hb_hwb_fd(h, &fd) == 0 && fd >= 0, 0);
         T_CHECK(hb_hwb_fd(h, &fd2) == 0 && fd2 == fd, 0); /* one fd per handle */
         pfd.fd = fd;
         T_CHECK(hb_hwb_arrive(h, 1, t_full(n)) == 0, 0);
         T_CHECK(hb_hwb_arrive(h, 2, t_full(n)) == 0, 0);
         T_CHECK(hb_hwb_fd_arm(h, 1) == 0, 0);
-        T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
-        T_CHECK(hb_hwb_test(h, 2) == HIBAR_ERR_WOULD_BLOCK, 0);
+        T_CHECK(hb_hwb_test(h, 1) == HB_ERR_WOULD_BLOCK, 0);
+        T_CHECK(hb_hwb_test(h, 2) == HB_ERR_WOULD_BLOCK, 0);
         T_CHECK(poll(&pfd, 1, 0) == 0, 0); /* nothing ended: not readable */
         atomic_store(&t_sh->go, 1);
-        T_CHECK(poll(&pfd, 1, T_WAIT_MS) == 1, HIBAR_ERR_TIMEOUT);
+        T_CHECK(poll(&pfd, 1, T_WAIT_MS) == 1, HB_ERR_TIMEOUT);
         /* only hb_hwb_fd_arm clears it: a test of another round must not (a loop that tested
          * that round a moment before would never hear of its end) */
-        T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
+        T_CHECK(hb_hwb_test(h, 1) == HB_ERR_WOULD_BLOCK, 0);
         T_CHECK(poll(&pfd, 1, 0) == 1, 0);
         T_CHECK(hb_hwb_fd_arm(h, 0) == 0, 0); /* cleared, disarmed */
-        T_CHECK(hb_hwb_test(h, 1) == HIBAR_ERR_WOULD_BLOCK, 0);
+        T_CHECK(hb_hwb_test(h, 1) == HB_ERR_WOULD_BLOCK, 0);
         rc = hb_hwb_test(h, 2);
         t_sh->got[0] = rc == 0 ? 2 : -1;
         T_CHECK(rc == 0 && atomic_load(&t_sh->cnt[1]) == 0, rc);
@@ -419,7 +419,7 @@ static int t_body_fd_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     T_CHECK(rc == 0, rc);
     t_sh->got[me] = res[1];
     T_CHECK(res[2] == 0, res[2]);
-    T_CHECK(res[1] == HIBAR_ERR_PEER_LOST, res[1]);
+    T_CHECK(res[1] == HB_ERR_PEER_LOST, res[1]);
     return 0;
 }
 
@@ -444,11 +444,11 @@ static int t_body_fd_close(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     }
     atomic_store(&t_sh->cnt[0], 1); /* attached */
     rc = hb_hwb_barrier(h, 4, t_full(n), T_WAIT_MS);
-    T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
+    T_CHECK(rc == HB_ERR_PEER_LOST, rc);
     for (uint64_t t0 = hb_time_now_ns(); /* bounded: a hung close fails here */
          !atomic_load(&t_sh->go) && hb_time_now_ns() - t0 < T_WAIT_MS * 1000000ull;)
         t_nap_us(200);
-    T_CHECK(atomic_load(&t_sh->go) == 1, HIBAR_ERR_TIMEOUT);
+    T_CHECK(atomic_load(&t_sh->go) == 1, HB_ERR_TIMEOUT);
     return 0;
 }
 
@@ -461,14 +461,14 @@ static int t_body_split(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
         rc = hb_hwb_arrive(h, 5, t_full(n));
         T_CHECK(rc == 0, rc);
         rc = hb_hwb_test(h, 5);
-        T_CHECK(rc == HIBAR_ERR_WOULD_BLOCK, rc);
-        T_CHECK(hb_hwb_arrive(h, 5, t_full(n)) == HIBAR_ERR_BUSY, 0);
+        T_CHECK(rc == HB_ERR_WOULD_BLOCK, rc);
+        T_CHECK(hb_hwb_arrive(h, 5, t_full(n)) == HB_ERR_BUSY, 0);
         atomic_store(&t_sh->go, 1);
-        while ((rc = hb_hwb_test(h, 5)) == HIBAR_ERR_WOULD_BLOCK)
+        while ((rc = hb_hwb_test(h, 5)) == HB_ERR_WOULD_BLOCK)
             t_nap_us(100); /* the "work" between arrive and completion */
         T_CHECK(rc == 0, rc);
         T_CHECK(atomic_load(&t_sh->cnt[0]) == n - 1, 0);
-        T_CHECK(hb_hwb_test(h, 5) == HIBAR_ERR_INVAL, 0); /* collected: not pending any more */
+        T_CHECK(hb_hwb_test(h, 5) == HB_ERR_INVAL, 0); /* collected: not pending any more */
     } else {
         while (!atomic_load(&t_sh->go))
             t_nap_us(100);
@@ -490,7 +490,7 @@ static int t_body_mismatch(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     rc = hb_hwb_arrive(h, 2, mask);
     T_CHECK(rc == 0, rc);
     rc = hb_hwb_wait(h, 2, T_WAIT_MS);
-    T_CHECK(rc == HIBAR_ERR_MISMATCH, rc);
+    T_CHECK(rc == HB_ERR_MISMATCH, rc);
     rc = hb_hwb_barrier(h, 3, t_full(n), T_WAIT_MS);
     T_CHECK(rc == 0, rc);
     rc = hb_hwb_barrier(h, 2, t_full(n), T_WAIT_MS);
@@ -511,8 +511,8 @@ static int t_body_timeout(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     rc = hb_hwb_arrive(h, 7, t_full(n));
     T_CHECK(rc == 0, rc);
     rc = hb_hwb_wait(h, 7, 50);
-    T_CHECK(rc == HIBAR_ERR_TIMEOUT, rc);
-    T_CHECK(hb_hwb_test(h, 7) == HIBAR_ERR_WOULD_BLOCK, 0);
+    T_CHECK(rc == HB_ERR_TIMEOUT, rc);
+    T_CHECK(hb_hwb_test(h, 7) == HB_ERR_WOULD_BLOCK, 0);
     atomic_fetch_add(&t_sh->go, 1);
     rc = hb_hwb_wait(h, 7, T_WAIT_MS);
     T_CHECK(rc == 0, rc);
@@ -532,7 +532,7 @@ static int t_body_dead(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
      * a loaded machine from turning PEER_LOST into TIMEOUT; scic can only time out */
     rc = hb_hwb_wait(h, 1, strcmp(t_backend, "shm") == 0 ? 10000 : 1000);
     t_sh->got[me] = rc;
-    T_CHECK(rc == HIBAR_ERR_PEER_LOST || rc == HIBAR_ERR_TIMEOUT, rc);
+    T_CHECK(rc == HB_ERR_PEER_LOST || rc == HB_ERR_TIMEOUT, rc);
     return 0;
 }
 
@@ -542,7 +542,7 @@ static int t_body_never(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     int rc;
     (void)arg;
     rc = hb_hwb_barrier(h, 0, t_full(n), 300);
-    T_CHECK(rc == HIBAR_ERR_TIMEOUT, rc);
+    T_CHECK(rc == HB_ERR_TIMEOUT, rc);
     /* stay until every opened participant timed out (leaving would be a PEER_LOST) */
     atomic_fetch_add(&t_sh->go, 1);
     while (atomic_load(&t_sh->go) < (int)n - 1)
@@ -672,14 +672,14 @@ static void test_fd_dead_2(void)
 {
     /* alone with the dying port: nobody else aborts the round and wakes node 0 */
     CU_ASSERT_EQUAL(t_run(2, 3, t_body_fd_dead, NULL), 0);
-    CU_ASSERT_EQUAL(t_sh->got[0], HIBAR_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(t_sh->got[0], HB_ERR_PEER_LOST);
 }
 
 static void test_fd_dead_3(void)
 {
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_fd_dead, NULL), 0);
-    CU_ASSERT_EQUAL(t_sh->got[0], HIBAR_ERR_PEER_LOST);
-    CU_ASSERT_EQUAL(t_sh->got[1], HIBAR_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(t_sh->got[0], HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(t_sh->got[1], HB_ERR_PEER_LOST);
 }
 
 static void test_fd_close_2(void)
@@ -692,8 +692,8 @@ static void test_dead_3(void)
     CU_ASSERT_EQUAL(t_run(3, 7, t_body_dead, NULL), 0);
     /* shm sees the death through pids: PEER_LOST, not a timeout. */
     if (strcmp(t_backend, "shm") == 0) {
-        CU_ASSERT_EQUAL(t_sh->got[0], HIBAR_ERR_PEER_LOST);
-        CU_ASSERT_EQUAL(t_sh->got[1], HIBAR_ERR_PEER_LOST);
+        CU_ASSERT_EQUAL(t_sh->got[0], HB_ERR_PEER_LOST);
+        CU_ASSERT_EQUAL(t_sh->got[1], HB_ERR_PEER_LOST);
     }
 }
 
@@ -714,19 +714,19 @@ static void test_api(void)
     if (strcmp(t_backend, "scic") == 0)
         CU_ASSERT_FATAL(hb_scic_model_create(1, cluster, &t_model) == 0);
     t_params(&p, cluster, 0, 1);
-    CU_ASSERT_EQUAL(hb_hwb_open("nosuch", &p, &h), HIBAR_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(hb_hwb_open("nosuch", &p, &h), HB_ERR_NOT_FOUND);
     p.nodes = 33;
-    CU_ASSERT_EQUAL(hb_hwb_open(t_backend, &p, &h), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hwb_open(t_backend, &p, &h), HB_ERR_INVAL);
     p.nodes = 1;
     p.cluster = "bad/name";
-    CU_ASSERT_EQUAL(hb_hwb_open(t_backend, &p, &h), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hwb_open(t_backend, &p, &h), HB_ERR_INVAL);
     p.cluster = cluster;
     CU_ASSERT_FATAL(hb_hwb_open(t_backend, &p, &h) == 0);
     CU_ASSERT_STRING_EQUAL(hb_hwb_name(h), t_backend);
-    CU_ASSERT_EQUAL(hb_hwb_arrive(h, HB_HWB_NSYNC, 1), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_hwb_arrive(h, 0, 2), HIBAR_ERR_INVAL); /* mask without this node */
-    CU_ASSERT_EQUAL(hb_hwb_arrive(h, 0, 0), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_hwb_test(h, 0), HIBAR_ERR_INVAL); /* not arrived */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h, HB_HWB_NSYNC, 1), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h, 0, 2), HB_ERR_INVAL); /* mask without this node */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h, 0, 0), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_hwb_test(h, 0), HB_ERR_INVAL); /* not arrived */
     for (int i = 0; i < 100; i++)
         CU_ASSERT_EQUAL(hb_hwb_barrier(h, (uint32_t)i % HB_HWB_NSYNC, 1, T_WAIT_MS), 0);
     {
@@ -800,11 +800,11 @@ static void test_shm_stale(void)
     setenv("HIBAR_HWBARRIER", "shm", 1);
     CU_ASSERT_FATAL(hb_hwb_open("scic", &p, &h) == 0); /* env wins over the argument */
     unsetenv("HIBAR_HWBARRIER");
-    CU_ASSERT_EQUAL(hb_hwb_open("shm", &p, &h2), HIBAR_ERR_EXISTS); /* same pid: slot held */
+    CU_ASSERT_EQUAL(hb_hwb_open("shm", &p, &h2), HB_ERR_EXISTS); /* same pid: slot held */
     pid = fork();
     if (pid == 0) {
         hb_hwb_t *h3;
-        _exit(hb_hwb_open("shm", &p, &h3) == HIBAR_ERR_EXISTS ? 0 : 1);
+        _exit(hb_hwb_open("shm", &p, &h3) == HB_ERR_EXISTS ? 0 : 1);
     }
     waitpid(pid, &st, 0);
     CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -858,13 +858,13 @@ static int t_body_lost(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     atomic_fetch_add(&t_sh->go, 1);
     rc = hb_hwb_wait(h, me == 2 ? 9 : 4, T_WAIT_MS);
     t_sh->got[me] = rc;
-    T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
+    T_CHECK(rc == HB_ERR_PEER_LOST, rc);
     if (me == 2) /* our own board is gone: arrivals fail at once */
-        return hb_hwb_arrive(h, 3, t_full(n)) == HIBAR_ERR_PEER_LOST ? 0 : HIBAR_ERR_INTERNAL;
+        return hb_hwb_arrive(h, 3, t_full(n)) == HB_ERR_PEER_LOST ? 0 : HB_ERR_INTERNAL;
     /* the survivors go on without node 2 (arbitrary participation) */
-    T_CHECK(hb_hwb_barrier(h, 4, 0x3, T_WAIT_MS) == 0, HIBAR_ERR_INTERNAL);
+    T_CHECK(hb_hwb_barrier(h, 4, 0x3, T_WAIT_MS) == 0, HB_ERR_INTERNAL);
     /* and a round naming the lost node fails at once */
-    T_CHECK(hb_hwb_barrier(h, 5, t_full(n), T_WAIT_MS) == HIBAR_ERR_PEER_LOST, 0);
+    T_CHECK(hb_hwb_barrier(h, 5, t_full(n), T_WAIT_MS) == HB_ERR_PEER_LOST, 0);
     return 0;
 }
 
@@ -888,10 +888,10 @@ static int t_body_lost_center(hb_hwb_t *h, uint32_t me, uint32_t n, void *arg)
     atomic_fetch_add(&t_sh->go, 1);
     rc = hb_hwb_wait(h, me == 0 ? 9 : 4, T_WAIT_MS);
     t_sh->got[me] = rc;
-    T_CHECK(rc == HIBAR_ERR_PEER_LOST, rc);
+    T_CHECK(rc == HB_ERR_PEER_LOST, rc);
     /* the ports cannot reach a Center any more: every new round fails at once */
     if (me != 0)
-        T_CHECK(hb_hwb_barrier(h, 5, 0x6u, T_WAIT_MS) == HIBAR_ERR_PEER_LOST, 0);
+        T_CHECK(hb_hwb_barrier(h, 5, 0x6u, T_WAIT_MS) == HB_ERR_PEER_LOST, 0);
     return 0;
 }
 

@@ -4,7 +4,7 @@
 #include "hb_stats.h"
 #include "hb_time.h"
 #include "hb_wait.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hb_test.h"
 
 #include <CUnit/Basic.h>
@@ -34,8 +34,8 @@ static void test_stats_basic(void)
     /* t(0.975, 4) = 2.776445 */
     NEAR(s.ci, 2.776445 * sqrt(2.5) / sqrt(5.0), 1e-5);
     CU_ASSERT_EQUAL(s.n, 5);
-    CU_ASSERT_EQUAL(hb_stats_summarize(x, 0, 0.95, &s), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_stats_summarize(x, 5, 1.0, &s), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_stats_summarize(x, 0, 0.95, &s), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_stats_summarize(x, 5, 1.0, &s), HB_ERR_INVAL);
     NEAR(hb_stats_mean(x, 0), 0.0, 0);
     NEAR(hb_stats_stddev(x, 1), 0.0, 0);
     NEAR(hb_stats_ci(x, 1, 0.95), 0.0, 0);
@@ -76,24 +76,24 @@ static int t_poll_flag(void *arg, int slow)
     t_wait_t *t = arg;
     (void)slow;
     atomic_fetch_add(&t->polls, 1);
-    return atomic_load(&t->flag) ? 0 : HIBAR_ERR_WOULD_BLOCK;
+    return atomic_load(&t->flag) ? 0 : HB_ERR_WOULD_BLOCK;
 }
 
 static int t_poll_err_on_slow(void *arg, int slow)
 {
     (void)arg;
-    return slow ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_WOULD_BLOCK;
+    return slow ? HB_ERR_PEER_LOST : HB_ERR_WOULD_BLOCK;
 }
 
 static void test_wait_timeout(void)
 {
     t_wait_t t = {.flag = 0};
     hb_wait_word_init(&t.w);
-    CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, 0), HIBAR_ERR_TIMEOUT);
+    CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, 0), HB_ERR_TIMEOUT);
     CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, hb_time_now_ns() + 30000000ull),
-                    HIBAR_ERR_TIMEOUT);
+                    HB_ERR_TIMEOUT);
     CU_ASSERT_EQUAL(hb_wait_until(NULL, t_poll_flag, &t, NULL, hb_time_now_ns() + 5000000ull),
-                    HIBAR_ERR_TIMEOUT);
+                    HB_ERR_TIMEOUT);
     atomic_store(&t.flag, 1);
     CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, NULL, 0), 0);
 }
@@ -101,7 +101,7 @@ static void test_wait_timeout(void)
 static void test_wait_error(void)
 {
     CU_ASSERT_EQUAL(hb_wait_until(NULL, t_poll_err_on_slow, NULL, NULL, UINT64_MAX),
-                    HIBAR_ERR_PEER_LOST);
+                    HB_ERR_PEER_LOST);
 }
 
 /* A waiter in another process, past its spin and yield budget, is woken by the futex. */
@@ -160,7 +160,7 @@ static int t_poll_turn(void *arg, int slow)
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    return HIBAR_ERR_WOULD_BLOCK;
+    return HB_ERR_WOULD_BLOCK;
 }
 
 static int t_pingpong(t_pp_t *pp, uint32_t me, uint32_t rounds)
@@ -213,7 +213,7 @@ static void test_wait_sleeps(void)
     t_wait_t t = {.flag = 0};
     hb_wait_word_init(&t.w);
     CU_ASSERT_EQUAL(hb_wait_until(&t.w, t_poll_flag, &t, &pol, hb_time_now_ns() + 300000000ull),
-                    HIBAR_ERR_TIMEOUT);
+                    HB_ERR_TIMEOUT);
     /* spin stage polls up to 16 times before it reads the clock; then ~1 poll per 100 ms */
     CU_ASSERT(atomic_load(&t.polls) <= 16 + 10);
 }
@@ -225,14 +225,14 @@ static int t_poll_time(void *arg, int slow)
 {
     (void)arg;
     (void)slow;
-    return hb_time_now_ns() >= t_until ? 0 : HIBAR_ERR_WOULD_BLOCK;
+    return hb_time_now_ns() >= t_until ? 0 : HB_ERR_WOULD_BLOCK;
 }
 
 static int t_poll_second(void *arg, int slow)
 {
     int *calls = arg;
     (void)slow;
-    return ++*calls >= 2 ? 0 : HIBAR_ERR_WOULD_BLOCK;
+    return ++*calls >= 2 ? 0 : HB_ERR_WOULD_BLOCK;
 }
 
 static void test_wait_adaptive(void)
@@ -279,8 +279,8 @@ static void test_size_one(void)
                          "99999999999999999999",
                          "17179869184G"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        CU_ASSERT_EQUAL(hb_size_parse(bad[i], UINT64_MAX, &v), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_size_parse("5G", 1ull << 32, &v), HIBAR_ERR_INVAL);
+        CU_ASSERT_EQUAL(hb_size_parse(bad[i], UINT64_MAX, &v), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_size_parse("5G", 1ull << 32, &v), HB_ERR_INVAL);
     CU_ASSERT_EQUAL(v, 7); /* untouched on error */
 }
 
@@ -303,13 +303,13 @@ static void test_size_list(void)
     CU_ASSERT_EQUAL(n, 4);
     CU_ASSERT_EQUAL(s[3], 3072);
     n = 99;
-    CU_ASSERT_EQUAL(hb_size_list_parse("1..256", 0, SIZE_MAX, s, 8, &n), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_size_list_parse("1..256", 0, SIZE_MAX, s, 8, &n), HB_ERR_INVAL);
     CU_ASSERT_EQUAL(hb_size_list_parse("1..128", 0, SIZE_MAX, s, 8, &n), 0); /* exactly 8 */
     CU_ASSERT_EQUAL(n, 8);
     n = 99;
     const char *bad[] = {"", ",", "0", "1X", "8..4", "1..8:0", "1..", "..8", "1K,2M"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        CU_ASSERT_EQUAL(hb_size_list_parse(bad[i], 1, 1u << 20, s, 8, &n), HIBAR_ERR_INVAL);
+        CU_ASSERT_EQUAL(hb_size_list_parse(bad[i], 1, 1u << 20, s, 8, &n), HB_ERR_INVAL);
     CU_ASSERT_EQUAL(n, 99); /* untouched on error */
     /* the largest 64-bit value: the doubling stops instead of wrapping */
     if (SIZE_MAX == UINT64_MAX) {

@@ -5,7 +5,7 @@
 #include "hb_params.h"
 #include "hb_proc.h"
 #include "hb_stats.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hb_test.h"
 
 #include <CUnit/Basic.h>
@@ -129,7 +129,7 @@ static void test_adapt(void)
     hb_meas_adapt_free(&a);
     /* bad options */
     o.min_reps = 1;
-    CU_ASSERT_EQUAL(hb_meas_adapt_init(&a, &o), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_meas_adapt_init(&a, &o), HB_ERR_INVAL);
 }
 
 static void test_offset(void)
@@ -145,7 +145,7 @@ static void test_names(void)
     CU_ASSERT_EQUAL(hb_meas_method_parse("root", &m), 0);
     CU_ASSERT_EQUAL(m, HB_MEAS_ROOT);
     CU_ASSERT_STRING_EQUAL(hb_meas_method_name(HB_MEAS_GLOBAL), "global");
-    CU_ASSERT_EQUAL(hb_meas_method_parse("min", &m), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_meas_method_parse("min", &m), HB_ERR_INVAL);
 }
 
 /* ---- one participant with a fake clock: the runner's arithmetic ---- */
@@ -199,7 +199,7 @@ static void test_run_single(void)
     /* no run callback */
     {
         hb_meas_comm_t c = {.rank = 0, .size = 1};
-        CU_ASSERT_EQUAL(hb_meas_run(&c, HB_MEAS_ROOT, &o, &r), HIBAR_ERR_INVAL);
+        CU_ASSERT_EQUAL(hb_meas_run(&c, HB_MEAS_ROOT, &o, &r), HB_ERR_INVAL);
     }
 }
 
@@ -409,22 +409,22 @@ static void test_params(void)
     NEAR(q.g_pair[0], 6, 1e-9);
     NEAR(q.g[0], 3, 1e-9);
     CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 2 3 4 5 6 7\n", &q, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
     CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 2 3 4 5 z\n", &q, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_params_format(&p, buf, 40), HIBAR_ERR_TRUNCATED);
+                    HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_format(&p, buf, 40), HB_ERR_TRUNCATED);
     /* refusals: descending sizes, a bad number, an unknown key, no points */
     CU_ASSERT_EQUAL(
         hb_params_parse("L 1\npoint 10 1 1 1 1 1\npoint 5 1 1 1 1 1\n", &q, err, sizeof(err)),
-        HIBAR_ERR_CONFIG);
+        HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, "line 3") != NULL);
     CU_ASSERT_EQUAL(hb_params_parse("L 1\npoint 10 1 x 1 1 1\n", &q, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
     CU_ASSERT_EQUAL(hb_params_parse("L 1\nfoo 3\npoint 10 1 1 1 1 1\n", &q, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_params_parse("L 1\n# nothing\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\n# nothing\n", &q, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_EQUAL(hb_params_parse("L -1\npoint 10 1 1 1 1 1\n", &q, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
 }
 
 /* ---- b_WAN(P) in the same file (hibar-bench lanes), kept apart from the PlogP part ---- */
@@ -451,11 +451,11 @@ static void test_params_bwan(void)
     NEAR(q.bwan_measured, 1700000000, 1e-3);
     /* refusals: P out of order, a bandwidth of 0, L without a point */
     CU_ASSERT_EQUAL(hb_params_parse("bwan 1 100\nbwan 3 90\n", &q, err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, "line 2") != NULL);
-    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 0\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 100 7\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_params_parse("L 1\nbwan 1 100\n", &q, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 0\n", &q, err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("bwan 1 100 7\n", &q, err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_params_parse("L 1\nbwan 1 100\n", &q, err, sizeof(err)), HB_ERR_CONFIG);
 
     /* update: each writer keeps the other's part of the file */
     snprintf(path, sizeof(path), "/tmp/hibar-test-params-%ld/ln-unit.plogp", (long)getpid());
@@ -481,11 +481,11 @@ static void test_params_bwan(void)
     CU_ASSERT_EQUAL(hb_params_load("ln-unit", &q, got, sizeof(got), err, sizeof(err)), 0);
     CU_ASSERT_STRING_EQUAL(got, path);
     CU_ASSERT_EQUAL(hb_params_load("ln-other", &q, got, sizeof(got), err, sizeof(err)),
-                    HIBAR_ERR_CONFIG);
+                    HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, "ln-unit") != NULL);
     setenv("HIBAR_MODEL_CACHE", "none", 1);
     CU_ASSERT_EQUAL(hb_params_load("ln-unit", &q, got, sizeof(got), err, sizeof(err)),
-                    HIBAR_ERR_NOT_FOUND);
+                    HB_ERR_NOT_FOUND);
     unsetenv("HIBAR_MODEL_CACHE");
     unlink(path);
     *strrchr(path, '/') = '\0';

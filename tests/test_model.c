@@ -5,7 +5,7 @@
 
 #include <CUnit/Basic.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll_model.h"
 #include "coll_params.h"
 #include "hb_test.h"
@@ -124,8 +124,8 @@ static void test_single_lane(void)
     NEAR(t, 1940.0); /* n_alt = 8 */
     CU_ASSERT_EQUAL(hb_model_single_lane(&p, 8, 2, 1000.0, &t), 0);
     NEAR(t, 1340.0); /* 1000 + 200 + 7*20 */
-    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 0, 2, 1000.0, &t), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_model_single_lane(NULL, 2, 2, 1000.0, &t), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_single_lane(&p, 0, 2, 1000.0, &t), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_single_lane(NULL, 2, 2, 1000.0, &t), HB_ERR_INVAL);
 }
 
 static void test_multi_lane(void)
@@ -152,9 +152,9 @@ static void test_multi_lane(void)
     p.lan_startup = 0;
     /* range of P */
     t = -1.0;
-    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 4, 1000.0, 5, &t), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 3, 8, 1000.0, 4, &t), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 0, &t), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 4, 1000.0, 5, &t), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 3, 8, 1000.0, 4, &t), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane(&p, 8, 8, 1000.0, 0, &t), HB_ERR_INVAL);
     NEAR(t, -1.0); /* untouched on error */
 }
 
@@ -209,15 +209,14 @@ static void test_multi_lane_pipe(void)
     NEAR(t, 1000.0 + 10.0 + 400.0 + 11.0);
     /* refused: bcast, P out of range, a negative segment */
     t = -1.0;
-    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_BCAST, 8, 8, 1000.0, 3, &t),
-                    HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_BCAST, 8, 8, 1000.0, 3, &t), HB_ERR_INVAL);
     CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 4, 1000.0, 5, &t),
-                    HIBAR_ERR_INVAL);
+                    HB_ERR_INVAL);
     CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 0, &t),
-                    HIBAR_ERR_INVAL);
+                    HB_ERR_INVAL);
     p.seg = -1.0;
     CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 8, 8, 1000.0, 2, &t),
-                    HIBAR_ERR_INVAL);
+                    HB_ERR_INVAL);
     NEAR(t, -1.0);
 }
 
@@ -268,7 +267,7 @@ static void test_popt(void)
     CU_ASSERT_EQUAL(hb_model_popt(&p, 8, 8, 0.0, 0, &P, &t), 0);
     CU_ASSERT_EQUAL(P, 1);
     NEAR(t, 1010.0);
-    CU_ASSERT_EQUAL(hb_model_popt(&p, 0, 8, 0.0, 0, &P, &t), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_popt(&p, 0, 8, 0.0, 0, &P, &t), HB_ERR_INVAL);
 }
 
 static void test_tree(void)
@@ -311,7 +310,7 @@ static void test_tree(void)
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 16, 0, 0.0, &t), 0);
     NEAR(t, 40.0);
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 2, 2, 0.0, &t),
-                    HIBAR_ERR_INVAL);
+                    HB_ERR_INVAL);
 }
 
 /* PlogP: L 50; g = 5, 15, 105 at 0, 1000, 10000 bytes. */
@@ -373,7 +372,7 @@ static void test_plogp(void)
     CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 4, 1000.0, &t), 0);
     NEAR(t, 3 * 30.0 + 50.0);
     CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 4, 1.0, &t),
-                    HIBAR_ERR_INVAL);
+                    HB_ERR_INVAL);
 }
 
 /* Two sites: LAN PlogP above (g(b) = 5 + b/100 µs, L 50), WAN from base() (L 1000, 10 B/µs). */
@@ -406,8 +405,8 @@ static void test_plogp_sites(void)
     NEAR(t, 95.0 + 200000.0); /* the root's own site's incast dominates */
     CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_BINOMIAL, 0), 0);
     NEAR(t, 1540.0); /* pairwise: no incast */
-    CU_ASSERT_EQUAL(SITES(HB_COLL_BCAST, HB_COLL_ALG_FLAT, 0), HIBAR_ERR_INVAL);
-    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 5), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(SITES(HB_COLL_BCAST, HB_COLL_ALG_FLAT, 0), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(SITES(HB_COLL_GATHER, HB_COLL_ALG_MULTI_LANE, 5), HB_ERR_INVAL);
     /* one sender is not an incast */
     CU_ASSERT_EQUAL(hb_model_plogp_predict(&lan, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 2, 2000.0, &t),
                     0);
@@ -528,9 +527,9 @@ static void test_choose(void)
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_ALLGATHER, 1000.0, &pr, &c), 0);
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
         CU_ASSERT(c.alg_us[a] > 0.0);
-    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, NULL, &c), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, NULL, &c), HB_ERR_INVAL);
     pr.lanes = NULL;
-    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, &pr, &c), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, &pr, &c), HB_ERR_INVAL);
 }
 
 int main(void)

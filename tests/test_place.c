@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "place.h"
 #include "test_cfg.h"
 
@@ -102,12 +102,12 @@ static void test_cluster_default(void)
     hb_place_free(&p);
     /* more than the cluster holds with --per-node */
     req.n = 25;
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "25 ranks do not fit"));
     /* no -n and nothing bounds the slots */
     req.n = 0;
     req.per_node = 0;
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "give -n"));
 }
 
@@ -141,7 +141,7 @@ static void test_slurm(void)
     CU_ASSERT_STRING_EQUAL(map, "6 6 6 7 7 8 8");
     hb_place_free(&p);
     req.per_node = 2;
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "6 slots (--per-node)"));
     req.per_node = 0;
     /* an allocation the cluster does not hold: the cluster's nodes, with a note */
@@ -155,10 +155,10 @@ static void test_slurm(void)
     req.slurm_nodes = "n[06-08]";
     req.n = 0;
     req.slurm_tasks = "2(x";
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "malformed"));
     req.slurm_tasks = "2,2";
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cover 2 of its 3"));
 }
 
@@ -186,20 +186,20 @@ static void test_hostfile(void)
     f = fopen(path, "w");
     fputs("n01\nn01 slots=2\n", f);
     fclose(f);
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "twice"));
     f = fopen(path, "w");
     fputs("n01 slot=2\n", f);
     fclose(f);
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ":1: unknown attribute 'slot=2'"));
     f = fopen(path, "w");
     fputs("n01 slots=0\n", f);
     fclose(f);
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     unlink(path);
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_IO);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_IO);
 }
 
 static void test_bad_hosts(void)
@@ -208,14 +208,14 @@ static void test_bad_hosts(void)
     hb_place_t p;
     char map[256], err[256];
 
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown node 'x9' in --host 'n[00-01],x9'"));
     req.hosts = "n01,n[00-01]";
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "'n01' named twice"));
     req.hosts = "n[01-";
-    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HIBAR_ERR_CONFIG);
-    CU_ASSERT_EQUAL(hb_place(NULL, &req, &p, err, sizeof(err)), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(try_place(&req, &p, map, sizeof(map), err), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_place(NULL, &req, &p, err, sizeof(err)), HB_ERR_INVAL);
 }
 
 int hb_test_place_register(void)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "hier.h"
 #include "hier_local.h"
 #include "coll_model.h"
@@ -46,7 +46,7 @@ static void test_engine_order(void)
     }
     CU_ASSERT(seen == 11);
     CU_ASSERT(hb_sim_engine_count(e) == 11);
-    CU_ASSERT(hb_sim_engine_pop(e, &ev) == HIBAR_ERR_NOT_FOUND);
+    CU_ASSERT(hb_sim_engine_pop(e, &ev) == HB_ERR_NOT_FOUND);
     hb_sim_engine_destroy(e);
 }
 
@@ -346,7 +346,7 @@ static void test_stalls(void)
     CU_ASSERT_FATAL(hb_sim_barrier(t, &p, &o, &r1) == 0);
     CU_ASSERT(r1.latency_us == r0.latency_us);
     p.sr_stall_p = 1.5;
-    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HB_ERR_INVAL);
     hb_topo_free(t);
 }
 
@@ -599,7 +599,7 @@ static void test_calibrate(void)
               p.io_cpu_us == 21 && p.ib_cpu_us == 6 && p.cpu_us == 9 && p.wake_us == 2);
     CU_ASSERT(hb_sim_calib_host(&c, "tree", HB_SIM_STEP_MEAN, &p) == 0 && p.cores == 4 &&
               p.t_sr == 1);
-    CU_ASSERT(hb_sim_calib_host(&c, "other", HB_SIM_STEP_MEAN, &p) == HIBAR_ERR_NOT_FOUND);
+    CU_ASSERT(hb_sim_calib_host(&c, "other", HB_SIM_STEP_MEAN, &p) == HB_ERR_NOT_FOUND);
     /* means and stalls: the means without stalls, or the medians with them */
     path =
         write_tmp("host2.json",
@@ -617,7 +617,7 @@ static void test_calibrate(void)
               fabs(p.sr_stall_p - 0.03) < 1e-12 && fabs(p.ib_stall_us - 5000) < 1e-9);
     path = write_tmp("badhost.json", "{\"bench\": \"host\", \"impl\": \"scmd\", "
                                      "\"cores\": 2, \"t_sr_us\": 60}\n");
-    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, ":1:") != NULL && strstr(err, "t_ib_us") != NULL);
 
     /* malformed: file:line, nothing changed */
@@ -625,19 +625,19 @@ static void test_calibrate(void)
                                  "{\"bench\": \"tsr\", \"median_us\": }\n");
     hb_sim_params_init(&p);
     p.t_sr = 1234;
-    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, "bad.json:2:") != NULL);
     CU_ASSERT(p.t_sr == 1234);
     path = write_tmp("bad2.json", "{\"impl\": \"x\"}\n");
-    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, ":1:") != NULL && strstr(err, "bench") != NULL);
     path = write_tmp("bad3.json", "{\"bench\": \"hwbarrier\", \"median_us\": -3}\n");
-    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HB_ERR_CONFIG);
     path = write_tmp("bad4.json", "{\"bench\": \"lanes\", \"impl\": \"wan\", \"mbit\": 100}\n");
-    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HB_ERR_CONFIG);
     CU_ASSERT(strstr(err, "lanes") != NULL);
     CU_ASSERT(hb_sim_calibrate("/nonexistent/hibar-sim.json", &p, &c, err, sizeof(err)) ==
-              HIBAR_ERR_IO);
+              HB_ERR_IO);
 }
 
 static void test_params_check(void)
@@ -648,13 +648,13 @@ static void test_params_check(void)
     hb_sim_params_init(&p);
     CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == 0);
     p.b_lan = 0;
-    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HB_ERR_INVAL);
     hb_sim_params_init(&p);
     p.t_ib = -1;
-    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HB_ERR_INVAL);
     hb_sim_params_init(&p);
     p.hop = HB_SIM_HOP_PLOGP; /* without tables */
-    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HIBAR_ERR_INVAL);
+    CU_ASSERT(hb_sim_params_check(&p, err, sizeof(err)) == HB_ERR_INVAL);
     /* default WAN model: min(lane, total / n) */
     hb_sim_params_init(&p);
     CU_ASSERT(fabs(hb_sim_bwan(&p, 1) - 250.0 / 8) < 1e-12);
@@ -674,9 +674,9 @@ static void test_topo_gen(void)
         CU_ASSERT(t->nodes[i].site == t->nodes[t->chassis[t->nodes[i].chassis].nodes[0]].site);
     }
     hb_topo_free(t);
-    CU_ASSERT(hb_sim_topo_gen(0, 3, 0, 1, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
-    CU_ASSERT(hb_sim_topo_gen(10, 33, 0, 1, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
-    CU_ASSERT(hb_sim_topo_gen(6, 3, 0, 3, &t, err, sizeof(err)) == HIBAR_ERR_CONFIG);
+    CU_ASSERT(hb_sim_topo_gen(0, 3, 0, 1, &t, err, sizeof(err)) == HB_ERR_CONFIG);
+    CU_ASSERT(hb_sim_topo_gen(10, 33, 0, 1, &t, err, sizeof(err)) == HB_ERR_CONFIG);
+    CU_ASSERT(hb_sim_topo_gen(6, 3, 0, 3, &t, err, sizeof(err)) == HB_ERR_CONFIG);
 }
 
 /* ---- collectives: Hockney, lanes, T(P) ------------------------------------------------- */

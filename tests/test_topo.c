@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 #include "test_cfg.h"
 #include "topo.h"
 
@@ -273,12 +273,12 @@ static void test_bad_specs(void)
 
     spec_uniform(&b, 6, 3, 0);
     b.nodes[4] = 1; /* node 1 twice, node 4 never */
-    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "two chassis"));
     CU_ASSERT_PTR_NULL(t);
 
     spec_uniform(&b, 33, 33, 0);
-    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "mask width"));
 
     spec_uniform(&b, 32, 32, 0);
@@ -288,24 +288,24 @@ static void test_bad_specs(void)
 
     spec_uniform(&b, 0, 3, 0);
     b.spec.n_chassis = 0;
-    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "empty"));
 
     spec_uniform(&b, 6, 3, 0);
     b.nodes[5] = 6; /* out of range */
-    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HB_ERR_CONFIG);
 
     spec_uniform(&b, 6, 3, 0);
     b.start[1] = 0; /* empty chassis */
-    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "empty"));
 
     spec_uniform(&b, 6, 3, 0);
     b.site[2] = 99;
     b.spec.site_of = b.site;
-    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HIBAR_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_topo_build(&b.spec, &t, err, sizeof(err)), HB_ERR_CONFIG);
     CU_ASSERT_PTR_NULL(t);
-    CU_ASSERT_EQUAL(hb_topo_build(NULL, &t, err, sizeof(err)), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_topo_build(NULL, &t, err, sizeof(err)), HB_ERR_INVAL);
 }
 
 static void test_role_names(void)

@@ -2,41 +2,17 @@
 # trace_replay.sh: hibard's recorded hier events (HIBAR_TRACE_DIR) replayed through hibar-sim's
 # driver give the daemons' actions line by line (scmd-30 and a 12-node cluster, both
 # protocols), and after a node is killed; a corrupted action line or a missing one is reported (issue 10 item 4).
-src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-bld=${top_builddir:-$(pwd)/..}
-CLUSTER_TOOL="$bld/tools/hibar-cluster"
-SIM="$bld/tools/hibar-sim"
-export HIBARD="$bld/daemon/hibard"
-export LSAN_OPTIONS="suppressions=$src/tests/daemon_lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-unset HIBAR_CONFIG HIBAR_FANOUT HIBAR_PROTOCOL HIBAR_NODES HIBAR_CHASSIS HIBAR_TRACE_DIR
-[ -x "$CLUSTER_TOOL" ] && [ -x "$HIBARD" ] && [ -x "$SIM" ] ||
-    { echo "SKIP: hibar-cluster, hibard or hibar-sim not built"; exit 77; }
-[ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
-
-NAME="hbt-$$-trace"
-RUN_DIR="/tmp/hibar-$(id -u)-$NAME"
+TEST_TAG=trace
+. "$(dirname "$0")/hb_test.sh"
 TMP=$(mktemp -d /tmp/hibar-trace.XXXXXX) || exit 99
-CONFIG=
-SETS=()
-cl() { "$CLUSTER_TOOL" --config "$CONFIG" "${SETS[@]}" "$@"; }
-fail() { echo "FAIL: $*"; exit 1; }
-cleanup() {
-    local rc=$?
-    trap - EXIT
-    if [ -n "$CONFIG" ]; then
-        if [ -d "$RUN_DIR" ] && [ $rc -ne 0 ]; then
-            for f in "$RUN_DIR"/*.log; do [ -f "$f" ] && tail -n 3 "$f" | sed "s|^|$(basename "$f"): |"; done
-        fi
-        cl down >/dev/null 2>&1
-    fi
-    rm -rf "$TMP"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+on_exit 'rm -rf "$TMP"'
+hb_use_cluster # cl, up, down; the cluster (CONFIG, SETS set below) is stopped on exit, first
+SIM="$bld/tools/hibar-sim"
+unset HIBAR_CONFIG HIBAR_FANOUT HIBAR_PROTOCOL HIBAR_NODES HIBAR_CHASSIS HIBAR_TRACE_DIR
+[ -x "$SIM" ] || { echo "SKIP: hibar-sim not built"; exit 77; }
 
-# run CONFIG PROTO COUNT: a traced cluster, COUNT barriers, stopped; traces in $TMP/$tag
-run() {
+# traced CONFIG PROTO COUNT: a traced cluster, COUNT barriers, stopped; traces in $TMP/$tag
+traced() {
     local cfg=$1 proto=$2 count=$3 tag
     tag="$(basename "$cfg" .yaml)-$proto"
     CONFIG=$cfg
@@ -45,13 +21,7 @@ run() {
     HIBAR_TRACE_DIR="$TMP/$tag" cl up >/dev/null || fail "$tag: cluster did not come up"
     out=$(cl barrier --count "$count") || { echo "$out"; fail "$tag: $count barriers"; }
     echo "$out" | grep -q "^barriers $count (ids from 0), bad 0" || fail "$tag: $out"
-    cl down --keep-logs >/dev/null || fail "$tag: down"
-    if grep -l -E "Sanitizer|runtime error:" "$RUN_DIR"/*.log 2>/dev/null; then
-        grep -h -A20 -E "Sanitizer|runtime error:" "$RUN_DIR"/*.log | head -40
-        fail "$tag: sanitizer report in a daemon log"
-    fi
-    rm -f "$RUN_DIR"/*.log
-    rmdir "$RUN_DIR" 2>/dev/null
+    down # a sanitizer report in a daemon log fails the test
     # every daemon traced every barrier's COMPLETE
     local n f bad=0
     n=$(ls "$TMP/$tag"/n*.trace | wc -l)
@@ -70,7 +40,7 @@ run() {
 
 for cfg in "$src/examples/scmd-30.yaml" "$src/examples/local.yaml"; do
     for proto in scmd tree; do
-        run "$cfg" "$proto" 10
+        traced "$cfg" "$proto" 10
     done
 done
 

@@ -3,30 +3,17 @@
 # 30-node cluster and simulates both protocols with the host model probed on that cluster in the
 # same run, side by side (issue 10 item 3); the error column is (simulated - measured) /
 # measured; no figure is asserted here (a loaded machine's figure is not a test result).
-src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-bld=${top_builddir:-$(pwd)/..}
+TEST_TAG=val
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster # NAME, RUN_DIR, SETS; the cluster hibar-sim measures is stopped on exit
+CONFIG="$src/examples/scmd-30.yaml"
 SIM="$bld/tools/hibar-sim"
-export HIBARD="$bld/daemon/hibard"
-export LSAN_OPTIONS="suppressions=$src/tests/daemon_lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 unset HIBAR_CONFIG HIBAR_FANOUT HIBAR_PROTOCOL HIBAR_NODES HIBAR_CHASSIS HIBAR_TRACE_DIR HIBAR_BENCH
 [ -x "$SIM" ] && [ -x "$bld/tools/hibar-bench" ] && [ -x "$HIBARD" ] ||
     { echo "SKIP: hibar-sim, hibar-bench or hibard not built"; exit 77; }
-[ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
-NAME="hbt-$$-val"
-RUN_DIR="/tmp/hibar-$(id -u)-$NAME"
 TMP=$(mktemp -d /tmp/hibar-validate.XXXXXX) || exit 99
-SETS=(--set "cluster=$NAME" --set "run_dir=$RUN_DIR")
-cleanup() {
-    local rc=$?
-    trap - EXIT
-    "$bld/tools/hibar-cluster" --config "$src/examples/scmd-30.yaml" "${SETS[@]}" down >/dev/null 2>&1
-    rm -rf "$TMP"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+on_exit 'rm -rf "$TMP"'
 before=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
 
 "$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure --measure-iters 50 --blocks 1 --host-iters 500 \

@@ -2,7 +2,8 @@
 # xcoll_daemon.sh: collectives across daemons: every op x algorithm, random roots and sizes, on
 # the emulated 12-daemon two-site cluster and the 30-daemon one; each daemon checks its data.
 TEST_TAG=xcoll
-. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/hb_test.sh"
+hb_use_cluster
 RANDOM=${XCOLL_SEED:-4242}
 NCOLL=0
 

@@ -11,7 +11,7 @@
 
 #include "cfg.h"
 #include "hb_log.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "coll_model.h"
 #include "coll_params.h"
 #include "hb_params.h"
@@ -512,7 +512,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
             fprintf(f,
                     "model parameters: no PlogP(-BR) cached at %s%s%s\n  (hibar-bench logp "
                     "--config FILE measures and writes them); the configuration's links are used\n",
-                    path, err[0] ? ": " : "", err[0] && rc != HIBAR_ERR_NOT_FOUND ? err : "");
+                    path, err[0] ? ": " : "", err[0] && rc != HB_ERR_NOT_FOUND ? err : "");
         }
         if (ptab > 0) {
             fprintf(f, "b_WAN(P): %s\n",
@@ -638,7 +638,7 @@ static int info_view(const hb_cfg_t *cfg, const char *hostlist, hb_topo_t **topo
     int rc;
 
     if (member == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     rc = hb_cfg_members(cfg, hostlist, member, NULL, err, errlen);
     if (rc == 0)
         rc = hb_topo_restrict(*topo_p, member, &v, err, (unsigned)errlen);
@@ -737,9 +737,9 @@ int main(int argc, char **argv)
 
     rc = hb_cfg_load(o.config, o.over, o.n_over, &cfg, err, sizeof(err));
     if (rc != 0) {
-        fprintf(stderr, "hibar-info: %s\n", err[0] != '\0' ? err : hibar_strerror(rc));
+        fprintf(stderr, "hibar-info: %s\n", err[0] != '\0' ? err : hb_status_str(rc));
         free(o.over);
-        return rc == HIBAR_ERR_CONFIG || rc == HIBAR_ERR_IO ? INFO_EXIT_CONFIG : 1;
+        return rc == HB_ERR_CONFIG || rc == HB_ERR_IO ? INFO_EXIT_CONFIG : 1;
     }
     rc = hb_cfg_topo_spec(cfg, &spec);
     if (rc == 0)
@@ -747,11 +747,11 @@ int main(int argc, char **argv)
     if (rc == 0 && o.members != NULL)
         rc = info_view(cfg, o.members, &topo, err, sizeof(err));
     if (rc != 0) {
-        fprintf(stderr, "hibar-info: topology: %s\n", err[0] != '\0' ? err : hibar_strerror(rc));
+        fprintf(stderr, "hibar-info: topology: %s\n", err[0] != '\0' ? err : hb_status_str(rc));
         hb_topo_free(topo);
         hb_cfg_free(cfg);
         free(o.over);
-        return rc == HIBAR_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;
+        return rc == HB_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;
     }
     if (o.model)
         info_model(stdout, cfg, &o);
