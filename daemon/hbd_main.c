@@ -14,8 +14,17 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd.h"
+#include "hbd_barrier.h"
 #include "hbd_boot.h"
+#include "hbd_coll.h"
+#include "hbd_ctl_cmds.h"
+#include "hbd_dmodex.h"
+#include "hbd_fence.h"
+#include "hbd_key.h"
+#include "hbd_logp.h"
+#include "hbd_net.h"
 #include "hbd_pmix.h"
+#include "hbd_ranks.h"
 #include "hbd_relay.h"
 #include "hibar.h"
 #include "hwb.h"
@@ -24,23 +33,24 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hibard --config FILE [--node NAME] [options]\n"
-            "       hibard --gen-key FILE\n"
-            "  -c, --config FILE     cluster configuration (YAML); default $HIBAR_CONFIG\n"
-            "  -n, --node NAME       which node of the configuration this daemon is (required with\n"
-            "                        bootstrap local/static; pmix and env find it themselves)\n"
-            "  -o, --set KEY=VALUE   override a configuration key (repeatable)\n"
-            "  -f, --foreground      stay in the foreground (default: detach)\n"
-            "  -l, --log-level LVL   error|warn|info|debug (default $HIBAR_LOG or warn)\n"
-            "      --log-file FILE   append the log to FILE instead of stderr\n"
-            "  -p, --pid-file FILE   default RUN_DIR/NAME.pid\n"
-            "      --gen-key FILE    write a new cluster key pair to FILE (mode 0600) and exit\n"
-            "  -h, --help, -V, --version\n"
-            "Control socket: RUN_DIR/NAME.sock (commands: ping status stats barrier tib tsr "
-            "launch run coll shutdown).\n"
-            "Environment: HIBAR_<KEY> overrides, HIBAR_LOG, HIBAR_TRACE_DIR (write every hier event\n"
-            "and action to DIR/n<node>.trace, for hibar-sim replay).\n");
+    fprintf(
+        f,
+        "usage: hibard --config FILE [--node NAME] [options]\n"
+        "       hibard --gen-key FILE\n"
+        "  -c, --config FILE     cluster configuration (YAML); default $HIBAR_CONFIG\n"
+        "  -n, --node NAME       which node of the configuration this daemon is (required with\n"
+        "                        bootstrap local/static; pmix and env find it themselves)\n"
+        "  -o, --set KEY=VALUE   override a configuration key (repeatable)\n"
+        "  -f, --foreground      stay in the foreground (default: detach)\n"
+        "  -l, --log-level LVL   error|warn|info|debug (default $HIBAR_LOG or warn)\n"
+        "      --log-file FILE   append the log to FILE instead of stderr\n"
+        "  -p, --pid-file FILE   default RUN_DIR/NAME.pid\n"
+        "      --gen-key FILE    write a new cluster key pair to FILE (mode 0600) and exit\n"
+        "  -h, --help, -V, --version\n"
+        "Environment: HIBAR_<KEY> overrides, HIBAR_LOG, HIBAR_TRACE_DIR (write every hier event\n"
+        "and action to DIR/n<node>.trace, for hibar-sim replay).\n"
+        "Control socket: RUN_DIR/NAME.sock, one command a line:\n");
+    hbd_ctl_cmds_usage(f);
 }
 
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
@@ -168,7 +178,7 @@ static void cleanup(hbd_t *d)
     hbd_relay_fini(d); /* tells hibar-run; the launcher then stops the ranks */
     hbd_pmix_stop(d);
     hbd_ranks_stop(d);
-    hbd_net_probes_stop(d); /* they hold control connections */
+    hbd_logp_fini(d); /* the probes hold control connections */
     hbd_ctl_stop(d);
     hbd_net_stop(d);
     if (d->hwb != NULL)
@@ -356,8 +366,13 @@ int main(int argc, char **argv)
         if (d->ev_sig[i] == NULL || event_add(d->ev_sig[i], NULL) != 0)
             goto out;
     }
-    if (open_hwb(d) != 0 || hbd_coll_init(d) != 0 || hbd_net_start(d) != 0 || hbd_barrier_init(d) != 0 ||
-        hbd_ctl_start(d) != 0 || hbd_ranks_start(d) != 0 || hbd_pmix_start(d) != 0)
+    /* the services register their frames and lost-node subscribers (called in this order) with
+     * the transport before it starts */
+    if (open_hwb(d) != 0 || hbd_logp_init(d) != 0 || hbd_barrier_init(d) != 0 ||
+        hbd_coll_init(d) != 0 || hbd_relay_init(d) != 0 || hbd_fence_init(d) != 0 ||
+        hbd_dmodex_init(d) != 0 || hbd_net_start(d) != 0 ||
+        hbd_ctl_start(d, hbd_ctl_cmds, hbd_ctl_n_cmds) != 0 || hbd_ranks_start(d) != 0 ||
+        hbd_pmix_start(d) != 0)
         goto out;
     hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),
                 d->sock_path, hb_cfg_protocol_name(d->cfg->protocol));

@@ -8,7 +8,8 @@
 #include <zmq.h>
 
 #include "cfg.h"
-#include "hbd.h"
+#include "hbd_key.h"
+#include "wire.h"
 #include "hibar.h"
 #include "wire.h"
 

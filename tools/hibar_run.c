@@ -20,7 +20,7 @@
 #include "hb_time.h"
 #include "hbd_client.h"
 #include "hbd_emu.h"
-#include "hbd_pmix.h"
+#include "hbd_job.h"
 #include "hibar.h"
 #include "place.h"
 

@@ -9,7 +9,7 @@
 #include <zmq.h>
 
 #include "hb_log.h"
-#include "hbd.h"
+#include "hbd_key.h"
 #include "hibar.h"
 
 int hbd_key_generate(const char *path)

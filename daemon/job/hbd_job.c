@@ -1,4 +1,4 @@
-/* hbd_job.c: job specs, the file hibar-run hands to every daemon of a job (format in hbd_pmix.h).
+/* hbd_job.c: job specs, the file hibar-run hands to every daemon of a job (format in hbd_job.h).
  */
 #include "hb_config.h"
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "hb_log.h"
-#include "hbd_pmix.h"
+#include "hbd_job.h"
 #include "hibar.h"
 
 void hbd_job_spec_free(hbd_job_spec_t *s)

@@ -18,7 +18,9 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_launch.h"
 #include "hbd_pmix.h"
+#include "hbd_ranks.h"
 #include "hibar.h"
 
 /*
@@ -610,41 +612,40 @@ static void job_registered(hbd_job_t *j, int rc)
         job_finish_check(j);
 }
 
-
-void hbd_launch_request(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
+void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
 {
     char err[512] = "";
     hbd_job_spec_t *spec = NULL;
     hbd_job_t *j = NULL;
     int rc;
     if (spec_path == NULL) {
-        hbd_ctl_reply(conn, "err %d usage: launch <job spec file>", HIBAR_ERR_INVAL);
+        hbd_reply(conn, "err %d usage: launch <job spec file>", HIBAR_ERR_INVAL);
         return;
     }
     if ((rc = hbd_job_spec_load(spec_path, &spec, err, sizeof(err))) != 0) {
-        hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
         return;
     }
     if ((rc = job_build(d, spec, &j, err, sizeof(err))) != 0) {
-        hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
         hbd_job_spec_free(spec);
         return;
     }
     if (hbd_launch_job_find(j->nspace) != NULL) {
-        hbd_ctl_reply(conn, "err %d job %s exists", HIBAR_ERR_EXISTS, j->nspace);
+        hbd_reply(conn, "err %d job %s exists", HIBAR_ERR_EXISTS, j->nspace);
         j->n_local = 0;
         job_free(j);
         return;
     }
     if (d->lost || (!d->ready && d->topo->n_nodes > 1)) {
-        hbd_ctl_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
+        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
         j->n_local = 0;
         job_free(j);
         return;
     }
     j->next = hbd_launch_jobs;
     hbd_launch_jobs = j;
-    j->fd = hbd_ctl_detach(conn);
+    j->fd = hbd_reply_detach(conn);
     if (j->fd < 0) {
         j->n_local = 0;
         job_free(j);

@@ -17,7 +17,10 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hbd_pmix.h"
+#include "hbd_barrier.h"
+#include "hbd_dmodex.h"
+#include "hbd_launch.h"
+#include "hbd_net.h"
 #include "hbd_relay.h"
 #include "hibar.h"
 
@@ -25,8 +28,8 @@
  * "run SPEC" on the control socket (hibar-run) makes this daemon the job's origin. It loads the
  * spec (the checks of "launch"), sends it in JOB SPEC chunks to every other node and starts its
  * own ranks. Every node, origin included, starts its part through the local launcher exactly as
- * a "launch SPEC" on a control connection would: one end of a socketpair is adopted as a control
- * connection (hbd_ctl_adopt), so hbd_launch.c is untouched and its lines (hbd_launch.c's
+ * a "launch SPEC" on a control connection would: one end of a socketpair becomes the command's
+ * reply handle (hbd_reply_fd_new), so hbd_launch.c is untouched and its lines (hbd_launch.c's
  * protocol) arrive on the other end. Remote nodes send them back in OUT frames, then END when
  * their part ended. JOB frames go hop by hop along the chassis data tree, like direct modex
  * (every hop is a link the daemons keep anyway), through a per-hop FIFO that keeps their order.
@@ -468,7 +471,7 @@ static void part_start(rl_job_t *J, const char *path)
         close(sv[1]);
         goto err_out;
     }
-    struct hbd_ctl_conn *c = hbd_ctl_adopt(d, sv[1]);
+    hbd_reply_t *c = hbd_reply_fd_new(sv[1]);
     if (c == NULL) {
         bufferevent_free(J->part);
         J->part = NULL;
@@ -478,10 +481,10 @@ static void part_start(rl_job_t *J, const char *path)
     bufferevent_enable(J->part, EV_READ | EV_WRITE);
     if (reading_paused)
         bufferevent_disable(J->part, EV_READ);
-    hbd_ctl_hold(c);
+    hbd_reply_hold(c);
     hbd_launch_request(d, c, path);
-    hbd_ctl_close(c); /* refused: its "err" reply is in the pair, then EOF; else a no-op */
-    hbd_ctl_release(c);
+    hbd_reply_close(c); /* refused: its "err" reply is in the pair, then EOF; else a no-op */
+    hbd_reply_release(c);
     return;
 err_out : {
     char line[128];
@@ -541,7 +544,7 @@ static void run_event_cb(struct bufferevent *bev, short what, void *arg)
     relay_kill(J, "hibar-run went away");
 }
 
-void hbd_relay_run(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
+void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
 {
     char err[512] = "";
     hbd_job_spec_t *spec = NULL;
@@ -551,40 +554,40 @@ void hbd_relay_run(hbd_t *d, struct hbd_ctl_conn *conn, const char *spec_path)
     rl_job_t *J = NULL;
     int rc;
     if (spec_path == NULL) {
-        hbd_ctl_reply(conn, "err %d usage: run <job spec file>", HIBAR_ERR_INVAL);
+        hbd_reply(conn, "err %d usage: run <job spec file>", HIBAR_ERR_INVAL);
         return;
     }
     if ((rc = hbd_job_spec_load(spec_path, &spec, err, sizeof(err))) != 0) {
-        hbd_ctl_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
         return;
     }
     if ((rc = hbd_job_spec_read(spec_path, &raw, &raw_len)) == 0 && raw_len == 0)
         rc = HIBAR_ERR_PERM; /* what the daemons would be sent: nothing */
     if (rc != 0) {
-        hbd_ctl_reply(conn, "err %d %s: cannot read the job spec (%s)", rc, spec_path,
-                      hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s: cannot read the job spec (%s)", rc, spec_path,
+                  hibar_strerror(rc));
         goto out;
     }
     if (d->lost || (!d->ready && n > 1)) {
-        hbd_ctl_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
+        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
         goto out;
     }
     if (job_find(spec->id, d->self) != NULL || hbd_relay_n_jobs() >= HBD_RELAY_MAX_JOBS) {
-        hbd_ctl_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HIBAR_ERR_EXISTS,
-                      spec->id);
+        hbd_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HIBAR_ERR_EXISTS,
+                  spec->id);
         goto out;
     }
     J = calloc(1, sizeof(*J));
     if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
         (J->next_coll = calloc(n, sizeof(uint64_t))) == NULL ||
         (J->out_next = calloc(n, sizeof(uint32_t))) == NULL) {
-        hbd_ctl_reply(conn, "err %d %s", HIBAR_ERR_NOMEM, hibar_strerror(HIBAR_ERR_NOMEM));
+        hbd_reply(conn, "err %d %s", HIBAR_ERR_NOMEM, hibar_strerror(HIBAR_ERR_NOMEM));
         goto out;
     }
     J->d = d;
     J->id = spec->id;
     J->origin = d->self;
-    int fd = hbd_ctl_detach(conn);
+    int fd = hbd_reply_detach(conn);
     if (fd < 0)
         goto out;
     J->run = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -721,7 +724,8 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
     unlink(path);
 }
 
-void hbd_relay_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+/* A JOB frame (validated by hbd_wire_decode). */
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     hbd_wire_job_t x; /* kind, nodes, lengths checked by hbd_wire_decode */
     hbd_wire_job_unpack(m->payload, &x);
@@ -811,8 +815,11 @@ static int path_crosses(const hbd_t *d, uint32_t a, uint32_t b, uint32_t x)
     return xa || xb || lca == x;
 }
 
-void hbd_relay_peer_lost(hbd_t *d, uint32_t node, int status)
+/* The cluster's first lost node: stop every relayed job here; the origin reports it. */
+static void on_lost(hbd_t *d, uint32_t node, int status, int first)
 {
+    if (!first)
+        return;
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
     for (rl_job_t *J = jobs, *next; J != NULL; J = next) {
         next = J->next;
@@ -933,6 +940,12 @@ static void tick_arm(hbd_t *d, int fast)
     /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
     struct timeval tv = {0, fast ? 1000 : 100000};
     hbd_net_timer_arm(d, &ev_tick, tick_cb, tv, fast);
+}
+
+int hbd_relay_init(hbd_t *d)
+{
+    hbd_net_on_frame(d, HBD_WIRE_JOB, on_msg, NULL);
+    return hbd_net_on_lost(d, on_lost);
 }
 
 void hbd_relay_fini(hbd_t *d)

@@ -18,8 +18,8 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hbd.h"
-#include "hbd_pmix.h"
+#include "hbd_fast.h"
+#include "hbd_net.h"
 #include "hibar.h"
 
 /*
@@ -170,16 +170,8 @@ static int link_parse(hbd_fast_link_t *l)
         off += HBD_WIRE_HDR_LEN + (size_t)len;
         d->st.fast_rx++;
         hbd_net_peer_heard(d, l->node);
-        if (m.type == HBD_WIRE_HIER) {
-            hbd_barrier_on_msg(d, &m);
-        } else {
-            d->st.data_rx++;
-            hbd_poll_kick(d);
-            if (m.type == HBD_WIRE_COLL)
-                hbd_coll_on_msg(d, &m);
-            else
-                hbd_fence_on_msg(d, &m);
-        }
+        d->st.data_rx += m.type != HBD_WIRE_HIER;
+        (void)hbd_net_deliver(d, &m);
         if (l->fd != fd) /* closed meanwhile (the message failed the cluster) */
             return -1;
     }

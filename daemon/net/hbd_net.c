@@ -19,9 +19,9 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hbd.h"
-#include "hbd_pmix.h"
-#include "hbd_relay.h"
+#include "hbd_barrier.h"
+#include "hbd_fast.h"
+#include "hbd_net.h"
 #include "hibar.h"
 
 /*
@@ -399,7 +399,21 @@ void hbd_net_check_ready(hbd_t *d)
     check_ready(d);
 }
 
-static void echo_peer_lost(uint32_t node, int status);
+void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
+{
+    if (type <= HBD_WIRE_TYPE_MAX) {
+        d->rx[type].on_msg = on_msg;
+        d->rx[type].on_seg = on_seg;
+    }
+}
+
+int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn)
+{
+    if (d->n_lost_subs == HBD_NET_LOST_MAX)
+        return HIBAR_ERR_NOMEM;
+    d->lost_subs[d->n_lost_subs++] = fn;
+    return 0;
+}
 
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
@@ -409,17 +423,18 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
         d->st.peers_lost++;
         hbd_fast_peer_down(d, p);
     }
-    /* the probes waiting on that node's answers end now (each loss, not only the first) */
-    echo_peer_lost(node, status);
-    hbd_logp_peer_lost(d, node, status);
-    if (d->lost)
+    /* every loss ends what waits on that node (the probes); the first fails everything */
+    int first = !d->lost;
+    if (first) {
+        d->lost = 1;
+        d->lost_node = node;
+        hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node,
+                    hibar_strerror(status));
+    }
+    for (uint32_t i = 0; i < d->n_lost_subs; i++)
+        d->lost_subs[i](d, node, status, first);
+    if (!first)
         return;
-    d->lost = 1;
-    d->lost_node = node;
-    hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hibar_strerror(status));
-    hbd_barrier_fail_all(d, status, node);
-    hbd_coll_fail_all(d, status, node);
-    hbd_relay_peer_lost(d, node, status);
     /* flood: every live neighbour learns it once, and passes it on once */
     uint8_t pl[8];
     hbd_wire_abort_t a = {.status = status, .lost = node};
@@ -429,95 +444,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
             (void)hbd_net_send(d, d->peers[i].node, HBD_WIRE_ABORT, 0, 0, pl, sizeof(pl));
 }
 
-/* ---- T_SR probe: ping-pong with one neighbour ---- */
-
-typedef struct hbd_echo {
-    struct hbd_ctl_conn *conn;
-    uint32_t to, n, done;
-    uint64_t t0;
-    double *rtt;
-} hbd_echo_t;
-
-static hbd_echo_t echo_state;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* End the T_SR probe with an error (its answer cannot come); why: NULL for rc's text. */
-static void echo_fail(int rc, const char *why)
-{
-    hbd_echo_t *e = &echo_state;
-    if (e->conn == NULL)
-        return;
-    hbd_ctl_reply(e->conn, "err tsr %d %s", rc, why != NULL ? why : hibar_strerror(rc));
-    hbd_ctl_release(e->conn);
-    free(e->rtt);
-    memset(e, 0, sizeof(*e));
-}
-
-static void echo_peer_lost(uint32_t node, int status)
-{
-    if (echo_state.conn != NULL && echo_state.to == node)
-        echo_fail(status, NULL);
-}
-
-static void echo_next(hbd_t *d)
-{
-    hbd_echo_t *e = &echo_state;
-    uint8_t pl[8];
-    hbd_wire_put32(pl, e->done);
-    hbd_wire_put32(pl + 4, 0);
-    e->t0 = hb_time_now_ns();
-    if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0)
-        echo_fail(HIBAR_ERR_PEER_LOST, NULL);
-}
-
-int hbd_net_echo_start(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t to, uint32_t n)
-{
-    hbd_echo_t *e = &echo_state;
-    if (e->conn != NULL)
-        return HIBAR_ERR_BUSY;
-    if (peer_get(d, to) == NULL)
-        return HIBAR_ERR_NOT_FOUND;
-    if (n == 0 || n > 1000000)
-        return HIBAR_ERR_INVAL;
-    e->rtt = calloc(n, sizeof(double));
-    if (e->rtt == NULL)
-        return HIBAR_ERR_NOMEM;
-    e->conn = hbd_ctl_hold(conn);
-    e->to = to;
-    e->n = n;
-    e->done = 0;
-    echo_next(d);
-    return 0;
-}
-
-static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
-{
-    hbd_echo_t *e = &echo_state;
-    if (e->conn == NULL || m->src != e->to || m->len != 8 || hbd_wire_get32(m->payload) != e->done)
-        return; /* a late answer to an abandoned probe */
-    e->rtt[e->done++] = (double)(hb_time_now_ns() - e->t0) / 1e3;
-    if (e->done < e->n) {
-        echo_next(d);
-        return;
-    }
-    qsort(e->rtt, e->n, sizeof(double), cmp_double);
-    double med = e->rtt[e->n / 2], p99 = e->rtt[(size_t)((e->n - 1) * 0.99)];
-    hbd_ctl_reply(e->conn, "ok tsr %.3f rtt_median=%.3f rtt_p99=%.3f min=%.3f n=%" PRIu32, med / 2,
-                  med, p99, e->rtt[0], e->n);
-    hbd_ctl_release(e->conn);
-    free(e->rtt);
-    memset(e, 0, sizeof(*e));
-}
-
 /* ---- receive ---- */
-
-/* When the frame being handled was taken off the socket (PlogP's o_r). */
-static uint64_t rx_t0_ns;
 
 static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
 {
@@ -596,41 +523,15 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             if (!(m.flags & HBD_WIRE_F_REPLY))
                 (void)hbd_net_send(d, from, HBD_WIRE_HEARTBEAT, HBD_WIRE_F_REPLY, 0, NULL, 0);
             return;
-        case HBD_WIRE_HIER:
-            hbd_barrier_on_msg(d, &m);
-            return;
-        case HBD_WIRE_FENCE:
-            hbd_poll_kick(d);
-            hbd_fence_on_msg(d, &m);
-            return;
-        case HBD_WIRE_COLL:
-            hbd_poll_kick(d);
-            hbd_coll_on_msg(d, &m);
-            return;
-        case HBD_WIRE_DMODEX:
-            hbd_dmodex_on_msg(d, &m);
-            return;
-        case HBD_WIRE_JOB:
-            hbd_relay_on_msg(d, &m);
-            return;
         case HBD_WIRE_ABORT: {
             hbd_wire_abort_t a;
             hbd_wire_abort_unpack(m.payload, &a);
             hbd_net_peer_lost(d, a.lost, a.status);
             return;
         }
-        case HBD_WIRE_ECHO:
-            if ((m.flags & HBD_WIRE_F_REPLY) && m.len == 12)
-                hbd_logp_on_reply(d, &m);
-            else if (m.flags & HBD_WIRE_F_REPLY)
-                echo_reply(d, &m);
-            else if (m.len >= 8 && hbd_wire_get32(m.payload + 4) != 0)
-                hbd_logp_on_echo(d, &m, rx_t0_ns);
-            else
-                (void)hbd_net_send(d, from, HBD_WIRE_ECHO, HBD_WIRE_F_REPLY, m.coll_id, m.payload,
-                                   m.len);
-            return;
         default:
+            if (hbd_net_deliver(d, &m) == 0)
+                return;
             why = HBD_WIRE_BAD_TYPE;
         }
     }
@@ -685,7 +586,7 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
     /* bounded batch per callback so control clients are not starved; the rest via rearm */
     for (int batch = 0; batch < 256; batch++) {
         zmq_msg_t id, body;
-        int parts = sock_recv(d->router, &id, &body, 1, &rx_t0_ns);
+        int parts = sock_recv(d->router, &id, &body, 1, &d->rx_t0_ns);
         if (parts < 0)
             return;
         uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
@@ -733,13 +634,13 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     p->last_rx_ns = hb_time_now_ns();
     d->st.rx_frames++;
     d->st.data_rx++;
-    hbd_poll_kick(d);
     if (m.type == HBD_WIRE_FENCE) {
-        hbd_fence_on_msg(d, &m);
+        (void)hbd_net_deliver(d, &m);
         return;
     }
     data = tail != NULL ? zmq_msg_data(tail) : m.payload + HBD_WIRE_COLL_HDR;
-    hbd_coll_on_segment(d, &m, data);
+    if (d->rx[HBD_WIRE_COLL].on_seg != NULL)
+        d->rx[HBD_WIRE_COLL].on_seg(d, &m, data);
 }
 
 /* The plain data socket: [routing id][frame] or [routing id][COLL header][data], the id bound
@@ -1039,6 +940,20 @@ void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t
     evtimer_add(*ev_p, &tv);
 }
 
+int hbd_accept(int lfd, const char *what)
+{
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0)
+            return fd;
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            hb_log_warn("accept on the %s: %m", what);
+        return -1;
+    }
+}
+
 static int sockopt_int(void *s, int opt, int v, const char *name)
 {
     if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
@@ -1295,12 +1210,6 @@ int hbd_net_start(hbd_t *d)
     hb_log_info("node %s (%" PRIu32 ") listening on %s, %" PRIu32 " neighbours", d->name, d->self,
                 d->endpoint, d->n_peers);
     return 0;
-}
-
-void hbd_net_probes_stop(hbd_t *d)
-{
-    hbd_logp_stop(d);
-    echo_fail(HIBAR_ERR_PEER_LOST, "daemon stopping"); /* as the PlogP probe says */
 }
 
 void hbd_net_stop(hbd_t *d)

@@ -10,8 +10,10 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_dmodex.h"
+#include "hbd_launch.h"
+#include "hbd_net.h"
 #include "hbd_pmix.h"
-#include "hbd_relay.h"
 #include "hibar.h"
 
 /*
@@ -515,7 +517,8 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
     tick_arm(d, 0);
 }
 
-void hbd_dmodex_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+/* A DMODEX frame. */
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     hbd_wire_dmodex_t x; /* kind, lengths and status were checked by hbd_wire_decode */
     hbd_wire_dmodex_unpack(m->payload, &x);
@@ -531,6 +534,12 @@ void hbd_dmodex_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         serve(d, x.origin, &x, ns);
     else
         on_reply(d, x.origin, &x, ns + x.nslen, m->len - HBD_WIRE_DMODEX_HDR - x.nslen);
+}
+
+int hbd_dmodex_init(hbd_t *d)
+{
+    hbd_net_on_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
+    return 0;
 }
 
 void hbd_dmodex_fini(hbd_t *d)

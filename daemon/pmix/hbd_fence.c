@@ -11,7 +11,9 @@
 #include "hb_env.h"
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hbd_pmix.h"
+#include "hbd_barrier.h"
+#include "hbd_fence.h"
+#include "hbd_net.h"
 #include "hibar.h"
 
 /*
@@ -602,8 +604,10 @@ int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32
     return 0;
 }
 
-void hbd_fence_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+/* A FENCE frame from a neighbour (ZeroMQ link, data plane or fast lane). */
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
+    hbd_poll_kick(d);
     if (m->len < HBD_FENCE_HDR)
         return;
     int dir = m->payload[0];
@@ -685,6 +689,12 @@ void hbd_fence_stats(hbd_t *d, char *buf, size_t cap)
                                 " %" PRIu32 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64, i,
                                 l->tx_up, l->tx_down, l->rx_up, l->rx_down);
     }
+}
+
+int hbd_fence_init(hbd_t *d)
+{
+    hbd_net_on_frame(d, HBD_WIRE_FENCE, on_msg, NULL);
+    return 0;
 }
 
 void hbd_fence_fini(hbd_t *d)

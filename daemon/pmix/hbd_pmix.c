@@ -19,6 +19,10 @@
 #include <unistd.h>
 
 #include "hb_log.h"
+#include "hbd_barrier.h"
+#include "hbd_dmodex.h"
+#include "hbd_fence.h"
+#include "hbd_launch.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
 

@@ -12,7 +12,9 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
-#include "hbd.h"
+#include "hbd_barrier.h"
+#include "hbd_launch.h"
+#include "hbd_net.h"
 #include "hibar.h"
 #include "hier.h"
 #include "hier_local.h"
@@ -42,7 +44,7 @@ static void yield_arm(hbd_t *d);
 typedef struct hbd_req {
     uint64_t coll;
     uint64_t t0;
-    struct hbd_ctl_conn *conn;
+    hbd_reply_t *conn;
     hbd_barrier_cb_t cb; /* instead of a reply to conn (hbd_barrier_start) */
     void *cb_arg;
     struct hbd_req *next;
@@ -72,7 +74,7 @@ typedef struct hbd_barrier_state {
     int poll_mode;          /* HBD_POLL_*: how the loop waits while barriers are busy */
     uint32_t cores;         /* the node's cores (cpu.count, else this process's affinity) */
     /* T_IB probe */
-    struct hbd_ctl_conn *tib_conn;
+    hbd_reply_t *tib_conn;
     uint32_t tib_n, tib_done;
     uint64_t tib_t0, tib_t1; /* the last round's arrival and completion (CLOCK_MONOTONIC ns) */
     double *tib;
@@ -202,12 +204,11 @@ static void req_finish(hbd_t *d, uint64_t coll, int status)
      * share that clock, so a driver can tell the last arrival from the last completion */
     uint64_t now = hb_time_now_ns();
     if (status == 0)
-        hbd_ctl_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f %" PRIu64 " %" PRIu64, coll,
-                      (double)(now - r->t0) / 1e3, r->t0, now);
+        hbd_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f %" PRIu64 " %" PRIu64, coll,
+                  (double)(now - r->t0) / 1e3, r->t0, now);
     else
-        hbd_ctl_reply(r->conn, "err barrier %" PRIu64 " %d %s", coll, status,
-                      hibar_strerror(status));
-    hbd_ctl_release(r->conn);
+        hbd_reply(r->conn, "err barrier %" PRIu64 " %d %s", coll, status, hibar_strerror(status));
+    hbd_reply_release(r->conn);
     free(r);
 }
 
@@ -439,8 +440,7 @@ void hbd_barrier_on_hwb(hbd_t *d)
 
 /* A request for barrier coll_id (answered to conn, or through cb): queued, the deadline check
  * armed, and this node arrives. 0 or NOMEM. */
-static int req_arrive(hbd_t *d, uint64_t coll_id, struct hbd_ctl_conn *conn, hbd_barrier_cb_t cb,
-                      void *arg)
+static int req_arrive(hbd_t *d, uint64_t coll_id, hbd_reply_t *conn, hbd_barrier_cb_t cb, void *arg)
 {
     hbd_barrier_state_t *b = d->bar;
     hbd_req_t *r = calloc(1, sizeof(*r));
@@ -448,7 +448,7 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, struct hbd_ctl_conn *conn, hbd
         return HIBAR_ERR_NOMEM;
     r->coll = coll_id;
     r->t0 = hb_time_now_ns();
-    r->conn = hbd_ctl_hold(conn); /* NULL stays NULL */
+    r->conn = hbd_reply_hold(conn); /* NULL stays NULL */
     r->cb = cb;
     r->cb_arg = arg;
     r->next = b->reqs;
@@ -463,29 +463,29 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, struct hbd_ctl_conn *conn, hbd
     return 0;
 }
 
-void hbd_barrier_request(hbd_t *d, struct hbd_ctl_conn *conn, uint64_t coll_id)
+void hbd_barrier_request(hbd_t *d, hbd_reply_t *conn, uint64_t coll_id)
 {
     hbd_barrier_state_t *b = d->bar;
     if (d->lost) {
-        hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_PEER_LOST,
-                      hibar_strerror(HIBAR_ERR_PEER_LOST));
+        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_PEER_LOST,
+                  hibar_strerror(HIBAR_ERR_PEER_LOST));
         d->st.barriers_failed++;
         return;
     }
     if (!d->ready) {
-        hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s (not every neighbour linked yet)",
-                      coll_id, HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
+        hbd_reply(conn, "err barrier %" PRIu64 " %d %s (not every neighbour linked yet)", coll_id,
+                  HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
         return;
     }
     for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
         if (r->coll == coll_id) {
-            hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_BUSY,
-                          hibar_strerror(HIBAR_ERR_BUSY));
+            hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_BUSY,
+                      hibar_strerror(HIBAR_ERR_BUSY));
             return;
         }
     if (req_arrive(d, coll_id, conn, NULL, NULL) != 0)
-        hbd_ctl_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_NOMEM,
-                      hibar_strerror(HIBAR_ERR_NOMEM));
+        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_NOMEM,
+                  hibar_strerror(HIBAR_ERR_NOMEM));
 }
 
 int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg)
@@ -503,7 +503,8 @@ int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg
     return req_arrive(d, coll_id, NULL, cb, arg);
 }
 
-void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+/* A HIER frame from a neighbour. */
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     if (d->bar == NULL || d->lost)
         return;
@@ -520,10 +521,11 @@ void hbd_barrier_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     drain(d);
 }
 
-void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost)
+/* The cluster's first lost node: fail every barrier in flight with status. */
+static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
 {
     hbd_barrier_state_t *b = d->bar;
-    if (b == NULL)
+    if (b == NULL || !first)
         return;
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
     size_t n = 0;
@@ -539,8 +541,8 @@ void hbd_barrier_fail_all(hbd_t *d, int status, uint32_t lost)
     while (b->reqs != NULL)
         req_finish(d, b->reqs->coll, status);
     if (b->tib_conn != NULL) {
-        hbd_ctl_reply(b->tib_conn, "err tib %d %s", status, hibar_strerror(status));
-        hbd_ctl_release(b->tib_conn);
+        hbd_reply(b->tib_conn, "err tib %d %s", status, hibar_strerror(status));
+        hbd_reply_release(b->tib_conn);
         b->tib_conn = NULL;
         free(b->tib);
         b->tib = NULL;
@@ -613,15 +615,14 @@ static void tib_end(hbd_t *d, int rc)
     hbd_barrier_state_t *b = d->bar;
     if (rc == 0) {
         qsort(b->tib, b->tib_n, sizeof(double), cmp_double);
-        hbd_ctl_reply(b->tib_conn,
-                      "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32 " arrived=%" PRIu64
-                      " done=%" PRIu64,
-                      b->tib[b->tib_n / 2], b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0],
-                      b->tib_n, b->tib_t0, b->tib_t1);
+        hbd_reply(b->tib_conn,
+                  "ok tib %.3f p99=%.3f min=%.3f n=%" PRIu32 " arrived=%" PRIu64 " done=%" PRIu64,
+                  b->tib[b->tib_n / 2], b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0],
+                  b->tib_n, b->tib_t0, b->tib_t1);
     } else {
-        hbd_ctl_reply(b->tib_conn, "err tib %d %s", rc, hibar_strerror(rc));
+        hbd_reply(b->tib_conn, "err tib %d %s", rc, hibar_strerror(rc));
     }
-    hbd_ctl_release(b->tib_conn);
+    hbd_reply_release(b->tib_conn);
     b->tib_conn = NULL;
     free(b->tib);
     b->tib = NULL;
@@ -657,7 +658,7 @@ static void tib_check(hbd_t *d)
     }
 }
 
-void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n)
+void hbd_barrier_tib(hbd_t *d, hbd_reply_t *conn, uint32_t n)
 {
     hbd_barrier_state_t *b = d->bar;
     int rc = 0;
@@ -672,7 +673,7 @@ void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n)
     if (rc == 0) {
         b->tib_n = n;
         b->tib_done = 0;
-        b->tib_conn = hbd_ctl_hold(conn);
+        b->tib_conn = hbd_reply_hold(conn);
         if ((rc = tib_arrive(d)) != 0) {
             tib_end(d, rc);
             return;
@@ -681,7 +682,7 @@ void hbd_barrier_tib(hbd_t *d, struct hbd_ctl_conn *conn, uint32_t n)
         yield_arm(d);
         return;
     }
-    hbd_ctl_reply(conn, "err tib %d %s", rc, hibar_strerror(rc));
+    hbd_reply(conn, "err tib %d %s", rc, hibar_strerror(rc));
 }
 
 static void hwb_fd_cb(evutil_socket_t fd, short what, void *arg)
@@ -711,6 +712,9 @@ int hbd_barrier_init(hbd_t *d)
         return rc;
     }
     b->max_acts = hb_hier_max_actions(b->h);
+    hbd_net_on_frame(d, HBD_WIRE_HIER, on_msg, NULL);
+    if ((rc = hbd_net_on_lost(d, on_lost)) != 0)
+        return rc;
     const char *tdir = getenv("HIBAR_TRACE_DIR");
     if (tdir != NULL && *tdir != '\0') {
         char path[4096];
@@ -767,13 +771,13 @@ void hbd_barrier_fini(hbd_t *d)
         b->reqs = r->next;
         if (r->cb != NULL)
             r->cb(d, r->coll, HIBAR_ERR_UNAVAIL, r->cb_arg);
-        hbd_ctl_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
-                      HIBAR_ERR_UNAVAIL);
-        hbd_ctl_release(r->conn);
+        hbd_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
+                  HIBAR_ERR_UNAVAIL);
+        hbd_reply_release(r->conn);
         free(r);
     }
     if (b->tib_conn != NULL) {
-        hbd_ctl_release(b->tib_conn);
+        hbd_reply_release(b->tib_conn);
         free(b->tib);
     }
     if (d->ev_hwb != NULL)

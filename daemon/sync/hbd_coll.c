@@ -1,11 +1,14 @@
 /* hbd_coll.c: collectives across nodes: every daemon builds the same coll/ schedule and runs its
  * node's hb_coll_exec over COLL frames. */
-#include "hbd.h"
+#include "hbd_coll.h"
 
 #include "coll_model.h"
 #include "coll_sched.h"
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_barrier.h"
+#include "hbd_model.h"
+#include "hbd_net.h"
 #include "hibar.h"
 
 #include <event2/event.h>
@@ -72,7 +75,7 @@ struct hbd_coll_run {
     uint64_t in_len;
     hb_coll_act_t *q; /* pending sends, FIFO */
     size_t qhead, nq, qcap;
-    struct hbd_ctl_conn *conn;
+    hbd_reply_t *conn;
     int started, complete, failed, status, delivered, warned;
     double predicted_us;
     uint64_t t_created, t_start, t_done, last_link_ns;
@@ -148,6 +151,10 @@ static int pat_check(const uint8_t *buf, uint64_t id, uint32_t node, uint64_t le
     return 1;
 }
 
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m);
+static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data);
+static void on_lost(hbd_t *d, uint32_t lost, int status, int first);
+
 int hbd_coll_init(hbd_t *d)
 {
     hbd_coll_state_t *st = calloc(1, sizeof(*st));
@@ -174,13 +181,14 @@ int hbd_coll_init(hbd_t *d)
     if (to != NULL && atol(to) > 0)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
     d->coll = st;
-    return 0;
+    hbd_net_on_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
+    return hbd_net_on_lost(d, on_lost);
 }
 
 static void run_free(hbd_coll_run_t *r)
 {
     if (r->conn != NULL)
-        hbd_ctl_release(r->conn);
+        hbd_reply_release(r->conn);
     free(r->ranks_of);
     free(r->rd_done);
     if (r->work_zc != NULL) {
@@ -207,8 +215,8 @@ void hbd_coll_fini(hbd_t *d)
         hbd_coll_run_t *r = st->runs;
         st->runs = r->next;
         if (r->conn != NULL)
-            hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST, "daemon stopping",
-                          r->id);
+            hbd_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST, "daemon stopping",
+                      r->id);
         run_free(r);
     }
     while (st->early != NULL) {
@@ -438,18 +446,17 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
     }
     if (r->failed) {
         st->failed++;
-        hbd_ctl_reply(r->conn, "err %d %s id=%" PRIu64, r->status, hibar_strerror(r->status),
-                      r->id);
+        hbd_reply(r->conn, "err %d %s id=%" PRIu64, r->status, hibar_strerror(r->status), r->id);
     } else {
         st->done++;
-        hbd_ctl_reply(r->conn,
-                      "ok coll id=%" PRIu64 " op=%s%s alg=%s lanes=%" PRIu32 " size=%" PRIu64
-                      " total=%" PRIu64 " us=%.1f predicted_us=%.1f frames_tx=%" PRIu64
-                      " frames_rx=%" PRIu64 " t0_ns=%" PRIu64 " t1_ns=%" PRIu64 " check=ok",
-                      r->id, hb_coll_op_name(r->s->op),
-                      (r->key.flags & HBD_WIRE_COLL_F_V) ? "v" : "", hb_coll_alg_name(r->s->alg),
-                      r->s->lanes, r->key.size, r->s->total, (double)(r->t_done - r->t_start) / 1e3,
-                      r->predicted_us, r->frames_tx, r->frames_rx, r->t_start, r->t_done);
+        hbd_reply(r->conn,
+                  "ok coll id=%" PRIu64 " op=%s%s alg=%s lanes=%" PRIu32 " size=%" PRIu64
+                  " total=%" PRIu64 " us=%.1f predicted_us=%.1f frames_tx=%" PRIu64
+                  " frames_rx=%" PRIu64 " t0_ns=%" PRIu64 " t1_ns=%" PRIu64 " check=ok",
+                  r->id, hb_coll_op_name(r->s->op), (r->key.flags & HBD_WIRE_COLL_F_V) ? "v" : "",
+                  hb_coll_alg_name(r->s->alg), r->s->lanes, r->key.size, r->s->total,
+                  (double)(r->t_done - r->t_start) / 1e3, r->predicted_us, r->frames_tx,
+                  r->frames_rx, r->t_start, r->t_done);
     }
     run_unlink(st, r);
     run_free(r);
@@ -769,7 +776,7 @@ static void run_start(hbd_t *d, hbd_coll_run_t *r);
  * lanes when LANES is 0); OP scatterv, gatherv, allgatherv: node i's bytes are vcount(SIZE, i)
  * in 0 .. SIZE; SIZE bytes per node (bcast: in total); SEG the pipelining
  * segment (default HBD_COLL_SEG_DEFAULT, at most HBD_WIRE_COLL_MAX_DATA). */
-void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
+void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
 {
     hbd_coll_state_t *st = d->coll;
     char *save = NULL, *tok[6] = {0};
@@ -800,10 +807,10 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     if (ntok < 4 || hb_coll_op_parse(tok[0], &op) != 0 ||
         (!auto_alg && hb_coll_alg_parse(tok[1], &alg) != 0) || v[0] >= d->topo->n_nodes ||
         v[1] > (1ull << 32) || v[3] > HBD_WIRE_COLL_MAX_DATA) {
-        hbd_ctl_reply(conn,
-                      "err %d usage: coll scatter[v]|gather[v]|bcast|allgather[v] "
-                      "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
-                      HIBAR_ERR_INVAL);
+        hbd_reply(conn,
+                  "err %d usage: coll scatter[v]|gather[v]|bcast|allgather[v] "
+                  "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
+                  HIBAR_ERR_INVAL);
         return;
     }
     if (v[2] == 0 && env_lanes != NULL)
@@ -819,15 +826,15 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     model_choose(d, &key, auto_alg, &pred);
     uint64_t id = st->next_id++;
     if (d->lost) {
-        hbd_ctl_reply(conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST,
-                      hibar_strerror(HIBAR_ERR_PEER_LOST), id);
+        hbd_reply(conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST,
+                  hibar_strerror(HIBAR_ERR_PEER_LOST), id);
         return;
     }
     hbd_coll_run_t *r = run_find(st, id);
     if (r == NULL) {
         int rc = run_create(d, id, &key, &r);
         if (rc != 0) {
-            hbd_ctl_reply(conn, "err %d %s id=%" PRIu64, rc, hibar_strerror(rc), id);
+            hbd_reply(conn, "err %d %s id=%" PRIu64, rc, hibar_strerror(rc), id);
             return;
         }
     } else if (!key_equal(&key, &r->key)) {
@@ -838,7 +845,7 @@ void hbd_coll_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
                      hb_coll_alg_name((hb_coll_alg_t)r->key.alg), r->key.root, r->key.size);
         run_fail(r, HIBAR_ERR_MISMATCH);
     }
-    r->conn = hbd_ctl_hold(conn);
+    r->conn = hbd_reply_hold(conn);
     r->predicted_us = pred;
     run_start(d, r);
 }
@@ -1037,15 +1044,13 @@ static void early_keep(hbd_t *d, const hbd_wire_msg_t *m, const hbd_wire_coll_t 
     timer_arm(d);
 }
 
-void hbd_coll_on_msg(hbd_t *d, const hbd_wire_msg_t *m)
-{
-    hbd_coll_on_segment(d, m, m->payload + HBD_WIRE_COLL_HDR);
-}
-
-void hbd_coll_on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
+/* A COLL frame's segment, its data elsewhere than after the collective header (the plain data
+ * plane's two-part frames) or right after it (on_msg). */
+static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
 {
     hbd_coll_state_t *st = d->coll;
     hbd_wire_coll_t c;
+    hbd_poll_kick(d);
     if (st == NULL)
         return;
     hbd_wire_coll_unpack(m->payload, &c);
@@ -1091,10 +1096,16 @@ void hbd_coll_on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
     timer_arm(d);
 }
 
-void hbd_coll_fail_all(hbd_t *d, int status, uint32_t lost)
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    on_segment(d, m, m->payload + HBD_WIRE_COLL_HDR);
+}
+
+/* The cluster's first lost node: every collective in flight fails. */
+static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
 {
     hbd_coll_state_t *st = d->coll;
-    if (st == NULL)
+    if (st == NULL || !first)
         return;
     hbd_coll_run_t *r = st->runs, *next;
     for (; r != NULL; r = next) {

@@ -10,9 +10,9 @@
 #include "hb_log.h"
 #include "hb_meas.h"
 #include "hb_time.h"
-#include "hbd.h"
+#include "hbd_logp.h"
+#include "hbd_net.h"
 #include "hibar.h"
-#include "wire.h"
 
 /*
  * Control command (one probe at a time per daemon):
@@ -38,8 +38,8 @@
 #define LOGP_REPLY_LEN 12
 #define LOGP_MAX_TO 256
 
-typedef struct hbd_logp {
-    struct hbd_ctl_conn *conn;
+typedef struct logp_probe {
+    hbd_reply_t *conn;
     hbd_t *d;
     int flood;
     uint32_t to[LOGP_MAX_TO], nto;
@@ -52,97 +52,110 @@ typedef struct hbd_logp {
     int have_ad;
     uint8_t *buf;
     struct event *ev;
-} hbd_logp_t;
+} logp_probe_t;
 
-static hbd_logp_t lp;
+/* The T_SR probe: ping-pong with one neighbour (mode-0 ECHO frames, echoed whole). */
+typedef struct logp_echo {
+    hbd_reply_t *conn;
+    uint32_t to, n, done;
+    uint64_t t0;
+    double *rtt;
+} logp_echo_t;
 
-static void logp_end(void)
+/* The module's state in the daemon context (d->logp). */
+struct hbd_logp {
+    logp_probe_t lp;
+    logp_echo_t echo;
+};
+
+static void logp_end(logp_probe_t *P)
 {
-    if (lp.conn != NULL)
-        hbd_ctl_release(lp.conn);
-    if (lp.have_ad)
-        hb_meas_adapt_free(&lp.ad);
-    if (lp.ev != NULL)
-        event_free(lp.ev);
-    free(lp.buf);
-    memset(&lp, 0, sizeof(lp));
+    if (P->conn != NULL)
+        hbd_reply_release(P->conn);
+    if (P->have_ad)
+        hb_meas_adapt_free(&P->ad);
+    if (P->ev != NULL)
+        event_free(P->ev);
+    free(P->buf);
+    memset(P, 0, sizeof(*P));
 }
 
-static void logp_fail(int rc)
+static void logp_fail(logp_probe_t *P, int rc)
 {
-    hbd_ctl_reply(lp.conn, "err %d %s", rc, hibar_strerror(rc));
-    logp_end();
+    hbd_reply(P->conn, "err %d %s", rc, hibar_strerror(rc));
+    logp_end(P);
 }
 
-static void logp_arm(uint32_t usec)
+static void logp_arm(logp_probe_t *P, uint32_t usec)
 {
     struct timeval tv = {0, usec};
-    evtimer_add(lp.ev, &tv);
+    evtimer_add(P->ev, &tv);
 }
 
 /* Send one frame; WOULD_BLOCK (queue full, link not up) is retried by the caller. */
-static int logp_send(uint32_t to, uint32_t mode)
+static int logp_send(logp_probe_t *P, uint32_t to, uint32_t mode)
 {
     uint64_t t;
     int rc;
-    hbd_wire_put32(lp.buf, lp.seq);
-    hbd_wire_put32(lp.buf + 4, mode);
+    hbd_wire_put32(P->buf, P->seq);
+    hbd_wire_put32(P->buf + 4, mode);
     t = hb_time_now_ns();
-    rc = hbd_net_send(lp.d, to, HBD_WIRE_ECHO, 0, 0, lp.buf, 8 + lp.size);
+    rc = hbd_net_send(P->d, to, HBD_WIRE_ECHO, 0, 0, P->buf, 8 + P->size);
     if (rc == 0) {
         uint64_t e = hb_time_now_ns();
-        lp.os_sum += (double)(e - t) / 1e3;
-        lp.os_n++;
-        if (lp.t0 == 0 || !lp.flood)
-            lp.t0 = t;
+        P->os_sum += (double)(e - t) / 1e3;
+        P->os_n++;
+        if (P->t0 == 0 || !P->flood)
+            P->t0 = t;
     }
     return rc;
 }
 
 static void logp_step(evutil_socket_t fd, short what, void *arg)
 {
+    logp_probe_t *P = arg;
     (void)fd;
     (void)what;
-    (void)arg;
-    if (lp.conn == NULL)
+    if (P->conn == NULL)
         return;
-    for (uint32_t i = 0; i < lp.nto; i++)
-        if (!hbd_net_peer_up(lp.d, lp.to[i])) {
-            if (hb_time_now_ns() - lp.t_start > 10000000000ull) {
-                logp_fail(HIBAR_ERR_TIMEOUT);
+    for (uint32_t i = 0; i < P->nto; i++)
+        if (!hbd_net_peer_up(P->d, P->to[i])) {
+            if (hb_time_now_ns() - P->t_start > 10000000000ull) {
+                logp_fail(P, HIBAR_ERR_TIMEOUT);
                 return;
             }
-            (void)hbd_net_link(lp.d, lp.to[i]);
-            logp_arm(1000);
+            (void)hbd_net_link(P->d, P->to[i]);
+            logp_arm(P, 1000);
             return;
         }
-    if (!lp.flood) {
-        int rc = logp_send(lp.to[0], LOGP_RTT);
+    if (!P->flood) {
+        int rc = logp_send(P, P->to[0], LOGP_RTT);
         if (rc == HIBAR_ERR_WOULD_BLOCK)
-            logp_arm(100);
+            logp_arm(P, 100);
         else if (rc != 0)
-            logp_fail(rc);
+            logp_fail(P, rc);
         return;
     }
-    uint32_t total = lp.count * lp.nto;
-    while (lp.sent < total) {
-        uint32_t to = lp.to[lp.sent % lp.nto];
-        int rc = logp_send(to, lp.sent >= total - lp.nto ? LOGP_LAST : LOGP_FLOOD);
+    uint32_t total = P->count * P->nto;
+    while (P->sent < total) {
+        uint32_t to = P->to[P->sent % P->nto];
+        int rc = logp_send(P, to, P->sent >= total - P->nto ? LOGP_LAST : LOGP_FLOOD);
         if (rc == HIBAR_ERR_WOULD_BLOCK) {
-            logp_arm(100);
+            logp_arm(P, 100);
             return;
         }
         if (rc != 0) {
-            logp_fail(rc);
+            logp_fail(P, rc);
             return;
         }
-        lp.sent++;
+        P->sent++;
     }
 }
 
 /* "TO[,TO...] SIZE COUNT rtt|flood [MIN_REPS]" */
-void hbd_logp_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
+void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
 {
+    logp_probe_t *P = &d->logp->lp;
     char *tok[6] = {0}, *save = NULL, *end;
     int nt = 0;
     unsigned long size, count, minr = 10;
@@ -152,12 +165,12 @@ void hbd_logp_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
     for (char *t = strtok_r(args, " \t", &save); t != NULL && nt < 6;
          t = strtok_r(NULL, " \t", &save))
         tok[nt++] = t;
-    if (lp.conn != NULL) {
-        hbd_ctl_reply(conn, "err %d %s", HIBAR_ERR_BUSY, hibar_strerror(HIBAR_ERR_BUSY));
+    if (P->conn != NULL) {
+        hbd_reply(conn, "err %d %s", HIBAR_ERR_BUSY, hibar_strerror(HIBAR_ERR_BUSY));
         return;
     }
     if (!d->ready) {
-        hbd_ctl_reply(conn, "err %d %s", HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
+        hbd_reply(conn, "err %d %s", HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
         return;
     }
     if (nt < 4 || (strcmp(tok[3], "rtt") != 0 && strcmp(tok[3], "flood") != 0))
@@ -173,7 +186,7 @@ void hbd_logp_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
         if (*end != '\0' || minr < 2 || minr > count)
             goto usage;
     }
-    memset(&lp, 0, sizeof(lp));
+    memset(P, 0, sizeof(*P));
     {
         char *s2 = NULL;
         for (char *t = strtok_r(tok[0], ",", &s2); t != NULL; t = strtok_r(NULL, ",", &s2)) {
@@ -183,57 +196,57 @@ void hbd_logp_request(hbd_t *d, struct hbd_ctl_conn *conn, char *args)
                 id = v < d->topo->n_nodes ? (uint32_t)v : UINT32_MAX;
             else if (hb_cfg_node_find(d->cfg, t, &id) != 0)
                 id = UINT32_MAX;
-            if (id == UINT32_MAX || id == d->self || lp.nto == LOGP_MAX_TO) {
-                hbd_ctl_reply(conn, "err %d unknown node or this node '%.40s'", HIBAR_ERR_INVAL, t);
-                memset(&lp, 0, sizeof(lp));
+            if (id == UINT32_MAX || id == d->self || P->nto == LOGP_MAX_TO) {
+                hbd_reply(conn, "err %d unknown node or this node '%.40s'", HIBAR_ERR_INVAL, t);
+                memset(P, 0, sizeof(*P));
                 return;
             }
-            lp.to[lp.nto++] = id;
+            P->to[P->nto++] = id;
         }
     }
-    if (lp.nto == 0)
+    if (P->nto == 0)
         goto usage;
-    lp.d = d;
-    lp.flood = tok[3][0] == 'f';
-    lp.size = (uint32_t)size;
-    lp.count = (uint32_t)count;
-    lp.buf = calloc(1, 8 + size);
-    lp.ev = evtimer_new(d->base, logp_step, NULL);
+    P->d = d;
+    P->flood = tok[3][0] == 'f';
+    P->size = (uint32_t)size;
+    P->count = (uint32_t)count;
+    P->buf = calloc(1, 8 + size);
+    P->ev = evtimer_new(d->base, logp_step, P);
     hb_meas_opts_default(&mo);
     mo.min_reps = (uint32_t)(count < 2 ? 2 : minr);
     mo.max_reps = (uint32_t)(count < 2 ? 2 : count);
     mo.rel_err = 0.02;
-    rc = lp.buf == NULL || lp.ev == NULL ? HIBAR_ERR_NOMEM : 0;
-    if (rc == 0 && !lp.flood) {
-        rc = hb_meas_adapt_init(&lp.ad, &mo);
-        lp.have_ad = rc == 0;
+    rc = P->buf == NULL || P->ev == NULL ? HIBAR_ERR_NOMEM : 0;
+    if (rc == 0 && !P->flood) {
+        rc = hb_meas_adapt_init(&P->ad, &mo);
+        P->have_ad = rc == 0;
     }
     if (rc != 0) {
-        lp.conn = hbd_ctl_hold(conn);
-        logp_fail(rc);
+        P->conn = hbd_reply_hold(conn);
+        logp_fail(P, rc);
         return;
     }
-    lp.conn = hbd_ctl_hold(conn);
-    lp.t_start = hb_time_now_ns();
-    for (uint32_t i = 0; i < lp.nto; i++)
-        if (!hbd_net_peer_up(d, lp.to[i])) {
-            rc = hbd_net_link(d, lp.to[i]);
+    P->conn = hbd_reply_hold(conn);
+    P->t_start = hb_time_now_ns();
+    for (uint32_t i = 0; i < P->nto; i++)
+        if (!hbd_net_peer_up(d, P->to[i])) {
+            rc = hbd_net_link(d, P->to[i]);
             if (rc != 0 && rc != HIBAR_ERR_WOULD_BLOCK) {
-                logp_fail(rc);
+                logp_fail(P, rc);
                 return;
             }
         }
-    logp_step(-1, 0, NULL);
+    logp_step(-1, 0, P);
     return;
 usage:
-    hbd_ctl_reply(conn,
-                  "err %d usage: logp TO[,TO...] SIZE(0..%d) COUNT(1..100000) rtt|flood [MIN_REPS]",
-                  HIBAR_ERR_INVAL, HBD_WIRE_COLL_MAX_DATA);
+    hbd_reply(conn,
+              "err %d usage: logp TO[,TO...] SIZE(0..%d) COUNT(1..100000) rtt|flood [MIN_REPS]",
+              HIBAR_ERR_INVAL, HBD_WIRE_COLL_MAX_DATA);
 }
 
 /* An ECHO with a PlogP mode arrived: answer it if it asks (rx_t0: when it was taken off the
  * socket). */
-void hbd_logp_on_echo(hbd_t *d, const hbd_wire_msg_t *m, uint64_t rx_t0)
+static void on_echo(hbd_t *d, const hbd_wire_msg_t *m, uint64_t rx_t0)
 {
     uint32_t mode = hbd_wire_get32(m->payload + 4);
     uint8_t pl[LOGP_REPLY_LEN];
@@ -246,74 +259,175 @@ void hbd_logp_on_echo(hbd_t *d, const hbd_wire_msg_t *m, uint64_t rx_t0)
 }
 
 /* The 12-byte answer to a PlogP ECHO. */
-void hbd_logp_on_reply(hbd_t *d, const hbd_wire_msg_t *m)
+static void on_reply(hbd_t *d, const hbd_wire_msg_t *m)
 {
+    logp_probe_t *P = &d->logp->lp;
     uint64_t now = hb_time_now_ns();
     uint32_t seq = hbd_wire_get32(m->payload), mode = hbd_wire_get32(m->payload + 4);
     int found = 0;
-    (void)d;
-    if (lp.conn == NULL || m->len != LOGP_REPLY_LEN)
+    if (P->conn == NULL || m->len != LOGP_REPLY_LEN)
         return;
-    for (uint32_t i = 0; i < lp.nto; i++)
-        found |= lp.to[i] == m->src;
-    if (!found || seq != lp.seq)
+    for (uint32_t i = 0; i < P->nto; i++)
+        found |= P->to[i] == m->src;
+    if (!found || seq != P->seq)
         return; /* late: an abandoned probe's */
-    lp.or_sum += hbd_wire_get32(m->payload + 8) / 1e3;
-    lp.or_n++;
-    if (!lp.flood && mode == LOGP_RTT) {
-        int r = hb_meas_adapt_add(&lp.ad, (double)(now - lp.t0) / 1e3);
+    P->or_sum += hbd_wire_get32(m->payload + 8) / 1e3;
+    P->or_n++;
+    if (!P->flood && mode == LOGP_RTT) {
+        int r = hb_meas_adapt_add(&P->ad, (double)(now - P->t0) / 1e3);
         hb_stats_t st;
         if (r < 0) {
-            logp_fail(r);
+            logp_fail(P, r);
             return;
         }
         if (r == 0) {
-            lp.seq++;
-            logp_step(-1, 0, NULL);
+            P->seq++;
+            logp_step(-1, 0, P);
             return;
         }
-        if (hb_meas_adapt_stats(&lp.ad, &st) != 0) {
-            logp_fail(HIBAR_ERR_INTERNAL);
+        if (hb_meas_adapt_stats(&P->ad, &st) != 0) {
+            logp_fail(P, HIBAR_ERR_INTERNAL);
             return;
         }
-        hbd_ctl_reply(lp.conn,
-                      "ok logp mode=rtt size=%" PRIu32 " to=%" PRIu32 " reps=%zu mean_us=%.3f "
-                      "median_us=%.3f min_us=%.3f max_us=%.3f p99_us=%.3f ci_us=%.3f os_us=%.3f "
-                      "or_us=%.3f converged=%d",
-                      lp.size, lp.to[0], st.n, st.mean, st.median, st.min, st.max, st.p99, st.ci,
-                      lp.os_sum / (lp.os_n ? lp.os_n : 1), lp.or_sum / (lp.or_n ? lp.or_n : 1),
-                      st.ci <= 0.02 * st.mean);
-        logp_end();
+        hbd_reply(P->conn,
+                  "ok logp mode=rtt size=%" PRIu32 " to=%" PRIu32 " reps=%zu mean_us=%.3f "
+                  "median_us=%.3f min_us=%.3f max_us=%.3f p99_us=%.3f ci_us=%.3f os_us=%.3f "
+                  "or_us=%.3f converged=%d",
+                  P->size, P->to[0], st.n, st.mean, st.median, st.min, st.max, st.p99, st.ci,
+                  P->os_sum / (P->os_n ? P->os_n : 1), P->or_sum / (P->or_n ? P->or_n : 1),
+                  st.ci <= 0.02 * st.mean);
+        logp_end(P);
         return;
     }
-    if (lp.flood && mode == LOGP_LAST && ++lp.replies == lp.nto) {
-        hbd_ctl_reply(lp.conn,
-                      "ok logp mode=flood size=%" PRIu32 " frames=%" PRIu32 " us=%.3f os_us=%.3f "
-                      "or_us=%.3f",
-                      lp.size, lp.sent, (double)(now - lp.t0) / 1e3,
-                      lp.os_sum / (lp.os_n ? lp.os_n : 1), lp.or_sum / (lp.or_n ? lp.or_n : 1));
-        logp_end();
+    if (P->flood && mode == LOGP_LAST && ++P->replies == P->nto) {
+        hbd_reply(P->conn,
+                  "ok logp mode=flood size=%" PRIu32 " frames=%" PRIu32 " us=%.3f os_us=%.3f "
+                  "or_us=%.3f",
+                  P->size, P->sent, (double)(now - P->t0) / 1e3,
+                  P->os_sum / (P->os_n ? P->os_n : 1), P->or_sum / (P->or_n ? P->or_n : 1));
+        logp_end(P);
     }
 }
 
-void hbd_logp_peer_lost(hbd_t *d, uint32_t node, int status)
+/* ---- T_SR probe: ping-pong with one neighbour ---- */
+
+static int cmp_double(const void *a, const void *b)
 {
-    (void)d;
-    for (uint32_t i = 0; lp.conn != NULL && i < lp.nto; i++)
-        if (lp.to[i] == node) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* End the T_SR probe with an error (its answer cannot come); why: NULL for rc's text. */
+static void echo_fail(logp_echo_t *e, int rc, const char *why)
+{
+    if (e->conn == NULL)
+        return;
+    hbd_reply(e->conn, "err tsr %d %s", rc, why != NULL ? why : hibar_strerror(rc));
+    hbd_reply_release(e->conn);
+    free(e->rtt);
+    memset(e, 0, sizeof(*e));
+}
+
+static void echo_next(hbd_t *d, logp_echo_t *e)
+{
+    uint8_t pl[8];
+    hbd_wire_put32(pl, e->done);
+    hbd_wire_put32(pl + 4, 0);
+    e->t0 = hb_time_now_ns();
+    if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0)
+        echo_fail(e, HIBAR_ERR_PEER_LOST, NULL);
+}
+
+int hbd_logp_tsr_start(hbd_t *d, hbd_reply_t *r, uint32_t to, uint32_t n)
+{
+    logp_echo_t *e = &d->logp->echo;
+    if (e->conn != NULL)
+        return HIBAR_ERR_BUSY;
+    if (hbd_net_peer(d, to) == NULL)
+        return HIBAR_ERR_NOT_FOUND;
+    if (n == 0 || n > 1000000)
+        return HIBAR_ERR_INVAL;
+    e->rtt = calloc(n, sizeof(double));
+    if (e->rtt == NULL)
+        return HIBAR_ERR_NOMEM;
+    e->conn = hbd_reply_hold(r);
+    e->to = to;
+    e->n = n;
+    e->done = 0;
+    echo_next(d, e);
+    return 0;
+}
+
+static void echo_reply(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    logp_echo_t *e = &d->logp->echo;
+    if (e->conn == NULL || m->src != e->to || m->len != 8 || hbd_wire_get32(m->payload) != e->done)
+        return; /* a late answer to an abandoned probe */
+    e->rtt[e->done++] = (double)(hb_time_now_ns() - e->t0) / 1e3;
+    if (e->done < e->n) {
+        echo_next(d, e);
+        return;
+    }
+    qsort(e->rtt, e->n, sizeof(double), cmp_double);
+    double med = e->rtt[e->n / 2], p99 = e->rtt[(size_t)((e->n - 1) * 0.99)];
+    hbd_reply(e->conn, "ok tsr %.3f rtt_median=%.3f rtt_p99=%.3f min=%.3f n=%" PRIu32, med / 2, med,
+              p99, e->rtt[0], e->n);
+    hbd_reply_release(e->conn);
+    free(e->rtt);
+    memset(e, 0, sizeof(*e));
+}
+
+/* ---- the ECHO frames and lost nodes (registered with hbd_net) ---- */
+
+static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    if ((m->flags & HBD_WIRE_F_REPLY) && m->len == LOGP_REPLY_LEN)
+        on_reply(d, m);
+    else if (m->flags & HBD_WIRE_F_REPLY)
+        echo_reply(d, m);
+    else if (m->len >= 8 && hbd_wire_get32(m->payload + 4) != 0)
+        on_echo(d, m, d->rx_t0_ns);
+    else
+        (void)hbd_net_send(d, m->src, HBD_WIRE_ECHO, HBD_WIRE_F_REPLY, m->coll_id, m->payload,
+                           m->len);
+}
+
+/* Any lost node: a probe waiting on its answers ends with `status`. */
+static void on_lost(hbd_t *d, uint32_t node, int status, int first)
+{
+    logp_probe_t *P = &d->logp->lp;
+    (void)first;
+    if (d->logp->echo.conn != NULL && d->logp->echo.to == node)
+        echo_fail(&d->logp->echo, status, NULL);
+    for (uint32_t i = 0; P->conn != NULL && i < P->nto; i++)
+        if (P->to[i] == node) {
             /* a connection that closed under a flood is often a heartbeat timeout: TCP stalled
              * in retransmission back-off longer than heartbeat.timeout_ms (tiny switch queues) */
-            hbd_ctl_reply(lp.conn, "err %d node %" PRIu32 " lost during the %s probe (%s)", status,
-                          node, lp.flood ? "flood" : "rtt", hibar_strerror(status));
-            logp_end();
+            hbd_reply(P->conn, "err %d node %" PRIu32 " lost during the %s probe (%s)", status,
+                      node, P->flood ? "flood" : "rtt", hibar_strerror(status));
+            logp_end(P);
             return;
         }
 }
 
-void hbd_logp_stop(hbd_t *d)
+int hbd_logp_init(hbd_t *d)
 {
-    (void)d;
-    if (lp.conn != NULL)
-        hbd_ctl_reply(lp.conn, "err %d daemon stopping", HIBAR_ERR_PEER_LOST);
-    logp_end();
+    d->logp = calloc(1, sizeof(*d->logp));
+    if (d->logp == NULL)
+        return HIBAR_ERR_NOMEM;
+    hbd_net_on_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
+    return hbd_net_on_lost(d, on_lost);
+}
+
+void hbd_logp_fini(hbd_t *d)
+{
+    if (d->logp == NULL)
+        return;
+    logp_probe_t *P = &d->logp->lp;
+    if (P->conn != NULL)
+        hbd_reply(P->conn, "err %d daemon stopping", HIBAR_ERR_PEER_LOST);
+    logp_end(P);
+    echo_fail(&d->logp->echo, HIBAR_ERR_PEER_LOST, "daemon stopping"); /* as the PlogP one */
+    free(d->logp);
+    d->logp = NULL;
 }

@@ -10,7 +10,7 @@
 #include "coll_params.h"
 #include "hb_log.h"
 #include "hb_params.h"
-#include "hbd.h"
+#include "hbd_model.h"
 #include "hibar.h"
 
 /*

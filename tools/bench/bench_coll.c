@@ -23,7 +23,7 @@
 #include "hb_size.h"
 #include "hb_stats.h"
 #include "hb_time.h"
-#include "hbd.h"
+#include "wire.h"
 #include "hbd_client.h"
 #include "hbd_emu.h"
 #include "hibar.h"

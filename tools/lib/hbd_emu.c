@@ -18,7 +18,7 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hbd.h"
+#include "hbd_key.h"
 #include "hbd_client.h"
 #include "hibar.h"
 

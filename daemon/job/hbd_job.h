@@ -1,0 +1,91 @@
+/* hbd_job.h: a job as this daemon sees it (spec, ranks, namespace, fences) and its spec file. */
+#ifndef HBD_JOB_H
+#define HBD_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hbd.h"
+
+struct event;
+struct bufferevent;
+
+#define HBD_JOB_NSLEN 256 /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
+#define HBD_JOB_LINE 1800 /* longest forwarded output chunk, before escaping */
+#define HBD_JOB_SPEC_MAX (16u << 20)
+
+/*
+ * A job spec is the file hibar-run writes into the run dir and names in "launch PATH".
+ * Text records, one per line, strings carry their length so they may hold anything:
+ *   hibar-job 1
+ *   id <u64>            job id (unique in the cluster; hibar-run uses its pid and time)
+ *   size <n>            ranks in the job
+ *   coll_base <u64>     collective id of the job's first fence (from the cluster's next_coll)
+ *   tag <0|1>           prefix forwarded output with the rank (done by hibar-run; kept here)
+ *   map <node> x size   cluster node id of every rank, in rank order
+ *   cwd <len>:<bytes>
+ *   arg <len>:<bytes>   argv[0] (an absolute path), argv[1], ...
+ *   env <len>:<bytes>   NAME=VALUE, the ranks' whole environment (PMIx adds its own)
+ */
+typedef struct hbd_job_spec {
+    uint64_t id;
+    uint32_t size;
+    uint64_t coll_base;
+    int tag;
+    uint32_t *map; /* [size] node of each rank */
+    char *cwd;
+    char **argv; /* NULL-terminated */
+    char **env;  /* NULL-terminated */
+    uint32_t n_argv, n_env;
+} hbd_job_spec_t;
+
+/* Parse a spec (file:line in err on failure). 0, INVAL, IO, NOMEM. */
+int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size_t cap);
+void hbd_job_spec_free(hbd_job_spec_t *s);
+/* A spec file's bytes (malloc'd, NUL-terminated, *len_p without the NUL) if the file is ours,
+ * regular and at most HBD_JOB_SPEC_MAX bytes: 0, PERM (it is not), IO, NOMEM. */
+int hbd_job_spec_read(const char *path, char **buf_p, size_t *len_p);
+/* Write a spec (hibar-run). 0 or IO. */
+int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s);
+
+/* One rank of a job placed on this node. */
+typedef struct hbd_rank {
+    struct hbd_job *job;
+    uint32_t rank, local_rank;
+    pid_t pid;     /* 0 before the spawn, -1 once reaped */
+    int wstatus;   /* waitpid status once reaped */
+    int out_fd[2]; /* read ends of stdout, stderr pipes, or -1 at EOF */
+    struct event *ev_out[2];
+    char part[2][HBD_JOB_LINE]; /* output not yet ended by a newline */
+    size_t part_len[2];
+    int connected, finalized, aborted;
+    int termed; /* SIGTERM sent (hbd_launch_kill) */
+} hbd_rank_t;
+
+/* A job as this daemon sees it. */
+typedef struct hbd_job {
+    hbd_t *d;
+    hbd_job_spec_t *spec;
+    char nspace[HBD_JOB_NSLEN];
+    uint32_t *nodes;  /* cluster node ids hosting ranks, ascending */
+    uint32_t n_nodes; /* job nodes */
+    hbd_rank_t *local;
+    uint32_t n_local;
+    uint32_t n_running;  /* spawned and not reaped or with open pipes */
+    uint32_t fence_seq;  /* fences without data started so far (barrier engine ids) */
+    uint32_t dfence_seq; /* fences with data started so far (hbd_fence ids) */
+    int registered;      /* nspace registered with the PMIx server */
+    int killing;         /* the job is being stopped */
+    int failed;          /* some rank failed (or the job was killed) */
+    int done_sent;       /* the last line is queued: free the job once it is out */
+    int fd;              /* hibar-run's connection (detached control connection) */
+    struct bufferevent *bev;
+    struct event *ev_kill;       /* SIGTERM (deferred), then SIGKILL escalation */
+    uint64_t kill_ns;            /* when the job was asked to stop */
+    struct hbd_ranks_job *ranks; /* the libhibar segment and epochs (hbd_ranks.c), or NULL */
+    struct px_reg *reg;          /* its registration with PMIx while it runs (hbd_pmix.c) */
+    struct hbd_job *next;
+} hbd_job_t;
+
+#endif

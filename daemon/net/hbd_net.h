@@ -1,0 +1,85 @@
+/* hbd_net.h: hibard's transport: the ROUTER socket, ZAP handler, monitor, peers, HELLO, failure
+ * flood, and the table through which frames reach the services. */
+#ifndef HBD_NET_H
+#define HBD_NET_H
+
+#include <event2/util.h>
+#include <stdint.h>
+
+#include "hbd.h"
+
+/*
+ * The transport knows no service: each registers, at its init, a handler per wire type it
+ * consumes (hbd_net_on_frame) and a subscriber for lost nodes (hbd_net_on_lost); the ZeroMQ
+ * link, the data plane and the fast lane all deliver through that table (hbd_net_deliver).
+ * HELLO, HEARTBEAT and ABORT are the transport's own.
+ */
+void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg);
+/* Subscribers are called in the order they registered. 0, or NOMEM when the table is full. */
+int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn);
+/* Hand a validated frame to its service: 0, or -1 when no service takes its type. */
+static inline int hbd_net_deliver(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_net_rx_fn fn = m->type <= HBD_WIRE_TYPE_MAX ? d->rx[m->type].on_msg : NULL;
+    if (fn == NULL)
+        return -1;
+    fn(d, m);
+    return 0;
+}
+
+int hbd_net_start(hbd_t *d);
+void hbd_net_stop(hbd_t *d);
+/* Send one frame to neighbour node `to`. 0, HIBAR_ERR_NOT_FOUND (no such neighbour),
+ * HIBAR_ERR_PEER_LOST (unreachable), HIBAR_ERR_INVAL. Logged once where it fails. */
+int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                 const void *payload, uint32_t len);
+/* The same with the payload in two parts (e.g. a header and the data it describes), copied
+ * once, straight into the message ZeroMQ sends. */
+int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
+                  const void *p1, uint32_t l1, const void *p2, uint32_t l2);
+/*
+ * A buffer lent to ZeroMQ without a copy: freed (free(buf)) when its last reference goes,
+ * whether that is the run that owns it or the last message ZeroMQ sent from it (its I/O
+ * thread drops those). hbd_zc_new takes the first reference; NULL without memory.
+ */
+typedef struct hbd_zc {
+    _Atomic int refs;
+    void *buf;
+} hbd_zc_t;
+hbd_zc_t *hbd_zc_new(void *buf);
+void hbd_zc_put(hbd_zc_t *z);
+/* A COLL frame: the 40-byte collective header and dlen bytes of data. On the plain data plane
+ * with `hold` (which must own the memory data points into) the data goes as a second
+ * ZeroMQ frame without being copied; otherwise as hbd_net_send2. Same results. */
+int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
+                      uint32_t dlen, hbd_zc_t *hold);
+/* Link to any node on demand (collectives): 0 once linked both ways, HIBAR_ERR_WOULD_BLOCK
+ * while the link comes up (call again: it resends HELLO), HIBAR_ERR_PEER_LOST, HIBAR_ERR_IO.
+ * hbd_net_send returns HIBAR_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is
+ * not up yet or the peer's queue is full. */
+int hbd_net_link(hbd_t *d, uint32_t node);
+int hbd_net_peer_up(hbd_t *d, uint32_t node);
+/* The neighbour record of `node`, or NULL (not linked). */
+hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node);
+/* A neighbour's host address for a new connection ("10.0.0.2", "::1"): from its endpoint, or
+ * where its connection to us came from. 0, or HIBAR_ERR_WOULD_BLOCK when not known yet. */
+int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len);
+/* Something arrived from `node` outside the ZeroMQ link (the fast lane): it is alive. */
+void hbd_net_peer_heard(hbd_t *d, uint32_t node);
+/* Report ready once every neighbour's link (and fast lane) is up or settled. */
+void hbd_net_check_ready(hbd_t *d);
+/* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
+void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
+/* Make sure the periodic check (barrier timeouts) runs: call when a barrier starts. */
+void hbd_net_tick_arm(hbd_t *d);
+/* Arm a timer to fire tv from now, unless it is armed already (reset: armed again from now).
+ * *ev_p is created on first use on d->base, calling cb with d (cb NULL: only an existing
+ * timer); without memory for it the timer stays off (the next call tries again). */
+void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
+                       struct timeval tv, int reset);
+
+/* accept4 (non-blocking, close-on-exec) on a listening socket, again after EINTR or
+ * ECONNABORTED: the new fd, or -1 when none is waiting (other errors are logged, naming what). */
+int hbd_accept(int lfd, const char *what);
+
+#endif

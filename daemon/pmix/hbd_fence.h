@@ -1,0 +1,44 @@
+/* hbd_fence.h: fence with data across nodes (gather up the chassis tree, release down). */
+#ifndef HBD_FENCE_H
+#define HBD_FENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbd.h"
+
+/* Completion: status 0 and the concatenation of every node's blob (malloc'd, the callee
+ * frees it), or a negative status and NULL. */
+typedef void (*hbd_fence_cb_t)(hbd_t *d, int status, uint8_t *data, size_t len, void *arg);
+/* Fence ids with this bit are subset fences (star through the lowest participant node). */
+#define HBD_FENCE_ID_SUBSET (1ull << 62)
+/* This node's contribution to fence coll (copied). nodes: NULL for a whole-job fence (every
+ * node of the cluster: direct exchange up to HIBAR_FENCE_DIRECT_MAX nodes, else the chassis
+ * tree), else the participating nodes of a subset fence, ascending, this node among them
+ * (coll must have HBD_FENCE_ID_SUBSET). timeout_ms: 0 for the cluster's barrier_timeout_ms.
+ * cb is called exactly once, possibly before this returns, unless it returns an error
+ * (PEER_LOST, NOT_INIT, BUSY, NOMEM, INVAL). Every node gets the same concatenation. */
+int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                    uint32_t timeout_ms, const void *data, size_t len, hbd_fence_cb_t cb,
+                    void *arg);
+/* The same without the copy: data (malloc'd, or NULL when len is 0) is taken over in every
+ * case, also when this returns an error. */
+int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                          uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb,
+                          void *arg);
+/* Do whole-job fences of this cluster exchange directly (2..HIBAR_FENCE_DIRECT_MAX nodes)? */
+int hbd_fence_direct(const hbd_t *d);
+/* Links to every node that a direct-exchange fence needs, made now (a job is being set up) so
+ * its first fence does not wait for them. No-op for clusters that use the tree. */
+void hbd_fence_prelink(hbd_t *d);
+/* Control command "fence_stats": "ok" then per link "NODE:TX_UP:TX_DOWN:RX_UP:RX_DOWN" (fence
+ * data bytes sent to / received from that node since the daemon started). */
+void hbd_fence_stats(hbd_t *d, char *buf, size_t cap);
+/* HIBAR_FENCE_PROF set: a stderr line "fprof NODE STAGE COLL T_NS" (profiling the fence path). */
+void hbd_fence_prof(const hbd_t *d, const char *stage, uint64_t coll);
+/* Take the FENCE frames (hbd_net). */
+int hbd_fence_init(hbd_t *d);
+/* Fail every fence in flight with UNAVAIL (shutdown). */
+void hbd_fence_fini(hbd_t *d);
+
+#endif
