@@ -27,6 +27,11 @@ run 0 -n 4 "$TMP/mpi_hello"
 [ "$(grep -c '^mpi rank [0-3] of 4 sum 6$' "$OUT")" -eq 4 ] || fail "Open MPI 1x4"
 run 0 -n 8 --emulate "$FOUR" "$TMP/mpi_hello"
 [ "$(grep -c '^mpi rank [0-7] of 8 sum 28$' "$OUT")" -eq 8 ] || fail "Open MPI 4x2"
+# inside a Slurm allocation but outside a job step (a batch script), Open MPI's slurm schizo
+# component would make every rank a singleton: the job still forms one world
+SLURM_JOB_ID=77 SLURM_JOBID=77 SLURM_NODELIST=rt0 SLURM_JOB_NODELIST=rt[0-3] \
+    run 0 -n 8 --per-node 2 --emulate "$FOUR" "$TMP/mpi_hello"
+[ "$(grep -c '^mpi rank [0-7] of 8 sum 28$' "$OUT")" -eq 8 ] || fail "Open MPI 4x2 inside sbatch"
 left=$(pgrep -f -- "$TMP/mpi_hello" || true)
 [ -z "$left" ] || fail "MPI ranks left: $left"
 check_clean

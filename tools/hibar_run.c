@@ -631,7 +631,7 @@ int main(int argc, char **argv)
         }
     }
     if (getenv("OMPI_MCA_schizo") == NULL)
-        extra[n_extra++] = "OMPI_MCA_schizo=^orte";
+        extra[n_extra++] = "OMPI_MCA_schizo=^orte,slurm"; /* slurm: see hibar-run(1) */
     if (getenv("OMPI_MCA_ess") == NULL)
         extra[n_extra++] = "OMPI_MCA_ess=pmi";
     if (getenv("OMPI_MCA_mpi_yield_when_idle") == NULL && cores > 0 && max_host > (uint32_t)cores)
