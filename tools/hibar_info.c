@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cfg.h"
+#include "hb_cli.h"
 #include "hb_log.h"
 #include "hibar.h"
 #include "coll_model.h"
@@ -657,9 +658,8 @@ int main(int argc, char **argv)
             verbose++;
             break;
         case 'V':
-            printf("hibar-info %s\n", PACKAGE_VERSION);
             free(o.over);
-            return 0;
+            return hb_cli_version("hibar-info");
         case 'h':
             info_usage(stdout);
             free(o.over);
