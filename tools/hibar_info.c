@@ -32,6 +32,7 @@ typedef struct {
     const char **over;
     size_t n_over;
     int model;        /* --model: the cached PlogP(-BR) parameters and the choices */
+    int all;          /* --all: every key, its value and its source */
     double sizes[32]; /* --size LIST */
     int n_sizes;
 } info_opts_t;
@@ -50,6 +51,8 @@ static void info_usage(FILE *f)
             "                     algorithm the daemons choose per operation and size\n"
             "      --size LIST    sizes for --model, e.g. 1K,64K,1M (default 1K,16K,64K,256K,1M)\n"
             "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
+            "  -a, --all          every key: its value and where it came from (default,\n"
+            "                     FILE:LINE, env HIBAR_<KEY>, -o); with --json as JSON\n"
             "  -v, --verbose      more log output (repeat for debug)\n"
             "  -V, --version      print the version and exit\n"
             "  -h, --help         this text\n"
@@ -588,6 +591,50 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
         }
 }
 
+/* ---- --all: every key of the schema, its value and where it came from ---- */
+
+static void info_all(FILE *f, const hb_cfg_t *cfg, int json)
+{
+    hb_cfg_entry_t e;
+    size_t n = hb_cfg_nkeys();
+
+    if (json) {
+        fprintf(f, "{\"file\": ");
+        if (cfg->file != NULL)
+            json_str(f, cfg->file);
+        else
+            fprintf(f, "null");
+        fprintf(f, ", \"settings\": [");
+    } else {
+        fprintf(f,
+                "# hibar %s settings; file: %s\n# KEY = VALUE (SOURCE: default, FILE:LINE, "
+                "env HIBAR_<KEY>, -o); * = re-read on SIGHUP\n",
+                PACKAGE_VERSION, cfg->file != NULL ? cfg->file : "(none)");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (hb_cfg_entry(cfg, i, &e) != 0)
+            continue;
+        if (json) {
+            fprintf(f, "%s\n  {\"key\": ", i ? "," : "");
+            json_str(f, e.key);
+            fprintf(f, ", \"value\": ");
+            json_str(f, e.value);
+            fprintf(f, ", \"source\": ");
+            json_str(f, e.source);
+            fprintf(f, ", \"env\": ");
+            json_str(f, e.env);
+            fprintf(f, ", \"runtime\": %s, \"help\": ", e.runtime ? "true" : "false");
+            json_str(f, e.help);
+            fputc('}', f);
+        } else {
+            fprintf(f, "%-30s = %-24s (%s)%s  # %s\n", e.key, e.value, e.source,
+                    e.runtime ? " *" : "", e.help);
+        }
+    }
+    if (json)
+        fprintf(f, "\n]}\n");
+}
+
 /* ---- main ---- */
 
 static int info_parse_us(const char *opt, const char *s, double *v)
@@ -606,12 +653,17 @@ static int info_parse_us(const char *opt, const char *s, double *v)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"t-ib", required_argument, NULL, 'I'},   {"t-sr", required_argument, NULL, 'S'},
-        {"model", no_argument, NULL, 'M'},        {"size", required_argument, NULL, 'z'},
-        {"verbose", no_argument, NULL, 'v'},      {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"t-ib", required_argument, NULL, 'I'},
+                                             {"t-sr", required_argument, NULL, 'S'},
+                                             {"model", no_argument, NULL, 'M'},
+                                             {"size", required_argument, NULL, 'z'},
+                                             {"verbose", no_argument, NULL, 'v'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"all", no_argument, NULL, 'a'},
+                                             {NULL, 0, NULL, 0}};
     info_opts_t o = {0};
     hb_cfg_t *cfg = NULL;
     hb_topo_t *topo = NULL;
@@ -626,7 +678,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "hibar-info: out of memory\n");
         return 1;
     }
-    while ((ch = getopt_long(argc, argv, "c:jo:vVh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "ac:jo:vVh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             o.config = optarg;
@@ -649,6 +701,9 @@ int main(int argc, char **argv)
             break;
         case 'M':
             o.model = 1;
+            break;
+        case 'a':
+            o.all = 1;
             break;
         case 'z':
             if (info_sizes(optarg, &o) != 0)
@@ -695,7 +750,9 @@ int main(int argc, char **argv)
         free(o.over);
         return rc == HIBAR_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;
     }
-    if (o.model)
+    if (o.all)
+        info_all(stdout, cfg, o.json);
+    else if (o.model)
         info_model(stdout, cfg, &o);
     else if (o.json)
         info_json(stdout, cfg, topo, &o);

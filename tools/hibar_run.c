@@ -476,14 +476,19 @@ static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t 
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"np", required_argument, NULL, 'n'},        {"per-node", required_argument, NULL, 'N'},
-        {"map-by", required_argument, NULL, 'm'},    {"emulate", required_argument, NULL, 'e'},
-        {"config", required_argument, NULL, 'c'},    {"set", required_argument, NULL, 'o'},
-        {"tag-output", no_argument, NULL, 't'},      {"timeout", required_argument, NULL, 'T'},
-        {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
-        {"log-level", required_argument, NULL, 'l'}, {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"np", required_argument, NULL, 'n'},
+                                         {"per-node", required_argument, NULL, 'N'},
+                                         {"map-by", required_argument, NULL, 'm'},
+                                         {"emulate", required_argument, NULL, 'e'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"tag-output", no_argument, NULL, 't'},
+                                         {"timeout", required_argument, NULL, 'T'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"log-level", required_argument, NULL, 'l'},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {NULL, 0, NULL, 0}};
     const char *emulate = NULL, *config = NULL, *log_level = NULL;
     const char *over[MAX_OVER + 2];
     size_t n_over = 0;
