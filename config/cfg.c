@@ -1930,6 +1930,8 @@ int hb_cfg_reload(hb_cfg_t *cfg, const char *path, const char *const *over, size
             q->src[i] = s;
         }
     }
+    if (hb_cfg_log_open(cfg, -1) != 0 || hb_log_reopen() != 0) /* first: logrotate moved it */
+        hb_log_error("cannot re-open the log: %m");
     hb_log_info("configuration %s re-read: %s%s%s%s", path != NULL ? path : "(none)",
                 applied[0] ? "applied " : "nothing changed that applies at run time", applied,
                 restart[0] ? "; changed, taking effect at the next start: " : "", restart);
@@ -1937,8 +1939,6 @@ int hb_cfg_reload(hb_cfg_t *cfg, const char *path, const char *const *over, size
         hb_log_warn("configuration %s: %s changed: restart hibard for it", path ? path : "",
                     restart);
     hb_cfg_free(now);
-    if (hb_cfg_log_open(cfg, -1) != 0 || hb_log_reopen() != 0)
-        hb_log_error("cannot re-open the log: %m");
     return 0;
 }
 
