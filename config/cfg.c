@@ -4,6 +4,7 @@
 #include "cfg.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,9 +15,12 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "hb_log.h"
 #include "hb_status.h"
 
 /* ---- raw settings: what the sources said, with where they said it ---- */
+
+#define CFG_MAX_KEYS 64 /* >= the rows of cfg_keys (checked below) */
 
 /* One entry of the node list: a hostlist with optional address and first port. */
 typedef struct {
@@ -45,6 +49,9 @@ typedef struct {
     size_t n_sites;
     char *sites_src;
 
+    char *src[CFG_MAX_KEYS];  /* where each scalar key was set, NULL: default */
+    char *tval[CFG_MAX_KEYS]; /* the values of CFG_ENV keys, NULL: unset (the reader's default) */
+
     int finalized;
 } cfg_priv_t;
 
@@ -59,7 +66,9 @@ typedef enum {
     K_DOUBLE,
     K_ENUM,
     K_HWB,
-    K_SPECIAL
+    K_SPECIAL,
+    K_BOOL, /* CFG_ENV only: on|off (also 1|0, yes|no, true|false) */
+    K_LOG   /* CFG_ENV only: error|warn|info|debug or 0..3 */
 } cfg_kind_t;
 
 static const char *const proto_names[] = {"tree", "scmd", NULL};
@@ -69,12 +78,22 @@ static const char *const hwb_names[] = {"auto", "shm", "scic", NULL};
 static const char *const onoff_names[] = {"off", "on", NULL};
 static const char *const poll_names[] = {"auto", "spin", "yield", "sleep", NULL};
 
+/* Key flags. CFG_ENV: a tunable of one part of hibar read where it is used (daemon, libhibar,
+ * tools) from the environment: no field of hb_cfg_t; a value set in the file or by -o is
+ * exported as HIBAR_<KEY> by hb_cfg_finalize, so the process and the ranks it starts see it.
+ * CFG_RUNTIME: hb_cfg_reload (hibard's SIGHUP) applies a new value without a restart. */
+#define CFG_ENV 1u
+#define CFG_RUNTIME 2u
+
 typedef struct {
     const char *path;
     cfg_kind_t kind;
     size_t off;
     uint64_t max;
     const char *const *names;
+    unsigned flags;
+    const char *dflt; /* CFG_ENV keys: the default their reader applies, as text */
+    const char *help;
 } cfg_key_t;
 
 _Static_assert(sizeof(hb_cfg_protocol_t) == sizeof(int) &&
@@ -82,40 +101,91 @@ _Static_assert(sizeof(hb_cfg_protocol_t) == sizeof(int) &&
                    sizeof(hb_cfg_data_plane_t) == sizeof(int),
                "K_ENUM keys are stored as int");
 #define OFF(f) offsetof(hb_cfg_t, f)
+#define ENV(path, kind, max, names, flags, dflt, help)                                             \
+    {                                                                                              \
+        path, kind, 0, max, names, CFG_ENV | (flags), dflt, help                                   \
+    }
+static const char *const log_to_names[] = {"auto", "stderr", "syslog", NULL};
+static const char *const coll_alg_names[] = {"auto",        "flat",       "binomial",
+                                             "single-lane", "multi-lane", NULL};
 static const cfg_key_t cfg_keys[] = {
-    {"cluster", K_NAME, OFF(cluster), 0, NULL},
-    {"nodes", K_SPECIAL, 0, 0, NULL},
-    {"chassis", K_SPECIAL, 0, 0, NULL},
-    {"sites", K_SPECIAL, 0, 0, NULL},
-    {"port", K_U16, OFF(port), UINT16_MAX, NULL},
-    {"hwbarrier", K_HWB, OFF(hwbarrier), 0, hwb_names},
-    {"protocol", K_ENUM, OFF(protocol), 0, proto_names},
-    {"fanout", K_UINT, OFF(fanout), 1024, NULL},
-    {"bootstrap", K_ENUM, OFF(bootstrap), 0, boot_names},
-    {"data_plane", K_ENUM, OFF(data_plane), 0, data_names},
-    {"fast_lane", K_ENUM, OFF(fast_lane), 0, onoff_names},
-    {"coll_overlap", K_ENUM, OFF(coll_overlap), 0, onoff_names},
-    {"poll", K_ENUM, OFF(poll), 0, poll_names},
-    {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL},
-    {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL},
-    {"heartbeat.interval_ms", K_UINT, OFF(heartbeat_interval_ms), 3600000, NULL},
-    {"heartbeat.timeout_ms", K_UINT, OFF(heartbeat_timeout_ms), 3600000, NULL},
-    {"barrier_timeout_ms", K_UINT, OFF(barrier_timeout_ms), 86400000, NULL},
-    {"key_file", K_OPTSTR, OFF(key_file), 0, NULL},
-    {"run_dir", K_OPTSTR, OFF(run_dir), 0, NULL},
-    {"links.lan.bandwidth_mbps", K_DOUBLE, OFF(links.lan_bw_mbps), 0, NULL},
-    {"links.lan.latency_us", K_DOUBLE, OFF(links.lan_lat_us), 0, NULL},
-    {"links.wan.lane_bandwidth_mbps", K_DOUBLE, OFF(links.wan_lane_bw_mbps), 0, NULL},
-    {"links.wan.total_bandwidth_mbps", K_DOUBLE, OFF(links.wan_total_bw_mbps), 0, NULL},
-    {"links.wan.latency_us", K_DOUBLE, OFF(links.wan_lat_us), 0, NULL},
-    {"scic.vendor", K_U16, OFF(scic_vendor), UINT16_MAX, NULL},
-    {"scic.device", K_U16, OFF(scic_device), UINT16_MAX, NULL},
-    {"scic.uio", K_OPTSTR, OFF(scic_uio), 0, NULL},
+    {"cluster", K_NAME, OFF(cluster), 0, NULL, 0, NULL, "cluster name"},
+    {"nodes", K_SPECIAL, 0, 0, NULL, 0, NULL, "the nodes, one hibard each"},
+    {"chassis", K_SPECIAL, 0, 0, NULL, 0, NULL, "chassis size or lists"},
+    {"sites", K_SPECIAL, 0, 0, NULL, 0, NULL, "sites: name=hostlist;..."},
+    {"port", K_U16, OFF(port), UINT16_MAX, NULL, 0, NULL, "base TCP port"},
+    {"hwbarrier", K_HWB, OFF(hwbarrier), 0, hwb_names, 0, NULL, "chassis barrier backend"},
+    {"protocol", K_ENUM, OFF(protocol), 0, proto_names, 0, NULL, "whole-cluster barrier"},
+    {"fanout", K_UINT, OFF(fanout), 1024, NULL, 0, NULL, "chassis tree shape (0: paper's)"},
+    {"bootstrap", K_ENUM, OFF(bootstrap), 0, boot_names, 0, NULL, "how daemons find each other"},
+    {"data_plane", K_ENUM, OFF(data_plane), 0, data_names, 0, NULL, "collective data links"},
+    {"fast_lane", K_ENUM, OFF(fast_lane), 0, onoff_names, 0, NULL, "polled TCP token links"},
+    {"coll_overlap", K_ENUM, OFF(coll_overlap), 0, onoff_names, 0, NULL,
+     "data moves while nodes agree"},
+    {"poll", K_ENUM, OFF(poll), 0, poll_names, 0, NULL, "how hibard waits while busy"},
+    {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL, 0, NULL, "cores set aside for hibard"},
+    {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL, 0, NULL, "cores of the node (0: affinity)"},
+    {"heartbeat.interval_ms", K_UINT, OFF(heartbeat_interval_ms), 3600000, NULL, 0, NULL,
+     "heartbeat period"},
+    {"heartbeat.timeout_ms", K_UINT, OFF(heartbeat_timeout_ms), 3600000, NULL, 0, NULL,
+     "silence that declares a peer lost"},
+    {"barrier_timeout_ms", K_UINT, OFF(barrier_timeout_ms), 86400000, NULL, 0, NULL,
+     "barrier deadline (0: none)"},
+    {"key_file", K_OPTSTR, OFF(key_file), 0, NULL, 0, NULL, "CurveZMQ key pair file"},
+    {"run_dir", K_OPTSTR, OFF(run_dir), 0, NULL, 0, NULL, "sockets, pid files, generated key"},
+    {"links.lan.bandwidth_mbps", K_DOUBLE, OFF(links.lan_bw_mbps), 0, NULL, 0, NULL,
+     "model: LAN bandwidth"},
+    {"links.lan.latency_us", K_DOUBLE, OFF(links.lan_lat_us), 0, NULL, 0, NULL,
+     "model: LAN latency"},
+    {"links.wan.lane_bandwidth_mbps", K_DOUBLE, OFF(links.wan_lane_bw_mbps), 0, NULL, 0, NULL,
+     "model: WAN bandwidth per node pair"},
+    {"links.wan.total_bandwidth_mbps", K_DOUBLE, OFF(links.wan_total_bw_mbps), 0, NULL, 0, NULL,
+     "model: WAN total bandwidth"},
+    {"links.wan.latency_us", K_DOUBLE, OFF(links.wan_lat_us), 0, NULL, 0, NULL,
+     "model: WAN latency"},
+    {"scic.vendor", K_U16, OFF(scic_vendor), UINT16_MAX, NULL, 0, NULL, "SCIC PCI vendor id"},
+    {"scic.device", K_U16, OFF(scic_device), UINT16_MAX, NULL, 0, NULL, "SCIC PCI device id"},
+    {"scic.uio", K_OPTSTR, OFF(scic_uio), 0, NULL, 0, NULL, "SCIC /dev/uioN"},
+    /* logging (every program) */
+    ENV("log", K_LOG, 0, NULL, CFG_RUNTIME, "warn", "log level"),
+    ENV("log_to", K_ENUM, 0, log_to_names, CFG_RUNTIME, "auto",
+        "hibard's log: auto (terminal: stderr, else syslog), stderr, syslog"),
+    ENV("log_file", K_OPTSTR, 0, NULL, CFG_RUNTIME, "", "hibard: append the log to this file"),
+    /* bootstrap pmix / env (daemon/hbd_boot.c) */
+    ENV("boot.timeout", K_UINT, 600, NULL, 0, "20", "bootstrap pmix/env: seconds to wait"),
+    ENV("boot.address", K_OPTSTR, 0, NULL, 0, "", "bootstrap: this host's IPv4 address"),
+    ENV("boot.if", K_OPTSTR, 0, NULL, 0, "", "bootstrap: the interface to take it from"),
+    ENV("hostfile", K_OPTSTR, 0, NULL, 0, "", "bootstrap env: host list (with HIBAR_NODE_INDEX)"),
+    ENV("rendezvous", K_OPTSTR, 0, NULL, 0, "", "bootstrap env: the first node's IPv4 address"),
+    /* the daemons' collectives and fences (daemon/hbd_coll.c, hbd_fence.c) */
+    ENV("coll.alg", K_ENUM, 0, coll_alg_names, CFG_RUNTIME, "auto",
+        "collective algorithm for 'auto' requests"),
+    ENV("coll.lanes", K_UINT, 64, NULL, CFG_RUNTIME, "0", "WAN lanes of the lanes algorithm"),
+    ENV("coll.timeout_ms", K_UINT, 86400000, NULL, 0, "60000", "collective deadline"),
+    ENV("fence.direct_max", K_UINT, 4096, NULL, 0, "0", "direct fence exchange up to N nodes"),
+    ENV("trace_dir", K_OPTSTR, 0, NULL, 0, "", "hibard: write hier traces (hibar-sim replay)"),
+    ENV("model_cache", K_OPTSTR, 0, NULL, CFG_RUNTIME, "~/.cache/hibar/CLUSTER.plogp",
+        "PlogP cache file (hibar.plogp(5)); none: ignore"),
+    /* waiting (common/hb_wait.c hb_wait_policy_dflt: daemon and ranks) */
+    ENV("wait.spin_us", K_UINT, UINT32_MAX, NULL, 0, "2", "spin stage of a wait"),
+    ENV("wait.spin_max_us", K_UINT, UINT32_MAX, NULL, 0, "50", "adaptive spin bound"),
+    ENV("wait.yield_us", K_UINT, UINT32_MAX, NULL, 0, "2000", "yield stage of a wait"),
+    ENV("wait.slice_ms", K_UINT, UINT32_MAX, NULL, 0, "100", "sleep slice of a wait"),
+    /* libhibar, in the ranks (libclient/) */
+    ENV("timeout_ms", K_UINT, UINT32_MAX, NULL, 0, "0", "libhibar: wait deadline (0: none)"),
+    ENV("init_timeout_ms", K_UINT, UINT32_MAX, NULL, 0, "60000", "libhibar: ranks join within"),
+    /* libclient/nbar.h HB_NBAR_DEFAULT_RADIX, HB_NBAR_DEFAULT_FLAT_MAX */
+    ENV("nbar.radix", K_UINT, 1024, NULL, 0, "4", "libhibar: on-node barrier radix"),
+    ENV("nbar.flat_max", K_UINT, 1024, NULL, 0, "4", "libhibar: flat barrier up to N ranks"),
+    ENV("nbar.hwloc", K_BOOL, 0, NULL, 0, "on", "libhibar: tree by hwloc locality"),
+    ENV("cma", K_BOOL, 0, NULL, 0, "on", "libhibar: cross-memory attach copies"),
 };
 #define N_KEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+_Static_assert(N_KEYS <= CFG_MAX_KEYS, "raise CFG_MAX_KEYS");
 /* Mappings that only group keys. */
-static const char *const cfg_groups[] = {"heartbeat", "links", "links.lan", "links.wan", "scic",
-                                         "cpu"};
+static const char *const cfg_groups[] = {"heartbeat", "links", "links.lan", "links.wan",
+                                         "scic",      "cpu",   "boot",      "coll",
+                                         "fence",     "wait",  "nbar"};
 #define N_GROUPS (sizeof(cfg_groups) / sizeof(cfg_groups[0]))
 
 static const cfg_key_t *cfg_key_find(const char *path)
@@ -210,9 +280,9 @@ static int cfg_replace_str(char **dst, const char *value)
     return 0;
 }
 
-/* Set a non-special key from a string; value NULL means "null" in YAML. */
-static int cfg_set_scalar(hb_cfg_t *cfg, const cfg_key_t *k, const char *value, const char *src,
-                          char *err, size_t errlen)
+/* Set a non-special key of hb_cfg_t from a string; value NULL means "null" in YAML. */
+static int cfg_set_field(hb_cfg_t *cfg, const cfg_key_t *k, const char *value, const char *src,
+                         char *err, size_t errlen)
 {
     char *base = (char *)cfg;
     char what[160];
@@ -284,9 +354,83 @@ static int cfg_set_scalar(hb_cfg_t *cfg, const cfg_key_t *k, const char *value, 
         }
         return cfg_fail(err, errlen, src, what, value);
     case K_SPECIAL:
+    case K_BOOL:
+    case K_LOG:
         break;
     }
     return HB_ERR_INTERNAL;
+}
+
+/* on|off and the usual spellings: 1, 0, or -1. */
+static int cfg_parse_bool(const char *v)
+{
+    static const char *const yes[] = {"on", "1", "yes", "true"};
+    static const char *const no[] = {"off", "0", "no", "false"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcmp(v, yes[i]) == 0)
+            return 1;
+        if (strcmp(v, no[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* Set a CFG_ENV key: checked as its kind, kept as the text its reader expects. */
+static int cfg_set_env_key(hb_cfg_t *cfg, const cfg_key_t *k, const char *value, const char *src,
+                           char *err, size_t errlen)
+{
+    char **slot = &((cfg_priv_t *)cfg->priv)->tval[k - cfg_keys], what[160];
+    uint64_t u;
+    int b;
+
+    if (value == NULL || *value == '\0')
+        return cfg_replace_str(slot, NULL);
+    switch (k->kind) {
+    case K_UINT:
+        if (cfg_parse_u64(value, k->max, &u) != 0) {
+            snprintf(what, sizeof(what), "%s: expected an unsigned integer <= %llu, got", k->path,
+                     (unsigned long long)k->max);
+            return cfg_fail(err, errlen, src, what, value);
+        }
+        return cfg_replace_str(slot, value);
+    case K_BOOL:
+        if ((b = cfg_parse_bool(value)) < 0) {
+            snprintf(what, sizeof(what), "%s: expected on|off, got", k->path);
+            return cfg_fail(err, errlen, src, what, value);
+        }
+        return cfg_replace_str(slot, b ? "1" : "0"); /* what libhibar reads */
+    case K_LOG:
+        if (hb_log_parse_level(value) < 0) {
+            snprintf(what, sizeof(what), "%s: expected error|warn|info|debug, got", k->path);
+            return cfg_fail(err, errlen, src, what, value);
+        }
+        return cfg_replace_str(slot, value);
+    case K_ENUM:
+        for (size_t i = 0; k->names[i] != NULL; i++)
+            if (strcmp(k->names[i], value) == 0)
+                return cfg_replace_str(slot, value);
+        snprintf(what, sizeof(what), "%s: expected one of", k->path);
+        for (size_t i = 0, len = strlen(what); k->names[i] != NULL && len + 16 < sizeof(what); i++)
+            len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", i ? "|" : " ",
+                                    k->names[i]);
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), ", got");
+        return cfg_fail(err, errlen, src, what, value);
+    default:
+        return cfg_replace_str(slot, value);
+    }
+}
+
+/* Set a non-special key and remember where it was set. */
+static int cfg_set_scalar(hb_cfg_t *cfg, const cfg_key_t *k, const char *value, const char *src,
+                          char *err, size_t errlen)
+{
+    cfg_priv_t *p = cfg->priv;
+    int rc = k->flags & CFG_ENV ? cfg_set_env_key(cfg, k, value, src, err, errlen)
+                                : cfg_set_field(cfg, k, value, src, err, errlen);
+
+    if (rc == 0)
+        rc = cfg_replace_str(&p->src[k - cfg_keys], src);
+    return rc;
 }
 
 /* ---- the raw lists ---- */
@@ -462,6 +606,10 @@ void hb_cfg_free(hb_cfg_t *cfg)
     free(p->chassis_src);
     cfg_list_ents_free(p->sites, p->n_sites);
     free(p->sites_src);
+    for (size_t i = 0; i < CFG_MAX_KEYS; i++) {
+        free(p->src[i]);
+        free(p->tval[i]);
+    }
     free(p);
     free(cfg->file);
     free(cfg->cluster);
@@ -644,23 +792,120 @@ int hb_cfg_set_kv(hb_cfg_t *cfg, const char *kv, char *err, size_t errlen)
     return rc;
 }
 
+/* HIBAR_<KEY> of a key path, into name[80]. */
+static void cfg_env_name(const char *path, char *name, size_t cap)
+{
+    size_t j = (size_t)snprintf(name, cap, "HIBAR_");
+
+    for (const char *s = path; *s != '\0' && j + 1 < cap; s++)
+        name[j++] = *s == '.' ? '_' : (char)(*s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s);
+    name[j] = '\0';
+}
+
+/* CFG_ENV keys whose variable this process set itself from a file or -o (hb_cfg_finalize): a
+ * later load must not take them for the user's environment. */
+static unsigned char cfg_exported[CFG_MAX_KEYS];
+
+/*
+ * HIBAR_ variables that are no key, and why they exist (doc/hibar.yaml.5, ENVIRONMENT); a name
+ * ending in '*' is a prefix.
+ */
+static const char *const cfg_env_other[] = {
+    "HIBAR_CONFIG", /* the file itself */
+    /* set by hibard or the launcher for one process: a rank's or a daemon's identity */
+    "HIBAR_SOCKET", "HIBAR_JOB", "HIBAR_RANK", "HIBAR_SEG_FD", "HIBAR_DOORBELL_FD",
+    "HIBAR_NODE_INDEX",
+    /* helper programs (tests, development trees) and debugging */
+    "HIBAR_BOOT", "HIBAR_RUN", "HIBAR_BENCH", "HIBAR_FENCE_CLIENT", "HIBAR_SRCDIR",
+    "HIBAR_FENCE_PROF",
+    /* the test suite and its network-namespace test bed */
+    "HIBAR_TEST_*", "HIBAR_TESTBED_*", "HIBAR_FUZZ_SECONDS"};
+
+int hb_cfg_env_known(const char *name)
+{
+    char kn[80];
+
+    for (size_t i = 0; i < sizeof(cfg_env_other) / sizeof(cfg_env_other[0]); i++) {
+        size_t l = strlen(cfg_env_other[i]);
+        if (cfg_env_other[i][l - 1] == '*' ? strncmp(name, cfg_env_other[i], l - 1) == 0
+                                           : strcmp(name, cfg_env_other[i]) == 0)
+            return 1;
+    }
+    for (size_t i = 0; i < N_KEYS; i++) {
+        cfg_env_name(cfg_keys[i].path, kn, sizeof(kn));
+        if (strcmp(kn, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Edit distance of two short strings, capped at 3 (for "did you mean"). */
+static size_t cfg_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[81], i, j;
+
+    if (la > 80 || lb > 80 || (la > lb ? la - lb : lb - la) > 2)
+        return 3;
+    for (j = 0; j <= lb; j++)
+        row[j] = j;
+    for (i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb] < 3 ? row[lb] : 3;
+}
+
+void hb_cfg_env_warn_unknown(void)
+{
+    static int done;
+    extern char **environ;
+
+    if (done)
+        return;
+    done = 1;
+    for (char **e = environ; *e != NULL; e++) {
+        char name[80], kn[80], near[80] = "";
+        size_t l = strcspn(*e, "=");
+        if (strncmp(*e, "HIBAR_", 6) != 0 || l >= sizeof(name))
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)l, *e);
+        if (hb_cfg_env_known(name))
+            continue;
+        for (size_t i = 0; i < N_KEYS && near[0] == '\0'; i++) {
+            cfg_env_name(cfg_keys[i].path, kn, sizeof(kn));
+            if (cfg_distance(name, kn) <= 2)
+                snprintf(near, sizeof(near), "%s", kn);
+        }
+        hb_log_warn("environment %s: no such setting, ignored (keys: hibar.yaml(5), hibar-info "
+                    "--all)%s%s",
+                    name, near[0] ? "; did you mean " : "", near);
+    }
+}
+
 int hb_cfg_apply_env(hb_cfg_t *cfg, char *err, size_t errlen)
 {
-    size_t i, j;
+    size_t i;
 
     if (cfg == NULL)
         return HB_ERR_INVAL;
+    hb_cfg_env_warn_unknown();
     for (i = 0; i < N_KEYS; i++) {
         char name[80], src[96];
         const char *v;
         int rc;
 
-        j = (size_t)snprintf(name, sizeof(name), "HIBAR_");
-        for (const char *s = cfg_keys[i].path; *s != '\0' && j + 1 < sizeof(name); s++)
-            name[j++] = *s == '.' ? '_' : (char)(*s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s);
-        name[j] = '\0';
+        cfg_env_name(cfg_keys[i].path, name, sizeof(name));
         v = getenv(name);
-        if (v == NULL)
+        if (v == NULL || cfg_exported[i])
             continue;
         snprintf(src, sizeof(src), "environment %s", name);
         rc = cfg_set_src(cfg, cfg_keys[i].path, v, src, err, errlen);
@@ -985,9 +1230,10 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
             return HB_ERR_IO;
         }
     } else {
+        int e = errno;
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0:0: cannot read file (%s) '%s'", path, strerror(errno),
-                     path);
+            snprintf(err, errlen, "%s:0:0: cannot read file (%s%s) '%s'", path, strerror(e),
+                     e == ENOENT ? "; write it: hibar.yaml(5)" : "", path);
         return HB_ERR_IO;
     }
     if (!yaml_parser_initialize(&parser)) {
@@ -1008,9 +1254,13 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
     }
     ((cfg_priv_t *)cfg->priv)->finalized = 0;
     root = yaml_document_get_root_node(&doc);
-    if (root == NULL || cfg_is_null(root))
-        rc = 0; /* an empty file: the defaults */
-    else if (root->type != YAML_MAPPING_NODE)
+    if (root == NULL || cfg_is_null(root)) /* nothing, or comments only: a mistake, say so */
+    {
+        char m[PATH_MAX + 8];
+        snprintf(m, sizeof(m), "%s:1:1", path);
+        rc = cfg_fail(err, errlen, m, "empty file (no keys; '{}' for the defaults; hibar.yaml(5))",
+                      path);
+    } else if (root->type != YAML_MAPPING_NODE)
         rc = cfg_yaml_fail(&y, root, "the top level must be a mapping of keys, not",
                            root->type == YAML_SEQUENCE_NODE ? "a list" : cfg_scalar(root));
     else
@@ -1024,6 +1274,30 @@ int hb_cfg_read_file(hb_cfg_t *cfg, const char *path, char *err, size_t errlen)
 }
 
 /* ---- finalize: expand, form chassis and sites, validate ---- */
+
+/* The CFG_ENV keys set by the file or -o go to the environment (their readers, the ranks);
+ * the log level applies unless the command line chose one. */
+static void cfg_export(const hb_cfg_t *cfg)
+{
+    const cfg_priv_t *p = cfg->priv;
+
+    for (size_t i = 0; i < N_KEYS; i++) {
+        char name[80];
+        const char *src = p->src[i];
+        if (!(cfg_keys[i].flags & CFG_ENV))
+            continue;
+        cfg_env_name(cfg_keys[i].path, name, sizeof(name));
+        if (p->tval[i] != NULL && src != NULL && strncmp(src, "environment ", 12) != 0) {
+            setenv(name, p->tval[i], 1);
+            cfg_exported[i] = 1;
+        } else if (p->tval[i] == NULL && cfg_exported[i]) {
+            unsetenv(name); /* no longer set (a reload) */
+            cfg_exported[i] = 0;
+        }
+        if (strcmp(cfg_keys[i].path, "log") == 0 && p->tval[i] != NULL)
+            hb_log_set_level_default((hb_log_level_t)hb_log_parse_level(p->tval[i]));
+    }
+}
 
 /* Open-addressing name -> node id table. */
 typedef struct {
@@ -1378,6 +1652,7 @@ int hb_cfg_finalize(hb_cfg_t *cfg, char *err, size_t errlen)
         cfg_clear_derived(cfg);
         return rc;
     }
+    cfg_export(cfg);
     return 0;
 }
 
@@ -1458,4 +1733,228 @@ const char *hb_cfg_protocol_name(hb_cfg_protocol_t p)
 const char *hb_cfg_bootstrap_name(hb_cfg_bootstrap_t b)
 {
     return (unsigned)b < 4 ? boot_names[b] : "unknown";
+}
+
+/* ---- the schema, key by key (hibar-info --all) ---- */
+
+size_t hb_cfg_nkeys(void)
+{
+    return N_KEYS;
+}
+
+/* "FILE:LINE:COL" -> "FILE:LINE"; "environment HIBAR_X" -> "env HIBAR_X"; "override ..." -> "-o".
+ */
+static void cfg_src_short(const char *src, char *out, size_t cap)
+{
+    const char *c;
+
+    if (src == NULL)
+        snprintf(out, cap, "default");
+    else if (strncmp(src, "environment ", 12) == 0)
+        snprintf(out, cap, "env %s", src + 12);
+    else if (strncmp(src, "override", 8) == 0)
+        snprintf(out, cap, "-o");
+    else if ((c = strrchr(src, ':')) != NULL && c > src)
+        snprintf(out, cap, "%.*s", (int)(c - src), src);
+    else
+        snprintf(out, cap, "%s", src);
+}
+
+/* The value of a K_SPECIAL key of a finalized configuration, as text. */
+static void cfg_special_value(const hb_cfg_t *cfg, const char *key, char *out, size_t cap)
+{
+    size_t o = 0;
+
+    out[0] = '\0';
+    if (strcmp(key, "nodes") == 0) {
+        for (uint32_t i = 0; i < cfg->n_nodes && o + 1 < cap; i++)
+            o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "," : "", cfg->nodes[i].name);
+    } else if (strcmp(key, "chassis") == 0) {
+        for (uint32_t c = 0; c < cfg->n_chassis && o + 1 < cap; c++)
+            o += (size_t)snprintf(out + o, cap - o, "%s%u", c ? "," : "",
+                                  cfg->chassis_start[c + 1] - cfg->chassis_start[c]);
+        if (o + 16 < cap)
+            snprintf(out + o, cap - o, " (nodes each)");
+    } else {
+        for (uint32_t i = 0; i < cfg->n_sites && o + 1 < cap; i++)
+            o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "," : "", cfg->site_names[i]);
+    }
+    if (o + 1 >= cap && cap > 4)
+        memcpy(out + cap - 4, "...", 4);
+}
+
+int hb_cfg_entry(const hb_cfg_t *cfg, size_t i, hb_cfg_entry_t *e)
+{
+    const cfg_priv_t *p;
+    const cfg_key_t *k;
+    const char *base = (const char *)cfg, *src;
+
+    if (cfg == NULL || e == NULL || i >= N_KEYS)
+        return HB_ERR_INVAL;
+    p = cfg->priv;
+    k = &cfg_keys[i];
+    memset(e, 0, sizeof(*e));
+    e->key = k->path;
+    e->help = k->help;
+    e->runtime = (k->flags & CFG_RUNTIME) != 0;
+    e->is_default = 0;
+    cfg_env_name(k->path, e->env, sizeof(e->env));
+    src = p->src[i];
+    if (k->kind == K_SPECIAL)
+        src = strcmp(k->path, "nodes") == 0     ? p->nodes_src
+              : strcmp(k->path, "chassis") == 0 ? p->chassis_src
+                                                : p->sites_src;
+    e->is_default = src == NULL;
+    cfg_src_short(src, e->source, sizeof(e->source));
+    if (k->flags & CFG_ENV) {
+        const char *v = p->tval[i] != NULL ? p->tval[i] : k->dflt;
+        if (k->kind == K_BOOL)
+            v = strcmp(v, "0") == 0 ? "off" : strcmp(v, "1") == 0 ? "on" : v;
+        snprintf(e->value, sizeof(e->value), "%s", v);
+        return 0;
+    }
+    switch (k->kind) {
+    case K_STR:
+    case K_OPTSTR:
+    case K_NAME:
+    case K_HWB: {
+        const char *v;
+        memcpy(&v, base + k->off, sizeof(v));
+        snprintf(e->value, sizeof(e->value), "%s", v != NULL ? v : "");
+        break;
+    }
+    case K_UINT: {
+        uint32_t v;
+        memcpy(&v, base + k->off, sizeof(v));
+        snprintf(e->value, sizeof(e->value), "%" PRIu32, v);
+        break;
+    }
+    case K_U16: {
+        uint16_t v;
+        memcpy(&v, base + k->off, sizeof(v));
+        snprintf(e->value, sizeof(e->value), "%u", (unsigned)v);
+        break;
+    }
+    case K_DOUBLE: {
+        double v;
+        memcpy(&v, base + k->off, sizeof(v));
+        snprintf(e->value, sizeof(e->value), "%g", v);
+        break;
+    }
+    case K_ENUM: {
+        int v;
+        memcpy(&v, base + k->off, sizeof(v));
+        snprintf(e->value, sizeof(e->value), "%s", v >= 0 ? k->names[v] : "?");
+        break;
+    }
+    case K_SPECIAL:
+        cfg_special_value(cfg, k->path, e->value, sizeof(e->value));
+        break;
+    case K_BOOL:
+    case K_LOG:
+        break;
+    }
+    return 0;
+}
+
+/* ---- where a daemon finds its file; SIGHUP ---- */
+
+const char *hb_cfg_find(const char *given, const char **how_p)
+{
+    static char sys[PATH_MAX];
+    const char *how = "--config", *path = given;
+
+    if (path == NULL || *path == '\0') {
+        how = "HIBAR_CONFIG";
+        path = getenv("HIBAR_CONFIG");
+    }
+    if (path == NULL || *path == '\0') {
+        how = "default";
+        snprintf(sys, sizeof(sys), "%s/hibar/hibar.yaml", HB_SYSCONFDIR);
+        path = access(sys, F_OK) == 0 ? sys : NULL;
+    }
+    if (how_p != NULL)
+        *how_p = path != NULL ? how : "none";
+    return path;
+}
+
+const char *hb_cfg_default_file(void)
+{
+    return HB_SYSCONFDIR "/hibar/hibar.yaml";
+}
+
+int hb_cfg_node_self(const hb_cfg_t *cfg, char *host, size_t cap, uint32_t *id_p)
+{
+    char h[256];
+
+    if (cfg == NULL || host == NULL || id_p == NULL || gethostname(h, sizeof(h) - 1) != 0)
+        return HB_ERR_INVAL;
+    h[sizeof(h) - 1] = '\0';
+    snprintf(host, cap, "%s", h);
+    if (hb_cfg_node_find(cfg, h, id_p) == 0)
+        return 0;
+    h[strcspn(h, ".")] = '\0'; /* the short name */
+    return hb_cfg_node_find(cfg, h, id_p);
+}
+
+int hb_cfg_reload(hb_cfg_t *cfg, const char *path, const char *const *over, size_t n_over,
+                  char *err, size_t errlen)
+{
+    hb_cfg_t *now = NULL;
+    char applied[512] = "", restart[512] = "";
+    int rc;
+
+    if (cfg == NULL)
+        return HB_ERR_INVAL;
+    rc = hb_cfg_load(path, over, n_over, &now, err, errlen); /* exports the CFG_ENV keys */
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        hb_cfg_entry_t a, b;
+        char *list = cfg_keys[i].flags & CFG_RUNTIME ? applied : restart;
+        size_t l = strlen(list);
+        if (cfg_keys[i].kind == K_SPECIAL)
+            continue; /* bootstrap pmix/env learn the nodes: not in the file */
+        hb_cfg_entry(cfg, i, &a);
+        hb_cfg_entry(now, i, &b);
+        if (strcmp(a.value, b.value) == 0)
+            continue;
+        if (l + strlen(a.key) + 3 < sizeof(applied))
+            snprintf(list + l, sizeof(applied) - l, "%s%s", l ? ", " : "", a.key);
+        if (cfg_keys[i].flags & CFG_RUNTIME) {
+            cfg_priv_t *p = cfg->priv, *q = now->priv;
+            char *t = p->tval[i], *s = p->src[i];
+            p->tval[i] = q->tval[i];
+            p->src[i] = q->src[i];
+            q->tval[i] = t;
+            q->src[i] = s;
+        }
+    }
+    if (hb_cfg_log_open(cfg, -1) != 0 || hb_log_reopen() != 0) /* first: logrotate moved it */
+        hb_log_error("cannot re-open the log: %m");
+    hb_log_info("configuration %s re-read: %s%s%s%s", path != NULL ? path : "(none)",
+                applied[0] ? "applied " : "nothing changed that applies at run time", applied,
+                restart[0] ? "; changed, taking effect at the next start: " : "", restart);
+    if (restart[0])
+        hb_log_warn("configuration %s: %s changed: restart hibard for it", path ? path : "",
+                    restart);
+    hb_cfg_free(now);
+    return 0;
+}
+
+int hb_cfg_log_open(const hb_cfg_t *cfg, int detached)
+{
+    const cfg_priv_t *p;
+    const char *to = NULL, *file = NULL;
+
+    if (cfg == NULL)
+        return HB_ERR_INVAL;
+    p = cfg->priv;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        if (strcmp(cfg_keys[i].path, "log_to") == 0)
+            to = p->tval[i];
+        else if (strcmp(cfg_keys[i].path, "log_file") == 0)
+            file = p->tval[i];
+    }
+    return hb_log_open(to, file, detached) == 0 ? 0 : HB_ERR_IO;
 }

@@ -140,6 +140,56 @@ int hb_cfg_load(const char *path, const char *const *over, size_t n_over, hb_cfg
 void hb_cfg_free(hb_cfg_t *cfg);
 
 /*
+ * The file a daemon reads, found as other daemons find theirs: `given` (--config), else
+ * $HIBAR_CONFIG, else hb_cfg_default_file() when it exists; NULL when none is found. *how_p
+ * (if non-NULL) says which: "--config", "HIBAR_CONFIG", "default" or "none".
+ */
+const char *hb_cfg_find(const char *given, const char **how_p);
+/* SYSCONFDIR/hibar/hibar.yaml (/etc/hibar/hibar.yaml for the Debian package). */
+const char *hb_cfg_default_file(void);
+
+/* This host's node (gethostname(), then its short name) in a finalized configuration: 0 and
+ * *id_p, or HB_ERR_NOT_FOUND; host[cap] gets the name looked for. */
+int hb_cfg_node_self(const hb_cfg_t *cfg, char *host, size_t cap, uint32_t *id_p);
+
+/*
+ * hibard's SIGHUP: load path (the file found at start, or NULL) with the environment and the
+ * overrides again. Keys marked runtime (log, log_to, log_file, coll.alg, coll.lanes,
+ * model_cache) take their new values, the log is re-opened (logrotate); the others keep their
+ * running values and one warning names those that changed (a restart applies them). 0, or the
+ * error of the new file (err, as hb_cfg_load; cfg unchanged).
+ */
+int hb_cfg_reload(hb_cfg_t *cfg, const char *path, const char *const *over, size_t n_over,
+                  char *err, size_t errlen);
+
+/* Open the log as the keys log_to and log_file say (hb_log_open); detached: the daemon has no
+ * terminal (-1: as before). 0 or HB_ERR_IO (errno set). */
+int hb_cfg_log_open(const hb_cfg_t *cfg, int detached);
+
+/*
+ * The schema, key by key, as hibar-info --all lists it (i < hb_cfg_nkeys()): dotted key, its
+ * environment variable, the value now (for nodes, chassis and sites, of a finalized
+ * configuration) and where it came from: "default", "FILE:LINE", "env HIBAR_X" or "-o".
+ */
+typedef struct hb_cfg_entry {
+    const char *key, *help;
+    char env[80];
+    char value[256];
+    char source[4200];
+    int is_default; /* the value is the default */
+    int runtime;    /* hibard's SIGHUP applies a new value */
+} hb_cfg_entry_t;
+size_t hb_cfg_nkeys(void);
+int hb_cfg_entry(const hb_cfg_t *cfg, size_t i, hb_cfg_entry_t *e);
+
+/* Is name (HIBAR_...) a key's variable or one of the few others hibar reads (the file, a rank's
+ * launch variables, helper paths, test hooks: doc/hibar.yaml.5 ENVIRONMENT)? */
+int hb_cfg_env_known(const char *name);
+/* Warn once per process about each HIBAR_ variable of the environment that hibar does not
+ * know (hb_cfg_apply_env calls it). */
+void hb_cfg_env_warn_unknown(void);
+
+/*
  * The topology spec of a finalized configuration. The spec points into cfg (valid while cfg
  * lives and is not changed). Build the topology with hb_topo_build(). HB_ERR_NOT_INIT if
  * not finalized.

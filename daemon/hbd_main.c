@@ -3,6 +3,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "hb_config.h"
 #include "hb_log.h"
+#include "hb_sd.h"
 #include "hb_time.h"
 #include "hbd.h"
 #include "hbd_barrier.h"
@@ -30,6 +32,11 @@
 #include "hwb.h"
 
 #define HBD_MAX_OVERRIDES 64
+
+/* What SIGHUP reads again (hb_cfg_reload). */
+static const char *hup_config;
+static const char *const *hup_over;
+static size_t hup_n_over;
 
 static void usage(FILE *f)
 {
@@ -51,6 +58,11 @@ static void usage(FILE *f)
         "and action to DIR/n<node>.trace, for hibar-sim replay).\n"
         "Control socket: RUN_DIR/NAME.sock, one command a line:\n");
     hbd_ctl_cmds_usage(f);
+    fprintf(f, "Without --config: $HIBAR_CONFIG, else %s if it exists; without --node: the\n",
+            hb_cfg_default_file());
+    fprintf(f, "node named as this host. Every key is also HIBAR_<KEY> (hibar-info --all).\n");
+    fprintf(f, "SIGHUP re-reads the configuration and re-opens the log; SIGTERM, SIGINT stop.\n");
+    fprintf(f, "Exit status: 0 clean stop, 1 start-up failure, 2 bad configuration or usage.\n");
 }
 
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
@@ -118,7 +130,16 @@ static int pid_file_write(hbd_t *d)
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
     hbd_t *d = arg;
+    char err[HB_CFG_ERRLEN];
     (void)what;
+    if (sig == SIGHUP) { /* systemctl reload */
+        hb_sd_notify("RELOADING=1");
+        if (hb_cfg_reload(d->cfg, hup_config, hup_over, hup_n_over, err, sizeof(err)) != 0)
+            hb_log_error("SIGHUP: configuration not re-read: %s", err);
+        hb_sd_notify("READY=1");
+        return;
+    }
+    hb_sd_notify("STOPPING=1");
     hb_log_info("signal %d: shutting down", (int)sig);
     d->stopping = 1;
     event_base_loopexit(d->base, NULL);
@@ -204,7 +225,7 @@ int main(int argc, char **argv)
         {"pid-file", required_argument, NULL, 'p'}, {"gen-key", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
-    const char *config = NULL, *node = NULL, *pid_file = NULL, *log_file = NULL;
+    const char *config = NULL, *node = NULL, *pid_file = NULL;
     const char *over[HBD_MAX_OVERRIDES];
     size_t n_over = 0;
     int foreground = 0, c, rc, status = 1;
@@ -243,9 +264,16 @@ int main(int argc, char **argv)
             hb_log_set_level((hb_log_level_t)l);
             break;
         }
-        case 'L':
-            log_file = optarg;
+        case 'L': {
+            static char kv[PATH_MAX + 16];
+            if (n_over == HBD_MAX_OVERRIDES) {
+                fprintf(stderr, "hibard: too many --set options\n");
+                return 2;
+            }
+            snprintf(kv, sizeof(kv), "log_file=%s", optarg);
+            over[n_over++] = kv;
             break;
+        }
         case 'p':
             pid_file = optarg;
             break;
@@ -269,23 +297,29 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (log_file != NULL) {
-        int fd = open(log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            fprintf(stderr, "hibard: cannot open log file %s: %s\n", log_file, strerror(errno));
-            return 1;
-        }
-        dup2(fd, 2);
-        close(fd);
-    }
+    config = hb_cfg_find(config, NULL); /* --config, HIBAR_CONFIG, SYSCONFDIR/hibar/hibar.yaml */
+    hup_config = config;
+    hup_over = over; /* main's: lives as long as the daemon */
+    hup_n_over = n_over;
     /* bootstrap pmix / env learn the node list (and this node's name) here */
     rc = hbd_boot_load(config, over, n_over, &node, &foreground, &d->cfg, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "hibard: %s\n", err);
         return 2;
     }
+    char host[256] = "?";
+    if (node == NULL && config != NULL &&
+        hb_cfg_node_self(d->cfg, host, sizeof(host), &d->self) == 0)
+        node = d->cfg->nodes[d->self].name; /* the same command line on every host */
     if (node == NULL) {
-        usage(stderr);
+        if (config != NULL)
+            fprintf(stderr, "hibard: this host (%s) is no node of %s: give --node NAME\n", host,
+                    config);
+        else
+            fprintf(stderr,
+                    "hibard: no configuration: write %s (hibar.yaml(5)), or give "
+                    "--config FILE or HIBAR_CONFIG, or --node NAME\n",
+                    hb_cfg_default_file());
         hb_cfg_free(d->cfg);
         return 2;
     }
@@ -305,6 +339,11 @@ int main(int argc, char **argv)
     char ident[64];
     snprintf(ident, sizeof(ident), "hibard[%s]", d->name);
     hb_log_set_ident(ident);
+    if (hb_cfg_log_open(d->cfg, !foreground) != 0) {
+        fprintf(stderr, "hibard: cannot open the log: %s\n", strerror(errno));
+        cleanup(d);
+        return 1;
+    }
     d->epoch = 1;
     d->tag = hbd_wire_tag(d->cfg->cluster);
     d->start_ns = hb_time_now_ns();
@@ -376,6 +415,7 @@ int main(int argc, char **argv)
         goto out;
     hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),
                 d->sock_path, hb_cfg_protocol_name(d->cfg->protocol));
+    hb_sd_notify("READY=1");
     if (event_base_dispatch(d->base) < 0) {
         hb_log_error("event loop failed");
         goto out;

@@ -93,6 +93,7 @@ bad-two-sites.yaml 6:12 node in two sites 'n3'
 bad-chassis-33.yaml 2:10 mask width (32) '33'
 bad-chassis-list-33.yaml 3:5 'n[00-32]'
 bad-empty-nodes.yaml 2:1 empty node list 'nodes'
+bad-empty.yaml 1:1 empty file
 bad-dup-key.yaml 3:1 duplicate key 'fanout'
 bad-unknown-chassis-node.yaml 4:5 'n6'
 bad-nested-unknown.yaml 4:5 'links.lan.bw'

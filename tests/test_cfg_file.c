@@ -9,6 +9,115 @@
 #include "hb_status.h"
 #include "test_cfg.h"
 
+static const char *src_path(const char *rel);
+
+/* The entry of key in cfg (fails the test if absent). */
+static hb_cfg_entry_t schema_entry(const hb_cfg_t *cfg, const char *key)
+{
+    hb_cfg_entry_t e;
+
+    for (size_t i = 0; i < hb_cfg_nkeys(); i++)
+        if (hb_cfg_entry(cfg, i, &e) == 0 && strcmp(e.key, key) == 0)
+            return e;
+    CU_FAIL("key not in the schema");
+    memset(&e, 0, sizeof(e));
+    return e;
+}
+
+static void test_schema(void)
+{
+    const char *over[] = {"coll.alg=binomial", "nbar.hwloc=off"};
+    char err[HB_CFG_ERRLEN], want[4200];
+    hb_cfg_t *cfg = NULL;
+    hb_cfg_entry_t e;
+
+    unsetenv("HIBAR_COLL_ALG");
+    unsetenv("HIBAR_NBAR_HWLOC");
+    setenv("HIBAR_WAIT_SLICE_MS", "7", 1);
+    CU_ASSERT_EQUAL_FATAL(
+        hb_cfg_load(src_path("examples/scmd-30.yaml"), over, 2, &cfg, err, sizeof(err)), 0);
+    e = schema_entry(cfg, "port");
+    CU_ASSERT_STRING_EQUAL(e.env, "HIBAR_PORT");
+    CU_ASSERT(e.is_default);
+    CU_ASSERT_STRING_EQUAL(e.source, "default");
+    e = schema_entry(cfg, "protocol");
+    snprintf(want, sizeof(want), "%s:", src_path("examples/scmd-30.yaml"));
+    CU_ASSERT_NSTRING_EQUAL(e.source, want, strlen(want)); /* FILE:LINE */
+    CU_ASSERT_PTR_NULL(strchr(e.source + strlen(want), ':'));
+    e = schema_entry(cfg, "wait.slice_ms");
+    CU_ASSERT_STRING_EQUAL(e.value, "7");
+    CU_ASSERT_STRING_EQUAL(e.source, "env HIBAR_WAIT_SLICE_MS");
+    e = schema_entry(cfg, "coll.alg");
+    CU_ASSERT_STRING_EQUAL(e.value, "binomial");
+    CU_ASSERT_STRING_EQUAL(e.source, "-o");
+    CU_ASSERT(e.runtime);
+    /* exported for the code that reads it, as its reader expects it */
+    CU_ASSERT_STRING_EQUAL(getenv("HIBAR_COLL_ALG"), "binomial");
+    CU_ASSERT_STRING_EQUAL(getenv("HIBAR_NBAR_HWLOC"), "0");
+    e = schema_entry(cfg, "nbar.hwloc");
+    CU_ASSERT_STRING_EQUAL(e.value, "off");
+    e = schema_entry(cfg, "nodes");
+    CU_ASSERT_NSTRING_EQUAL(e.value, "n00,n01", 7);
+    hb_cfg_free(cfg);
+    /* a value the schema refuses, whatever the source */
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg = NULL, "x", "y", err, sizeof(err)), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL_FATAL(hb_cfg_create(&cfg), 0);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "coll.alg", "fastest", err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "coll.alg: expected one of auto|flat"));
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "cma", "maybe", err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "log", "loud", err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_EQUAL(hb_cfg_set(cfg, "boot.timeout", "601", err, sizeof(err)), HB_ERR_CONFIG);
+    hb_cfg_free(cfg);
+    unsetenv("HIBAR_WAIT_SLICE_MS");
+    unsetenv("HIBAR_COLL_ALG");
+    unsetenv("HIBAR_NBAR_HWLOC");
+    /* the variables hibar knows */
+    CU_ASSERT(hb_cfg_env_known("HIBAR_FANOUT"));
+    CU_ASSERT(hb_cfg_env_known("HIBAR_LINKS_WAN_LATENCY_US"));
+    CU_ASSERT(hb_cfg_env_known("HIBAR_SOCKET"));
+    CU_ASSERT(hb_cfg_env_known("HIBAR_TESTBED_CONFIG"));
+    CU_ASSERT(!hb_cfg_env_known("HIBAR_FANUOT"));
+    CU_ASSERT(!hb_cfg_env_known("HIBAR_"));
+}
+
+/* SIGHUP: runtime keys take the file's new values, the others keep theirs. */
+static void test_reload(void)
+{
+    char path[] = "/tmp/hibar-test-reload-XXXXXX", err[HB_CFG_ERRLEN];
+    hb_cfg_t *cfg = NULL;
+    int fd = mkstemp(path);
+    FILE *f;
+
+    CU_ASSERT_FATAL(fd >= 0);
+    f = fdopen(fd, "w");
+    fprintf(f, "fanout: 2\ncoll:\n  alg: flat\n");
+    fclose(f);
+    unsetenv("HIBAR_COLL_ALG");
+    unsetenv("HIBAR_FANOUT");
+    CU_ASSERT_EQUAL_FATAL(hb_cfg_load(path, NULL, 0, &cfg, err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(getenv("HIBAR_COLL_ALG"), "flat");
+    f = fopen(path, "w");
+    fprintf(f, "fanout: 3\ncoll:\n  alg: binomial\n");
+    fclose(f);
+    CU_ASSERT_EQUAL(hb_cfg_reload(cfg, path, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cfg->fanout, 2);                                         /* at the next start */
+    CU_ASSERT_STRING_EQUAL(schema_entry(cfg, "coll.alg").value, "binomial"); /* applied */
+    CU_ASSERT_STRING_EQUAL(getenv("HIBAR_COLL_ALG"), "binomial");
+    f = fopen(path, "w");
+    fprintf(f, "fanout: 2\n");
+    fclose(f);
+    CU_ASSERT_EQUAL(hb_cfg_reload(cfg, path, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_PTR_NULL(getenv("HIBAR_COLL_ALG")); /* back to the reader's default */
+    CU_ASSERT_STRING_EQUAL(schema_entry(cfg, "coll.alg").value, "auto");
+    f = fopen(path, "w");
+    fprintf(f, "fanout: many\n");
+    fclose(f);
+    CU_ASSERT_EQUAL(hb_cfg_reload(cfg, path, NULL, 0, err, sizeof(err)), HB_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+    hb_cfg_free(cfg);
+    unlink(path);
+}
+
 /* Path of a file below the source tree (tests run from the build tree). */
 static const char *src_path(const char *rel)
 {
@@ -110,10 +219,10 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(spec.n_nodes, 1);
     hb_cfg_free(cfg);
 
-    /* An empty file is the defaults too; not finalized → no spec. */
+    /* An explicit {} is the defaults too; not finalized → no spec. */
     CU_ASSERT_EQUAL_FATAL(hb_cfg_create(&cfg), 0);
     CU_ASSERT_EQUAL(
-        hb_cfg_read_file(cfg, src_path("tests/configs/good-empty.yaml"), err, sizeof(err)), 0);
+        hb_cfg_read_file(cfg, src_path("tests/configs/good-defaults.yaml"), err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(hb_cfg_topo_spec(cfg, &spec), HB_ERR_NOT_INIT);
     CU_ASSERT_EQUAL(hb_cfg_finalize(cfg, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(cfg->n_nodes, 1);
@@ -235,6 +344,7 @@ static void test_bad_files(void)
         {"bad-chassis-33.yaml", ":2:10: ", "mask width (32) '33'", HB_ERR_CONFIG},
         {"bad-chassis-list-33.yaml", ":3:5: ", "mask width (32) 'n[00-32]'", HB_ERR_CONFIG},
         {"bad-empty-nodes.yaml", ":2:1: ", "empty node list 'nodes'", HB_ERR_CONFIG},
+        {"bad-empty.yaml", ":1:1: ", "empty file", HB_ERR_CONFIG},
         {"bad-syntax.yaml", ":2:", "YAML syntax error", HB_ERR_CONFIG},
         {"bad-dup-key.yaml", ":3:1: ", "duplicate key 'fanout'", HB_ERR_CONFIG},
         {"bad-unknown-chassis-node.yaml", ":4:5: ", "unknown node (not in nodes) 'n6'",
@@ -381,7 +491,9 @@ int hb_test_cfg_register(void)
         CU_add_test(s, "examples", test_examples) == NULL ||
         CU_add_test(s, "invalid files", test_bad_files) == NULL ||
         CU_add_test(s, "env and flag overrides", test_env_and_flags) == NULL ||
-        CU_add_test(s, "default chassis", test_default_chassis) == NULL)
+        CU_add_test(s, "default chassis", test_default_chassis) == NULL ||
+        CU_add_test(s, "schema: values and sources", test_schema) == NULL ||
+        CU_add_test(s, "schema: reload", test_reload) == NULL)
         return CU_get_error();
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hb_cli.h"
 #include "hbd_boot.h"
 
 /*
@@ -87,11 +88,16 @@ int main(int argc, char **argv)
     int rc = 1;
 
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
             timeout = (unsigned)strtoul(argv[++i], NULL, 10);
-        else {
-            fprintf(stderr, "usage: hibar-boot [--timeout SEC] (run by hibard, not by hand)\n");
-            return 2;
+        } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            return hb_cli_version("hibar-boot");
+        } else {
+            int help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+            fprintf(help ? stdout : stderr,
+                    "usage: hibar-boot [--timeout SEC] (run by hibard, not by hand)\n"
+                    "       hibar-boot --help | --version\n");
+            return help ? HB_EXIT_OK : HB_EXIT_USAGE;
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);

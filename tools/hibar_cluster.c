@@ -9,6 +9,7 @@
 
 #include "cfg.h"
 #include "hb_config.h"
+#include "hb_cli.h"
 #include "hb_log.h"
 #include "hbd_client.h"
 #include "hbd_emu.h"
@@ -265,8 +266,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         case 'V':
-            printf("hibar-cluster %s\n", PACKAGE_VERSION);
-            return 0;
+            return hb_cli_version("hibar-cluster");
         default:
             usage(stderr);
             return 2;

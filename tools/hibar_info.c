@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cfg.h"
+#include "hb_cli.h"
 #include "hb_log.h"
 #include "hb_status.h"
 #include "coll_model.h"
@@ -31,6 +32,7 @@ typedef struct {
     const char **over;
     size_t n_over;
     int model;        /* --model: the cached PlogP(-BR) parameters and the choices */
+    int all;          /* --all: every key, its value and its source */
     double sizes[32]; /* --size LIST */
     int n_sizes;
     const char *members; /* --members HOSTLIST: the view of a job on these nodes */
@@ -52,6 +54,8 @@ static void info_usage(FILE *f)
             "      --members LIST the tree and predictions of a job on these nodes only\n"
             "                     (hostlist, e.g. n[03-05,08]): pruned chassis, stand-in Centers\n"
             "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
+            "  -a, --all          every key: its value and where it came from (default,\n"
+            "                     FILE:LINE, env HIBAR_<KEY>, -o); with --json as JSON\n"
             "  -v, --verbose      more log output (repeat for debug)\n"
             "  -V, --version      print the version and exit\n"
             "  -h, --help         this text\n"
@@ -613,6 +617,50 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
         }
 }
 
+/* ---- --all: every key of the schema, its value and where it came from ---- */
+
+static void info_all(FILE *f, const hb_cfg_t *cfg, int json)
+{
+    hb_cfg_entry_t e;
+    size_t n = hb_cfg_nkeys();
+
+    if (json) {
+        fprintf(f, "{\"file\": ");
+        if (cfg->file != NULL)
+            json_str(f, cfg->file);
+        else
+            fprintf(f, "null");
+        fprintf(f, ", \"settings\": [");
+    } else {
+        fprintf(f,
+                "# hibar %s settings; file: %s\n# KEY = VALUE (SOURCE: default, FILE:LINE, "
+                "env HIBAR_<KEY>, -o); * = re-read on SIGHUP\n",
+                PACKAGE_VERSION, cfg->file != NULL ? cfg->file : "(none)");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (hb_cfg_entry(cfg, i, &e) != 0)
+            continue;
+        if (json) {
+            fprintf(f, "%s\n  {\"key\": ", i ? "," : "");
+            json_str(f, e.key);
+            fprintf(f, ", \"value\": ");
+            json_str(f, e.value);
+            fprintf(f, ", \"source\": ");
+            json_str(f, e.source);
+            fprintf(f, ", \"env\": ");
+            json_str(f, e.env);
+            fprintf(f, ", \"runtime\": %s, \"help\": ", e.runtime ? "true" : "false");
+            json_str(f, e.help);
+            fputc('}', f);
+        } else {
+            fprintf(f, "%-30s = %-24s (%s)%s  # %s\n", e.key, e.value, e.source,
+                    e.runtime ? " *" : "", e.help);
+        }
+    }
+    if (json)
+        fprintf(f, "\n]}\n");
+}
+
 /* ---- main ---- */
 
 static int info_parse_us(const char *opt, const char *s, double *v)
@@ -662,6 +710,7 @@ int main(int argc, char **argv)
                                              {"verbose", no_argument, NULL, 'v'},
                                              {"version", no_argument, NULL, 'V'},
                                              {"help", no_argument, NULL, 'h'},
+                                             {"all", no_argument, NULL, 'a'},
                                              {NULL, 0, NULL, 0}};
     info_opts_t o = {0};
     hb_cfg_t *cfg = NULL;
@@ -677,7 +726,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "hibar-info: out of memory\n");
         return 1;
     }
-    while ((ch = getopt_long(argc, argv, "c:jo:vVh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "ac:jo:vVh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             o.config = optarg;
@@ -701,6 +750,9 @@ int main(int argc, char **argv)
         case 'M':
             o.model = 1;
             break;
+        case 'a':
+            o.all = 1;
+            break;
         case 'z':
             if (info_sizes(optarg, &o) != 0)
                 goto out_usage;
@@ -712,9 +764,8 @@ int main(int argc, char **argv)
             verbose++;
             break;
         case 'V':
-            printf("hibar-info %s\n", PACKAGE_VERSION);
             free(o.over);
-            return 0;
+            return hb_cli_version("hibar-info");
         case 'h':
             info_usage(stdout);
             free(o.over);
@@ -753,7 +804,9 @@ int main(int argc, char **argv)
         free(o.over);
         return rc == HB_ERR_CONFIG ? INFO_EXIT_CONFIG : 1;
     }
-    if (o.model)
+    if (o.all)
+        info_all(stdout, cfg, o.json);
+    else if (o.model)
         info_model(stdout, cfg, &o);
     else if (o.json)
         info_json(stdout, cfg, topo, &o);

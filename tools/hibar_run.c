@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "hb_cli.h"
 #include "hb_config.h"
 #include "hb_log.h"
 #include "hb_time.h"
@@ -420,14 +421,21 @@ static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t 
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"np", required_argument, NULL, 'n'},        {"per-node", required_argument, NULL, 'N'},
-        {"map-by", required_argument, NULL, 'm'},    {"emulate", required_argument, NULL, 'e'},
-        {"config", required_argument, NULL, 'c'},    {"set", required_argument, NULL, 'o'},
-        {"tag-output", no_argument, NULL, 't'},      {"timeout", required_argument, NULL, 'T'},
-        {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
-        {"log-level", required_argument, NULL, 'l'}, {"host", required_argument, NULL, 'H'},
-        {"hostfile", required_argument, NULL, 'F'},  {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"np", required_argument, NULL, 'n'},
+                                         {"per-node", required_argument, NULL, 'N'},
+                                         {"map-by", required_argument, NULL, 'm'},
+                                         {"emulate", required_argument, NULL, 'e'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"tag-output", no_argument, NULL, 't'},
+                                         {"timeout", required_argument, NULL, 'T'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"log-level", required_argument, NULL, 'l'},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {"host", required_argument, NULL, 'H'},
+                                         {"hostfile", required_argument, NULL, 'F'},
+                                         {NULL, 0, NULL, 0}};
     const char *emulate = NULL, *config = NULL, *log_level = NULL, *hosts = NULL, *hostfile = NULL;
     const char *over[MAX_OVER + 2];
     size_t n_over = 0;
@@ -437,7 +445,7 @@ int main(int argc, char **argv)
 
     hb_log_init_from_env();
     hb_log_set_ident("hibar-run");
-    while ((c = getopt_long(argc, argv, "+n:N:m:e:c:o:tT:vhl:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:N:m:e:c:o:tT:vhVl:H:", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'n':
@@ -499,6 +507,8 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
+        case 'V':
+            return hb_cli_version("hibar-run");
         default:
             usage(stderr);
             return 2;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "hb_cli.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_emu.h"
@@ -1677,6 +1678,7 @@ int main(int argc, char **argv)
         {"blocks", required_argument, NULL, OPT_BLOCKS},
         {"stalls", no_argument, NULL, OPT_STALLS},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     static const char *over[64];
     char measured[4096] = "";
@@ -1712,7 +1714,7 @@ int main(int argc, char **argv)
         argv++;
         argc--;
     }
-    while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hqV", lo, NULL)) != -1) {
         switch (c) {
         case OPT_CONFIG:
             o.config = optarg;
@@ -1869,6 +1871,8 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
+        case 'V':
+            return hb_cli_version("hibar-sim");
         default:
             usage(stderr);
             return 2;

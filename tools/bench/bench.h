@@ -71,6 +71,9 @@ void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, c
 
 /* The directory of this executable (".", if /proc cannot tell). */
 void hb_bench_exe_dir(char *buf, size_t cap);
+/* A helper program NAME (installed under libexec/hibar): beside hibar-bench in the build tree,
+ * DIR/../libexec/hibar, or the configured pkglibexecdir; its path into buf. */
+void hb_bench_helper(const char *dir, const char *name, char *buf, size_t cap);
 
 /* Run rank(i, arg) in n forked processes, i = 0..n-1 (stdio flushed first); each child stores
  * its result in status[i], which must be memory it shares with this process (MAP_SHARED).

@@ -356,7 +356,7 @@ int hb_bench_fence_main(int argc, char **argv)
     if (e != NULL)
         snprintf(fc, sizeof(fc), "%s", e);
     else
-        snprintf(fc, sizeof(fc), "%s/../tests/fence_client", dir);
+        hb_bench_helper(dir, "hibar-fence-client", fc, sizeof(fc));
     snprintf(hbd, sizeof(hbd), "%s/../daemon/hibard", dir);
     if (getenv("HIBARD") == NULL && access(hbd, X_OK) == 0)
         setenv("HIBARD", hbd, 1);

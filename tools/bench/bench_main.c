@@ -2,6 +2,7 @@
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
 
+#include "hb_cli.h"
 #include "hb_log.h"
 
 #include <stdio.h>
@@ -35,7 +36,7 @@ static const hb_bench_mode_t hb_bench_modes[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hibar-bench MODE [OPTIONS] " HB_BENCH_COMMON_USAGE "\n"
-               "       hibar-bench MODE --help\nmodes:\n");
+               "       hibar-bench MODE --help\n       hibar-bench --version\nmodes:\n");
     for (size_t i = 0; i < HB_BENCH_NMODES; i++)
         fprintf(f, "  %-16s %s\n", hb_bench_modes[i].name, hb_bench_modes[i].summary);
     fprintf(f, "Every mode prints an OSU-style table (# Size  Avg Latency(us)  Min  Max  "
@@ -49,8 +50,10 @@ int main(int argc, char **argv)
     hb_log_set_ident("hibar-bench");
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return argc < 2 ? HB_EXIT_USAGE : HB_EXIT_OK;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+        return hb_cli_version("hibar-bench");
     if (hb_bench_coll_wants(argc - 1, argv + 1)) /* scatter --config: across nodes */
         return hb_bench_coll_main(argc - 1, argv + 1);
     for (size_t i = 0; i < HB_BENCH_NMODES; i++)

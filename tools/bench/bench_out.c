@@ -184,6 +184,19 @@ void hb_bench_exe_dir(char *buf, size_t cap)
     snprintf(buf, cap, "%s", dirname(self));
 }
 
+void hb_bench_helper(const char *dir, const char *name, char *buf, size_t cap)
+{
+    /* the build tree (beside hibar-bench), an installed tree moved as a whole (DESTDIR), the
+     * configured pkglibexecdir */
+    snprintf(buf, cap, "%s/%s", dir, name);
+    if (access(buf, X_OK) == 0)
+        return;
+    snprintf(buf, cap, "%s/../libexec/%s/%s", dir, PACKAGE, name);
+    if (access(buf, X_OK) == 0)
+        return;
+    snprintf(buf, cap, "%s/%s", HB_PKGLIBEXECDIR, name);
+}
+
 /* The source tree (tests/netns/ lives there): HIBAR_SRCDIR, else the configured one. */
 static const char *bench_srcdir(void)
 {

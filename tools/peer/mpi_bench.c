@@ -19,6 +19,8 @@
  */
 #include "hb_config.h"
 
+#include "hb_cli.h"
+
 #include <errno.h>
 #include <math.h>
 #ifdef HB_LIB_BENCH
@@ -74,15 +76,16 @@ static double mb_now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static void mb_usage(void)
+static void mb_usage(FILE *f)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
             "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
             "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
             "          hibar-mpi-bench only)\n"
-            "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n");
+            "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n"
+            "       " MB_PROG " --help | --version\n");
 }
 
 /* "0,1K,64K..1M": a list (hb_size.h), each size at most 4G. 0 or -1. */
@@ -512,6 +515,13 @@ int main(int argc, char **argv)
     int rc = 1, usage_bad;
 
     memset(&o, 0, sizeof(o));
+    /* before MPI_Init: answered without a launcher or a daemon */
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        mb_usage(stdout);
+        return HB_EXIT_OK;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
+        return hb_cli_version(MB_PROG);
     if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
         fprintf(stderr, MB_PROG ": MPI_Init failed\n");
         return 1;
@@ -521,7 +531,7 @@ int main(int argc, char **argv)
     usage_bad = mb_parse_args(argc, argv, &o) != 0 || o.root >= c.size;
     if (usage_bad) {
         if (c.rank == 0)
-            mb_usage();
+            mb_usage(stderr);
         MPI_Finalize();
         return 2;
     }
