@@ -17,6 +17,8 @@ struct timeval;
 struct hb_hwb;
 struct hbd_ctl_conn;
 struct hbd_logp;
+struct hbd_job;
+struct hbd_job_ops;
 struct hbd_barrier_state;
 struct hbd_coll_state;
 
@@ -71,6 +73,15 @@ typedef struct hbd_stats {
 } hbd_stats_t;
 
 typedef struct hbd hbd_t;
+
+/* The jobs this daemon runs (job/hbd_job.c: the registry; job/hbd_job.h: the job object). Today
+ * the cluster runs one job at a time; the registry already holds several. */
+typedef struct hbd_jobs {
+    struct hbd_job *head;
+    uint32_t n_jobs;
+    uint32_t n_local_ranks;        /* ranks here of the jobs not done (the waiting rule) */
+    const struct hbd_job_ops *ops; /* the launcher's answers to rank events, or NULL */
+} hbd_jobs_t;
 /* A frame of a wire type a service registered (hbd_net_on_frame), validated by
  * hbd_wire_decode; from a live neighbour. */
 typedef void (*hbd_net_rx_fn)(hbd_t *d, const hbd_wire_msg_t *m);
@@ -102,13 +113,15 @@ struct hbd {
     struct event_base *base;
     struct event *ev_router, *ev_zap, *ev_mon, *ev_hwb, *ev_ctl, *ev_tick;
     struct event *ev_sig[3];
+    struct event *ev_chld; /* SIGCHLD: the launcher reaps its ranks (hbd_launch.c) */
     int stopping;
     int ready;
     uint64_t start_ns;
 
     /* the transport's consumers, registered by the services at init (hbd_net.h) */
     hbd_net_rx_t rx[HBD_WIRE_TYPE_MAX + 1];
-    hbd_net_lost_fn lost_subs[HBD_NET_LOST_MAX];
+    hbd_net_lost_fn lost_subs[HBD_NET_LOST_MAX]; /* by ascending lost_order */
+    int lost_order[HBD_NET_LOST_MAX];
     uint32_t n_lost_subs;
     uint64_t rx_t0_ns; /* when the frame being handled was taken off its socket (PlogP's o_r) */
 
@@ -133,6 +146,11 @@ struct hbd {
     struct hb_hwb *hwb;
     int hwb_fd;
 
+    /* the libhibar ranks' socket (hbd_ranks.c) */
+    int ranks_lfd;
+    struct event *ev_ranks;
+    char ranks_path[320];
+
     /* control socket (hbd_ctl.c) */
     int ctl_fd;
     struct hbd_ctl_conn *conns;
@@ -144,6 +162,9 @@ struct hbd {
     struct hbd_barrier_state *bar;
     struct hbd_coll_state *coll; /* collectives in flight (hbd_coll.c) */
     struct hbd_logp *logp;       /* the PlogP and T_SR probes (hbd_logp.c) */
+    struct hbd_relay *relay;     /* launch forwarding (hbd_relay.c) */
+
+    hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
 
     hbd_stats_t st;
 };

@@ -77,7 +77,7 @@ static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
                  " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rss_kb=%ld",
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
-                 hier_drop, hier_late, hbd_relay_n_jobs(), hbd_relay_drops(), s->data_rx,
+                 hier_drop, hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), s->data_rx,
                  s->data_tx, s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad,
                  s->fast_denied, s->rx_from_lost, hb_proc_rss_kb(getpid()));
     hbd_reply(r, "%s", buf);

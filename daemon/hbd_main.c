@@ -23,6 +23,7 @@
 #include "hbd_dmodex.h"
 #include "hbd_fence.h"
 #include "hbd_key.h"
+#include "hbd_launch.h"
 #include "hbd_logp.h"
 #include "hbd_net.h"
 #include "hbd_pmix.h"
@@ -192,19 +193,68 @@ static int open_hwb(hbd_t *d)
     return rc;
 }
 
-static void cleanup(hbd_t *d)
+static void hwb_stop(hbd_t *d)
 {
-    hbd_barrier_fini(d); /* first: pending fences are answered while PMIx still runs */
-    hbd_coll_fini(d);
-    hbd_relay_fini(d); /* tells hibar-run; the launcher then stops the ranks */
-    hbd_pmix_stop(d);
-    hbd_ranks_stop(d);
-    hbd_logp_fini(d); /* the probes hold control connections */
-    hbd_ctl_stop(d);
-    hbd_net_stop(d);
     if (d->hwb != NULL)
         hb_hwb_close(d->hwb);
     d->hwb = NULL;
+}
+
+static int ctl_start(hbd_t *d)
+{
+    return hbd_ctl_start(d, hbd_ctl_cmds, hbd_ctl_n_cmds);
+}
+
+/*
+ * The daemon's parts, started in this order and stopped in the reverse one. The services
+ * register their frames and lost-node subscribers with the transport as they start; nothing
+ * of them runs before the loop does. Stopping in reverse answers what is in flight while what
+ * it needs still runs: barriers first (pending fences are answered while PMIx still runs),
+ * the relay before the launcher (it tells hibar-run; the launcher then stops the ranks),
+ * fences and dmodex before the jobs' namespaces go, the probes before the control socket.
+ */
+typedef struct hbd_part {
+    const char *name;
+    int (*start)(hbd_t *d);
+    void (*stop)(hbd_t *d); /* also after a failed or partial start */
+} hbd_part_t;
+
+static const hbd_part_t parts[] = {
+    {"chassis barrier", open_hwb, hwb_stop},
+    {"transport", hbd_net_start, hbd_net_stop},
+    {"control socket", ctl_start, hbd_ctl_stop},
+    {"probes", hbd_logp_init, hbd_logp_fini},
+    {"ranks socket", hbd_ranks_start, hbd_ranks_stop},
+    {"PMIx server", hbd_pmix_start, hbd_pmix_stop},
+    {"launcher", hbd_launch_start, hbd_launch_stop},
+    {"dmodex", hbd_dmodex_init, hbd_dmodex_fini},
+    {"fences", hbd_fence_init, hbd_fence_fini},
+    {"relay", hbd_relay_init, hbd_relay_fini},
+    {"collectives", hbd_coll_init, hbd_coll_fini},
+    {"barriers", hbd_barrier_init, hbd_barrier_fini},
+};
+#define HBD_N_PARTS (sizeof(parts) / sizeof(parts[0]))
+
+/* Start the parts in order: 0, or the first failure (logged where found) with *n_p parts to
+ * stop (the failed one included). */
+static int parts_start(hbd_t *d, size_t *n_p)
+{
+    for (size_t i = 0; i < HBD_N_PARTS; i++) {
+        *n_p = i + 1;
+        int rc = parts[i].start(d);
+        if (rc != 0) {
+            hb_log_debug("start of the %s failed: %s", parts[i].name, hibar_strerror(rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Stop the first n parts, in reverse, then what main set up around them. */
+static void cleanup(hbd_t *d, size_t n)
+{
+    while (n > 0)
+        parts[--n].stop(d);
     for (int i = 0; i < 3; i++)
         if (d->ev_sig[i] != NULL)
             event_free(d->ev_sig[i]);
@@ -229,11 +279,13 @@ int main(int argc, char **argv)
     const char *over[HBD_MAX_OVERRIDES];
     size_t n_over = 0;
     int foreground = 0, c, rc, status = 1;
+    size_t n_started = 0;
     char err[HB_CFG_ERRLEN];
     hbd_t dd, *d = &dd;
 
     memset(d, 0, sizeof(*d));
     d->ctl_fd = -1;
+    d->ranks_lfd = -1;
     d->hwb_fd = -1;
     hb_log_init_from_env();
     hb_log_set_ident("hibard");
@@ -332,7 +384,7 @@ int main(int argc, char **argv)
     }
     if (hb_cfg_node_find(d->cfg, node, &d->self) != 0) {
         fprintf(stderr, "hibard: node '%s' is not in the configuration\n", node);
-        cleanup(d);
+        cleanup(d, 0);
         return 2;
     }
     d->name = d->cfg->nodes[d->self].name;
@@ -405,13 +457,7 @@ int main(int argc, char **argv)
         if (d->ev_sig[i] == NULL || event_add(d->ev_sig[i], NULL) != 0)
             goto out;
     }
-    /* the services register their frames and lost-node subscribers (called in this order) with
-     * the transport before it starts */
-    if (open_hwb(d) != 0 || hbd_logp_init(d) != 0 || hbd_barrier_init(d) != 0 ||
-        hbd_coll_init(d) != 0 || hbd_relay_init(d) != 0 || hbd_fence_init(d) != 0 ||
-        hbd_dmodex_init(d) != 0 || hbd_net_start(d) != 0 ||
-        hbd_ctl_start(d, hbd_ctl_cmds, hbd_ctl_n_cmds) != 0 || hbd_ranks_start(d) != 0 ||
-        hbd_pmix_start(d) != 0)
+    if (parts_start(d, &n_started) != 0)
         goto out;
     hb_log_info("node %s up: pid %d, control %s, protocol %s", d->name, (int)getpid(),
                 d->sock_path, hb_cfg_protocol_name(d->cfg->protocol));
@@ -422,7 +468,7 @@ int main(int argc, char **argv)
     }
     status = 0;
 out:
-    cleanup(d);
+    cleanup(d, n_started);
     if (status == 0)
         hb_log_info("stopped cleanly");
     return status;

@@ -14,6 +14,67 @@
 #include "hbd_job.h"
 #include "hibar.h"
 
+/* ---- the registry ---- */
+
+void hbd_jobs_set_ops(hbd_t *d, const hbd_job_ops_t *ops)
+{
+    d->jobs.ops = ops;
+}
+
+void hbd_job_add(hbd_t *d, hbd_job_t *j)
+{
+    j->next = d->jobs.head;
+    d->jobs.head = j;
+    d->jobs.n_jobs++;
+    j->counted = j->done_sent ? 0 : j->n_local;
+    d->jobs.n_local_ranks += j->counted;
+}
+
+void hbd_job_remove(hbd_job_t *j)
+{
+    hbd_jobs_t *js = &j->d->jobs;
+    for (hbd_job_t **pp = &js->head; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            js->n_jobs--;
+            js->n_local_ranks -= j->counted;
+            j->counted = 0;
+            return;
+        }
+}
+
+void hbd_job_done(hbd_job_t *j)
+{
+    j->done_sent = 1;
+    j->d->jobs.n_local_ranks -= j->counted;
+    j->counted = 0;
+}
+
+hbd_job_t *hbd_job_find(const hbd_t *d, const char *nspace)
+{
+    for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
+        if (strncmp(j->nspace, nspace, sizeof(j->nspace)) == 0)
+            return j;
+    return NULL;
+}
+
+hbd_rank_t *hbd_job_rank(hbd_job_t *j, uint32_t rank)
+{
+    for (uint32_t k = 0; k < j->n_local; k++)
+        if (j->local[k].rank == rank)
+            return &j->local[k];
+    return NULL;
+}
+
+void hbd_job_rank_abort(hbd_rank_t *r, int status, const char *msg)
+{
+    const hbd_job_ops_t *ops = r->job->d->jobs.ops;
+    if (ops != NULL && ops->rank_abort != NULL)
+        ops->rank_abort(r, status, msg);
+}
+
+/* ---- the spec file ---- */
+
 void hbd_job_spec_free(hbd_job_spec_t *s)
 {
     if (s == NULL)

@@ -72,6 +72,7 @@ typedef struct hbd_job {
     uint32_t n_nodes; /* job nodes */
     hbd_rank_t *local;
     uint32_t n_local;
+    uint32_t counted;    /* of n_local, counted in the registry's n_local_ranks */
     uint32_t n_running;  /* spawned and not reaped or with open pipes */
     uint32_t fence_seq;  /* fences without data started so far (barrier engine ids) */
     uint32_t dfence_seq; /* fences with data started so far (hbd_fence ids) */
@@ -87,5 +88,28 @@ typedef struct hbd_job {
     struct px_reg *reg;          /* its registration with PMIx while it runs (hbd_pmix.c) */
     struct hbd_job *next;
 } hbd_job_t;
+
+/*
+ * The job object and the registry (d->jobs). Launch, ranks, relay, PMIx, fences and dmodex reach
+ * a job's state through these, not through each other. Loop only.
+ */
+/* What the launcher does when the PMIx server reports a rank event. */
+typedef struct hbd_job_ops {
+    /* The rank called PMIx_Abort: the job stops. */
+    void (*rank_abort)(hbd_rank_t *r, int status, const char *msg);
+} hbd_job_ops_t;
+void hbd_jobs_set_ops(hbd_t *d, const hbd_job_ops_t *ops);
+/* Enter j (built, not in the registry yet) into the registry. */
+void hbd_job_add(hbd_t *d, hbd_job_t *j);
+/* Take j out (no-op when it is not in). */
+void hbd_job_remove(hbd_job_t *j);
+/* The job's last line is queued: its ranks no longer count as this node's. */
+void hbd_job_done(hbd_job_t *j);
+/* The job of a namespace, or NULL. */
+hbd_job_t *hbd_job_find(const hbd_t *d, const char *nspace);
+/* Its local rank of global rank `rank`, or NULL. */
+hbd_rank_t *hbd_job_rank(hbd_job_t *j, uint32_t rank);
+/* A rank called PMIx_Abort (the launcher's rank_abort; ignored without one). */
+void hbd_job_rank_abort(hbd_rank_t *r, int status, const char *msg);
 
 #endif

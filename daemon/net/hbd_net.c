@@ -407,11 +407,18 @@ void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_
     }
 }
 
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn)
+int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
 {
-    if (d->n_lost_subs == HBD_NET_LOST_MAX)
+    uint32_t i = d->n_lost_subs;
+    if (i == HBD_NET_LOST_MAX)
         return HIBAR_ERR_NOMEM;
-    d->lost_subs[d->n_lost_subs++] = fn;
+    for (; i > 0 && d->lost_order[i - 1] > order; i--) {
+        d->lost_subs[i] = d->lost_subs[i - 1];
+        d->lost_order[i] = d->lost_order[i - 1];
+    }
+    d->lost_subs[i] = fn;
+    d->lost_order[i] = order;
+    d->n_lost_subs++;
     return 0;
 }
 
@@ -938,6 +945,28 @@ void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t
         evtimer_del(*ev_p);
     }
     evtimer_add(*ev_p, &tv);
+}
+
+/* ---- routing on the chassis data tree (port -> Center -> parent chassis) ---- */
+
+static uint32_t up_of(const hbd_t *d, uint32_t n)
+{
+    const hb_topo_node_t *tn = &d->topo->nodes[n];
+    if (tn->port != 0)
+        return d->topo->chassis[tn->chassis].nodes[0];
+    return tn->parent;
+}
+
+uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t)
+{
+    /* walk up from t: if this node is an ancestor, the hop is the node below it on the path */
+    for (uint32_t n = t, k = 0; n != HB_TOPO_NONE && k <= d->topo->n_nodes; k++) {
+        uint32_t up = up_of(d, n);
+        if (up == d->self)
+            return n;
+        n = up;
+    }
+    return up_of(d, d->self); /* else up (never NONE at the root: the root is every ancestor) */
 }
 
 int hbd_accept(int lfd, const char *what)

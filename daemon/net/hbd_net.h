@@ -15,8 +15,10 @@
  * HELLO, HEARTBEAT and ABORT are the transport's own.
  */
 void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg);
-/* Subscribers are called in the order they registered. 0, or NOMEM when the table is full. */
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn);
+/* Subscribers are called by ascending order (then as they registered): today the probes (10)
+ * end first, then barriers (20), collectives (30) and relayed jobs (40) fail. 0, or NOMEM when
+ * the table is full. */
+int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order);
 /* Hand a validated frame to its service: 0, or -1 when no service takes its type. */
 static inline int hbd_net_deliver(hbd_t *d, const hbd_wire_msg_t *m)
 {
@@ -78,6 +80,9 @@ void hbd_net_tick_arm(hbd_t *d);
 void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
                        struct timeval tv, int reset);
 
+/* Next hop from this node toward node t on the chassis data tree (port -> Center -> parent
+ * chassis): JOB and DMODEX frames travel hop by hop on links the daemons keep anyway. */
+uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t);
 /* accept4 (non-blocking, close-on-exec) on a listening socket, again after EINTR or
  * ECONNABORTED: the new fd, or -1 when none is waiting (other errors are logged, naming what). */
 int hbd_accept(int lfd, const char *what);

@@ -11,7 +11,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_dmodex.h"
-#include "hbd_launch.h"
+#include "hbd_job.h"
 #include "hbd_net.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
@@ -115,31 +115,10 @@ static void req_end(dm_req_t *r, pmix_status_t st, const uint8_t *data, size_t l
     free(r);
 }
 
-/* Next hop from this node toward node t on the data tree (port -> Center -> parent chassis). */
-static uint32_t up_of(const hbd_t *d, uint32_t n)
-{
-    const hb_topo_node_t *tn = &d->topo->nodes[n];
-    if (tn->port != 0)
-        return d->topo->chassis[tn->chassis].nodes[0];
-    return tn->parent;
-}
-
-uint32_t hbd_dmodex_next_hop(const hbd_t *d, uint32_t t)
-{
-    /* walk up from t: if this node is an ancestor, the hop is the node below it on the path */
-    for (uint32_t n = t, k = 0; n != HB_TOPO_NONE && k <= d->topo->n_nodes; k++) {
-        uint32_t up = up_of(d, n);
-        if (up == d->self)
-            return n;
-        n = up;
-    }
-    return up_of(d, d->self); /* else up (never NONE at the root: the root is every ancestor) */
-}
-
 /* Send now, or queue (behind what already waits for that node). 0 or an error. */
 static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
 {
-    uint32_t to = hbd_dmodex_next_hop(d, dest);
+    uint32_t to = hbd_net_next_hop(d, dest);
     if (to == HB_TOPO_NONE)
         return HIBAR_ERR_NOT_FOUND;
     int queued = 0;
@@ -286,7 +265,7 @@ static void served(pmix_status_t status, char *data, size_t sz, void *cbdata)
 /* Is s's process (hosted here) still a rank of a job of this node? */
 static int srv_known(const hbd_t *d, const dm_srv_t *s)
 {
-    hbd_job_t *j = strlen(s->nspace) == s->nslen ? hbd_launch_job_find(s->nspace) : NULL;
+    hbd_job_t *j = strlen(s->nspace) == s->nslen ? hbd_job_find(d, s->nspace) : NULL;
     return j != NULL && s->rank < j->spec->size && j->spec->map[s->rank] == d->self;
 }
 
@@ -465,7 +444,7 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
 {
     const pmix_proc_t *proc = procv;
     pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)cbfunc;
-    hbd_job_t *j = hbd_launch_job_find(proc->nspace);
+    hbd_job_t *j = hbd_job_find(d, proc->nspace);
     size_t nslen = strnlen(proc->nspace, sizeof(proc->nspace));
     size_t keylen = key != NULL ? strnlen(key, HBD_WIRE_DMODEX_MAX_KEY) : 0;
     if (j == NULL || proc->rank >= j->spec->size || nslen == 0 || nslen > 255) {

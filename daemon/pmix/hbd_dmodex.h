@@ -19,7 +19,5 @@ void hbd_dmodex_request(hbd_t *d, const void *proc, const char *key, uint32_t ti
 int hbd_dmodex_init(hbd_t *d);
 /* Answer every request in flight (shutdown). */
 void hbd_dmodex_fini(hbd_t *d);
-/* Next hop from this node toward node t on the chassis data tree. */
-uint32_t hbd_dmodex_next_hop(const hbd_t *d, uint32_t t);
 
 #endif

@@ -22,7 +22,6 @@
 #include "hbd_barrier.h"
 #include "hbd_dmodex.h"
 #include "hbd_fence.h"
-#include "hbd_launch.h"
 #include "hbd_pmix.h"
 #include "hibar.h"
 
@@ -64,7 +63,7 @@ typedef struct hbd_px {
     pthread_mutex_t mu;
     px_op_t *head, *tail;
     int efd;
-    struct event *ev_q, *ev_chld;
+    struct event *ev_q;
     px_op_t *fences;        /* in flight in the barrier engine (loop thread only) */
     struct fence_sig *sigs; /* subset fences: sequence per (job, rank set) */
     uint32_t n_sigs, cap_sigs;
@@ -503,7 +502,7 @@ out:
 static void fence_run(hbd_t *d, px_op_t *op)
 {
     hbd_fence_prof(d, "loop", 0);
-    hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
+    hbd_job_t *j = hbd_job_find(d, op->proc.nspace);
     if (j == NULL) {
         fence_finish(op, PMIX_ERR_NOT_FOUND);
         return;
@@ -559,8 +558,8 @@ static void fence_run(hbd_t *d, px_op_t *op)
 
 static void op_run(hbd_t *d, px_op_t *op)
 {
-    hbd_job_t *j = hbd_launch_job_find(op->proc.nspace);
-    hbd_rank_t *r = j ? hbd_launch_rank_find(j, op->proc.rank) : NULL;
+    hbd_job_t *j = hbd_job_find(d, op->proc.nspace);
+    hbd_rank_t *r = j ? hbd_job_rank(j, op->proc.rank) : NULL;
     switch (op->kind) {
     case OP_CONNECTED:
         if (r != NULL)
@@ -572,7 +571,7 @@ static void op_run(hbd_t *d, px_op_t *op)
         break;
     case OP_ABORT:
         if (r != NULL)
-            hbd_launch_on_abort(r, op->status, op->msg);
+            hbd_job_rank_abort(r, op->status, op->msg);
         break;
     case OP_FENCE:
         fence_run(d, op);
@@ -613,13 +612,6 @@ static void queue_cb(evutil_socket_t fd, short what, void *arg)
         op->next = NULL;
         op_run(d, op);
     }
-}
-
-static void chld_cb(evutil_socket_t sig, short what, void *arg)
-{
-    (void)sig;
-    (void)what;
-    hbd_launch_reap(arg);
 }
 
 /* Remove what PMIx left in its tmp dir (its rendezvous files), then the dir. */
@@ -669,10 +661,8 @@ int hbd_pmix_start(hbd_t *d)
         goto err_dir;
     }
     g_px.ev_q = event_new(d->base, g_px.efd, EV_READ | EV_PERSIST, queue_cb, d);
-    g_px.ev_chld = evsignal_new(d->base, SIGCHLD, chld_cb, d);
-    if (g_px.ev_q == NULL || g_px.ev_chld == NULL || event_add(g_px.ev_q, NULL) != 0 ||
-        event_add(g_px.ev_chld, NULL) != 0) {
-        hb_log_error("cannot watch the PMIx upcall queue / SIGCHLD");
+    if (g_px.ev_q == NULL || event_add(g_px.ev_q, NULL) != 0) {
+        hb_log_error("cannot watch the PMIx upcall queue");
         goto err_ev;
     }
     /*
@@ -705,9 +695,7 @@ int hbd_pmix_start(hbd_t *d)
 err_ev:
     if (g_px.ev_q != NULL)
         event_free(g_px.ev_q);
-    if (g_px.ev_chld != NULL)
-        event_free(g_px.ev_chld);
-    g_px.ev_q = g_px.ev_chld = NULL;
+    g_px.ev_q = NULL;
     close(g_px.efd);
     g_px.efd = -1;
 err_dir:
@@ -756,9 +744,7 @@ void hbd_pmix_stop(hbd_t *d)
 {
     if (g_px.d == NULL)
         return;
-    hbd_fence_fini(d); /* answered while the jobs' namespaces still exist */
-    hbd_dmodex_fini(d);
-    hbd_launch_stop_all(d);
+    /* the fences and dmodex requests were answered, the jobs stopped, before (hbd_main.c) */
     /* first: should PMIx hang in finalize (see hbd_pmix_start) and the daemon be killed,
      * nothing of it is left in the run dir */
     tmpdir_remove(g_px.tmpdir);
@@ -777,9 +763,7 @@ void hbd_pmix_stop(hbd_t *d)
     g_px.n_sigs = g_px.cap_sigs = 0;
     if (g_px.ev_q != NULL)
         event_free(g_px.ev_q);
-    if (g_px.ev_chld != NULL)
-        event_free(g_px.ev_chld);
-    g_px.ev_q = g_px.ev_chld = NULL;
+    g_px.ev_q = NULL;
     if (g_px.efd >= 0)
         close(g_px.efd);
     g_px.efd = -1;

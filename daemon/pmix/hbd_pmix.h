@@ -28,8 +28,6 @@ void hbd_pmix_job_deregister(hbd_job_t *j);
 void hbd_pmix_job_cancel_fences(hbd_job_t *j);
 /* Add PMIx's variables for local rank lr to the malloc'd NULL-terminated *env. */
 int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env);
-/* Number of jobs this daemon runs (status). */
-uint32_t hbd_pmix_n_jobs(void);
 
 /* Run fn(d, arg) on the loop (from any thread, e.g. a PMIx callback). 0 or NOMEM. */
 int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg);

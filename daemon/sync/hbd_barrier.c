@@ -13,7 +13,6 @@
 #include "hb_time.h"
 #include "hb_wait.h"
 #include "hbd_barrier.h"
-#include "hbd_launch.h"
 #include "hbd_net.h"
 #include "hibar.h"
 #include "hier.h"
@@ -349,7 +348,7 @@ static int poll_mode(hbd_t *d)
     if (d->cfg->cpu_reserved > 0)
         return HBD_POLL_SPIN;
     uint64_t daemons = d->cfg->bootstrap == HB_CFG_BOOT_LOCAL ? d->topo->n_nodes : 1;
-    uint64_t busy = daemons * (1 + (uint64_t)hbd_launch_local_ranks());
+    uint64_t busy = daemons * (1 + (uint64_t)d->jobs.n_local_ranks);
     return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
 }
 
@@ -713,7 +712,7 @@ int hbd_barrier_init(hbd_t *d)
     }
     b->max_acts = hb_hier_max_actions(b->h);
     hbd_net_on_frame(d, HBD_WIRE_HIER, on_msg, NULL);
-    if ((rc = hbd_net_on_lost(d, on_lost)) != 0)
+    if ((rc = hbd_net_on_lost(d, on_lost, 20)) != 0)
         return rc;
     const char *tdir = getenv("HIBAR_TRACE_DIR");
     if (tdir != NULL && *tdir != '\0') {

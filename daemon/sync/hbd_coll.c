@@ -182,7 +182,7 @@ int hbd_coll_init(hbd_t *d)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
     d->coll = st;
     hbd_net_on_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
-    return hbd_net_on_lost(d, on_lost);
+    return hbd_net_on_lost(d, on_lost, 30);
 }
 
 static void run_free(hbd_coll_run_t *r)

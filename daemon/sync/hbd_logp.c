@@ -416,7 +416,7 @@ int hbd_logp_init(hbd_t *d)
     if (d->logp == NULL)
         return HIBAR_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
-    return hbd_net_on_lost(d, on_lost);
+    return hbd_net_on_lost(d, on_lost, 10);
 }
 
 void hbd_logp_fini(hbd_t *d)

@@ -24,7 +24,7 @@
 #include "hbd_barrier.h"
 #include "hbd_coll.h"
 #include "hbd_fence.h"
-#include "hbd_launch.h"
+#include "hbd_job.h"
 #include "hbd_ranks.h"
 #include "hibar.h"
 #include "ncoll.h"
@@ -130,10 +130,6 @@ struct hbd_xop {
 
 /* ---- the ranks socket ---- */
 
-static int g_lfd = -1;
-static struct event *g_ev_listen;
-static char g_path[320];
-
 typedef struct hbd_hello_wait {
     hbd_t *d;
     int fd;
@@ -184,7 +180,7 @@ static void hello_cb(evutil_socket_t fd, short what, void *arg)
     int rc;
 
     if (!(what & EV_READ)) {
-        hb_log_warn("a client connected to %s and said nothing for %d ms", g_path,
+        hb_log_warn("a client connected to %s and said nothing for %d ms", hw->d->ranks_path,
                     HBD_RANKS_HELLO_MS);
         goto out;
     }
@@ -196,7 +192,7 @@ static void hello_cb(evutil_socket_t fd, short what, void *arg)
     /* the job: by id, or the only one with ranks here */
     hbd_job_t *j = NULL;
     uint32_t n_match = 0;
-    for (hbd_job_t *x = hbd_launch_jobs; x != NULL; x = x->next)
+    for (hbd_job_t *x = hw->d->jobs.head; x != NULL; x = x->next)
         if (x->ranks != NULL && (h.job_id == 0 || x->spec->id == h.job_id)) {
             j = x;
             n_match++;
@@ -261,7 +257,7 @@ static void listen_cb(evutil_socket_t lfd, short what, void *arg)
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                hb_log_warn("accept on %s: %m", g_path);
+                hb_log_warn("accept on %s: %m", d->ranks_path);
             return;
         }
         hbd_hello_wait_t *hw = calloc(1, sizeof(*hw));
@@ -285,29 +281,29 @@ static void listen_cb(evutil_socket_t lfd, short what, void *arg)
 int hbd_ranks_start(hbd_t *d)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(g_path, sizeof(g_path), "%s/%s.ranks", d->run_dir, d->name);
-    if (strlen(g_path) >= sizeof(sa.sun_path)) {
-        hb_log_error("ranks socket path too long: %s", g_path);
+    snprintf(d->ranks_path, sizeof(d->ranks_path), "%s/%s.ranks", d->run_dir, d->name);
+    if (strlen(d->ranks_path) >= sizeof(sa.sun_path)) {
+        hb_log_error("ranks socket path too long: %s", d->ranks_path);
         return HIBAR_ERR_CONFIG;
     }
-    strcpy(sa.sun_path, g_path);
-    g_lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (g_lfd < 0) {
+    strcpy(sa.sun_path, d->ranks_path);
+    d->ranks_lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (d->ranks_lfd < 0) {
         hb_log_error("socket(AF_UNIX, SOCK_SEQPACKET): %m");
         return HIBAR_ERR_IO;
     }
-    unlink(g_path); /* stale: main checked that no live daemon owns the run dir's files */
+    unlink(d->ranks_path); /* stale: main checked that no live daemon owns the run dir's files */
     mode_t old = umask(077);
-    int rc = bind(g_lfd, (struct sockaddr *)&sa, sizeof(sa));
+    int rc = bind(d->ranks_lfd, (struct sockaddr *)&sa, sizeof(sa));
     umask(old);
-    if (rc != 0 || chmod(g_path, 0600) != 0 || listen(g_lfd, 128) != 0) {
-        hb_log_error("ranks socket %s: %m", g_path);
-        close(g_lfd);
-        g_lfd = -1;
+    if (rc != 0 || chmod(d->ranks_path, 0600) != 0 || listen(d->ranks_lfd, 128) != 0) {
+        hb_log_error("ranks socket %s: %m", d->ranks_path);
+        close(d->ranks_lfd);
+        d->ranks_lfd = -1;
         return HIBAR_ERR_IO;
     }
-    g_ev_listen = event_new(d->base, g_lfd, EV_READ | EV_PERSIST, listen_cb, d);
-    if (g_ev_listen == NULL || event_add(g_ev_listen, NULL) != 0)
+    d->ev_ranks = event_new(d->base, d->ranks_lfd, EV_READ | EV_PERSIST, listen_cb, d);
+    if (d->ev_ranks == NULL || event_add(d->ev_ranks, NULL) != 0)
         return HIBAR_ERR_NOMEM;
     return 0;
 }
@@ -315,14 +311,14 @@ int hbd_ranks_start(hbd_t *d)
 void hbd_ranks_stop(hbd_t *d)
 {
     (void)d;
-    if (g_ev_listen != NULL)
-        event_free(g_ev_listen);
-    g_ev_listen = NULL;
-    if (g_lfd >= 0) {
-        close(g_lfd);
-        unlink(g_path);
+    if (d->ev_ranks != NULL)
+        event_free(d->ev_ranks);
+    d->ev_ranks = NULL;
+    if (d->ranks_lfd >= 0) {
+        close(d->ranks_lfd);
+        unlink(d->ranks_path);
     }
-    g_lfd = -1;
+    d->ranks_lfd = -1;
 }
 
 /* ---- epochs ---- */
@@ -1297,9 +1293,9 @@ int hbd_ranks_env(hbd_job_t *j, uint32_t lr, char ***env)
 {
     char v[32];
     int rc;
-    if (j->ranks == NULL || g_lfd < 0)
+    if (j->ranks == NULL || j->d->ranks_lfd < 0)
         return 0;
-    if ((rc = env_set(env, "HIBAR_SOCKET", g_path)) != 0)
+    if ((rc = env_set(env, "HIBAR_SOCKET", j->d->ranks_path)) != 0)
         return rc;
     snprintf(v, sizeof(v), "%" PRIu32, j->local[lr].rank);
     if ((rc = env_set(env, "HIBAR_RANK", v)) != 0)

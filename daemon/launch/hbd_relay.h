@@ -17,9 +17,9 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path);
 int hbd_relay_init(hbd_t *d);
 /* JOB frames that were well formed but did not fit the relay's state (unknown job, chunk out of
  * order, not for a job this node originated): dropped and counted. */
-uint64_t hbd_relay_drops(void);
+uint64_t hbd_relay_drops(const hbd_t *d);
 /* Relayed jobs this daemon takes part in (status). */
-uint32_t hbd_relay_n_jobs(void);
+uint32_t hbd_relay_n_jobs(const hbd_t *d);
 /* Daemon shutdown: tell hibar-run, free everything (before the launcher stops its jobs). */
 void hbd_relay_fini(hbd_t *d);
 

@@ -52,8 +52,6 @@
 #define HBD_KILL_CONNECT_WAIT_MS 2000
 #define HBD_KILL_POLL_MS 10
 
-hbd_job_t *hbd_launch_jobs;
-
 static void job_finish_check(hbd_job_t *j);
 
 static void job_send(hbd_job_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -94,46 +92,9 @@ static void job_send_text(hbd_job_t *j, const char *s, size_t n)
     evbuffer_add(bufferevent_get_output(j->bev), buf, o);
 }
 
-uint32_t hbd_launch_local_ranks(void)
-{
-    uint32_t n = 0;
-    for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
-        if (!j->done_sent)
-            n += j->n_local;
-    return n;
-}
-
-hbd_job_t *hbd_launch_job_find(const char *nspace)
-{
-    for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
-        if (strncmp(j->nspace, nspace, sizeof(j->nspace)) == 0)
-            return j;
-    return NULL;
-}
-
-hbd_rank_t *hbd_launch_rank_find(hbd_job_t *j, uint32_t rank)
-{
-    for (uint32_t k = 0; k < j->n_local; k++)
-        if (j->local[k].rank == rank)
-            return &j->local[k];
-    return NULL;
-}
-
-uint32_t hbd_pmix_n_jobs(void)
-{
-    uint32_t n = 0;
-    for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
-        n++;
-    return n;
-}
-
 static void job_free(hbd_job_t *j)
 {
-    for (hbd_job_t **pp = &hbd_launch_jobs; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == j) {
-            *pp = j->next;
-            break;
-        }
+    hbd_job_remove(j);
     hbd_pmix_job_register_cancel(j);
     hbd_pmix_job_deregister(j);
     hbd_ranks_job_close(j);
@@ -217,7 +178,8 @@ void hbd_launch_kill(hbd_job_t *j, const char *why)
         term_cb(-1, 0, j);
 }
 
-void hbd_launch_on_abort(hbd_rank_t *r, int status, const char *msg)
+/* A rank called PMIx_Abort (the job object's rank_abort). */
+static void on_abort(hbd_rank_t *r, int status, const char *msg)
 {
     hbd_job_t *j = r->job;
     r->aborted = 1;
@@ -280,7 +242,7 @@ static void job_finish_check(hbd_job_t *j)
         return;
     }
     job_send(j, "done %" PRIu32 " %" PRIu32 "\n", j->n_local, failed);
-    j->done_sent = 1;
+    hbd_job_done(j);
     bufferevent_disable(j->bev, EV_READ);
     if (evbuffer_get_length(bufferevent_get_output(j->bev)) == 0)
         job_free(j);
@@ -321,15 +283,15 @@ static void out_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void hbd_launch_reap(hbd_t *d)
+/* A child may have exited (SIGCHLD): reap every one of ours. */
+static void reap(hbd_t *d)
 {
-    (void)d;
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid <= 0)
             return;
-        for (hbd_job_t *j = hbd_launch_jobs; j != NULL; j = j->next)
+        for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
             for (uint32_t k = 0; k < j->n_local; k++)
                 if (j->local[k].pid == pid) {
                     j->local[k].pid = -1;
@@ -428,7 +390,7 @@ static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull, char *why, size_t 
         se = posix_spawn_file_actions_addchdir_np(&fa, s->cwd);
     if (se == 0)
         se = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                              POSIX_SPAWN_SETSIGDEF);
+                                               POSIX_SPAWN_SETSIGDEF);
     if (se == 0)
         se = posix_spawnattr_setpgroup(&at, 0);
     if (se == 0)
@@ -552,8 +514,8 @@ static void job_refuse(hbd_job_t *j, const char *fmt, ...)
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     job_send(j, "%s", line);
+    hbd_job_done(j);
     j->n_local = 0;
-    j->done_sent = 1;
     if (j->bev == NULL || evbuffer_get_length(bufferevent_get_output(j->bev)) == 0)
         job_free(j); /* else once the line is out (job_write_cb) */
 }
@@ -598,8 +560,8 @@ static void job_registered(hbd_job_t *j, int rc)
                 j->local[k].pid = -2;
                 j->local[k].wstatus = 127 << 8;
             }
-        job_send(j, "err %d cannot spawn rank %" PRIu32 " of %s: %s\n", rc,
-                 j->local[spawned].rank, j->nspace, why);
+        job_send(j, "err %d cannot spawn rank %" PRIu32 " of %s: %s\n", rc, j->local[spawned].rank,
+                 j->nspace, why);
         j->failed = 1;
         hbd_launch_kill(j, "spawn failed");
         job_finish_check(j);
@@ -631,7 +593,7 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         hbd_job_spec_free(spec);
         return;
     }
-    if (hbd_launch_job_find(j->nspace) != NULL) {
+    if (hbd_job_find(d, j->nspace) != NULL) {
         hbd_reply(conn, "err %d job %s exists", HIBAR_ERR_EXISTS, j->nspace);
         j->n_local = 0;
         job_free(j);
@@ -643,8 +605,7 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         job_free(j);
         return;
     }
-    j->next = hbd_launch_jobs;
-    hbd_launch_jobs = j;
+    hbd_job_add(d, j);
     j->fd = hbd_reply_detach(conn);
     if (j->fd < 0) {
         j->n_local = 0;
@@ -664,11 +625,30 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         job_registered(j, rc);
 }
 
-void hbd_launch_stop_all(hbd_t *d)
+static void chld_cb(evutil_socket_t sig, short what, void *arg)
 {
-    (void)d;
-    while (hbd_launch_jobs != NULL) {
-        hbd_job_t *j = hbd_launch_jobs;
+    (void)sig;
+    (void)what;
+    reap(arg);
+}
+
+static const hbd_job_ops_t job_ops = {.rank_abort = on_abort};
+
+int hbd_launch_start(hbd_t *d)
+{
+    d->ev_chld = evsignal_new(d->base, SIGCHLD, chld_cb, d);
+    if (d->ev_chld == NULL || event_add(d->ev_chld, NULL) != 0) {
+        hb_log_error("cannot watch SIGCHLD");
+        return HIBAR_ERR_NOMEM;
+    }
+    hbd_jobs_set_ops(d, &job_ops);
+    return 0;
+}
+
+void hbd_launch_stop(hbd_t *d)
+{
+    while (d->jobs.head != NULL) {
+        hbd_job_t *j = d->jobs.head;
         for (uint32_t k = 0; k < j->n_local; k++)
             if (j->local[k].pid > 0) {
                 kill(-j->local[k].pid, SIGKILL);
@@ -682,4 +662,8 @@ void hbd_launch_stop_all(hbd_t *d)
         }
         job_free(j);
     }
+    hbd_jobs_set_ops(d, NULL);
+    if (d->ev_chld != NULL)
+        event_free(d->ev_chld);
+    d->ev_chld = NULL;
 }

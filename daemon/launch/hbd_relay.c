@@ -18,7 +18,6 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_barrier.h"
-#include "hbd_dmodex.h"
 #include "hbd_launch.h"
 #include "hbd_net.h"
 #include "hbd_relay.h"
@@ -105,32 +104,37 @@ typedef struct rl_out {
     uint8_t pl[]; /* payload */
 } rl_out_t;
 
-static rl_job_t *jobs;
-static rl_cu_t *cus;
-static rl_out_t *outq;
-static uint64_t outq_bytes, drops;
-static struct event *ev_tick;
-static int reading_paused;
+/* The relay's state in the daemon context (d->relay). */
+struct hbd_relay {
+    rl_job_t *jobs;
+    rl_cu_t *cus;
+    rl_out_t *outq;
+    uint64_t outq_bytes, drops;
+    struct event *ev_tick;
+    int reading_paused;
+};
+typedef struct hbd_relay rl_state_t;
 
 static void tick_arm(hbd_t *d, int fast);
 static void part_read_cb(struct bufferevent *bev, void *arg);
 
-uint64_t hbd_relay_drops(void)
+uint64_t hbd_relay_drops(const hbd_t *d)
 {
-    return drops;
+    return d->relay != NULL ? d->relay->drops : 0;
 }
 
-uint32_t hbd_relay_n_jobs(void)
+uint32_t hbd_relay_n_jobs(const hbd_t *d)
 {
     uint32_t n = 0;
-    for (rl_job_t *j = jobs; j != NULL; j = j->next)
+    for (rl_job_t *j = d->relay != NULL ? d->relay->jobs : NULL; j != NULL; j = j->next)
         n++;
     return n;
 }
 
-static rl_job_t *job_find(uint64_t id, uint32_t origin)
+static rl_job_t *job_find(hbd_t *d, uint64_t id, uint32_t origin)
 {
-    for (rl_job_t *j = jobs; j != NULL; j = j->next)
+    rl_state_t *R = d->relay;
+    for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
         if (j->id == id && j->origin == origin)
             return j;
     return NULL;
@@ -138,7 +142,8 @@ static rl_job_t *job_find(uint64_t id, uint32_t origin)
 
 static void job_free(rl_job_t *J)
 {
-    for (rl_job_t **pp = &jobs; *pp != NULL; pp = &(*pp)->next)
+    rl_state_t *R = J->d->relay;
+    for (rl_job_t **pp = &R->jobs; *pp != NULL; pp = &(*pp)->next)
         if (*pp == J) {
             *pp = J->next;
             break;
@@ -159,22 +164,23 @@ static void job_free(rl_job_t *J)
 /* Send a JOB frame toward dest, or queue it behind what already waits for that hop. */
 static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, uint32_t dlen)
 {
+    rl_state_t *R = d->relay;
     uint8_t pl[HBD_WIRE_JOB_MAX_PAYLOAD];
     uint32_t len = HBD_WIRE_JOB_HDR + dlen;
     x->src = x->src == UINT32_MAX ? d->self : x->src;
     hbd_wire_job_pack(x, pl);
     if (dlen > 0)
         memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
-    uint32_t to = hbd_dmodex_next_hop(d, x->dest);
+    uint32_t to = hbd_net_next_hop(d, x->dest);
     if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
         return HIBAR_ERR_NOT_FOUND;
     int queued = 0;
-    for (rl_out_t *o = outq; o != NULL && !queued; o = o->next)
+    for (rl_out_t *o = R->outq; o != NULL && !queued; o = o->next)
         queued = o->to == to;
     int rc = queued ? HIBAR_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_JOB, 0, id, pl, len);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
-    rl_out_t *o = malloc(sizeof(*o) + len), **pp = &outq;
+    rl_out_t *o = malloc(sizeof(*o) + len), **pp = &R->outq;
     if (o == NULL)
         return HIBAR_ERR_NOMEM;
     o->to = to;
@@ -185,11 +191,11 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     while (*pp != NULL)
         pp = &(*pp)->next;
     *pp = o;
-    outq_bytes += len;
-    if (outq_bytes > HBD_RELAY_QUEUE_MAX && !reading_paused) {
+    R->outq_bytes += len;
+    if (R->outq_bytes > HBD_RELAY_QUEUE_MAX && !R->reading_paused) {
         /* the links are behind: stop reading the ranks' output until they catch up */
-        reading_paused = 1;
-        for (rl_job_t *j = jobs; j != NULL; j = j->next)
+        R->reading_paused = 1;
+        for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
             if (j->part != NULL)
                 bufferevent_disable(j->part, EV_READ);
     }
@@ -326,8 +332,9 @@ static void on_caught(rl_job_t *J, int status)
 
 static void cu_done(rl_cu_t *c)
 {
+    rl_state_t *R = c->d->relay;
     hbd_t *d = c->d;
-    for (rl_cu_t **pp = &cus; *pp != NULL; pp = &(*pp)->next)
+    for (rl_cu_t **pp = &R->cus; *pp != NULL; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
             break;
@@ -336,7 +343,7 @@ static void cu_done(rl_cu_t *c)
         hb_log_warn("job %" PRIu64 ": catching up with the other barrier engines failed: %s", c->id,
                     hibar_strerror(c->status));
     if (c->origin == d->self) {
-        rl_job_t *J = job_find(c->id, d->self);
+        rl_job_t *J = job_find(d, c->id, d->self);
         if (J != NULL)
             on_caught(J, c->status);
     } else {
@@ -365,14 +372,15 @@ static void cu_cb(hbd_t *d, uint64_t coll_id, int status, void *arg)
 
 static void cu_start(hbd_t *d, uint64_t id, uint32_t origin, uint64_t hi)
 {
+    rl_state_t *R = d->relay;
     rl_cu_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return; /* the origin times out */
     c->d = d;
     c->id = id;
     c->origin = origin;
-    c->next = cus;
-    cus = c;
+    c->next = R->cus;
+    R->cus = c;
     c->pending = 1; /* held while starting */
     for (uint64_t k = hbd_barrier_next_coll(d); k < hi && c->status == 0; k++) {
         c->pending++;
@@ -459,6 +467,7 @@ static void part_event_cb(struct bufferevent *bev, short what, void *arg)
 /* Start this node's part of J from the spec file at path, as "launch path" would. */
 static void part_start(rl_job_t *J, const char *path)
 {
+    rl_state_t *R = J->d->relay;
     hbd_t *d = J->d;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -479,7 +488,7 @@ static void part_start(rl_job_t *J, const char *path)
     }
     bufferevent_setcb(J->part, part_read_cb, NULL, part_event_cb, J);
     bufferevent_enable(J->part, EV_READ | EV_WRITE);
-    if (reading_paused)
+    if (R->reading_paused)
         bufferevent_disable(J->part, EV_READ);
     hbd_reply_hold(c);
     hbd_launch_request(d, c, path);
@@ -546,6 +555,7 @@ static void run_event_cb(struct bufferevent *bev, short what, void *arg)
 
 void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
 {
+    rl_state_t *R = d->relay;
     char err[512] = "";
     hbd_job_spec_t *spec = NULL;
     char *raw = NULL;
@@ -572,7 +582,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
         goto out;
     }
-    if (job_find(spec->id, d->self) != NULL || hbd_relay_n_jobs() >= HBD_RELAY_MAX_JOBS) {
+    if (job_find(d, spec->id, d->self) != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
         hbd_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HIBAR_ERR_EXISTS,
                   spec->id);
         goto out;
@@ -595,8 +605,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         close(fd);
         goto out;
     }
-    J->next = jobs;
-    jobs = J;
+    J->next = R->jobs;
+    R->jobs = J;
     bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
     bufferevent_enable(J->run, EV_READ | EV_WRITE);
     hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks, forwarding its spec (%zu bytes) to %" PRIu32
@@ -629,7 +639,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     rl_job_t *keep = J;
     J = NULL;
     part_start(keep, spec_path);
-    if (keep->killed && job_find(keep->id, d->self) == keep) {
+    if (keep->killed && job_find(d, keep->id, d->self) == keep) {
         keep->killed = 0;
         relay_kill(keep, "a node could not be reached");
     }
@@ -646,9 +656,10 @@ out:
 
 /* ---- frames from other daemons ---- */
 
-static void drop(const char *why, uint64_t id, uint32_t from)
+static void drop(hbd_t *d, const char *why, uint64_t id, uint32_t from)
 {
-    if (drops++ == 0)
+    rl_state_t *R = d->relay;
+    if (R->drops++ == 0)
         hb_log_warn("dropped a JOB frame of job %" PRIu64 " from node %" PRIu32
                     " (%s); further ones are only counted",
                     id, from, why);
@@ -668,26 +679,27 @@ static void remote_fail(rl_job_t *J, int rc, const char *text)
 static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_t *data,
                     uint32_t dlen)
 {
-    rl_job_t *J = job_find(id, x->src);
+    rl_state_t *R = d->relay;
+    rl_job_t *J = job_find(d, id, x->src);
     if (x->seq == 0) {
-        if (J != NULL || hbd_relay_n_jobs() >= HBD_RELAY_MAX_JOBS) {
-            drop(J != NULL ? "job exists" : "too many jobs", id, x->src);
+        if (J != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
+            drop(d, J != NULL ? "job exists" : "too many jobs", id, x->src);
             return;
         }
         J = calloc(1, sizeof(*J));
         if (J == NULL || (J->spec = malloc(x->arg)) == NULL) {
             free(J);
-            drop("no memory", id, x->src);
+            drop(d, "no memory", id, x->src);
             return;
         }
         J->d = d;
         J->id = id;
         J->origin = x->src;
         J->spec_len = x->arg;
-        J->next = jobs;
-        jobs = J;
+        J->next = R->jobs;
+        R->jobs = J;
     } else if (J == NULL || J->spec == NULL || x->seq != J->spec_seq || x->arg != J->spec_len) {
-        drop("spec chunk out of order", id, x->src);
+        drop(d, "spec chunk out of order", id, x->src);
         if (J != NULL && J->spec != NULL)
             remote_fail(J, HIBAR_ERR_PROTO, "the job spec arrived out of order");
         return;
@@ -746,7 +758,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         return;
     case HBD_WIRE_JOB_KILL:
         /* a part that ended already (its END crossed the KILL) is no error */
-        if ((J = job_find(id, x.src)) != NULL && J->part != NULL && !J->killed) {
+        if ((J = job_find(d, id, x.src)) != NULL && J->part != NULL && !J->killed) {
             J->killed = 1;
             evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
         }
@@ -759,15 +771,15 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     }
     /* OUT, END (from a node still running its part), CAUGHT (after a CATCHUP): for a job
      * this node originated */
-    J = job_find(id, d->self);
+    J = job_find(d, id, d->self);
     if (J == NULL || J->ended == NULL || J->finishing ||
         (x.kind == HBD_WIRE_JOB_CAUGHT ? !J->cu_started : J->ended[x.src])) {
-        drop("not a running job of this origin", id, x.src);
+        drop(d, "not a running job of this origin", id, x.src);
         return;
     }
     if (x.kind == HBD_WIRE_JOB_OUT) {
         if (x.seq != J->out_next[x.src]) {
-            drop("output out of order", id, x.src);
+            drop(d, "output out of order", id, x.src);
             return;
         }
         J->out_next[x.src]++;
@@ -818,10 +830,11 @@ static int path_crosses(const hbd_t *d, uint32_t a, uint32_t b, uint32_t x)
 /* The cluster's first lost node: stop every relayed job here; the origin reports it. */
 static void on_lost(hbd_t *d, uint32_t node, int status, int first)
 {
+    rl_state_t *R = d->relay;
     if (!first)
         return;
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
-    for (rl_job_t *J = jobs, *next; J != NULL; J = next) {
+    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
         next = J->next;
         if (J->origin == node) {
             J->origin_lost = 1;
@@ -862,19 +875,20 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
         }
         check_done(J);
     }
-    if (jobs != NULL)
+    if (R->jobs != NULL)
         tick_arm(d, 0);
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_t *d = arg;
+    rl_state_t *R = d->relay;
     uint64_t now = hb_time_now_ns();
     (void)fd;
     (void)what;
     /* queued frames, in order per hop */
     uint32_t blocked[16], nb = 0;
-    for (rl_out_t **pp = &outq; *pp != NULL;) {
+    for (rl_out_t **pp = &R->outq; *pp != NULL;) {
         rl_out_t *o = *pp;
         int skip = nb == 16;
         for (uint32_t i = 0; i < nb; i++)
@@ -891,12 +905,12 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             hb_log_warn("job %" PRIu64 ": frame for node %" PRIu32 " dropped: %s", o->job, o->to,
                         hibar_strerror(rc));
         *pp = o->next;
-        outq_bytes -= o->len;
+        R->outq_bytes -= o->len;
         free(o);
     }
-    if (reading_paused && outq_bytes < HBD_RELAY_QUEUE_MAX / 2) {
-        reading_paused = 0;
-        for (rl_job_t *j = jobs; j != NULL; j = j->next)
+    if (R->reading_paused && R->outq_bytes < HBD_RELAY_QUEUE_MAX / 2) {
+        R->reading_paused = 0;
+        for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
             if (j->part != NULL) {
                 bufferevent_enable(j->part, EV_READ);
                 part_read_cb(j->part, j); /* what arrived meanwhile */
@@ -904,7 +918,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     }
     /* origins: nodes that never report after a loss; a catch-up that does not end */
     int waiting = 0;
-    for (rl_job_t *J = jobs, *next; J != NULL; J = next) {
+    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
         next = J->next;
         if (J->origin != d->self || J->finishing)
             continue;
@@ -929,7 +943,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
         waiting |= J->lost_ns != 0 || J->cu_started;
     }
-    if (outq != NULL)
+    if (R->outq != NULL)
         tick_arm(d, 1);
     else if (waiting)
         tick_arm(d, 0);
@@ -937,21 +951,28 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 static void tick_arm(hbd_t *d, int fast)
 {
+    rl_state_t *R = d->relay;
     /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
     struct timeval tv = {0, fast ? 1000 : 100000};
-    hbd_net_timer_arm(d, &ev_tick, tick_cb, tv, fast);
+    hbd_net_timer_arm(d, &R->ev_tick, tick_cb, tv, fast);
 }
 
 int hbd_relay_init(hbd_t *d)
 {
+    d->relay = calloc(1, sizeof(*d->relay));
+    if (d->relay == NULL)
+        return HIBAR_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_JOB, on_msg, NULL);
-    return hbd_net_on_lost(d, on_lost);
+    return hbd_net_on_lost(d, on_lost, 40);
 }
 
 void hbd_relay_fini(hbd_t *d)
 {
-    while (jobs != NULL) {
-        rl_job_t *J = jobs;
+    rl_state_t *R = d->relay;
+    if (R == NULL)
+        return;
+    while (R->jobs != NULL) {
+        rl_job_t *J = R->jobs;
         if (J->run != NULL && !J->finishing) {
             struct evbuffer *out = bufferevent_get_output(J->run);
             evbuffer_add_printf(out, "%" PRIu32 " err %d daemon shutting down\n", d->self,
@@ -960,19 +981,20 @@ void hbd_relay_fini(hbd_t *d)
         }
         job_free(J);
     }
-    while (cus != NULL) {
-        rl_cu_t *c = cus;
-        cus = c->next;
+    while (R->cus != NULL) {
+        rl_cu_t *c = R->cus;
+        R->cus = c->next;
         free(c);
     }
-    while (outq != NULL) {
-        rl_out_t *o = outq;
-        outq = o->next;
+    while (R->outq != NULL) {
+        rl_out_t *o = R->outq;
+        R->outq = o->next;
         free(o);
     }
-    outq_bytes = 0;
-    reading_paused = 0;
-    if (ev_tick != NULL)
-        event_free(ev_tick);
-    ev_tick = NULL;
+    R->outq_bytes = 0;
+    R->reading_paused = 0;
+    if (R->ev_tick != NULL)
+        event_free(R->ev_tick);
+    free(R);
+    d->relay = NULL;
 }
