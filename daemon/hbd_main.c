@@ -393,7 +393,7 @@ int main(int argc, char **argv)
     hb_log_set_ident(ident);
     if (hb_cfg_log_open(d->cfg, !foreground) != 0) {
         fprintf(stderr, "hibard: cannot open the log: %s\n", strerror(errno));
-        cleanup(d);
+        cleanup(d, 0);
         return 1;
     }
     d->epoch = 1;
