@@ -3,6 +3,7 @@
 
 #include "ncoll.h"
 
+#include "hb_env.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hibar.h"
@@ -71,6 +72,8 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar)
     c->grank = c->rank;
     c->gsize = c->nranks;
     c->cma_all = 1;
+    if (hb_env_u64("HIBAR_CMA_PULL_MIN", UINT64_MAX, &c->pull_min) != 0)
+        c->pull_min = HB_NCOLL_PULL_MIN_DEFAULT;
     for (r = 0; r < c->nranks; r++)
         c->cma_all &= hb_seg_ctl(seg, r)->cma_ok == 1;
     if (!c->cma_all && c->rank == 0 && !ncoll_env_off("HIBAR_CMA"))
@@ -126,6 +129,14 @@ static int ncoll_has_root(hb_ncoll_op_t op)
 {
     return op != HB_NCOLL_ALLGATHER;
 }
+/* Cross-memory attach for a collective whose largest piece is maxlen: every rank decides
+ * alike (maxlen, cma_all and pull_min are the same on all of them). */
+static int ncoll_use_cma(const hb_ncoll_t *c, hb_ncoll_op_t op, uint64_t maxlen, uint64_t B)
+{
+    int pull = op == HB_NCOLL_SCATTER || op == HB_NCOLL_SCATTERV || op == HB_NCOLL_BCAST;
+    return c->cma_all && (maxlen > B || (pull && maxlen >= c->pull_min));
+}
+
 static int ncoll_is_v(hb_ncoll_op_t op)
 {
     return op == HB_NCOLL_SCATTERV || op == HB_NCOLL_GATHERV;
@@ -419,7 +430,7 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
         x.cnt[c->rank] = a->count;
     }
     /* Writers stage the first chunk now unless cross-memory attach will surely be used. */
-    if (lerr == 0 && !(c->cma_all && own_max > x.B))
+    if (lerr == 0 && !ncoll_use_cma(c, a->op, own_max, x.B))
         ncoll_write(&x, 0);
 
     /* 2. */
@@ -472,7 +483,7 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
 
     /* 4. data */
     ncoll_self(&x);
-    cma = c->cma_all && maxlen > x.B;
+    cma = ncoll_use_cma(c, a->op, maxlen, x.B);
     if (cma) {
         rc = ncoll_cma_move(&x);
         goto out_barrier;

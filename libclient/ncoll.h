@@ -35,6 +35,7 @@ typedef struct hb_ncoll {
     uint32_t grank, gsize; /* the rank and size in the job (nodes > 1; else rank, nranks) */
     uint64_t seq;          /* collectives this rank entered */
     int cma_all;           /* every rank can reach its peers by process_vm_readv/writev */
+    uint64_t pull_min;     /* scatter, bcast: receivers pull from this size on (cma.pull_min) */
     uint64_t probe_val;
 } hb_ncoll_t;
 
@@ -48,8 +49,11 @@ typedef struct hb_ncoll {
  *      published, HIBAR_ERR_MISMATCH if op, root, sequence or sizes disagree, else go;
  *   4. data: if every rank can use cross-memory attach and the largest piece exceeds a
  *      staging buffer, receivers pull (process_vm_readv) and gather senders push
- *      (process_vm_writev); otherwise chunks of buf_size bytes go through the staging
- *      buffers, one barrier per chunk;
+ *      (process_vm_writev); scatter and bcast pull from pull_min bytes on (the root then
+ *      copies nothing: every receiver takes its block from the root's buffer at once, as
+ *      MPI's single-copy transports do, instead of the root staging them one after the
+ *      other); otherwise chunks of buf_size bytes go through the staging buffers, one
+ *      barrier per chunk;
  *   5. barrier (nobody reuses a record or buffer before all are done).
  */
 
@@ -64,6 +68,12 @@ void hb_ncoll_probe_publish(hb_seg_t *seg, uint32_t rank);
 void hb_ncoll_probe_run(hb_seg_t *seg, uint32_t rank);
 
 /* After every rank ran the probe and a barrier: set up. */
+/* Default of cma.pull_min (HIBAR_CMA_PULL_MIN): 16 KiB. */
+#define HB_NCOLL_PULL_MIN_DEFAULT (16u << 10)
+
+/* Default of cma.pull_min (HIBAR_CMA_PULL_MIN, bytes). */
+#define HB_NCOLL_PULL_MIN_DEFAULT (16u << 10)
+
 int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
 
 /*

@@ -523,6 +523,16 @@ static void test_coll_cma(void)
         run_coll(rank_counts[i], 18, 4u << 20, 1);
 }
 
+/* Scatter and bcast below the staging buffer's size, the receivers pulling from the root's
+ * buffer (cma_pull_min 1: every size; the default is 16 KiB) */
+static void test_coll_pull(void)
+{
+    setenv("HIBAR_CMA_PULL_MIN", "1", 1);
+    run_coll(4, 12, 64u << 10, 1);
+    run_coll(7, 8, 20u << 10, 1);
+    unsetenv("HIBAR_CMA_PULL_MIN");
+}
+
 static void test_coll_staging(void)
 {
     /* process_vm_readv refused (as with EPERM): chunked copies through the segment */
@@ -1019,6 +1029,7 @@ int hb_test_client_ranks_register(void)
         CU_add_test(s, "barrier with hwloc keys", test_barrier_bound) == NULL ||
         CU_add_test(s, "collectives, cross-memory attach", test_coll_cma) == NULL ||
         CU_add_test(s, "collectives, chunked through the segment", test_coll_staging) == NULL ||
+        CU_add_test(s, "scatter and bcast pulled below the buffer size", test_coll_pull) == NULL ||
         CU_add_test(s, "misuse gets error codes", test_misuse) == NULL ||
         CU_add_test(s, "a killed rank gives PEER_LOST", test_peer_lost) == NULL ||
         CU_add_test(s, "multi-node hook: doorbell and release", test_doorbell) == NULL ||
