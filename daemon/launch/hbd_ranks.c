@@ -55,7 +55,7 @@
  *     both are over, with (1)'s verdict first: a verdict that fails it cancels the data run
  *     (whose peers' late segments expire from hbd_coll's stash), and the ranks' receive
  *     buffers are then undefined, as after an MPI error. The time of the two rounds becomes
- *     the longer of them (2 x 1 hosts ... doc/design.md section 5).
+ *     the longer of them (measured: doc/design.md section 7.4).
  *   - some ranks did and others did not: the node's verdict is HIBAR_ERR_MISMATCH and it
  *     takes part in the collective's agreement (nodes whose ranks all called a barrier wait
  *     in the barrier until its timeout).
