@@ -117,6 +117,7 @@ struct hbd_fence_state {
     link_ctr_t *links;   /* [n_nodes] */
     int prof;            /* HIBAR_FENCE_PROF */
     uint32_t direct_max; /* HIBAR_FENCE_DIRECT_MAX */
+    int warned;          /* an unexpected data frame was logged */
 };
 typedef struct hbd_fence_state fence_state_t;
 
@@ -629,8 +630,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     /* checked, never trusted: a wrong sender, size or order is dropped and logged once */
     if (x == NULL || x->done || total > HBD_FENCE_MAX_LEN || off != x->got ||
         (uint64_t)off + n > total || (off == 0) != (x->buf == NULL && x->got == 0)) {
-        static int warned;
-        if (!warned++)
+        if (!d->fence->warned++)
             hb_log_warn("fence %" PRIu64 ": unexpected data frame from node %" PRIu32 " dropped",
                         m->coll_id, m->src);
         return;
