@@ -1,12 +1,15 @@
-/* test_hbd_engines.c: CUnit tests of hibard's barrier and fence engines, many daemons in one
- * process over a fake transport and a fake clock (tests/hbd_fake.c). */
+/* test_hbd_engines.c: CUnit tests of hibard's barrier, fence and collective engines, many daemons
+ * in one process over a fake transport and a fake clock (tests/hbd_fake.c). */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hb_test.h"
+#include "coll.h"
+#include "coll_sched.h"
 #include "hbd_barrier.h"
+#include "hbd_coll.h"
 #include "hbd_fake.h"
 #include "hbd_fence.h"
 #include "hibar.h"
@@ -330,13 +333,185 @@ static void test_fence_peer_lost(void)
     free(r);
 }
 
+/* ---- collectives ------------------------------------------------------------------------ */
+
+#define CSIZE 3000 /* bytes per rank: several segments */
+
+typedef struct coll_res {
+    int calls[FK_MAX];
+    int status[FK_MAX];
+    int ok[FK_MAX]; /* the output was right */
+    uint32_t n;
+    int op;
+    uint32_t root;
+} coll_res_t;
+
+static const uint32_t ranks_of[FK_MAX] = {1, 2, 1, 3, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+static void coll_cb(hbd_t *d, int status, const struct hb_coll_sched *s,
+                    const struct hb_coll_exec *x, void *arg)
+{
+    coll_res_t *r = arg;
+    uint32_t me = d->self;
+    (void)s;
+    r->calls[me]++;
+    r->status[me] = status;
+    if (status != 0 || x == NULL)
+        return;
+    int ok = 1;
+    for (uint32_t v = 0; v < r->n; v++) {
+        uint64_t len = 0;
+        if (r->op == HB_COLL_BCAST && v != 0)
+            break;
+        const uint8_t *b = hb_coll_exec_block(x, v, &len);
+        uint64_t want = r->op == HB_COLL_BCAST ? CSIZE : (uint64_t)CSIZE * ranks_of[v];
+        uint8_t val = (uint8_t)(r->op == HB_COLL_BCAST ? r->root + 1 : v + 1);
+        ok &= b != NULL && len == want;
+        for (uint64_t k = 0; ok && k < len; k++)
+            ok &= b[k] == val;
+    }
+    r->ok[me] = ok;
+}
+
+/* Every live node but `skip` starts collective id (op, root). */
+static void coll_start_all(fk_cluster_t *c, coll_res_t *r, uint64_t id, int op, uint32_t root,
+                           uint32_t skip)
+{
+    hbd_coll_job_args_t a = {.op = op, .root = root, .size = CSIZE, .ranks_of = ranks_of};
+    r->n = c->n;
+    r->op = op;
+    r->root = root;
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (i == skip || c->dead[i])
+            continue;
+        uint64_t len = 0;
+        uint8_t *in = NULL;
+        if (op == HB_COLL_ALLGATHER) {
+            len = (uint64_t)CSIZE * ranks_of[i];
+            in = malloc(len);
+            memset(in, (int)i + 1, len);
+        } else if (i == root) {
+            len = CSIZE;
+            in = malloc(len);
+            memset(in, (int)root + 1, len);
+        }
+        hbd_coll_run_t *run = NULL;
+        CU_ASSERT_EQUAL_FATAL(hbd_coll_job_create(&c->d[i], id, &a, in, len, &run), 0);
+        hbd_coll_job_start(&c->d[i], run, coll_cb, r);
+        fk_step(c);
+    }
+}
+
+static void test_coll_complete(void)
+{
+    static const char *const algs[] = {"flat", "binomial"};
+    static const int ops[] = {HB_COLL_ALLGATHER, HB_COLL_BCAST};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t o = 0; o < 2; o++)
+            for (uint64_t seed = 1; seed <= 3; seed++) {
+                fk_cluster_t c;
+                coll_res_t r;
+                memset(&r, 0, sizeof(r));
+                setenv("HIBAR_COLL_ALG", algs[a], 1);
+                CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, seed) == 0);
+                coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, ops[o], (uint32_t)seed % c.n,
+                               UINT32_MAX);
+                fk_run(&c, 1000000);
+                for (uint32_t i = 0; i < c.n; i++) {
+                    CU_ASSERT_EQUAL(r.calls[i], 1);
+                    CU_ASSERT_EQUAL(r.status[i], 0);
+                    CU_ASSERT(r.ok[i]);
+                }
+                fk_cluster_fini(&c);
+            }
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+/* Segments delivered twice do not complete a collective twice nor spoil its output. */
+static void test_coll_duplicates(void)
+{
+    fk_cluster_t c;
+    coll_res_t r;
+    memset(&r, 0, sizeof(r));
+    setenv("HIBAR_COLL_ALG", "binomial", 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 21) == 0);
+    c.dup_every = 3;
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, UINT32_MAX);
+    fk_run(&c, 1000000);
+    for (uint32_t i = 0; i < c.n; i++) {
+        CU_ASSERT_EQUAL(r.calls[i], 1);
+        CU_ASSERT_EQUAL(r.status[i], 0);
+        CU_ASSERT(r.ok[i]);
+    }
+    fk_cluster_fini(&c);
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+/* A node that never starts: the others time out (HIBAR_COLL_TIMEOUT_MS, fake clock). */
+static void test_coll_timeout(void)
+{
+    fk_cluster_t c;
+    coll_res_t r;
+    memset(&r, 0, sizeof(r));
+    setenv("HIBAR_COLL_ALG", "flat", 1);
+    setenv("HIBAR_COLL_TIMEOUT_MS", "500", 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 23) == 0);
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, 4);
+    fk_run(&c, 1000000);
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(r.calls[i], 0);
+    for (int k = 0; k < 20; k++) {
+        fk_advance(&c, 50ull * 1000000);
+        fk_run(&c, 1000000);
+    }
+    for (uint32_t i = 0; i < c.n; i++) {
+        if (i == 4)
+            continue;
+        CU_ASSERT_EQUAL(r.calls[i], 1);
+        CU_ASSERT_EQUAL(r.status[i], HIBAR_ERR_TIMEOUT);
+    }
+    fk_cluster_fini(&c);
+    unsetenv("HIBAR_COLL_TIMEOUT_MS");
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+/* A node crashes: once it is lost every live node's collective fails with PEER_LOST. */
+static void test_coll_peer_lost(void)
+{
+    fk_cluster_t c;
+    coll_res_t r;
+    memset(&r, 0, sizeof(r));
+    setenv("HIBAR_COLL_ALG", "binomial", 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 29) == 0);
+    fk_kill(&c, 2);
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, 2);
+    fk_run(&c, 1000000);
+    fk_lose(&c, 2);
+    fk_run(&c, 1000000);
+    fk_advance(&c, 100ull * 1000000);
+    for (uint32_t i = 0; i < c.n; i++) {
+        if (i == 2)
+            continue;
+        CU_ASSERT_EQUAL(r.calls[i], 1);
+        CU_ASSERT_EQUAL(r.status[i], HIBAR_ERR_PEER_LOST);
+    }
+    fk_cluster_fini(&c);
+    unsetenv("HIBAR_COLL_ALG");
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 99;
     CU_pSuite b = CU_add_suite("barrier engine", NULL, NULL);
     CU_pSuite f = CU_add_suite("fence engine", NULL, NULL);
-    if (b == NULL || f == NULL || !CU_add_test(b, "complete", test_barrier_complete) ||
+    CU_pSuite k = CU_add_suite("collective engine", NULL, NULL);
+    if (b == NULL || f == NULL || k == NULL || !CU_add_test(k, "complete", test_coll_complete) ||
+        !CU_add_test(k, "duplicates", test_coll_duplicates) ||
+        !CU_add_test(k, "timeout", test_coll_timeout) ||
+        !CU_add_test(k, "peer lost", test_coll_peer_lost) ||
+        !CU_add_test(b, "complete", test_barrier_complete) ||
         !CU_add_test(b, "duplicates", test_barrier_duplicates) ||
         !CU_add_test(b, "timeout", test_barrier_timeout) ||
         !CU_add_test(b, "peer lost", test_barrier_peer_lost) ||
