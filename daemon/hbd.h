@@ -1,4 +1,13 @@
 /* hbd.h: the daemon context: hibard's state, passed to every part (net, services, main). */
+/*
+ * Every module keeps its state here (or behind a pointer here that its init allocates), so a
+ * test can run several daemons' engines in one process. The only file-scope state left, each a
+ * module's own static struct behind its init/fini:
+ *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, its thread
+ *                                 queues upcalls here for the loop
+ *   pmix/hbd_dmodex.c dm         direct modex requests, which follow that server
+ *   sync/hbd_model.c  hbd_model  the cached model file (hibar-bench logp's), one per host
+ */
 #ifndef HBD_H
 #define HBD_H
 
@@ -96,6 +105,9 @@ typedef struct hbd_net_rx {
     hbd_net_seg_fn on_seg; /* COLL only, NULL elsewhere */
 } hbd_net_rx_t;
 #define HBD_NET_LOST_MAX 8
+/* Periodic work (hbd_cron_every): timeouts of what is in flight; 1 while something is. */
+typedef int (*hbd_cron_fn)(hbd_t *d, uint64_t now);
+#define HBD_CRON_MAX 8
 
 struct hbd {
     /* configuration */
@@ -124,6 +136,12 @@ struct hbd {
     int lost_order[HBD_NET_LOST_MAX];
     uint32_t n_lost_subs;
     uint64_t rx_t0_ns; /* when the frame being handled was taken off its socket (PlogP's o_r) */
+    uint64_t last_hello_ns; /* HELLO last sent to the links not up yet */
+    int warned_unknown;     /* a malformed frame from a non-neighbour was logged */
+
+    /* the one periodic place (hbd_cron.c): its tick and the work it runs */
+    hbd_cron_fn cron_fns[HBD_CRON_MAX];
+    uint32_t n_cron;
 
     /* ZeroMQ */
     void *zctx, *router, *zap, *mon;
@@ -163,6 +181,7 @@ struct hbd {
     struct hbd_coll_state *coll; /* collectives in flight (hbd_coll.c) */
     struct hbd_logp *logp;       /* the PlogP and T_SR probes (hbd_logp.c) */
     struct hbd_relay *relay;     /* launch forwarding (hbd_relay.c) */
+    struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */
 
     hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
 

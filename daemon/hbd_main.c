@@ -19,6 +19,7 @@
 #include "hbd_barrier.h"
 #include "hbd_boot.h"
 #include "hbd_coll.h"
+#include "hbd_cron.h"
 #include "hbd_ctl_cmds.h"
 #include "hbd_dmodex.h"
 #include "hbd_fence.h"
@@ -222,6 +223,7 @@ typedef struct hbd_part {
 static const hbd_part_t parts[] = {
     {"chassis barrier", open_hwb, hwb_stop},
     {"transport", hbd_net_start, hbd_net_stop},
+    {"cron", hbd_cron_start, hbd_cron_stop},
     {"control socket", ctl_start, hbd_ctl_stop},
     {"probes", hbd_logp_init, hbd_logp_fini},
     {"ranks socket", hbd_ranks_start, hbd_ranks_stop},

@@ -18,6 +18,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_barrier.h"
+#include "hbd_cron.h"
 #include "hbd_launch.h"
 #include "hbd_net.h"
 #include "hbd_relay.h"
@@ -110,7 +111,7 @@ struct hbd_relay {
     rl_cu_t *cus;
     rl_out_t *outq;
     uint64_t outq_bytes, drops;
-    struct event *ev_tick;
+    hbd_timer_t *tick;
     int reading_paused;
 };
 typedef struct hbd_relay rl_state_t;
@@ -879,13 +880,11 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
         tick_arm(d, 0);
 }
 
-static void tick_cb(evutil_socket_t fd, short what, void *arg)
+static void tick_cb(hbd_t *d, void *arg)
 {
-    hbd_t *d = arg;
     rl_state_t *R = d->relay;
     uint64_t now = hb_time_now_ns();
-    (void)fd;
-    (void)what;
+    (void)arg;
     /* queued frames, in order per hop */
     uint32_t blocked[16], nb = 0;
     for (rl_out_t **pp = &R->outq; *pp != NULL;) {
@@ -953,8 +952,9 @@ static void tick_arm(hbd_t *d, int fast)
 {
     rl_state_t *R = d->relay;
     /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
-    struct timeval tv = {0, fast ? 1000 : 100000};
-    hbd_net_timer_arm(d, &R->ev_tick, tick_cb, tv, fast);
+    if (R->tick == NULL && (R->tick = hbd_timer_new(d, tick_cb, NULL)) == NULL)
+        return;
+    hbd_timer_arm(R->tick, fast ? 1000 : 100000, fast);
 }
 
 int hbd_relay_init(hbd_t *d)
@@ -993,8 +993,7 @@ void hbd_relay_fini(hbd_t *d)
     }
     R->outq_bytes = 0;
     R->reading_paused = 0;
-    if (R->ev_tick != NULL)
-        event_free(R->ev_tick);
+    hbd_timer_free(R->tick);
     free(R);
     d->relay = NULL;
 }

@@ -19,7 +19,6 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
-#include "hbd_barrier.h"
 #include "hbd_fast.h"
 #include "hbd_net.h"
 #include "hibar.h"
@@ -526,7 +525,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         }
         case HBD_WIRE_HEARTBEAT:
-            /* a probe (see probe_peers) is answered at once; any frame ends a probe */
+            /* a probe (see hbd_net_heartbeat) is answered at once; any frame ends a probe */
             if (!(m.flags & HBD_WIRE_F_REPLY))
                 (void)hbd_net_send(d, from, HBD_WIRE_HEARTBEAT, HBD_WIRE_F_REPLY, 0, NULL, 0);
             return;
@@ -544,8 +543,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
     }
     d->st.rx_bad[why]++;
     d->st.rx_bad_total++;
-    static int warned_unknown;
-    int *warned = p != NULL ? &p->warned : &warned_unknown;
+    int *warned = p != NULL ? &p->warned : &d->warned_unknown;
     if (!*warned) {
         *warned = 1;
         hb_log_warn("dropped a malformed frame (%s, %zu bytes) from %s %" PRIu32
@@ -854,7 +852,7 @@ static int peer_connect(hbd_t *d, hbd_peer_t *p)
  * matters), the daemon therefore probes those peers itself: a HEARTBEAT every interval, and
  * a peer that answers nothing for the heartbeat timeout is lost. Idle daemons send nothing.
  */
-static void probe_peers(hbd_t *d, uint64_t now)
+void hbd_net_heartbeat(hbd_t *d, uint64_t now)
 {
     uint64_t ivl = (uint64_t)d->cfg->heartbeat_interval_ms * 1000000ull;
     uint64_t to = (uint64_t)d->cfg->heartbeat_timeout_ms * 1000000ull;
@@ -877,74 +875,31 @@ static void probe_peers(hbd_t *d, uint64_t now)
     }
 }
 
-/* While barriers are in flight: every heartbeat interval, 10 ms to 1 s. */
-static struct timeval tick_period(const hbd_t *d)
+void hbd_net_retry(hbd_t *d, uint64_t now)
 {
-    uint32_t ms = d->cfg->heartbeat_interval_ms;
-    ms = ms < 10 ? 10 : (ms > 1000 ? 1000 : ms);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    return tv;
-}
-
-static void tick_cb(evutil_socket_t fd, short what, void *arg)
-{
-    hbd_t *d = arg;
-    uint64_t now = hb_time_now_ns();
-    static uint64_t last_hello;
-    (void)fd;
-    (void)what;
-    if (!d->ready) {
-        int resend = now - last_hello >= HBD_HELLO_RESEND_NS;
-        for (uint32_t i = 0; i < d->n_peers; i++) {
-            hbd_peer_t *p = &d->peers[i];
-            if (p->outgoing && !p->connected && peer_resolve(d, p)) {
-                if (peer_connect(d, p) != 0)
-                    continue;
-                resend = 1;
-            }
-        }
-        if (resend) {
-            last_hello = now;
-            for (uint32_t i = 0; i < d->n_peers; i++)
-                if (d->peers[i].outgoing && d->peers[i].connected && !d->peers[i].hello_ack)
-                    send_hello(d, &d->peers[i], 0);
+    if (d->ready)
+        return;
+    int resend = now - d->last_hello_ns >= HBD_HELLO_RESEND_NS;
+    for (uint32_t i = 0; i < d->n_peers; i++) {
+        hbd_peer_t *p = &d->peers[i];
+        if (p->outgoing && !p->connected && peer_resolve(d, p)) {
+            if (peer_connect(d, p) != 0)
+                continue;
+            resend = 1;
         }
     }
-    hbd_barrier_tick(d);
-    check_ready(d); /* a fast link that did not come up in time settles here */
-    /* an idle, linked daemon needs no timer at all (hbd_net_tick_arm starts it again) */
-    if (d->ready && hbd_barrier_in_flight(d) == 0) {
+    if (resend) {
+        d->last_hello_ns = now;
         for (uint32_t i = 0; i < d->n_peers; i++)
-            d->peers[i].probe_ns = 0;
-        return;
+            if (d->peers[i].outgoing && d->peers[i].connected && !d->peers[i].hello_ack)
+                send_hello(d, &d->peers[i], 0);
     }
-    struct timeval tv = {0, 20000};
-    if (d->ready) {
-        probe_peers(d, now);
-        tv = tick_period(d);
-    }
-    event_add(d->ev_tick, &tv);
 }
 
-void hbd_net_tick_arm(hbd_t *d)
+void hbd_net_heartbeat_idle(hbd_t *d)
 {
-    /* first look one period from now: barriers shorter than that never send a probe */
-    hbd_net_timer_arm(d, &d->ev_tick, NULL, tick_period(d), 0);
-}
-
-void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
-                       struct timeval tv, int reset)
-{
-    if (*ev_p == NULL && cb != NULL)
-        *ev_p = evtimer_new(d->base, cb, d);
-    if (*ev_p == NULL)
-        return;
-    if (evtimer_pending(*ev_p, NULL)) {
-        if (!reset)
-            return;
-        evtimer_del(*ev_p);
-    }
-    evtimer_add(*ev_p, &tv);
+    for (uint32_t i = 0; i < d->n_peers; i++)
+        d->peers[i].probe_ns = 0;
 }
 
 /* ---- routing on the chassis data tree (port -> Center -> parent chassis) ---- */
@@ -1230,10 +1185,6 @@ int hbd_net_start(hbd_t *d)
 
     if (d->cfg->bootstrap == HB_CFG_BOOT_LOCAL && (rc = write_port_file(d)) != 0)
         return rc;
-    d->ev_tick = evtimer_new(d->base, tick_cb, d);
-    if (d->ev_tick == NULL)
-        return HIBAR_ERR_NOMEM;
-    event_active(d->ev_tick, EV_TIMEOUT, 0);
     if (d->n_peers == 0)
         check_ready(d);
     hb_log_info("node %s (%" PRIu32 ") listening on %s, %" PRIu32 " neighbours", d->name, d->self,
@@ -1243,7 +1194,7 @@ int hbd_net_start(hbd_t *d)
 
 void hbd_net_stop(hbd_t *d)
 {
-    struct event **evs[] = {&d->ev_router, &d->ev_zap, &d->ev_mon, &d->ev_tick, &d->ev_data};
+    struct event **evs[] = {&d->ev_router, &d->ev_zap, &d->ev_mon, &d->ev_data};
     for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
         if (*evs[i] != NULL) {
             event_free(*evs[i]);

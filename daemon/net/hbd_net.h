@@ -72,14 +72,14 @@ void hbd_net_peer_heard(hbd_t *d, uint32_t node);
 void hbd_net_check_ready(hbd_t *d);
 /* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
-/* Make sure the periodic check (barrier timeouts) runs: call when a barrier starts. */
-void hbd_net_tick_arm(hbd_t *d);
-/* Arm a timer to fire tv from now, unless it is armed already (reset: armed again from now).
- * *ev_p is created on first use on d->base, calling cb with d (cb NULL: only an existing
- * timer); without memory for it the timer stays off (the next call tries again). */
-void hbd_net_timer_arm(hbd_t *d, struct event **ev_p, void (*cb)(evutil_socket_t, short, void *),
-                       struct timeval tv, int reset);
-
+/* The cron's calls (hbd_cron.c, the one periodic place). Until the daemon is ready: connect
+ * the links that are not up yet, resend HELLO every 200 ms (retries). */
+void hbd_net_retry(hbd_t *d, uint64_t now);
+/* While collectives are in flight: a HEARTBEAT to each accepted link quiet for the interval; a
+ * peer that answers nothing for the heartbeat timeout is lost. */
+void hbd_net_heartbeat(hbd_t *d, uint64_t now);
+/* Nothing in flight: no probe is pending. */
+void hbd_net_heartbeat_idle(hbd_t *d);
 /* Next hop from this node toward node t on the chassis data tree (port -> Center -> parent
  * chassis): JOB and DMODEX frames travel hop by hop on links the daemons keep anyway. */
 uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t);

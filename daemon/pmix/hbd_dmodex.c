@@ -10,6 +10,7 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_cron.h"
 #include "hbd_dmodex.h"
 #include "hbd_job.h"
 #include "hbd_net.h"
@@ -80,11 +81,15 @@ typedef struct dm_srv {
     struct dm_srv *next; /* waiting for its key */
 } dm_srv_t;
 
-static dm_req_t *reqs;
-static dm_out_t *outs;
-static dm_srv_t *waiting;
-static uint32_t next_id = 1;
-static struct event *ev_tick, *ev_wait;
+/* The module's state, behind hbd_dmodex_init / hbd_dmodex_fini (one PMIx server a process). */
+static struct {
+    dm_req_t *reqs;
+    dm_out_t *outs;
+    dm_srv_t *waiting;
+    uint32_t next_id;
+    hbd_timer_t *tick, *wait;
+    uint8_t pl[HBD_WIRE_DMODEX_MAX_PAYLOAD]; /* a reply being built (send_reply) */
+} dm;
 
 static void tick_arm(hbd_t *d, int fast);
 
@@ -95,7 +100,7 @@ static void release(void *cbdata)
 
 static void req_end(dm_req_t *r, pmix_status_t st, const uint8_t *data, size_t len)
 {
-    for (dm_req_t **pp = &reqs; *pp != NULL; pp = &(*pp)->next)
+    for (dm_req_t **pp = &dm.reqs; *pp != NULL; pp = &(*pp)->next)
         if (*pp == r) {
             *pp = r->next;
             break;
@@ -122,12 +127,12 @@ static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
     if (to == HB_TOPO_NONE)
         return HIBAR_ERR_NOT_FOUND;
     int queued = 0;
-    for (dm_out_t *o = outs; o != NULL; o = o->next)
+    for (dm_out_t *o = dm.outs; o != NULL; o = o->next)
         queued |= o->to == to;
     int rc = queued ? HIBAR_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
     if (rc != HIBAR_ERR_WOULD_BLOCK)
         return rc;
-    dm_out_t *o = malloc(sizeof(*o) + len), **pp = &outs;
+    dm_out_t *o = malloc(sizeof(*o) + len), **pp = &dm.outs;
     if (o == NULL)
         return HIBAR_ERR_NOMEM;
     o->to = to;
@@ -142,14 +147,12 @@ static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
     return 0;
 }
 
-static void tick_cb(evutil_socket_t fd, short what, void *arg)
+static void tick_cb(hbd_t *d, void *arg)
 {
-    hbd_t *d = arg;
     uint64_t now = hb_time_now_ns(), def = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
-    (void)fd;
-    (void)what;
+    (void)arg;
     uint32_t blocked[16], nb = 0;
-    for (dm_out_t **pp = &outs; *pp != NULL;) {
+    for (dm_out_t **pp = &dm.outs; *pp != NULL;) {
         dm_out_t *o = *pp;
         int skip = 0;
         for (uint32_t i = 0; i < nb; i++)
@@ -168,7 +171,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         *pp = o->next;
         free(o);
     }
-    for (dm_req_t *r = reqs, *next; r != NULL; r = next) {
+    for (dm_req_t *r = dm.reqs, *next; r != NULL; r = next) {
         next = r->next;
         uint64_t to = r->timeout_ns ? r->timeout_ns : def;
         if (d->lost && (d->lost_node == r->node || d->lost_node >= d->topo->n_nodes))
@@ -176,24 +179,24 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         else if (to > 0 && now - r->t0 > to)
             req_end(r, PMIX_ERR_TIMEOUT, NULL, 0);
     }
-    if (outs != NULL)
+    if (dm.outs != NULL)
         tick_arm(d, 1);
-    else if (reqs != NULL)
+    else if (dm.reqs != NULL)
         tick_arm(d, 0);
 }
 
 static void tick_arm(hbd_t *d, int fast)
 {
     /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
-    struct timeval tv = {0, fast ? 1000 : 100000};
-    hbd_net_timer_arm(d, &ev_tick, tick_cb, tv, fast);
+    (void)d;
+    hbd_timer_arm(dm.tick, fast ? 1000 : 100000, fast);
 }
 
 static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *data,
                      size_t len)
 {
     (void)d;
-    for (dm_req_t *r = reqs; r != NULL; r = r->next)
+    for (dm_req_t *r = dm.reqs; r != NULL; r = r->next)
         if (r->id == x->id && r->node == from) {
             req_end(r, x->arg, data, len);
             return;
@@ -203,7 +206,7 @@ static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const 
 
 static void send_reply(hbd_t *d, const dm_srv_t *s)
 {
-    static uint8_t pl[HBD_WIRE_DMODEX_MAX_PAYLOAD];
+    uint8_t *pl = dm.pl;
     pmix_status_t st = s->st;
     size_t len = st == PMIX_SUCCESS ? s->len : 0;
     if (len > HBD_WIRE_DMODEX_MAX_DATA) {
@@ -315,7 +318,7 @@ static void srv_fetch(hbd_t *d, dm_srv_t *s)
 /* Leave the waiting list. */
 static void unwait(dm_srv_t *s)
 {
-    for (dm_srv_t **pp = &waiting; *pp != NULL; pp = &(*pp)->next)
+    for (dm_srv_t **pp = &dm.waiting; *pp != NULL; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
             break;
@@ -357,13 +360,11 @@ static void probe_done(hbd_t *d, void *arg)
 
 /* The requests waiting for their key: look it up for those due (probe_done serves them),
  * end those past their deadline or whose job is gone, look again later at the others. */
-static void wait_cb(evutil_socket_t fd, short what, void *arg)
+static void wait_cb(hbd_t *d, void *arg)
 {
-    hbd_t *d = arg;
     uint64_t now = hb_time_now_ns();
-    (void)fd;
-    (void)what;
-    for (dm_srv_t **pp = &waiting; *pp != NULL;) {
+    (void)arg;
+    for (dm_srv_t **pp = &dm.waiting; *pp != NULL;) {
         dm_srv_t *s = *pp;
         int known = srv_known(d, s);
         if (known && (s->deadline_ns == 0 || now < s->deadline_ns)) {
@@ -384,22 +385,17 @@ static void wait_cb(evutil_socket_t fd, short what, void *arg)
 
 static void wait_arm(hbd_t *d)
 {
-    if (waiting == NULL)
-        return;
-    if (ev_wait == NULL)
-        ev_wait = evtimer_new(d->base, wait_cb, d);
-    if (ev_wait == NULL)
+    (void)d;
+    if (dm.waiting == NULL)
         return;
     uint64_t now = hb_time_now_ns(), first = UINT64_MAX;
-    for (dm_srv_t *s = waiting; s != NULL; s = s->next) {
+    for (dm_srv_t *s = dm.waiting; s != NULL; s = s->next) {
         first = s->next_ns < first ? s->next_ns : first;
         if (s->deadline_ns != 0 && s->deadline_ns < first)
             first = s->deadline_ns;
     }
     uint64_t dt = first > now ? first - now : 0;
-    struct timeval tv = {(time_t)(dt / 1000000000ull), (suseconds_t)(dt % 1000000000ull / 1000)};
-    evtimer_del(ev_wait);
-    evtimer_add(ev_wait, &tv);
+    hbd_timer_arm(dm.wait, dt / 1000, 1);
 }
 
 static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *ns)
@@ -431,8 +427,8 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
     s->deadline_ns = to_ms > 0 ? now + to_ms * 1000000ull : 0;
     s->ivl_ms = 1;
     s->next_ns = now + 1000000ull;
-    s->next = waiting;
-    waiting = s;
+    s->next = dm.waiting;
+    dm.waiting = s;
     hb_log_debug("direct modex of %s rank %" PRIu32 " for node %" PRIu32 ": looking for key %s",
                  s->nspace, s->rank, from, s->key);
     probe(s);
@@ -458,14 +454,14 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
             cb(PMIX_ERR_NOMEM, NULL, 0, cbdata, NULL, NULL);
         return;
     }
-    r->id = next_id++;
+    r->id = dm.next_id++;
     r->node = j->spec->map[proc->rank];
     r->t0 = hb_time_now_ns();
     r->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
     r->cb = cb;
     r->cbdata = cbdata;
-    r->next = reqs;
-    reqs = r;
+    r->next = dm.reqs;
+    dm.reqs = r;
     hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REQ,
                            .nslen = (uint8_t)nslen,
                            .keylen = (uint16_t)keylen,
@@ -517,6 +513,11 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 int hbd_dmodex_init(hbd_t *d)
 {
+    dm.next_id = 1;
+    dm.tick = hbd_timer_new(d, tick_cb, NULL);
+    dm.wait = hbd_timer_new(d, wait_cb, NULL);
+    if (dm.tick == NULL || dm.wait == NULL)
+        return HIBAR_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
     return 0;
 }
@@ -524,24 +525,22 @@ int hbd_dmodex_init(hbd_t *d)
 void hbd_dmodex_fini(hbd_t *d)
 {
     (void)d;
-    while (reqs != NULL)
-        req_end(reqs, PMIX_ERR_COMM_FAILURE, NULL, 0);
-    while (outs != NULL) {
-        dm_out_t *o = outs;
-        outs = o->next;
+    while (dm.reqs != NULL)
+        req_end(dm.reqs, PMIX_ERR_COMM_FAILURE, NULL, 0);
+    while (dm.outs != NULL) {
+        dm_out_t *o = dm.outs;
+        dm.outs = o->next;
         free(o);
     }
-    while (waiting != NULL) { /* nobody to answer: the requesters end on their own */
-        dm_srv_t *s = waiting;
-        waiting = s->next;
+    while (dm.waiting != NULL) { /* nobody to answer: the requesters end on their own */
+        dm_srv_t *s = dm.waiting;
+        dm.waiting = s->next;
         if (s->probing)
             s->dead = 1; /* PMIx may still answer into it: left to probe_done */
         else
             free(s);
     }
-    if (ev_tick != NULL)
-        event_free(ev_tick);
-    if (ev_wait != NULL)
-        event_free(ev_wait);
-    ev_tick = ev_wait = NULL;
+    hbd_timer_free(dm.tick);
+    hbd_timer_free(dm.wait);
+    dm.tick = dm.wait = NULL;
 }

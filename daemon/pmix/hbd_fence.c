@@ -12,6 +12,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_barrier.h"
+#include "hbd_cron.h"
 #include "hbd_fence.h"
 #include "hbd_net.h"
 #include "hibar.h"
@@ -108,33 +109,36 @@ typedef struct link_ctr {
     uint64_t tx_up, tx_down, rx_up, rx_down, tx_frames, rx_frames;
 } link_ctr_t;
 
-static hbd_fence_t *fences;
-static out_t *outs, **outs_tail = &outs;
-static struct event *ev_check, *ev_retry;
-static link_ctr_t *links; /* [n_nodes] */
+/* The fence engine's state in the daemon context (d->fence). */
+struct hbd_fence_state {
+    hbd_fence_t *fences;
+    out_t *outs, **outs_tail;
+    hbd_timer_t *check, *retry;
+    link_ctr_t *links;   /* [n_nodes] */
+    int prof;            /* HIBAR_FENCE_PROF */
+    uint32_t direct_max; /* HIBAR_FENCE_DIRECT_MAX */
+    int warned;          /* an unexpected data frame was logged */
+};
+typedef struct hbd_fence_state fence_state_t;
 
 static void check_arm(hbd_t *d);
 static void retry_arm(hbd_t *d);
 
 /* HIBAR_FENCE_PROF=1: one stderr line per step of every fence ("fprof NODE STAGE COLL T_NS", a
  * CLOCK_MONOTONIC time, shared by the namespace hosts of the test bed), for profiling. */
-static int prof = -1;
 void hbd_fence_prof(const hbd_t *d, const char *stage, uint64_t coll)
 {
-    if (prof < 0) {
-        const char *e = getenv("HIBAR_FENCE_PROF");
-        prof = e != NULL && *e != '\0' && *e != '0';
-    }
-    if (prof)
+    if (d->fence != NULL && d->fence->prof)
         fprintf(stderr, "fprof %" PRIu32 " %s %" PRIx64 " %" PRIu64 "\n", d->self, stage, coll,
                 hb_time_now_ns());
 }
 
 static link_ctr_t *link_of(hbd_t *d, uint32_t node)
 {
-    if (links == NULL)
-        links = calloc(d->topo->n_nodes, sizeof(*links));
-    return links != NULL && node < d->topo->n_nodes ? &links[node] : NULL;
+    fence_state_t *S = d->fence;
+    if (S->links == NULL)
+        S->links = calloc(d->topo->n_nodes, sizeof(*S->links));
+    return S->links != NULL && node < d->topo->n_nodes ? &S->links[node] : NULL;
 }
 
 static uint32_t data_parent(const hbd_t *d, uint32_t n)
@@ -159,9 +163,10 @@ static uint32_t data_children(const hbd_t *d, uint32_t n, uint32_t *out)
     return k;
 }
 
-static void fence_free(hbd_fence_t *f)
+static void fence_free(hbd_t *d, hbd_fence_t *f)
 {
-    for (hbd_fence_t **pp = &fences; *pp != NULL; pp = &(*pp)->next)
+    fence_state_t *S = d->fence;
+    for (hbd_fence_t **pp = &S->fences; *pp != NULL; pp = &(*pp)->next)
         if (*pp == f) {
             *pp = f->next;
             break;
@@ -175,9 +180,10 @@ static void fence_free(hbd_fence_t *f)
     free(f);
 }
 
-static hbd_fence_t *fence_find(uint64_t coll)
+static hbd_fence_t *fence_find(hbd_t *d, uint64_t coll)
 {
-    for (hbd_fence_t *f = fences; f != NULL; f = f->next)
+    fence_state_t *S = d->fence;
+    for (hbd_fence_t *f = S->fences; f != NULL; f = f->next)
         if (f->coll == coll)
             return f;
     return NULL;
@@ -186,13 +192,8 @@ static hbd_fence_t *fence_find(uint64_t coll)
 /* Whole-job fences of this cluster exchange directly (see above)? */
 int hbd_fence_direct(const hbd_t *d)
 {
-    static int max = -1;
-    if (max < 0) {
-        uint64_t v = HBD_FENCE_DIRECT_MAX;
-        (void)hb_env_u64("HIBAR_FENCE_DIRECT_MAX", 4096, &v);
-        max = (int)v;
-    }
-    return d->topo->n_nodes > 1 && d->topo->n_nodes <= (uint32_t)max;
+    uint32_t max = d->fence != NULL ? d->fence->direct_max : HBD_FENCE_DIRECT_MAX;
+    return d->topo->n_nodes > 1 && d->topo->n_nodes <= max;
 }
 
 void hbd_fence_prelink(hbd_t *d)
@@ -207,7 +208,8 @@ void hbd_fence_prelink(hbd_t *d)
 
 static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
 {
-    hbd_fence_t *f = fence_find(coll);
+    fence_state_t *S = d->fence;
+    hbd_fence_t *f = fence_find(d, coll);
     if (f != NULL)
         return f;
     f = calloc(1, sizeof(*f));
@@ -241,8 +243,8 @@ static hbd_fence_t *fence_get(hbd_t *d, uint64_t coll)
     }
     free(ids);
     f->t0 = hb_time_now_ns();
-    f->next = fences;
-    fences = f;
+    f->next = S->fences;
+    S->fences = f;
     check_arm(d); /* also for state made by early messages of a fence that never comes */
     return f;
 }
@@ -280,9 +282,10 @@ static int send_from(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_
 /* Send a whole transfer of len bytes to node `to`, now or (the rest) from the send queue. */
 static int send_all(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t *data, size_t len)
 {
+    fence_state_t *S = d->fence;
     uint32_t off = 0;
     int queued = 0;
-    for (out_t *o = outs; o != NULL; o = o->next)
+    for (out_t *o = S->outs; o != NULL; o = o->next)
         queued |= o->to == to;
     int rc =
         queued ? HIBAR_ERR_WOULD_BLOCK : send_from(d, to, coll, dir, data, 0, (uint32_t)len, &off);
@@ -302,8 +305,8 @@ static int send_all(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t
     o->total = (uint32_t)len;
     o->off = o->base = off;
     o->t0 = hb_time_now_ns();
-    *outs_tail = o;
-    outs_tail = &o->next;
+    *S->outs_tail = o;
+    S->outs_tail = &o->next;
     retry_arm(d);
     return 0;
 }
@@ -320,7 +323,7 @@ static void finish(hbd_t *d, hbd_fence_t *f, int status)
         f->down.buf = NULL;
     }
     uint64_t coll = f->coll;
-    fence_free(f);
+    fence_free(d, f);
     hbd_fence_prof(d, "done", coll);
     if (cb != NULL)
         cb(d, status, data, len, arg);
@@ -328,16 +331,15 @@ static void finish(hbd_t *d, hbd_fence_t *f, int status)
         free(data);
 }
 
-static void retry_cb(evutil_socket_t fd, short what, void *arg)
+static void retry_cb(hbd_t *d, void *arg)
 {
-    hbd_t *d = arg;
+    fence_state_t *S = d->fence;
     uint64_t now = hb_time_now_ns(), to = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
-    (void)fd;
-    (void)what;
+    (void)arg;
     /* one pass in queue order; a blocked node keeps its later transfers behind it */
     uint32_t blocked[16];
     uint32_t n_blocked = 0;
-    for (out_t **pp = &outs; *pp != NULL;) {
+    for (out_t **pp = &S->outs; *pp != NULL;) {
         out_t *o = *pp;
         int skip = 0;
         for (uint32_t i = 0; i < n_blocked; i++)
@@ -351,7 +353,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
             continue;
         }
         if (rc != 0) {
-            hbd_fence_t *f = fence_find(o->coll);
+            hbd_fence_t *f = fence_find(d, o->coll);
             if (rc == HIBAR_ERR_WOULD_BLOCK)
                 rc = d->lost ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_TIMEOUT;
             hb_log_warn("fence %" PRIu64 ": data for node %" PRIu32 " not sent: %s", o->coll, o->to,
@@ -363,20 +365,17 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
         free(o->data);
         free(o);
     }
-    outs_tail = &outs;
-    while (*outs_tail != NULL)
-        outs_tail = &(*outs_tail)->next;
-    if (outs != NULL)
+    S->outs_tail = &S->outs;
+    while (*S->outs_tail != NULL)
+        S->outs_tail = &(*S->outs_tail)->next;
+    if (S->outs != NULL)
         retry_arm(d);
 }
 
 static void retry_arm(hbd_t *d)
 {
-    static const struct timeval ms = {0, 1000};
-    if (ev_retry == NULL)
-        ev_retry = evtimer_new(d->base, retry_cb, d);
-    if (ev_retry != NULL && !evtimer_pending(ev_retry, NULL))
-        evtimer_add(ev_retry, &ms);
+    fence_state_t *S = d->fence;
+    hbd_timer_arm(S->retry, 1000, 0);
 }
 
 /* Everything below and here arrived: go up, or (root) start the release. */
@@ -459,15 +458,10 @@ static void progress(hbd_t *d, hbd_fence_t *f)
     finish(d, f, 0);
 }
 
-static void check_cb(evutil_socket_t fd, short what, void *arg);
-
 static void check_arm(hbd_t *d)
 {
-    static const struct timeval every = {0, 100000};
-    if (ev_check == NULL)
-        ev_check = evtimer_new(d->base, check_cb, d);
-    if (ev_check != NULL && !evtimer_pending(ev_check, NULL))
-        evtimer_add(ev_check, &every);
+    fence_state_t *S = d->fence;
+    hbd_timer_arm(S->check, 100000, 0);
 }
 
 /* Does the loss of node `lost` end fence f? */
@@ -485,13 +479,12 @@ static int lost_hits(const hbd_t *d, const hbd_fence_t *f)
 }
 
 /* Fences fail when the cluster lost a node they involve, or after their timeout. */
-static void check_cb(evutil_socket_t fd, short what, void *arg)
+static void check_cb(hbd_t *d, void *arg)
 {
-    hbd_t *d = arg;
+    fence_state_t *S = d->fence;
     uint64_t now = hb_time_now_ns(), def = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
-    (void)fd;
-    (void)what;
-    for (hbd_fence_t *f = fences, *next; f != NULL; f = next) {
+    (void)arg;
+    for (hbd_fence_t *f = S->fences, *next; f != NULL; f = next) {
         next = f->next;
         uint64_t to = f->timeout_ns ? f->timeout_ns : def;
         if (d->lost && lost_hits(d, f))
@@ -499,7 +492,7 @@ static void check_cb(evutil_socket_t fd, short what, void *arg)
         else if (to > 0 && now - f->t0 > to)
             finish(d, f, HIBAR_ERR_TIMEOUT);
     }
-    if (fences != NULL)
+    if (S->fences != NULL)
         check_arm(d);
 }
 
@@ -637,8 +630,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     /* checked, never trusted: a wrong sender, size or order is dropped and logged once */
     if (x == NULL || x->done || total > HBD_FENCE_MAX_LEN || off != x->got ||
         (uint64_t)off + n > total || (off == 0) != (x->buf == NULL && x->got == 0)) {
-        static int warned;
-        if (!warned++)
+        if (!d->fence->warned++)
             hb_log_warn("fence %" PRIu64 ": unexpected data frame from node %" PRIu32 " dropped",
                         m->coll_id, m->src);
         return;
@@ -680,9 +672,10 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 void hbd_fence_stats(hbd_t *d, char *buf, size_t cap)
 {
+    fence_state_t *S = d->fence;
     size_t off = (size_t)snprintf(buf, cap, "ok");
-    for (uint32_t i = 0; links != NULL && i < d->topo->n_nodes && off < cap; i++) {
-        const link_ctr_t *l = &links[i];
+    for (uint32_t i = 0; S->links != NULL && i < d->topo->n_nodes && off < cap; i++) {
+        const link_ctr_t *l = &S->links[i];
         if (l->tx_frames == 0 && l->rx_frames == 0)
             continue;
         off += (size_t)snprintf(buf + off, cap - off,
@@ -693,26 +686,40 @@ void hbd_fence_stats(hbd_t *d, char *buf, size_t cap)
 
 int hbd_fence_init(hbd_t *d)
 {
+    fence_state_t *S = calloc(1, sizeof(*S));
+    const char *e = getenv("HIBAR_FENCE_PROF");
+    uint64_t v = HBD_FENCE_DIRECT_MAX;
+    if (S == NULL)
+        return HIBAR_ERR_NOMEM;
+    d->fence = S;
+    S->outs_tail = &S->outs;
+    S->prof = e != NULL && *e != '\0' && *e != '0';
+    (void)hb_env_u64("HIBAR_FENCE_DIRECT_MAX", 4096, &v);
+    S->direct_max = (uint32_t)v;
+    S->check = hbd_timer_new(d, check_cb, NULL);
+    S->retry = hbd_timer_new(d, retry_cb, NULL);
+    if (S->check == NULL || S->retry == NULL)
+        return HIBAR_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_FENCE, on_msg, NULL);
     return 0;
 }
 
 void hbd_fence_fini(hbd_t *d)
 {
-    while (fences != NULL)
-        finish(d, fences, HIBAR_ERR_UNAVAIL);
-    while (outs != NULL) {
-        out_t *o = outs;
-        outs = o->next;
+    fence_state_t *S = d->fence;
+    if (S == NULL)
+        return;
+    while (S->fences != NULL)
+        finish(d, S->fences, HIBAR_ERR_UNAVAIL);
+    while (S->outs != NULL) {
+        out_t *o = S->outs;
+        S->outs = o->next;
         free(o->data);
         free(o);
     }
-    outs_tail = &outs;
-    if (ev_check != NULL)
-        event_free(ev_check);
-    if (ev_retry != NULL)
-        event_free(ev_retry);
-    ev_check = ev_retry = NULL;
-    free(links);
-    links = NULL;
+    hbd_timer_free(S->check);
+    hbd_timer_free(S->retry);
+    free(S->links);
+    free(S);
+    d->fence = NULL;
 }

@@ -69,6 +69,7 @@ typedef struct hbd_px {
     uint32_t n_sigs, cap_sigs;
     char tmpdir[400];
     int wedged; /* PMIx's thread did not answer a call within HBD_PMIX_CALL_MS */
+    unsigned reserve_n; /* px_reserve calls (PMIx's thread only) */
 } hbd_px_t;
 
 static hbd_px_t g_px = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
@@ -168,8 +169,7 @@ static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, co
 
 static void px_reserve(void) /* PMIx's thread */
 {
-    static unsigned n;
-    if (n++ % HBD_PX_RESERVE_EVERY != 0)
+    if (g_px.reserve_n++ % HBD_PX_RESERVE_EVERY != 0)
         return;
     long pg = sysconf(_SC_PAGESIZE);
     uint8_t *p = malloc(HBD_PX_RESERVE);

@@ -13,6 +13,7 @@
 #include "hb_time.h"
 #include "hb_wait.h"
 #include "hbd_barrier.h"
+#include "hbd_cron.h"
 #include "hbd_net.h"
 #include "hibar.h"
 #include "hier.h"
@@ -455,7 +456,7 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, hbd_reply_t *conn, hbd_barrier
     b->n_reqs++;
     b->active_t0 = r->t0;
     b->poll_mode = poll_mode(d);
-    hbd_net_tick_arm(d);
+    hbd_cron_arm(d);
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
     drain(d);
@@ -549,14 +550,15 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
     drain(d);
 }
 
-void hbd_barrier_tick(hbd_t *d)
+/* The cron's tick (hbd_cron.h): barrier timeouts, a chassis round's test; 1 while barriers
+ * are in flight. */
+static int tick(hbd_t *d, uint64_t now)
 {
     hbd_barrier_state_t *b = d->bar;
     uint32_t to_ms = d->cfg->barrier_timeout_ms;
     if (b == NULL)
-        return;
+        return 0;
     if (to_ms > 0) {
-        uint64_t now = hb_time_now_ns();
         for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
             if (now - r->t0 > (uint64_t)to_ms * 1000000ull) {
                 hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .coll_id = r->coll};
@@ -568,6 +570,7 @@ void hbd_barrier_tick(hbd_t *d)
     if (b->n_pend > 0)
         hwb_check(d);
     drain(d);
+    return hbd_barrier_in_flight(d) > 0;
 }
 
 uint32_t hbd_barrier_in_flight(const hbd_t *d)
@@ -712,7 +715,7 @@ int hbd_barrier_init(hbd_t *d)
     }
     b->max_acts = hb_hier_max_actions(b->h);
     hbd_net_on_frame(d, HBD_WIRE_HIER, on_msg, NULL);
-    if ((rc = hbd_net_on_lost(d, on_lost, 20)) != 0)
+    if ((rc = hbd_net_on_lost(d, on_lost, 20)) != 0 || (rc = hbd_cron_every(d, tick)) != 0)
         return rc;
     const char *tdir = getenv("HIBAR_TRACE_DIR");
     if (tdir != NULL && *tdir != '\0') {

@@ -24,8 +24,6 @@ void hbd_barrier_on_hwb(hbd_t *d);
 /* Something of a collective happened (a frame, a doorbell): the loop polls for the policy's
  * yield time from now on (the poll stage, doc/design.md section 6.1) instead of sleeping. */
 void hbd_poll_kick(hbd_t *d);
-/* Periodic check (barrier timeouts). */
-void hbd_barrier_tick(hbd_t *d);
 /* Barriers in flight (for stats). */
 uint32_t hbd_barrier_in_flight(const hbd_t *d);
 /* Messages the barrier engine dropped (wrong job/epoch, role, duplicate, order, stale,

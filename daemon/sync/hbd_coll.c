@@ -1,6 +1,7 @@
 /* hbd_coll.c: collectives across nodes: every daemon builds the same coll/ schedule and runs its
  * node's hb_coll_exec over COLL frames. */
 #include "hbd_coll.h"
+#include "hbd_cron.h"
 
 #include "coll_model.h"
 #include "coll_sched.h"
@@ -94,7 +95,7 @@ struct hbd_coll_run {
 typedef struct hbd_coll_state {
     hbd_coll_run_t *runs;
     uint64_t next_id; /* id of the next local command */
-    struct event *ev_timer;
+    hbd_timer_t *timer;
     uint32_t *site_of;
     hb_coll_nodes_t nodes;
     uint64_t timeout_ns;
@@ -224,8 +225,7 @@ void hbd_coll_fini(hbd_t *d)
         st->early = e->next;
         free(e);
     }
-    if (st->ev_timer != NULL)
-        event_free(st->ev_timer);
+    hbd_timer_free(st->timer);
     free(st->site_of);
     free(st);
     d->coll = NULL;
@@ -660,13 +660,11 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
     run_flush(d, r);
 }
 
-static void timer_cb(evutil_socket_t fd, short what, void *arg)
+static void timer_cb(hbd_t *d, void *arg)
 {
-    hbd_t *d = arg;
     hbd_coll_state_t *st = d->coll;
     uint64_t now = hb_time_now_ns();
-    (void)fd;
-    (void)what;
+    (void)arg;
     hbd_coll_run_t *r = st->runs, *next;
     for (; r != NULL; r = next) {
         next = r->next;
@@ -708,14 +706,9 @@ static void timer_arm(hbd_t *d)
     }
     if (!any && st->early == NULL)
         return;
-    if (st->ev_timer == NULL) {
-        st->ev_timer = evtimer_new(d->base, timer_cb, d);
-        if (st->ev_timer == NULL)
-            return;
-    }
-    struct timeval tv = {0, busy ? 1000 : 50000};
-    if (!evtimer_pending(st->ev_timer, NULL) || busy)
-        evtimer_add(st->ev_timer, &tv);
+    if (st->timer == NULL && (st->timer = hbd_timer_new(d, timer_cb, NULL)) == NULL)
+        return;
+    hbd_timer_arm(st->timer, busy ? 1000 : 50000, busy);
 }
 
 /* The model's choice (or the prediction for a forced algorithm). */

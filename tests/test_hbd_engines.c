@@ -1,0 +1,523 @@
+/* test_hbd_engines.c: CUnit tests of hibard's barrier, fence and collective engines, many daemons
+ * in one process over a fake transport and a fake clock (tests/hbd_fake.c). */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hb_test.h"
+#include "coll.h"
+#include "coll_sched.h"
+#include "hbd_barrier.h"
+#include "hbd_coll.h"
+#include "hbd_fake.h"
+#include "hbd_fence.h"
+#include "hibar.h"
+
+/* ---- barrier ---------------------------------------------------------------------------- */
+
+#define NB 8 /* collectives per run */
+
+typedef struct bar_res {
+    int calls[FK_MAX][NB];
+    int status[FK_MAX][NB];
+} bar_res_t;
+
+static void bar_cb(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    bar_res_t *r = arg;
+    if (coll < NB) {
+        r->calls[d->self][coll]++;
+        r->status[d->self][coll] = status;
+    }
+}
+
+/* Every live node arrives at collectives 0..nb-1, interleaved with deliveries. */
+static void bar_arrive_all(fk_cluster_t *c, bar_res_t *r, uint32_t nb, uint32_t skip_node)
+{
+    for (uint32_t k = 0; k < nb; k++) {
+        for (uint32_t i = 0; i < c->n; i++) {
+            if (c->dead[i] || i == skip_node)
+                continue;
+            CU_ASSERT_EQUAL(hbd_barrier_start(&c->d[i], k, bar_cb, r), 0);
+            fk_step(c);
+        }
+        fk_run(c, 4); /* some, not all: the next collective's arrivals overlap this one */
+    }
+}
+
+/* Barriers complete exactly once everywhere, whatever the delivery order and topology. */
+static void test_barrier_complete(void)
+{
+    static const uint32_t shapes[][3] = {{1, 2, 2}, {4, 1, 2}, {3, 3, 2}, {5, 2, 3}, {2, 4, 0}};
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+            fk_cluster_t c;
+            bar_res_t *r = calloc(1, sizeof(*r));
+            CU_ASSERT_FATAL(r != NULL);
+            CU_ASSERT_FATAL(
+                fk_cluster_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], 30000, seed) == 0);
+            bar_arrive_all(&c, r, NB, UINT32_MAX);
+            fk_run(&c, 100000);
+            for (uint32_t i = 0; i < c.n; i++)
+                for (uint32_t k = 0; k < NB; k++) {
+                    CU_ASSERT_EQUAL(r->calls[i][k], 1);
+                    CU_ASSERT_EQUAL(r->status[i][k], 0);
+                }
+            for (uint32_t i = 0; i < c.n; i++) {
+                CU_ASSERT_EQUAL(hbd_barrier_in_flight(&c.d[i]), 0);
+                CU_ASSERT_EQUAL(hbd_barrier_next_coll(&c.d[i]), NB);
+            }
+            fk_cluster_fini(&c);
+            free(r);
+        }
+}
+
+/* A frame delivered twice is dropped by the engine (and counted), never completes twice. */
+static void test_barrier_duplicates(void)
+{
+    fk_cluster_t c;
+    bar_res_t *r = calloc(1, sizeof(*r));
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 7) == 0);
+    c.dup_every = 3;
+    bar_arrive_all(&c, r, NB, UINT32_MAX);
+    fk_run(&c, 100000);
+    uint64_t drops = 0;
+    for (uint32_t i = 0; i < c.n; i++) {
+        uint64_t dropped, late;
+        hbd_barrier_drops(&c.d[i], &dropped, &late);
+        drops += dropped + late;
+        for (uint32_t k = 0; k < NB; k++) {
+            CU_ASSERT_EQUAL(r->calls[i][k], 1);
+            CU_ASSERT_EQUAL(r->status[i][k], 0);
+        }
+    }
+    CU_ASSERT(drops > 0);
+    fk_cluster_fini(&c);
+    free(r);
+}
+
+/* A node that never arrives: the others' barrier times out (fake clock), once. */
+static void test_barrier_timeout(void)
+{
+    fk_cluster_t c;
+    bar_res_t *r = calloc(1, sizeof(*r));
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 500, 3) == 0);
+    bar_arrive_all(&c, r, 1, 5);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(r->calls[i][0], 0);
+    fk_advance(&c, 400ull * 1000000);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(r->calls[i][0], 0); /* not yet */
+    fk_advance(&c, 200ull * 1000000);
+    fk_run(&c, 100000);
+    fk_advance(&c, 1000ull * 1000000);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(r->calls[i][0], 1);
+        CU_ASSERT_NOT_EQUAL(r->status[i][0], 0);
+    }
+    CU_ASSERT_EQUAL(r->calls[5][0], 0);
+    fk_cluster_fini(&c);
+    free(r);
+}
+
+/* A node crashes mid-barrier: once it is found lost, every live node's barrier fails with
+ * PEER_LOST, once, and new barriers are refused. */
+static void test_barrier_peer_lost(void)
+{
+    for (uint32_t victim = 0; victim < 6; victim += 5) {
+        fk_cluster_t c;
+        bar_res_t *r = calloc(1, sizeof(*r));
+        CU_ASSERT_FATAL(r != NULL);
+        CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 11 + victim) == 0);
+        bar_arrive_all(&c, r, 1, UINT32_MAX);
+        fk_kill(&c, victim);
+        fk_run(&c, 100000);
+        fk_lose(&c, victim);
+        fk_run(&c, 100000);
+        for (uint32_t i = 0; i < c.n; i++) {
+            if (i == victim)
+                continue;
+            /* it may have completed before the crash; else it failed */
+            CU_ASSERT_EQUAL(r->calls[i][0], 1);
+            if (r->status[i][0] != 0)
+                CU_ASSERT_EQUAL(r->status[i][0], HIBAR_ERR_PEER_LOST);
+            CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[i], 1, bar_cb, r), HIBAR_ERR_PEER_LOST);
+        }
+        fk_cluster_fini(&c);
+        free(r);
+    }
+}
+
+/* ---- fence ------------------------------------------------------------------------------ */
+
+typedef struct fence_res {
+    int calls[FK_MAX];
+    int status[FK_MAX];
+    uint8_t *data[FK_MAX];
+    size_t len[FK_MAX];
+} fence_res_t;
+
+static void fence_cb(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
+{
+    fence_res_t *r = arg;
+    r->calls[d->self]++;
+    r->status[d->self] = status;
+    r->data[d->self] = data;
+    r->len[d->self] = len;
+}
+
+static void fence_res_free(fence_res_t *r)
+{
+    for (uint32_t i = 0; i < FK_MAX; i++)
+        free(r->data[i]);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Node i's blob: i + 1 bytes of value i (node 0 a bigger one, several chunks). */
+static size_t blob(uint32_t i, uint8_t *buf, size_t cap)
+{
+    size_t n = i == 0 ? cap : i + 1;
+    memset(buf, (int)i, n);
+    return n;
+}
+
+/* Start fence coll on the listed nodes (NULL: every node), with deliveries in between. */
+static void fence_start_all(fk_cluster_t *c, fence_res_t *r, uint64_t coll, const uint32_t *nodes,
+                            uint32_t n_nodes, uint32_t skip)
+{
+    static uint8_t buf[600000];
+    uint32_t n = nodes != NULL ? n_nodes : c->n;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = nodes != NULL ? nodes[k] : k;
+        if (i == skip || c->dead[i])
+            continue;
+        size_t len = blob(i, buf, sizeof(buf));
+        CU_ASSERT_EQUAL(hbd_fence_start(&c->d[i], coll, nodes, n_nodes, 0, buf, len, fence_cb, r),
+                        0);
+        fk_step(c);
+    }
+}
+
+/* Every participant gets every participant's blob exactly once, whole, and the same bytes as
+ * every other participant (the order is the engine's: PMIx blobs describe themselves). */
+static void fence_check(const fk_cluster_t *c, const fence_res_t *r, const uint32_t *nodes,
+                        uint32_t n_nodes)
+{
+    static uint8_t buf[600000];
+    uint32_t n = nodes != NULL ? n_nodes : c->n, first = nodes != NULL ? nodes[0] : 0;
+    size_t wl = 0;
+    for (uint32_t k = 0; k < n; k++)
+        wl += blob(nodes != NULL ? nodes[k] : k, buf, sizeof(buf));
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = nodes != NULL ? nodes[k] : k;
+        CU_ASSERT_EQUAL(r->calls[i], 1);
+        CU_ASSERT_EQUAL(r->status[i], 0);
+        CU_ASSERT_EQUAL(r->len[i], wl);
+        CU_ASSERT(r->data[i] != NULL && r->len[i] == r->len[first] &&
+                  memcmp(r->data[i], r->data[first], wl) == 0);
+    }
+    /* runs of one value each: node v's blob */
+    int seen[FK_MAX] = {0};
+    const uint8_t *p = r->data[first];
+    for (size_t off = 0; p != NULL && off < r->len[first];) {
+        uint8_t v = p[off];
+        size_t run = 0;
+        while (off + run < r->len[first] && p[off + run] == v)
+            run++;
+        CU_ASSERT(v < FK_MAX && !seen[v] && run == blob(v, buf, sizeof(buf)));
+        if (v < FK_MAX)
+            seen[v] = 1;
+        off += run;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        CU_ASSERT(seen[nodes != NULL ? nodes[k] : k]);
+}
+
+static void test_fence_tree(void)
+{
+    static const uint32_t shapes[][3] = {{1, 3, 2}, {4, 1, 2}, {3, 3, 2}, {5, 2, 3}};
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            fk_cluster_t c;
+            fence_res_t *r = calloc(1, sizeof(*r));
+            CU_ASSERT_FATAL(r != NULL);
+            CU_ASSERT_FATAL(
+                fk_cluster_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], 30000, seed) == 0);
+            fence_start_all(&c, r, 1, NULL, 0, UINT32_MAX);
+            fk_run(&c, 1000000);
+            fence_check(&c, r, NULL, 0);
+            fence_res_free(r);
+            /* the next fence on the same daemons, with duplicated frames */
+            c.dup_every = 2;
+            fence_start_all(&c, r, 2, NULL, 0, UINT32_MAX);
+            fk_run(&c, 1000000);
+            fence_check(&c, r, NULL, 0);
+            fence_res_free(r);
+            fk_cluster_fini(&c);
+            free(r);
+        }
+}
+
+static void test_fence_subset(void)
+{
+    static const uint32_t sub[] = {1, 2, 4, 7};
+    fk_cluster_t c;
+    fence_res_t *r = calloc(1, sizeof(*r));
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 5) == 0);
+    fence_start_all(&c, r, HBD_FENCE_ID_SUBSET | 1, sub, 4, UINT32_MAX);
+    fk_run(&c, 1000000);
+    fence_check(&c, r, sub, 4);
+    CU_ASSERT_EQUAL(r->calls[0], 0);
+    CU_ASSERT_EQUAL(r->calls[3], 0);
+    fence_res_free(r);
+    fk_cluster_fini(&c);
+    free(r);
+}
+
+/* A node that never contributes: everyone else's fence times out (fake clock), once. */
+static void test_fence_timeout(void)
+{
+    fk_cluster_t c;
+    fence_res_t *r = calloc(1, sizeof(*r));
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 500, 9) == 0);
+    fence_start_all(&c, r, 1, NULL, 0, 4);
+    fk_run(&c, 1000000);
+    fk_advance(&c, 300ull * 1000000);
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(r->calls[i], 0);
+    fk_advance(&c, 400ull * 1000000);
+    fk_run(&c, 1000000);
+    for (uint32_t i = 0; i < c.n; i++) {
+        CU_ASSERT_EQUAL(r->calls[i], i == 4 ? 0 : 1);
+        if (i != 4)
+            CU_ASSERT_EQUAL(r->status[i], HIBAR_ERR_TIMEOUT);
+    }
+    fence_res_free(r);
+    fk_cluster_fini(&c);
+    free(r);
+}
+
+/* A node crashes before it contributes: once it is lost, the fences fail with PEER_LOST and
+ * new ones are refused. */
+static void test_fence_peer_lost(void)
+{
+    fk_cluster_t c;
+    fence_res_t *r = calloc(1, sizeof(*r));
+    uint8_t one = 1;
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 13) == 0);
+    fk_kill(&c, 3);
+    fence_start_all(&c, r, 1, NULL, 0, 3);
+    fk_run(&c, 1000000);
+    fk_lose(&c, 3);
+    fk_advance(&c, 200ull * 1000000); /* the fences' check */
+    fk_run(&c, 1000000);
+    for (uint32_t i = 0; i < c.n; i++) {
+        if (i == 3)
+            continue;
+        CU_ASSERT_EQUAL(r->calls[i], 1);
+        CU_ASSERT_EQUAL(r->status[i], HIBAR_ERR_PEER_LOST);
+        CU_ASSERT_EQUAL(hbd_fence_start(&c.d[i], 2, NULL, 0, 0, &one, 1, fence_cb, r),
+                        HIBAR_ERR_PEER_LOST);
+    }
+    fence_res_free(r);
+    fk_cluster_fini(&c);
+    free(r);
+}
+
+/* ---- collectives ------------------------------------------------------------------------ */
+
+#define CSIZE 3000 /* bytes per rank: several segments */
+
+typedef struct coll_res {
+    int calls[FK_MAX];
+    int status[FK_MAX];
+    int ok[FK_MAX]; /* the output was right */
+    uint32_t n;
+    int op;
+    uint32_t root;
+} coll_res_t;
+
+static const uint32_t ranks_of[FK_MAX] = {1, 2, 1, 3, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+static void coll_cb(hbd_t *d, int status, const struct hb_coll_sched *s,
+                    const struct hb_coll_exec *x, void *arg)
+{
+    coll_res_t *r = arg;
+    uint32_t me = d->self;
+    (void)s;
+    r->calls[me]++;
+    r->status[me] = status;
+    if (status != 0 || x == NULL)
+        return;
+    int ok = 1;
+    for (uint32_t v = 0; v < r->n; v++) {
+        uint64_t len = 0;
+        if (r->op == HB_COLL_BCAST && v != 0)
+            break;
+        const uint8_t *b = hb_coll_exec_block(x, v, &len);
+        uint64_t want = r->op == HB_COLL_BCAST ? CSIZE : (uint64_t)CSIZE * ranks_of[v];
+        uint8_t val = (uint8_t)(r->op == HB_COLL_BCAST ? r->root + 1 : v + 1);
+        ok &= b != NULL && len == want;
+        for (uint64_t k = 0; ok && k < len; k++)
+            ok &= b[k] == val;
+    }
+    r->ok[me] = ok;
+}
+
+/* Every live node but `skip` starts collective id (op, root). */
+static void coll_start_all(fk_cluster_t *c, coll_res_t *r, uint64_t id, int op, uint32_t root,
+                           uint32_t skip)
+{
+    hbd_coll_job_args_t a = {.op = op, .root = root, .size = CSIZE, .ranks_of = ranks_of};
+    r->n = c->n;
+    r->op = op;
+    r->root = root;
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (i == skip || c->dead[i])
+            continue;
+        uint64_t len = 0;
+        uint8_t *in = NULL;
+        if (op == HB_COLL_ALLGATHER) {
+            len = (uint64_t)CSIZE * ranks_of[i];
+            in = malloc(len);
+            memset(in, (int)i + 1, len);
+        } else if (i == root) {
+            len = CSIZE;
+            in = malloc(len);
+            memset(in, (int)root + 1, len);
+        }
+        hbd_coll_run_t *run = NULL;
+        CU_ASSERT_EQUAL_FATAL(hbd_coll_job_create(&c->d[i], id, &a, in, len, &run), 0);
+        hbd_coll_job_start(&c->d[i], run, coll_cb, r);
+        fk_step(c);
+    }
+}
+
+static void test_coll_complete(void)
+{
+    static const char *const algs[] = {"flat", "binomial"};
+    static const int ops[] = {HB_COLL_ALLGATHER, HB_COLL_BCAST};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t o = 0; o < 2; o++)
+            for (uint64_t seed = 1; seed <= 3; seed++) {
+                fk_cluster_t c;
+                coll_res_t r;
+                memset(&r, 0, sizeof(r));
+                setenv("HIBAR_COLL_ALG", algs[a], 1);
+                CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, seed) == 0);
+                coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, ops[o], (uint32_t)seed % c.n,
+                               UINT32_MAX);
+                fk_run(&c, 1000000);
+                for (uint32_t i = 0; i < c.n; i++) {
+                    CU_ASSERT_EQUAL(r.calls[i], 1);
+                    CU_ASSERT_EQUAL(r.status[i], 0);
+                    CU_ASSERT(r.ok[i]);
+                }
+                fk_cluster_fini(&c);
+            }
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+/* Segments delivered twice do not complete a collective twice nor spoil its output. */
+static void test_coll_duplicates(void)
+{
+    fk_cluster_t c;
+    coll_res_t r;
+    memset(&r, 0, sizeof(r));
+    setenv("HIBAR_COLL_ALG", "binomial", 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 21) == 0);
+    c.dup_every = 3;
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, UINT32_MAX);
+    fk_run(&c, 1000000);
+    for (uint32_t i = 0; i < c.n; i++) {
+        CU_ASSERT_EQUAL(r.calls[i], 1);
+        CU_ASSERT_EQUAL(r.status[i], 0);
+        CU_ASSERT(r.ok[i]);
+    }
+    fk_cluster_fini(&c);
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+/* A node that never starts: the others time out (HIBAR_COLL_TIMEOUT_MS, fake clock). */
+static void test_coll_timeout(void)
+{
+    fk_cluster_t c;
+    coll_res_t r;
+    memset(&r, 0, sizeof(r));
+    setenv("HIBAR_COLL_ALG", "flat", 1);
+    setenv("HIBAR_COLL_TIMEOUT_MS", "500", 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 23) == 0);
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, 4);
+    fk_run(&c, 1000000);
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(r.calls[i], 0);
+    for (int k = 0; k < 20; k++) {
+        fk_advance(&c, 50ull * 1000000);
+        fk_run(&c, 1000000);
+    }
+    for (uint32_t i = 0; i < c.n; i++) {
+        if (i == 4)
+            continue;
+        CU_ASSERT_EQUAL(r.calls[i], 1);
+        CU_ASSERT_EQUAL(r.status[i], HIBAR_ERR_TIMEOUT);
+    }
+    fk_cluster_fini(&c);
+    unsetenv("HIBAR_COLL_TIMEOUT_MS");
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+/* A node crashes: once it is lost every live node's collective fails with PEER_LOST. */
+static void test_coll_peer_lost(void)
+{
+    fk_cluster_t c;
+    coll_res_t r;
+    memset(&r, 0, sizeof(r));
+    setenv("HIBAR_COLL_ALG", "binomial", 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 29) == 0);
+    fk_kill(&c, 2);
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, 2);
+    fk_run(&c, 1000000);
+    fk_lose(&c, 2);
+    fk_run(&c, 1000000);
+    fk_advance(&c, 100ull * 1000000);
+    for (uint32_t i = 0; i < c.n; i++) {
+        if (i == 2)
+            continue;
+        CU_ASSERT_EQUAL(r.calls[i], 1);
+        CU_ASSERT_EQUAL(r.status[i], HIBAR_ERR_PEER_LOST);
+    }
+    fk_cluster_fini(&c);
+    unsetenv("HIBAR_COLL_ALG");
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 99;
+    CU_pSuite b = CU_add_suite("barrier engine", NULL, NULL);
+    CU_pSuite f = CU_add_suite("fence engine", NULL, NULL);
+    CU_pSuite k = CU_add_suite("collective engine", NULL, NULL);
+    if (b == NULL || f == NULL || k == NULL || !CU_add_test(k, "complete", test_coll_complete) ||
+        !CU_add_test(k, "duplicates", test_coll_duplicates) ||
+        !CU_add_test(k, "timeout", test_coll_timeout) ||
+        !CU_add_test(k, "peer lost", test_coll_peer_lost) ||
+        !CU_add_test(b, "complete", test_barrier_complete) ||
+        !CU_add_test(b, "duplicates", test_barrier_duplicates) ||
+        !CU_add_test(b, "timeout", test_barrier_timeout) ||
+        !CU_add_test(b, "peer lost", test_barrier_peer_lost) ||
+        !CU_add_test(f, "tree", test_fence_tree) || !CU_add_test(f, "subset", test_fence_subset) ||
+        !CU_add_test(f, "timeout", test_fence_timeout) ||
+        !CU_add_test(f, "peer lost", test_fence_peer_lost))
+        return 99;
+    return hb_test_run(CU_BRM_VERBOSE);
+}
