@@ -150,6 +150,15 @@ grep -q READY=1 "$tmp/notified" && ok "hibard: READY=1 on NOTIFY_SOCKET" ||
     bad "hibard: no READY=1 ($(cat "$tmp/hibard.err" "$tmp/hibard.log" 2>/dev/null))"
 grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z hibard\[.*\]: info: ' \
     "$tmp/hibard.log" && ok "hibard: --log-file lines with ISO-8601 stamps" || bad "log: $(head -3 "$tmp/hibard.log")"
+# its counters for Prometheus (node_exporter's textfile collector)
+"$bindir/hibar-cluster" metrics -c "$tmp/c.yaml" --output "$tmp/hibar.prom" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "^hibar_up{cluster=\"inst$$\",node=\"$(hostname)\"} 1$" "$tmp/hibar.prom" &&
+    grep -q '^# TYPE hibar_barriers_total counter$' "$tmp/hibar.prom" &&
+    grep -q '^# TYPE hibar_rss_bytes gauge$' "$tmp/hibar.prom" &&
+    ! grep -Ev '^(# (HELP|TYPE) hibar_[a-z_]+ .+|hibar_[a-z_]+\{cluster="[^"]*",node="[^"]*"\} [0-9.e+-]+)$' \
+        "$tmp/hibar.prom" && ok "hibar-cluster metrics: Prometheus text" ||
+    bad "metrics: exit $rc $(cat "$tmp/err"; head -5 "$tmp/hibar.prom")"
 sed -i 's/alg: flat/alg: binomial/' "$tmp/c.yaml"
 mv "$tmp/hibard.log" "$tmp/hibard.log.1"
 kill -HUP "$hbd_pid"
