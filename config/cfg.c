@@ -822,7 +822,7 @@ static const char *const cfg_env_other[] = {
     "HIBAR_BOOT", "HIBAR_RUN", "HIBAR_BENCH", "HIBAR_FENCE_CLIENT", "HIBAR_SRCDIR",
     "HIBAR_FENCE_PROF",
     /* the test suite and its network-namespace test bed */
-    "HIBAR_TEST_*", "HIBAR_TESTBED_*", "HIBAR_FUZZ_SECONDS"};
+    "HIBAR_TEST_*", "HIBAR_TESTBED_*", "HIBAR_FUZZ_SECONDS", "HIBAR_CC_LOGS"};
 
 int hb_cfg_env_known(const char *name)
 {

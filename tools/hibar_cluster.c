@@ -1,4 +1,5 @@
 /* hibar_cluster.c: hibar-cluster, start/inspect/stop an emulated cluster and drive barriers on it. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include "hb_config.h"
 #include "hb_cli.h"
 #include "hb_log.h"
+#include "hb_prom.h"
 #include "hbd_client.h"
 #include "hbd_emu.h"
 #include "hibar.h"
@@ -30,6 +32,8 @@ static void usage(FILE *f)
             "              --count N (1)  --late NODE:MS  --kill NODE:MS  --expect STATUS (0)\n"
             "              --timeout MS (60000)  --stop (--kill sends SIGSTOP: a hung daemon)\n"
             "  ctl NODE|all COMMAND...   send one control command, print the replies\n"
+            "  metrics   the stats counters of this host's daemons in Prometheus text format\n"
+            "              --output FILE (written atomically: node_exporter's textfile collector)\n"
             "options:\n"
             "  -c, --config FILE     cluster configuration (default $HIBAR_CONFIG)\n"
             "  -o, --set KEY=VALUE   configuration override, also passed to the daemons\n"
@@ -169,6 +173,59 @@ static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
     return bad ? 1 : 0;
 }
 
+/* The stats of the daemons whose control socket is on this host, as Prometheus text, on stdout
+ * or into output (a temporary file renamed over it). 0; 1 when a daemon did not answer or
+ * the file could not be written. */
+static int cmd_metrics(const hb_cfg_t *cfg, const char *output)
+{
+    hb_prom_node_t *nodes = calloc(cfg->n_nodes, sizeof(*nodes));
+    char(*replies)[2048] = calloc(cfg->n_nodes, sizeof(*replies)), tmp[4200];
+    size_t n = 0;
+    int bad = 0;
+    FILE *f = stdout;
+
+    if (nodes == NULL || replies == NULL) {
+        free(nodes);
+        free(replies);
+        return 1;
+    }
+    for (uint32_t i = 0; i < cfg->n_nodes; i++) {
+        char path[400];
+        hbd_client_sock_path(cfg, i, path, sizeof(path));
+        if (access(path, F_OK) != 0)
+            continue; /* not a daemon of this host */
+        nodes[n].node = cfg->nodes[i].name;
+        if (hbd_client_cmd(path, "stats", replies[n], sizeof(replies[n]), 10000) == 0 &&
+            strncmp(replies[n], "ok ", 3) == 0)
+            nodes[n].stats = replies[n];
+        else
+            bad = 1;
+        n++;
+    }
+    if (output != NULL) {
+        snprintf(tmp, sizeof(tmp), "%s.%d.tmp", output, (int)getpid());
+        f = fopen(tmp, "w");
+        if (f == NULL) {
+            fprintf(stderr, "hibar-cluster: cannot write %s: %s\n", tmp, strerror(errno));
+            free(nodes);
+            free(replies);
+            return 1;
+        }
+    }
+    int wrc = hb_prom_write(f, cfg->cluster, nodes, n);
+    if (output != NULL) {
+        wrc |= fclose(f);
+        if (wrc != 0 || rename(tmp, output) != 0) {
+            fprintf(stderr, "hibar-cluster: cannot write %s: %s\n", output, strerror(errno));
+            unlink(tmp);
+            bad = 1;
+        }
+    }
+    free(nodes);
+    free(replies);
+    return bad || wrc != 0;
+}
+
 static int cmd_ctl(const hb_cfg_t *cfg, int argc, char **argv)
 {
     char line[512] = "", reply[2048];
@@ -206,15 +263,22 @@ static int cmd_ctl(const hb_cfg_t *cfg, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},    {"set", required_argument, NULL, 'o'},
-        {"log-level", required_argument, NULL, 'l'}, {"timeout-up", required_argument, NULL, 'T'},
-        {"keep-logs", no_argument, NULL, 'k'},       {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},         {"count", required_argument, NULL, 'n'},
-        {"late", required_argument, NULL, 'L'},      {"kill", required_argument, NULL, 'K'},
-        {"expect", required_argument, NULL, 'e'},    {"timeout", required_argument, NULL, 't'},
-        {"stop", no_argument, NULL, 'S'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"log-level", required_argument, NULL, 'l'},
+                                         {"timeout-up", required_argument, NULL, 'T'},
+                                         {"keep-logs", no_argument, NULL, 'k'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {"count", required_argument, NULL, 'n'},
+                                         {"late", required_argument, NULL, 'L'},
+                                         {"kill", required_argument, NULL, 'K'},
+                                         {"expect", required_argument, NULL, 'e'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"stop", no_argument, NULL, 'S'},
+                                         {"output", required_argument, NULL, 'O'},
+                                         {NULL, 0, NULL, 0}};
+    const char *output = NULL;
     const char *over[MAX_OVER];
     hbd_emu_opts_t eo = {.timeout_ms = 30000};
     barrier_args_t ba = {.count = 1};
@@ -258,6 +322,9 @@ int main(int argc, char **argv)
             break;
         case 't':
             ba.timeout_ms = atoi(optarg);
+            break;
+        case 'O':
+            output = optarg;
             break;
         case 'S':
             ba.stop = 1;
@@ -304,6 +371,8 @@ int main(int argc, char **argv)
         rc = cmd_barrier(cfg, &ba);
     } else if (strcmp(cmd, "ctl") == 0) {
         rc = cmd_ctl(cfg, sub_argc, sub_argv);
+    } else if (strcmp(cmd, "metrics") == 0) {
+        rc = cmd_metrics(cfg, output);
     } else {
         fprintf(stderr, "hibar-cluster: unknown command '%s'\n", cmd);
         usage(stderr);
