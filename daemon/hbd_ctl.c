@@ -16,7 +16,7 @@
 #include "hb_log.h"
 #include "hbd_ctl.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #define HBD_CTL_LINE 512
 #define HBD_CTL_MAX_CONNS 256
@@ -75,7 +75,7 @@ static void dispatch(hbd_t *d, hbd_ctl_conn_t *c, char *line)
     for (size_t i = 0; i < d->n_ctl_cmds && off < sizeof(names); i++)
         off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? " " : "",
                                 d->ctl_cmds[i].name);
-    hbd_reply(&c->r, "err %d unknown command '%.40s' (%s)", HIBAR_ERR_INVAL, line, names);
+    hbd_reply(&c->r, "err %d unknown command '%.40s' (%s)", HB_ERR_INVAL, line, names);
 }
 
 static void conn_cb(evutil_socket_t fd, short what, void *arg)
@@ -106,7 +106,7 @@ static void conn_cb(evutil_socket_t fd, short what, void *arg)
         if (c->r.fd < 0)
             break;
         if (c->in_len == sizeof(c->in) - 1) {
-            hbd_reply(&c->r, "err %d line too long", HIBAR_ERR_INVAL);
+            hbd_reply(&c->r, "err %d line too long", HB_ERR_INVAL);
             hbd_reply_close(&c->r);
             break;
         }
@@ -174,13 +174,13 @@ int hbd_ctl_start(hbd_t *d, const hbd_ctl_cmd_t *cmds, size_t n)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(d->sock_path) >= sizeof(sa.sun_path)) {
         hb_log_error("control socket path too long: %s", d->sock_path);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     strcpy(sa.sun_path, d->sock_path);
     d->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (d->ctl_fd < 0) {
         hb_log_error("socket(AF_UNIX): %m");
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     unlink(d->sock_path); /* stale: main checked that no live daemon owns it */
     mode_t old = umask(077);
@@ -190,11 +190,11 @@ int hbd_ctl_start(hbd_t *d, const hbd_ctl_cmd_t *cmds, size_t n)
         hb_log_error("control socket %s: %m", d->sock_path);
         close(d->ctl_fd);
         d->ctl_fd = -1;
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     d->ev_ctl = event_new(d->base, d->ctl_fd, EV_READ | EV_PERSIST, accept_cb, d);
     if (d->ev_ctl == NULL || event_add(d->ev_ctl, NULL) != 0)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     return 0;
 }
 

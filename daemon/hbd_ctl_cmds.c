@@ -19,7 +19,7 @@
 #include "hbd_logp.h"
 #include "hbd_pmix.h"
 #include "hbd_relay.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hwb.h"
 
 /* The next blank-separated word of *s (NULL when none); *s moves past it. */
@@ -97,7 +97,7 @@ static void cmd_barrier(hbd_t *d, hbd_reply_t *r, char *args)
     errno = 0;
     unsigned long long id = arg ? strtoull(arg, &end, 0) : 0;
     if (arg == NULL || *end != '\0' || errno != 0 || arg[0] == '-')
-        hbd_reply(r, "err %d usage: barrier <coll_id>", HIBAR_ERR_INVAL);
+        hbd_reply(r, "err %d usage: barrier <coll_id>", HB_ERR_INVAL);
     else
         hbd_barrier_request(d, r, (uint64_t)id);
 }
@@ -108,7 +108,7 @@ static uint32_t count_arg(hbd_reply_t *r, const char *cmd, const char *arg)
     char *end = NULL;
     unsigned long n = arg ? strtoul(arg, &end, 10) : 0;
     if (arg == NULL || *end != '\0' || n == 0 || n > 1000000) {
-        hbd_reply(r, "err %d usage: %s <count 1..1000000>", HIBAR_ERR_INVAL, cmd);
+        hbd_reply(r, "err %d usage: %s <count 1..1000000>", HB_ERR_INVAL, cmd);
         return 0;
     }
     return (uint32_t)n;
@@ -141,9 +141,9 @@ static void cmd_tsr(hbd_t *d, hbd_reply_t *r, char *args)
     } else if (d->n_peers > 0) {
         to = d->peers[0].node;
     }
-    int rc = d->ready ? hbd_logp_tsr_start(d, r, to, n) : HIBAR_ERR_NOT_INIT;
+    int rc = d->ready ? hbd_logp_tsr_start(d, r, to, n) : HB_ERR_NOT_INIT;
     if (rc != 0)
-        hbd_reply(r, "err %d %s", rc, hibar_strerror(rc));
+        hbd_reply(r, "err %d %s", rc, hb_status_str(rc));
 }
 
 /* The arguments of logp and coll as the services parse them (at most 255 bytes). */

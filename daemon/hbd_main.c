@@ -30,7 +30,7 @@
 #include "hbd_pmix.h"
 #include "hbd_ranks.h"
 #include "hbd_relay.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hwb.h"
 
 #define HBD_MAX_OVERRIDES 64
@@ -83,16 +83,16 @@ static int run_dir_prepare(const char *dir)
     struct stat sb;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         hb_log_error("cannot create run dir %s: %m", dir);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         hb_log_error("run dir %s is not a directory", dir);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     if (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0) {
         hb_log_error("run dir %s must belong to uid %u and not be group/world writable", dir,
                      (unsigned)geteuid());
-        return HIBAR_ERR_PERM;
+        return HB_ERR_PERM;
     }
     return 0;
 }
@@ -111,7 +111,7 @@ static int pid_file_write(hbd_t *d)
             if (pid > 0 && pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
                 hb_log_error("node %s already has a daemon (pid %ld, %s)", d->name, pid,
                              d->pid_path);
-                return HIBAR_ERR_EXISTS;
+                return HB_ERR_EXISTS;
             }
         }
     }
@@ -123,7 +123,7 @@ static int pid_file_write(hbd_t *d)
         hb_log_error("cannot write pid file %s: %m", d->pid_path);
         if (fd >= 0)
             unlink(tmp);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     d->pid_written = 1;
     return 0;
@@ -152,15 +152,15 @@ static int daemonize(void)
     pid_t pid = fork();
     if (pid < 0) {
         hb_log_error("fork: %m");
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     if (pid > 0)
         _exit(0);
     if (setsid() < 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     pid = fork();
     if (pid < 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     if (pid > 0)
         _exit(0);
     int fd = open("/dev/null", O_RDWR);
@@ -189,8 +189,8 @@ static int open_hwb(hbd_t *d)
     int rc = hb_hwb_open(d->cfg->hwbarrier, &hp, &d->hwb);
     if (rc != 0)
         hb_log_error("node %s: cannot open the chassis barrier (%s, chassis %u port %u): %s",
-                     d->name, d->cfg->hwbarrier ? d->cfg->hwbarrier : "auto", me->chassis,
-                     me->port, hibar_strerror(rc));
+                     d->name, d->cfg->hwbarrier ? d->cfg->hwbarrier : "auto", me->chassis, me->port,
+                     hb_status_str(rc));
     return rc;
 }
 
@@ -245,7 +245,7 @@ static int parts_start(hbd_t *d, size_t *n_p)
         *n_p = i + 1;
         int rc = parts[i].start(d);
         if (rc != 0) {
-            hb_log_debug("start of the %s failed: %s", parts[i].name, hibar_strerror(rc));
+            hb_log_debug("start of the %s failed: %s", parts[i].name, hb_status_str(rc));
             return rc;
         }
     }
@@ -333,7 +333,7 @@ int main(int argc, char **argv)
             break;
         case 'K':
             rc = hbd_key_generate(optarg);
-            if (rc == HIBAR_ERR_EXISTS)
+            if (rc == HB_ERR_EXISTS)
                 fprintf(stderr, "hibard: %s already exists\n", optarg);
             return rc == 0 ? 0 : 1;
         case 'h':
@@ -380,7 +380,7 @@ int main(int argc, char **argv)
     hb_topo_spec_t spec;
     if ((rc = hb_cfg_topo_spec(d->cfg, &spec)) != 0 ||
         (rc = hb_topo_build(&spec, &d->topo, err, sizeof(err))) != 0) {
-        fprintf(stderr, "hibard: %s\n", rc == HIBAR_ERR_CONFIG ? err : hibar_strerror(rc));
+        fprintf(stderr, "hibard: %s\n", rc == HB_ERR_CONFIG ? err : hb_status_str(rc));
         hb_cfg_free(d->cfg);
         return 2;
     }
@@ -435,7 +435,7 @@ int main(int argc, char **argv)
         goto out;
     if (d->cfg->key_file == NULL) {
         rc = hbd_key_generate(d->key_path); /* the first daemon of a cluster creates it */
-        if (rc != 0 && rc != HIBAR_ERR_EXISTS)
+        if (rc != 0 && rc != HB_ERR_EXISTS)
             goto out;
     }
     if (hbd_key_load(d->key_path, d->pub, d->sec, d->pub_z85) != 0)

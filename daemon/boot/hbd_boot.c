@@ -27,7 +27,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_boot.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 extern char **environ;
 
@@ -88,14 +88,14 @@ static int addr_pick(char *out, size_t cap, char *err, size_t errlen)
     struct in_addr ia;
     if (a != NULL && *a != '\0') {
         if (inet_pton(AF_INET, a, &ia) != 1)
-            return fail(err, errlen, HIBAR_ERR_CONFIG,
+            return fail(err, errlen, HB_ERR_CONFIG,
                         "environment HIBAR_BOOT_ADDRESS: not an IPv4 address '%s'", a);
         snprintf(out, cap, "%s", a);
         return 0;
     }
     struct ifaddrs *ifs, *i;
     if (getifaddrs(&ifs) != 0)
-        return fail(err, errlen, HIBAR_ERR_IO, "bootstrap: getifaddrs: %s", strerror(errno));
+        return fail(err, errlen, HB_ERR_IO, "bootstrap: getifaddrs: %s", strerror(errno));
     out[0] = '\0';
     for (i = ifs; i != NULL && out[0] == '\0'; i = i->ifa_next) {
         if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
@@ -110,7 +110,7 @@ static int addr_pick(char *out, size_t cap, char *err, size_t errlen)
     if (out[0] != '\0')
         return 0;
     if (ifn != NULL && *ifn != '\0')
-        return fail(err, errlen, HIBAR_ERR_NOT_FOUND,
+        return fail(err, errlen, HB_ERR_NOT_FOUND,
                     "environment HIBAR_BOOT_IF: no IPv4 address on interface '%s'", ifn);
     snprintf(out, cap, "127.0.0.1"); /* a host without a network: one-host cluster */
     return 0;
@@ -126,7 +126,7 @@ static int port_pick(const char *addr, unsigned want, unsigned *port_p, char *er
         inet_pton(AF_INET, addr, &sa.sin_addr);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
         if (fd < 0)
-            return fail(err, errlen, HIBAR_ERR_IO, "bootstrap: socket: %s", strerror(errno));
+            return fail(err, errlen, HB_ERR_IO, "bootstrap: socket: %s", strerror(errno));
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
             getsockname(fd, (struct sockaddr *)&sa, &sl) == 0) {
@@ -137,12 +137,12 @@ static int port_pick(const char *addr, unsigned want, unsigned *port_p, char *er
         int e = errno;
         close(fd);
         if (pass == 1)
-            return fail(err, errlen, HIBAR_ERR_IO, "bootstrap: no free TCP port on %s: %s", addr,
+            return fail(err, errlen, HB_ERR_IO, "bootstrap: no free TCP port on %s: %s", addr,
                         strerror(e));
         hb_log_warn("bootstrap: port %u on %s is taken (%s); using one the system picks", want,
                     addr, strerror(e));
     }
-    return HIBAR_ERR_INTERNAL;
+    return HB_ERR_INTERNAL;
 }
 
 /* ------------------------------------------------------------------ line I/O with deadlines */
@@ -153,8 +153,8 @@ typedef struct hbd_boot_rd {
     size_t len;
 } hbd_boot_rd_t;
 
-/* One line (without '\n') into out, by deadline_ns. 0, HIBAR_ERR_TIMEOUT, HIBAR_ERR_PEER_LOST
- * (EOF), HIBAR_ERR_IO, HIBAR_ERR_TRUNCATED. */
+/* One line (without '\n') into out, by deadline_ns. 0, HB_ERR_TIMEOUT, HB_ERR_PEER_LOST
+ * (EOF), HB_ERR_IO, HB_ERR_TRUNCATED. */
 static int line_read(hbd_boot_rd_t *r, char *out, size_t cap, uint64_t deadline_ns)
 {
     for (;;) {
@@ -162,7 +162,7 @@ static int line_read(hbd_boot_rd_t *r, char *out, size_t cap, uint64_t deadline_
         if (nl != NULL) {
             size_t l = (size_t)(nl - r->buf);
             if (l >= cap)
-                return HIBAR_ERR_TRUNCATED;
+                return HB_ERR_TRUNCATED;
             memcpy(out, r->buf, l);
             out[l] = '\0';
             memmove(r->buf, nl + 1, r->len - l - 1);
@@ -170,21 +170,21 @@ static int line_read(hbd_boot_rd_t *r, char *out, size_t cap, uint64_t deadline_
             return 0;
         }
         if (r->len == sizeof(r->buf))
-            return HIBAR_ERR_TRUNCATED;
+            return HB_ERR_TRUNCATED;
         uint64_t now = hb_time_now_ns();
         if (now >= deadline_ns)
-            return HIBAR_ERR_TIMEOUT;
+            return HB_ERR_TIMEOUT;
         struct pollfd p = {.fd = r->fd, .events = POLLIN};
         int pr = poll(&p, 1, (int)((deadline_ns - now) / 1000000u) + 1);
         if (pr < 0 && errno != EINTR)
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         if (pr <= 0)
             continue;
         ssize_t n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
         if (n == 0)
-            return HIBAR_ERR_PEER_LOST;
+            return HB_ERR_PEER_LOST;
         if (n < 0 && errno != EINTR && errno != EAGAIN)
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         if (n > 0)
             r->len += (size_t)n;
     }
@@ -197,7 +197,7 @@ static int write_all(int fd, const char *s, size_t n)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         s += w;
         n -= (size_t)w;
     }
@@ -206,9 +206,9 @@ static int write_all(int fd, const char *s, size_t n)
 
 static const char *rd_what(int rc)
 {
-    return rc == HIBAR_ERR_TIMEOUT     ? "no answer in time"
-           : rc == HIBAR_ERR_PEER_LOST ? "connection closed"
-                                       : hibar_strerror(rc);
+    return rc == HB_ERR_TIMEOUT     ? "no answer in time"
+           : rc == HB_ERR_PEER_LOST ? "connection closed"
+                                    : hb_status_str(rc);
 }
 
 /* A fresh CurveZMQ key pair as "pub:sec". */
@@ -216,7 +216,7 @@ static int key_new(char *key, size_t cap, char *err, size_t errlen)
 {
     char pub[41], sec[41];
     if (!zmq_has("curve") || zmq_curve_keypair(pub, sec) != 0)
-        return fail(err, errlen, HIBAR_ERR_UNAVAIL,
+        return fail(err, errlen, HB_ERR_UNAVAIL,
                     "bootstrap: cannot make a CurveZMQ key pair (libzmq without curve?)");
     snprintf(key, cap, "%s:%s", pub, sec);
     return 0;
@@ -229,7 +229,7 @@ static int helper_find(char *path, size_t cap)
     const char *e = getenv("HIBAR_BOOT");
     if (e != NULL && *e != '\0') {
         snprintf(path, cap, "%s", e);
-        return access(path, X_OK) == 0 ? 0 : HIBAR_ERR_NOT_FOUND;
+        return access(path, X_OK) == 0 ? 0 : HB_ERR_NOT_FOUND;
     }
     char self[PATH_MAX];
     ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -248,10 +248,10 @@ static int helper_find(char *path, size_t cap)
     }
     const char *pe = getenv("PATH");
     if (pe == NULL)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     char *dup = strdup(pe), *save = NULL;
     if (dup == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (char *d = strtok_r(dup, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
         if (snprintf(path, cap, "%s/hibar-boot", d) < (int)cap && access(path, X_OK) == 0) {
             free(dup);
@@ -259,7 +259,7 @@ static int helper_find(char *path, size_t cap)
         }
     }
     free(dup);
-    return HIBAR_ERR_NOT_FOUND;
+    return HB_ERR_NOT_FOUND;
 }
 
 static void helper_reap(pid_t pid, int kill_it)
@@ -279,20 +279,20 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
     int rc;
 
     if (ns == NULL || *ns == '\0')
-        return fail(err, errlen, HIBAR_ERR_UNAVAIL,
+        return fail(err, errlen, HB_ERR_UNAVAIL,
                     "bootstrap pmix: no PMIx server to ask (PMIX_NAMESPACE is not set): start "
                     "hibard with 'srun --mpi=pmix' or 'mpirun', or use another bootstrap");
     if ((rc = helper_find(helper, sizeof(helper))) != 0)
-        return fail(err, errlen, HIBAR_ERR_NOT_FOUND,
+        return fail(err, errlen, HB_ERR_NOT_FOUND,
                     "bootstrap pmix: helper hibar-boot not found ($HIBAR_BOOT, next to hibard, "
                     "../tools, ../bin, $PATH)");
     int to_h[2], from_h[2];
     if (pipe2(to_h, O_CLOEXEC) != 0)
-        return fail(err, errlen, HIBAR_ERR_IO, "bootstrap pmix: pipe: %s", strerror(errno));
+        return fail(err, errlen, HB_ERR_IO, "bootstrap pmix: pipe: %s", strerror(errno));
     if (pipe2(from_h, O_CLOEXEC) != 0) {
         close(to_h[0]);
         close(to_h[1]);
-        return fail(err, errlen, HIBAR_ERR_IO, "bootstrap pmix: pipe: %s", strerror(errno));
+        return fail(err, errlen, HB_ERR_IO, "bootstrap pmix: pipe: %s", strerror(errno));
     }
     snprintf(tos, sizeof(tos), "%u", to);
     pid_t pid = fork(); /* no threads yet: hibard has not started ZeroMQ or PMIx */
@@ -308,11 +308,11 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
     if (pid < 0) {
         close(to_h[1]);
         close(from_h[0]);
-        return fail(err, errlen, HIBAR_ERR_IO, "bootstrap pmix: fork: %s", strerror(errno));
+        return fail(err, errlen, HB_ERR_IO, "bootstrap pmix: fork: %s", strerror(errno));
     }
     hbd_boot_rd_t *rd = calloc(1, sizeof(*rd));
     if (rd == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     rd->fd = from_h[0];
@@ -322,12 +322,12 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
     /* first line: who we are in the job */
     rc = line_read(rd, line, sizeof(line), deadline);
     if (rc == 0 && strncmp(line, "ERR ", 4) == 0) {
-        rc = fail(err, errlen, HIBAR_ERR_UNAVAIL, "bootstrap pmix: %s", line + 4);
+        rc = fail(err, errlen, HB_ERR_UNAVAIL, "bootstrap pmix: %s", line + 4);
         goto out;
     }
     if (rc != 0 || sscanf(line, "RANK %u %u %u %127s", &rank, &size, &lrank, host) != 4 ||
         size == 0 || rank >= size || size > HB_CFG_HOSTLIST_MAX) {
-        rc = fail(err, errlen, rc == HIBAR_ERR_TIMEOUT ? rc : HIBAR_ERR_PROTO,
+        rc = fail(err, errlen, rc == HB_ERR_TIMEOUT ? rc : HB_ERR_PROTO,
                   "bootstrap pmix: helper %s (namespace %s) gave no rank: %s", helper, ns,
                   rc != 0 ? rd_what(rc) : line);
         goto out;
@@ -341,12 +341,12 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
         goto out;
     int n = snprintf(line, sizeof(line), "EP %s %u %s\n", addr, port, key);
     if (write_all(to_h[1], line, (size_t)n) != 0) {
-        rc = fail(err, errlen, HIBAR_ERR_IO, "bootstrap pmix: helper %s died", helper);
+        rc = fail(err, errlen, HB_ERR_IO, "bootstrap pmix: helper %s died", helper);
         goto out;
     }
     res->ents = calloc(size, sizeof(hbd_boot_ent_t));
     if (res->ents == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     res->n = size;
@@ -354,14 +354,14 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
     for (;;) {
         rc = line_read(rd, line, sizeof(line), deadline);
         if (rc != 0) {
-            rc = fail(err, errlen, rc == HIBAR_ERR_TIMEOUT ? rc : HIBAR_ERR_PROTO,
+            rc = fail(err, errlen, rc == HB_ERR_TIMEOUT ? rc : HB_ERR_PROTO,
                       "bootstrap pmix: the exchange of %u daemons (namespace %s) did not finish "
                       "within %u s: %s",
                       size, ns, to + 5, rd_what(rc));
             goto out;
         }
         if (strncmp(line, "ERR ", 4) == 0) {
-            rc = fail(err, errlen, HIBAR_ERR_PEER_LOST, "bootstrap pmix: %s", line + 4);
+            rc = fail(err, errlen, HB_ERR_PEER_LOST, "bootstrap pmix: %s", line + 4);
             goto out;
         }
         if (strcmp(line, "END") == 0)
@@ -374,7 +374,7 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
         char h[128], a[64];
         if (sscanf(line, "NODE %u %127s %u %63s %u", &r, h, &lr, a, &p) != 5 || r >= size ||
             p == 0 || p > 65535 || !word_ok(h) || !word_ok(a)) {
-            rc = fail(err, errlen, HIBAR_ERR_PROTO, "bootstrap pmix: bad line from %s: '%.200s'",
+            rc = fail(err, errlen, HB_ERR_PROTO, "bootstrap pmix: bad line from %s: '%.200s'",
                       helper, line);
             goto out;
         }
@@ -387,7 +387,7 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
     }
     for (uint32_t i = 0; i < size; i++)
         if (!res->ents[i].seen) {
-            rc = fail(err, errlen, HIBAR_ERR_PROTO,
+            rc = fail(err, errlen, HB_ERR_PROTO,
                       "bootstrap pmix: daemon of rank %" PRIu32 " missing from the exchange", i);
             goto out;
         }
@@ -409,8 +409,7 @@ out:
     if (rd != NULL && rc == 0) {
         /* the helper finalizes PMIx and exits after END; one that hangs there is killed */
         char tail[64];
-        eof = line_read(rd, tail, sizeof(tail), hb_time_now_ns() + 5000000000u) ==
-              HIBAR_ERR_PEER_LOST;
+        eof = line_read(rd, tail, sizeof(tail), hb_time_now_ns() + 5000000000u) == HB_ERR_PEER_LOST;
     }
     close(from_h[0]);
     helper_reap(pid, !eof);
@@ -430,8 +429,8 @@ static int env_nodes(hbd_boot_res_t *res, char *err, size_t errlen)
         what = "HIBAR_NODE_INDEX";
         FILE *f = fopen(hf, "re");
         if (f == NULL)
-            return fail(err, errlen, HIBAR_ERR_IO,
-                        "bootstrap env: cannot read HIBAR_HOSTFILE %s: %s", hf, strerror(errno));
+            return fail(err, errlen, HB_ERR_IO, "bootstrap env: cannot read HIBAR_HOSTFILE %s: %s",
+                        hf, strerror(errno));
         char ln[512];
         unsigned lineno = 0;
         while (fgets(ln, sizeof(ln), f) != NULL) {
@@ -449,13 +448,13 @@ static int env_nodes(hbd_boot_res_t *res, char *err, size_t errlen)
             if (!word_ok(a[0]) || strlen(a[0]) >= sizeof(res->ents[0].name) ||
                 (k == 2 && inet_pton(AF_INET, a[1], &ia) != 1)) {
                 fclose(f);
-                return fail(err, errlen, HIBAR_ERR_CONFIG, "%s:%u: bad host line '%s'", hf, lineno,
+                return fail(err, errlen, HB_ERR_CONFIG, "%s:%u: bad host line '%s'", hf, lineno,
                             k == 2 ? a[1] : a[0]);
             }
             hbd_boot_ent_t *ne = realloc(res->ents, (size_t)(n + 1) * sizeof(*ne));
             if (ne == NULL) {
                 fclose(f);
-                return HIBAR_ERR_NOMEM;
+                return HB_ERR_NOMEM;
             }
             res->ents = ne;
             memset(&ne[n], 0, sizeof(ne[n]));
@@ -466,32 +465,32 @@ static int env_nodes(hbd_boot_res_t *res, char *err, size_t errlen)
         }
         fclose(f);
         if (n == 0)
-            return fail(err, errlen, HIBAR_ERR_CONFIG, "%s: no hosts in HIBAR_HOSTFILE", hf);
+            return fail(err, errlen, HB_ERR_CONFIG, "%s: no hosts in HIBAR_HOSTFILE", hf);
         idx_s = getenv("HIBAR_NODE_INDEX");
     } else {
         const char *nl = getenv("SLURM_JOB_NODELIST");
         if (nl == NULL)
             nl = getenv("SLURM_NODELIST");
         if (nl == NULL)
-            return fail(err, errlen, HIBAR_ERR_CONFIG,
+            return fail(err, errlen, HB_ERR_CONFIG,
                         "bootstrap env: no node list: set SLURM_JOB_NODELIST and SLURM_NODEID "
                         "(Slurm does), or HIBAR_HOSTFILE and HIBAR_NODE_INDEX");
         what = "SLURM_NODEID";
         char m[256];
         int rc = hb_cfg_hostlist_expand(nl, &names, &n, m, sizeof(m));
         if (rc != 0)
-            return fail(err, errlen, HIBAR_ERR_CONFIG, "environment SLURM_JOB_NODELIST: %s", m);
+            return fail(err, errlen, HB_ERR_CONFIG, "environment SLURM_JOB_NODELIST: %s", m);
         res->ents = calloc(n, sizeof(hbd_boot_ent_t));
         if (res->ents == NULL) {
             hb_cfg_hostlist_free(names, n);
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
         for (uint32_t i = 0; i < n; i++) {
             if (!word_ok(names[i]) || strlen(names[i]) >= sizeof(res->ents[i].name)) {
-                fail(err, errlen, HIBAR_ERR_CONFIG, "environment SLURM_JOB_NODELIST: bad name '%s'",
+                fail(err, errlen, HB_ERR_CONFIG, "environment SLURM_JOB_NODELIST: bad name '%s'",
                      names[i]);
                 hb_cfg_hostlist_free(names, n);
-                return HIBAR_ERR_CONFIG;
+                return HB_ERR_CONFIG;
             }
             snprintf(res->ents[i].name, sizeof(res->ents[i].name), "%s", names[i]);
         }
@@ -502,14 +501,14 @@ static int env_nodes(hbd_boot_res_t *res, char *err, size_t errlen)
     char *end;
     unsigned long idx = idx_s != NULL ? strtoul(idx_s, &end, 10) : 0;
     if (idx_s == NULL || *idx_s == '\0' || *end != '\0' || idx >= n)
-        return fail(err, errlen, HIBAR_ERR_CONFIG,
+        return fail(err, errlen, HB_ERR_CONFIG,
                     "environment %s: expected a node index below %" PRIu32 ", got '%s'", what, n,
                     idx_s != NULL ? idx_s : "(unset)");
     res->self = (uint32_t)idx;
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = i + 1; j < n; j++)
             if (strcmp(res->ents[i].name, res->ents[j].name) == 0)
-                return fail(err, errlen, HIBAR_ERR_CONFIG, "bootstrap env: node '%s' listed twice",
+                return fail(err, errlen, HB_ERR_CONFIG, "bootstrap env: node '%s' listed twice",
                             res->ents[i].name);
     return 0;
 }
@@ -533,13 +532,13 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
     if (conn == NULL) {
         if (lfd >= 0)
             close(lfd);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     for (uint32_t i = 0; i < n; i++)
         conn[i].fd = -1;
     if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 128) != 0) {
-        rc = fail(err, errlen, HIBAR_ERR_IO,
+        rc = fail(err, errlen, HB_ERR_IO,
                   "bootstrap env: node %s cannot serve the rendezvous on TCP port %u: %s",
                   res->ents[0].name, (unsigned)cfg->port, strerror(errno));
         goto out;
@@ -593,7 +592,7 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
         for (uint32_t i = 0; i < n && o < sizeof(msg) - 40; i++)
             if (!res->ents[i].seen)
                 o += (size_t)snprintf(msg + o, sizeof(msg) - o, " %s", res->ents[i].name);
-        rc = fail(err, errlen, HIBAR_ERR_PEER_LOST, "bootstrap env: %s", msg);
+        rc = fail(err, errlen, HB_ERR_PEER_LOST, "bootstrap env: %s", msg);
         int l = snprintf(line, sizeof(line), "ERR %s\n", msg);
         for (uint32_t i = 1; i < n; i++)
             if (conn[i].fd >= 0)
@@ -604,7 +603,7 @@ static int rdv_serve(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char
     size_t cap = (size_t)n * 256 + 256, o = 0;
     char *ans = malloc(cap);
     if (ans == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     for (uint32_t i = 0; i < n; i++)
@@ -640,7 +639,7 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     const char *rv = getenv("HIBAR_RENDEZVOUS");
     if (r0->addr[0] == '\0' && rv != NULL && *rv != '\0') {
         if (inet_pton(AF_INET, rv, &sa.sin_addr) != 1)
-            return fail(err, errlen, HIBAR_ERR_CONFIG,
+            return fail(err, errlen, HB_ERR_CONFIG,
                         "environment HIBAR_RENDEZVOUS: not an IPv4 address '%s'", rv);
         snprintf(r0->addr, sizeof(r0->addr), "%.63s", rv);
     }
@@ -648,7 +647,7 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
         struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
         int g = getaddrinfo(r0->name, NULL, &hints, &ai);
         if (g != 0 || ai == NULL)
-            return fail(err, errlen, HIBAR_ERR_NOT_FOUND,
+            return fail(err, errlen, HB_ERR_NOT_FOUND,
                         "bootstrap env: cannot resolve the first node '%s' (rendezvous, port %u): "
                         "%s",
                         r0->name, (unsigned)cfg->port, gai_strerror(g));
@@ -663,7 +662,7 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     while (hb_time_now_ns() < deadline) {
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
-            return fail(err, errlen, HIBAR_ERR_IO, "bootstrap env: socket: %s", strerror(errno));
+            return fail(err, errlen, HB_ERR_IO, "bootstrap env: socket: %s", strerror(errno));
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
             break;
         e = errno;
@@ -672,7 +671,7 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
         usleep(250000); /* node 0 may not be listening yet */
     }
     if (fd < 0)
-        return fail(err, errlen, HIBAR_ERR_UNAVAIL,
+        return fail(err, errlen, HB_ERR_UNAVAIL,
                     "bootstrap env: node %s cannot reach the rendezvous of node %s at %s within "
                     "%u s: %s",
                     me->name, r0->name, where, to, e != 0 ? strerror(e) : "timed out");
@@ -681,11 +680,11 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     hbd_boot_rd_t *rd = calloc(1, sizeof(*rd));
     if (rd == NULL) {
         close(fd);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     rd->fd = fd;
     if (write_all(fd, line, (size_t)n) != 0) {
-        rc = fail(err, errlen, HIBAR_ERR_IO, "bootstrap env: rendezvous at %s: %s", where,
+        rc = fail(err, errlen, HB_ERR_IO, "bootstrap env: rendezvous at %s: %s", where,
                   strerror(errno));
         goto out;
     }
@@ -694,13 +693,13 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     for (;;) {
         rc = line_read(rd, line, sizeof(line), deadline);
         if (rc != 0) {
-            rc = fail(err, errlen, HIBAR_ERR_PEER_LOST,
+            rc = fail(err, errlen, HB_ERR_PEER_LOST,
                       "bootstrap env: the rendezvous at %s (node %s) did not answer: %s", where,
                       r0->name, rd_what(rc));
             goto out;
         }
         if (strncmp(line, "ERR ", 4) == 0) {
-            rc = fail(err, errlen, HIBAR_ERR_PEER_LOST, "bootstrap env: %s", line + 4);
+            rc = fail(err, errlen, HB_ERR_PEER_LOST, "bootstrap env: %s", line + 4);
             goto out;
         }
         if (strcmp(line, "END") == 0)
@@ -714,7 +713,7 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
         if (sscanf(line, "NODE %u %127s %u %63s %u", &i, h, &lr, a, &p) != 5 || i >= res->n ||
             strcmp(h, res->ents[i].name) != 0 || !word_ok(a) || p == 0 || p > 65535) {
             how = line;
-            rc = fail(err, errlen, HIBAR_ERR_PROTO,
+            rc = fail(err, errlen, HB_ERR_PROTO,
                       "bootstrap env: rendezvous at %s: bad line '%.200s'", where, how);
             goto out;
         }
@@ -724,8 +723,8 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     }
     for (uint32_t i = 0; i < res->n; i++)
         if (!res->ents[i].seen) {
-            rc = fail(err, errlen, HIBAR_ERR_PROTO,
-                      "bootstrap env: rendezvous at %s: node %s missing", where, res->ents[i].name);
+            rc = fail(err, errlen, HB_ERR_PROTO, "bootstrap env: rendezvous at %s: node %s missing",
+                      where, res->ents[i].name);
             goto out;
         }
     rc = 0;
@@ -740,7 +739,7 @@ static int boot_env(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t 
     unsigned to = boot_timeout_s();
     int rc;
     if (cfg->port == 0 || cfg->port == 65535)
-        return fail(err, errlen, HIBAR_ERR_CONFIG,
+        return fail(err, errlen, HB_ERR_CONFIG,
                     "bootstrap env needs 'port' (the rendezvous port; daemons use port + 1)");
     if ((rc = env_nodes(res, err, errlen)) != 0)
         return rc;
@@ -767,11 +766,11 @@ static int nodes_yaml(const hbd_boot_res_t *res, int *fd_p, char *path, size_t c
 {
     int fd = memfd_create("hibar-boot-nodes", MFD_CLOEXEC);
     if (fd < 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     FILE *f = fdopen(dup(fd), "w");
     if (f == NULL) {
         close(fd);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     fprintf(f, "nodes:\n");
     for (uint32_t i = 0; i < res->n; i++)
@@ -779,7 +778,7 @@ static int nodes_yaml(const hbd_boot_res_t *res, int *fd_p, char *path, size_t c
                 res->ents[i].addr, res->ents[i].port);
     if (fclose(f) != 0) {
         close(fd);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     *fd_p = fd;
     snprintf(path, cap, "/proc/self/fd/%d", fd);
@@ -828,11 +827,11 @@ static int file_replace(const char *path, const char *text, mode_t mode)
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     size_t l = strlen(text);
     if (write_all(fd, text, l) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
         unlink(tmp);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     return 0;
 }
@@ -842,26 +841,26 @@ static int run_files(const hb_cfg_t *cfg, const hbd_boot_res_t *res, char *err, 
 {
     char path[PATH_MAX];
     if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST)
-        return fail(err, errlen, HIBAR_ERR_IO, "cannot create run dir %s: %s", cfg->run_dir,
+        return fail(err, errlen, HB_ERR_IO, "cannot create run dir %s: %s", cfg->run_dir,
                     strerror(errno));
     if (cfg->key_file == NULL) {
         char text[256];
         /* two Z85 keys of 40 characters around a ':' (which Z85 also uses: split by length) */
         const char *colon = res->key + 40;
         if (strlen(res->key) != 81 || *colon != ':')
-            return fail(err, errlen, HIBAR_ERR_PROTO, "bootstrap: no cluster key was agreed");
+            return fail(err, errlen, HB_ERR_PROTO, "bootstrap: no cluster key was agreed");
         snprintf(text, sizeof(text),
                  "# hibar cluster key pair (CurveZMQ); keep private\npublic=%.40s\nsecret=%s\n",
                  res->key, colon + 1);
         snprintf(path, sizeof(path), "%s/cluster.key", cfg->run_dir);
         if (file_replace(path, text, 0600) != 0)
-            return fail(err, errlen, HIBAR_ERR_IO, "cannot write key file %s: %s", path,
+            return fail(err, errlen, HB_ERR_IO, "cannot write key file %s: %s", path,
                         strerror(errno));
     }
     size_t cap = (size_t)cfg->n_nodes * 300 + 1024, o = 0;
     char *y = malloc(cap);
     if (y == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     o += (size_t)snprintf(y + o, cap - o,
                           "# written by hibard (bootstrap %s): the running cluster; "
                           "hibar-run --config THIS_FILE\n"
@@ -885,7 +884,7 @@ static int run_files(const hb_cfg_t *cfg, const hbd_boot_res_t *res, char *err, 
     int rc = file_replace(path, y, 0644);
     free(y);
     if (rc != 0)
-        return fail(err, errlen, HIBAR_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return fail(err, errlen, HB_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -930,7 +929,7 @@ int hbd_boot_load(const char *config, const char *const *over, size_t n_over, co
         goto out;
     if (full->n_nodes != res.n ||
         strcmp(full->nodes[res.self].name, res.ents[res.self].name) != 0) {
-        rc = fail(err, errlen, HIBAR_ERR_CONFIG,
+        rc = fail(err, errlen, HB_ERR_CONFIG,
                   "bootstrap %s: the configuration's overrides changed the node list", kind);
         goto out;
     }
@@ -942,7 +941,7 @@ int hbd_boot_load(const char *config, const char *const *over, size_t n_over, co
     /* no orphans: the launcher's daemon (slurmstepd, orted) going away stops hibard */
     *foreground_p = 1;
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) {
-        rc = fail(err, errlen, HIBAR_ERR_PEER_LOST, "bootstrap %s: the launcher is gone", kind);
+        rc = fail(err, errlen, HB_ERR_PEER_LOST, "bootstrap %s: the launcher is gone", kind);
         goto out;
     }
     *node_p = full->nodes[res.self].name;

@@ -33,8 +33,8 @@
  * about that time with the same message.
  *
  * Returns 0 (cfg in *cfg_p, this daemon's name in *node_p, owned by the cfg), or
- * HIBAR_ERR_CONFIG with the one-line message in err (as hb_cfg_load), or another negative
- * HIBAR_ERR_* with the message in err (what was tried). Blocking; call before any thread.
+ * HB_ERR_CONFIG with the one-line message in err (as hb_cfg_load), or another negative
+ * HB_ERR_* with the message in err (what was tried). Blocking; call before any thread.
  */
 int hbd_boot_load(const char *config, const char *const *over, size_t n_over, const char **node_p,
                   int *foreground_p, hb_cfg_t **cfg_p, char *err, size_t errlen);

@@ -12,7 +12,7 @@
 
 #include "hb_log.h"
 #include "hbd_job.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /* ---- the registry ---- */
 
@@ -95,17 +95,17 @@ int hbd_job_spec_read(const char *path, char **buf_p, size_t *len_p)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat sb;
     if (fd < 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
         (uint64_t)sb.st_size > HBD_JOB_SPEC_MAX) {
         close(fd);
-        return HIBAR_ERR_PERM;
+        return HB_ERR_PERM;
     }
     char *buf = malloc((size_t)sb.st_size + 1);
     size_t len = 0;
     if (buf == NULL) {
         close(fd);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     while (len < (size_t)sb.st_size) {
         ssize_t r = read(fd, buf + len, (size_t)sb.st_size - len);
@@ -118,7 +118,7 @@ int hbd_job_spec_read(const char *path, char **buf_p, size_t *len_p)
     close(fd);
     if (len != (size_t)sb.st_size) {
         free(buf);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     buf[len] = '\0';
     *buf_p = buf;
@@ -131,11 +131,11 @@ static int vec_push(char ***v, uint32_t *n, const char *s, size_t len)
 {
     char **nv = realloc(*v, (*n + 2) * sizeof(char *));
     if (nv == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     *v = nv;
     nv[*n] = strndup(s, len);
     if (nv[*n] == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     nv[++*n] = NULL;
     return 0;
 }
@@ -147,17 +147,17 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
     unsigned line = 1;
     int rc = hbd_job_spec_read(path, &buf, &len);
     if (rc != 0) {
-        snprintf(err, cap, "%s: cannot read the job spec (%s)", path, hibar_strerror(rc));
+        snprintf(err, cap, "%s: cannot read the job spec (%s)", path, hb_status_str(rc));
         return rc;
     }
     hbd_job_spec_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         free(buf);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     const char *p = buf, *end = buf + len;
     int have_hdr = 0, have_map = 0;
-    rc = HIBAR_ERR_INVAL;
+    rc = HB_ERR_INVAL;
     while (p < end) {
         const char *sp = memchr(p, ' ', (size_t)(end - p));
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -204,7 +204,7 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
             }
             s->map = calloc(s->size, sizeof(uint32_t));
             if (s->map == NULL) {
-                rc = HIBAR_ERR_NOMEM;
+                rc = HB_ERR_NOMEM;
                 goto err_out;
             }
             const char *q = v;
@@ -237,7 +237,7 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
             if (KEY("cwd")) {
                 free(s->cwd);
                 if ((s->cwd = strndup(str, n)) == NULL) {
-                    rc = HIBAR_ERR_NOMEM;
+                    rc = HB_ERR_NOMEM;
                     goto err_out;
                 }
             } else if (KEY("arg")) {
@@ -246,7 +246,7 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
             } else if ((rc = vec_push(&s->env, &s->n_env, str, n)) != 0) {
                 goto err_out;
             }
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
             for (const char *c = str; c < str + n; c++)
                 line += *c == '\n';
             nl = str + n;
@@ -285,13 +285,13 @@ int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         hb_log_error("cannot create job spec %s: %m", path);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     FILE *f = fdopen(fd, "w");
     if (f == NULL) {
         close(fd);
         unlink(path);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     int bad =
         fprintf(f,
@@ -310,7 +310,7 @@ int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s)
     if (bad) {
         hb_log_error("cannot write job spec %s: %m", path);
         unlink(path);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     return 0;
 }

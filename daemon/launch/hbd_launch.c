@@ -21,7 +21,7 @@
 #include "hbd_launch.h"
 #include "hbd_pmix.h"
 #include "hbd_ranks.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * "launch SPEC" on the control socket: the daemon takes the connection over and from then on
@@ -314,7 +314,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
         if (strcmp(line, "kill") == 0)
             hbd_launch_kill(j, "hibar-run asked");
         else
-            job_send(j, "err %d unknown command\n", HIBAR_ERR_INVAL);
+            job_send(j, "err %d unknown command\n", HB_ERR_INVAL);
         free(line);
     }
 }
@@ -351,20 +351,20 @@ static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull, char *why, size_t 
     const hbd_job_spec_t *s = j->spec;
     int p[2][2] = {{-1, -1}, {-1, -1}};
     char **env = calloc(s->n_env + 1, sizeof(char *));
-    int rc = HIBAR_ERR_NOMEM, fa_ok = 0, at_ok = 0;
+    int rc = HB_ERR_NOMEM, fa_ok = 0, at_ok = 0;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    snprintf(why, cap, "%s", hibar_strerror(rc));
+    snprintf(why, cap, "%s", hb_status_str(rc));
     if (env == NULL)
         return rc;
     for (uint32_t i = 0; i < s->n_env; i++)
         if ((env[i] = strdup(s->env[i])) == NULL)
             goto out;
     if ((rc = hbd_pmix_setup_fork(j, lr, &env)) != 0 || (rc = hbd_ranks_env(j, lr, &env)) != 0) {
-        snprintf(why, cap, "%s", hibar_strerror(rc));
+        snprintf(why, cap, "%s", hb_status_str(rc));
         goto out;
     }
-    rc = HIBAR_ERR_IO;
+    rc = HB_ERR_IO;
     if (pipe2(p[0], O_CLOEXEC) != 0 || pipe2(p[1], O_CLOEXEC) != 0) {
         snprintf(why, cap, "pipe: %s", strerror(errno));
         hb_log_error("pipe: %m");
@@ -420,7 +420,7 @@ static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull, char *why, size_t 
         r->ev_out[k] = event_new(j->d->base, r->out_fd[k], EV_READ | EV_PERSIST, out_cb, r);
         if (r->ev_out[k] == NULL || event_add(r->ev_out[k], NULL) != 0) {
             hb_log_error("cannot watch rank output");
-            rc = HIBAR_ERR_NOMEM;
+            rc = HB_ERR_NOMEM;
             goto out; /* the caller stops the job */
         }
     }
@@ -449,7 +449,7 @@ static int job_build(hbd_t *d, hbd_job_spec_t *spec, hbd_job_t **j_p, char *err,
     if (used == NULL || j == NULL) {
         free(used);
         free(j);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     j->d = d;
     j->spec = spec;
@@ -494,14 +494,14 @@ err_inval:
     free(used);
     j->spec = NULL;
     free(j);
-    return HIBAR_ERR_INVAL;
+    return HB_ERR_INVAL;
 err_nomem:
     free(used);
     free(j->nodes);
     free(j->local);
     j->spec = NULL;
     free(j);
-    return HIBAR_ERR_NOMEM;
+    return HB_ERR_NOMEM;
 }
 
 /* The job's part could not start: one err line, nothing runs, the job goes once it is out. */
@@ -526,11 +526,11 @@ static void job_registered(hbd_job_t *j, int rc)
     hbd_t *d = j->d;
     if (rc == 0 && j->killing) {
         job_refuse(j, "err %d the job was stopped before its ranks started here\n",
-                   HIBAR_ERR_PEER_LOST);
+                   HB_ERR_PEER_LOST);
         return;
     }
     if (rc != 0) {
-        if (rc == HIBAR_ERR_UNAVAIL)
+        if (rc == HB_ERR_UNAVAIL)
             job_refuse(j,
                        "err %d the PMIx server of node %s is wedged (libpmix's thread stopped "
                        "answering after a client died while connecting): restart hibard there\n",
@@ -541,13 +541,13 @@ static void job_registered(hbd_job_t *j, int rc)
     }
     if ((rc = hbd_ranks_job_open(j)) != 0) {
         job_refuse(j, "err %d cannot create the job's shared-memory segment: %s\n", rc,
-                   hibar_strerror(rc));
+                   hb_status_str(rc));
         return;
     }
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     uint32_t spawned = 0;
     char why[600] = "cannot open /dev/null";
-    rc = devnull < 0 ? HIBAR_ERR_IO : 0;
+    rc = devnull < 0 ? HB_ERR_IO : 0;
     for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
         if ((rc = rank_spawn(j, k, devnull, why, sizeof(why))) == 0)
             spawned++;
@@ -581,26 +581,26 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     hbd_job_t *j = NULL;
     int rc;
     if (spec_path == NULL) {
-        hbd_reply(conn, "err %d usage: launch <job spec file>", HIBAR_ERR_INVAL);
+        hbd_reply(conn, "err %d usage: launch <job spec file>", HB_ERR_INVAL);
         return;
     }
     if ((rc = hbd_job_spec_load(spec_path, &spec, err, sizeof(err))) != 0) {
-        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
         return;
     }
     if ((rc = job_build(d, spec, &j, err, sizeof(err))) != 0) {
-        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
         hbd_job_spec_free(spec);
         return;
     }
     if (hbd_job_find(d, j->nspace) != NULL) {
-        hbd_reply(conn, "err %d job %s exists", HIBAR_ERR_EXISTS, j->nspace);
+        hbd_reply(conn, "err %d job %s exists", HB_ERR_EXISTS, j->nspace);
         j->n_local = 0;
         job_free(j);
         return;
     }
     if (d->lost || (!d->ready && d->topo->n_nodes > 1)) {
-        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
+        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HB_ERR_NOT_INIT);
         j->n_local = 0;
         job_free(j);
         return;
@@ -639,7 +639,7 @@ int hbd_launch_start(hbd_t *d)
     d->ev_chld = evsignal_new(d->base, SIGCHLD, chld_cb, d);
     if (d->ev_chld == NULL || event_add(d->ev_chld, NULL) != 0) {
         hb_log_error("cannot watch SIGCHLD");
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     hbd_jobs_set_ops(d, &job_ops);
     return 0;
@@ -657,7 +657,7 @@ void hbd_launch_stop(hbd_t *d)
                 j->local[k].pid = -1;
             }
         if (j->bev != NULL) {
-            job_send(j, "err %d daemon shutting down\n", HIBAR_ERR_UNAVAIL);
+            job_send(j, "err %d daemon shutting down\n", HB_ERR_UNAVAIL);
             bufferevent_flush(j->bev, EV_WRITE, BEV_FLUSH);
         }
         job_free(j);

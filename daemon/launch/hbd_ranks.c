@@ -26,7 +26,7 @@
 #include "hbd_fence.h"
 #include "hbd_job.h"
 #include "hbd_ranks.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "ncoll.h"
 #include "seg.h"
 
@@ -56,11 +56,11 @@
  *     (whose peers' late segments expire from hbd_coll's stash), and the ranks' receive
  *     buffers are then undefined, as after an MPI error. The time of the two rounds becomes
  *     the longer of them (measured: doc/design.md section 7.4).
- *   - some ranks did and others did not: the node's verdict is HIBAR_ERR_MISMATCH and it
+ *   - some ranks did and others did not: the node's verdict is HB_ERR_MISMATCH and it
  *     takes part in the collective's agreement (nodes whose ranks all called a barrier wait
  *     in the barrier until its timeout).
  * The epoch is then released with the verdict (hb_seg_release_status). A lost daemon fails the
- * epoch with HIBAR_ERR_PEER_LOST and marks the segment broken.
+ * epoch with HB_ERR_PEER_LOST and marks the segment broken.
  */
 
 #define HBD_RANKS_AGREE_MAGIC 0x41425848u /* "HXBA" */
@@ -98,7 +98,7 @@ typedef struct hbd_xsub {
     uint32_t n;
     uint8_t *arrived; /* [n_local] */
     uint32_t n_arrived, n_expect;
-    int status; /* a member disagreed: HIBAR_ERR_MISMATCH */
+    int status; /* a member disagreed: HB_ERR_MISMATCH */
 } hbd_xsub_t;
 
 /* One epoch in flight. Outlives its job if need be (rj NULL): the engines call back later. */
@@ -200,7 +200,7 @@ static void hello_cb(evutil_socket_t fd, short what, void *arg)
     if (n_match != 1) {
         hb_log_warn("pid %d asked for job %" PRIu64 ": no such job with ranks here", (int)pid,
                     h.job_id);
-        welcome_refuse(fd, HIBAR_ERR_NOT_FOUND);
+        welcome_refuse(fd, HB_ERR_NOT_FOUND);
         goto out;
     }
     hbd_ranks_job_t *rj = j->ranks;
@@ -214,18 +214,18 @@ static void hello_cb(evutil_socket_t fd, short what, void *arg)
     if (lr == UINT32_MAX) {
         hb_log_warn("job %s: pid %d asked for rank %" PRIu32 ", not on this node", j->nspace,
                     (int)pid, h.rank);
-        welcome_refuse(fd, HIBAR_ERR_NOT_FOUND);
+        welcome_refuse(fd, HB_ERR_NOT_FOUND);
         goto out;
     }
     if (j->local[lr].pid <= 0 || !pid_descends(pid, j->local[lr].pid)) {
         hb_log_warn("job %s: pid %d is not rank %" PRIu32 "'s process: refused", j->nspace,
                     (int)pid, j->local[lr].rank);
-        welcome_refuse(fd, HIBAR_ERR_PERM);
+        welcome_refuse(fd, HB_ERR_PERM);
         goto out;
     }
     if (rj->pid[lr] != 0) {
         hb_log_warn("job %s: rank %" PRIu32 " joined twice", j->nspace, j->local[lr].rank);
-        welcome_refuse(fd, HIBAR_ERR_EXISTS);
+        welcome_refuse(fd, HB_ERR_EXISTS);
         goto out;
     }
     rj->pid[lr] = pid;
@@ -284,13 +284,13 @@ int hbd_ranks_start(hbd_t *d)
     snprintf(d->ranks_path, sizeof(d->ranks_path), "%s/%s.ranks", d->run_dir, d->name);
     if (strlen(d->ranks_path) >= sizeof(sa.sun_path)) {
         hb_log_error("ranks socket path too long: %s", d->ranks_path);
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     strcpy(sa.sun_path, d->ranks_path);
     d->ranks_lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (d->ranks_lfd < 0) {
         hb_log_error("socket(AF_UNIX, SOCK_SEQPACKET): %m");
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     unlink(d->ranks_path); /* stale: main checked that no live daemon owns the run dir's files */
     mode_t old = umask(077);
@@ -300,11 +300,11 @@ int hbd_ranks_start(hbd_t *d)
         hb_log_error("ranks socket %s: %m", d->ranks_path);
         close(d->ranks_lfd);
         d->ranks_lfd = -1;
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     d->ev_ranks = event_new(d->base, d->ranks_lfd, EV_READ | EV_PERSIST, listen_cb, d);
     if (d->ev_ranks == NULL || event_add(d->ev_ranks, NULL) != 0)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     return 0;
 }
 
@@ -345,11 +345,11 @@ static void xop_finish(hbd_xop_t *op, int status)
 {
     hbd_ranks_job_t *rj = op->rj;
     if (rj != NULL) {
-        if (status == HIBAR_ERR_PEER_LOST)
+        if (status == HB_ERR_PEER_LOST)
             hb_seg_mark_broken(&rj->seg, -1);
         if (status != 0)
             hb_log_debug("job %s: epoch %" PRIu64 " ends with %s", rj->j->nspace, op->epoch,
-                         hibar_strerror(status));
+                         hb_status_str(status));
         else if (op->t_ns[3] != 0) {
             /* overlapped, the data ran from the agreement's start and the epoch ended with
              * whichever of the two came last */
@@ -379,7 +379,7 @@ static void xop_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
 static int xop_cma(pid_t pid, void *local, uint64_t remote, uint64_t len, int write)
 {
     if (len > SIZE_MAX)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return hb_ncoll_cma((int)pid, local, remote, (size_t)len, write);
 }
 
@@ -430,7 +430,7 @@ static int xop_probe(const hbd_xop_t *op)
     FILE *f = fopen(path, "re");
     if (f == NULL) {
         hb_log_error("%s: %s", path, strerror(errno));
-        return errno == ENOENT ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_PERM;
+        return errno == ENOENT ? HB_ERR_PEER_LOST : HB_ERR_PERM;
     }
     while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
         unsigned long long lo, hi;
@@ -444,7 +444,7 @@ static int xop_probe(const hbd_xop_t *op)
         if (n == cap) {
             xrange_t *g = realloc(m, (cap = cap ? 2 * cap : 64) * sizeof(*m));
             if (g == NULL)
-                rc = HIBAR_ERR_NOMEM;
+                rc = HB_ERR_NOMEM;
             else
                 m = g;
         }
@@ -465,7 +465,7 @@ static int xop_probe(const hbd_xop_t *op)
         if (b < a || lo == n || m[lo].lo > a || m[lo].hi < b) {
             hb_log_error("root's buffer (pid %d): %" PRIu64 " bytes at %#" PRIx64 " not readable",
                          (int)op->in_pid, op->pc[i].len, a);
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
         }
     }
     free(m);
@@ -478,7 +478,7 @@ static int xop_read_range(void *arg, uint64_t off, uint8_t *dst, uint64_t len)
     hbd_xop_t *op = arg;
     uint32_t lo = 0, hi = op->npc;
     if (op->rj == NULL)
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     while (lo < hi) { /* the first piece ending after off */
         uint32_t mid = lo + (hi - lo) / 2;
         if (op->pc[mid].off + op->pc[mid].len <= off)
@@ -530,18 +530,18 @@ static int xop_read_input(hbd_xop_t *op)
         break;
     }
     if (len > HBD_RANKS_MAX_INPUT)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     op->in = malloc(len + 1);
     op->in_len = len;
     if (op->in == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     uint64_t off = 0;
     switch (op_coll(op->op)) {
     case HB_COLL_SCATTER:
     case HB_COLL_BCAST:
         op->pc = calloc(j->spec->size, sizeof(*op->pc));
         if (op->pc == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         op->in_pid = rj->pid[rl];
         if (op_coll(op->op) == HB_COLL_BCAST && len > 0)
             op->pc[op->npc++] = (struct xop_piece){0, op->rec_send[rl], len};
@@ -591,7 +591,7 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
             uint32_t gr = j->local[k].rank;
             if (op->cnt[gr] > 0)
                 rc = off + op->cnt[gr] > blen
-                         ? HIBAR_ERR_INTERNAL
+                         ? HB_ERR_INTERNAL
                          : xop_cma(rj->pid[k], (void *)(b + off), op->rec_recv[k], op->cnt[gr], 1);
             off += op->cnt[gr];
         }
@@ -601,7 +601,7 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
         b = hb_coll_exec_block(x, 0, &blen);
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
             if (j->local[k].rank != (uint32_t)op->root && op->size > 0)
-                rc = blen < op->size ? HIBAR_ERR_INTERNAL
+                rc = blen < op->size ? HB_ERR_INTERNAL
                                      : xop_cma(rj->pid[k], (void *)b, op->rec_send[k], op->size, 1);
         return rc;
     case HB_COLL_GATHER:
@@ -620,7 +620,7 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
                     uint64_t at =
                         s->op == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
                     if (n > 0)
-                        rc = off + n > blen ? HIBAR_ERR_INTERNAL
+                        rc = off + n > blen ? HB_ERR_INTERNAL
                                             : xop_cma(rj->pid[k], (void *)(b + off),
                                                       op->rec_recv[k] + at, n, 1);
                     off += n;
@@ -645,7 +645,7 @@ static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
     (void)d;
     op->t_ns[3] = hb_time_now_ns();
     if (status == 0 && op->rj == NULL)
-        status = HIBAR_ERR_PEER_LOST;
+        status = HB_ERR_PEER_LOST;
     /* overlapped: the output goes out before the verdict; a verdict that fails the epoch
      * leaves the ranks' receive buffers undefined (as an MPI error does) */
     if (status == 0 && (!op->overlap || op->agree_status == 0))
@@ -691,13 +691,13 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
     xagree_hdr_t first = {0};
     size_t off = 0;
     if (seen == NULL || node_seen == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
     while (off < len) {
         xagree_hdr_t h;
         if (len - off < sizeof(h)) {
-            rc = HIBAR_ERR_PROTO;
+            rc = HB_ERR_PROTO;
             goto out;
         }
         memcpy(&h, data + off, sizeof(h));
@@ -705,7 +705,7 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
         if (h.magic != HBD_RANKS_AGREE_MAGIC || h.node >= n_nodes || node_seen[h.node] ||
             h.n_ranks > size || (h.root_table != 0 && h.root_table != size) ||
             (len - off) / sizeof(xagree_rank_t) < h.n_ranks) {
-            rc = HIBAR_ERR_PROTO;
+            rc = HB_ERR_PROTO;
             goto out;
         }
         node_seen[h.node] = 1;
@@ -714,19 +714,19 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
             first = h;
         if (h.verdict != 0 && (int)h.node < verdict_node) {
             verdict_node = (int)h.node;
-            verdict = h.verdict < 0 && h.verdict >= HIBAR_ERR_LAST ? h.verdict : HIBAR_ERR_PROTO;
+            verdict = h.verdict < 0 && h.verdict >= HB_ERR_LAST ? h.verdict : HB_ERR_PROTO;
         }
         if (h.op != first.op || h.root != first.root || h.seq != first.seq ||
             (!op_is_v(h.op) && h.size != first.size)) {
             if (verdict == 0)
-                verdict = HIBAR_ERR_MISMATCH;
+                verdict = HB_ERR_MISMATCH;
         }
         for (uint32_t i = 0; i < h.n_ranks; i++) {
             xagree_rank_t r;
             memcpy(&r, data + off, sizeof(r));
             off += sizeof(r);
             if (r.grank >= size || seen[r.grank] || j->spec->map[r.grank] != h.node) {
-                rc = HIBAR_ERR_PROTO;
+                rc = HB_ERR_PROTO;
                 goto out;
             }
             seen[r.grank] = 1;
@@ -734,7 +734,7 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
         }
         if (h.root_table != 0) {
             if ((len - off) / sizeof(uint64_t) < h.root_table || root_table != NULL) {
-                rc = HIBAR_ERR_PROTO;
+                rc = HB_ERR_PROTO;
                 goto out;
             }
             root_table = (const uint64_t *)(data + off);
@@ -742,7 +742,7 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
         }
     }
     if (seen_nodes != n_nodes || memchr(seen, 0, size) != NULL) {
-        rc = HIBAR_ERR_PROTO;
+        rc = HB_ERR_PROTO;
         goto out;
     }
     if (verdict != 0) {
@@ -755,20 +755,20 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
     if (op_is_v(op->op)) {
         /* the root's table must agree with every rank's own count */
         if (root_table == NULL) {
-            rc = HIBAR_ERR_PROTO;
+            rc = HB_ERR_PROTO;
             goto out;
         }
         for (uint32_t gr = 0; gr < size; gr++) {
             uint64_t want;
             memcpy(&want, &root_table[gr], sizeof(want));
             if (want != op->cnt[gr]) {
-                rc = HIBAR_ERR_MISMATCH;
+                rc = HB_ERR_MISMATCH;
                 goto out;
             }
         }
     }
 out:
-    if (rc == HIBAR_ERR_PROTO)
+    if (rc == HB_ERR_PROTO)
         hb_log_error("job %s: malformed agreement for epoch %" PRIu64, j->nspace, op->epoch);
     free(seen);
     free(node_seen);
@@ -783,7 +783,7 @@ static int xop_data_create(hbd_xop_t *op, hbd_coll_run_t **run_p)
     hbd_job_t *j = rj->j;
     uint64_t *node_bytes = calloc(j->d->topo->n_nodes, sizeof(uint64_t));
     if (node_bytes == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (uint32_t gr = 0; gr < j->spec->size; gr++)
         node_bytes[j->spec->map[gr]] += op->cnt[gr];
     hbd_coll_job_args_t a = {.op = op_coll(op->op),
@@ -808,7 +808,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
     op->t_ns[2] = hb_time_now_ns();
     if (op->overlap) {
         if (status == 0 && op->rj == NULL)
-            status = HIBAR_ERR_PEER_LOST;
+            status = HB_ERR_PEER_LOST;
         if (status == 0)
             status = xop_agree_parse(op, data, len);
         free(data);
@@ -820,7 +820,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
     }
     if (status != 0 || op->rj == NULL) {
         free(data);
-        xop_finish(op, status != 0 ? status : HIBAR_ERR_PEER_LOST);
+        xop_finish(op, status != 0 ? status : HB_ERR_PEER_LOST);
         return;
     }
     status = xop_agree_parse(op, data, len);
@@ -845,7 +845,7 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
     hbd_job_t *j = rj->j;
     hbd_t *d = j->d;
     uint32_t size = j->spec->size, nl = j->n_local;
-    int verdict = n_at == nl ? 0 : HIBAR_ERR_MISMATCH, am_root_node = 0;
+    int verdict = n_at == nl ? 0 : HB_ERR_MISMATCH, am_root_node = 0;
     const hb_seg_ctl_t *c0 = hb_seg_ctl(&rj->seg, 0);
     uint32_t op0 = c0->op;
     int32_t root0 = c0->root;
@@ -860,11 +860,11 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
     if (op->cnt == NULL || op->dsp == NULL || op->rec_send == NULL || op->rec_recv == NULL ||
         blob == NULL) {
         free(blob);
-        verdict = HIBAR_ERR_NOMEM;
+        verdict = HB_ERR_NOMEM;
         /* still take part (with a header only) so the other nodes are not left waiting */
         blob = malloc(sizeof(xagree_hdr_t));
         if (blob == NULL) {
-            xop_finish(op, HIBAR_ERR_NOMEM);
+            xop_finish(op, HB_ERR_NOMEM);
             return;
         }
         nl = 0;
@@ -881,13 +881,13 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
         const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, k);
         xagree_rank_t r = {.grank = j->local[k].rank, .bytes = c->count};
         if (verdict == 0 && c->err != 0)
-            verdict = c->err < 0 && c->err >= HIBAR_ERR_LAST ? c->err : HIBAR_ERR_PROTO;
+            verdict = c->err < 0 && c->err >= HB_ERR_LAST ? c->err : HB_ERR_PROTO;
         if (verdict == 0 &&
             (c->op != op0 || c->root != root0 || c->coll_seq != seq0 || c->op < HB_NCOLL_BCAST ||
              c->op > HB_NCOLL_ALLGATHER || (!op_is_v(op0) && c->count != size0)))
-            verdict = HIBAR_ERR_MISMATCH;
+            verdict = HB_ERR_MISMATCH;
         if (verdict == 0 && rj->pid[k] == 0)
-            verdict = HIBAR_ERR_PROTO; /* a rank that never said hello cannot take part */
+            verdict = HB_ERR_PROTO; /* a rank that never said hello cannot take part */
         if (op_has_root(op0) && root0 >= 0 && (uint32_t)root0 == j->local[k].rank)
             am_root_node = 1;
         op->rec_send[k] = c->sendbuf;
@@ -914,7 +914,7 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
             const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, k);
             size_t *tc = malloc((size_t)size * sizeof(size_t));
             size_t *td = malloc((size_t)size * sizeof(size_t));
-            verdict = tc == NULL || td == NULL ? HIBAR_ERR_NOMEM
+            verdict = tc == NULL || td == NULL ? HB_ERR_NOMEM
                                                : xop_cma(rj->pid[k], tc, c->counts_addr,
                                                          (uint64_t)size * sizeof(size_t), 0);
             if (verdict == 0)
@@ -977,7 +977,7 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
     hbd_job_t *j = rj->j;
     hbd_xop_t *op = calloc(1, sizeof(*op));
     if (op == NULL) {
-        hb_seg_release_status(&rj->seg, epoch, HIBAR_ERR_NOMEM);
+        hb_seg_release_status(&rj->seg, epoch, HB_ERR_NOMEM);
         return;
     }
     op->rj = rj;
@@ -1053,7 +1053,7 @@ static void xsub_run(hbd_xsub_t *x)
     if (on == NULL || nodes == NULL) {
         free(on);
         free(nodes);
-        xsub_finish(x, HIBAR_ERR_NOMEM);
+        xsub_finish(x, HB_ERR_NOMEM);
         return;
     }
     for (uint32_t i = 0; i < x->n; i++)
@@ -1091,22 +1091,22 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
         return;
     }
     if (dsc->len < 2 || dsc->len > size) {
-        xsub_answer(rj, lr, dsc->coll_id, seq, HIBAR_ERR_INVAL);
+        xsub_answer(rj, lr, dsc->coll_id, seq, HB_ERR_INVAL);
         return;
     }
     uint32_t n = (uint32_t)dsc->len, *set = malloc(n * sizeof(uint32_t));
-    int rc = set == NULL ? HIBAR_ERR_NOMEM
+    int rc = set == NULL ? HB_ERR_NOMEM
                          : xop_cma(rj->pid[lr], set, dsc->addr, (uint64_t)n * sizeof(uint32_t), 0);
     uint64_t hash = 14695981039346656037ull;
     int me = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         if (set[i] >= size || (i > 0 && set[i] <= set[i - 1]))
-            rc = HIBAR_ERR_INVAL;
+            rc = HB_ERR_INVAL;
         me |= set[i] == j->local[lr].rank;
         hash = (hash ^ set[i]) * 1099511628211ull;
     }
     if (rc == 0 && (!me || hash != dsc->coll_id))
-        rc = HIBAR_ERR_PROTO;
+        rc = HB_ERR_PROTO;
     if (rc != 0) {
         free(set);
         xsub_answer(rj, lr, dsc->coll_id, seq, rc);
@@ -1122,7 +1122,7 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
             free(x);
             free(arr);
             free(set);
-            xsub_answer(rj, lr, dsc->coll_id, seq, HIBAR_ERR_NOMEM);
+            xsub_answer(rj, lr, dsc->coll_id, seq, HB_ERR_NOMEM);
             return;
         }
         x->rj = rj;
@@ -1137,11 +1137,11 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
         rj->subs = x;
         set = NULL;
     } else if (x->n != n || memcmp(x->set, set, n * sizeof(uint32_t)) != 0) {
-        x->status = HIBAR_ERR_MISMATCH; /* same hash, other set: every member is told */
+        x->status = HB_ERR_MISMATCH; /* same hash, other set: every member is told */
     }
     free(set);
     if (x->arrived[lr]) {
-        xsub_answer(rj, lr, dsc->coll_id, seq, HIBAR_ERR_PROTO);
+        xsub_answer(rj, lr, dsc->coll_id, seq, HB_ERR_PROTO);
         return;
     }
     x->arrived[lr] = 1;
@@ -1178,7 +1178,7 @@ int hbd_ranks_job_open(hbd_job_t *j)
         return 0;
     hbd_ranks_job_t *rj = calloc(1, sizeof(*rj));
     if (rj == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     rj->j = j;
     rj->doorbell = -1;
     rj->seg.fd = -1;
@@ -1186,7 +1186,7 @@ int hbd_ranks_job_open(hbd_job_t *j)
     rj->ranks_of = calloc(n, sizeof(uint32_t));
     rj->node_off = calloc(n + 1, sizeof(uint32_t));
     rj->node_granks = calloc(size, sizeof(uint32_t));
-    int rc = HIBAR_ERR_NOMEM;
+    int rc = HB_ERR_NOMEM;
     if (rj->pid == NULL || rj->ranks_of == NULL || rj->node_off == NULL || rj->node_granks == NULL)
         goto err;
     for (uint32_t gr = 0; gr < size; gr++)
@@ -1213,12 +1213,12 @@ int hbd_ranks_job_open(hbd_job_t *j)
     rj->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (rj->doorbell < 0) {
         hb_log_error("eventfd: %m");
-        rc = HIBAR_ERR_IO;
+        rc = HB_ERR_IO;
         goto err;
     }
     rj->ev_db = event_new(d->base, rj->doorbell, EV_READ | EV_PERSIST, doorbell_cb, rj);
     if (rj->ev_db == NULL || event_add(rj->ev_db, NULL) != 0) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err;
     }
     j->ranks = rj;
@@ -1270,7 +1270,7 @@ static int env_set(char ***env, const char *name, const char *value)
     size_t nl = strlen(name), n = 0;
     char *s = malloc(nl + strlen(value) + 2);
     if (s == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     sprintf(s, "%s=%s", name, value);
     for (; (*env)[n] != NULL; n++)
         if (strncmp((*env)[n], name, nl) == 0 && (*env)[n][nl] == '=') {
@@ -1281,7 +1281,7 @@ static int env_set(char ***env, const char *name, const char *value)
     char **ne = realloc(*env, (n + 2) * sizeof(char *));
     if (ne == NULL) {
         free(s);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     ne[n] = s;
     ne[n + 1] = NULL;

@@ -16,7 +16,7 @@ int hbd_ranks_job_open(hbd_job_t *j);
 void hbd_ranks_job_close(hbd_job_t *j);
 /* Add HIBAR_SOCKET, HIBAR_RANK and HIBAR_JOB for local rank lr to a malloc'd environment. */
 int hbd_ranks_env(hbd_job_t *j, uint32_t lr, char ***env);
-/* Local rank lr died or failed: the node's other ranks get HIBAR_ERR_PEER_LOST. */
+/* Local rank lr died or failed: the node's other ranks get HB_ERR_PEER_LOST. */
 void hbd_ranks_rank_lost(hbd_job_t *j, uint32_t lr);
 
 #endif

@@ -22,7 +22,7 @@
 #include "hbd_launch.h"
 #include "hbd_net.h"
 #include "hbd_relay.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * "run SPEC" on the control socket (hibar-run) makes this daemon the job's origin. It loads the
@@ -174,16 +174,16 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
         memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
     uint32_t to = hbd_net_next_hop(d, x->dest);
     if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     int queued = 0;
     for (rl_out_t *o = R->outq; o != NULL && !queued; o = o->next)
         queued = o->to == to;
-    int rc = queued ? HIBAR_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_JOB, 0, id, pl, len);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    int rc = queued ? HB_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_JOB, 0, id, pl, len);
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     rl_out_t *o = malloc(sizeof(*o) + len), **pp = &R->outq;
     if (o == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     o->to = to;
     o->len = len;
     o->job = id;
@@ -210,7 +210,7 @@ static void send_simple(hbd_t *d, rl_job_t *J, uint32_t dest, uint8_t kind, uint
     int rc = job_send(d, J->id, &x, NULL, 0);
     if (rc != 0 && !d->lost)
         hb_log_warn("job %" PRIu64 ": JOB frame for node %" PRIu32 " not sent: %s", J->id, dest,
-                    hibar_strerror(rc));
+                    hb_status_str(rc));
 }
 
 /* ---- the origin's stream to hibar-run ---- */
@@ -263,7 +263,7 @@ static void finish(rl_job_t *J)
     J->finishing = 1;
     if (J->cu_status != 0)
         run_printf(J, "%" PRIu32 " catchup %d %s\n", d->self, J->cu_status,
-                   hibar_strerror(J->cu_status));
+                   hb_status_str(J->cu_status));
     hb_log_info("job %" PRIu64 ": ended on every node", J->id);
     if (J->run == NULL || evbuffer_get_length(bufferevent_get_output(J->run)) == 0) {
         job_free(J);
@@ -342,7 +342,7 @@ static void cu_done(rl_cu_t *c)
         }
     if (c->status != 0)
         hb_log_warn("job %" PRIu64 ": catching up with the other barrier engines failed: %s", c->id,
-                    hibar_strerror(c->status));
+                    hb_status_str(c->status));
     if (c->origin == d->self) {
         rl_job_t *J = job_find(d, c->id, d->self);
         if (J != NULL)
@@ -355,7 +355,7 @@ static void cu_done(rl_cu_t *c)
         int rc = job_send(d, c->id, &x, NULL, 0);
         if (rc != 0)
             hb_log_warn("job %" PRIu64 ": CAUGHT for node %" PRIu32 " not sent: %s", c->id,
-                        c->origin, hibar_strerror(rc));
+                        c->origin, hb_status_str(rc));
     }
     free(c);
 }
@@ -404,10 +404,10 @@ static void out_flush(rl_job_t *J)
         return;
     hbd_wire_job_t x = {
         .kind = HBD_WIRE_JOB_OUT, .src = UINT32_MAX, .dest = J->origin, .seq = J->out_seq++};
-    int rc = J->origin_lost ? HIBAR_ERR_PEER_LOST : job_send(J->d, J->id, &x, J->obuf, J->olen);
+    int rc = J->origin_lost ? HB_ERR_PEER_LOST : job_send(J->d, J->id, &x, J->obuf, J->olen);
     if (rc != 0 && !J->origin_lost && !J->d->lost)
         hb_log_warn("job %" PRIu64 ": output for node %" PRIu32 " dropped: %s", J->id, J->origin,
-                    hibar_strerror(rc));
+                    hb_status_str(rc));
     J->olen = 0;
 }
 
@@ -499,7 +499,7 @@ static void part_start(rl_job_t *J, const char *path)
 err_out : {
     char line[128];
     int n = snprintf(line, sizeof(line), "err %d cannot start the job's part on this node",
-                     HIBAR_ERR_NOMEM);
+                     HB_ERR_NOMEM);
     J->part = NULL;
     part_line(J, line, (size_t)n);
     uint64_t next = hbd_barrier_next_coll(d);
@@ -526,7 +526,7 @@ static void run_read_cb(struct bufferevent *bev, void *arg)
         else if (strcmp(line, "ping") == 0)
             run_printf(J, "%" PRIu32 " pong\n", J->d->self);
         else
-            run_printf(J, "%" PRIu32 " err %d unknown command\n", J->d->self, HIBAR_ERR_INVAL);
+            run_printf(J, "%" PRIu32 " err %d unknown command\n", J->d->self, HB_ERR_INVAL);
         free(line);
     }
 }
@@ -565,34 +565,33 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     rl_job_t *J = NULL;
     int rc;
     if (spec_path == NULL) {
-        hbd_reply(conn, "err %d usage: run <job spec file>", HIBAR_ERR_INVAL);
+        hbd_reply(conn, "err %d usage: run <job spec file>", HB_ERR_INVAL);
         return;
     }
     if ((rc = hbd_job_spec_load(spec_path, &spec, err, sizeof(err))) != 0) {
-        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hibar_strerror(rc));
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
         return;
     }
     if ((rc = hbd_job_spec_read(spec_path, &raw, &raw_len)) == 0 && raw_len == 0)
-        rc = HIBAR_ERR_PERM; /* what the daemons would be sent: nothing */
+        rc = HB_ERR_PERM; /* what the daemons would be sent: nothing */
     if (rc != 0) {
         hbd_reply(conn, "err %d %s: cannot read the job spec (%s)", rc, spec_path,
-                  hibar_strerror(rc));
+                  hb_status_str(rc));
         goto out;
     }
     if (d->lost || (!d->ready && n > 1)) {
-        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HIBAR_ERR_NOT_INIT);
+        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HB_ERR_NOT_INIT);
         goto out;
     }
     if (job_find(d, spec->id, d->self) != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
-        hbd_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HIBAR_ERR_EXISTS,
-                  spec->id);
+        hbd_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HB_ERR_EXISTS, spec->id);
         goto out;
     }
     J = calloc(1, sizeof(*J));
     if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
         (J->next_coll = calloc(n, sizeof(uint64_t))) == NULL ||
         (J->out_next = calloc(n, sizeof(uint32_t))) == NULL) {
-        hbd_reply(conn, "err %d %s", HIBAR_ERR_NOMEM, hibar_strerror(HIBAR_ERR_NOMEM));
+        hbd_reply(conn, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
         goto out;
     }
     J->d = d;
@@ -630,8 +629,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                 break;
         }
         if (rc != 0) {
-            run_printf(J, "%" PRIu32 " lost cannot send the job to it: %s\n", i,
-                       hibar_strerror(rc));
+            run_printf(J, "%" PRIu32 " lost cannot send the job to it: %s\n", i, hb_status_str(rc));
             J->ended[i] = 1;
             J->n_ended++;
             J->killed = 1; /* the rest is stopped below, once our own part exists */
@@ -702,7 +700,7 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
     } else if (J == NULL || J->spec == NULL || x->seq != J->spec_seq || x->arg != J->spec_len) {
         drop(d, "spec chunk out of order", id, x->src);
         if (J != NULL && J->spec != NULL)
-            remote_fail(J, HIBAR_ERR_PROTO, "the job spec arrived out of order");
+            remote_fail(J, HB_ERR_PROTO, "the job spec arrived out of order");
         return;
     }
     memcpy(J->spec + (uint64_t)x->seq * HBD_WIRE_JOB_MAX_DATA, data, dlen);
@@ -730,7 +728,7 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
     if (fd < 0 || off != J->spec_len) {
         hb_log_error("job %" PRIu64 ": cannot write %s: %m", id, path);
         unlink(path);
-        remote_fail(J, HIBAR_ERR_IO, "cannot write the job spec into the daemon's run dir");
+        remote_fail(J, HB_ERR_IO, "cannot write the job spec into the daemon's run dir");
         return;
     }
     part_start(J, path);
@@ -749,7 +747,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         int rc = job_send(d, id, &x, data, dlen);
         if (rc != 0 && !d->lost)
             hb_log_warn("job %" PRIu64 ": frame for node %" PRIu32 " not forwarded: %s", id, x.dest,
-                        hibar_strerror(rc));
+                        hb_status_str(rc));
         return;
     }
     rl_job_t *J;
@@ -870,7 +868,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             }
         if (!J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
-                       node, name, hibar_strerror(status));
+                       node, name, hb_status_str(status));
             J->ended[node] = 1;
             J->n_ended++;
         }
@@ -892,9 +890,9 @@ static void tick_cb(hbd_t *d, void *arg)
         int skip = nb == 16;
         for (uint32_t i = 0; i < nb; i++)
             skip |= blocked[i] == o->to;
-        int rc = skip ? HIBAR_ERR_WOULD_BLOCK
+        int rc = skip ? HB_ERR_WOULD_BLOCK
                       : hbd_net_send(d, o->to, HBD_WIRE_JOB, 0, o->job, o->pl, o->len);
-        if (rc == HIBAR_ERR_WOULD_BLOCK) {
+        if (rc == HB_ERR_WOULD_BLOCK) {
             if (!skip)
                 blocked[nb++] = o->to;
             pp = &o->next;
@@ -902,7 +900,7 @@ static void tick_cb(hbd_t *d, void *arg)
         }
         if (rc != 0 && !d->lost)
             hb_log_warn("job %" PRIu64 ": frame for node %" PRIu32 " dropped: %s", o->job, o->to,
-                        hibar_strerror(rc));
+                        hb_status_str(rc));
         *pp = o->next;
         R->outq_bytes -= o->len;
         free(o);
@@ -937,7 +935,7 @@ static void tick_cb(hbd_t *d, void *arg)
         }
         if (J->cu_started && now > J->cu_deadline_ns) {
             J->cu_wait = 1;
-            on_caught(J, HIBAR_ERR_TIMEOUT);
+            on_caught(J, HB_ERR_TIMEOUT);
             continue;
         }
         waiting |= J->lost_ns != 0 || J->cu_started;
@@ -961,7 +959,7 @@ int hbd_relay_init(hbd_t *d)
 {
     d->relay = calloc(1, sizeof(*d->relay));
     if (d->relay == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_JOB, on_msg, NULL);
     return hbd_net_on_lost(d, on_lost, 40);
 }
@@ -976,7 +974,7 @@ void hbd_relay_fini(hbd_t *d)
         if (J->run != NULL && !J->finishing) {
             struct evbuffer *out = bufferevent_get_output(J->run);
             evbuffer_add_printf(out, "%" PRIu32 " err %d daemon shutting down\n", d->self,
-                                HIBAR_ERR_UNAVAIL);
+                                HB_ERR_UNAVAIL);
             evbuffer_write(out, bufferevent_getfd(J->run));
         }
         job_free(J);

@@ -6,12 +6,12 @@
 #include "hb_time.h"
 #include "hbd_cron.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 int hbd_cron_every(hbd_t *d, hbd_cron_fn fn)
 {
     if (d->n_cron == HBD_CRON_MAX)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     d->cron_fns[d->n_cron++] = fn;
     return 0;
 }
@@ -68,7 +68,7 @@ int hbd_cron_start(hbd_t *d)
 {
     d->ev_tick = evtimer_new(d->base, tick_cb, d);
     if (d->ev_tick == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     event_active(d->ev_tick, EV_TIMEOUT, 0);
     return 0;
 }

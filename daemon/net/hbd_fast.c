@@ -20,7 +20,7 @@
 #include "hb_time.h"
 #include "hbd_fast.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * Why. A HIER frame through ZeroMQ crosses libzmq's I/O thread twice (sender and receiver):
@@ -297,19 +297,19 @@ int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIR
     if (p == NULL || p->fast == NULL || !p->fast->up || p->fast->zmq_used[cl] ||
         (cl == CL_DATA && d->data_out == NULL) ||
         (type != HBD_WIRE_HIER && type != HBD_WIRE_COLL && type != HBD_WIRE_FENCE))
-        return HIBAR_ERR_UNAVAIL;
+        return HB_ERR_UNAVAIL;
     hbd_fast_link_t *l = p->fast;
     if (cl == CL_DATA && l->ohave >= HBD_FAST_OBUF_SOFT)
-        return HIBAR_ERR_WOULD_BLOCK; /* the sender retries when its timer comes */
+        return HB_ERR_WOULD_BLOCK; /* the sender retries when its timer comes */
     if (l1 > UINT32_MAX - l2 || l1 + l2 > HBD_FAST_IBUF_DATA - HBD_WIRE_HDR_LEN)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     struct iovec iov[3] = {{(void *)hdr, HBD_WIRE_HDR_LEN}, {(void *)p1, l1}, {(void *)p2, l2}};
     if (link_write(l, iov, 3) != 0) {
         d->st.tx_fail++;
         hb_log_warn("fast lane to node %" PRIu32 ": %s", to,
                     l->ohave > 0 ? "too much unsent: the peer reads nothing" : strerror(errno));
         link_close(l, "send failed");
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     }
     d->st.fast_tx++;
     d->st.data_tx += cl == CL_DATA;
@@ -326,13 +326,13 @@ static int link_events(hbd_fast_link_t *l)
         free(l->ibuf);
         l->icap = 0;
         if ((l->ibuf = malloc(cap)) == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         l->icap = cap;
     }
     l->ev_rd = event_new(d->base, l->fd, EV_READ | EV_PERSIST, link_read_cb, l);
     l->ev_wr = event_new(d->base, l->fd, EV_WRITE | EV_PERSIST, link_write_cb, l);
     if (l->ev_rd == NULL || l->ev_wr == NULL || event_add(l->ev_rd, NULL) != 0)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     return 0;
 }
 
@@ -534,7 +534,7 @@ int hbd_fast_start(hbd_t *d, const char *address)
         return 0;
     struct hbd_fast *f = calloc(1, sizeof(*f));
     if (f == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     f->lfd = -1;
     d->fast = f;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_PASSIVE},
@@ -542,25 +542,25 @@ int hbd_fast_start(hbd_t *d, const char *address)
     int one = 1;
     if (getaddrinfo(address, "0", &hints, &ai) != 0) {
         hb_log_error("fast lane: cannot use the address %s", address);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     f->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (f->lfd < 0 || setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(f->lfd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(f->lfd, 64) != 0) {
         hb_log_error("fast lane: listen on %s: %m", address);
         freeaddrinfo(ai);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     freeaddrinfo(ai);
     struct sockaddr_storage sa;
     socklen_t sl = sizeof(sa);
     if (getsockname(f->lfd, (struct sockaddr *)&sa, &sl) != 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     f->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
                                              : ((struct sockaddr_in *)&sa)->sin_port);
     f->ev_listen = event_new(d->base, f->lfd, EV_READ | EV_PERSIST, accept_cb, d);
     if (f->ev_listen == NULL || event_add(f->ev_listen, NULL) != 0)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     hb_log_info("fast lane (barrier tokens, plain TCP) on %s port %" PRIu32, address, f->port);
     return 0;
 }

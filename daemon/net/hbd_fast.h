@@ -16,9 +16,9 @@ void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port);
 int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p);
 /* Send a frame on the fast lane: HIER always, COLL and FENCE with data_plane plain; its encoded
  * header, then the payload in two parts, not copied unless the socket is full. 0;
- * HIBAR_ERR_UNAVAIL when that
+ * HB_ERR_UNAVAIL when that
  * neighbour has no fast link for it (use ZeroMQ, then call hbd_fast_note_zmq);
- * HIBAR_ERR_WOULD_BLOCK (data only: much unsent, retry later); HIBAR_ERR_PEER_LOST when the
+ * HB_ERR_WOULD_BLOCK (data only: much unsent, retry later); HB_ERR_PEER_LOST when the
  * link failed. */
 int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIRE_HDR_LEN],
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2);

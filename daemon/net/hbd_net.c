@@ -21,7 +21,7 @@
 #include "hb_time.h"
 #include "hbd_fast.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * Wiring. Every daemon binds one ROUTER (routing id "n<self>"). Each link is one TCP
@@ -149,14 +149,14 @@ int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len)
         /* "tcp://HOST:PORT" or "tcp://[HOST]:PORT" */
         const char *h = p->endpoint + 6, *colon = strrchr(p->endpoint, ':');
         if (strncmp(p->endpoint, "tcp://", 6) != 0 || colon == NULL || colon <= h)
-            return HIBAR_ERR_WOULD_BLOCK;
+            return HB_ERR_WOULD_BLOCK;
         size_t n = (size_t)(colon - h);
         if (*h == '[' && n >= 2 && h[n - 1] == ']') {
             h++;
             n -= 2;
         }
         if (n + 1 > len)
-            return HIBAR_ERR_WOULD_BLOCK;
+            return HB_ERR_WOULD_BLOCK;
         memcpy(host, h, n);
         host[n] = '\0';
         return 0;
@@ -166,7 +166,7 @@ int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len)
     socklen_t sl = sizeof(sa);
     if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)&sa, &sl) != 0 ||
         getnameinfo((struct sockaddr *)&sa, sl, host, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0)
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     return 0;
 }
 
@@ -174,7 +174,7 @@ int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len)
  * The plain data plane's sending side: data_out connects to the peer's data socket (its
  * address as on the encrypted link, the port from its HELLO) with the token it gave us.
  * 0 when connected (the handshake may still run: ROUTER_MANDATORY then says EHOSTUNREACH and
- * the caller retries), HIBAR_ERR_WOULD_BLOCK when the peer has not said where yet.
+ * the caller retries), HB_ERR_WOULD_BLOCK when the peer has not said where yet.
  */
 static int data_link(hbd_t *d, hbd_peer_t *p)
 {
@@ -182,9 +182,9 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
     if (p->data_ep[0] != '\0')
         return 0;
     if (p->data_port == 0)
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     if (hbd_net_peer_host(d, p, host, sizeof(host)) != 0)
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     snprintf(ep, sizeof(ep),
              strchr(host, ':') != NULL ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32, host,
              p->data_port);
@@ -195,7 +195,7 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
         zmq_connect(d->data_out, ep) != 0) {
         hb_log_error("data plane: connect to node %" PRIu32 " at %s: %s", p->node, ep,
                      zmq_strerror(errno));
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     snprintf(p->data_ep, sizeof(p->data_ep), "%s", ep);
     hb_log_debug("data plane: node %" PRIu32 " at %s", p->node, ep);
@@ -203,12 +203,12 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
 }
 
 /* The fast lane first for what it carries (barrier tokens; data with a plain data plane):
- * its answer, or HIBAR_ERR_UNAVAIL after pinning that class of frame to ZeroMQ for `to`. */
+ * its answer, or HB_ERR_UNAVAIL after pinning that class of frame to ZeroMQ for `to`. */
 static int fast_first(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIRE_HDR_LEN],
                       const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {
     int rc = hbd_fast_send(d, to, type, hdr, p1, l1, p2, l2);
-    if (rc == HIBAR_ERR_UNAVAIL)
+    if (rc == HB_ERR_UNAVAIL)
         hbd_fast_note_zmq(d, to, type);
     return rc;
 }
@@ -230,22 +230,22 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
     zmq_msg_t body;
     if (p == NULL) {
         hb_log_error("node %" PRIu32 " is not a neighbour of node %" PRIu32, to, d->self);
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     }
     if (p->lost)
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     if (l1 > UINT32_MAX - l2 || (l1 > 0 && p1 == NULL) || (l2 > 0 && p2 == NULL) ||
         hbd_wire_encode_hdr(&m, hdr) != 0) {
         hb_log_error("cannot encode a %s frame of %" PRIu32 " + %" PRIu32 " bytes",
                      hbd_wire_type_name(type), l1, l2);
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     }
     /* collective and fence data go on the plain data plane when the cluster has one; they and
      * the barrier tokens on the fast lane when it is up */
     int data = (type == HBD_WIRE_COLL || type == HBD_WIRE_FENCE) && d->data_out != NULL;
     if (data || type == HBD_WIRE_HIER) {
         int frc = fast_first(d, to, type, hdr, p1, l1, p2, l2);
-        if (frc != HIBAR_ERR_UNAVAIL)
+        if (frc != HB_ERR_UNAVAIL)
             return frc;
     }
     if (data) {
@@ -255,7 +255,7 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
     }
     /* one copy: header and payload straight into the message ZeroMQ sends */
     if (zmq_msg_init_size(&body, HBD_WIRE_HDR_LEN + (size_t)l1 + l2) != 0)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     uint8_t *out = zmq_msg_data(&body);
     memcpy(out, hdr, HBD_WIRE_HDR_LEN);
     if (l1 > 0)
@@ -272,17 +272,17 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
         zmq_msg_close(&body); /* not sent: still ours */
     rearm(d, d->router, d->ev_router);
     if (rc < 0 && data && (err == EAGAIN || err == EHOSTUNREACH))
-        return HIBAR_ERR_WOULD_BLOCK; /* the data connection's handshake, or its queue is full:
-                                       * a lost peer is found on the encrypted link */
+        return HB_ERR_WOULD_BLOCK; /* the data connection's handshake, or its queue is full:
+                                    * a lost peer is found on the encrypted link */
     if (rc < 0 && (err == EAGAIN || (err == EHOSTUNREACH && !p->hello_ack)))
-        return HIBAR_ERR_WOULD_BLOCK; /* queue full, or an on-demand link not up yet */
+        return HB_ERR_WOULD_BLOCK; /* queue full, or an on-demand link not up yet */
     if (rc < 0) {
         d->st.tx_fail++;
         /* before the link is up, EHOSTUNREACH only means "not connected yet" */
         if (d->ready)
             hb_log_warn("send %s to node %" PRIu32 ": %s", hbd_wire_type_name(type), to,
                         zmq_strerror(err));
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     }
     d->st.tx_frames++;
     d->st.data_tx += data;
@@ -327,9 +327,9 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
                         .src = d->self,
                         .len = HBD_WIRE_COLL_HDR + dlen};
     if (hbd_wire_encode_hdr(&m, head) != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     int rc = fast_first(d, to, HBD_WIRE_COLL, head, hdr, HBD_WIRE_COLL_HDR, data, dlen);
-    if (rc != HIBAR_ERR_UNAVAIL)
+    if (rc != HB_ERR_UNAVAIL)
         return rc;
     rc = data_link(d, p);
     if (rc != 0)
@@ -341,7 +341,7 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     atomic_fetch_add(&hold->refs, 1); /* the message's, dropped by zc_done */
     if (zmq_msg_init_data(&body, (void *)data, dlen, zc_done, hold) != 0) {
         hbd_zc_put(hold);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     rc = z_send(d->data_out, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
@@ -352,10 +352,10 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     if (rc < 0)
         zmq_msg_close(&body); /* not handed over: its reference goes now */
     if (rc < 0 && (err == EAGAIN || err == EHOSTUNREACH))
-        return HIBAR_ERR_WOULD_BLOCK;
+        return HB_ERR_WOULD_BLOCK;
     if (rc < 0) {
         d->st.tx_fail++;
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     }
     d->st.tx_frames++;
     d->st.data_tx++;
@@ -410,7 +410,7 @@ int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
 {
     uint32_t i = d->n_lost_subs;
     if (i == HBD_NET_LOST_MAX)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (; i > 0 && d->lost_order[i - 1] > order; i--) {
         d->lost_subs[i] = d->lost_subs[i - 1];
         d->lost_order[i] = d->lost_order[i - 1];
@@ -434,8 +434,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
     if (first) {
         d->lost = 1;
         d->lost_node = node;
-        hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node,
-                    hibar_strerror(status));
+        hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hb_status_str(status));
     }
     for (uint32_t i = 0; i < d->n_lost_subs; i++)
         d->lost_subs[i](d, node, status, first);
@@ -790,7 +789,7 @@ static void mon_cb(evutil_socket_t fd, short what, void *arg)
                         hb_log_info("connection to node %" PRIu32 " (%s) closed", p->node,
                                     p->endpoint);
                         if (!d->stopping)
-                            hbd_net_peer_lost(d, p->node, HIBAR_ERR_PEER_LOST);
+                            hbd_net_peer_lost(d, p->node, HB_ERR_PEER_LOST);
                     }
                 }
             }
@@ -838,7 +837,7 @@ static int peer_connect(hbd_t *d, hbd_peer_t *p)
         hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
                      zmq_strerror(errno));
         p->endpoint[0] = '\0';
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     p->connected = 1;
     return 0;
@@ -863,7 +862,7 @@ void hbd_net_heartbeat(hbd_t *d, uint64_t now)
         if (p->probe_ns != 0 && now - p->probe_ns > to) {
             hb_log_warn("node %" PRIu32 " answered no heartbeat for %" PRIu32 " ms", p->node,
                         d->cfg->heartbeat_timeout_ms);
-            hbd_net_peer_lost(d, p->node, HIBAR_ERR_PEER_LOST);
+            hbd_net_peer_lost(d, p->node, HB_ERR_PEER_LOST);
             return;
         }
         if (now - p->last_rx_ns >= ivl && now - p->probe_last_ns >= ivl) {
@@ -942,7 +941,7 @@ static int sockopt_int(void *s, int opt, int v, const char *name)
 {
     if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
         hb_log_error("zmq_setsockopt(%s): %s", name, zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     return 0;
 }
@@ -960,7 +959,7 @@ static int add_peer(hbd_t *d, uint32_t node)
     /* the token it must present at our data socket: fresh per start (HELLO carries it on
      * the encrypted link) */
     if (getrandom(p->given_token, sizeof(p->given_token), 0) != (ssize_t)sizeof(p->given_token))
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     return 0;
 }
 
@@ -968,18 +967,18 @@ int hbd_net_link(hbd_t *d, uint32_t node)
 {
     hbd_peer_t *p;
     if (node == d->self || node >= d->topo->n_nodes)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     add_peer(d, node);
     p = peer_get(d, node);
     if (p->lost)
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     if (p->hello_rx && p->hello_ack)
         return 0;
     if (p->outgoing && !p->connected && peer_resolve(d, p) && peer_connect(d, p) != 0)
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     if (p->outgoing && p->connected)
         send_hello(d, p, 0);
-    return HIBAR_ERR_WOULD_BLOCK;
+    return HB_ERR_WOULD_BLOCK;
 }
 
 int hbd_net_peer_up(hbd_t *d, uint32_t node)
@@ -995,7 +994,7 @@ static int write_port_file(hbd_t *d)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         hb_log_error("cannot create %s: %m", tmp);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     /* line 1: the encrypted link's endpoint (peers read only this line); then, for tools and
      * tests, "data PORT" with a plain data plane and "fast PORT" with a fast lane */
@@ -1011,13 +1010,13 @@ static int write_port_file(hbd_t *d)
         hb_log_error("cannot write %s: %m", tmp);
         close(fd);
         unlink(tmp);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     close(fd);
     if (rename(tmp, d->port_path) != 0) {
         hb_log_error("cannot rename %s: %m", tmp);
         unlink(tmp);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     d->port_written = 1;
     return 0;
@@ -1047,19 +1046,19 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
         sockopt_int(d->data_out, ZMQ_RECONNECT_IVL, 100, "RECONNECT_IVL") ||
         zmq_setsockopt(d->data_out, ZMQ_PLAIN_USERNAME, id, strlen(id)) != 0) {
         hb_log_error("data plane sockets: %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     snprintf(ep, sizeof(ep), "tcp://%s:*", cn->address);
     size_t el = sizeof(ep);
     if (zmq_bind(d->data_in, ep) != 0 || zmq_getsockopt(d->data_in, ZMQ_LAST_ENDPOINT, ep, &el)) {
         hb_log_error("data plane: bind tcp://%s:*: %s", cn->address, zmq_strerror(errno));
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     const char *colon = strrchr(ep, ':');
     d->data_port = colon != NULL ? (uint32_t)strtoul(colon + 1, NULL, 10) : 0;
     if (d->data_port == 0 || d->data_port > 65535) {
         hb_log_error("data plane: cannot tell the port of %s", ep);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     hb_log_info("data plane (plain) on %s", ep);
     return 0;
@@ -1072,13 +1071,13 @@ int hbd_net_start(hbd_t *d)
     const hb_topo_chassis_t *ch = &t->chassis[me->chassis];
     const hb_cfg_node_t *cn = &d->cfg->nodes[d->self];
     char id[HBD_ID_MAX], mon_ep[64], bind_ep[160];
-    int rc = HIBAR_ERR_INTERNAL;
+    int rc = HB_ERR_INTERNAL;
 
     d->peer_of = malloc(sizeof(uint32_t) * t->n_nodes);
     /* room for every node: collectives link to any node on demand (hbd_net_link) */
     d->peers = calloc(t->n_nodes, sizeof(hbd_peer_t));
     if (d->peer_of == NULL || d->peers == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     for (uint32_t i = 0; i < t->n_nodes; i++)
         d->peer_of[i] = UINT32_MAX;
     /* neighbours: the tree links and the chassis mates (the failure flood needs them) */
@@ -1092,7 +1091,7 @@ int hbd_net_start(hbd_t *d)
     d->zctx = zmq_ctx_new();
     if (d->zctx == NULL) {
         hb_log_error("zmq_ctx_new: %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     zmq_ctx_set(d->zctx, ZMQ_IO_THREADS, 1);
     zmq_ctx_set(d->zctx, ZMQ_BLOCKY, 0);
@@ -1101,13 +1100,13 @@ int hbd_net_start(hbd_t *d)
     d->zap = zmq_socket(d->zctx, ZMQ_REP);
     if (d->zap == NULL || zmq_bind(d->zap, "inproc://zeromq.zap.01") != 0) {
         hb_log_error("ZAP handler: %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
 
     d->router = zmq_socket(d->zctx, ZMQ_ROUTER);
     if (d->router == NULL) {
         hb_log_error("zmq_socket(ROUTER): %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     idstr(id, 'n', d->self);
     uint32_t hb_ivl = d->cfg->heartbeat_interval_ms, hb_to = d->cfg->heartbeat_timeout_ms;
@@ -1119,7 +1118,7 @@ int hbd_net_start(hbd_t *d)
         zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, d->sec, 32) != 0 ||
         zmq_setsockopt(d->router, ZMQ_ZAP_DOMAIN, "hibar", 5) != 0) {
         hb_log_error("configuring the ROUTER socket: %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     /* frames above 64 KiB close the connection; smaller bad ones are decoded and counted */
     int64_t maxmsg = HBD_WIRE_COLL_MAX_FRAME + 1024;
@@ -1131,7 +1130,7 @@ int hbd_net_start(hbd_t *d)
         snprintf(bind_ep, sizeof(bind_ep), "tcp://%s:*", cn->address);
     if (zmq_bind(d->router, bind_ep) != 0) {
         hb_log_error("bind %s: %s", bind_ep, zmq_strerror(errno));
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     size_t el = sizeof(d->endpoint);
     zmq_getsockopt(d->router, ZMQ_LAST_ENDPOINT, d->endpoint, &el);
@@ -1144,7 +1143,7 @@ int hbd_net_start(hbd_t *d)
         zmq_setsockopt(d->router, ZMQ_CURVE_PUBLICKEY, d->pub, 32) != 0 ||
         zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, d->sec, 32) != 0) {
         hb_log_error("CurveZMQ client keys: %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
 
     if (d->cfg->data_plane == HB_CFG_DATA_PLAIN && (rc = data_start(d, cn)) != 0)
@@ -1157,7 +1156,7 @@ int hbd_net_start(hbd_t *d)
     if (zmq_socket_monitor(d->router, mon_ep, ZMQ_EVENT_DISCONNECTED) != 0 || d->mon == NULL ||
         zmq_connect(d->mon, mon_ep) != 0) {
         hb_log_error("socket monitor: %s", zmq_strerror(errno));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
 
     struct {
@@ -1175,11 +1174,11 @@ int hbd_net_start(hbd_t *d)
         size_t sz = sizeof(zfd);
         if (zmq_getsockopt(socks[i].sock, ZMQ_FD, &zfd, &sz) != 0) {
             hb_log_error("ZMQ_FD: %s", zmq_strerror(errno));
-            return HIBAR_ERR_INTERNAL;
+            return HB_ERR_INTERNAL;
         }
         *socks[i].ev = event_new(d->base, zfd, EV_READ | EV_PERSIST | EV_ET, socks[i].cb, d);
         if (*socks[i].ev == NULL || event_add(*socks[i].ev, NULL) != 0)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         event_active(*socks[i].ev, EV_READ, 0); /* pick up anything queued before */
     }
 

@@ -31,8 +31,8 @@ static inline int hbd_net_deliver(hbd_t *d, const hbd_wire_msg_t *m)
 
 int hbd_net_start(hbd_t *d);
 void hbd_net_stop(hbd_t *d);
-/* Send one frame to neighbour node `to`. 0, HIBAR_ERR_NOT_FOUND (no such neighbour),
- * HIBAR_ERR_PEER_LOST (unreachable), HIBAR_ERR_INVAL. Logged once where it fails. */
+/* Send one frame to neighbour node `to`. 0, HB_ERR_NOT_FOUND (no such neighbour),
+ * HB_ERR_PEER_LOST (unreachable), HB_ERR_INVAL. Logged once where it fails. */
 int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                  const void *payload, uint32_t len);
 /* The same with the payload in two parts (e.g. a header and the data it describes), copied
@@ -55,16 +55,16 @@ void hbd_zc_put(hbd_zc_t *z);
  * ZeroMQ frame without being copied; otherwise as hbd_net_send2. Same results. */
 int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
                       uint32_t dlen, hbd_zc_t *hold);
-/* Link to any node on demand (collectives): 0 once linked both ways, HIBAR_ERR_WOULD_BLOCK
- * while the link comes up (call again: it resends HELLO), HIBAR_ERR_PEER_LOST, HIBAR_ERR_IO.
- * hbd_net_send returns HIBAR_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is
+/* Link to any node on demand (collectives): 0 once linked both ways, HB_ERR_WOULD_BLOCK
+ * while the link comes up (call again: it resends HELLO), HB_ERR_PEER_LOST, HB_ERR_IO.
+ * hbd_net_send returns HB_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is
  * not up yet or the peer's queue is full. */
 int hbd_net_link(hbd_t *d, uint32_t node);
 int hbd_net_peer_up(hbd_t *d, uint32_t node);
 /* The neighbour record of `node`, or NULL (not linked). */
 hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node);
 /* A neighbour's host address for a new connection ("10.0.0.2", "::1"): from its endpoint, or
- * where its connection to us came from. 0, or HIBAR_ERR_WOULD_BLOCK when not known yet. */
+ * where its connection to us came from. 0, or HB_ERR_WOULD_BLOCK when not known yet. */
 int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len);
 /* Something arrived from `node` outside the ZeroMQ link (the fast lane): it is alive. */
 void hbd_net_peer_heard(hbd_t *d, uint32_t node);

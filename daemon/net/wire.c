@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "hibar.h"
+#include "hb_status.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -76,7 +76,7 @@ int hbd_wire_encode_hdr(const hbd_wire_msg_t *msg, uint8_t hdr[HBD_WIRE_HDR_LEN]
     uint8_t *p = hdr;
     if (msg == NULL || hdr == NULL || !type_known(msg->type) || !type_len_ok(msg->type, msg->len) ||
         (msg->flags & ~HBD_WIRE_F_ALL) != 0)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     hbd_wire_put32(p, HBD_WIRE_MAGIC);
     p[4] = HBD_WIRE_VERSION;
     p[5] = msg->type;
@@ -94,11 +94,11 @@ int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap)
     uint8_t hdr[HBD_WIRE_HDR_LEN];
     int rc;
     if (msg == NULL || buf == NULL || (msg->len > 0 && msg->payload == NULL))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if ((rc = hbd_wire_encode_hdr(msg, hdr)) != 0)
         return rc;
     if (cap < (size_t)HBD_WIRE_HDR_LEN + msg->len)
-        return HIBAR_ERR_TRUNCATED;
+        return HB_ERR_TRUNCATED;
     memcpy(buf, hdr, sizeof(hdr));
     if (msg->len > 0)
         memcpy((uint8_t *)buf + HBD_WIRE_HDR_LEN, msg->payload, msg->len);
@@ -109,7 +109,7 @@ static int refuse(hbd_wire_reason_t why, hbd_wire_reason_t *why_p)
 {
     if (why_p != NULL)
         *why_p = why;
-    return HIBAR_ERR_PROTO;
+    return HB_ERR_PROTO;
 }
 
 /* A JOB payload: the header's fields, and the data each kind may carry. */
@@ -136,7 +136,7 @@ static int job_ok(const hbd_wire_msg_t *m, const hbd_wire_ctx_t *ctx)
         return dlen > 0 && data[dlen - 1] == '\n' && memchr(data, '\0', dlen) == NULL;
     case HBD_WIRE_JOB_CAUGHT: {
         int64_t st = (int64_t)x.arg;
-        return dlen == 0 && x.seq == 0 && st <= 0 && st >= HIBAR_ERR_LAST;
+        return dlen == 0 && x.seq == 0 && st <= 0 && st >= HB_ERR_LAST;
     }
     case HBD_WIRE_JOB_KILL:
         return dlen == 0 && x.seq == 0 && x.arg == 0;
@@ -190,7 +190,7 @@ static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t
     m.payload = m.len > 0 ? p + HBD_WIRE_HDR_LEN : NULL;
     if (m.type == HBD_WIRE_ABORT) {
         int32_t st = (int32_t)hbd_wire_get32(m.payload);
-        if (st >= 0 || st < HIBAR_ERR_LAST)
+        if (st >= 0 || st < HB_ERR_LAST)
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
     if (m.type == HBD_WIRE_HELLO && ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes)

@@ -122,7 +122,7 @@ typedef struct hbd_wire_hello {
 
 /* ABORT payload. */
 typedef struct hbd_wire_abort {
-    int32_t status; /* negative HIBAR_ERR_* the barrier fails with */
+    int32_t status; /* negative HB_ERR_* the barrier fails with */
     uint32_t lost;  /* node found lost, or UINT32_MAX */
 } hbd_wire_abort_t;
 
@@ -167,7 +167,7 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_OUT = 3,     /* launcher lines of src (each ends with '\n', no NUL); seq counts */
     HBD_WIRE_JOB_END = 4,     /* src's part of the job ended; arg = src's next collective id */
     HBD_WIRE_JOB_CATCHUP = 5, /* arrive at the barrier engine's collectives up to arg - 1 */
-    HBD_WIRE_JOB_CAUGHT = 6,  /* done: arg = status (0 or a negative HIBAR_ERR_*, as int64) */
+    HBD_WIRE_JOB_CAUGHT = 6,  /* done: arg = status (0 or a negative HB_ERR_*, as int64) */
     HBD_WIRE_JOB_KIND_MAX = 6
 } hbd_wire_job_kind_t;
 #define HBD_WIRE_JOB_F_LAST 0x01u /* SPEC: the last chunk (offset + bytes == arg) */
@@ -185,17 +185,17 @@ void hbd_wire_job_unpack(const uint8_t in[HBD_WIRE_JOB_HDR], hbd_wire_job_t *x);
 
 /*
  * Encode header + payload into buf (cap bytes). Returns the frame length (> 0), or
- * HIBAR_ERR_INVAL (unknown type, payload illegal for the type) or HIBAR_ERR_TRUNCATED (cap too
+ * HB_ERR_INVAL (unknown type, payload illegal for the type) or HB_ERR_TRUNCATED (cap too
  * small). Pure, thread-safe.
  */
 int hbd_wire_encode(const hbd_wire_msg_t *msg, void *buf, size_t cap);
 /* Only the header (msg->len says how long the payload that follows will be; msg->payload is
- * not read): for senders that place the payload themselves. 0 or HIBAR_ERR_INVAL. */
+ * not read): for senders that place the payload themselves. 0 or HB_ERR_INVAL. */
 int hbd_wire_encode_hdr(const hbd_wire_msg_t *msg, uint8_t hdr[HBD_WIRE_HDR_LEN]);
 
 /*
  * Decode and validate one frame of len bytes. Every field is checked against ctx before use.
- * Returns 0 and fills *msg_p, or HIBAR_ERR_PROTO with *why_p saying which check failed
+ * Returns 0 and fills *msg_p, or HB_ERR_PROTO with *why_p saying which check failed
  * (why_p may be NULL). Never reads outside buf[0..len). Pure, thread-safe.
  */
 int hbd_wire_decode(const void *buf, size_t len, const hbd_wire_ctx_t *ctx, hbd_wire_msg_t *msg_p,

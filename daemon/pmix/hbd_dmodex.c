@@ -15,7 +15,7 @@
 #include "hbd_job.h"
 #include "hbd_net.h"
 #include "hbd_pmix.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * Requester (the direct_modex upcall, on the loop): the job's map names the node hosting the
@@ -125,16 +125,16 @@ static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
 {
     uint32_t to = hbd_net_next_hop(d, dest);
     if (to == HB_TOPO_NONE)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     int queued = 0;
     for (dm_out_t *o = dm.outs; o != NULL; o = o->next)
         queued |= o->to == to;
-    int rc = queued ? HIBAR_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+    int rc = queued ? HB_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     dm_out_t *o = malloc(sizeof(*o) + len), **pp = &dm.outs;
     if (o == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     o->to = to;
     o->len = len;
     o->t0 = hb_time_now_ns();
@@ -157,9 +157,9 @@ static void tick_cb(hbd_t *d, void *arg)
         int skip = 0;
         for (uint32_t i = 0; i < nb; i++)
             skip |= blocked[i] == o->to;
-        int rc = skip ? HIBAR_ERR_WOULD_BLOCK
+        int rc = skip ? HB_ERR_WOULD_BLOCK
                       : hbd_net_send(d, o->to, HBD_WIRE_DMODEX, 0, 0, o->pl, o->len);
-        if (rc == HIBAR_ERR_WOULD_BLOCK && (def == 0 || now - o->t0 <= def)) {
+        if (rc == HB_ERR_WOULD_BLOCK && (def == 0 || now - o->t0 <= def)) {
             if (!skip && nb < 16)
                 blocked[nb++] = o->to;
             pp = &o->next;
@@ -167,7 +167,7 @@ static void tick_cb(hbd_t *d, void *arg)
         }
         if (rc != 0)
             hb_log_warn("direct modex: frame for node %" PRIu32 " dropped: %s", o->to,
-                        hibar_strerror(rc == HIBAR_ERR_WOULD_BLOCK ? HIBAR_ERR_TIMEOUT : rc));
+                        hb_status_str(rc == HB_ERR_WOULD_BLOCK ? HB_ERR_TIMEOUT : rc));
         *pp = o->next;
         free(o);
     }
@@ -235,7 +235,7 @@ static void send_reply(hbd_t *d, const dm_srv_t *s)
     int rc = send_pl(d, s->from, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + s->nslen + len));
     if (rc != 0)
         hb_log_warn("direct modex: reply to node %" PRIu32 " not sent: %s", s->from,
-                    hibar_strerror(rc));
+                    hb_status_str(rc));
 }
 
 static void served_on_loop(hbd_t *d, void *arg)
@@ -481,11 +481,11 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
         return;
     }
     int rc = d->lost && d->lost_node == r->node
-                 ? HIBAR_ERR_PEER_LOST
+                 ? HB_ERR_PEER_LOST
                  : send_pl(d, r->node, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + nslen + keylen));
     if (rc != 0) {
         hb_log_warn("direct modex of %s rank %" PRIu32 ": request to node %" PRIu32 " not sent: %s",
-                    proc->nspace, proc->rank, r->node, hibar_strerror(rc));
+                    proc->nspace, proc->rank, r->node, hb_status_str(rc));
         req_end(r, PMIX_ERR_COMM_FAILURE, NULL, 0);
         return;
     }
@@ -502,7 +502,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         int rc = send_pl(d, x.dest, m->payload, m->len);
         if (rc != 0)
             hb_log_warn("direct modex: frame for node %" PRIu32 " not forwarded: %s", x.dest,
-                        hibar_strerror(rc));
+                        hb_status_str(rc));
         return;
     }
     if (x.kind == HBD_WIRE_DMODEX_REQ)
@@ -517,7 +517,7 @@ int hbd_dmodex_init(hbd_t *d)
     dm.tick = hbd_timer_new(d, tick_cb, NULL);
     dm.wait = hbd_timer_new(d, wait_cb, NULL);
     if (dm.tick == NULL || dm.wait == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
     return 0;
 }

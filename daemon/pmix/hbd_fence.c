@@ -15,7 +15,7 @@
 #include "hbd_cron.h"
 #include "hbd_fence.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * Whole-job fences: the data tree is the chassis tree with the chassis opened up: a port's
@@ -288,14 +288,14 @@ static int send_all(hbd_t *d, uint32_t to, uint64_t coll, int dir, const uint8_t
     for (out_t *o = S->outs; o != NULL; o = o->next)
         queued |= o->to == to;
     int rc =
-        queued ? HIBAR_ERR_WOULD_BLOCK : send_from(d, to, coll, dir, data, 0, (uint32_t)len, &off);
-    if (rc != HIBAR_ERR_WOULD_BLOCK)
+        queued ? HB_ERR_WOULD_BLOCK : send_from(d, to, coll, dir, data, 0, (uint32_t)len, &off);
+    if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     out_t *o = calloc(1, sizeof(*o));
     uint32_t rest = (uint32_t)len - off;
     if (o == NULL || (o->data = malloc(rest ? rest : 1)) == NULL) {
         free(o);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     if (rest > 0)
         memcpy(o->data, data + off, rest);
@@ -344,9 +344,9 @@ static void retry_cb(hbd_t *d, void *arg)
         int skip = 0;
         for (uint32_t i = 0; i < n_blocked; i++)
             skip |= blocked[i] == o->to;
-        int rc = skip ? HIBAR_ERR_WOULD_BLOCK
+        int rc = skip ? HB_ERR_WOULD_BLOCK
                       : send_from(d, o->to, o->coll, o->dir, o->data, o->base, o->total, &o->off);
-        if (rc == HIBAR_ERR_WOULD_BLOCK && (to == 0 || now - o->t0 <= to)) {
+        if (rc == HB_ERR_WOULD_BLOCK && (to == 0 || now - o->t0 <= to)) {
             if (!skip && n_blocked < 16)
                 blocked[n_blocked++] = o->to;
             pp = &o->next;
@@ -354,10 +354,10 @@ static void retry_cb(hbd_t *d, void *arg)
         }
         if (rc != 0) {
             hbd_fence_t *f = fence_find(d, o->coll);
-            if (rc == HIBAR_ERR_WOULD_BLOCK)
-                rc = d->lost ? HIBAR_ERR_PEER_LOST : HIBAR_ERR_TIMEOUT;
+            if (rc == HB_ERR_WOULD_BLOCK)
+                rc = d->lost ? HB_ERR_PEER_LOST : HB_ERR_TIMEOUT;
             hb_log_warn("fence %" PRIu64 ": data for node %" PRIu32 " not sent: %s", o->coll, o->to,
-                        hibar_strerror(rc));
+                        hb_status_str(rc));
             if (f != NULL)
                 finish(d, f, rc);
         }
@@ -397,12 +397,12 @@ static void progress(hbd_t *d, hbd_fence_t *f)
     for (uint32_t i = 0; i < f->n_kids; i++)
         total += f->kids[i].total;
     if (total > HBD_FENCE_MAX_LEN) {
-        finish(d, f, HIBAR_ERR_TRUNCATED);
+        finish(d, f, HB_ERR_TRUNCATED);
         return;
     }
     uint8_t *all = malloc(total ? total : 1);
     if (all == NULL) {
-        finish(d, f, HIBAR_ERR_NOMEM);
+        finish(d, f, HB_ERR_NOMEM);
         return;
     }
     /* ours first, then the children's (tree: what goes up; the root's is what every node gets);
@@ -488,9 +488,9 @@ static void check_cb(hbd_t *d, void *arg)
         next = f->next;
         uint64_t to = f->timeout_ns ? f->timeout_ns : def;
         if (d->lost && lost_hits(d, f))
-            finish(d, f, HIBAR_ERR_PEER_LOST);
+            finish(d, f, HB_ERR_PEER_LOST);
         else if (to > 0 && now - f->t0 > to)
-            finish(d, f, HIBAR_ERR_TIMEOUT);
+            finish(d, f, HB_ERR_TIMEOUT);
     }
     if (S->fences != NULL)
         check_arm(d);
@@ -508,7 +508,7 @@ static int subset_setup(hbd_fence_t *f, uint32_t self, const uint32_t *nodes, ui
             hb_log_warn("fence %" PRIu64 ": node %" PRIu32 " sent data but is no participant "
                         "below this node (fences over different rank sets disagree)",
                         f->coll, f->kids[i].from);
-            return HIBAR_ERR_PROTO;
+            return HB_ERR_PROTO;
         }
     }
     if (self != leader) {
@@ -528,15 +528,15 @@ static int subset_setup(hbd_fence_t *f, uint32_t self, const uint32_t *nodes, ui
 static int start_checks(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes)
 {
     if (d->lost && (nodes == NULL || d->lost_node >= d->topo->n_nodes))
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     for (uint32_t k = 0; d->lost && nodes != NULL && k < n_nodes; k++)
         if (nodes[k] == d->lost_node)
-            return HIBAR_ERR_PEER_LOST;
+            return HB_ERR_PEER_LOST;
     if (!d->ready)
-        return HIBAR_ERR_NOT_INIT;
+        return HB_ERR_NOT_INIT;
     if (((coll & HBD_FENCE_ID_SUBSET) != 0) != (nodes != NULL) ||
         (nodes != NULL && (n_nodes == 0 || n_nodes > d->topo->n_nodes)))
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     return 0;
 }
 
@@ -545,7 +545,7 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_n
 {
     void *copy = NULL;
     if (len > 0 && (copy = malloc(len)) == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     if (len > 0)
         memcpy(copy, data, len);
     return hbd_fence_start_owned(d, coll, nodes, n_nodes, timeout_ms, copy, len, cb, arg);
@@ -557,9 +557,9 @@ int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32
     int rc = start_checks(d, coll, nodes, n_nodes);
     hbd_fence_t *f = rc == 0 ? fence_get(d, coll) : NULL;
     if (rc == 0 && f == NULL)
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
     if (rc == 0 && f->arrived)
-        rc = HIBAR_ERR_BUSY;
+        rc = HB_ERR_BUSY;
     if (rc != 0) {
         free(data);
         return rc;
@@ -573,7 +573,7 @@ int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32
     f->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
     check_arm(d);
     if (nodes != NULL) {
-        rc = (f->part = calloc(d->topo->n_nodes, 1)) == NULL ? HIBAR_ERR_NOMEM : 0;
+        rc = (f->part = calloc(d->topo->n_nodes, 1)) == NULL ? HB_ERR_NOMEM : 0;
         for (uint32_t k = 0; rc == 0 && k < n_nodes; k++)
             if (nodes[k] < d->topo->n_nodes)
                 f->part[nodes[k]] = 1;
@@ -640,7 +640,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         x->total = total;
         x->buf = malloc(total ? total : 1);
         if (x->buf == NULL) {
-            finish(d, f, HIBAR_ERR_NOMEM);
+            finish(d, f, HB_ERR_NOMEM);
             return;
         }
     } else if (total != x->total) {
@@ -690,7 +690,7 @@ int hbd_fence_init(hbd_t *d)
     const char *e = getenv("HIBAR_FENCE_PROF");
     uint64_t v = HBD_FENCE_DIRECT_MAX;
     if (S == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     d->fence = S;
     S->outs_tail = &S->outs;
     S->prof = e != NULL && *e != '\0' && *e != '0';
@@ -699,7 +699,7 @@ int hbd_fence_init(hbd_t *d)
     S->check = hbd_timer_new(d, check_cb, NULL);
     S->retry = hbd_timer_new(d, retry_cb, NULL);
     if (S->check == NULL || S->retry == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_FENCE, on_msg, NULL);
     return 0;
 }
@@ -710,7 +710,7 @@ void hbd_fence_fini(hbd_t *d)
     if (S == NULL)
         return;
     while (S->fences != NULL)
-        finish(d, S->fences, HIBAR_ERR_UNAVAIL);
+        finish(d, S->fences, HB_ERR_UNAVAIL);
     while (S->outs != NULL) {
         out_t *o = S->outs;
         S->outs = o->next;

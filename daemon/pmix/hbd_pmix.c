@@ -23,7 +23,7 @@
 #include "hbd_dmodex.h"
 #include "hbd_fence.h"
 #include "hbd_pmix.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * PMIx calls the server module on its own progress thread. Each upcall copies what it needs
@@ -270,7 +270,7 @@ int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
 {
     px_op_t *op = op_new(OP_CALL, NULL);
     if (op == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     op->call = fn;
     op->call_arg = arg;
     op_queue(op);
@@ -328,11 +328,11 @@ static pmix_status_t fence_status(int status)
     switch (status) {
     case 0:
         return PMIX_SUCCESS;
-    case HIBAR_ERR_TIMEOUT:
+    case HB_ERR_TIMEOUT:
         return PMIX_ERR_TIMEOUT;
-    case HIBAR_ERR_NOMEM:
+    case HB_ERR_NOMEM:
         return PMIX_ERR_NOMEM;
-    case HIBAR_ERR_TRUNCATED: /* more than HBD_FENCE_MAX_LEN of data in one fence */
+    case HB_ERR_TRUNCATED: /* more than HBD_FENCE_MAX_LEN of data in one fence */
         return PMIX_ERR_NOT_SUPPORTED;
     default: /* a lost node, a broken link, a protocol error between the daemons */
         return PMIX_ERR_COMM_FAILURE;
@@ -343,7 +343,7 @@ static void fence_done(hbd_t *d, uint64_t coll, int status, void *arg)
 {
     (void)d;
     if (status != 0)
-        hb_log_warn("fence (collective %" PRIu64 ") failed: %s", coll, hibar_strerror(status));
+        hb_log_warn("fence (collective %" PRIu64 ") failed: %s", coll, hb_status_str(status));
     fence_finish(arg, fence_status(status));
 }
 
@@ -352,7 +352,7 @@ static void dfence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *a
     px_op_t *op = arg;
     (void)d;
     if (status != 0)
-        hb_log_warn("fence with data failed: %s", hibar_strerror(status));
+        hb_log_warn("fence with data failed: %s", hb_status_str(status));
     free(op->data);
     op->data = (char *)data; /* every node's blob, handed to PMIx by fence_finish */
     op->ndata = len;
@@ -396,7 +396,7 @@ static void dfence_start(hbd_t *d, hbd_job_t *j, px_op_t *op, uint64_t id, const
     int rc = hbd_fence_start_owned(d, id, nodes, nn, op->timeout_s * 1000u, mine, n_mine,
                                    dfence_done, op);
     if (rc != 0) {
-        hb_log_error("job %s: %s cannot start: %s", j->nspace, what, hibar_strerror(rc));
+        hb_log_error("job %s: %s cannot start: %s", j->nspace, what, hb_status_str(rc));
         fence_finish(op, fence_status(rc));
     }
 }
@@ -551,7 +551,7 @@ static void fence_run(hbd_t *d, px_op_t *op)
     int rc = hbd_barrier_start(d, coll, fence_done, op);
     if (rc != 0) {
         hb_log_error("job %s: fence %" PRIu64 " cannot start: %s", j->nspace, coll,
-                     hibar_strerror(rc));
+                     hb_status_str(rc));
         fence_finish(op, PMIX_ERR_COMM_FAILURE);
     }
 }
@@ -648,12 +648,12 @@ int hbd_pmix_start(hbd_t *d)
     if (snprintf(g_px.tmpdir, sizeof(g_px.tmpdir), "%s/%s.pmix", d->run_dir, d->name) >=
         (int)sizeof(g_px.tmpdir)) {
         hb_log_error("PMIx tmp dir path too long");
-        return HIBAR_ERR_CONFIG;
+        return HB_ERR_CONFIG;
     }
     tmpdir_remove(g_px.tmpdir); /* a crashed daemon's leftovers */
     if (mkdir(g_px.tmpdir, 0700) != 0) {
         hb_log_error("cannot create %s: %m", g_px.tmpdir);
-        return HIBAR_ERR_IO;
+        return HB_ERR_IO;
     }
     g_px.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (g_px.efd < 0) {
@@ -700,7 +700,7 @@ err_ev:
     g_px.efd = -1;
 err_dir:
     tmpdir_remove(g_px.tmpdir);
-    return HIBAR_ERR_INTERNAL;
+    return HB_ERR_INTERNAL;
 }
 
 static void *finalize_main(void *arg)
@@ -796,7 +796,7 @@ static int sb_add(char **buf, size_t *len, size_t *cap, const char *s)
         size_t nc = (*cap + n + 1) * 2;
         char *nb = realloc(*buf, nc);
         if (nb == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         *buf = nb;
         *cap = nc;
     }
@@ -905,7 +905,7 @@ static void reg_clients(px_reg_t *g)
         pmix_proc_t p;
         px_reg_ans_t *a = reg_ans_new(g, 0);
         if (a == NULL) {
-            g->rc = HIBAR_ERR_NOMEM;
+            g->rc = HB_ERR_NOMEM;
             break;
         }
         PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
@@ -925,7 +925,7 @@ static void reg_answer(hbd_t *d, void *arg)
                      a->ns ? "PMIx_server_register_nspace" : "PMIx_server_register_client",
                      PMIx_Error_string(a->st));
         if (g->rc == 0)
-            g->rc = HIBAR_ERR_INTERNAL;
+            g->rc = HB_ERR_INTERNAL;
     }
     if (a->ns) {
         PMIX_INFO_FREE(g->info, g->ninfo);
@@ -957,7 +957,7 @@ static void reg_timeout(evutil_socket_t fd, short what, void *arg)
                      "restarted",
                      g->nspace, g->ns_done ? "clients'" : "namespace's", HBD_PMIX_CALL_MS);
     g_px.wedged = 1;
-    reg_end(g, HIBAR_ERR_UNAVAIL);
+    reg_end(g, HB_ERR_UNAVAIL);
 }
 
 void hbd_pmix_job_register_cancel(hbd_job_t *j)
@@ -986,9 +986,9 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     uint32_t *node_idx = NULL, *lrank = NULL, *nrank = NULL, *count = NULL;
     pmix_info_t *info = NULL;
     size_t ninfo = 0;
-    int rc = HIBAR_ERR_NOMEM;
+    int rc = HB_ERR_NOMEM;
     if (g_px.wedged)
-        return HIBAR_ERR_UNAVAIL; /* nothing would answer */
+        return HB_ERR_UNAVAIL; /* nothing would answer */
 
     /* index of each cluster node among the job's nodes, ranks' local/node ranks */
     node_idx = calloc(d->topo->n_nodes, sizeof(uint32_t));
@@ -1023,7 +1023,7 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     if (PMIx_generate_regex(hosts, &regex) != PMIX_SUCCESS ||
         PMIx_generate_ppn(ppn, &pregex) != PMIX_SUCCESS) {
         hb_log_error("job %s: cannot generate the node/proc maps", j->nspace);
-        rc = HIBAR_ERR_INTERNAL;
+        rc = HB_ERR_INTERNAL;
         goto out;
     }
     size_t njob = 12;
@@ -1151,7 +1151,7 @@ int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env)
     if (st != PMIX_SUCCESS) {
         hb_log_error("job %s: PMIx_server_setup_fork(%" PRIu32 "): %s", j->nspace,
                      j->local[lr].rank, PMIx_Error_string(st));
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     return 0;
 }

@@ -15,7 +15,7 @@
 #include "hbd_barrier.h"
 #include "hbd_cron.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 #include "hier.h"
 #include "hier_local.h"
 #include "hwb.h"
@@ -207,7 +207,7 @@ static void req_finish(hbd_t *d, uint64_t coll, int status)
         hbd_reply(r->conn, "ok barrier %" PRIu64 " 0 %.1f %" PRIu64 " %" PRIu64, coll,
                   (double)(now - r->t0) / 1e3, r->t0, now);
     else
-        hbd_reply(r->conn, "err barrier %" PRIu64 " %d %s", coll, status, hibar_strerror(status));
+        hbd_reply(r->conn, "err barrier %" PRIu64 " %d %s", coll, status, hb_status_str(status));
     hbd_reply_release(r->conn);
     free(r);
 }
@@ -228,7 +228,7 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         break;
     }
     case HB_HIER_ACT_HWB_ARRIVE: {
-        int rc = d->hwb ? hb_hwb_arrive(d->hwb, a->sync_no, a->mask) : HIBAR_ERR_UNAVAIL;
+        int rc = d->hwb ? hb_hwb_arrive(d->hwb, a->sync_no, a->mask) : HB_ERR_UNAVAIL;
         hb_log_debug("coll %" PRIu64 ": %s: chassis barrier sync %" PRIu32 " mask %#" PRIx32,
                      a->coll_id, a->step ? a->step : "?", a->sync_no, a->mask);
         if (rc == 0 && a->sync_no < HB_HWB_NSYNC) {
@@ -240,11 +240,11 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
             d->st.hwb_rounds++;
         } else {
             hb_log_error("chassis barrier arrive (sync %" PRIu32 "): %s", a->sync_no,
-                         hibar_strerror(rc));
+                         hb_status_str(rc));
             hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
                                .coll_id = a->coll_id,
                                .sync_no = a->sync_no,
-                               .status = rc ? rc : HIBAR_ERR_INTERNAL};
+                               .status = rc ? rc : HB_ERR_INTERNAL};
             push(d, &ev);
         }
         break;
@@ -266,7 +266,7 @@ static void hwb_check(hbd_t *d)
         if (!b->pend[s].used)
             continue;
         int rc = hb_hwb_test(d->hwb, s);
-        if (rc == HIBAR_ERR_WOULD_BLOCK)
+        if (rc == HB_ERR_WOULD_BLOCK)
             continue;
         b->pend[s].used = 0;
         b->n_pend--;
@@ -294,7 +294,7 @@ static void drain(hbd_t *d)
             if (ev.kind == HB_HIER_EV_PEER_LOST) {
                 /* the whole daemon learns it (and floods it) once; that feeds hier below */
                 b->draining = 0;
-                hbd_net_peer_lost(d, ev.from, HIBAR_ERR_PEER_LOST);
+                hbd_net_peer_lost(d, ev.from, HB_ERR_PEER_LOST);
                 b->draining = 1;
                 continue;
             }
@@ -302,7 +302,7 @@ static void drain(hbd_t *d)
             int rc = step(d, &ev, &n);
             if (rc != 0) {
                 hb_log_debug("hier refused event %d coll %" PRIu64 " from %" PRIu32 ": %s", ev.kind,
-                             ev.coll_id, ev.from, hibar_strerror(rc));
+                             ev.coll_id, ev.from, hb_status_str(rc));
                 if (ev.kind == HB_HIER_EV_ARRIVE)
                     req_finish(d, ev.coll_id, rc);
                 continue;
@@ -445,7 +445,7 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, hbd_reply_t *conn, hbd_barrier
     hbd_barrier_state_t *b = d->bar;
     hbd_req_t *r = calloc(1, sizeof(*r));
     if (r == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     r->coll = coll_id;
     r->t0 = hb_time_now_ns();
     r->conn = hbd_reply_hold(conn); /* NULL stays NULL */
@@ -467,39 +467,39 @@ void hbd_barrier_request(hbd_t *d, hbd_reply_t *conn, uint64_t coll_id)
 {
     hbd_barrier_state_t *b = d->bar;
     if (d->lost) {
-        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_PEER_LOST,
-                  hibar_strerror(HIBAR_ERR_PEER_LOST));
+        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_PEER_LOST,
+                  hb_status_str(HB_ERR_PEER_LOST));
         d->st.barriers_failed++;
         return;
     }
     if (!d->ready) {
         hbd_reply(conn, "err barrier %" PRIu64 " %d %s (not every neighbour linked yet)", coll_id,
-                  HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
+                  HB_ERR_NOT_INIT, hb_status_str(HB_ERR_NOT_INIT));
         return;
     }
     for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
         if (r->coll == coll_id) {
-            hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_BUSY,
-                      hibar_strerror(HIBAR_ERR_BUSY));
+            hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_BUSY,
+                      hb_status_str(HB_ERR_BUSY));
             return;
         }
     if (req_arrive(d, coll_id, conn, NULL, NULL) != 0)
-        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HIBAR_ERR_NOMEM,
-                  hibar_strerror(HIBAR_ERR_NOMEM));
+        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_NOMEM,
+                  hb_status_str(HB_ERR_NOMEM));
 }
 
 int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg)
 {
     hbd_barrier_state_t *b = d->bar;
     if (b == NULL || cb == NULL)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     if (d->lost)
-        return HIBAR_ERR_PEER_LOST;
+        return HB_ERR_PEER_LOST;
     if (!d->ready)
-        return HIBAR_ERR_NOT_INIT;
+        return HB_ERR_NOT_INIT;
     for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
         if (r->coll == coll_id)
-            return HIBAR_ERR_BUSY;
+            return HB_ERR_BUSY;
     return req_arrive(d, coll_id, NULL, cb, arg);
 }
 
@@ -541,7 +541,7 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
     while (b->reqs != NULL)
         req_finish(d, b->reqs->coll, status);
     if (b->tib_conn != NULL) {
-        hbd_reply(b->tib_conn, "err tib %d %s", status, hibar_strerror(status));
+        hbd_reply(b->tib_conn, "err tib %d %s", status, hb_status_str(status));
         hbd_reply_release(b->tib_conn);
         b->tib_conn = NULL;
         free(b->tib);
@@ -622,7 +622,7 @@ static void tib_end(hbd_t *d, int rc)
                   b->tib[b->tib_n / 2], b->tib[(size_t)((b->tib_n - 1) * 0.99)], b->tib[0],
                   b->tib_n, b->tib_t0, b->tib_t1);
     } else {
-        hbd_reply(b->tib_conn, "err tib %d %s", rc, hibar_strerror(rc));
+        hbd_reply(b->tib_conn, "err tib %d %s", rc, hb_status_str(rc));
     }
     hbd_reply_release(b->tib_conn);
     b->tib_conn = NULL;
@@ -654,7 +654,7 @@ static void tib_check(hbd_t *d)
     hbd_barrier_state_t *b = d->bar;
     while (b->tib_conn != NULL) {
         int rc = hb_hwb_test(d->hwb, HBD_TIB_SYNC);
-        if (rc == HIBAR_ERR_WOULD_BLOCK)
+        if (rc == HB_ERR_WOULD_BLOCK)
             return;
         tib_done(d, rc);
     }
@@ -665,13 +665,13 @@ void hbd_barrier_tib(hbd_t *d, hbd_reply_t *conn, uint32_t n)
     hbd_barrier_state_t *b = d->bar;
     int rc = 0;
     if (d->hwb == NULL)
-        rc = HIBAR_ERR_UNAVAIL;
+        rc = HB_ERR_UNAVAIL;
     else if (b->tib_conn != NULL)
-        rc = HIBAR_ERR_BUSY;
+        rc = HB_ERR_BUSY;
     else if (d->lost)
-        rc = HIBAR_ERR_PEER_LOST;
+        rc = HB_ERR_PEER_LOST;
     else if ((b->tib = calloc(n, sizeof(double))) == NULL)
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
     if (rc == 0) {
         b->tib_n = n;
         b->tib_done = 0;
@@ -684,7 +684,7 @@ void hbd_barrier_tib(hbd_t *d, hbd_reply_t *conn, uint32_t n)
         yield_arm(d);
         return;
     }
-    hbd_reply(conn, "err tib %d %s", rc, hibar_strerror(rc));
+    hbd_reply(conn, "err tib %d %s", rc, hb_status_str(rc));
 }
 
 static void hwb_fd_cb(evutil_socket_t fd, short what, void *arg)
@@ -699,7 +699,7 @@ int hbd_barrier_init(hbd_t *d)
     hb_hier_cfg_t hc;
     hbd_barrier_state_t *b = calloc(1, sizeof(*b));
     if (b == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     d->bar = b;
     hb_hier_cfg_init(&hc);
     hc.protocol = d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE : HB_HIER_SCMD;
@@ -710,7 +710,7 @@ int hbd_barrier_init(hbd_t *d)
     int rc = hb_hier_create(d->topo, d->self, &hc, &b->h);
     if (rc != 0) {
         hb_log_error("cannot create the %s barrier engine: %s",
-                     hb_cfg_protocol_name(d->cfg->protocol), hibar_strerror(rc));
+                     hb_cfg_protocol_name(d->cfg->protocol), hb_status_str(rc));
         return rc;
     }
     b->max_acts = hb_hier_max_actions(b->h);
@@ -724,7 +724,7 @@ int hbd_barrier_init(hbd_t *d)
         b->trace = fopen(path, "w");
         if (b->trace == NULL) {
             hb_log_error("barrier trace %s: %m", path);
-            return HIBAR_ERR_IO;
+            return HB_ERR_IO;
         }
         b->trace_t0 = hb_time_now_ns();
         fprintf(b->trace,
@@ -744,19 +744,19 @@ int hbd_barrier_init(hbd_t *d)
     b->acts = calloc(b->max_acts, sizeof(*b->acts));
     b->ev_yield = evtimer_new(d->base, yield_cb, d);
     if (b->acts == NULL || b->ev_yield == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     d->hwb_fd = -1;
     if (d->hwb != NULL) {
         rc = hb_hwb_fd(d->hwb, &d->hwb_fd);
         if (rc != 0) {
             hb_log_error("chassis barrier %s: no event-loop fd: %s", hb_hwb_name(d->hwb),
-                         hibar_strerror(rc));
+                         hb_status_str(rc));
             d->hwb_fd = -1;
             return rc;
         }
         d->ev_hwb = event_new(d->base, d->hwb_fd, EV_READ | EV_PERSIST, hwb_fd_cb, d);
         if (d->ev_hwb == NULL || event_add(d->ev_hwb, NULL) != 0)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
     }
     hb_log_info("barrier engine: %s, role %s, chassis barrier %s", hb_hier_proto_name(hc.protocol),
                 hb_hier_role(b->h), d->hwb ? hb_hwb_name(d->hwb) : "none");
@@ -772,9 +772,9 @@ void hbd_barrier_fini(hbd_t *d)
         hbd_req_t *r = b->reqs;
         b->reqs = r->next;
         if (r->cb != NULL)
-            r->cb(d, r->coll, HIBAR_ERR_UNAVAIL, r->cb_arg);
+            r->cb(d, r->coll, HB_ERR_UNAVAIL, r->cb_arg);
         hbd_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
-                  HIBAR_ERR_UNAVAIL);
+                  HB_ERR_UNAVAIL);
         hbd_reply_release(r->conn);
         free(r);
     }

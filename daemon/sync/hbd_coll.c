@@ -10,7 +10,7 @@
 #include "hbd_barrier.h"
 #include "hbd_model.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -25,7 +25,7 @@
  * "barrier"). Every COLL frame carries the collective's arguments, so a daemon that gets a
  * frame before its own command builds the schedule from the frame (the executor accepts
  * messages before START); when the command comes, arguments that differ fail it with
- * HIBAR_ERR_MISMATCH, and so does a frame whose arguments differ from the daemon's.
+ * HB_ERR_MISMATCH, and so does a frame whose arguments differ from the daemon's.
  *
  * Data. A control command's collective moves a pattern derived from (collective id, node,
  * byte), and every daemon checks its output against the pattern: the reply says whether the
@@ -39,7 +39,7 @@
  * Sends go through a FIFO per collective: a frame waits while the on-demand link to its
  * peer comes up (hbd_net_link) or the peer's ZeroMQ queue is full, retried from a 1 ms
  * timer. A collective that has not finished after HIBAR_COLL_TIMEOUT_MS (default 60000)
- * fails with HIBAR_ERR_TIMEOUT; a lost node fails every collective in flight.
+ * fails with HB_ERR_TIMEOUT; a lost node fails every collective in flight.
  */
 
 #define HBD_COLL_ACTS 64
@@ -161,13 +161,13 @@ int hbd_coll_init(hbd_t *d)
     hbd_coll_state_t *st = calloc(1, sizeof(*st));
     const char *to = getenv("HIBAR_COLL_TIMEOUT_MS");
     if (st == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     st->site_of = calloc(d->topo->n_nodes, sizeof(uint32_t));
     if (st->site_of == NULL ||
         hb_coll_nodes_from_topo(d->topo, NULL, st->site_of, &st->nodes) != 0) {
         free(st->site_of);
         free(st);
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     }
     /*
      * A collective's buffers (up to 1 GiB on a node) are malloc'd and freed per collective.
@@ -216,8 +216,7 @@ void hbd_coll_fini(hbd_t *d)
         hbd_coll_run_t *r = st->runs;
         st->runs = r->next;
         if (r->conn != NULL)
-            hbd_reply(r->conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST, "daemon stopping",
-                      r->id);
+            hbd_reply(r->conn, "err %d %s id=%" PRIu64, HB_ERR_PEER_LOST, "daemon stopping", r->id);
         run_free(r);
     }
     while (st->early != NULL) {
@@ -282,12 +281,12 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
     uint64_t *counts = NULL;
     int rc;
     if (r == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     if (ranks_of != NULL) {
         r->ranks_of = malloc(nodes.n_nodes * sizeof(uint32_t));
         if (r->ranks_of == NULL) {
             free(r);
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
         memcpy(r->ranks_of, ranks_of, nodes.n_nodes * sizeof(uint32_t));
         nodes.ranks_of = r->ranks_of;
@@ -298,7 +297,7 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
         counts = calloc(st->nodes.n_nodes, sizeof(uint64_t));
         if (counts == NULL) {
             run_free(r);
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
         for (uint32_t i = 0; i < st->nodes.n_nodes; i++)
             counts[i] = vcount(key->size, i);
@@ -307,7 +306,7 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
     r->id = id;
     r->key = *key;
     r->t_created = hb_time_now_ns();
-    rc = key->size > HBD_COLL_MAX_TOTAL ? HIBAR_ERR_INVAL : hb_coll_sched_build(&nodes, &a, &r->s);
+    rc = key->size > HBD_COLL_MAX_TOTAL ? HB_ERR_INVAL : hb_coll_sched_build(&nodes, &a, &r->s);
     free(counts);
     if (rc != 0)
         goto err_free;
@@ -315,7 +314,7 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
     if (s->total > HBD_COLL_MAX_TOTAL) {
         hb_log_error("collective %" PRIu64 ": %" PRIu64 " bytes exceed the daemon's limit of %llu",
                      id, s->total, HBD_COLL_MAX_TOTAL);
-        rc = HIBAR_ERR_INVAL;
+        rc = HB_ERR_INVAL;
         goto err_free;
     }
     if ((s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST) && v == s->root)
@@ -324,7 +323,7 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
         r->in_len = s->bytes[v];
     r->in = malloc(r->in_len + 1);
     if (r->in == NULL) {
-        rc = HIBAR_ERR_NOMEM;
+        rc = HB_ERR_NOMEM;
         goto err_free;
     }
     *r_p = r;
@@ -442,11 +441,11 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
         hb_log_error("collective %" PRIu64 " (%s %s): wrong data in node %" PRIu32 "'s output",
                      r->id, hb_coll_op_name(r->s->op), hb_coll_alg_name(r->s->alg), d->self);
         r->failed = 1;
-        r->status = HIBAR_ERR_INTERNAL;
+        r->status = HB_ERR_INTERNAL;
     }
     if (r->failed) {
         st->failed++;
-        hbd_reply(r->conn, "err %d %s id=%" PRIu64, r->status, hibar_strerror(r->status), r->id);
+        hbd_reply(r->conn, "err %d %s id=%" PRIu64, r->status, hb_status_str(r->status), r->id);
     } else {
         st->done++;
         hbd_reply(r->conn,
@@ -551,7 +550,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
             if (now - r->last_link_ns >= HBD_COLL_LINK_NS) {
                 r->last_link_ns = now;
                 int rc = hbd_net_link(d, a->to);
-                if (rc != 0 && rc != HIBAR_ERR_WOULD_BLOCK) {
+                if (rc != 0 && rc != HB_ERR_WOULD_BLOCK) {
                     run_fail(r, rc);
                     return;
                 }
@@ -573,7 +572,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
         }
         int rc = hbd_net_send_coll(d, a->to, r->id, pl, a->data, (uint32_t)a->len,
                                    run_holder(d, r, a->data, a->len));
-        if (rc == HIBAR_ERR_WOULD_BLOCK) {
+        if (rc == HB_ERR_WOULD_BLOCK) {
             rc = run_read_ahead(r);
             if (rc != 0)
                 run_fail(r, rc);
@@ -595,13 +594,13 @@ static int run_queue(hbd_coll_run_t *r, const hb_coll_act_t *a)
     if (a->len > HBD_WIRE_COLL_MAX_DATA) {
         hb_log_error("collective %" PRIu64 ": segment of %" PRIu64 " bytes exceeds a frame", r->id,
                      a->len);
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     if (r->nq == r->qcap) {
         size_t cap = r->qcap ? r->qcap * 2 : 64;
         hb_coll_act_t *q = realloc(r->q, cap * sizeof(*q));
         if (q == NULL)
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         r->q = q;
         r->qcap = cap;
     }
@@ -617,7 +616,7 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
     for (;;) {
         size_t n = 0;
         int rc = hb_coll_exec_step(r->x, ev, acts, HBD_COLL_ACTS, &n);
-        if (rc == HIBAR_ERR_PROTO) {
+        if (rc == HB_ERR_PROTO) {
             d->coll->bad++;
             if (!r->warned) {
                 char buf[160];
@@ -674,7 +673,7 @@ static void timer_cb(hbd_t *d, void *arg)
             hb_coll_exec_describe(r->x, buf, sizeof(buf));
             hb_log_error("collective %" PRIu64 " timed out on node %" PRIu32 ": %s", r->id, d->self,
                          buf);
-            run_fail(r, HIBAR_ERR_TIMEOUT);
+            run_fail(r, HB_ERR_TIMEOUT);
         }
         run_maybe_finish(d, r);
     }
@@ -803,7 +802,7 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
         hbd_reply(conn,
                   "err %d usage: coll scatter[v]|gather[v]|bcast|allgather[v] "
                   "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
-                  HIBAR_ERR_INVAL);
+                  HB_ERR_INVAL);
         return;
     }
     if (v[2] == 0 && env_lanes != NULL)
@@ -819,15 +818,15 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
     model_choose(d, &key, auto_alg, &pred);
     uint64_t id = st->next_id++;
     if (d->lost) {
-        hbd_reply(conn, "err %d %s id=%" PRIu64, HIBAR_ERR_PEER_LOST,
-                  hibar_strerror(HIBAR_ERR_PEER_LOST), id);
+        hbd_reply(conn, "err %d %s id=%" PRIu64, HB_ERR_PEER_LOST, hb_status_str(HB_ERR_PEER_LOST),
+                  id);
         return;
     }
     hbd_coll_run_t *r = run_find(st, id);
     if (r == NULL) {
         int rc = run_create(d, id, &key, &r);
         if (rc != 0) {
-            hbd_reply(conn, "err %d %s id=%" PRIu64, rc, hibar_strerror(rc), id);
+            hbd_reply(conn, "err %d %s id=%" PRIu64, rc, hb_status_str(rc), id);
             return;
         }
     } else if (!key_equal(&key, &r->key)) {
@@ -836,7 +835,7 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
                      id, hb_coll_op_name(op), hb_coll_alg_name((hb_coll_alg_t)key.alg), key.root,
                      key.size, hb_coll_op_name((hb_coll_op_t)r->key.op),
                      hb_coll_alg_name((hb_coll_alg_t)r->key.alg), r->key.root, r->key.size);
-        run_fail(r, HIBAR_ERR_MISMATCH);
+        run_fail(r, HB_ERR_MISMATCH);
     }
     r->conn = hbd_reply_hold(conn);
     r->predicted_us = pred;
@@ -854,7 +853,7 @@ static void run_start(hbd_t *d, hbd_coll_run_t *r)
     for (uint32_t i = 0; i < ns && !r->failed; i++)
         if (steps[i].peer != HB_COLL_NONE && !hbd_net_peer_up(d, steps[i].peer)) {
             int rc = hbd_net_link(d, steps[i].peer);
-            if (rc != 0 && rc != HIBAR_ERR_WOULD_BLOCK)
+            if (rc != 0 && rc != HB_ERR_WOULD_BLOCK)
                 run_fail(r, rc);
         }
     r->last_link_ns = hb_time_now_ns();
@@ -877,15 +876,15 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
     hbd_coll_state_t *st = d->coll;
     int rc = 0;
     if (st == NULL)
-        rc = HIBAR_ERR_NOT_INIT;
+        rc = HB_ERR_NOT_INIT;
     else if (!(id & HBD_COLL_ID_JOB) || a->op < 0 || a->op >= HB_COLL_OP_COUNT ||
              a->root >= d->topo->n_nodes ||
              (a->vform && (a->counts == NULL || a->op == HB_COLL_BCAST)))
-        rc = HIBAR_ERR_INVAL;
+        rc = HB_ERR_INVAL;
     else if (d->lost)
-        rc = HIBAR_ERR_PEER_LOST;
+        rc = HB_ERR_PEER_LOST;
     else if (run_find(st, id) != NULL)
-        rc = HIBAR_ERR_EXISTS;
+        rc = HB_ERR_EXISTS;
     if (rc != 0) {
         free(in);
         return rc;
@@ -923,7 +922,7 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
                      id, in_len, r->in_len);
         free(in);
         run_free(r);
-        return HIBAR_ERR_INTERNAL;
+        return HB_ERR_INTERNAL;
     }
     if (in != NULL) {
         free(r->in);
@@ -933,7 +932,7 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
         r->rd_done = calloc((r->in_len + HBD_COLL_RD_CHUNK - 1) / HBD_COLL_RD_CHUNK, 1);
         if (r->rd_done == NULL) {
             run_free(r);
-            return HIBAR_ERR_NOMEM;
+            return HB_ERR_NOMEM;
         }
         r->read = a->read;
         r->read_arg = a->read_arg;
@@ -974,7 +973,7 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
         tail = &e->next;
     }
     if (d->lost)
-        run_fail(r, HIBAR_ERR_PEER_LOST);
+        run_fail(r, HB_ERR_PEER_LOST);
     while (mine != NULL) {
         hbd_coll_early_t *e = mine;
         mine = e->next;
@@ -982,7 +981,7 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
         if (!r->failed && !key_equal(&e->key, &r->key)) {
             hb_log_error("collective %#" PRIx64 ": node %" PRIu32 " runs other arguments", r->id,
                          e->from);
-            run_fail(r, HIBAR_ERR_MISMATCH);
+            run_fail(r, HB_ERR_MISMATCH);
         } else if (!r->failed) {
             hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
                                .from = e->from,
@@ -1064,7 +1063,7 @@ static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
         int rc = run_create(d, m->coll_id, &c, &r);
         if (rc != 0) {
             hb_log_warn("collective %" PRIu64 " announced by node %" PRIu32 ": %s", m->coll_id,
-                        m->src, hibar_strerror(rc));
+                        m->src, hb_status_str(rc));
             st->bad++;
             return;
         }
@@ -1074,7 +1073,7 @@ static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
     if (!key_equal(&c, &r->key)) {
         hb_log_error("collective %" PRIu64 ": node %" PRIu32 " runs other arguments than this node",
                      r->id, m->src);
-        run_fail(r, HIBAR_ERR_MISMATCH);
+        run_fail(r, HB_ERR_MISMATCH);
     } else {
         hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
                            .from = m->src,

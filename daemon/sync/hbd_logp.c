@@ -12,7 +12,7 @@
 #include "hb_time.h"
 #include "hbd_logp.h"
 #include "hbd_net.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * Control command (one probe at a time per daemon):
@@ -82,7 +82,7 @@ static void logp_end(logp_probe_t *P)
 
 static void logp_fail(logp_probe_t *P, int rc)
 {
-    hbd_reply(P->conn, "err %d %s", rc, hibar_strerror(rc));
+    hbd_reply(P->conn, "err %d %s", rc, hb_status_str(rc));
     logp_end(P);
 }
 
@@ -121,7 +121,7 @@ static void logp_step(evutil_socket_t fd, short what, void *arg)
     for (uint32_t i = 0; i < P->nto; i++)
         if (!hbd_net_peer_up(P->d, P->to[i])) {
             if (hb_time_now_ns() - P->t_start > 10000000000ull) {
-                logp_fail(P, HIBAR_ERR_TIMEOUT);
+                logp_fail(P, HB_ERR_TIMEOUT);
                 return;
             }
             (void)hbd_net_link(P->d, P->to[i]);
@@ -130,7 +130,7 @@ static void logp_step(evutil_socket_t fd, short what, void *arg)
         }
     if (!P->flood) {
         int rc = logp_send(P, P->to[0], LOGP_RTT);
-        if (rc == HIBAR_ERR_WOULD_BLOCK)
+        if (rc == HB_ERR_WOULD_BLOCK)
             logp_arm(P, 100);
         else if (rc != 0)
             logp_fail(P, rc);
@@ -140,7 +140,7 @@ static void logp_step(evutil_socket_t fd, short what, void *arg)
     while (P->sent < total) {
         uint32_t to = P->to[P->sent % P->nto];
         int rc = logp_send(P, to, P->sent >= total - P->nto ? LOGP_LAST : LOGP_FLOOD);
-        if (rc == HIBAR_ERR_WOULD_BLOCK) {
+        if (rc == HB_ERR_WOULD_BLOCK) {
             logp_arm(P, 100);
             return;
         }
@@ -166,11 +166,11 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
          t = strtok_r(NULL, " \t", &save))
         tok[nt++] = t;
     if (P->conn != NULL) {
-        hbd_reply(conn, "err %d %s", HIBAR_ERR_BUSY, hibar_strerror(HIBAR_ERR_BUSY));
+        hbd_reply(conn, "err %d %s", HB_ERR_BUSY, hb_status_str(HB_ERR_BUSY));
         return;
     }
     if (!d->ready) {
-        hbd_reply(conn, "err %d %s", HIBAR_ERR_NOT_INIT, hibar_strerror(HIBAR_ERR_NOT_INIT));
+        hbd_reply(conn, "err %d %s", HB_ERR_NOT_INIT, hb_status_str(HB_ERR_NOT_INIT));
         return;
     }
     if (nt < 4 || (strcmp(tok[3], "rtt") != 0 && strcmp(tok[3], "flood") != 0))
@@ -197,7 +197,7 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
             else if (hb_cfg_node_find(d->cfg, t, &id) != 0)
                 id = UINT32_MAX;
             if (id == UINT32_MAX || id == d->self || P->nto == LOGP_MAX_TO) {
-                hbd_reply(conn, "err %d unknown node or this node '%.40s'", HIBAR_ERR_INVAL, t);
+                hbd_reply(conn, "err %d unknown node or this node '%.40s'", HB_ERR_INVAL, t);
                 memset(P, 0, sizeof(*P));
                 return;
             }
@@ -216,7 +216,7 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
     mo.min_reps = (uint32_t)(count < 2 ? 2 : minr);
     mo.max_reps = (uint32_t)(count < 2 ? 2 : count);
     mo.rel_err = 0.02;
-    rc = P->buf == NULL || P->ev == NULL ? HIBAR_ERR_NOMEM : 0;
+    rc = P->buf == NULL || P->ev == NULL ? HB_ERR_NOMEM : 0;
     if (rc == 0 && !P->flood) {
         rc = hb_meas_adapt_init(&P->ad, &mo);
         P->have_ad = rc == 0;
@@ -231,7 +231,7 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
     for (uint32_t i = 0; i < P->nto; i++)
         if (!hbd_net_peer_up(d, P->to[i])) {
             rc = hbd_net_link(d, P->to[i]);
-            if (rc != 0 && rc != HIBAR_ERR_WOULD_BLOCK) {
+            if (rc != 0 && rc != HB_ERR_WOULD_BLOCK) {
                 logp_fail(P, rc);
                 return;
             }
@@ -241,7 +241,7 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
 usage:
     hbd_reply(conn,
               "err %d usage: logp TO[,TO...] SIZE(0..%d) COUNT(1..100000) rtt|flood [MIN_REPS]",
-              HIBAR_ERR_INVAL, HBD_WIRE_COLL_MAX_DATA);
+              HB_ERR_INVAL, HBD_WIRE_COLL_MAX_DATA);
 }
 
 /* An ECHO with a PlogP mode arrived: answer it if it asks (rx_t0: when it was taken off the
@@ -286,7 +286,7 @@ static void on_reply(hbd_t *d, const hbd_wire_msg_t *m)
             return;
         }
         if (hb_meas_adapt_stats(&P->ad, &st) != 0) {
-            logp_fail(P, HIBAR_ERR_INTERNAL);
+            logp_fail(P, HB_ERR_INTERNAL);
             return;
         }
         hbd_reply(P->conn,
@@ -322,7 +322,7 @@ static void echo_fail(logp_echo_t *e, int rc, const char *why)
 {
     if (e->conn == NULL)
         return;
-    hbd_reply(e->conn, "err tsr %d %s", rc, why != NULL ? why : hibar_strerror(rc));
+    hbd_reply(e->conn, "err tsr %d %s", rc, why != NULL ? why : hb_status_str(rc));
     hbd_reply_release(e->conn);
     free(e->rtt);
     memset(e, 0, sizeof(*e));
@@ -335,21 +335,21 @@ static void echo_next(hbd_t *d, logp_echo_t *e)
     hbd_wire_put32(pl + 4, 0);
     e->t0 = hb_time_now_ns();
     if (hbd_net_send(d, e->to, HBD_WIRE_ECHO, 0, 0, pl, sizeof(pl)) != 0)
-        echo_fail(e, HIBAR_ERR_PEER_LOST, NULL);
+        echo_fail(e, HB_ERR_PEER_LOST, NULL);
 }
 
 int hbd_logp_tsr_start(hbd_t *d, hbd_reply_t *r, uint32_t to, uint32_t n)
 {
     logp_echo_t *e = &d->logp->echo;
     if (e->conn != NULL)
-        return HIBAR_ERR_BUSY;
+        return HB_ERR_BUSY;
     if (hbd_net_peer(d, to) == NULL)
-        return HIBAR_ERR_NOT_FOUND;
+        return HB_ERR_NOT_FOUND;
     if (n == 0 || n > 1000000)
-        return HIBAR_ERR_INVAL;
+        return HB_ERR_INVAL;
     e->rtt = calloc(n, sizeof(double));
     if (e->rtt == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     e->conn = hbd_reply_hold(r);
     e->to = to;
     e->n = n;
@@ -404,7 +404,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             /* a connection that closed under a flood is often a heartbeat timeout: TCP stalled
              * in retransmission back-off longer than heartbeat.timeout_ms (tiny switch queues) */
             hbd_reply(P->conn, "err %d node %" PRIu32 " lost during the %s probe (%s)", status,
-                      node, P->flood ? "flood" : "rtt", hibar_strerror(status));
+                      node, P->flood ? "flood" : "rtt", hb_status_str(status));
             logp_end(P);
             return;
         }
@@ -414,7 +414,7 @@ int hbd_logp_init(hbd_t *d)
 {
     d->logp = calloc(1, sizeof(*d->logp));
     if (d->logp == NULL)
-        return HIBAR_ERR_NOMEM;
+        return HB_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
     return hbd_net_on_lost(d, on_lost, 10);
 }
@@ -425,9 +425,9 @@ void hbd_logp_fini(hbd_t *d)
         return;
     logp_probe_t *P = &d->logp->lp;
     if (P->conn != NULL)
-        hbd_reply(P->conn, "err %d daemon stopping", HIBAR_ERR_PEER_LOST);
+        hbd_reply(P->conn, "err %d daemon stopping", HB_ERR_PEER_LOST);
     logp_end(P);
-    echo_fail(&d->logp->echo, HIBAR_ERR_PEER_LOST, "daemon stopping"); /* as the PlogP one */
+    echo_fail(&d->logp->echo, HB_ERR_PEER_LOST, "daemon stopping"); /* as the PlogP one */
     free(d->logp);
     d->logp = NULL;
 }

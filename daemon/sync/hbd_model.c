@@ -11,7 +11,7 @@
 #include "hb_log.h"
 #include "hb_params.h"
 #include "hbd_model.h"
-#include "hibar.h"
+#include "hb_status.h"
 
 /*
  * The file hibar-bench logp and lanes write for this cluster (hb_params_path: $HIBAR_MODEL_CACHE,
