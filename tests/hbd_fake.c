@@ -388,7 +388,7 @@ static void deliver(fk_cluster_t *c, const fk_frame_t *f)
         return;
     }
     d->st.rx_frames++;
-    (void)hbd_net_deliver(d, &m);
+    (void)hbd_deliver(d, &m);
     doorbells(c);
 }
 

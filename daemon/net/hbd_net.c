@@ -61,23 +61,7 @@ static uint32_t id_parse(const void *data, size_t len)
 
 static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
 {
-    if (node >= d->topo->n_nodes || d->peer_of == NULL || d->peer_of[node] == UINT32_MAX)
-        return NULL;
-    return &d->peers[d->peer_of[node]];
-}
-
-hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node)
-{
-    return peer_get(d, node);
-}
-
-void hbd_net_peer_heard(hbd_t *d, uint32_t node)
-{
-    hbd_peer_t *p = peer_get(d, node);
-    if (p != NULL) {
-        p->last_rx_ns = hb_time_now_ns();
-        p->probe_ns = 0;
-    }
+    return hbd_peer_of(d, node);
 }
 
 static int add_peer(hbd_t *d, uint32_t node);
@@ -484,7 +468,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
                             from);
             return;
         }
-        hbd_net_peer_heard(d, from);
+        hbd_peer_heard(p, hb_time_now_ns());
         d->st.rx_frames++;
         switch (m.type) {
         case HBD_WIRE_HELLO: {
@@ -520,7 +504,12 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
              * finds it up instead of waiting out its handshake (a failure is retried then) */
             if (d->data_out != NULL && h.data_port != 0)
                 (void)data_link(d, p);
-            hbd_fast_on_hello(d, p, h.fast_port);
+            char host[INET6_ADDRSTRLEN + 2];
+            hbd_fast_on_hello(d, p, h.fast_port,
+                              p->outgoing && h.fast_port != 0 &&
+                                      hbd_net_peer_host(d, p, host, sizeof(host)) == 0
+                                  ? host
+                                  : NULL);
             check_ready(d);
             return;
         }
@@ -536,7 +525,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         }
         default:
-            if (hbd_net_deliver(d, &m) == 0)
+            if (hbd_deliver(d, &m) == 0)
                 return;
             why = HBD_WIRE_BAD_TYPE;
         }
@@ -640,7 +629,7 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     d->st.rx_frames++;
     d->st.data_rx++;
     if (m.type == HBD_WIRE_FENCE) {
-        (void)hbd_net_deliver(d, &m);
+        (void)hbd_deliver(d, &m);
         return;
     }
     data = tail != NULL ? zmq_msg_data(tail) : m.payload + HBD_WIRE_COLL_HDR;
@@ -924,20 +913,6 @@ uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t)
     return up_of(d, d->self); /* else up (never NONE at the root: the root is every ancestor) */
 }
 
-int hbd_accept(int lfd, const char *what)
-{
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0)
-            return fd;
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            hb_log_warn("accept on the %s: %m", what);
-        return -1;
-    }
-}
-
 static int sockopt_int(void *s, int opt, int v, const char *name)
 {
     if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
@@ -1149,7 +1124,7 @@ int hbd_net_start(hbd_t *d)
 
     if (d->cfg->data_plane == HB_CFG_DATA_PLAIN && (rc = data_start(d, cn)) != 0)
         return rc;
-    if ((rc = hbd_fast_start(d, cn->address)) != 0)
+    if ((rc = hbd_fast_start(d, cn->address, check_ready)) != 0)
         return rc;
 
     snprintf(mon_ep, sizeof(mon_ep), HBD_MON_ENDPOINT_FMT, (unsigned)getpid());

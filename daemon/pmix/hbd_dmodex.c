@@ -519,6 +519,7 @@ int hbd_dmodex_init(hbd_t *d)
     if (dm.tick == NULL || dm.wait == NULL)
         return HIBAR_ERR_NOMEM;
     hbd_net_on_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
+    hbd_pmix_on_dmodex(hbd_dmodex_request);
     return 0;
 }
 
@@ -540,6 +541,7 @@ void hbd_dmodex_fini(hbd_t *d)
         else
             free(s);
     }
+    hbd_pmix_on_dmodex(NULL);
     hbd_timer_free(dm.tick);
     hbd_timer_free(dm.wait);
     dm.tick = dm.wait = NULL;

@@ -343,7 +343,7 @@ int hbd_logp_tsr_start(hbd_t *d, hbd_reply_t *r, uint32_t to, uint32_t n)
     logp_echo_t *e = &d->logp->echo;
     if (e->conn != NULL)
         return HIBAR_ERR_BUSY;
-    if (hbd_net_peer(d, to) == NULL)
+    if (hbd_peer_of(d, to) == NULL)
         return HIBAR_ERR_NOT_FOUND;
     if (n == 0 || n > 1000000)
         return HIBAR_ERR_INVAL;

@@ -178,9 +178,9 @@ struct hbd {
 
     /* barriers */
     struct hbd_barrier_state *bar;
-    struct hbd_coll_state *coll; /* collectives in flight (hbd_coll.c) */
-    struct hbd_logp *logp;       /* the PlogP and T_SR probes (hbd_logp.c) */
-    struct hbd_relay *relay;     /* launch forwarding (hbd_relay.c) */
+    struct hbd_coll_state *coll;   /* collectives in flight (hbd_coll.c) */
+    struct hbd_logp *logp;         /* the PlogP and T_SR probes (hbd_logp.c) */
+    struct hbd_relay *relay;       /* launch forwarding (hbd_relay.c) */
     struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */
 
     hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
@@ -188,8 +188,30 @@ struct hbd {
     hbd_stats_t st;
 };
 
-/* Build the file paths in the run dir for a node name. */
-void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
-               char *port, size_t lpo);
+/* Hand a validated frame to the service registered for its type (the transport's receive
+ * table, hbd_net.h): 0, or -1 when none takes it. The one lookup on the per-frame path. */
+static inline int hbd_deliver(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_net_rx_fn fn = m->type <= HBD_WIRE_TYPE_MAX ? d->rx[m->type].on_msg : NULL;
+    if (fn == NULL)
+        return -1;
+    fn(d, m);
+    return 0;
+}
+
+/* The neighbour record of `node`, or NULL (not linked). */
+static inline hbd_peer_t *hbd_peer_of(const hbd_t *d, uint32_t node)
+{
+    if (node >= d->topo->n_nodes || d->peer_of == NULL || d->peer_of[node] == UINT32_MAX)
+        return NULL;
+    return &d->peers[d->peer_of[node]];
+}
+
+/* Something arrived from p at time now: it is alive (any frame ends a heartbeat probe). */
+static inline void hbd_peer_heard(hbd_peer_t *p, uint64_t now)
+{
+    p->last_rx_ns = now;
+    p->probe_ns = 0;
+}
 
 #endif
