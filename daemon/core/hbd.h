@@ -5,7 +5,6 @@
  * module's own static struct behind its init/fini:
  *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, its thread
  *                                 queues upcalls here for the loop
- *   pmix/hbd_dmodex.c dm         direct modex requests, which follow that server
  *   sync/hbd_model.c  hbd_model  the cached model file (hibar-bench logp's), one per host
  */
 #ifndef HBD_H
@@ -182,6 +181,7 @@ struct hbd {
     struct hbd_logp *logp;         /* the PlogP and T_SR probes (hbd_logp.c) */
     struct hbd_relay *relay;       /* launch forwarding (hbd_relay.c) */
     struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */
+    struct hbd_dmodex *dmodex;     /* direct modex requests (hbd_dmodex.c) */
 
     hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
 

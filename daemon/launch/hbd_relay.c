@@ -22,6 +22,7 @@
 #include "hbd_launch.h"
 #include "hbd_net.h"
 #include "hbd_relay.h"
+#include "hbd_route.h"
 #include "hibar.h"
 
 /*
@@ -172,7 +173,7 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     hbd_wire_job_pack(x, pl);
     if (dlen > 0)
         memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
-    uint32_t to = hbd_net_next_hop(d, x->dest);
+    uint32_t to = hbd_route_next_hop(d, x->dest);
     if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
         return HIBAR_ERR_NOT_FOUND;
     int queued = 0;

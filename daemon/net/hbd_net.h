@@ -67,8 +67,5 @@ void hbd_net_retry(hbd_t *d, uint64_t now);
 void hbd_net_heartbeat(hbd_t *d, uint64_t now);
 /* Nothing in flight: no probe is pending. */
 void hbd_net_heartbeat_idle(hbd_t *d);
-/* Next hop from this node toward node t on the chassis data tree (port -> Center -> parent
- * chassis): JOB and DMODEX frames travel hop by hop on links the daemons keep anyway. */
-uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t);
 
 #endif
