@@ -21,6 +21,7 @@
 #include "hbd_cron.h"
 #include "hbd_fake.h"
 #include "hbd_fence.h"
+#include "hbd_hooks.h"
 #include "hbd_net.h"
 #include "hibar.h"
 #include "hwb.h"
@@ -117,38 +118,9 @@ int hb_hwb_fd_arm(hb_hwb_t *h, int armed)
 
 /* ---- the transport ---- */
 
-void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
-{
-    if (type <= HBD_WIRE_TYPE_MAX) {
-        d->rx[type].on_msg = on_msg;
-        d->rx[type].on_seg = on_seg;
-    }
-}
-
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
-{
-    uint32_t i = d->n_lost_subs;
-    if (i == HBD_NET_LOST_MAX)
-        return HIBAR_ERR_NOMEM;
-    for (; i > 0 && d->lost_order[i - 1] > order; i--) {
-        d->lost_subs[i] = d->lost_subs[i - 1];
-        d->lost_order[i] = d->lost_order[i - 1];
-    }
-    d->lost_subs[i] = fn;
-    d->lost_order[i] = order;
-    d->n_lost_subs++;
-    return 0;
-}
-
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
-    int first = !d->lost;
-    if (first) {
-        d->lost = 1;
-        d->lost_node = node;
-    }
-    for (uint32_t i = 0; i < d->n_lost_subs; i++)
-        d->lost_subs[i](d, node, status, first);
+    (void)hbd_hooks_lost_run(d, node, status);
 }
 
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
@@ -238,14 +210,6 @@ int hbd_net_peer_up(hbd_t *d, uint32_t node)
 }
 
 /* ---- the cron and timers ---- */
-
-int hbd_cron_every(hbd_t *d, hbd_cron_fn fn)
-{
-    if (d->n_cron == HBD_CRON_MAX)
-        return HIBAR_ERR_NOMEM;
-    d->cron_fns[d->n_cron++] = fn;
-    return 0;
-}
 
 void hbd_cron_arm(hbd_t *d)
 {

@@ -16,6 +16,15 @@
 #include "hbd_fence.h"
 #include "hibar.h"
 
+/* Let time pass: n steps of ms milliseconds, the frames they cause delivered after each. */
+static void idle(fk_cluster_t *c, int n, uint64_t ms)
+{
+    for (int k = 0; k < n; k++) {
+        fk_advance(c, ms * 1000000);
+        fk_run(c, 1000000);
+    }
+}
+
 /* ---- barrier ---------------------------------------------------------------------------- */
 
 #define NB 8 /* collectives per run */
@@ -405,41 +414,18 @@ static void coll_start_all(fk_cluster_t *c, coll_res_t *r, uint64_t id, int op, 
     }
 }
 
-static void test_coll_complete(void)
-{
-    static const char *const algs[] = {"flat", "binomial"};
-    static const int ops[] = {HB_COLL_ALLGATHER, HB_COLL_BCAST};
-    for (size_t a = 0; a < 2; a++)
-        for (size_t o = 0; o < 2; o++)
-            for (uint64_t seed = 1; seed <= 3; seed++) {
-                fk_cluster_t c;
-                coll_res_t r;
-                memset(&r, 0, sizeof(r));
-                setenv("HIBAR_COLL_ALG", algs[a], 1);
-                CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, seed) == 0);
-                coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, ops[o], (uint32_t)seed % c.n,
-                               UINT32_MAX);
-                fk_run(&c, 1000000);
-                for (uint32_t i = 0; i < c.n; i++) {
-                    CU_ASSERT_EQUAL(r.calls[i], 1);
-                    CU_ASSERT_EQUAL(r.status[i], 0);
-                    CU_ASSERT(r.ok[i]);
-                }
-                fk_cluster_fini(&c);
-            }
-    unsetenv("HIBAR_COLL_ALG");
-}
-
-/* Segments delivered twice do not complete a collective twice nor spoil its output. */
-static void test_coll_duplicates(void)
+/* One collective on every node (n_ch chassis of 2), every k-th frame delivered twice: each
+ * node's part ends once, with the right output. */
+static void coll_case(const char *alg, int op, uint32_t root, uint32_t n_ch, int dup_every,
+                      uint64_t seed)
 {
     fk_cluster_t c;
     coll_res_t r;
     memset(&r, 0, sizeof(r));
-    setenv("HIBAR_COLL_ALG", "binomial", 1);
-    CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 21) == 0);
-    c.dup_every = 3;
-    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, UINT32_MAX);
+    setenv("HIBAR_COLL_ALG", alg, 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, n_ch, 2, 2, 30000, seed) == 0);
+    c.dup_every = dup_every;
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, op, root % c.n, UINT32_MAX);
     fk_run(&c, 1000000);
     for (uint32_t i = 0; i < c.n; i++) {
         CU_ASSERT_EQUAL(r.calls[i], 1);
@@ -448,6 +434,23 @@ static void test_coll_duplicates(void)
     }
     fk_cluster_fini(&c);
     unsetenv("HIBAR_COLL_ALG");
+}
+
+static void test_coll_complete(void)
+{
+    static const char *const algs[] = {"flat", "binomial"};
+    static const int ops[] = {HB_COLL_ALLGATHER, HB_COLL_BCAST};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t o = 0; o < 2; o++)
+            for (uint64_t seed = 1; seed <= 3; seed++)
+                coll_case(algs[a], ops[o], (uint32_t)seed, 3, 0, seed);
+}
+
+/* Segments delivered twice do not complete a collective twice nor spoil its output. */
+static void test_coll_duplicates(void)
+{
+    coll_case("binomial", HB_COLL_ALLGATHER, 0, 4, 3, 21);
+    coll_case("flat", HB_COLL_BCAST, 2, 3, 2, 22);
 }
 
 /* A node that never starts: the others time out (HIBAR_COLL_TIMEOUT_MS, fake clock). */
@@ -463,10 +466,7 @@ static void test_coll_timeout(void)
     fk_run(&c, 1000000);
     for (uint32_t i = 0; i < c.n; i++)
         CU_ASSERT_EQUAL(r.calls[i], 0);
-    for (int k = 0; k < 20; k++) {
-        fk_advance(&c, 50ull * 1000000);
-        fk_run(&c, 1000000);
-    }
+    idle(&c, 20, 50);
     for (uint32_t i = 0; i < c.n; i++) {
         if (i == 4)
             continue;
@@ -593,22 +593,13 @@ static void test_dmodex_key_wait(void)
     fk_job_add(&c, 6);
     dm_ask(&c, 0, FK_NSPACE, 5, "my.key", 2000, &a);
     dm_ask(&c, 1, FK_NSPACE, 4, "my.key", 500, &b);
-    for (int k = 0; k < 10; k++) {
-        fk_advance(&c, 20ull * 1000000);
-        fk_run(&c, 1000000);
-    }
+    idle(&c, 10, 20);
     CU_ASSERT_EQUAL(a.calls, 0);
     CU_ASSERT_EQUAL(b.calls, 0);
     fk_key_commit(5);
-    for (int k = 0; k < 10; k++) {
-        fk_advance(&c, 40ull * 1000000);
-        fk_run(&c, 1000000);
-    }
+    idle(&c, 10, 40);
     CU_ASSERT(dm_is(&a, 5));
-    for (int k = 0; k < 20; k++) {
-        fk_advance(&c, 100ull * 1000000);
-        fk_run(&c, 1000000);
-    }
+    idle(&c, 20, 100);
     CU_ASSERT_EQUAL(b.calls, 1);
     CU_ASSERT_EQUAL(b.status, PMIX_ERR_TIMEOUT);
     CU_ASSERT_EQUAL(a.calls, 1);

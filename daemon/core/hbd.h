@@ -90,7 +90,7 @@ typedef struct hbd_jobs {
     uint32_t n_local_ranks;        /* ranks here of the jobs not done (the waiting rule) */
     const struct hbd_job_ops *ops; /* the launcher's answers to rank events, or NULL */
 } hbd_jobs_t;
-/* A frame of a wire type a service registered (hbd_net_on_frame), validated by
+/* A frame of a wire type a service registered (hbd_hooks_frame), validated by
  * hbd_wire_decode; from a live neighbour. */
 typedef void (*hbd_net_rx_fn)(hbd_t *d, const hbd_wire_msg_t *m);
 /* A COLL frame whose data lies elsewhere than after its header (the data plane's two parts). */
@@ -104,7 +104,7 @@ typedef struct hbd_net_rx {
     hbd_net_seg_fn on_seg; /* COLL only, NULL elsewhere */
 } hbd_net_rx_t;
 #define HBD_NET_LOST_MAX 8
-/* Periodic work (hbd_cron_every): timeouts of what is in flight; 1 while something is. */
+/* Periodic work (hbd_hooks_cron): timeouts of what is in flight; 1 while something is. */
 typedef int (*hbd_cron_fn)(hbd_t *d, uint64_t now);
 #define HBD_CRON_MAX 8
 

@@ -17,6 +17,7 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_barrier.h"
 #include "hbd_cron.h"
 #include "hbd_launch.h"
@@ -963,8 +964,8 @@ int hbd_relay_init(hbd_t *d)
     d->relay = calloc(1, sizeof(*d->relay));
     if (d->relay == NULL)
         return HIBAR_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_JOB, on_msg, NULL);
-    return hbd_net_on_lost(d, on_lost, 40);
+    hbd_hooks_frame(d, HBD_WIRE_JOB, on_msg, NULL);
+    return hbd_hooks_lost(d, on_lost, 40);
 }
 
 void hbd_relay_fini(hbd_t *d)

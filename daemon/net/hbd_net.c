@@ -20,6 +20,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_fast.h"
+#include "hbd_hooks.h"
 #include "hbd_net.h"
 #include "hibar.h"
 
@@ -382,29 +383,6 @@ void hbd_net_check_ready(hbd_t *d)
     check_ready(d);
 }
 
-void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
-{
-    if (type <= HBD_WIRE_TYPE_MAX) {
-        d->rx[type].on_msg = on_msg;
-        d->rx[type].on_seg = on_seg;
-    }
-}
-
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
-{
-    uint32_t i = d->n_lost_subs;
-    if (i == HBD_NET_LOST_MAX)
-        return HIBAR_ERR_NOMEM;
-    for (; i > 0 && d->lost_order[i - 1] > order; i--) {
-        d->lost_subs[i] = d->lost_subs[i - 1];
-        d->lost_order[i] = d->lost_order[i - 1];
-    }
-    d->lost_subs[i] = fn;
-    d->lost_order[i] = order;
-    d->n_lost_subs++;
-    return 0;
-}
-
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
     hbd_peer_t *p = peer_get(d, node);
@@ -414,16 +392,10 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
         hbd_fast_peer_down(d, p);
     }
     /* every loss ends what waits on that node (the probes); the first fails everything */
-    int first = !d->lost;
-    if (first) {
-        d->lost = 1;
-        d->lost_node = node;
+    if (!d->lost)
         hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node,
                     hibar_strerror(status));
-    }
-    for (uint32_t i = 0; i < d->n_lost_subs; i++)
-        d->lost_subs[i](d, node, status, first);
-    if (!first)
+    if (!hbd_hooks_lost_run(d, node, status))
         return;
     /* flood: every live neighbour learns it once, and passes it on once */
     uint8_t pl[8];

@@ -9,17 +9,11 @@
 #include "hbd.h"
 
 /*
- * The transport knows no service: each registers, at its init, a handler per wire type it
- * consumes (hbd_net_on_frame) and a subscriber for lost nodes (hbd_net_on_lost); the ZeroMQ
- * link, the data plane and the fast lane all deliver through that table (hbd_deliver, hbd.h).
- * HELLO, HEARTBEAT and ABORT are the transport's own.
+ * The transport knows no service: each registers, at its start, a handler per wire type it
+ * consumes and a subscriber for lost nodes (hbd_hooks.h); the ZeroMQ link, the data plane and
+ * the fast lane all deliver through that table (hbd_deliver, hbd.h). HELLO, HEARTBEAT and
+ * ABORT are the transport's own.
  */
-void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg);
-/* Subscribers are called by ascending order (then as they registered): today the probes (10)
- * end first, then barriers (20), collectives (30) and relayed jobs (40) fail. 0, or NOMEM when
- * the table is full. */
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order);
-
 int hbd_net_start(hbd_t *d);
 void hbd_net_stop(hbd_t *d);
 /* Send one frame to neighbour node `to`. 0, HIBAR_ERR_NOT_FOUND (no such neighbour),

@@ -10,6 +10,7 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_cron.h"
 #include "hbd_dmodex.h"
 #include "hbd_route.h"
@@ -531,7 +532,7 @@ int hbd_dmodex_init(hbd_t *d)
     D->wait = hbd_timer_new(d, wait_cb, NULL);
     if (D->tick == NULL || D->wait == NULL)
         return HIBAR_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
+    hbd_hooks_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
     hbd_pmix_on_dmodex(hbd_dmodex_request);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include "hb_log.h"
 #include "hb_meas.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_logp.h"
 #include "hbd_net.h"
 #include "hibar.h"
@@ -415,8 +416,8 @@ int hbd_logp_init(hbd_t *d)
     d->logp = calloc(1, sizeof(*d->logp));
     if (d->logp == NULL)
         return HIBAR_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
-    return hbd_net_on_lost(d, on_lost, 10);
+    hbd_hooks_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
+    return hbd_hooks_lost(d, on_lost, 10);
 }
 
 void hbd_logp_fini(hbd_t *d)
