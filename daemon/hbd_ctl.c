@@ -15,7 +15,7 @@
 
 #include "hb_log.h"
 #include "hbd_ctl.h"
-#include "hbd_net.h"
+#include "hbd_sock.h"
 #include "hb_status.h"
 
 #define HBD_CTL_LINE 512

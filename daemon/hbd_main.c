@@ -67,6 +67,10 @@ static void usage(FILE *f)
     fprintf(f, "Exit status: 0 clean stop, 1 start-up failure, 2 bad configuration or usage.\n");
 }
 
+/* The file paths in the run dir for a node name, truncated if too long (external linkage: as a
+ * static function GCC inlines it and warns of that truncation under -Werror). */
+void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
+               char *port, size_t lpo);
 void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
                char *port, size_t lpo)
 {

@@ -14,8 +14,8 @@ if ! clang -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" 2>/dev/null; then
     exit 77
 fi
 clang -g -O1 -std=gnu11 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -I"$src/daemon/net" -I"$src/libclient" -I"$src/common" \
-    "$src/tests/fuzz/fuzz_wire.c" "$src/daemon/net/wire.c" "$src/common/hb_status.c" \
+    -fno-sanitize-recover=undefined -I"$src/daemon/core" -I"$src/libclient" -I"$src/common" \
+    "$src/tests/fuzz/fuzz_wire.c" "$src/daemon/core/wire.c" "$src/common/hb_status.c" \
     -o "$work/fuzz_wire" || exit 99
 # seeds: a valid HELLO (30 nodes), a HIER frame, a heartbeat
 mkdir -p "$work/corpus"

@@ -8,18 +8,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <inttypes.h>
+#include <pmix_server.h>
+#include <stdio.h>
+
 #include "hbd_barrier.h"
 #include "hbd_coll.h"
+#include "hbd_dmodex.h"
+#include "hbd_job.h"
+#include "hbd_pmix.h"
 #include "hbd_model.h"
 #include "hbd_cron.h"
 #include "hbd_fake.h"
 #include "hbd_fence.h"
+#include "hbd_hooks.h"
 #include "hbd_net.h"
 #include "hibar.h"
 #include "hwb.h"
 
 uint64_t fk_now = 1000000000ull;
 static fk_cluster_t *fk; /* the cluster the fakes below serve (one at a time) */
+static hbd_t *fk_cur;    /* the node whose engine runs (the fake PMIx answers to its loop) */
+static int calls_run(void);
+static void jobs_free(fk_cluster_t *c);
 static uint64_t rng;
 
 static uint64_t rnd(void)
@@ -107,38 +118,9 @@ int hb_hwb_fd_arm(hb_hwb_t *h, int armed)
 
 /* ---- the transport ---- */
 
-void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
-{
-    if (type <= HBD_WIRE_TYPE_MAX) {
-        d->rx[type].on_msg = on_msg;
-        d->rx[type].on_seg = on_seg;
-    }
-}
-
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
-{
-    uint32_t i = d->n_lost_subs;
-    if (i == HBD_NET_LOST_MAX)
-        return HIBAR_ERR_NOMEM;
-    for (; i > 0 && d->lost_order[i - 1] > order; i--) {
-        d->lost_subs[i] = d->lost_subs[i - 1];
-        d->lost_order[i] = d->lost_order[i - 1];
-    }
-    d->lost_subs[i] = fn;
-    d->lost_order[i] = order;
-    d->n_lost_subs++;
-    return 0;
-}
-
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
-    int first = !d->lost;
-    if (first) {
-        d->lost = 1;
-        d->lost_node = node;
-    }
-    for (uint32_t i = 0; i < d->n_lost_subs; i++)
-        d->lost_subs[i](d, node, status, first);
+    (void)hbd_hooks_lost_run(d, node, status);
 }
 
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
@@ -228,14 +210,6 @@ int hbd_net_peer_up(hbd_t *d, uint32_t node)
 }
 
 /* ---- the cron and timers ---- */
-
-int hbd_cron_every(hbd_t *d, hbd_cron_fn fn)
-{
-    if (d->n_cron == HBD_CRON_MAX)
-        return HIBAR_ERR_NOMEM;
-    d->cron_fns[d->n_cron++] = fn;
-    return 0;
-}
 
 void hbd_cron_arm(hbd_t *d)
 {
@@ -341,7 +315,7 @@ int fk_cluster_init(fk_cluster_t *c, uint32_t n_chassis, uint32_t size, uint32_t
         fk_hwb[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         d->hwb = &fk_hwb[i].base;
         if (d->base == NULL || fk_hwb[i].fd < 0 || hbd_fence_init(d) != 0 ||
-            hbd_coll_init(d) != 0 || hbd_barrier_init(d) != 0)
+            hbd_dmodex_init(d) != 0 || hbd_coll_init(d) != 0 || hbd_barrier_init(d) != 0)
             return -1;
     }
     return 0;
@@ -353,6 +327,7 @@ void fk_cluster_fini(fk_cluster_t *c)
         hbd_barrier_fini(&c->d[i]);
         hbd_coll_fini(&c->d[i]);
         hbd_fence_fini(&c->d[i]);
+        hbd_dmodex_fini(&c->d[i]);
         if (c->d[i].base != NULL)
             event_base_free(c->d[i].base);
         if (fk_hwb[i].fd >= 0)
@@ -363,6 +338,7 @@ void fk_cluster_fini(fk_cluster_t *c)
         c->q = f->next;
         frame_free(f);
     }
+    jobs_free(c);
     hb_topo_free(c->topo);
     fk = NULL;
 }
@@ -388,7 +364,8 @@ static void deliver(fk_cluster_t *c, const fk_frame_t *f)
         return;
     }
     d->st.rx_frames++;
-    (void)hbd_net_deliver(d, &m);
+    fk_cur = d;
+    (void)hbd_deliver(d, &m);
     doorbells(c);
 }
 
@@ -430,7 +407,8 @@ uint32_t fk_run(fk_cluster_t *c, uint32_t max)
         while (n < max && fk_step(c))
             n++;
         doorbells(c); /* rounds that ended without a frame (one chassis) */
-        if (n >= max || c->q == NULL)
+        int ran = calls_run();
+        if (n >= max || (c->q == NULL && !ran))
             return n;
     }
 }
@@ -463,4 +441,154 @@ void fk_advance(fk_cluster_t *c, uint64_t ns)
     for (uint32_t i = 0; i < c->n; i++)
         for (uint32_t k = 0; !c->dead[i] && k < c->d[i].n_cron; k++)
             (void)c->d[i].cron_fns[k](&c->d[i], fk_now);
+}
+
+/* ---- a fake PMIx server: answers and upcalls queued for the loop of their node ---- */
+
+typedef struct fk_call {
+    hbd_t *d;
+    void (*fn)(hbd_t *d, void *arg);
+    void *arg;
+    pmix_modex_cbfunc_t mcb; /* a PMIx_server_dmodex_request's answer, or NULL */
+    pmix_value_cbfunc_t vcb; /* a PMIx_Get_nb's answer, or NULL */
+    pmix_proc_t proc;
+    void *cbdata;
+    struct fk_call *next;
+} fk_call_t;
+
+static fk_call_t *fk_calls, **fk_calls_tail = &fk_calls;
+static uint8_t fk_committed[FK_MAX * 4];
+static hbd_job_t *fk_jobs[FK_MAX];
+
+static void call_push(fk_call_t *x)
+{
+    x->d = fk_cur;
+    *fk_calls_tail = x;
+    fk_calls_tail = &x->next;
+}
+
+/* Run what is queued (PMIx's thread answering, then the loop): 1 if anything ran. */
+static int calls_run(void)
+{
+    int ran = 0;
+    while (fk_calls != NULL) {
+        fk_call_t *x = fk_calls;
+        fk_calls = x->next;
+        if (fk_calls == NULL)
+            fk_calls_tail = &fk_calls;
+        fk_cur = x->d;
+        if (x->mcb != NULL) {
+            char blob[64];
+            size_t n = fk_blob(x->proc.rank, blob, sizeof(blob));
+            x->mcb(PMIX_SUCCESS, blob, n, x->cbdata, NULL, NULL);
+        } else if (x->vcb != NULL) {
+            int found = x->proc.rank < sizeof(fk_committed) && fk_committed[x->proc.rank];
+            x->vcb(found ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, NULL, x->cbdata);
+        } else if (!fk->dead[x->d->self]) {
+            x->fn(x->d, x->arg);
+        }
+        free(x);
+        ran = 1;
+    }
+    return ran;
+}
+
+size_t fk_blob(uint32_t rank, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "blob %" PRIu32, rank);
+    return n > 0 ? (size_t)n : 0;
+}
+
+void fk_on(fk_cluster_t *c, uint32_t node)
+{
+    fk_cur = &c->d[node];
+}
+
+void fk_key_commit(uint32_t rank)
+{
+    if (rank < sizeof(fk_committed))
+        fk_committed[rank] = 1;
+}
+
+void fk_job_add(fk_cluster_t *c, uint32_t n_ranks)
+{
+    for (uint32_t i = 0; i < c->n; i++) {
+        hbd_job_t *j = calloc(1, sizeof(*j));
+        hbd_job_spec_t *sp = calloc(1, sizeof(*sp));
+        if (j == NULL || sp == NULL || (sp->map = calloc(n_ranks, sizeof(uint32_t))) == NULL)
+            abort();
+        sp->id = 1;
+        sp->size = n_ranks;
+        for (uint32_t r = 0; r < n_ranks; r++)
+            sp->map[r] = r % c->n;
+        j->d = &c->d[i];
+        j->spec = sp;
+        snprintf(j->nspace, sizeof(j->nspace), "%s", FK_NSPACE);
+        hbd_job_add(&c->d[i], j);
+        fk_jobs[i] = j;
+    }
+}
+
+static void jobs_free(fk_cluster_t *c)
+{
+    for (uint32_t i = 0; i < c->n; i++)
+        if (fk_jobs[i] != NULL) {
+            hbd_job_remove(fk_jobs[i]);
+            free(fk_jobs[i]->spec->map);
+            free(fk_jobs[i]->spec);
+            free(fk_jobs[i]);
+            fk_jobs[i] = NULL;
+        }
+    while (fk_calls != NULL) {
+        fk_call_t *x = fk_calls;
+        fk_calls = x->next;
+        free(x);
+    }
+    fk_calls_tail = &fk_calls;
+    memset(fk_committed, 0, sizeof(fk_committed));
+}
+
+pmix_status_t PMIx_server_dmodex_request(const pmix_proc_t *proc, pmix_dmodex_response_fn_t cbfunc,
+                                         void *cbdata)
+{
+    fk_call_t *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return PMIX_ERR_NOMEM;
+    x->mcb = (pmix_modex_cbfunc_t)(void (*)(void))cbfunc;
+    x->proc = *proc;
+    x->cbdata = cbdata;
+    call_push(x);
+    return PMIX_SUCCESS;
+}
+
+pmix_status_t PMIx_Get_nb(const pmix_proc_t *proc, const pmix_key_t key, const pmix_info_t info[],
+                          size_t ninfo, pmix_value_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)key;
+    (void)info;
+    (void)ninfo;
+    fk_call_t *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return PMIX_ERR_NOMEM;
+    x->vcb = cbfunc;
+    x->proc = *proc;
+    x->cbdata = cbdata;
+    call_push(x);
+    return PMIX_SUCCESS;
+}
+
+int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
+{
+    fk_call_t *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return HIBAR_ERR_NOMEM;
+    x->fn = fn;
+    x->arg = arg;
+    call_push(x);
+    return 0;
+}
+
+void hbd_pmix_on_dmodex(hbd_pmix_dmodex_fn fn)
+{
+    (void)fn; /* the tests call hbd_dmodex_request themselves */
 }

@@ -57,4 +57,15 @@ void fk_lose(fk_cluster_t *c, uint32_t node);
 /* Move the fake clock by ns: expired timers fire, and every live node's cron runs. */
 void fk_advance(fk_cluster_t *c, uint64_t ns);
 
+/* ---- a fake PMIx server per node, for the dmodex engine ---- */
+/* The job every node runs: n_ranks ranks, rank r on node r % n (namespace FK_NSPACE). */
+#define FK_NSPACE "hibar.1"
+void fk_job_add(fk_cluster_t *c, uint32_t n_ranks);
+/* Rank `rank` has committed the required key (the fake PMIx_Get_nb finds it from now on). */
+void fk_key_commit(uint32_t rank);
+/* The node whose engine runs now (the fake PMIx's answers go to its loop). */
+void fk_on(fk_cluster_t *c, uint32_t node);
+/* A rank's modex blob as the fake PMIx server gives it: "blob <rank>". */
+size_t fk_blob(uint32_t rank, char *buf, size_t cap);
+
 #endif

@@ -1,6 +1,7 @@
-/* test_hbd_engines.c: CUnit tests of hibard's barrier, fence and collective engines, many daemons
- * in one process over a fake transport and a fake clock (tests/hbd_fake.c). */
+/* test_hbd_engines.c: CUnit tests of hibard's barrier, fence, collective and dmodex engines, many
+ * daemons in one process over a fake transport and a fake clock (tests/hbd_fake.c). */
 #include <CUnit/Basic.h>
+#include <pmix_server.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,19 @@
 #include "coll_sched.h"
 #include "hbd_barrier.h"
 #include "hbd_coll.h"
+#include "hbd_dmodex.h"
 #include "hbd_fake.h"
 #include "hbd_fence.h"
 #include "hibar.h"
+
+/* Let time pass: n steps of ms milliseconds, the frames they cause delivered after each. */
+static void idle(fk_cluster_t *c, int n, uint64_t ms)
+{
+    for (int k = 0; k < n; k++) {
+        fk_advance(c, ms * 1000000);
+        fk_run(c, 1000000);
+    }
+}
 
 /* ---- barrier ---------------------------------------------------------------------------- */
 
@@ -403,41 +414,18 @@ static void coll_start_all(fk_cluster_t *c, coll_res_t *r, uint64_t id, int op, 
     }
 }
 
-static void test_coll_complete(void)
-{
-    static const char *const algs[] = {"flat", "binomial"};
-    static const int ops[] = {HB_COLL_ALLGATHER, HB_COLL_BCAST};
-    for (size_t a = 0; a < 2; a++)
-        for (size_t o = 0; o < 2; o++)
-            for (uint64_t seed = 1; seed <= 3; seed++) {
-                fk_cluster_t c;
-                coll_res_t r;
-                memset(&r, 0, sizeof(r));
-                setenv("HIBAR_COLL_ALG", algs[a], 1);
-                CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, seed) == 0);
-                coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, ops[o], (uint32_t)seed % c.n,
-                               UINT32_MAX);
-                fk_run(&c, 1000000);
-                for (uint32_t i = 0; i < c.n; i++) {
-                    CU_ASSERT_EQUAL(r.calls[i], 1);
-                    CU_ASSERT_EQUAL(r.status[i], 0);
-                    CU_ASSERT(r.ok[i]);
-                }
-                fk_cluster_fini(&c);
-            }
-    unsetenv("HIBAR_COLL_ALG");
-}
-
-/* Segments delivered twice do not complete a collective twice nor spoil its output. */
-static void test_coll_duplicates(void)
+/* One collective on every node (n_ch chassis of 2), every k-th frame delivered twice: each
+ * node's part ends once, with the right output. */
+static void coll_case(const char *alg, int op, uint32_t root, uint32_t n_ch, int dup_every,
+                      uint64_t seed)
 {
     fk_cluster_t c;
     coll_res_t r;
     memset(&r, 0, sizeof(r));
-    setenv("HIBAR_COLL_ALG", "binomial", 1);
-    CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 21) == 0);
-    c.dup_every = 3;
-    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, HB_COLL_ALLGATHER, 0, UINT32_MAX);
+    setenv("HIBAR_COLL_ALG", alg, 1);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, n_ch, 2, 2, 30000, seed) == 0);
+    c.dup_every = dup_every;
+    coll_start_all(&c, &r, HBD_COLL_ID_JOB | 1, op, root % c.n, UINT32_MAX);
     fk_run(&c, 1000000);
     for (uint32_t i = 0; i < c.n; i++) {
         CU_ASSERT_EQUAL(r.calls[i], 1);
@@ -446,6 +434,23 @@ static void test_coll_duplicates(void)
     }
     fk_cluster_fini(&c);
     unsetenv("HIBAR_COLL_ALG");
+}
+
+static void test_coll_complete(void)
+{
+    static const char *const algs[] = {"flat", "binomial"};
+    static const int ops[] = {HB_COLL_ALLGATHER, HB_COLL_BCAST};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t o = 0; o < 2; o++)
+            for (uint64_t seed = 1; seed <= 3; seed++)
+                coll_case(algs[a], ops[o], (uint32_t)seed, 3, 0, seed);
+}
+
+/* Segments delivered twice do not complete a collective twice nor spoil its output. */
+static void test_coll_duplicates(void)
+{
+    coll_case("binomial", HB_COLL_ALLGATHER, 0, 4, 3, 21);
+    coll_case("flat", HB_COLL_BCAST, 2, 3, 2, 22);
 }
 
 /* A node that never starts: the others time out (HIBAR_COLL_TIMEOUT_MS, fake clock). */
@@ -461,10 +466,7 @@ static void test_coll_timeout(void)
     fk_run(&c, 1000000);
     for (uint32_t i = 0; i < c.n; i++)
         CU_ASSERT_EQUAL(r.calls[i], 0);
-    for (int k = 0; k < 20; k++) {
-        fk_advance(&c, 50ull * 1000000);
-        fk_run(&c, 1000000);
-    }
+    idle(&c, 20, 50);
     for (uint32_t i = 0; i < c.n; i++) {
         if (i == 4)
             continue;
@@ -500,6 +502,130 @@ static void test_coll_peer_lost(void)
     unsetenv("HIBAR_COLL_ALG");
 }
 
+/* ---- direct modex ------------------------------------------------------------------------ */
+
+typedef struct dm_res {
+    int calls;
+    pmix_status_t status;
+    char data[64];
+    size_t len;
+} dm_res_t;
+
+static void dm_cb(pmix_status_t status, const char *data, size_t ndata, void *cbdata,
+                  pmix_release_cbfunc_t release_fn, void *release_cbdata)
+{
+    dm_res_t *r = cbdata;
+    r->calls++;
+    r->status = status;
+    r->len = ndata < sizeof(r->data) ? ndata : sizeof(r->data);
+    if (data != NULL)
+        memcpy(r->data, data, r->len);
+    if (release_fn != NULL)
+        release_fn(release_cbdata);
+}
+
+/* Node `from` asks for rank's data (required key: key, or NULL). */
+static void dm_ask(fk_cluster_t *c, uint32_t from, const char *nspace, uint32_t rank,
+                   const char *key, uint32_t timeout_ms, dm_res_t *r)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, nspace, rank);
+    fk_on(c, from);
+    hbd_dmodex_request(&c->d[from], &p, key, timeout_ms, (hbd_fn_t)dm_cb, r);
+}
+
+static int dm_is(const dm_res_t *r, uint32_t rank)
+{
+    char want[64];
+    size_t n = fk_blob(rank, want, sizeof(want));
+    return r->calls == 1 && r->status == PMIX_SUCCESS && r->len == n &&
+           memcmp(r->data, want, n) == 0;
+}
+
+/* Every node asks for every rank (hop by hop on the chassis data tree), also its own. */
+static void test_dmodex_fetch(void)
+{
+    static dm_res_t r[FK_MAX][2 * FK_MAX];
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        fk_cluster_t c;
+        memset(r, 0, sizeof(r));
+        CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, seed) == 0);
+        c.dup_every = seed == 3 ? 2 : 0; /* duplicated requests and replies */
+        fk_job_add(&c, 2 * c.n);
+        for (uint32_t i = 0; i < c.n; i++)
+            for (uint32_t k = 0; k < 2 * c.n; k++) {
+                dm_ask(&c, i, FK_NSPACE, k, NULL, 0, &r[i][k]);
+                fk_step(&c);
+            }
+        fk_run(&c, 1000000);
+        for (uint32_t i = 0; i < c.n; i++)
+            for (uint32_t k = 0; k < 2 * c.n; k++)
+                CU_ASSERT(dm_is(&r[i][k], k));
+        fk_cluster_fini(&c);
+    }
+}
+
+/* An unknown namespace or rank: NOT_FOUND at once. */
+static void test_dmodex_unknown(void)
+{
+    fk_cluster_t c;
+    dm_res_t a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 2, 2, 2, 30000, 1) == 0);
+    fk_job_add(&c, 4);
+    dm_ask(&c, 0, "hibar.2", 1, NULL, 0, &a);
+    dm_ask(&c, 0, FK_NSPACE, 4, NULL, 0, &b);
+    CU_ASSERT(a.calls == 1 && a.status == PMIX_ERR_NOT_FOUND);
+    CU_ASSERT(b.calls == 1 && b.status == PMIX_ERR_NOT_FOUND);
+    fk_cluster_fini(&c);
+}
+
+/* A required key: the host waits until the rank commits it (looked up again and again), then
+ * serves; a key never committed ends in TIMEOUT, answered once. */
+static void test_dmodex_key_wait(void)
+{
+    fk_cluster_t c;
+    dm_res_t a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 4) == 0);
+    fk_job_add(&c, 6);
+    dm_ask(&c, 0, FK_NSPACE, 5, "my.key", 2000, &a);
+    dm_ask(&c, 1, FK_NSPACE, 4, "my.key", 500, &b);
+    idle(&c, 10, 20);
+    CU_ASSERT_EQUAL(a.calls, 0);
+    CU_ASSERT_EQUAL(b.calls, 0);
+    fk_key_commit(5);
+    idle(&c, 10, 40);
+    CU_ASSERT(dm_is(&a, 5));
+    idle(&c, 20, 100);
+    CU_ASSERT_EQUAL(b.calls, 1);
+    CU_ASSERT_EQUAL(b.status, PMIX_ERR_TIMEOUT);
+    CU_ASSERT_EQUAL(a.calls, 1);
+    fk_cluster_fini(&c);
+}
+
+/* The hosting node crashes: once it is lost the request ends in COMM_FAILURE. */
+static void test_dmodex_peer_lost(void)
+{
+    fk_cluster_t c;
+    dm_res_t a;
+    memset(&a, 0, sizeof(a));
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 2, 2, 30000, 6) == 0);
+    fk_job_add(&c, 6);
+    fk_kill(&c, 3);
+    dm_ask(&c, 0, FK_NSPACE, 3, NULL, 0, &a);
+    fk_run(&c, 1000000);
+    CU_ASSERT_EQUAL(a.calls, 0);
+    fk_lose(&c, 3);
+    fk_advance(&c, 200ull * 1000000);
+    fk_run(&c, 1000000);
+    CU_ASSERT_EQUAL(a.calls, 1);
+    CU_ASSERT_EQUAL(a.status, PMIX_ERR_COMM_FAILURE);
+    fk_cluster_fini(&c);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -507,7 +633,13 @@ int main(void)
     CU_pSuite b = CU_add_suite("barrier engine", NULL, NULL);
     CU_pSuite f = CU_add_suite("fence engine", NULL, NULL);
     CU_pSuite k = CU_add_suite("collective engine", NULL, NULL);
-    if (b == NULL || f == NULL || k == NULL || !CU_add_test(k, "complete", test_coll_complete) ||
+    CU_pSuite x = CU_add_suite("dmodex engine", NULL, NULL);
+    if (b == NULL || f == NULL || k == NULL || x == NULL ||
+        !CU_add_test(x, "fetch", test_dmodex_fetch) ||
+        !CU_add_test(x, "unknown", test_dmodex_unknown) ||
+        !CU_add_test(x, "key wait", test_dmodex_key_wait) ||
+        !CU_add_test(x, "peer lost", test_dmodex_peer_lost) ||
+        !CU_add_test(k, "complete", test_coll_complete) ||
         !CU_add_test(k, "duplicates", test_coll_duplicates) ||
         !CU_add_test(k, "timeout", test_coll_timeout) ||
         !CU_add_test(k, "peer lost", test_coll_peer_lost) ||

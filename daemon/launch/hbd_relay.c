@@ -17,11 +17,13 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_barrier.h"
 #include "hbd_cron.h"
 #include "hbd_launch.h"
 #include "hbd_net.h"
 #include "hbd_relay.h"
+#include "hbd_route.h"
 #include "hb_status.h"
 
 /*
@@ -172,7 +174,7 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     hbd_wire_job_pack(x, pl);
     if (dlen > 0)
         memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
-    uint32_t to = hbd_net_next_hop(d, x->dest);
+    uint32_t to = hbd_route_next_hop(d, x->dest);
     if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
         return HB_ERR_NOT_FOUND;
     int queued = 0;
@@ -960,8 +962,8 @@ int hbd_relay_init(hbd_t *d)
     d->relay = calloc(1, sizeof(*d->relay));
     if (d->relay == NULL)
         return HB_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_JOB, on_msg, NULL);
-    return hbd_net_on_lost(d, on_lost, 40);
+    hbd_hooks_frame(d, HBD_WIRE_JOB, on_msg, NULL);
+    return hbd_hooks_lost(d, on_lost, 40);
 }
 
 void hbd_relay_fini(hbd_t *d)

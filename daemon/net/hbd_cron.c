@@ -8,14 +8,6 @@
 #include "hbd_net.h"
 #include "hb_status.h"
 
-int hbd_cron_every(hbd_t *d, hbd_cron_fn fn)
-{
-    if (d->n_cron == HBD_CRON_MAX)
-        return HB_ERR_NOMEM;
-    d->cron_fns[d->n_cron++] = fn;
-    return 0;
-}
-
 int hbd_cron_run(hbd_t *d, uint64_t now)
 {
     int busy = 0;

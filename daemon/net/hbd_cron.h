@@ -10,11 +10,10 @@
  * The tick runs while something needs it: until the daemon is ready (every 20 ms: the
  * transport's retries), and while some registered work says it has something in flight
  * (every heartbeat interval, 10 ms to 1 s: its timeouts, then the transport's heartbeats). An
- * idle, linked daemon has no timer at all; hbd_cron_arm starts the tick again.
+ * idle, linked daemon has no timer at all; hbd_cron_arm starts the tick again. The work is
+ * registered with hbd_hooks_cron (hbd_hooks.h): fn(d, now) checks its deadlines against now and
+ * returns 1 while it has something in flight.
  */
-/* Run fn at every tick (in the order registered): it checks its deadlines against now and
- * returns 1 while it has something in flight. 0, or NOMEM when the table is full. */
-int hbd_cron_every(hbd_t *d, hbd_cron_fn fn);
 /* Work with a deadline started: make sure the tick runs (first look one period from now). */
 void hbd_cron_arm(hbd_t *d);
 /* One tick at time now: retries, the registered work, heartbeats. 1 while it must come back. */

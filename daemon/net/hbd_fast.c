@@ -19,7 +19,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_fast.h"
-#include "hbd_net.h"
+#include "hbd_sock.h"
 #include "hb_status.h"
 
 /*
@@ -102,6 +102,7 @@ struct hbd_fast {
     struct event *ev_listen;
     hbd_fast_pending_t *pending;
     uint32_t n_pending;
+    void (*settled)(hbd_t *d); /* a link came up or failed (the transport checks readiness) */
 };
 
 static void link_close(hbd_fast_link_t *l, const char *why)
@@ -169,9 +170,11 @@ static int link_parse(hbd_fast_link_t *l)
         }
         off += HBD_WIRE_HDR_LEN + (size_t)len;
         d->st.fast_rx++;
-        hbd_net_peer_heard(d, l->node);
+        hbd_peer_t *hp = hbd_peer_of(d, l->node);
+        if (hp != NULL)
+            hbd_peer_heard(hp, hb_time_now_ns());
         d->st.data_rx += m.type != HBD_WIRE_HIER;
-        (void)hbd_net_deliver(d, &m);
+        (void)hbd_deliver(d, &m);
         if (l->fd != fd) /* closed meanwhile (the message failed the cluster) */
             return -1;
     }
@@ -292,7 +295,7 @@ static int frame_class(uint8_t type)
 int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIRE_HDR_LEN],
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {
-    hbd_peer_t *p = hbd_net_peer(d, to);
+    hbd_peer_t *p = hbd_peer_of(d, to);
     int cl = frame_class(type);
     if (p == NULL || p->fast == NULL || !p->fast->up || p->fast->zmq_used[cl] ||
         (cl == CL_DATA && d->data_out == NULL) ||
@@ -361,7 +364,7 @@ static void connect_cb(evutil_socket_t fd, short what, void *arg)
     l->ev_wr = NULL;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
         err = errno;
-    hbd_peer_t *p = hbd_net_peer(d, l->node);
+    hbd_peer_t *p = hbd_peer_of(d, l->node);
     uint8_t a[HBD_FAST_AUTH_LEN];
     hbd_wire_put32(a, HBD_FAST_MAGIC);
     hbd_wire_put32(a + 4, d->self);
@@ -373,15 +376,15 @@ static void connect_cb(evutil_socket_t fd, short what, void *arg)
         link_events(l) != 0) {
         hb_log_warn("fast lane to node %" PRIu32 ": %s", l->node, strerror(err ? err : errno));
         link_close(l, "connect failed");
-        hbd_net_check_ready(d);
+        d->fast->settled(d);
         return;
     }
     l->up = 1;
     hb_log_debug("fast lane to node %" PRIu32 " up (connected)", l->node);
-    hbd_net_check_ready(d);
+    d->fast->settled(d);
 }
 
-void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port)
+void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port, const char *host)
 {
     if (d->fast == NULL)
         return;
@@ -401,11 +404,10 @@ void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port)
         return; /* tried this one already */
     p->fast_port = port;
     l->failed = 0;
-    char host[INET6_ADDRSTRLEN + 2], svc[16];
+    char svc[16];
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai = NULL;
     snprintf(svc, sizeof(svc), "%" PRIu32, port);
-    if (hbd_net_peer_host(d, p, host, sizeof(host)) != 0 ||
-        getaddrinfo(host, svc, &hints, &ai) != 0) {
+    if (host == NULL || getaddrinfo(host, svc, &hints, &ai) != 0) {
         hb_log_warn("fast lane to node %" PRIu32 ": its address is not known", p->node);
         l->failed = 1;
         return;
@@ -465,7 +467,7 @@ static void pending_cb(evutil_socket_t fd, short what, void *arg)
     if (pd->have < sizeof(pd->buf))
         return;
     uint32_t node = hbd_wire_get32(pd->buf + 4);
-    hbd_peer_t *p = hbd_net_peer(d, node);
+    hbd_peer_t *p = hbd_peer_of(d, node);
     if (hbd_wire_get32(pd->buf) != HBD_FAST_MAGIC || hbd_wire_get32(pd->buf + 8) != d->tag ||
         p == NULL || p->outgoing || memcmp(pd->buf + 12, p->given_token, HBD_WIRE_TOKEN_LEN) != 0) {
         if (d->st.fast_denied++ == 0)
@@ -485,12 +487,12 @@ static void pending_cb(evutil_socket_t fd, short what, void *arg)
     pending_free(pd, 0);
     if (set_nodelay(l->fd) != 0 || link_events(l) != 0) {
         link_close(l, "cannot watch it");
-        hbd_net_check_ready(d);
+        d->fast->settled(d);
         return;
     }
     l->up = 1;
     hb_log_debug("fast lane from node %" PRIu32 " up (accepted)", node);
-    hbd_net_check_ready(d);
+    d->fast->settled(d);
 }
 
 static void accept_cb(evutil_socket_t lfd, short what, void *arg)
@@ -528,7 +530,7 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
 
 /* ---- life ---- */
 
-int hbd_fast_start(hbd_t *d, const char *address)
+int hbd_fast_start(hbd_t *d, const char *address, void (*settled)(hbd_t *d))
 {
     if (!d->cfg->fast_lane)
         return 0;
@@ -536,6 +538,7 @@ int hbd_fast_start(hbd_t *d, const char *address)
     if (f == NULL)
         return HB_ERR_NOMEM;
     f->lfd = -1;
+    f->settled = settled;
     d->fast = f;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_PASSIVE},
                     *ai = NULL;
@@ -585,7 +588,7 @@ int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p)
 
 void hbd_fast_note_zmq(hbd_t *d, uint32_t to, uint8_t type)
 {
-    hbd_peer_t *p = hbd_net_peer(d, to);
+    hbd_peer_t *p = hbd_peer_of(d, to);
     int cl = frame_class(type);
     if (d->fast == NULL || p == NULL || (cl == CL_DATA && d->data_out == NULL))
         return;

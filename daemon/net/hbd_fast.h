@@ -7,11 +7,14 @@
 
 #include "hbd.h"
 
-int hbd_fast_start(hbd_t *d, const char *address); /* 0 when off (fast_lane: off) */
+/* Listen on address (0 when off, fast_lane: off); settled(d) is called whenever a link came up
+ * or failed for good (the transport then checks whether it is ready). */
+int hbd_fast_start(hbd_t *d, const char *address, void (*settled)(hbd_t *d));
 void hbd_fast_stop(hbd_t *d);
 uint32_t hbd_fast_port(const hbd_t *d); /* 0 when off */
-/* A HELLO from p announced its fast lane at `port` (0: none): connect (higher id) or wait. */
-void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port);
+/* A HELLO from p announced its fast lane at `port` (0: none): connect (higher id: to host, its
+ * address, NULL when not known) or wait. */
+void hbd_fast_on_hello(hbd_t *d, hbd_peer_t *p, uint32_t port, const char *host);
 /* 1 when p's fast link is up, or will not come up (tokens then go through ZeroMQ). */
 int hbd_fast_settled(const hbd_t *d, const hbd_peer_t *p);
 /* Send a frame on the fast lane: HIER always, COLL and FENCE with data_plane plain; its encoded

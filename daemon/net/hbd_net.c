@@ -20,6 +20,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_fast.h"
+#include "hbd_hooks.h"
 #include "hbd_net.h"
 #include "hb_status.h"
 
@@ -61,23 +62,7 @@ static uint32_t id_parse(const void *data, size_t len)
 
 static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
 {
-    if (node >= d->topo->n_nodes || d->peer_of == NULL || d->peer_of[node] == UINT32_MAX)
-        return NULL;
-    return &d->peers[d->peer_of[node]];
-}
-
-hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node)
-{
-    return peer_get(d, node);
-}
-
-void hbd_net_peer_heard(hbd_t *d, uint32_t node)
-{
-    hbd_peer_t *p = peer_get(d, node);
-    if (p != NULL) {
-        p->last_rx_ns = hb_time_now_ns();
-        p->probe_ns = 0;
-    }
+    return hbd_peer_of(d, node);
 }
 
 static int add_peer(hbd_t *d, uint32_t node);
@@ -398,29 +383,6 @@ void hbd_net_check_ready(hbd_t *d)
     check_ready(d);
 }
 
-void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
-{
-    if (type <= HBD_WIRE_TYPE_MAX) {
-        d->rx[type].on_msg = on_msg;
-        d->rx[type].on_seg = on_seg;
-    }
-}
-
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
-{
-    uint32_t i = d->n_lost_subs;
-    if (i == HBD_NET_LOST_MAX)
-        return HB_ERR_NOMEM;
-    for (; i > 0 && d->lost_order[i - 1] > order; i--) {
-        d->lost_subs[i] = d->lost_subs[i - 1];
-        d->lost_order[i] = d->lost_order[i - 1];
-    }
-    d->lost_subs[i] = fn;
-    d->lost_order[i] = order;
-    d->n_lost_subs++;
-    return 0;
-}
-
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
     hbd_peer_t *p = peer_get(d, node);
@@ -430,15 +392,9 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
         hbd_fast_peer_down(d, p);
     }
     /* every loss ends what waits on that node (the probes); the first fails everything */
-    int first = !d->lost;
-    if (first) {
-        d->lost = 1;
-        d->lost_node = node;
+    if (!d->lost)
         hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hb_status_str(status));
-    }
-    for (uint32_t i = 0; i < d->n_lost_subs; i++)
-        d->lost_subs[i](d, node, status, first);
-    if (!first)
+    if (!hbd_hooks_lost_run(d, node, status))
         return;
     /* flood: every live neighbour learns it once, and passes it on once */
     uint8_t pl[8];
@@ -483,7 +439,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
                             from);
             return;
         }
-        hbd_net_peer_heard(d, from);
+        hbd_peer_heard(p, hb_time_now_ns());
         d->st.rx_frames++;
         switch (m.type) {
         case HBD_WIRE_HELLO: {
@@ -519,7 +475,12 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
              * finds it up instead of waiting out its handshake (a failure is retried then) */
             if (d->data_out != NULL && h.data_port != 0)
                 (void)data_link(d, p);
-            hbd_fast_on_hello(d, p, h.fast_port);
+            char host[INET6_ADDRSTRLEN + 2];
+            hbd_fast_on_hello(d, p, h.fast_port,
+                              p->outgoing && h.fast_port != 0 &&
+                                      hbd_net_peer_host(d, p, host, sizeof(host)) == 0
+                                  ? host
+                                  : NULL);
             check_ready(d);
             return;
         }
@@ -535,7 +496,7 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
             return;
         }
         default:
-            if (hbd_net_deliver(d, &m) == 0)
+            if (hbd_deliver(d, &m) == 0)
                 return;
             why = HBD_WIRE_BAD_TYPE;
         }
@@ -639,7 +600,7 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     d->st.rx_frames++;
     d->st.data_rx++;
     if (m.type == HBD_WIRE_FENCE) {
-        (void)hbd_net_deliver(d, &m);
+        (void)hbd_deliver(d, &m);
         return;
     }
     data = tail != NULL ? zmq_msg_data(tail) : m.payload + HBD_WIRE_COLL_HDR;
@@ -901,42 +862,6 @@ void hbd_net_heartbeat_idle(hbd_t *d)
         d->peers[i].probe_ns = 0;
 }
 
-/* ---- routing on the chassis data tree (port -> Center -> parent chassis) ---- */
-
-static uint32_t up_of(const hbd_t *d, uint32_t n)
-{
-    const hb_topo_node_t *tn = &d->topo->nodes[n];
-    if (tn->port != 0)
-        return d->topo->chassis[tn->chassis].nodes[0];
-    return tn->parent;
-}
-
-uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t)
-{
-    /* walk up from t: if this node is an ancestor, the hop is the node below it on the path */
-    for (uint32_t n = t, k = 0; n != HB_TOPO_NONE && k <= d->topo->n_nodes; k++) {
-        uint32_t up = up_of(d, n);
-        if (up == d->self)
-            return n;
-        n = up;
-    }
-    return up_of(d, d->self); /* else up (never NONE at the root: the root is every ancestor) */
-}
-
-int hbd_accept(int lfd, const char *what)
-{
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0)
-            return fd;
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            hb_log_warn("accept on the %s: %m", what);
-        return -1;
-    }
-}
-
 static int sockopt_int(void *s, int opt, int v, const char *name)
 {
     if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
@@ -1148,7 +1073,7 @@ int hbd_net_start(hbd_t *d)
 
     if (d->cfg->data_plane == HB_CFG_DATA_PLAIN && (rc = data_start(d, cn)) != 0)
         return rc;
-    if ((rc = hbd_fast_start(d, cn->address)) != 0)
+    if ((rc = hbd_fast_start(d, cn->address, check_ready)) != 0)
         return rc;
 
     snprintf(mon_ep, sizeof(mon_ep), HBD_MON_ENDPOINT_FMT, (unsigned)getpid());

@@ -9,26 +9,11 @@
 #include "hbd.h"
 
 /*
- * The transport knows no service: each registers, at its init, a handler per wire type it
- * consumes (hbd_net_on_frame) and a subscriber for lost nodes (hbd_net_on_lost); the ZeroMQ
- * link, the data plane and the fast lane all deliver through that table (hbd_net_deliver).
- * HELLO, HEARTBEAT and ABORT are the transport's own.
+ * The transport knows no service: each registers, at its start, a handler per wire type it
+ * consumes and a subscriber for lost nodes (hbd_hooks.h); the ZeroMQ link, the data plane and
+ * the fast lane all deliver through that table (hbd_deliver, hbd.h). HELLO, HEARTBEAT and
+ * ABORT are the transport's own.
  */
-void hbd_net_on_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg);
-/* Subscribers are called by ascending order (then as they registered): today the probes (10)
- * end first, then barriers (20), collectives (30) and relayed jobs (40) fail. 0, or NOMEM when
- * the table is full. */
-int hbd_net_on_lost(hbd_t *d, hbd_net_lost_fn fn, int order);
-/* Hand a validated frame to its service: 0, or -1 when no service takes its type. */
-static inline int hbd_net_deliver(hbd_t *d, const hbd_wire_msg_t *m)
-{
-    hbd_net_rx_fn fn = m->type <= HBD_WIRE_TYPE_MAX ? d->rx[m->type].on_msg : NULL;
-    if (fn == NULL)
-        return -1;
-    fn(d, m);
-    return 0;
-}
-
 int hbd_net_start(hbd_t *d);
 void hbd_net_stop(hbd_t *d);
 /* Send one frame to neighbour node `to`. 0, HB_ERR_NOT_FOUND (no such neighbour),
@@ -61,13 +46,9 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
  * not up yet or the peer's queue is full. */
 int hbd_net_link(hbd_t *d, uint32_t node);
 int hbd_net_peer_up(hbd_t *d, uint32_t node);
-/* The neighbour record of `node`, or NULL (not linked). */
-hbd_peer_t *hbd_net_peer(hbd_t *d, uint32_t node);
 /* A neighbour's host address for a new connection ("10.0.0.2", "::1"): from its endpoint, or
  * where its connection to us came from. 0, or HB_ERR_WOULD_BLOCK when not known yet. */
 int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len);
-/* Something arrived from `node` outside the ZeroMQ link (the fast lane): it is alive. */
-void hbd_net_peer_heard(hbd_t *d, uint32_t node);
 /* Report ready once every neighbour's link (and fast lane) is up or settled. */
 void hbd_net_check_ready(hbd_t *d);
 /* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
@@ -80,11 +61,5 @@ void hbd_net_retry(hbd_t *d, uint64_t now);
 void hbd_net_heartbeat(hbd_t *d, uint64_t now);
 /* Nothing in flight: no probe is pending. */
 void hbd_net_heartbeat_idle(hbd_t *d);
-/* Next hop from this node toward node t on the chassis data tree (port -> Center -> parent
- * chassis): JOB and DMODEX frames travel hop by hop on links the daemons keep anyway. */
-uint32_t hbd_net_next_hop(const hbd_t *d, uint32_t t);
-/* accept4 (non-blocking, close-on-exec) on a listening socket, again after EINTR or
- * ECONNABORTED: the new fd, or -1 when none is waiting (other errors are logged, naming what). */
-int hbd_accept(int lfd, const char *what);
 
 #endif

@@ -10,8 +10,10 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_cron.h"
 #include "hbd_dmodex.h"
+#include "hbd_route.h"
 #include "hbd_job.h"
 #include "hbd_net.h"
 #include "hbd_pmix.h"
@@ -81,15 +83,15 @@ typedef struct dm_srv {
     struct dm_srv *next; /* waiting for its key */
 } dm_srv_t;
 
-/* The module's state, behind hbd_dmodex_init / hbd_dmodex_fini (one PMIx server a process). */
-static struct {
+/* The module's state in the daemon context (d->dmodex). */
+struct hbd_dmodex {
     dm_req_t *reqs;
     dm_out_t *outs;
     dm_srv_t *waiting;
     uint32_t next_id;
     hbd_timer_t *tick, *wait;
     uint8_t pl[HBD_WIRE_DMODEX_MAX_PAYLOAD]; /* a reply being built (send_reply) */
-} dm;
+};
 
 static void tick_arm(hbd_t *d, int fast);
 
@@ -98,9 +100,10 @@ static void release(void *cbdata)
     free(cbdata);
 }
 
-static void req_end(dm_req_t *r, pmix_status_t st, const uint8_t *data, size_t len)
+static void req_end(hbd_t *d, dm_req_t *r, pmix_status_t st, const uint8_t *data, size_t len)
 {
-    for (dm_req_t **pp = &dm.reqs; *pp != NULL; pp = &(*pp)->next)
+    struct hbd_dmodex *D = d->dmodex;
+    for (dm_req_t **pp = &D->reqs; *pp != NULL; pp = &(*pp)->next)
         if (*pp == r) {
             *pp = r->next;
             break;
@@ -123,16 +126,17 @@ static void req_end(dm_req_t *r, pmix_status_t st, const uint8_t *data, size_t l
 /* Send now, or queue (behind what already waits for that node). 0 or an error. */
 static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
 {
-    uint32_t to = hbd_net_next_hop(d, dest);
+    struct hbd_dmodex *D = d->dmodex;
+    uint32_t to = hbd_route_next_hop(d, dest);
     if (to == HB_TOPO_NONE)
         return HB_ERR_NOT_FOUND;
     int queued = 0;
-    for (dm_out_t *o = dm.outs; o != NULL; o = o->next)
+    for (dm_out_t *o = D->outs; o != NULL; o = o->next)
         queued |= o->to == to;
     int rc = queued ? HB_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_DMODEX, 0, 0, pl, len);
     if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
-    dm_out_t *o = malloc(sizeof(*o) + len), **pp = &dm.outs;
+    dm_out_t *o = malloc(sizeof(*o) + len), **pp = &D->outs;
     if (o == NULL)
         return HB_ERR_NOMEM;
     o->to = to;
@@ -149,10 +153,11 @@ static int send_pl(hbd_t *d, uint32_t dest, const uint8_t *pl, uint32_t len)
 
 static void tick_cb(hbd_t *d, void *arg)
 {
+    struct hbd_dmodex *D = d->dmodex;
     uint64_t now = hb_time_now_ns(), def = (uint64_t)d->cfg->barrier_timeout_ms * 1000000ull;
     (void)arg;
     uint32_t blocked[16], nb = 0;
-    for (dm_out_t **pp = &dm.outs; *pp != NULL;) {
+    for (dm_out_t **pp = &D->outs; *pp != NULL;) {
         dm_out_t *o = *pp;
         int skip = 0;
         for (uint32_t i = 0; i < nb; i++)
@@ -171,34 +176,34 @@ static void tick_cb(hbd_t *d, void *arg)
         *pp = o->next;
         free(o);
     }
-    for (dm_req_t *r = dm.reqs, *next; r != NULL; r = next) {
+    for (dm_req_t *r = D->reqs, *next; r != NULL; r = next) {
         next = r->next;
         uint64_t to = r->timeout_ns ? r->timeout_ns : def;
         if (d->lost && (d->lost_node == r->node || d->lost_node >= d->topo->n_nodes))
-            req_end(r, PMIX_ERR_COMM_FAILURE, NULL, 0);
+            req_end(d, r, PMIX_ERR_COMM_FAILURE, NULL, 0);
         else if (to > 0 && now - r->t0 > to)
-            req_end(r, PMIX_ERR_TIMEOUT, NULL, 0);
+            req_end(d, r, PMIX_ERR_TIMEOUT, NULL, 0);
     }
-    if (dm.outs != NULL)
+    if (D->outs != NULL)
         tick_arm(d, 1);
-    else if (dm.reqs != NULL)
+    else if (D->reqs != NULL)
         tick_arm(d, 0);
 }
 
 static void tick_arm(hbd_t *d, int fast)
 {
+    struct hbd_dmodex *D = d->dmodex;
     /* queued work: in 1 ms, even if armed for later; else in 100 ms unless armed */
-    (void)d;
-    hbd_timer_arm(dm.tick, fast ? 1000 : 100000, fast);
+    hbd_timer_arm(D->tick, fast ? 1000 : 100000, fast);
 }
 
 static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *data,
                      size_t len)
 {
-    (void)d;
-    for (dm_req_t *r = dm.reqs; r != NULL; r = r->next)
+    struct hbd_dmodex *D = d->dmodex;
+    for (dm_req_t *r = D->reqs; r != NULL; r = r->next)
         if (r->id == x->id && r->node == from) {
-            req_end(r, x->arg, data, len);
+            req_end(d, r, x->arg, data, len);
             return;
         }
     /* late (timed out) or not ours: dropped */
@@ -206,7 +211,8 @@ static void on_reply(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const 
 
 static void send_reply(hbd_t *d, const dm_srv_t *s)
 {
-    uint8_t *pl = dm.pl;
+    struct hbd_dmodex *D = d->dmodex;
+    uint8_t *pl = D->pl;
     pmix_status_t st = s->st;
     size_t len = st == PMIX_SUCCESS ? s->len : 0;
     if (len > HBD_WIRE_DMODEX_MAX_DATA) {
@@ -316,9 +322,10 @@ static void srv_fetch(hbd_t *d, dm_srv_t *s)
 }
 
 /* Leave the waiting list. */
-static void unwait(dm_srv_t *s)
+static void unwait(hbd_t *d, dm_srv_t *s)
 {
-    for (dm_srv_t **pp = &dm.waiting; *pp != NULL; pp = &(*pp)->next)
+    struct hbd_dmodex *D = d->dmodex;
+    for (dm_srv_t **pp = &D->waiting; *pp != NULL; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
             break;
@@ -349,7 +356,7 @@ static void probe_done(hbd_t *d, void *arg)
         return;
     }
     if (s->found) {
-        unwait(s);
+        unwait(d, s);
         hb_log_debug("direct modex of %s rank %" PRIu32 ": key %s is there", s->nspace, s->rank,
                      s->key);
         srv_fetch(d, s);
@@ -362,9 +369,10 @@ static void probe_done(hbd_t *d, void *arg)
  * end those past their deadline or whose job is gone, look again later at the others. */
 static void wait_cb(hbd_t *d, void *arg)
 {
+    struct hbd_dmodex *D = d->dmodex;
     uint64_t now = hb_time_now_ns();
     (void)arg;
-    for (dm_srv_t **pp = &dm.waiting; *pp != NULL;) {
+    for (dm_srv_t **pp = &D->waiting; *pp != NULL;) {
         dm_srv_t *s = *pp;
         int known = srv_known(d, s);
         if (known && (s->deadline_ns == 0 || now < s->deadline_ns)) {
@@ -385,21 +393,22 @@ static void wait_cb(hbd_t *d, void *arg)
 
 static void wait_arm(hbd_t *d)
 {
-    (void)d;
-    if (dm.waiting == NULL)
+    struct hbd_dmodex *D = d->dmodex;
+    if (D->waiting == NULL)
         return;
     uint64_t now = hb_time_now_ns(), first = UINT64_MAX;
-    for (dm_srv_t *s = dm.waiting; s != NULL; s = s->next) {
+    for (dm_srv_t *s = D->waiting; s != NULL; s = s->next) {
         first = s->next_ns < first ? s->next_ns : first;
         if (s->deadline_ns != 0 && s->deadline_ns < first)
             first = s->deadline_ns;
     }
     uint64_t dt = first > now ? first - now : 0;
-    hbd_timer_arm(dm.wait, dt / 1000, 1);
+    hbd_timer_arm(D->wait, dt / 1000, 1);
 }
 
 static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uint8_t *ns)
 {
+    struct hbd_dmodex *D = d->dmodex;
     dm_srv_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return;
@@ -427,8 +436,8 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
     s->deadline_ns = to_ms > 0 ? now + to_ms * 1000000ull : 0;
     s->ivl_ms = 1;
     s->next_ns = now + 1000000ull;
-    s->next = dm.waiting;
-    dm.waiting = s;
+    s->next = D->waiting;
+    D->waiting = s;
     hb_log_debug("direct modex of %s rank %" PRIu32 " for node %" PRIu32 ": looking for key %s",
                  s->nspace, s->rank, from, s->key);
     probe(s);
@@ -438,6 +447,7 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
 void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t timeout_ms,
                         hbd_fn_t cbfunc, void *cbdata)
 {
+    struct hbd_dmodex *D = d->dmodex;
     const pmix_proc_t *proc = procv;
     pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)cbfunc;
     hbd_job_t *j = hbd_job_find(d, proc->nspace);
@@ -454,14 +464,14 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
             cb(PMIX_ERR_NOMEM, NULL, 0, cbdata, NULL, NULL);
         return;
     }
-    r->id = dm.next_id++;
+    r->id = D->next_id++;
     r->node = j->spec->map[proc->rank];
     r->t0 = hb_time_now_ns();
     r->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
     r->cb = cb;
     r->cbdata = cbdata;
-    r->next = dm.reqs;
-    dm.reqs = r;
+    r->next = D->reqs;
+    D->reqs = r;
     hbd_wire_dmodex_t x = {.kind = HBD_WIRE_DMODEX_REQ,
                            .nslen = (uint8_t)nslen,
                            .keylen = (uint16_t)keylen,
@@ -486,7 +496,7 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
     if (rc != 0) {
         hb_log_warn("direct modex of %s rank %" PRIu32 ": request to node %" PRIu32 " not sent: %s",
                     proc->nspace, proc->rank, r->node, hb_status_str(rc));
-        req_end(r, PMIX_ERR_COMM_FAILURE, NULL, 0);
+        req_end(d, r, PMIX_ERR_COMM_FAILURE, NULL, 0);
         return;
     }
     tick_arm(d, 0);
@@ -513,34 +523,43 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 int hbd_dmodex_init(hbd_t *d)
 {
-    dm.next_id = 1;
-    dm.tick = hbd_timer_new(d, tick_cb, NULL);
-    dm.wait = hbd_timer_new(d, wait_cb, NULL);
-    if (dm.tick == NULL || dm.wait == NULL)
+    struct hbd_dmodex *D = calloc(1, sizeof(*D));
+    if (D == NULL)
         return HB_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
+    d->dmodex = D;
+    D->next_id = 1;
+    D->tick = hbd_timer_new(d, tick_cb, NULL);
+    D->wait = hbd_timer_new(d, wait_cb, NULL);
+    if (D->tick == NULL || D->wait == NULL)
+        return HB_ERR_NOMEM;
+    hbd_hooks_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
+    hbd_pmix_on_dmodex(hbd_dmodex_request);
     return 0;
 }
 
 void hbd_dmodex_fini(hbd_t *d)
 {
-    (void)d;
-    while (dm.reqs != NULL)
-        req_end(dm.reqs, PMIX_ERR_COMM_FAILURE, NULL, 0);
-    while (dm.outs != NULL) {
-        dm_out_t *o = dm.outs;
-        dm.outs = o->next;
+    struct hbd_dmodex *D = d->dmodex;
+    if (D == NULL)
+        return;
+    while (D->reqs != NULL)
+        req_end(d, D->reqs, PMIX_ERR_COMM_FAILURE, NULL, 0);
+    while (D->outs != NULL) {
+        dm_out_t *o = D->outs;
+        D->outs = o->next;
         free(o);
     }
-    while (dm.waiting != NULL) { /* nobody to answer: the requesters end on their own */
-        dm_srv_t *s = dm.waiting;
-        dm.waiting = s->next;
+    while (D->waiting != NULL) { /* nobody to answer: the requesters end on their own */
+        dm_srv_t *s = D->waiting;
+        D->waiting = s->next;
         if (s->probing)
             s->dead = 1; /* PMIx may still answer into it: left to probe_done */
         else
             free(s);
     }
-    hbd_timer_free(dm.tick);
-    hbd_timer_free(dm.wait);
-    dm.tick = dm.wait = NULL;
+    hbd_pmix_on_dmodex(NULL);
+    hbd_timer_free(D->tick);
+    hbd_timer_free(D->wait);
+    free(D);
+    d->dmodex = NULL;
 }

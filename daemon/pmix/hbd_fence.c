@@ -11,6 +11,7 @@
 #include "hb_env.h"
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_barrier.h"
 #include "hbd_cron.h"
 #include "hbd_fence.h"
@@ -700,7 +701,7 @@ int hbd_fence_init(hbd_t *d)
     S->retry = hbd_timer_new(d, retry_cb, NULL);
     if (S->check == NULL || S->retry == NULL)
         return HB_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_FENCE, on_msg, NULL);
+    hbd_hooks_frame(d, HBD_WIRE_FENCE, on_msg, NULL);
     return 0;
 }
 

@@ -20,7 +20,6 @@
 
 #include "hb_log.h"
 #include "hbd_barrier.h"
-#include "hbd_dmodex.h"
 #include "hbd_fence.h"
 #include "hbd_pmix.h"
 #include "hb_status.h"
@@ -69,7 +68,8 @@ typedef struct hbd_px {
     uint32_t n_sigs, cap_sigs;
     char tmpdir[400];
     int wedged; /* PMIx's thread did not answer a call within HBD_PMIX_CALL_MS */
-    unsigned reserve_n; /* px_reserve calls (PMIx's thread only) */
+    unsigned reserve_n;        /* px_reserve calls (PMIx's thread only) */
+    hbd_pmix_dmodex_fn dmodex; /* the direct_modex upcall's handler (hbd_dmodex.c) */
 } hbd_px_t;
 
 static hbd_px_t g_px = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
@@ -265,6 +265,11 @@ static pmix_server_module_t px_module = {
     .fence_nb = up_fence,
     .direct_modex = up_dmodex,
 };
+
+void hbd_pmix_on_dmodex(hbd_pmix_dmodex_fn fn)
+{
+    g_px.dmodex = fn;
+}
 
 int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
 {
@@ -577,8 +582,11 @@ static void op_run(hbd_t *d, px_op_t *op)
         fence_run(d, op);
         return;
     case OP_DMODEX:
-        hbd_dmodex_request(d, &op->proc, op->msg, op->timeout_s * 1000u, (hbd_fn_t)op->mcb,
-                           op->cbdata);
+        if (g_px.dmodex != NULL)
+            g_px.dmodex(d, &op->proc, op->msg, op->timeout_s * 1000u, (hbd_fn_t)op->mcb,
+                        op->cbdata);
+        else
+            op->mcb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, op->cbdata, NULL, NULL);
         op_free(op);
         return;
     case OP_CALL:

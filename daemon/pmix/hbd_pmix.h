@@ -29,6 +29,13 @@ void hbd_pmix_job_cancel_fences(hbd_job_t *j);
 /* Add PMIx's variables for local rank lr to the malloc'd NULL-terminated *env. */
 int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env);
 
+/* The direct_modex upcall, on the loop: proc is a pmix_proc_t, cbfunc a pmix_modex_cbfunc_t
+ * (cast), answered exactly once (hbd_dmodex.h). The handler registers at its init; without one
+ * the upcall is answered PMIX_ERR_NOT_SUPPORTED. */
+typedef void (*hbd_fn_t)(void);
+typedef void (*hbd_pmix_dmodex_fn)(hbd_t *d, const void *proc, const char *key, uint32_t timeout_ms,
+                                   hbd_fn_t cbfunc, void *cbdata);
+void hbd_pmix_on_dmodex(hbd_pmix_dmodex_fn fn);
 /* Run fn(d, arg) on the loop (from any thread, e.g. a PMIx callback). 0 or NOMEM. */
 int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg);
 

@@ -12,6 +12,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
+#include "hbd_hooks.h"
 #include "hbd_barrier.h"
 #include "hbd_cron.h"
 #include "hbd_net.h"
@@ -714,8 +715,8 @@ int hbd_barrier_init(hbd_t *d)
         return rc;
     }
     b->max_acts = hb_hier_max_actions(b->h);
-    hbd_net_on_frame(d, HBD_WIRE_HIER, on_msg, NULL);
-    if ((rc = hbd_net_on_lost(d, on_lost, 20)) != 0 || (rc = hbd_cron_every(d, tick)) != 0)
+    hbd_hooks_frame(d, HBD_WIRE_HIER, on_msg, NULL);
+    if ((rc = hbd_hooks_lost(d, on_lost, 20)) != 0 || (rc = hbd_hooks_cron(d, tick)) != 0)
         return rc;
     const char *tdir = getenv("HIBAR_TRACE_DIR");
     if (tdir != NULL && *tdir != '\0') {

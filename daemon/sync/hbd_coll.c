@@ -1,5 +1,6 @@
 /* hbd_coll.c: collectives across nodes: every daemon builds the same coll/ schedule and runs its
  * node's hb_coll_exec over COLL frames. */
+#include "hbd_hooks.h"
 #include "hbd_coll.h"
 #include "hbd_cron.h"
 
@@ -182,8 +183,8 @@ int hbd_coll_init(hbd_t *d)
     if (to != NULL && atol(to) > 0)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
     d->coll = st;
-    hbd_net_on_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
-    return hbd_net_on_lost(d, on_lost, 30);
+    hbd_hooks_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
+    return hbd_hooks_lost(d, on_lost, 30);
 }
 
 static void run_free(hbd_coll_run_t *r)

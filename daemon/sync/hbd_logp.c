@@ -10,6 +10,7 @@
 #include "hb_log.h"
 #include "hb_meas.h"
 #include "hb_time.h"
+#include "hbd_hooks.h"
 #include "hbd_logp.h"
 #include "hbd_net.h"
 #include "hb_status.h"
@@ -343,7 +344,7 @@ int hbd_logp_tsr_start(hbd_t *d, hbd_reply_t *r, uint32_t to, uint32_t n)
     logp_echo_t *e = &d->logp->echo;
     if (e->conn != NULL)
         return HB_ERR_BUSY;
-    if (hbd_net_peer(d, to) == NULL)
+    if (hbd_peer_of(d, to) == NULL)
         return HB_ERR_NOT_FOUND;
     if (n == 0 || n > 1000000)
         return HB_ERR_INVAL;
@@ -415,8 +416,8 @@ int hbd_logp_init(hbd_t *d)
     d->logp = calloc(1, sizeof(*d->logp));
     if (d->logp == NULL)
         return HB_ERR_NOMEM;
-    hbd_net_on_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
-    return hbd_net_on_lost(d, on_lost, 10);
+    hbd_hooks_frame(d, HBD_WIRE_ECHO, on_msg, NULL);
+    return hbd_hooks_lost(d, on_lost, 10);
 }
 
 void hbd_logp_fini(hbd_t *d)

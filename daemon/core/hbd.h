@@ -5,7 +5,6 @@
  * module's own static struct behind its init/fini:
  *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, its thread
  *                                 queues upcalls here for the loop
- *   pmix/hbd_dmodex.c dm         direct modex requests, which follow that server
  *   sync/hbd_model.c  hbd_model  the cached model file (hibar-bench logp's), one per host
  */
 #ifndef HBD_H
@@ -91,7 +90,7 @@ typedef struct hbd_jobs {
     uint32_t n_local_ranks;        /* ranks here of the jobs not done (the waiting rule) */
     const struct hbd_job_ops *ops; /* the launcher's answers to rank events, or NULL */
 } hbd_jobs_t;
-/* A frame of a wire type a service registered (hbd_net_on_frame), validated by
+/* A frame of a wire type a service registered (hbd_hooks_frame), validated by
  * hbd_wire_decode; from a live neighbour. */
 typedef void (*hbd_net_rx_fn)(hbd_t *d, const hbd_wire_msg_t *m);
 /* A COLL frame whose data lies elsewhere than after its header (the data plane's two parts). */
@@ -105,7 +104,7 @@ typedef struct hbd_net_rx {
     hbd_net_seg_fn on_seg; /* COLL only, NULL elsewhere */
 } hbd_net_rx_t;
 #define HBD_NET_LOST_MAX 8
-/* Periodic work (hbd_cron_every): timeouts of what is in flight; 1 while something is. */
+/* Periodic work (hbd_hooks_cron): timeouts of what is in flight; 1 while something is. */
 typedef int (*hbd_cron_fn)(hbd_t *d, uint64_t now);
 #define HBD_CRON_MAX 8
 
@@ -178,18 +177,41 @@ struct hbd {
 
     /* barriers */
     struct hbd_barrier_state *bar;
-    struct hbd_coll_state *coll; /* collectives in flight (hbd_coll.c) */
-    struct hbd_logp *logp;       /* the PlogP and T_SR probes (hbd_logp.c) */
-    struct hbd_relay *relay;     /* launch forwarding (hbd_relay.c) */
+    struct hbd_coll_state *coll;   /* collectives in flight (hbd_coll.c) */
+    struct hbd_logp *logp;         /* the PlogP and T_SR probes (hbd_logp.c) */
+    struct hbd_relay *relay;       /* launch forwarding (hbd_relay.c) */
     struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */
+    struct hbd_dmodex *dmodex;     /* direct modex requests (hbd_dmodex.c) */
 
     hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
 
     hbd_stats_t st;
 };
 
-/* Build the file paths in the run dir for a node name. */
-void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, char *pid, size_t lp,
-               char *port, size_t lpo);
+/* Hand a validated frame to the service registered for its type (the transport's receive
+ * table, hbd_net.h): 0, or -1 when none takes it. The one lookup on the per-frame path. */
+static inline int hbd_deliver(hbd_t *d, const hbd_wire_msg_t *m)
+{
+    hbd_net_rx_fn fn = m->type <= HBD_WIRE_TYPE_MAX ? d->rx[m->type].on_msg : NULL;
+    if (fn == NULL)
+        return -1;
+    fn(d, m);
+    return 0;
+}
+
+/* The neighbour record of `node`, or NULL (not linked). */
+static inline hbd_peer_t *hbd_peer_of(const hbd_t *d, uint32_t node)
+{
+    if (node >= d->topo->n_nodes || d->peer_of == NULL || d->peer_of[node] == UINT32_MAX)
+        return NULL;
+    return &d->peers[d->peer_of[node]];
+}
+
+/* Something arrived from p at time now: it is alive (any frame ends a heartbeat probe). */
+static inline void hbd_peer_heard(hbd_peer_t *p, uint64_t now)
+{
+    p->last_rx_ns = now;
+    p->probe_ns = 0;
+}
 
 #endif

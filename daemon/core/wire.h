@@ -117,7 +117,7 @@ typedef struct hbd_wire_hello {
     uint32_t data_port;   /* TCP port of its plain data socket; 0: none (data_plane curve) */
     uint8_t data_token[HBD_WIRE_TOKEN_LEN]; /* what a peer must present there (and on the fast
                                              * lane) */
-    uint32_t fast_port; /* TCP port of its fast lane (hbd_fast.c); 0: none */
+    uint32_t fast_port;                     /* TCP port of its fast lane (hbd_fast.c); 0: none */
 } hbd_wire_hello_t;
 
 /* ABORT payload. */

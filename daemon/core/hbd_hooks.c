@@ -1,0 +1,47 @@
+/* hbd_hooks.c: the tables through which a lower layer reaches the layers above. */
+#include "hbd_hooks.h"
+
+#include "hb_status.h"
+
+void hbd_hooks_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
+{
+    if (type <= HBD_WIRE_TYPE_MAX) {
+        d->rx[type].on_msg = on_msg;
+        d->rx[type].on_seg = on_seg;
+    }
+}
+
+int hbd_hooks_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
+{
+    uint32_t i = d->n_lost_subs;
+    if (i == HBD_NET_LOST_MAX)
+        return HB_ERR_NOMEM;
+    for (; i > 0 && d->lost_order[i - 1] > order; i--) {
+        d->lost_subs[i] = d->lost_subs[i - 1];
+        d->lost_order[i] = d->lost_order[i - 1];
+    }
+    d->lost_subs[i] = fn;
+    d->lost_order[i] = order;
+    d->n_lost_subs++;
+    return 0;
+}
+
+int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status)
+{
+    int first = !d->lost;
+    if (first) {
+        d->lost = 1;
+        d->lost_node = node;
+    }
+    for (uint32_t i = 0; i < d->n_lost_subs; i++)
+        d->lost_subs[i](d, node, status, first);
+    return first;
+}
+
+int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn)
+{
+    if (d->n_cron == HBD_CRON_MAX)
+        return HB_ERR_NOMEM;
+    d->cron_fns[d->n_cron++] = fn;
+    return 0;
+}

@@ -1,0 +1,21 @@
+/* hbd_hooks.h: the tables through which a lower layer reaches the layers above: frame handlers,
+ * lost-node subscribers and the cron's work, registered by the services at their start. */
+#ifndef HBD_HOOKS_H
+#define HBD_HOOKS_H
+
+#include <stdint.h>
+
+#include "hbd.h"
+
+/* The handler of frames of wire type `type` (on_seg: COLL frames whose data lies apart). */
+void hbd_hooks_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg);
+/* A subscriber for lost nodes, called by ascending order (then as registered). 0, or NOMEM
+ * when the table is full. */
+int hbd_hooks_lost(hbd_t *d, hbd_net_lost_fn fn, int order);
+/* Node `node` is lost: the cluster's first loss marks the daemon lost; every subscriber is
+ * told. Returns 1 for the first loss, else 0. */
+int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status);
+/* Periodic work for the cron (hbd_cron.h). 0, or NOMEM when the table is full. */
+int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn);
+
+#endif
