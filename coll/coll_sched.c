@@ -1,4 +1,5 @@
-/* coll_sched.c: builds collective schedules (flat, binomial, single/multi-lane) as node step lists. */
+/* coll_sched.c: builds collective schedules (flat, binomial, single/multi-lane) as node step
+ * lists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,12 @@
 
 #include <stdarg.h>
 
-typedef enum { HB_LOG_ERROR = 0, HB_LOG_WARN = 1, HB_LOG_INFO = 2, HB_LOG_DEBUG = 3 } hb_log_level_t;
+typedef enum {
+    HB_LOG_ERROR = 0,
+    HB_LOG_WARN = 1,
+    HB_LOG_INFO = 2,
+    HB_LOG_DEBUG = 3
+} hb_log_level_t;
 
 /* A sink receives each formatted line (no trailing newline). */
 typedef void (*hb_log_sink_t)(hb_log_level_t level, const char *line, void *arg);

@@ -700,18 +700,13 @@ static int info_view(const hb_cfg_t *cfg, const char *hostlist, hb_topo_t **topo
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"t-ib", required_argument, NULL, 'I'},
-                                             {"t-sr", required_argument, NULL, 'S'},
-                                             {"model", no_argument, NULL, 'M'},
-                                             {"size", required_argument, NULL, 'z'},
-                                             {"members", required_argument, NULL, 'm'},
-                                             {"verbose", no_argument, NULL, 'v'},
-                                             {"version", no_argument, NULL, 'V'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {"all", no_argument, NULL, 'a'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},  {"json", no_argument, NULL, 'j'},
+        {"t-ib", required_argument, NULL, 'I'},    {"t-sr", required_argument, NULL, 'S'},
+        {"model", no_argument, NULL, 'M'},         {"size", required_argument, NULL, 'z'},
+        {"members", required_argument, NULL, 'm'}, {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},       {"help", no_argument, NULL, 'h'},
+        {"all", no_argument, NULL, 'a'},           {NULL, 0, NULL, 0}};
     info_opts_t o = {0};
     hb_cfg_t *cfg = NULL;
     hb_topo_t *topo = NULL;

@@ -32,8 +32,10 @@ int hbd_key_generate(const char *path)
         hb_log_error("cannot create key file %s: %m", tmp);
         return HB_ERR_IO;
     }
-    int n = snprintf(text, sizeof(text), "# hibar cluster key pair (CurveZMQ); keep private\n"
-                                         "public=%s\nsecret=%s\n", pub, sec);
+    int n = snprintf(text, sizeof(text),
+                     "# hibar cluster key pair (CurveZMQ); keep private\n"
+                     "public=%s\nsecret=%s\n",
+                     pub, sec);
     if (write(fd, text, (size_t)n) != n || fsync(fd) != 0) {
         hb_log_error("cannot write key file %s: %m", tmp);
         close(fd);
@@ -70,8 +72,7 @@ int hbd_key_load(const char *path, uint8_t pub[32], uint8_t sec[32], char pub_z8
     }
     if ((sb.st_mode & 077) != 0 || sb.st_uid != geteuid()) {
         hb_log_error("key file %s must belong to uid %u and have mode 0600 (has %03o, uid %u)",
-                     path, (unsigned)geteuid(), (unsigned)(sb.st_mode & 0777),
-                     (unsigned)sb.st_uid);
+                     path, (unsigned)geteuid(), (unsigned)(sb.st_mode & 0777), (unsigned)sb.st_uid);
         close(fd);
         return HB_ERR_PERM;
     }

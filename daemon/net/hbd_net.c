@@ -701,7 +701,7 @@ static void zap_cb(evutil_socket_t fd, short what, void *arg)
             const char *code = ok ? "200" : "400", *text = ok ? "OK" : "not a cluster member";
             z_send(d->zap, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
             z_send(d->zap, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]),
-                     ZMQ_SNDMORE | ZMQ_DONTWAIT);
+                   ZMQ_SNDMORE | ZMQ_DONTWAIT);
             z_send(d->zap, code, 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
             z_send(d->zap, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
             /* the user id: "hibar", or on the data socket the node the token belongs to */

@@ -73,10 +73,10 @@ typedef struct dm_srv {
     uint64_t deadline_ns;                  /* waiting for the key: give up then (0: never) */
     uint64_t next_ns;                      /* ... look again then */
     uint32_t ivl_ms;
-    int probing;      /* a look-up of the key is on PMIx's thread (s must live until it ends) */
-    int found;        /* ... and it found the key */
-    int dead;         /* answered, or dropped, while probing: the probe's end frees s */
-    pmix_info_t opt;  /* PMIX_OPTIONAL, read by PMIx until the probe's answer */
+    int probing;     /* a look-up of the key is on PMIx's thread (s must live until it ends) */
+    int found;       /* ... and it found the key */
+    int dead;        /* answered, or dropped, while probing: the probe's end frees s */
+    pmix_info_t opt; /* PMIX_OPTIONAL, read by PMIx until the probe's answer */
     pmix_status_t st;
     char *data;
     size_t len;

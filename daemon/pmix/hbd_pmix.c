@@ -67,7 +67,7 @@ typedef struct hbd_px {
     struct fence_sig *sigs; /* subset fences: sequence per (job, rank set) */
     uint32_t n_sigs, cap_sigs;
     char tmpdir[400];
-    int wedged; /* PMIx's thread did not answer a call within HBD_PMIX_CALL_MS */
+    int wedged;                /* PMIx's thread did not answer a call within HBD_PMIX_CALL_MS */
     unsigned reserve_n;        /* px_reserve calls (PMIx's thread only) */
     hbd_pmix_dmodex_fn dmodex; /* the direct_modex upcall's handler (hbd_dmodex.c) */
 } hbd_px_t;
@@ -917,8 +917,8 @@ static void reg_clients(px_reg_t *g)
             break;
         }
         PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
-        reg_called(a, PMIx_server_register_client(&p, geteuid(), getegid(), &j->local[k],
-                                                  reg_cb, a));
+        reg_called(a,
+                   PMIx_server_register_client(&p, geteuid(), getegid(), &j->local[k], reg_cb, a));
     }
 }
 
@@ -1090,8 +1090,8 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     j->reg = g;
     evtimer_add(g->ev_to, &to);
     hbd_fence_prelink(d); /* links the job's first fence will use, made while it starts */
-    reg_called(a, PMIx_server_register_nspace(j->nspace, (int)j->n_local, g->info, g->ninfo,
-                                              reg_cb, a));
+    reg_called(
+        a, PMIx_server_register_nspace(j->nspace, (int)j->n_local, g->info, g->ninfo, reg_cb, a));
     rc = 0;
 out:
     if (info != NULL)
