@@ -240,13 +240,26 @@ static int place_counts(const hb_place_req_t *req, const cand_t *c, const hb_pla
                  out->n, c->n, out->source, cap, req->per_node > 0 ? " (--per-node)" : "");
         return HB_ERR_CONFIG;
     }
+    uint32_t n_free = 0, excess = 0;
     for (i = 0; i < c->n; i++) {
         if (bounded)
             cnt[i] = left < c->slots[i] ? left : c->slots[i];
         else
             cnt[i] = out->n / c->n + (i < out->n % c->n);
         left -= cnt[i];
+        if (!bounded && c->slots[i] > 0 && cnt[i] > c->slots[i]) {
+            excess += cnt[i] - c->slots[i]; /* a hostfile's bound holds: to the unbounded */
+            cnt[i] = c->slots[i];
+        }
+        n_free += c->slots[i] == 0;
     }
+    for (i = 0; excess > 0 && i < c->n; i++)
+        if (c->slots[i] == 0) {
+            uint32_t k = excess / n_free + (excess % n_free != 0);
+            cnt[i] += k;
+            excess -= k;
+            n_free--;
+        }
     return 0;
 }
 

@@ -38,8 +38,9 @@ typedef struct hb_place {
  *   slots   a hostfile's slots= (a bound) or the allocation's tasks per node (a bound only
  *           when -n fits them: more ranks spread evenly, as under `sbatch -N 16` with -n 64),
  *           each capped by --per-node;
- *   ranks   with slots: in node order, each node filled up to its slots; without: spread
- *           evenly (the first n % nodes get one more). Nodes left without a rank are not
+ *   ranks   every node bounded: in node order, each filled up to its slots; else spread
+ *           evenly (the first n % nodes get one more), a bounded node keeping to its slots
+ *           and the unbounded ones taking its excess. Nodes left without a rank are not
  *           members.
  * An allocation naming a node the cluster lacks (hibard's cluster is not the allocation) is
  * set aside for the cluster's nodes, with a note saying so.

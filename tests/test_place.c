@@ -178,6 +178,10 @@ static void test_hostfile(void)
     CU_ASSERT_EQUAL_FATAL(try_place(&req, &p, map, sizeof(map), err), 0);
     CU_ASSERT_STRING_EQUAL(map, "10 10 2 2"); /* n02's slots unbounded: spread evenly */
     hb_place_free(&p);
+    req.n = 9; /* n10 keeps its 3 slots, n02 takes the rest */
+    CU_ASSERT_EQUAL_FATAL(try_place(&req, &p, map, sizeof(map), err), 0);
+    CU_ASSERT_STRING_EQUAL(map, "10 10 10 2 2 2 2 2 2");
+    hb_place_free(&p);
     req.per_node = 1; /* caps n10's 3 slots */
     req.n = 0;
     CU_ASSERT_EQUAL_FATAL(try_place(&req, &p, map, sizeof(map), err), 0);
