@@ -14,7 +14,10 @@ unset HIBAR_CONFIG HIBAR_FANOUT HIBAR_PROTOCOL HIBAR_NODES HIBAR_CHASSIS HIBAR_T
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
 TMP=$(mktemp -d /tmp/hibar-validate.XXXXXX) || exit 99
 on_exit 'rm -rf "$TMP"'
-before=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
+# hibar-sim's scratch files go to $TMPDIR: this run's own, so a suite running beside this one
+# cannot make it look as if a file were left
+export TMPDIR="$TMP"
+before=$(ls "$TMP" | grep -c '^hibar-sim-measure' || true)
 
 "$SIM" validate --config "$src/examples/scmd-30.yaml" "${SETS[@]}" --measure --measure-iters 50 --blocks 1 --host-iters 500 \
     --save "$TMP/rows.json" -q > "$TMP/v.txt" 2> "$TMP/err"
@@ -59,6 +62,6 @@ rc=$?
 "$SIM" validate --config "$src/examples/scmd-30.yaml" --measure --calibrate /dev/null -q \
     > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--measure with --calibrate accepted"
-after=$(ls /tmp | grep -c '^hibar-sim-measure' || true)
-[ "$after" -le "$before" ] || fail "measurement file left in /tmp"
+after=$(ls "$TMP" | grep -c '^hibar-sim-measure' || true)
+[ "$after" -le "$before" ] || fail "measurement file left in \$TMPDIR"
 echo "PASS: validate --measure: measured and simulated side by side, error per protocol"

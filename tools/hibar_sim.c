@@ -772,8 +772,15 @@ static int measure_run(const opts_t *o, char *path, size_t len)
         snprintf(path, len, "%s", o->save);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     } else {
-        snprintf(path, len, "/tmp/hibar-sim-measure.XXXXXX");
-        fd = mkstemp(path);
+        const char *tmp = getenv("TMPDIR");
+        if (tmp == NULL || tmp[0] != '/')
+            tmp = "/tmp";
+        if ((size_t)snprintf(path, len, "%s/hibar-sim-measure.XXXXXX", tmp) >= len) {
+            errno = ENAMETOOLONG;
+            fd = -1;
+        } else {
+            fd = mkstemp(path);
+        }
     }
     if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
         fprintf(stderr, "hibar-sim: %s: %s\n", path, strerror(errno));
