@@ -126,8 +126,15 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {
+    return hbd_net_send_job(d, to, type, flags, 0, coll_id, p1, l1, p2, l2);
+}
+
+int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32_t job,
+                     uint64_t coll_id, const void *p1, uint32_t l1, const void *p2, uint32_t l2)
+{
     hbd_wire_msg_t m = {.type = type,
                         .flags = flags,
+                        .job = job,
                         .coll_id = coll_id,
                         .epoch = d->epoch,
                         .src = d->self,
@@ -355,7 +362,7 @@ static void doorbells(fk_cluster_t *c)
 static void deliver(fk_cluster_t *c, const fk_frame_t *f)
 {
     hbd_t *d = &c->d[f->to];
-    hbd_wire_ctx_t ctx = {.n_nodes = c->n, .epoch_max = d->epoch, .job_max = 0, .peer = f->from};
+    hbd_wire_ctx_t ctx = {.n_nodes = c->n, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = f->from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     if (hbd_wire_decode(f->buf, f->len, &ctx, &m, &why) != 0) {

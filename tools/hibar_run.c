@@ -247,12 +247,6 @@ static void on_line(run_t *R, uint32_t i, char *line)
         fail(R, 1);
         node_gone(R, i);
         kill_all(R, "a node was lost");
-    } else if (strcmp(kind, "catchup") == 0) {
-        char *st = strtok_r(NULL, " ", &save);
-        fprintf(stderr,
-                "hibar-run: the daemons' barrier engines could not be brought back in step "
-                "after the failed job (%s): restart cluster %s\n",
-                save != NULL ? save : (st != NULL ? st : "?"), R->cfg->cluster);
     }
 }
 
@@ -323,7 +317,7 @@ static int run_job(run_t *R, int timeout_s)
             fail(R, 1);
             break;
         }
-        /* every node ended: the origin closes once the barrier engines are in step */
+        /* every node of the job ended: the origin closes */
         if (R->alive == 0 && last_ns != 0 && now > last_ns + quiet_ns) {
             fprintf(stderr, "hibar-run: the daemon of node %s did not close the job\n",
                     R->cfg->nodes[R->origin].name);
@@ -378,11 +372,10 @@ static int run_job(run_t *R, int timeout_s)
 /*
  * The daemon hibar-run talks to: the first of the cluster whose control socket answers on this
  * host (on a real cluster, the node's own daemon; its run dir is local). Waits up to timeout_ms
- * for it to be ready (linked to its neighbours). 0 with *fd_p, *node_p and the cluster's next
- * collective id, or an error (printed).
+ * for it to be ready (linked to its neighbours). 0 with *fd_p and *node_p, or an error
+ * (printed).
  */
-static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t *node_p,
-                       uint64_t *coll_p)
+static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t *node_p)
 {
     uint64_t deadline = hb_time_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     int seen = 0;
@@ -396,9 +389,7 @@ static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t 
             seen = 1;
             if (hbd_client_send(fd, "status") == 0 &&
                 hbd_client_recv(fd, reply, sizeof(reply), 5000) == 0 &&
-                hbd_client_field(reply, "ready", v, sizeof(v)) == 0 && strcmp(v, "1") == 0 &&
-                hbd_client_field(reply, "next_coll", v, sizeof(v)) == 0) {
-                *coll_p = strtoull(v, NULL, 10);
+                hbd_client_field(reply, "ready", v, sizeof(v)) == 0 && strcmp(v, "1") == 0) {
                 *fd_p = fd;
                 *node_p = i;
                 return 0;
@@ -606,21 +597,19 @@ int main(int argc, char **argv)
     R.map = pl.map;
     pl.map = NULL;
     np = pl.n;
-    if (pl.n_members < cfg->n_nodes) {
-        /* the daemons run a job's barriers and fences over the whole chassis tree */
-        fprintf(stderr,
-                "hibar-run: the job would run on %" PRIu32 " of the %" PRIu32
-                " nodes of cluster %s (from %s): this hibard runs jobs on every node of the "
-                "cluster only; give every node a rank\n",
-                pl.n_members, cfg->n_nodes, cfg->cluster, pl.source);
-        status = 2;
-        goto out;
-    }
     status = 1;
-    uint64_t coll = 0;
-    int rc = open_origin(cfg, 10000, &R.fd, &R.origin, &coll);
+    int rc = open_origin(cfg, 10000, &R.fd, &R.origin);
     if (rc != 0)
         goto out;
+    /* only the job's nodes report its end */
+    for (uint32_t k = 0; k < cfg->n_nodes; k++)
+        R.nc[k].done = 1;
+    R.alive = 0;
+    for (long r = 0; r < np; r++)
+        if (R.nc[R.map[r]].done) {
+            R.nc[R.map[r]].done = 0;
+            R.alive++;
+        }
 
     /* the ranks' environment: ours, plus what Open MPI needs unless the user chose */
     size_t n_env = 0;
@@ -661,7 +650,6 @@ int main(int argc, char **argv)
     argv[optind] = prog;
     spec.id = ((uint64_t)time(NULL) << 22) ^ (uint64_t)getpid();
     spec.size = (uint32_t)np;
-    spec.coll_base = coll;
     spec.tag = tag;
     spec.map = R.map;
     spec.cwd = cwd;
@@ -692,7 +680,6 @@ int main(int argc, char **argv)
     char cmd[700];
     /* the origin daemon forwards the job to every node and streams their lines back */
     snprintf(cmd, sizeof(cmd), "run %s", spec_path);
-    R.alive = cfg->n_nodes;
     uint64_t t_sent = hb_time_now_ns();
     if (hbd_client_send(R.fd, cmd) != 0) {
         fprintf(stderr, "hibar-run: cannot reach the daemon of node %s\n",

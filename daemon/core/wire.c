@@ -134,13 +134,30 @@ static int job_ok(const hbd_wire_msg_t *m, const hbd_wire_ctx_t *ctx)
     }
     case HBD_WIRE_JOB_OUT:
         return dlen > 0 && data[dlen - 1] == '\n' && memchr(data, '\0', dlen) == NULL;
-    case HBD_WIRE_JOB_CAUGHT: {
-        int64_t st = (int64_t)x.arg;
-        return dlen == 0 && x.seq == 0 && st <= 0 && st >= HB_ERR_LAST;
+    case HBD_WIRE_JOB_ALLOC: {
+        /* a bitmap of the cluster's nodes, no bit beyond them, at least one set */
+        if (x.seq != 0 || x.arg == 0 || x.arg > UINT32_MAX ||
+            (ctx != NULL && dlen != (ctx->n_nodes + 7) / 8))
+            return 0;
+        int any = 0;
+        for (uint32_t i = 0; i < dlen; i++)
+            any |= data[i] != 0;
+        if (ctx != NULL && ctx->n_nodes % 8 != 0 && (data[dlen - 1] >> (ctx->n_nodes % 8)) != 0)
+            return 0;
+        return any;
     }
+    case HBD_WIRE_JOB_SLOT: {
+        if (x.seq == 0)
+            return dlen == 0 && (x.arg >> 32) != 0 && (x.arg & 0xff) != 0 &&
+                   ((x.arg >> 8) & 0xff) + (x.arg & 0xff) <= 64 && ((x.arg >> 16) & 0xffff) == 0;
+        int64_t st = -(int64_t)x.seq;
+        return x.arg == 0 && st < 0 && st >= HB_ERR_LAST && memchr(data, '\0', dlen) == NULL;
+    }
+    case HBD_WIRE_JOB_FREE:
+        return dlen == 0 && x.seq == 0 && x.arg != 0 && x.arg <= UINT32_MAX;
     case HBD_WIRE_JOB_KILL:
         return dlen == 0 && x.seq == 0 && x.arg == 0;
-    default: /* END, CATCHUP */
+    default: /* END */
         return dlen == 0 && x.seq == 0;
     }
 }

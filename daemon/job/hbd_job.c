@@ -178,7 +178,28 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
         } else if (!have_hdr) {
             snprintf(err, cap, "%s:%u: not a hibar job spec", path, line);
             goto err_out;
-        } else if (KEY("id") || KEY("coll_base") || KEY("size") || KEY("tag")) {
+        } else if (KEY("slot")) {
+            /* the cluster's root daemon gave it: job number, first sync number, how many */
+            unsigned long x[3];
+            const char *q = v;
+            for (int k = 0; k < 3; k++) {
+                errno = 0;
+                x[k] = strtoul(q, &e, 10);
+                if (e == q || *q == '-' || errno != 0 || x[k] > UINT32_MAX) {
+                    e = NULL;
+                    break;
+                }
+                q = e;
+            }
+            if (e != nl || x[0] == 0 || x[2] == 0 || x[1] + x[2] > 64 || s->jobno != 0) {
+                snprintf(err, cap, "%s:%u: bad slot (job number, sync base, sync count)", path,
+                         line);
+                goto err_out;
+            }
+            s->jobno = (uint32_t)x[0];
+            s->sync_base = (uint32_t)x[1];
+            s->n_sync = (uint32_t)x[2];
+        } else if (KEY("id") || KEY("size") || KEY("tag")) {
             errno = 0;
             unsigned long long x = strtoull(v, &e, 10);
             if (e != nl || errno != 0 || *v == '-') {
@@ -187,8 +208,6 @@ int hbd_job_spec_load(const char *path, hbd_job_spec_t **spec_p, char *err, size
             }
             if (KEY("id"))
                 s->id = x;
-            else if (KEY("coll_base"))
-                s->coll_base = x;
             else if (KEY("tag"))
                 s->tag = x != 0;
             else if (x == 0 || x > 1000000 || s->size != 0) {
@@ -293,10 +312,12 @@ int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s)
         unlink(path);
         return HB_ERR_IO;
     }
-    int bad =
-        fprintf(f,
-                "hibar-job 1\nid %" PRIu64 "\nsize %" PRIu32 "\ncoll_base %" PRIu64 "\ntag %d\nmap",
-                s->id, s->size, s->coll_base, s->tag) < 0;
+    int bad = fprintf(f, "hibar-job 1\nid %" PRIu64 "\nsize %" PRIu32 "\ntag %d\n", s->id, s->size,
+                      s->tag) < 0;
+    if (s->jobno != 0)
+        bad |= fprintf(f, "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", s->jobno, s->sync_base,
+                       s->n_sync) < 0;
+    bad |= fputs("map", f) == EOF;
     for (uint32_t i = 0; i < s->size; i++)
         bad |= fprintf(f, " %" PRIu32, s->map[i]) < 0;
     bad |= fputc('\n', f) == EOF;

@@ -21,7 +21,9 @@ struct bufferevent;
  *   hibar-job 1
  *   id <u64>            job id (unique in the cluster; hibar-run uses its pid and time)
  *   size <n>            ranks in the job
- *   coll_base <u64>     collective id of the job's first fence (from the cluster's next_coll)
+ *   slot <j> <b> <n>    added by the origin daemon once the cluster's root gave the job its
+ *                       number j (> 0, the wire's job id) and chassis-barrier sync numbers
+ *                       b..b+n-1 (hbd_slot.h); the job's barrier ids count from 0
  *   tag <0|1>           prefix forwarded output with the rank (done by hibar-run; kept here)
  *   map <node> x size   cluster node id of every rank, in rank order
  *   cwd <len>:<bytes>
@@ -31,7 +33,8 @@ struct bufferevent;
 typedef struct hbd_job_spec {
     uint64_t id;
     uint32_t size;
-    uint64_t coll_base;
+    uint32_t jobno;              /* 0 until the slot line is there */
+    uint32_t sync_base, n_sync;
     int tag;
     uint32_t *map; /* [size] node of each rank */
     char *cwd;
@@ -77,6 +80,7 @@ typedef struct hbd_job {
     uint32_t fence_seq;  /* fences without data started so far (barrier engine ids) */
     uint32_t dfence_seq; /* fences with data started so far (hbd_fence ids) */
     int registered;      /* nspace registered with the PMIx server */
+    int engine;          /* its barrier engine is open here (hbd_barrier_job_open) */
     int killing;         /* the job is being stopped */
     int failed;          /* some rank failed (or the job was killed) */
     int done_sent;       /* the last line is queued: free the job once it is out */

@@ -18,6 +18,7 @@
 
 #include "hb_log.h"
 #include "hb_time.h"
+#include "hbd_barrier.h"
 #include "hbd_launch.h"
 #include "hbd_pmix.h"
 #include "hbd_ranks.h"
@@ -94,6 +95,8 @@ static void job_send_text(hbd_job_t *j, const char *s, size_t n)
 
 static void job_free(hbd_job_t *j)
 {
+    if (j->engine)
+        hbd_barrier_job_close(j->d, j->spec->jobno);
     hbd_job_remove(j);
     hbd_pmix_job_register_cancel(j);
     hbd_pmix_job_deregister(j);
@@ -465,11 +468,15 @@ static int job_build(hbd_t *d, hbd_job_spec_t *spec, hbd_job_t **j_p, char *err,
         used[spec->map[r]] = 1;
         j->n_local += spec->map[r] == d->self;
     }
-    if (n > 1 && j->n_nodes != n) {
+    if (j->n_nodes > 1 && spec->jobno == 0) {
         snprintf(err, cap,
-                 "a job must place ranks on every node of the cluster (%" PRIu32 " of %" PRIu32
-                 "): its fences span the whole chassis tree",
-                 j->n_nodes, n);
+                 "a job on %" PRIu32 " nodes needs its number and sync numbers from the cluster: "
+                 "start it with \"run\" (hibar-run), not \"launch\"",
+                 j->n_nodes);
+        goto err_inval;
+    }
+    if (j->n_local == 0) {
+        snprintf(err, cap, "no rank of the job is placed on node %s", d->name);
         goto err_inval;
     }
     j->nodes = calloc(j->n_nodes, sizeof(uint32_t));
@@ -604,6 +611,24 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         j->n_local = 0;
         job_free(j);
         return;
+    }
+    if (j->spec->jobno != 0) {
+        /* its barrier engine, before any rank can call a barrier */
+        uint8_t *member = calloc(d->topo->n_nodes, 1);
+        rc = member == NULL ? HB_ERR_NOMEM : 0;
+        for (uint32_t i = 0; member != NULL && i < j->n_nodes; i++)
+            member[j->nodes[i]] = 1;
+        if (rc == 0)
+            rc = hbd_barrier_job_open(d, j->spec->jobno, member, j->spec->sync_base,
+                                      j->spec->n_sync, err, sizeof(err));
+        free(member);
+        if (rc != 0) {
+            hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
+            j->n_local = 0;
+            job_free(j);
+            return;
+        }
+        j->engine = 1;
     }
     hbd_job_add(d, j);
     j->fd = hbd_reply_detach(conn);

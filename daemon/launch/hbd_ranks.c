@@ -579,7 +579,10 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
 {
     hbd_ranks_job_t *rj = op->rj;
     hbd_job_t *j = rj->j;
-    uint32_t self = j->d->self;
+    /* the schedule runs over the job's nodes: index w is cluster node j->nodes[w] */
+    uint32_t self = 0;
+    while (self < j->n_nodes && j->nodes[self] != j->d->self)
+        self++;
     uint64_t blen = 0;
     const uint8_t *b;
     int rc = 0;
@@ -614,7 +617,8 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
             for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
                 uint64_t off = 0;
                 b = hb_coll_exec_block(x, w, &blen);
-                for (uint32_t i = rj->node_off[w]; i < rj->node_off[w + 1] && rc == 0; i++) {
+                uint32_t cw = j->nodes[w];
+                for (uint32_t i = rj->node_off[cw]; i < rj->node_off[cw + 1] && rc == 0; i++) {
                     uint32_t gr = rj->node_granks[i];
                     uint64_t n = s->op == HB_COLL_GATHER ? op->cnt[gr] : op->size;
                     uint64_t at =
@@ -741,7 +745,7 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
             off += (size_t)h.root_table * sizeof(uint64_t);
         }
     }
-    if (seen_nodes != n_nodes || memchr(seen, 0, size) != NULL) {
+    if (seen_nodes != j->n_nodes || memchr(seen, 0, size) != NULL) {
         rc = HB_ERR_PROTO;
         goto out;
     }
@@ -958,8 +962,10 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
         op->run = run;
         hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
     }
-    uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
-    int rc = hbd_fence_start(d, id, NULL, 0, 0, blob, off, xop_agree_done, op);
+    int whole = j->n_nodes == d->topo->n_nodes;
+    uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, whole);
+    int rc = hbd_fence_start(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob, off,
+                             xop_agree_done, op);
     free(blob);
     if (rc != 0 && op->overlap) {
         op->agree_status = rc;
@@ -993,8 +999,8 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
         xop_coll_begin(op, n_at);
         return;
     }
-    uint64_t coll = j->spec->coll_base + j->fence_seq++;
-    int rc = hbd_barrier_start(j->d, coll, xop_barrier_done, op);
+    uint64_t coll = j->fence_seq++;
+    int rc = hbd_barrier_start(j->d, j->spec->jobno, coll, xop_barrier_done, op);
     if (rc != 0)
         xop_finish(op, rc);
 }
@@ -1069,7 +1075,7 @@ static void xsub_run(hbd_xsub_t *x)
     }
     /* its own id space: the subset bit without the top bit (PMIx fences set it) */
     uint64_t h = x->hash ^ (j->spec->id * 0x9E3779B97F4A7C15ull);
-    uint64_t id = HBD_FENCE_ID_SUBSET | ((h & 0x3fffffffffull) << 24) | (x->seq & 0xffffffu);
+    uint64_t id = HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) | (x->seq & 0xffffffu);
     hb_log_debug("job %s: subset barrier of %" PRIu32 " ranks on %" PRIu32
                  " nodes, fence %#" PRIx64,
                  j->nspace, x->n, nn, id);

@@ -24,40 +24,42 @@
 #include "hbd_net.h"
 #include "hbd_relay.h"
 #include "hbd_route.h"
+#include "hbd_slot.h"
 #include "hb_status.h"
 
 /*
  * "run SPEC" on the control socket (hibar-run) makes this daemon the job's origin. It loads the
- * spec (the checks of "launch"), sends it in JOB SPEC chunks to every other node and starts its
- * own ranks. Every node, origin included, starts its part through the local launcher exactly as
- * a "launch SPEC" on a control connection would: one end of a socketpair becomes the command's
- * reply handle (hbd_reply_fd_new), so hbd_launch.c is untouched and its lines (hbd_launch.c's
- * protocol) arrive on the other end. Remote nodes send them back in OUT frames, then END when
- * their part ended. JOB frames go hop by hop along the chassis data tree, like direct modex
- * (every hop is a link the daemons keep anyway), through a per-hop FIFO that keeps their order.
+ * spec (the checks of "launch"), asks the cluster's root daemon for the job's slot (ALLOC: its
+ * number and chassis-barrier sync numbers, hbd_slot.h; the root answers SLOT at once), adds
+ * the slot to the spec, sends it in JOB SPEC chunks to every other node of the job and starts
+ * its own ranks if it has any. The job's nodes are the ones its map names: the other nodes of
+ * the cluster hear nothing of it (but forward its frames when they lie on the tree path).
+ * Every node of the job, origin included, starts its part through the local launcher exactly
+ * as a "launch SPEC" on a control connection would: one end of a socketpair becomes the
+ * command's reply handle (hbd_reply_fd_new), so hbd_launch.c is untouched and its lines
+ * (hbd_launch.c's protocol) arrive on the other end. Remote nodes send them back in OUT
+ * frames, then END when their part ended; once every node of the job ended, the origin gives
+ * the slot back (FREE). JOB frames go hop by hop along the chassis data tree, like direct
+ * modex (every hop is a link the daemons keep anyway), through a per-hop FIFO that keeps their
+ * order.
  *
  * The origin writes to hibar-run, one line each:
  *   <node> <launcher line>        ok launch, o, p, a, x, err, done (hbd_launch.c)
  *   <node> end                    that node's part ended; nothing more comes from it
  *   <node> lost <text>            that node's daemon died or cannot be reached
- *   <origin> catchup <st> <text>  after a failed job the barrier engines could not be brought
- *                                 back in step: the cluster needs a restart
- * and closes the connection once every node ended (and the engines are back in step).
+ *   err <st> <text>               the job got no slot (it never started anywhere)
+ * and closes the connection once every node of the job ended.
  * hibar-run may send "ping" (the origin answers "<origin> pong": hibar-run's check that the
  * daemon's loop runs) and "kill": the origin kills its part and sends KILL to every node. If
  * hibar-run goes away the job is killed everywhere. A lost node (hbd_net_peer_lost, on every
  * daemon through the failure flood) kills the job's part on every daemon; the origin reports
  * the node lost and gives the others HBD_RELAY_LOST_WAIT_MS to report their end, after which
  * they are reported lost too: never a hang.
- *
- * Catch-up: END carries the node's next collective id once its ranks are gone. If they differ,
- * a failed job left some barrier engines inside a fence the others never reached: the origin
- * sends CATCHUP(highest) to the nodes behind, which arrive at the missing barriers (which then
- * complete everywhere) and answer CAUGHT with the status.
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
-#define HBD_RELAY_MAX_JOBS 16          /* relayed jobs one daemon takes part in at once */
+#define HBD_RELAY_JOB_NSYNC 2 /* sync numbers a job asks for (collectives in flight per node) */
+#define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
 
 typedef struct rl_job {
     hbd_t *d;
@@ -76,29 +78,19 @@ typedef struct rl_job {
     struct bufferevent *run; /* hibar-run */
     int finishing;           /* every node ended: closing hibar-run's connection */
     int killed;
-    uint8_t *ended;      /* [n_nodes] */
-    uint64_t *next_coll; /* [n_nodes] from END */
-    uint32_t *out_next;  /* [n_nodes] next OUT seq */
+    uint8_t *member;  /* [n_nodes] the job's nodes */
+    uint32_t n_members;
+    uint32_t size;    /* ranks */
+    char *raw;        /* the spec as hibar-run wrote it, until the slot comes */
+    size_t raw_len;
+    uint32_t jobno;   /* its slot (0: not given yet) */
+    uint8_t *ended;   /* [n_nodes] */
+    uint32_t *out_next; /* [n_nodes] next OUT seq */
     uint32_t n_ended;
     uint32_t lost_node;
     uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
-    int cu_started;
-    uint32_t cu_wait;
-    int cu_status;
-    uint64_t cu_deadline_ns;
     struct rl_job *next;
 } rl_job_t;
-
-/* Catch-up on this node: barriers it arrives at for job `id` of `origin`. */
-typedef struct rl_cu {
-    hbd_t *d;
-    uint64_t id;
-    uint32_t origin;
-    uint32_t pending;
-    int status;
-    int started; /* every barrier was started (the last callback may come while starting) */
-    struct rl_cu *next;
-} rl_cu_t;
 
 typedef struct rl_out {
     uint32_t to, len;
@@ -110,7 +102,8 @@ typedef struct rl_out {
 /* The relay's state in the daemon context (d->relay). */
 struct hbd_relay {
     rl_job_t *jobs;
-    rl_cu_t *cus;
+    hbd_slots_t slots; /* the cluster's job slots (on the root only) */
+    int is_root;
     rl_out_t *outq;
     uint64_t outq_bytes, drops;
     hbd_timer_t *tick;
@@ -157,7 +150,8 @@ static void job_free(rl_job_t *J)
         bufferevent_free(J->run);
     free(J->spec);
     free(J->ended);
-    free(J->next_coll);
+    free(J->member);
+    free(J->raw);
     free(J->out_next);
     free(J);
 }
@@ -246,26 +240,42 @@ static void relay_kill(rl_job_t *J, const char *why)
     J->killed = 1;
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
     for (uint32_t n = 0, shown = 0; n < d->topo->n_nodes && shown < 16; n++)
-        if (!J->ended[n] && ++shown) /* the first 16 of them */
+        if (J->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
             hb_log_info("job %" PRIu64 ": node %s had not reported its end%s", J->id,
                         d->cfg->nodes[n].name,
                         n == d->self ? (J->part != NULL ? " (its part here still runs)" : "") : "");
     if (J->part != NULL)
         evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
     for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-        if (n != d->self && !J->ended[n])
+        if (n != d->self && J->member[n] && !J->ended[n])
             send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
+}
+
+/* The root daemon's node: the Center of the root chassis. */
+static uint32_t root_node(const hbd_t *d)
+{
+    return hb_topo_center_of(d->topo, d->topo->root);
+}
+
+/* The job ended everywhere (or never started): its slot goes back to the root. */
+static void slot_give_back(rl_job_t *J)
+{
+    hbd_t *d = J->d;
+    if (J->jobno == 0)
+        return;
+    if (d->relay->is_root)
+        hbd_slots_free(&d->relay->slots, d->topo, J->jobno);
+    else
+        send_simple(d, J, root_node(d), HBD_WIRE_JOB_FREE, J->jobno);
+    J->jobno = 0;
 }
 
 static void finish(rl_job_t *J)
 {
-    hbd_t *d = J->d;
     if (J->finishing)
         return;
     J->finishing = 1;
-    if (J->cu_status != 0)
-        run_printf(J, "%" PRIu32 " catchup %d %s\n", d->self, J->cu_status,
-                   hb_status_str(J->cu_status));
+    slot_give_back(J);
     hb_log_info("job %" PRIu64 ": ended on every node", J->id);
     if (J->run == NULL || evbuffer_get_length(bufferevent_get_output(J->run)) == 0) {
         job_free(J);
@@ -274,128 +284,21 @@ static void finish(rl_job_t *J)
     bufferevent_disable(J->run, EV_READ); /* freed by run_write_cb once the rest is out */
 }
 
-static void cu_start(hbd_t *d, uint64_t id, uint32_t origin, uint64_t hi);
-
-/* Every node ended: bring the barrier engines back in step if they differ, then finish. */
+/* Every node of the job ended: finish. */
 static void check_done(rl_job_t *J)
 {
-    hbd_t *d = J->d;
-    uint32_t n = d->topo->n_nodes;
-    if (J->n_ended < n || J->cu_started || J->finishing)
-        return;
-    uint64_t hi = 0, lo = UINT64_MAX;
-    for (uint32_t i = 0; i < n; i++) {
-        hi = J->next_coll[i] > hi ? J->next_coll[i] : hi;
-        lo = J->next_coll[i] < lo ? J->next_coll[i] : lo;
-    }
-    if (d->lost || hi == lo) {
+    if (J->n_ended >= J->n_members && !J->finishing)
         finish(J);
-        return;
-    }
-    J->cu_started = 1;
-    J->cu_deadline_ns =
-        hb_time_now_ns() + ((uint64_t)d->cfg->barrier_timeout_ms + 5000) * 1000000ull;
-    hb_log_info("job %" PRIu64 ": barrier engines at collectives %" PRIu64 "..%" PRIu64
-                ": the nodes behind catch up",
-                J->id, lo, hi);
-    for (uint32_t i = 0; i < n; i++)
-        if (J->next_coll[i] < hi)
-            J->cu_wait++;
-    for (uint32_t i = 0; i < n; i++)
-        if (J->next_coll[i] < hi && i != d->self)
-            send_simple(d, J, i, HBD_WIRE_JOB_CATCHUP, hi);
-    tick_arm(d, 0);
-    /* last: if it ends at once, J may be freed */
-    if (J->next_coll[d->self] < hi)
-        cu_start(d, J->id, d->self, hi);
 }
 
-static void node_ended(rl_job_t *J, uint32_t node, uint64_t next_coll)
+static void node_ended(rl_job_t *J, uint32_t node)
 {
-    if (J->ended[node])
+    if (J->ended[node] || !J->member[node])
         return;
     J->ended[node] = 1;
-    J->next_coll[node] = next_coll;
     J->n_ended++;
     run_printf(J, "%" PRIu32 " end\n", node);
     check_done(J);
-}
-
-static void on_caught(rl_job_t *J, int status)
-{
-    if (!J->cu_started || J->cu_wait == 0)
-        return;
-    if (status != 0 && J->cu_status == 0)
-        J->cu_status = status;
-    if (--J->cu_wait == 0)
-        finish(J);
-}
-
-/* ---- catch-up on this node ---- */
-
-static void cu_done(rl_cu_t *c)
-{
-    rl_state_t *R = c->d->relay;
-    hbd_t *d = c->d;
-    for (rl_cu_t **pp = &R->cus; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    if (c->status != 0)
-        hb_log_warn("job %" PRIu64 ": catching up with the other barrier engines failed: %s", c->id,
-                    hb_status_str(c->status));
-    if (c->origin == d->self) {
-        rl_job_t *J = job_find(d, c->id, d->self);
-        if (J != NULL)
-            on_caught(J, c->status);
-    } else {
-        hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_CAUGHT,
-                            .src = UINT32_MAX,
-                            .dest = c->origin,
-                            .arg = (uint64_t)(int64_t)c->status};
-        int rc = job_send(d, c->id, &x, NULL, 0);
-        if (rc != 0)
-            hb_log_warn("job %" PRIu64 ": CAUGHT for node %" PRIu32 " not sent: %s", c->id,
-                        c->origin, hb_status_str(rc));
-    }
-    free(c);
-}
-
-static void cu_cb(hbd_t *d, uint64_t coll_id, int status, void *arg)
-{
-    rl_cu_t *c = arg;
-    (void)d;
-    (void)coll_id;
-    if (status != 0 && c->status == 0)
-        c->status = status;
-    if (--c->pending == 0 && c->started)
-        cu_done(c);
-}
-
-static void cu_start(hbd_t *d, uint64_t id, uint32_t origin, uint64_t hi)
-{
-    rl_state_t *R = d->relay;
-    rl_cu_t *c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return; /* the origin times out */
-    c->d = d;
-    c->id = id;
-    c->origin = origin;
-    c->next = R->cus;
-    R->cus = c;
-    c->pending = 1; /* held while starting */
-    for (uint64_t k = hbd_barrier_next_coll(d); k < hi && c->status == 0; k++) {
-        c->pending++;
-        int rc = hbd_barrier_start(d, k, cu_cb, c);
-        if (rc != 0) {
-            c->pending--;
-            c->status = rc;
-        }
-    }
-    c->started = 1;
-    if (--c->pending == 0)
-        cu_done(c);
 }
 
 /* ---- this node's part ---- */
@@ -435,14 +338,13 @@ static void part_end(rl_job_t *J)
     part_read_cb(J->part, J);
     bufferevent_free(J->part);
     J->part = NULL;
-    uint64_t next = hbd_barrier_next_coll(d);
     if (J->origin == d->self) {
-        node_ended(J, d->self, next);
+        node_ended(J, d->self);
         return;
     }
     out_flush(J);
     if (!J->origin_lost)
-        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, next);
+        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, 0);
     job_free(J);
 }
 
@@ -504,12 +406,11 @@ err_out : {
                      HB_ERR_NOMEM);
     J->part = NULL;
     part_line(J, line, (size_t)n);
-    uint64_t next = hbd_barrier_next_coll(d);
     if (J->origin == d->self) {
-        node_ended(J, d->self, next);
+        node_ended(J, d->self);
     } else {
         out_flush(J);
-        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, next);
+        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, 0);
         job_free(J);
     }
 }
@@ -556,6 +457,136 @@ static void run_event_cb(struct bufferevent *bev, short what, void *arg)
     relay_kill(J, "hibar-run went away");
 }
 
+/* The job got its slot: add it to the spec, send the spec to the job's other nodes, start this
+ * node's part (if it has one). */
+static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_sync)
+{
+    hbd_t *d = J->d;
+    uint32_t n = d->topo->n_nodes;
+    char line[96], path[400];
+    int rc = 0;
+    J->jobno = jobno;
+    int ll = snprintf(line, sizeof(line), "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", jobno,
+                      base, n_sync);
+    char *raw = realloc(J->raw, J->raw_len + (size_t)ll);
+    if (raw == NULL) {
+        run_printf(J, "%" PRIu32 " err %d %s\n", d->self, HB_ERR_NOMEM,
+                   hb_status_str(HB_ERR_NOMEM));
+        finish(J);
+        return;
+    }
+    memcpy(raw + J->raw_len, line, (size_t)ll);
+    J->raw = NULL;
+    size_t raw_len = J->raw_len + (size_t)ll;
+    hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks on %" PRIu32 " nodes, job number %" PRIu32
+                ", sync %" PRIu32 "+%" PRIu32 ": forwarding its spec (%zu bytes)",
+                J->id, J->size, J->n_members, jobno, base, n_sync, raw_len);
+    /* the spec first, to every other node of the job: they start their parts as it arrives */
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d->self || !J->member[i])
+            continue;
+        for (uint64_t off = 0, seq = 0; off < raw_len; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
+            uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
+                                                                           : HBD_WIRE_JOB_MAX_DATA);
+            hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_SPEC,
+                                .src = UINT32_MAX,
+                                .dest = i,
+                                .seq = (uint32_t)seq,
+                                .arg = raw_len,
+                                .flags = off + dl == raw_len ? HBD_WIRE_JOB_F_LAST : 0};
+            if ((rc = job_send(d, J->id, &x, raw + off, dl)) != 0)
+                break;
+        }
+        if (rc != 0) {
+            run_printf(J, "%" PRIu32 " lost cannot send the job to it: %s\n", i, hb_status_str(rc));
+            J->ended[i] = 1;
+            J->n_ended++;
+            J->killed = 1; /* the rest is stopped below, once our own part exists */
+            rc = 0;
+        }
+    }
+    if (!J->member[d->self]) {
+        free(raw);
+        if (J->killed) {
+            J->killed = 0;
+            relay_kill(J, "a node could not be reached");
+        }
+        check_done(J);
+        return;
+    }
+    /* this node's part reads the spec with its slot from a file of ours, as the others do */
+    snprintf(path, sizeof(path), "%s/hibar-relay-%" PRIu64 "-%s.spec", d->run_dir, J->id, d->name);
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t off = 0;
+    while (fd >= 0 && off < raw_len) {
+        ssize_t w = write(fd, raw + off, raw_len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(raw);
+    uint64_t id = J->id;
+    if (fd < 0 || off != raw_len) {
+        hb_log_error("job %" PRIu64 ": cannot write %s: %m", id, path);
+        run_printf(J, "%" PRIu32 " err %d cannot write the job spec into the daemon's run dir\n",
+                   d->self, HB_ERR_IO);
+        J->ended[d->self] = 1;
+        J->n_ended++;
+        relay_kill(J, "its spec could not be written here");
+        unlink(path);
+        check_done(J);
+        return;
+    }
+    part_start(J, path);
+    unlink(path);
+    if (job_find(d, id, d->self) == J && J->killed && !J->finishing) {
+        J->killed = 0;
+        relay_kill(J, "a node could not be reached");
+    }
+}
+
+/* The root's answer to the job's slot request: status 0 and the slot, or why not. */
+static void on_slot(rl_job_t *J, int status, uint64_t arg, const char *why, size_t why_len)
+{
+    if (J->raw == NULL || J->jobno != 0 || J->finishing)
+        return; /* answered already */
+    if (status != 0) {
+        hb_log_warn("job %" PRIu64 ": no slot: %.*s", J->id, (int)why_len, why);
+        run_printf(J, "err %d %.*s\n", status, (int)why_len, why); /* the job, not a node */
+        finish(J);
+        return;
+    }
+    relay_start(J, (uint32_t)(arg >> 32), (uint32_t)((arg >> 8) & 0xff), (uint32_t)(arg & 0xff));
+}
+
+/* A slot for the job (on the root): 0 and *arg_p packed as SLOT's arg, or an error and why. */
+static int slot_give(hbd_t *d, uint64_t id, uint32_t origin, uint32_t size, const uint8_t *member,
+                     uint64_t *arg_p, char *why, size_t cap)
+{
+    rl_state_t *R = d->relay;
+    uint32_t n = d->topo->n_nodes, nn = 0;
+    uint32_t *nodes = malloc(n * sizeof(uint32_t));
+    hbd_slot_t *s = NULL;
+    if (nodes == NULL) {
+        snprintf(why, cap, "%s", hb_status_str(HB_ERR_NOMEM));
+        return HB_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (member[i])
+            nodes[nn++] = i;
+    int rc = hbd_slots_alloc(&R->slots, d->topo, nodes, nn, id, origin, size, hb_time_now_ns(), &s,
+                             why, cap);
+    free(nodes);
+    if (rc == 0)
+        *arg_p = (uint64_t)s->jobno << 32 | (uint64_t)s->base << 8 | s->n;
+    return rc;
+}
+
 void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
 {
     rl_state_t *R = d->relay;
@@ -581,24 +612,39 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   hb_status_str(rc));
         goto out;
     }
+    if (spec->jobno != 0) {
+        hbd_reply(conn, "err %d %s: the spec has a slot already (only the origin adds it)",
+                  HB_ERR_INVAL, spec_path);
+        goto out;
+    }
     if (d->lost || (!d->ready && n > 1)) {
         hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HB_ERR_NOT_INIT);
         goto out;
     }
     if (job_find(d, spec->id, d->self) != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
-        hbd_reply(conn, "err %d job %" PRIu64 " exists, or too many jobs", HB_ERR_EXISTS, spec->id);
+        hbd_reply(conn, "err %d job %" PRIu64 " exists, or this daemon relays %d jobs already",
+                  HB_ERR_EXISTS, spec->id, HBD_RELAY_MAX_JOBS);
         goto out;
     }
     J = calloc(1, sizeof(*J));
-    if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
-        (J->next_coll = calloc(n, sizeof(uint64_t))) == NULL ||
+    if (J == NULL || (J->ended = calloc(n, 1)) == NULL || (J->member = calloc(n, 1)) == NULL ||
         (J->out_next = calloc(n, sizeof(uint32_t))) == NULL) {
         hbd_reply(conn, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
         goto out;
     }
+    for (uint32_t r = 0; r < spec->size; r++) {
+        if (spec->map[r] >= n) {
+            hbd_reply(conn, "err %d rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
+                      HB_ERR_INVAL, r, spec->map[r]);
+            goto out;
+        }
+        J->n_members += !J->member[spec->map[r]];
+        J->member[spec->map[r]] = 1;
+    }
     J->d = d;
     J->id = spec->id;
     J->origin = d->self;
+    J->size = spec->size;
     int fd = hbd_reply_detach(conn);
     if (fd < 0)
         goto out;
@@ -607,47 +653,44 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         close(fd);
         goto out;
     }
+    J->raw = raw;
+    J->raw_len = raw_len;
+    raw = NULL;
     J->next = R->jobs;
     R->jobs = J;
     bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
     bufferevent_enable(J->run, EV_READ | EV_WRITE);
-    hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks, forwarding its spec (%zu bytes) to %" PRIu32
-                " nodes",
-                J->id, spec->size, raw_len, n - 1);
-    /* the spec first, to every other node: they start their parts as it arrives */
-    for (uint32_t i = 0; i < n; i++) {
-        if (i == d->self)
-            continue;
-        for (uint64_t off = 0, seq = 0; off < raw_len; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
-            uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
-                                                                           : HBD_WIRE_JOB_MAX_DATA);
-            hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_SPEC,
-                                .src = UINT32_MAX,
-                                .dest = i,
-                                .seq = (uint32_t)seq,
-                                .arg = raw_len,
-                                .flags = off + dl == raw_len ? HBD_WIRE_JOB_F_LAST : 0};
-            if ((rc = job_send(d, J->id, &x, raw + off, dl)) != 0)
-                break;
-        }
-        if (rc != 0) {
-            run_printf(J, "%" PRIu32 " lost cannot send the job to it: %s\n", i, hb_status_str(rc));
-            J->ended[i] = 1;
-            J->n_ended++;
-            J->killed = 1; /* the rest is stopped below, once our own part exists */
-        }
-    }
     rl_job_t *keep = J;
     J = NULL;
-    part_start(keep, spec_path);
-    if (keep->killed && job_find(d, keep->id, d->self) == keep) {
-        keep->killed = 0;
-        relay_kill(keep, "a node could not be reached");
+    if (R->is_root) {
+        uint64_t arg = 0;
+        char why[256] = "";
+        rc = slot_give(d, keep->id, d->self, keep->size, keep->member, &arg, why, sizeof(why));
+        on_slot(keep, rc, arg, why, strlen(why));
+    } else {
+        /* ask the root: the member bitmap */
+        uint32_t bl = (n + 7) / 8;
+        uint8_t *bits = calloc(bl, 1);
+        hbd_wire_job_t x = {
+            .kind = HBD_WIRE_JOB_ALLOC, .src = UINT32_MAX, .dest = root_node(d), .arg = keep->size};
+        for (uint32_t i = 0; bits != NULL && i < n; i++)
+            if (keep->member[i])
+                bits[i / 8] |= (uint8_t)(1u << (i % 8));
+        rc = bits == NULL ? HB_ERR_NOMEM
+             : bl > HBD_WIRE_JOB_MAX_DATA ? HB_ERR_INVAL
+                                          : job_send(d, keep->id, &x, bits, bl);
+        free(bits);
+        if (rc != 0) {
+            char why[128];
+            snprintf(why, sizeof(why), "cannot ask the cluster's root (node %s) for a job slot: %s",
+                     d->cfg->nodes[root_node(d)].name, hb_status_str(rc));
+            on_slot(keep, rc, 0, why, strlen(why));
+        }
     }
 out:
     if (J != NULL) {
         free(J->ended);
-        free(J->next_coll);
+        free(J->member);
         free(J->out_next);
         free(J);
     }
@@ -673,7 +716,7 @@ static void remote_fail(rl_job_t *J, int rc, const char *text)
     int n = snprintf(line, sizeof(line), "err %d %s", rc, text);
     part_line(J, line, (size_t)n);
     out_flush(J);
-    send_simple(J->d, J, J->origin, HBD_WIRE_JOB_END, hbd_barrier_next_coll(J->d));
+    send_simple(J->d, J, J->origin, HBD_WIRE_JOB_END, 0);
     job_free(J);
 }
 
@@ -764,17 +807,49 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
         }
         return;
-    case HBD_WIRE_JOB_CATCHUP:
-        cu_start(d, id, x.src, x.arg);
+    case HBD_WIRE_JOB_ALLOC: {
+        hbd_wire_job_t y = {.kind = HBD_WIRE_JOB_SLOT, .src = UINT32_MAX, .dest = x.src};
+        char why[256] = "";
+        uint64_t arg = 0;
+        uint8_t *member = calloc(d->topo->n_nodes, 1);
+        int rc = !d->relay->is_root ? HB_ERR_INVAL : member == NULL ? HB_ERR_NOMEM : 0;
+        for (uint32_t i = 0; rc == 0 && i < d->topo->n_nodes; i++)
+            member[i] = (data[i / 8] >> (i % 8)) & 1;
+        if (rc == 0)
+            rc = slot_give(d, id, x.src, (uint32_t)x.arg, member, &arg, why, sizeof(why));
+        else
+            snprintf(why, sizeof(why), "node %s is not the cluster's root", d->name);
+        free(member);
+        y.seq = (uint32_t)-rc;
+        y.arg = rc == 0 ? arg : 0;
+        rc = job_send(d, id, &y, why, rc == 0 ? 0 : (uint32_t)strlen(why));
+        if (rc != 0)
+            hb_log_warn("job %" PRIu64 ": slot answer for node %" PRIu32 " not sent: %s", id, x.src,
+                        hb_status_str(rc));
+        if (rc != 0 && y.seq == 0)
+            hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)(arg >> 32));
+        return;
+    }
+    case HBD_WIRE_JOB_FREE:
+        if (d->relay->is_root)
+            hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)x.arg);
+        return;
+    case HBD_WIRE_JOB_SLOT:
+        if ((J = job_find(d, id, d->self)) == NULL) {
+            /* the job went meanwhile: its slot goes back */
+            if (x.seq == 0)
+                send_simple(d, &(rl_job_t){.id = id}, x.src, HBD_WIRE_JOB_FREE, x.arg >> 32);
+            drop(d, "slot for no job", id, x.src);
+            return;
+        }
+        on_slot(J, -(int)x.seq, x.arg, (const char *)data, dlen);
         return;
     default:
         break;
     }
-    /* OUT, END (from a node still running its part), CAUGHT (after a CATCHUP): for a job
-     * this node originated */
+    /* OUT, END (from a node still running its part): for a job this node originated */
     J = job_find(d, id, d->self);
-    if (J == NULL || J->ended == NULL || J->finishing ||
-        (x.kind == HBD_WIRE_JOB_CAUGHT ? !J->cu_started : J->ended[x.src])) {
+    if (J == NULL || J->ended == NULL || J->finishing || !J->member[x.src] || J->ended[x.src]) {
         drop(d, "not a running job of this origin", id, x.src);
         return;
     }
@@ -790,9 +865,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             p = nl + 1;
         }
     } else if (x.kind == HBD_WIRE_JOB_END) {
-        node_ended(J, x.src, x.arg);
-    } else if (x.kind == HBD_WIRE_JOB_CAUGHT) {
-        on_caught(J, (int)(int64_t)x.arg);
+        node_ended(J, x.src);
     }
 }
 
@@ -860,7 +933,8 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             continue;
         /* the nodes whose frames would cross the lost one cannot report: say so now */
         for (uint32_t i = 0; i < d->topo->n_nodes; i++)
-            if (i != d->self && i != node && !J->ended[i] && path_crosses(d, d->self, i, node)) {
+            if (i != d->self && i != node && J->member[i] && !J->ended[i] &&
+                path_crosses(d, d->self, i, node)) {
                 run_printf(J,
                            "%" PRIu32 " lost node %s cannot be reached: its path to node %s "
                            "crosses the lost node %s\n",
@@ -868,7 +942,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
                 J->ended[i] = 1;
                 J->n_ended++;
             }
-        if (!J->ended[node]) {
+        if (J->member[node] && !J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
                        node, name, hb_status_str(status));
             J->ended[node] = 1;
@@ -923,7 +997,7 @@ static void tick_cb(hbd_t *d, void *arg)
             continue;
         if (J->lost_ns != 0 && now - J->lost_ns > HBD_RELAY_LOST_WAIT_MS * 1000000ull) {
             for (uint32_t i = 0; i < d->topo->n_nodes; i++)
-                if (!J->ended[i]) {
+                if (J->member[i] && !J->ended[i]) {
                     run_printf(J,
                                "%" PRIu32 " lost node %s reported no end within %d s after node "
                                "%s was lost\n",
@@ -935,12 +1009,7 @@ static void tick_cb(hbd_t *d, void *arg)
             check_done(J); /* may free J */
             continue;
         }
-        if (J->cu_started && now > J->cu_deadline_ns) {
-            J->cu_wait = 1;
-            on_caught(J, HB_ERR_TIMEOUT);
-            continue;
-        }
-        waiting |= J->lost_ns != 0 || J->cu_started;
+        waiting |= J->lost_ns != 0;
     }
     if (R->outq != NULL)
         tick_arm(d, 1);
@@ -962,6 +1031,13 @@ int hbd_relay_init(hbd_t *d)
     d->relay = calloc(1, sizeof(*d->relay));
     if (d->relay == NULL)
         return HB_ERR_NOMEM;
+    d->relay->is_root = d->self == root_node(d);
+    if (d->relay->is_root) {
+        int rc = hbd_slots_init(&d->relay->slots, d->topo, HBD_SYNC_JOB_FIRST, HBD_SYNC_JOB_END,
+                                HBD_RELAY_JOB_NSYNC);
+        if (rc != 0)
+            return rc;
+    }
     hbd_hooks_frame(d, HBD_WIRE_JOB, on_msg, NULL);
     return hbd_hooks_lost(d, on_lost, 40);
 }
@@ -981,11 +1057,6 @@ void hbd_relay_fini(hbd_t *d)
         }
         job_free(J);
     }
-    while (R->cus != NULL) {
-        rl_cu_t *c = R->cus;
-        R->cus = c->next;
-        free(c);
-    }
     while (R->outq != NULL) {
         rl_out_t *o = R->outq;
         R->outq = o->next;
@@ -994,6 +1065,7 @@ void hbd_relay_fini(hbd_t *d)
     R->outq_bytes = 0;
     R->reading_paused = 0;
     hbd_timer_free(R->tick);
+    hbd_slots_fini(&R->slots);
     free(R);
     d->relay = NULL;
 }

@@ -201,12 +201,18 @@ static int fast_first(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {
+    return hbd_net_send_job(d, to, type, flags, 0, coll_id, p1, l1, p2, l2);
+}
+
+int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32_t job,
+                     uint64_t coll_id, const void *p1, uint32_t l1, const void *p2, uint32_t l2)
+{
     uint8_t hdr[HBD_WIRE_HDR_LEN];
     char id[HBD_ID_MAX];
     hbd_peer_t *p = peer_get(d, to);
     hbd_wire_msg_t m = {.type = type,
                         .flags = flags,
-                        .job = 0,
+                        .job = job,
                         .coll_id = coll_id,
                         .epoch = d->epoch,
                         .src = d->self,
@@ -410,7 +416,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
 {
     hbd_wire_ctx_t ctx = {
-        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0, .peer = from};
+        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
@@ -575,7 +581,7 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
 static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
 {
     hbd_wire_ctx_t ctx = {
-        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = 0, .peer = from};
+        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);

@@ -12,6 +12,14 @@
 typedef void (*hbd_fence_cb_t)(hbd_t *d, int status, uint8_t *data, size_t len, void *arg);
 /* Fence ids with this bit are subset fences (star through the lowest participant node). */
 #define HBD_FENCE_ID_SUBSET (1ull << 62)
+/* The id of a job's k-th fence with data over all its ranks. A job on part of the cluster
+ * (whole 0) fences among its nodes as a subset fence; bit 61 tells those from the rank-subset
+ * fences of hbd_pmix.c, whose hash has 37 bits. */
+static inline uint64_t hbd_fence_job_id(uint64_t job_id, uint64_t k, int whole)
+{
+    uint64_t id = (1ull << 63) | ((job_id & 0xffffffffffull) << 20) | (k & 0xfffffu);
+    return whole ? id : id | HBD_FENCE_ID_SUBSET | (1ull << 61);
+}
 /* This node's contribution to fence coll (copied). nodes: NULL for a whole-job fence (every
  * node of the cluster: direct exchange up to HIBAR_FENCE_DIRECT_MAX nodes, else the chassis
  * tree), else the participating nodes of a subset fence, ascending, this node among them

@@ -408,9 +408,10 @@ static void dfence_start(hbd_t *d, hbd_job_t *j, px_op_t *op, uint64_t id, const
 
 /*
  * A fence over some ranks of the job: the nodes hosting them take part (hbd_fence.c, star
- * through the lowest of them). Its id: the subset and top bits, 38 bits of a hash of the job
+ * through the lowest of them). Its id: the subset and top bits, 37 bits of a hash of the job
  * id and the sorted rank set (the signature), then the signature's own sequence number, so
- * fences in flight over different rank sets never mix. Every participant's daemon sees the
+ * fences in flight over different rank sets never mix (37 bits: bit 61 marks a whole job's fence
+ * on part of the cluster). Every participant's daemon sees the
  * fences of one rank set in the same order (each is collective over the same ranks).
  */
 static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
@@ -490,7 +491,7 @@ static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
         sg->sig = h;
         sg->seq = 0;
     }
-    uint64_t id = (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x3fffffffffull) << 24) |
+    uint64_t id = (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) |
                   (sg->seq++ & 0xffffffu);
     hb_log_debug("job %s: fence over %" PRIu32 " ranks on %" PRIu32 " nodes, id %" PRIx64,
                  j->nspace, u, nn, id);
@@ -512,35 +513,41 @@ static void fence_run(hbd_t *d, px_op_t *op)
         fence_finish(op, PMIX_ERR_NOT_FOUND);
         return;
     }
-    if (d->topo->n_nodes == 1) {
+    if (j->n_nodes == 1) {
         fence_finish(op, PMIX_SUCCESS); /* every participant is local and has arrived */
         return;
     }
     /*
-     * Across nodes, every node of the cluster hosts ranks of the job (hibar-run places so).
-     * A fence that collects data goes through hbd_fence.c: exchanged directly between the
-     * nodes of a small cluster, else gathered up the chassis tree and released down. A fence
-     * without data is a barrier: on a small cluster the same direct exchange with empty blobs
-     * (one hop), else the daemons' chassis-tree barrier engine, where the k-th one of the job
-     * is collective coll_base + k everywhere. PMIX_COLLECT_DATA and the cluster size are the
-     * same on every node, so all take the same path. Fences over some ranks: subset_run.
+     * Across nodes. A fence that collects data goes through hbd_fence.c: for a job on every
+     * node of the cluster exchanged directly between the nodes of a small cluster, else
+     * gathered up the chassis tree and released down; for a job on part of the cluster
+     * through the lowest of its nodes (as a subset fence). A fence without data is a barrier:
+     * on a small cluster the same direct exchange with empty blobs (one hop), else the job's
+     * barrier engine (hbd_barrier.h, over the job's view of the chassis tree), where the k-th
+     * one of the job is collective k. PMIX_COLLECT_DATA and the job's nodes are the same on
+     * every node, so all take the same path. Fences over some ranks: subset_run.
      */
     if (!op->all) {
         subset_run(d, j, op);
         return;
     }
-    if (op->collect || hbd_fence_direct(d)) {
+    int whole = j->n_nodes == d->topo->n_nodes;
+    if (op->collect && !whole) {
+        uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, 0);
+        dfence_start(d, j, op, id, j->nodes, j->n_nodes, "fence");
+        return;
+    }
+    if (op->collect || (whole && hbd_fence_direct(d))) {
         if (!op->collect) { /* nothing to carry */
             free(op->data);
             op->data = NULL;
             op->ndata = 0;
         }
-        /* ids of their own: the job id's low 40 bits and a sequence, top bit set */
-        uint64_t id = (1ull << 63) | ((j->spec->id & 0xffffffffffull) << 20) | j->dfence_seq++;
+        uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, 1);
         dfence_start(d, j, op, id, NULL, 0, "fence");
         return;
     }
-    uint64_t coll = j->spec->coll_base + j->fence_seq++;
+    uint64_t coll = j->fence_seq++;
     op->job = j;
     op->fnext = g_px.fences;
     g_px.fences = op;
@@ -553,7 +560,7 @@ static void fence_run(hbd_t *d, px_op_t *op)
         if (op->ev_to != NULL)
             evtimer_add(op->ev_to, &tv);
     }
-    int rc = hbd_barrier_start(d, coll, fence_done, op);
+    int rc = hbd_barrier_start(d, j->spec->jobno, coll, fence_done, op);
     if (rc != 0) {
         hb_log_error("job %s: fence %" PRIu64 " cannot start: %s", j->nspace, coll,
                      hb_status_str(rc));

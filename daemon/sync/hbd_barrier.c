@@ -22,23 +22,38 @@
 #include "hwb.h"
 
 /*
- * One hier engine per daemon (job 0, epoch d->epoch). Events go through a small queue so
- * that actions which produce events (an hwbarrier round that completes at once, a send that
- * fails) are handled after the current step, never inside it.
+ * One hier engine per job, and one for the cluster (job 0: the control command "barrier", over
+ * the whole topology). A job's engine runs over its view (hb_topo_restrict: its member nodes,
+ * the tree pruned to the chassis that hold them) with the sync numbers the cluster gave the job
+ * (hbd_barrier_job_open); its frames carry the job's number in the header's job field, so the
+ * jobs' collectives never mix, and a job's failure or timeout moves no other engine. Events go
+ * through one small queue (each names its engine by job) so that actions which produce events
+ * (an hwbarrier round that completes at once, a send that fails) are handled after the current
+ * step, never inside it. A job's tree may link nodes that are no neighbours in the cluster's
+ * tree (a stand-in Center, a pruned level): its engine asks for those links when it opens
+ * (hbd_net_link), and a message whose link is not up yet waits in a per-engine queue, retried
+ * every millisecond, behind which later ones to the same node queue up. A message for a job
+ * this node has not opened yet (another node got the spec first) is kept until it does
+ * (HBD_EARLY_MAX at most, HBD_EARLY_TTL_MS long); one for a job it closed is dropped and
+ * counted. An arrival hier refuses as BUSY (more collectives of the job in flight here than it
+ * has sync numbers: a fence beside a split-phase barrier) waits for the next completion.
  *
- * Chassis barriers: hier uses sync numbers 0..HBD_HIER_NSYNC-1; HBD_TIB_SYNC is kept for the
- * T_IB probe. The loop never blocks on one; it waits by doc/design.md section 6.1 without
- * leaving the loop. Yield stage: for the policy's yield time after an arrival, a zero timer
- * keeps the loop polling its sockets without sleeping, and each turn tests the pending rounds
- * and calls sched_yield (yield_cb). Sleep stage: then it arms the backend's fd, tests once
- * more and sleeps in epoll with everything else; the fd wakes it when a round may have ended
- * (scic: the board's interrupt; shm: a datagram from whoever ends one of our rounds while we
- * are armed). Arming only then means that a round that ends within the yield stage costs
- * nobody a syscall or a wake-up.
+ * Chassis barriers: the cluster engine uses sync numbers 0..HBD_CLUSTER_NSYNC-1, jobs theirs
+ * (HBD_SYNC_JOB_FIRST..HBD_SYNC_JOB_END-1, allocated per chassis by the cluster's root daemon,
+ * hbd_slot.h); HBD_TIB_SYNC is kept for the T_IB probe. The loop never blocks on one; it
+ * waits by doc/design.md section 6.1 without leaving the loop. Yield stage: for the policy's
+ * yield time after an arrival, a zero timer keeps the loop polling its sockets without
+ * sleeping, and each turn tests the pending rounds and calls sched_yield (yield_cb). Sleep
+ * stage: then it arms the backend's fd, tests once more and sleeps in epoll with everything
+ * else; the fd wakes it when a round may have ended (scic: the board's interrupt; shm: a
+ * datagram from whoever ends one of our rounds while we are armed). Arming only then means
+ * that a round that ends within the yield stage costs nobody a syscall or a wake-up.
  */
-#define HBD_HIER_NSYNC 8
 #define HBD_TIB_SYNC (HB_HWB_NSYNC - 1)
-#define HBD_EVQ 64
+#define HBD_EVQ 256
+#define HBD_EARLY_MAX 4096
+#define HBD_EARLY_TTL_MS 60000
+#define HBD_CLOSED_RING 64
 
 static void yield_arm(hbd_t *d);
 
@@ -53,21 +68,47 @@ typedef struct hbd_req {
 
 typedef struct hbd_hwb_pend {
     int used;
+    uint32_t job;
     uint64_t coll;
 } hbd_hwb_pend_t;
 
-typedef struct hbd_barrier_state {
+/* A message waiting for its link (or kept for a job not opened yet). */
+typedef struct hbd_hmsg {
+    uint32_t job, to, from, msg, epoch;
+    uint64_t coll, t_ns;
+    struct hbd_hmsg *next;
+} hbd_hmsg_t;
+
+/* One engine: a job's, or the cluster's (job 0). */
+typedef struct hbd_bar {
+    uint32_t job;
     hb_hier_t *h;
+    hb_topo_t *view; /* a job's view (owned); NULL: the cluster's topology */
+    hbd_req_t *reqs;
+    uint32_t n_reqs;
+    uint64_t next_coll;
+    uint64_t held[64]; /* arrivals hier refused as BUSY, in order */
+    uint32_t n_held;
+    hbd_hmsg_t *outq; /* sends waiting for an on-demand link */
+    struct hbd_bar *next;
+} hbd_bar_t;
+
+typedef struct hbd_barrier_state {
+    hbd_bar_t *bars; /* the cluster engine last */
     hb_hier_act_t *acts;
     size_t max_acts;
     hb_hier_ev_t q[HBD_EVQ];
     unsigned q_head, q_len;
     int draining;
-    hbd_req_t *reqs;
-    uint32_t n_reqs;
     hbd_hwb_pend_t pend[HB_HWB_NSYNC];
     unsigned n_pend;
-    uint64_t next_coll;
+    hbd_hmsg_t *early; /* messages for jobs not opened yet */
+    uint32_t n_early;
+    uint32_t closed[HBD_CLOSED_RING]; /* jobs closed lately */
+    uint32_t closed_next;
+    uint64_t drop_job; /* messages for a job closed, unknown too long, or beyond the bound */
+    hb_hier_stats_t gone; /* counters of the engines closed */
+    hbd_timer_t *retry;   /* the send queues' and the kept messages' retry */
     struct event *ev_yield; /* zero timer: the yield stage */
     uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
     int armed;              /* the fd was armed since the last arrival or wake-up */
@@ -79,10 +120,18 @@ typedef struct hbd_barrier_state {
     uint32_t tib_n, tib_done;
     uint64_t tib_t0, tib_t1; /* the last round's arrival and completion (CLOCK_MONOTONIC ns) */
     double *tib;
-    /* HIBAR_TRACE_DIR: every event fed to hier and every outcome, one line each (below) */
+    /* HIBAR_TRACE_DIR: every event fed to the cluster engine and every outcome (below) */
     FILE *trace;
     uint64_t trace_t0;
 } hbd_barrier_state_t;
+
+static hbd_bar_t *bar_find(const hbd_barrier_state_t *b, uint32_t job)
+{
+    for (hbd_bar_t *B = b != NULL ? b->bars : NULL; B != NULL; B = B->next)
+        if (B->job == job)
+            return B;
+    return NULL;
+}
 
 /*
  * The trace (HIBAR_TRACE_DIR=DIR: DIR/n<node>.trace, flushed per line) for `hibar-sim
@@ -106,13 +155,14 @@ static void trace_line(hbd_t *d, hb_hier_rec_t *r, const char *text)
     fflush(d->bar->trace);
 }
 
-/* hb_hier_step with the trace. */
-static int step(hbd_t *d, const hb_hier_ev_t *ev, size_t *n_p)
+/* hb_hier_step on B, with the trace (the cluster engine's). */
+static int step(hbd_t *d, hbd_bar_t *B, const hb_hier_ev_t *ev, size_t *n_p)
 {
     hbd_barrier_state_t *b = d->bar;
     hb_hier_rec_t r = {.coll_id = ev->coll_id, .peer = ev->from, .msg = ev->msg};
     char text[64];
-    if (b->trace != NULL) {
+    int traced = b->trace != NULL && B->job == 0;
+    if (traced) {
         const char *t = NULL;
         if (ev->kind == HB_HIER_EV_ARRIVE)
             r.kind = HB_HIER_REC_ARRIVE;
@@ -133,8 +183,8 @@ static int step(hbd_t *d, const hb_hier_ev_t *ev, size_t *n_p)
             t = "TIMEOUT";
         trace_line(d, &r, t);
     }
-    int rc = hb_hier_step(b->h, ev, b->acts, b->max_acts, n_p);
-    if (b->trace == NULL)
+    int rc = hb_hier_step(B->h, ev, b->acts, b->max_acts, n_p);
+    if (!traced)
         return rc;
     if (rc != 0) {
         hb_hier_rec_t f = {.kind = HB_HIER_REC_REFUSED, .coll_id = ev->coll_id, .status = rc};
@@ -166,29 +216,30 @@ static void push(hbd_t *d, const hb_hier_ev_t *ev)
 {
     hbd_barrier_state_t *b = d->bar;
     if (b->q_len == HBD_EVQ) {
-        /* cannot happen with HBD_HIER_NSYNC collectives in flight; never lose one silently */
-        hb_log_error("barrier event queue full; event %d for coll %" PRIu64 " dropped", ev->kind,
-                     ev->coll_id);
+        /* cannot happen with the engines' sync numbers in flight; never lose one silently */
+        hb_log_error("barrier event queue full; event %d for job %" PRIu32 " coll %" PRIu64
+                     " dropped",
+                     ev->kind, ev->job, ev->coll_id);
         return;
     }
     b->q[(b->q_head + b->q_len++) % HBD_EVQ] = *ev;
 }
 
-static hbd_req_t *req_take(hbd_barrier_state_t *b, uint64_t coll)
+static hbd_req_t *req_take(hbd_bar_t *B, uint64_t coll)
 {
-    for (hbd_req_t **pp = &b->reqs; *pp != NULL; pp = &(*pp)->next)
+    for (hbd_req_t **pp = &B->reqs; *pp != NULL; pp = &(*pp)->next)
         if ((*pp)->coll == coll) {
             hbd_req_t *r = *pp;
             *pp = r->next;
-            b->n_reqs--;
+            B->n_reqs--;
             return r;
         }
     return NULL;
 }
 
-static void req_finish(hbd_t *d, uint64_t coll, int status)
+static void req_finish(hbd_t *d, hbd_bar_t *B, uint64_t coll, int status)
 {
-    hbd_req_t *r = req_take(d->bar, coll);
+    hbd_req_t *r = req_take(B, coll);
     d->bar->active_t0 = hb_time_now_ns();
     if (status == 0)
         d->st.barriers_done++;
@@ -213,16 +264,42 @@ static void req_finish(hbd_t *d, uint64_t coll, int status)
     free(r);
 }
 
-static void exec_act(hbd_t *d, const hb_hier_act_t *a)
+/* Send hier message `msg` of B's collective coll to `to`: now, or behind what waits for that
+ * link. 0, or PEER_LOST / NOMEM. */
+static int send_msg(hbd_t *d, hbd_bar_t *B, uint32_t to, uint64_t coll, uint32_t msg)
+{
+    uint8_t pl[4];
+    int queued = 0;
+    for (hbd_hmsg_t *o = B->outq; o != NULL && !queued; o = o->next)
+        queued = o->to == to;
+    hbd_wire_put32(pl, msg);
+    int rc = queued ? HB_ERR_WOULD_BLOCK
+                    : hbd_net_send_job(d, to, HBD_WIRE_HIER, 0, B->job, coll, pl, sizeof(pl),
+                                       NULL, 0);
+    if (rc != HB_ERR_WOULD_BLOCK)
+        return rc;
+    hbd_hmsg_t *o = calloc(1, sizeof(*o)), **pp = &B->outq;
+    if (o == NULL)
+        return HB_ERR_NOMEM;
+    *o = (hbd_hmsg_t){.job = B->job, .to = to, .coll = coll, .msg = msg,
+                      .t_ns = hb_time_now_ns()};
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = o;
+    if (!queued)
+        (void)hbd_net_link(d, to); /* say HELLO again */
+    hbd_timer_arm(d->bar->retry, 1000, 0);
+    return 0;
+}
+
+static void exec_act(hbd_t *d, hbd_bar_t *B, const hb_hier_act_t *a)
 {
     hbd_barrier_state_t *b = d->bar;
     switch (a->kind) {
     case HB_HIER_ACT_SEND: {
-        uint8_t pl[4];
-        hbd_wire_put32(pl, (uint32_t)a->msg);
-        hb_log_debug("coll %" PRIu64 ": %s: send %s to node %" PRIu32, a->coll_id,
-                     a->step ? a->step : "?", hb_hier_msg_name(a->msg), a->to);
-        if (hbd_net_send(d, a->to, HBD_WIRE_HIER, 0, a->coll_id, pl, sizeof(pl)) != 0) {
+        hb_log_debug("job %" PRIu32 " coll %" PRIu64 ": %s: send %s to node %" PRIu32, B->job,
+                     a->coll_id, a->step ? a->step : "?", hb_hier_msg_name(a->msg), a->to);
+        if (send_msg(d, B, a->to, a->coll_id, (uint32_t)a->msg) != 0) {
             hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = a->to};
             push(d, &ev);
         }
@@ -230,19 +307,22 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
     }
     case HB_HIER_ACT_HWB_ARRIVE: {
         int rc = d->hwb ? hb_hwb_arrive(d->hwb, a->sync_no, a->mask) : HB_ERR_UNAVAIL;
-        hb_log_debug("coll %" PRIu64 ": %s: chassis barrier sync %" PRIu32 " mask %#" PRIx32,
-                     a->coll_id, a->step ? a->step : "?", a->sync_no, a->mask);
-        if (rc == 0 && a->sync_no < HB_HWB_NSYNC) {
+        hb_log_debug("job %" PRIu32 " coll %" PRIu64 ": %s: chassis barrier sync %" PRIu32
+                     " mask %#" PRIx32,
+                     B->job, a->coll_id, a->step ? a->step : "?", a->sync_no, a->mask);
+        if (rc == 0 && a->sync_no < HB_HWB_NSYNC && !b->pend[a->sync_no].used) {
             b->yield_t0 = hb_time_now_ns();
             b->armed = 0;
             b->pend[a->sync_no].used = 1;
+            b->pend[a->sync_no].job = B->job;
             b->pend[a->sync_no].coll = a->coll_id;
             b->n_pend++;
             d->st.hwb_rounds++;
         } else {
             hb_log_error("chassis barrier arrive (sync %" PRIu32 "): %s", a->sync_no,
-                         hb_status_str(rc));
+                         rc ? hb_status_str(rc) : "sync number in use by another engine");
             hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
+                               .job = B->job,
                                .coll_id = a->coll_id,
                                .sync_no = a->sync_no,
                                .status = rc ? rc : HB_ERR_INTERNAL};
@@ -251,10 +331,17 @@ static void exec_act(hbd_t *d, const hb_hier_act_t *a)
         break;
     }
     case HB_HIER_ACT_COMPLETE:
-        req_finish(d, a->coll_id, 0);
-        break;
     case HB_HIER_ACT_FAIL:
-        req_finish(d, a->coll_id, a->status);
+        req_finish(d, B, a->coll_id, a->kind == HB_HIER_ACT_COMPLETE ? 0 : a->status);
+        /* arrivals that waited for a sync number try again */
+        for (uint32_t i = 0; i < B->n_held; i++) {
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE,
+                               .job = B->job,
+                               .coll_id = B->held[i],
+                               .epoch = d->epoch};
+            push(d, &ev);
+        }
+        B->n_held = 0;
         break;
     }
 }
@@ -271,8 +358,11 @@ static void hwb_check(hbd_t *d)
             continue;
         b->pend[s].used = 0;
         b->n_pend--;
-        hb_hier_ev_t ev = {
-            .kind = HB_HIER_EV_HWB_DONE, .coll_id = b->pend[s].coll, .sync_no = s, .status = rc};
+        hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
+                           .job = b->pend[s].job,
+                           .coll_id = b->pend[s].coll,
+                           .sync_no = s,
+                           .status = rc};
         push(d, &ev);
     }
 }
@@ -280,7 +370,7 @@ static void hwb_check(hbd_t *d)
 static void tib_check(hbd_t *d);
 static void tib_done(hbd_t *d, int rc);
 
-/* Step the engine on every queued event, executing the actions in order. */
+/* Step the engines on every queued event, executing the actions in order. */
 static void drain(hbd_t *d)
 {
     hbd_barrier_state_t *b = d->bar;
@@ -299,19 +389,28 @@ static void drain(hbd_t *d)
                 b->draining = 1;
                 continue;
             }
+            hbd_bar_t *B = bar_find(b, ev.job);
+            if (B == NULL) /* the job closed meanwhile */
+                continue;
             size_t n = 0;
-            int rc = step(d, &ev, &n);
-            if (rc != 0) {
-                hb_log_debug("hier refused event %d coll %" PRIu64 " from %" PRIu32 ": %s", ev.kind,
-                             ev.coll_id, ev.from, hb_status_str(rc));
-                if (ev.kind == HB_HIER_EV_ARRIVE)
-                    req_finish(d, ev.coll_id, rc);
+            int rc = step(d, B, &ev, &n);
+            if (rc == HB_ERR_BUSY && ev.kind == HB_HIER_EV_ARRIVE &&
+                B->n_held < sizeof(B->held) / sizeof(B->held[0])) {
+                B->held[B->n_held++] = ev.coll_id; /* after the next completion */
                 continue;
             }
-            if (ev.kind == HB_HIER_EV_ARRIVE && ev.coll_id >= b->next_coll)
-                b->next_coll = ev.coll_id + 1;
+            if (rc != 0) {
+                hb_log_debug("hier refused event %d job %" PRIu32 " coll %" PRIu64
+                             " from %" PRIu32 ": %s",
+                             ev.kind, ev.job, ev.coll_id, ev.from, hb_status_str(rc));
+                if (ev.kind == HB_HIER_EV_ARRIVE)
+                    req_finish(d, B, ev.coll_id, rc);
+                continue;
+            }
+            if (ev.kind == HB_HIER_EV_ARRIVE && ev.coll_id >= B->next_coll)
+                B->next_coll = ev.coll_id + 1;
             for (size_t i = 0; i < n; i++)
-                exec_act(d, &b->acts[i]);
+                exec_act(d, B, &b->acts[i]);
         }
         if (b->n_pend == 0)
             break;
@@ -439,9 +538,10 @@ void hbd_barrier_on_hwb(hbd_t *d)
     drain(d);
 }
 
-/* A request for barrier coll_id (answered to conn, or through cb): queued, the deadline check
- * armed, and this node arrives. 0 or NOMEM. */
-static int req_arrive(hbd_t *d, uint64_t coll_id, hbd_reply_t *conn, hbd_barrier_cb_t cb, void *arg)
+/* A request for barrier coll_id of B (answered to conn, or through cb): queued, the deadline
+ * check armed, and this node arrives. 0 or NOMEM. */
+static int req_arrive(hbd_t *d, hbd_bar_t *B, uint64_t coll_id, hbd_reply_t *conn,
+                      hbd_barrier_cb_t cb, void *arg)
 {
     hbd_barrier_state_t *b = d->bar;
     hbd_req_t *r = calloc(1, sizeof(*r));
@@ -452,62 +552,84 @@ static int req_arrive(hbd_t *d, uint64_t coll_id, hbd_reply_t *conn, hbd_barrier
     r->conn = hbd_reply_hold(conn); /* NULL stays NULL */
     r->cb = cb;
     r->cb_arg = arg;
-    r->next = b->reqs;
-    b->reqs = r;
-    b->n_reqs++;
+    r->next = B->reqs;
+    B->reqs = r;
+    B->n_reqs++;
     b->active_t0 = r->t0;
     b->poll_mode = poll_mode(d);
     hbd_cron_arm(d);
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE, .job = 0, .coll_id = coll_id, .epoch = d->epoch};
+    hb_hier_ev_t ev = {
+        .kind = HB_HIER_EV_ARRIVE, .job = B->job, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
     drain(d);
     return 0;
 }
 
+static int req_exists(const hbd_bar_t *B, uint64_t coll_id)
+{
+    for (const hbd_req_t *r = B->reqs; r != NULL; r = r->next)
+        if (r->coll == coll_id)
+            return 1;
+    for (uint32_t i = 0; i < B->n_held; i++)
+        if (B->held[i] == coll_id)
+            return 1;
+    return 0;
+}
+
 void hbd_barrier_request(hbd_t *d, hbd_reply_t *conn, uint64_t coll_id)
 {
-    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *B = bar_find(d->bar, 0);
     if (d->lost) {
         hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_PEER_LOST,
                   hb_status_str(HB_ERR_PEER_LOST));
         d->st.barriers_failed++;
         return;
     }
-    if (!d->ready) {
+    if (!d->ready || B == NULL) {
         hbd_reply(conn, "err barrier %" PRIu64 " %d %s (not every neighbour linked yet)", coll_id,
                   HB_ERR_NOT_INIT, hb_status_str(HB_ERR_NOT_INIT));
         return;
     }
-    for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
-        if (r->coll == coll_id) {
-            hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_BUSY,
-                      hb_status_str(HB_ERR_BUSY));
-            return;
-        }
-    if (req_arrive(d, coll_id, conn, NULL, NULL) != 0)
+    if (req_exists(B, coll_id)) {
+        hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_BUSY,
+                  hb_status_str(HB_ERR_BUSY));
+        return;
+    }
+    if (req_arrive(d, B, coll_id, conn, NULL, NULL) != 0)
         hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_NOMEM,
                   hb_status_str(HB_ERR_NOMEM));
 }
 
-int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg)
+int hbd_barrier_start(hbd_t *d, uint32_t job, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg)
 {
     hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *B = bar_find(b, job);
     if (b == NULL || cb == NULL)
         return HB_ERR_INVAL;
     if (d->lost)
         return HB_ERR_PEER_LOST;
-    if (!d->ready)
+    if (B == NULL)
+        return job == 0 ? HB_ERR_NOT_INIT : HB_ERR_NOT_FOUND;
+    if (job == 0 && !d->ready)
         return HB_ERR_NOT_INIT;
-    for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
-        if (r->coll == coll_id)
-            return HB_ERR_BUSY;
-    return req_arrive(d, coll_id, NULL, cb, arg);
+    if (req_exists(B, coll_id))
+        return HB_ERR_BUSY;
+    return req_arrive(d, B, coll_id, NULL, cb, arg);
+}
+
+static int recently_closed(const hbd_barrier_state_t *b, uint32_t job)
+{
+    for (uint32_t i = 0; i < HBD_CLOSED_RING; i++)
+        if (b->closed[i] == job)
+            return 1;
+    return 0;
 }
 
 /* A HIER frame from a neighbour. */
 static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
-    if (d->bar == NULL || d->lost)
+    hbd_barrier_state_t *b = d->bar;
+    if (b == NULL || d->lost)
         return;
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
                        .job = m->job,
@@ -517,9 +639,89 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
                        .msg = hbd_wire_get32(m->payload),
                        .data = m->len > 4 ? m->payload + 4 : NULL,
                        .len = m->len - 4};
-    d->bar->active_t0 = hb_time_now_ns();
+    b->active_t0 = hb_time_now_ns();
+    if (bar_find(b, m->job) == NULL) {
+        /* a job not opened here yet: kept until it is; one closed here: dropped */
+        hbd_hmsg_t *o = NULL;
+        if (m->job != 0 && !recently_closed(b, m->job) && m->len == 4 &&
+            b->n_early < HBD_EARLY_MAX && (o = calloc(1, sizeof(*o))) != NULL) {
+            *o = (hbd_hmsg_t){.job = m->job, .from = m->src, .coll = m->coll_id,
+                              .msg = ev.msg, .epoch = m->epoch, .t_ns = b->active_t0};
+            o->next = b->early;
+            b->early = o;
+            b->n_early++;
+            hbd_timer_arm(b->retry, (uint64_t)HBD_EARLY_TTL_MS * 1000, 0);
+        } else {
+            b->drop_job++;
+        }
+        return;
+    }
     push(d, &ev);
     drain(d);
+}
+
+/* The retry timer: queued sends whose link came up; kept messages too old. */
+static void retry_cb(hbd_t *d, void *arg)
+{
+    hbd_barrier_state_t *b = d->bar;
+    uint64_t now = hb_time_now_ns();
+    int again = 0;
+    (void)arg;
+    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next) {
+        uint32_t blocked[16], nb = 0;
+        for (hbd_hmsg_t **pp = &B->outq; *pp != NULL;) {
+            hbd_hmsg_t *o = *pp;
+            int skip = nb == 16;
+            for (uint32_t i = 0; i < nb; i++)
+                skip |= blocked[i] == o->to;
+            uint8_t pl[4];
+            hbd_wire_put32(pl, o->msg);
+            int rc = skip ? HB_ERR_WOULD_BLOCK
+                          : hbd_net_send_job(d, o->to, HBD_WIRE_HIER, 0, B->job, o->coll, pl,
+                                             sizeof(pl), NULL, 0);
+            uint64_t to_ms = d->cfg->barrier_timeout_ms ? d->cfg->barrier_timeout_ms : 30000;
+            if (rc == HB_ERR_WOULD_BLOCK && now - o->t_ns < to_ms * 1000000ull) {
+                if (!skip) {
+                    blocked[nb++] = o->to;
+                    (void)hbd_net_link(d, o->to);
+                }
+                pp = &o->next;
+                again = 1;
+                continue;
+            }
+            *pp = o->next;
+            if (rc != 0) {
+                hb_log_warn("job %" PRIu32 ": no link to node %" PRIu32 " for its barrier: %s",
+                            B->job, o->to, hb_status_str(rc));
+                hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = o->to};
+                push(d, &ev);
+            }
+            free(o);
+        }
+    }
+    for (hbd_hmsg_t **pp = &b->early; *pp != NULL;) {
+        hbd_hmsg_t *o = *pp;
+        if (now - o->t_ns < (uint64_t)HBD_EARLY_TTL_MS * 1000000ull) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        b->n_early--;
+        b->drop_job++;
+        free(o);
+    }
+    if (again)
+        hbd_timer_arm(b->retry, 1000, 0);
+    else if (b->early != NULL)
+        hbd_timer_arm(b->retry, (uint64_t)HBD_EARLY_TTL_MS * 1000, 0);
+    drain(d);
+}
+
+static void fail_all(hbd_t *d, hbd_bar_t *B, int status)
+{
+    while (B->reqs != NULL)
+        req_finish(d, B, B->reqs->coll, status);
+    B->n_held = 0;
 }
 
 /* The cluster's first lost node: fail every barrier in flight with status. */
@@ -528,19 +730,21 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
     hbd_barrier_state_t *b = d->bar;
     if (b == NULL || !first)
         return;
-    hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
-    size_t n = 0;
-    /* directly, not through the queue: this is what a queued PEER_LOST turns into */
-    if (lost < d->topo->n_nodes && step(d, &ev, &n) == 0)
-        for (size_t i = 0; i < n; i++)
-            exec_act(d, &b->acts[i]);
+    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next) {
+        hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
+        size_t n = 0;
+        /* directly, not through the queue: this is what a queued PEER_LOST turns into */
+        if (lost < d->topo->n_nodes && step(d, B, &ev, &n) == 0)
+            for (size_t i = 0; i < n; i++)
+                exec_act(d, B, &b->acts[i]);
+    }
     /* the cluster is broken: chassis barriers still pending will never be waited for again
      * (their sync numbers stay reserved in hier, which refuses new barriers anyway) */
     memset(b->pend, 0, sizeof(b->pend));
     b->n_pend = 0;
     /* whatever hier did not fail (not yet arrived there) fails here */
-    while (b->reqs != NULL)
-        req_finish(d, b->reqs->coll, status);
+    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next)
+        fail_all(d, B, status);
     if (b->tib_conn != NULL) {
         hbd_reply(b->tib_conn, "err tib %d %s", status, hb_status_str(status));
         hbd_reply_release(b->tib_conn);
@@ -559,15 +763,16 @@ static int tick(hbd_t *d, uint64_t now)
     uint32_t to_ms = d->cfg->barrier_timeout_ms;
     if (b == NULL)
         return 0;
-    if (to_ms > 0) {
-        for (hbd_req_t *r = b->reqs; r != NULL; r = r->next)
+    for (hbd_bar_t *B = b->bars; B != NULL && to_ms > 0; B = B->next)
+        for (hbd_req_t *r = B->reqs; r != NULL; r = r->next)
             if (now - r->t0 > (uint64_t)to_ms * 1000000ull) {
-                hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .coll_id = r->coll};
-                hb_log_warn("barrier %" PRIu64 " timed out after %" PRIu32 " ms", r->coll, to_ms);
+                hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .job = B->job, .coll_id = r->coll};
+                hb_log_warn("job %" PRIu32 ": barrier %" PRIu64 " timed out after %" PRIu32
+                            " ms",
+                            B->job, r->coll, to_ms);
                 r->t0 = UINT64_MAX / 2; /* once */
                 push(d, &ev);
             }
-    }
     if (b->n_pend > 0)
         hwb_check(d);
     drain(d);
@@ -576,23 +781,195 @@ static int tick(hbd_t *d, uint64_t now)
 
 uint32_t hbd_barrier_in_flight(const hbd_t *d)
 {
-    return d->bar ? d->bar->n_reqs : 0;
+    uint32_t n = 0;
+    for (hbd_bar_t *B = d->bar != NULL ? d->bar->bars : NULL; B != NULL; B = B->next)
+        n += B->n_reqs;
+    return n;
+}
+
+static void stats_add(hb_hier_stats_t *to, const hb_hier_stats_t *s)
+{
+    to->completed += s->completed;
+    to->failed += s->failed;
+    to->drop_mismatch += s->drop_mismatch;
+    to->drop_role += s->drop_role;
+    to->drop_dup += s->drop_dup;
+    to->drop_order += s->drop_order;
+    to->drop_stale += s->drop_stale;
+    to->drop_window += s->drop_window;
+    to->bad_hwb += s->bad_hwb;
+    to->late += s->late;
 }
 
 void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p)
 {
-    hb_hier_stats_t s;
+    hb_hier_stats_t s, one;
     memset(&s, 0, sizeof(s));
-    if (d->bar != NULL)
-        hb_hier_stats(d->bar->h, &s);
+    if (d->bar != NULL) {
+        s = d->bar->gone;
+        for (hbd_bar_t *B = d->bar->bars; B != NULL; B = B->next) {
+            hb_hier_stats(B->h, &one);
+            stats_add(&s, &one);
+        }
+    }
     *dropped_p = s.drop_mismatch + s.drop_role + s.drop_dup + s.drop_order + s.drop_stale +
-                 s.drop_window + s.bad_hwb;
+                 s.drop_window + s.bad_hwb + (d->bar != NULL ? d->bar->drop_job : 0);
     *late_p = s.late;
 }
 
 uint64_t hbd_barrier_next_coll(const hbd_t *d)
 {
-    return d->bar ? d->bar->next_coll : 0;
+    hbd_bar_t *B = bar_find(d->bar, 0);
+    return B != NULL ? B->next_coll : 0;
+}
+
+uint32_t hbd_barrier_n_jobs(const hbd_t *d)
+{
+    uint32_t n = 0;
+    for (hbd_bar_t *B = d->bar != NULL ? d->bar->bars : NULL; B != NULL; B = B->next)
+        n += B->job != 0;
+    return n;
+}
+
+/* Create an engine (the cluster's when view is NULL). */
+static int bar_new(hbd_t *d, uint32_t job, hb_topo_t *view, uint32_t sync_base, uint32_t n_sync,
+                   hbd_bar_t **B_p)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hb_hier_cfg_t hc;
+    hbd_bar_t *B = calloc(1, sizeof(*B));
+    if (B == NULL)
+        return HB_ERR_NOMEM;
+    hb_hier_cfg_init(&hc);
+    hc.protocol = d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE : HB_HIER_SCMD;
+    hc.job = job;
+    hc.epoch = d->epoch;
+    hc.sync_base = sync_base;
+    hc.n_sync = n_sync;
+    int rc = hb_hier_create(view != NULL ? view : d->topo, d->self, &hc, &B->h);
+    if (rc != 0) {
+        free(B);
+        return rc;
+    }
+    size_t m = hb_hier_max_actions(B->h);
+    if (m > b->max_acts) {
+        hb_hier_act_t *acts = realloc(b->acts, m * sizeof(*acts));
+        if (acts == NULL) {
+            hb_hier_destroy(B->h);
+            free(B);
+            return HB_ERR_NOMEM;
+        }
+        b->acts = acts;
+        b->max_acts = m;
+    }
+    B->job = job;
+    B->view = view;
+    B->next = b->bars;
+    b->bars = B;
+    *B_p = B;
+    return 0;
+}
+
+static void bar_free(hbd_t *d, hbd_bar_t *B)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hb_hier_stats_t s;
+    for (hbd_bar_t **pp = &b->bars; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == B) {
+            *pp = B->next;
+            break;
+        }
+    hb_hier_stats(B->h, &s);
+    stats_add(&b->gone, &s);
+    while (B->outq != NULL) {
+        hbd_hmsg_t *o = B->outq;
+        B->outq = o->next;
+        free(o);
+    }
+    /* its chassis rounds: nobody waits for them any more */
+    for (uint32_t k = 0; k < HB_HWB_NSYNC; k++)
+        if (b->pend[k].used && b->pend[k].job == B->job) {
+            b->pend[k].used = 0;
+            b->n_pend--;
+        }
+    hb_hier_destroy(B->h);
+    hb_topo_free(B->view);
+    free(B);
+}
+
+int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t sync_base,
+                         uint32_t n_sync, char *err, size_t cap)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hb_topo_t *view = NULL;
+    hbd_bar_t *B = NULL;
+    int rc;
+    if (b == NULL || job == 0 || member == NULL || !member[d->self] || n_sync == 0 ||
+        sync_base < HBD_SYNC_JOB_FIRST || sync_base + n_sync > HBD_SYNC_JOB_END) {
+        snprintf(err, cap, "job %" PRIu32 ": bad engine parameters (sync %" PRIu32 "+%" PRIu32
+                 ", member here %d)",
+                 job, sync_base, n_sync, member != NULL ? member[d->self] : -1);
+        return HB_ERR_INVAL;
+    }
+    if (bar_find(b, job) != NULL) {
+        snprintf(err, cap, "job %" PRIu32 ": its barrier engine exists already", job);
+        return HB_ERR_EXISTS;
+    }
+    char terr[256] = "";
+    if ((rc = hb_topo_restrict(d->topo, member, &view, terr, sizeof(terr))) != 0) {
+        snprintf(err, cap, "job %" PRIu32 ": %s", job, terr[0] ? terr : hb_status_str(rc));
+        return rc;
+    }
+    if ((rc = bar_new(d, job, view, sync_base, n_sync, &B)) != 0) {
+        hb_topo_free(view);
+        snprintf(err, cap, "job %" PRIu32 ": cannot create its barrier engine: %s", job,
+                 hb_status_str(rc));
+        return rc;
+    }
+    /* its tree's links: parent, child Centers (maybe no neighbours in the cluster's tree) */
+    const hb_topo_node_t *tn = &view->nodes[d->self];
+    if (tn->parent != HB_TOPO_NONE)
+        (void)hbd_net_link(d, tn->parent);
+    for (uint32_t i = 0; i < tn->n_children; i++)
+        (void)hbd_net_link(d, hb_topo_center_of(view, tn->children[i]));
+    hb_log_info("job %" PRIu32 ": barrier engine over %" PRIu32 " of %" PRIu32
+                " nodes, role %s, sync %" PRIu32 "..%" PRIu32,
+                job, view->n_members, view->n_nodes, hb_hier_role(B->h), sync_base,
+                sync_base + n_sync - 1);
+    /* what came for it before it existed */
+    int kept = 0;
+    for (hbd_hmsg_t **pp = &b->early; *pp != NULL;) {
+        hbd_hmsg_t *o = *pp;
+        if (o->job != job) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        b->n_early--;
+        hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
+                           .job = job,
+                           .coll_id = o->coll,
+                           .epoch = o->epoch,
+                           .from = o->from,
+                           .msg = o->msg};
+        push(d, &ev);
+        kept = 1;
+        free(o);
+    }
+    if (kept)
+        drain(d);
+    return 0;
+}
+
+void hbd_barrier_job_close(hbd_t *d, uint32_t job)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *B = job != 0 ? bar_find(b, job) : NULL;
+    if (B == NULL)
+        return;
+    fail_all(d, B, HB_ERR_UNAVAIL);
+    b->closed[b->closed_next++ % HBD_CLOSED_RING] = job;
+    bar_free(d, B);
 }
 
 /* ---- T_IB probe: n chassis barriers in a row on the reserved sync number ---- */
@@ -697,24 +1074,17 @@ static void hwb_fd_cb(evutil_socket_t fd, short what, void *arg)
 
 int hbd_barrier_init(hbd_t *d)
 {
-    hb_hier_cfg_t hc;
     hbd_barrier_state_t *b = calloc(1, sizeof(*b));
+    hbd_bar_t *B = NULL;
     if (b == NULL)
         return HB_ERR_NOMEM;
     d->bar = b;
-    hb_hier_cfg_init(&hc);
-    hc.protocol = d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE : HB_HIER_SCMD;
-    hc.job = 0;
-    hc.epoch = d->epoch;
-    hc.sync_base = 0;
-    hc.n_sync = HBD_HIER_NSYNC;
-    int rc = hb_hier_create(d->topo, d->self, &hc, &b->h);
+    int rc = bar_new(d, 0, NULL, 0, HBD_CLUSTER_NSYNC, &B);
     if (rc != 0) {
         hb_log_error("cannot create the %s barrier engine: %s",
                      hb_cfg_protocol_name(d->cfg->protocol), hb_status_str(rc));
         return rc;
     }
-    b->max_acts = hb_hier_max_actions(b->h);
     hbd_hooks_frame(d, HBD_WIRE_HIER, on_msg, NULL);
     if ((rc = hbd_hooks_lost(d, on_lost, 20)) != 0 || (rc = hbd_hooks_cron(d, tick)) != 0)
         return rc;
@@ -732,8 +1102,10 @@ int hbd_barrier_init(hbd_t *d)
                 "# hibard trace: node %" PRIu32 " nodes %" PRIu32 " protocol %s job %" PRIu32
                 " epoch %" PRIu32 " first_coll %" PRIu64 " sync_base %" PRIu32 " n_sync %" PRIu32
                 " t0_ns %" PRIu64 "\n",
-                d->self, d->topo->n_nodes, hb_hier_proto_name(hc.protocol), hc.job, hc.epoch,
-                hc.first_coll, hc.sync_base, hc.n_sync, b->trace_t0);
+                d->self, d->topo->n_nodes,
+                hb_hier_proto_name(d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE
+                                                                         : HB_HIER_SCMD),
+                0u, d->epoch, (uint64_t)0, 0u, (uint32_t)HBD_CLUSTER_NSYNC, b->trace_t0);
         fflush(b->trace);
     }
     b->cores = d->cfg->cpu_count;
@@ -742,9 +1114,9 @@ int hbd_barrier_init(hbd_t *d)
         b->cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
     }
     b->poll_mode = poll_mode(d);
-    b->acts = calloc(b->max_acts, sizeof(*b->acts));
     b->ev_yield = evtimer_new(d->base, yield_cb, d);
-    if (b->acts == NULL || b->ev_yield == NULL)
+    b->retry = hbd_timer_new(d, retry_cb, NULL);
+    if (b->ev_yield == NULL || b->retry == NULL)
         return HB_ERR_NOMEM;
     d->hwb_fd = -1;
     if (d->hwb != NULL) {
@@ -759,8 +1131,9 @@ int hbd_barrier_init(hbd_t *d)
         if (d->ev_hwb == NULL || event_add(d->ev_hwb, NULL) != 0)
             return HB_ERR_NOMEM;
     }
-    hb_log_info("barrier engine: %s, role %s, chassis barrier %s", hb_hier_proto_name(hc.protocol),
-                hb_hier_role(b->h), d->hwb ? hb_hwb_name(d->hwb) : "none");
+    hb_log_info("barrier engine: %s, role %s, chassis barrier %s",
+                hb_cfg_protocol_name(d->cfg->protocol), hb_hier_role(B->h),
+                d->hwb ? hb_hwb_name(d->hwb) : "none");
     return 0;
 }
 
@@ -769,16 +1142,17 @@ void hbd_barrier_fini(hbd_t *d)
     hbd_barrier_state_t *b = d->bar;
     if (b == NULL)
         return;
-    while (b->reqs != NULL) {
-        hbd_req_t *r = b->reqs;
-        b->reqs = r->next;
-        if (r->cb != NULL)
-            r->cb(d, r->coll, HB_ERR_UNAVAIL, r->cb_arg);
-        hbd_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
-                  HB_ERR_UNAVAIL);
-        hbd_reply_release(r->conn);
-        free(r);
-    }
+    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next)
+        while (B->reqs != NULL) {
+            hbd_req_t *r = B->reqs;
+            B->reqs = r->next;
+            if (r->cb != NULL)
+                r->cb(d, r->coll, HB_ERR_UNAVAIL, r->cb_arg);
+            hbd_reply(r->conn, "err barrier %" PRIu64 " %d daemon shutting down", r->coll,
+                      HB_ERR_UNAVAIL);
+            hbd_reply_release(r->conn);
+            free(r);
+        }
     if (b->tib_conn != NULL) {
         hbd_reply_release(b->tib_conn);
         free(b->tib);
@@ -788,7 +1162,14 @@ void hbd_barrier_fini(hbd_t *d)
     d->ev_hwb = NULL;
     if (b->ev_yield != NULL)
         event_free(b->ev_yield);
-    hb_hier_destroy(b->h);
+    hbd_timer_free(b->retry);
+    while (b->bars != NULL)
+        bar_free(d, b->bars);
+    while (b->early != NULL) {
+        hbd_hmsg_t *o = b->early;
+        b->early = o->next;
+        free(o);
+    }
     if (b->trace != NULL)
         fclose(b->trace);
     free(b->acts);

@@ -11,11 +11,28 @@ int hbd_barrier_init(hbd_t *d);
 void hbd_barrier_fini(hbd_t *d);
 /* Control command "barrier <coll_id>": reply to conn when the barrier completes. */
 void hbd_barrier_request(hbd_t *d, hbd_reply_t *conn, uint64_t coll_id);
-/* Barrier coll_id for a daemon-internal user (PMIx fence): cb(d, coll_id, status, arg) is
- * called exactly once when it completes or fails (possibly before this returns), unless this
- * returns an error (PEER_LOST, NOT_INIT, BUSY: id already in flight, NOMEM). */
+/* Barrier coll_id of job `job` (0: the cluster's engine) for a daemon-internal user (PMIx fence,
+ * libhibar ranks): cb(d, coll_id, status, arg) is called exactly once when it completes or fails
+ * (possibly before this returns), unless this returns an error (PEER_LOST, NOT_INIT, NOT_FOUND:
+ * no engine for the job here, BUSY: id already in flight, NOMEM). A job's ids count from 0. */
 typedef void (*hbd_barrier_cb_t)(hbd_t *d, uint64_t coll_id, int status, void *arg);
-int hbd_barrier_start(hbd_t *d, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg);
+int hbd_barrier_start(hbd_t *d, uint32_t job, uint64_t coll_id, hbd_barrier_cb_t cb, void *arg);
+
+/* Chassis-barrier sync numbers: the cluster engine's, the range jobs get theirs from (the
+ * cluster's root daemon hands them out per chassis, hbd_slot.h), and the T_IB probe's (15). */
+#define HBD_CLUSTER_NSYNC 4
+#define HBD_SYNC_JOB_FIRST HBD_CLUSTER_NSYNC
+#define HBD_SYNC_JOB_END 15
+/* Open job `job`'s engine on this node (a member: member[self] != 0) over the job's view
+ * (hb_topo_restrict of member[n_nodes]), with chassis-barrier sync numbers sync_base ..
+ * sync_base + n_sync - 1, the same on every node of the job. Messages that came for it before
+ * are delivered now. 0, or INVAL, EXISTS, CONFIG, NOMEM with err filled. */
+int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t sync_base,
+                         uint32_t n_sync, char *err, size_t cap);
+/* Close it: barriers still in flight fail with UNAVAIL; later messages for it are dropped. */
+void hbd_barrier_job_close(hbd_t *d, uint32_t job);
+/* Job engines open here. */
+uint32_t hbd_barrier_n_jobs(const hbd_t *d);
 /* Control command "tib <n>": n chassis barriers through the hwbarrier, reply the median, and
  * the last round's arrival and completion on CLOCK_MONOTONIC (arrived=NS done=NS). */
 void hbd_barrier_tib(hbd_t *d, hbd_reply_t *conn, uint32_t n);
@@ -29,7 +46,7 @@ uint32_t hbd_barrier_in_flight(const hbd_t *d);
 /* Messages the barrier engine dropped (wrong job/epoch, role, duplicate, order, stale,
  * window) and events for collectives that had already failed. */
 void hbd_barrier_drops(const hbd_t *d, uint64_t *dropped_p, uint64_t *late_p);
-/* The next collective id this node expects (ids are consecutive from 0). */
+/* The next collective id the cluster engine expects here (ids are consecutive from 0). */
 uint64_t hbd_barrier_next_coll(const hbd_t *d);
 
 #endif

@@ -86,6 +86,10 @@ struct hbd_coll_run {
     hbd_coll_cb_t cb;
     void *cb_arg;
     uint32_t *ranks_of;
+    /* a job on part of the cluster: the schedule runs over its nodes only, node index i being
+     * cluster node map[i] (ascending); NULL: index = cluster node */
+    uint32_t *map, n_map, *site_of;
+    uint32_t me; /* this node's index */
     /* input still to be read (hbd_coll_job_args_t.read): a flag per HBD_COLL_RD_CHUNK of `in` */
     int (*read)(void *read_arg, uint64_t off, uint8_t *dst, uint64_t len);
     void *read_arg;
@@ -192,6 +196,8 @@ static void run_free(hbd_coll_run_t *r)
     if (r->conn != NULL)
         hbd_reply_release(r->conn);
     free(r->ranks_of);
+    free(r->map);
+    free(r->site_of);
     free(r->rd_done);
     if (r->work_zc != NULL) {
         /* the layout buffer goes when ZeroMQ has sent the last of it */
@@ -239,6 +245,28 @@ static hbd_coll_run_t *run_find(hbd_coll_state_t *st, uint64_t id)
     return NULL;
 }
 
+/* The cluster node of schedule index i, and the index of cluster node `node` (HB_COLL_NONE: not
+ * in the run). */
+static uint32_t run_node(const hbd_coll_run_t *r, uint32_t i)
+{
+    return r->map != NULL ? r->map[i] : i;
+}
+
+static uint32_t run_index(const hbd_coll_run_t *r, uint32_t node)
+{
+    if (r->map == NULL)
+        return node < r->s->n_nodes ? node : HB_COLL_NONE;
+    uint32_t lo = 0, hi = r->n_map;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->map[mid] < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->n_map && r->map[lo] == node ? lo : HB_COLL_NONE;
+}
+
 static void run_unlink(hbd_coll_state_t *st, hbd_coll_run_t *r)
 {
     for (hbd_coll_run_t **pp = &st->runs; *pp != NULL; pp = &(*pp)->next)
@@ -270,7 +298,6 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
                      const uint64_t *vcounts, hbd_coll_run_t **r_p)
 {
     hbd_coll_state_t *st = d->coll;
-    uint32_t v = d->self;
     hb_coll_args_t a = {.op = (hb_coll_op_t)key->op,
                         .alg = (hb_coll_alg_t)key->alg,
                         .root = key->root,
@@ -283,17 +310,60 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
     int rc;
     if (r == NULL)
         return HB_ERR_NOMEM;
+    r->me = d->self;
     if (ranks_of != NULL) {
+        /* a job: its nodes are the ones with ranks; on part of the cluster, only they */
+        uint32_t n = st->nodes.n_nodes, k = 0;
+        for (uint32_t i = 0; i < n; i++)
+            k += ranks_of[i] > 0;
+        if (k < n) {
+            r->map = malloc((k ? k : 1) * sizeof(uint32_t));
+            r->site_of = malloc((k ? k : 1) * sizeof(uint32_t));
+            r->n_map = k;
+            if (r->map == NULL || r->site_of == NULL) {
+                run_free(r);
+                return HB_ERR_NOMEM;
+            }
+            for (uint32_t i = 0, j = 0; i < n; i++)
+                if (ranks_of[i] > 0) {
+                    r->site_of[j] = st->nodes.site_of[i];
+                    r->map[j++] = i;
+                }
+            nodes.n_nodes = k;
+            nodes.site_of = r->site_of;
+        }
         r->ranks_of = malloc(nodes.n_nodes * sizeof(uint32_t));
         if (r->ranks_of == NULL) {
-            free(r);
+            run_free(r);
             return HB_ERR_NOMEM;
         }
-        memcpy(r->ranks_of, ranks_of, nodes.n_nodes * sizeof(uint32_t));
+        for (uint32_t i = 0; i < nodes.n_nodes; i++)
+            r->ranks_of[i] = ranks_of[r->map != NULL ? r->map[i] : i];
         nodes.ranks_of = r->ranks_of;
+        /* node ids on the wire (root), schedule indices here */
+        if (r->map != NULL) {
+            a.root = run_index(r, key->root);
+            r->me = run_index(r, d->self);
+            if (a.root == HB_COLL_NONE || r->me == HB_COLL_NONE) {
+                run_free(r);
+                return HB_ERR_INVAL; /* the root, or this node, is not in the job */
+            }
+        }
     }
+    uint32_t v = r->me;
     if ((key->flags & HBD_WIRE_COLL_F_V) && vcounts != NULL) {
-        a.counts = vcounts;
+        if (r->map != NULL) {
+            counts = malloc(r->n_map * sizeof(uint64_t));
+            if (counts == NULL) {
+                run_free(r);
+                return HB_ERR_NOMEM;
+            }
+            for (uint32_t i = 0; i < r->n_map; i++)
+                counts[i] = vcounts[r->map[i]];
+            a.counts = counts;
+        } else {
+            a.counts = vcounts;
+        }
     } else if (key->flags & HBD_WIRE_COLL_F_V) {
         counts = calloc(st->nodes.n_nodes, sizeof(uint64_t));
         if (counts == NULL) {
@@ -340,7 +410,7 @@ static int run_arm(hbd_t *d, hbd_coll_run_t *r)
     hbd_coll_state_t *st = d->coll;
     /* segments go out of `in` and the output stays in the layout where they can: the fewer
      * copies, the more of the shared CPU is left to the transfer */
-    int rc = hb_coll_exec_create(r->s, d->self, r->in, NULL, HB_COLL_EXEC_IN_PLACE, &r->x);
+    int rc = hb_coll_exec_create(r->s, r->me, r->in, NULL, HB_COLL_EXEC_IN_PLACE, &r->x);
     if (rc != 0)
         return rc;
     r->next = st->runs;
@@ -547,10 +617,11 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
     uint64_t now = hb_time_now_ns();
     while (!r->failed && r->qhead < r->nq) {
         const hb_coll_act_t *a = &r->q[r->qhead];
-        if (!hbd_net_peer_up(d, a->to)) {
+        uint32_t to = run_node(r, a->to);
+        if (!hbd_net_peer_up(d, to)) {
             if (now - r->last_link_ns >= HBD_COLL_LINK_NS) {
                 r->last_link_ns = now;
-                int rc = hbd_net_link(d, a->to);
+                int rc = hbd_net_link(d, to);
                 if (rc != 0 && rc != HB_ERR_WOULD_BLOCK) {
                     run_fail(r, rc);
                     return;
@@ -571,7 +642,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
                 return;
             }
         }
-        int rc = hbd_net_send_coll(d, a->to, r->id, pl, a->data, (uint32_t)a->len,
+        int rc = hbd_net_send_coll(d, to, r->id, pl, a->data, (uint32_t)a->len,
                                    run_holder(d, r, a->data, a->len));
         if (rc == HB_ERR_WOULD_BLOCK) {
             rc = run_read_ahead(r);
@@ -711,14 +782,18 @@ static void timer_arm(hbd_t *d)
     hbd_timer_arm(st->timer, busy ? 1000 : 50000, busy);
 }
 
-/* The model's choice (or the prediction for a forced algorithm). */
-static void model_choose(hbd_t *d, hbd_wire_coll_t *key, int auto_alg, double *pred_p)
+/* The model's choice (or the prediction for a forced algorithm), over the nodes with ranks
+ * (ranks_of NULL: every node). */
+static void model_choose(hbd_t *d, hbd_wire_coll_t *key, const uint32_t *ranks_of, int auto_alg,
+                         double *pred_p)
 {
     const hb_cfg_links_t *l = &d->cfg->links;
     hbd_coll_state_t *st = d->coll;
     uint32_t n = d->topo->n_nodes, rs = st->site_of[key->root], other = UINT32_MAX;
     uint32_t n0 = 0, n1 = 0;
     for (uint32_t i = 0; i < n; i++) {
+        if (ranks_of != NULL && ranks_of[i] == 0)
+            continue;
         if (st->site_of[i] == rs) {
             n0++;
         } else if (other == UINT32_MAX || st->site_of[i] == other) {
@@ -816,7 +891,7 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
                            .lanes = (uint32_t)v[2],
                            .seg_size = v[3] ? v[3] : HBD_COLL_SEG_DEFAULT};
     double pred;
-    model_choose(d, &key, auto_alg, &pred);
+    model_choose(d, &key, NULL, auto_alg, &pred);
     uint64_t id = st->next_id++;
     if (d->lost) {
         hbd_reply(conn, "err %d %s id=%" PRIu64, HB_ERR_PEER_LOST, hb_status_str(HB_ERR_PEER_LOST),
@@ -850,10 +925,10 @@ static void run_start(hbd_t *d, hbd_coll_run_t *r)
     r->t_start = hb_time_now_ns();
     /* bring up the links this node's steps need before the first send */
     uint32_t ns;
-    const hb_coll_step_t *steps = hb_coll_sched_steps(r->s, d->self, &ns);
+    const hb_coll_step_t *steps = hb_coll_sched_steps(r->s, r->me, &ns);
     for (uint32_t i = 0; i < ns && !r->failed; i++)
-        if (steps[i].peer != HB_COLL_NONE && !hbd_net_peer_up(d, steps[i].peer)) {
-            int rc = hbd_net_link(d, steps[i].peer);
+        if (steps[i].peer != HB_COLL_NONE && !hbd_net_peer_up(d, run_node(r, steps[i].peer))) {
+            int rc = hbd_net_link(d, run_node(r, steps[i].peer));
             if (rc != 0 && rc != HB_ERR_WOULD_BLOCK)
                 run_fail(r, rc);
         }
@@ -909,7 +984,7 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
                            .lanes = env_lanes != NULL ? (uint32_t)strtoul(env_lanes, NULL, 10) : 0,
                            .seg_size = HBD_COLL_SEG_JOB};
     double pred;
-    model_choose(d, &key, auto_alg, &pred);
+    model_choose(d, &key, a->ranks_of, auto_alg, &pred);
     key.size = a->size; /* the schedule's bytes per rank */
     hbd_coll_run_t *r;
     rc = run_build(d, id, &key, a->ranks_of, a->vform ? a->counts : NULL, &r);
@@ -985,7 +1060,7 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
             run_fail(r, HB_ERR_MISMATCH);
         } else if (!r->failed) {
             hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
-                               .from = e->from,
+                               .from = run_index(r, e->from),
                                .seq = e->key.seq,
                                .off = e->key.off,
                                .len = e->len,
@@ -1075,9 +1150,11 @@ static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
         hb_log_error("collective %" PRIu64 ": node %" PRIu32 " runs other arguments than this node",
                      r->id, m->src);
         run_fail(r, HB_ERR_MISMATCH);
+    } else if (run_index(r, m->src) == HB_COLL_NONE) {
+        st->bad++; /* from a node outside the job */
     } else {
         hb_coll_ev_t ev = {.kind = HB_COLL_EV_MSG,
-                           .from = m->src,
+                           .from = run_index(r, m->src),
                            .seq = c.seq,
                            .off = c.off,
                            .len = m->len - HBD_WIRE_COLL_HDR,
