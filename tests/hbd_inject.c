@@ -88,7 +88,7 @@ static int inject_job(void *s, uint32_t as, uint32_t target, unsigned *sent, uns
         {{.kind = HBD_WIRE_JOB_SPEC, .src = as, .dest = target, .arg = 100000}, data, 10, 0},
         {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, "x 0 0 ok", 8, 0}, /* no \n */
         {{.kind = HBD_WIRE_JOB_KILL, .src = as, .dest = target}, "z", 1, 0},       /* data */
-        {{.kind = HBD_WIRE_JOB_CAUGHT, .src = as, .dest = target, .arg = 5}, NULL, 0, 0},
+        {{.kind = HBD_WIRE_JOB_FREE, .src = as, .dest = target, .arg = 0}, NULL, 0, 0},
         {{.kind = HBD_WIRE_JOB_END, .src = as, .dest = as}, NULL, 0, 0}, /* src = dest */
         {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, data, HBD_WIRE_JOB_MAX_DATA + 1, 0},
         {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, "x 0 0 ok\n", 9, 1},
@@ -102,7 +102,10 @@ static int inject_job(void *s, uint32_t as, uint32_t target, unsigned *sent, uns
          data,
          40000 - HBD_WIRE_JOB_MAX_DATA,
          1}, /* a last chunk of a spec never begun */
-        {{.kind = HBD_WIRE_JOB_CAUGHT, .src = as, .dest = target}, NULL, 0, 1},
+        {{.kind = HBD_WIRE_JOB_SLOT, .src = as, .dest = target, .arg = (9ull << 32) | (4u << 8) | 1},
+         NULL,
+         0,
+         1}, /* a slot for no job */
     };
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         n = job_frame(buf, sizeof(buf), as, &f[i].x, f[i].data ? f[i].data : "", f[i].dlen);

@@ -50,7 +50,7 @@ static void bar_arrive_all(fk_cluster_t *c, bar_res_t *r, uint32_t nb, uint32_t 
         for (uint32_t i = 0; i < c->n; i++) {
             if (c->dead[i] || i == skip_node)
                 continue;
-            CU_ASSERT_EQUAL(hbd_barrier_start(&c->d[i], k, bar_cb, r), 0);
+            CU_ASSERT_EQUAL(hbd_barrier_start(&c->d[i], 0, k, bar_cb, r), 0);
             fk_step(c);
         }
         fk_run(c, 4); /* some, not all: the next collective's arrivals overlap this one */
@@ -158,7 +158,7 @@ static void test_barrier_peer_lost(void)
             CU_ASSERT_EQUAL(r->calls[i][0], 1);
             if (r->status[i][0] != 0)
                 CU_ASSERT_EQUAL(r->status[i][0], HIBAR_ERR_PEER_LOST);
-            CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[i], 1, bar_cb, r), HIBAR_ERR_PEER_LOST);
+            CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[i], 0, 1, bar_cb, r), HIBAR_ERR_PEER_LOST);
         }
         fk_cluster_fini(&c);
         free(r);

@@ -332,7 +332,7 @@ static void test_job(void)
     CU_ASSERT_EQUAL(job_why(&o, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
     o.flags = HBD_WIRE_JOB_F_LAST;
     CU_ASSERT_EQUAL(job_why(&o, (const uint8_t *)"a\n", 2, NULL), HBD_WIRE_BAD_PAYLOAD);
-    /* KILL, END, CATCHUP, CAUGHT carry no data; KILL no argument; CAUGHT a status */
+    /* KILL, END, FREE carry no data; KILL no argument; FREE a job number */
     hbd_wire_job_t k = {.kind = HBD_WIRE_JOB_KILL, .src = 7, .dest = 3};
     CU_ASSERT_EQUAL(job_why(&k, data, 0, NULL), HBD_WIRE_OK);
     CU_ASSERT_EQUAL(job_why(&k, data, 1, NULL), HBD_WIRE_BAD_PAYLOAD);
@@ -342,19 +342,41 @@ static void test_job(void)
     CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
     e.seq = 1;
     CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
-    e.kind = HBD_WIRE_JOB_CATCHUP;
-    e.seq = 0;
-    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
-    CU_ASSERT_EQUAL(job_why(&e, data, 8, NULL), HBD_WIRE_BAD_PAYLOAD);
-    e.kind = HBD_WIRE_JOB_CAUGHT;
-    e.arg = (uint64_t)(int64_t)HIBAR_ERR_PEER_LOST;
-    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
-    e.arg = 0;
-    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
-    e.arg = 1;
-    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
-    e.arg = (uint64_t)(int64_t)(HIBAR_ERR_LAST - 1);
-    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    hbd_wire_job_t fr = {.kind = HBD_WIRE_JOB_FREE, .src = 3, .dest = 0, .arg = 5};
+    CU_ASSERT_EQUAL(job_why(&fr, data, 0, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&fr, data, 4, NULL), HBD_WIRE_BAD_PAYLOAD);
+    fr.arg = 0;
+    CU_ASSERT_EQUAL(job_why(&fr, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    fr.arg = 1ull << 32;
+    CU_ASSERT_EQUAL(job_why(&fr, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* ALLOC: a bitmap of the 30 nodes (4 bytes), no bit beyond them, one set at least */
+    hbd_wire_job_t al = {.kind = HBD_WIRE_JOB_ALLOC, .src = 9, .dest = 0, .arg = 8};
+    uint8_t bits[5] = {0x0f, 0, 0, 0x20, 0};
+    CU_ASSERT_EQUAL(job_why(&al, bits, 4, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&al, bits, 5, NULL), HBD_WIRE_BAD_PAYLOAD);
+    CU_ASSERT_EQUAL(job_why(&al, bits, 3, NULL), HBD_WIRE_BAD_PAYLOAD);
+    bits[3] = 0x40; /* node 30: beyond the cluster */
+    CU_ASSERT_EQUAL(job_why(&al, bits, 4, NULL), HBD_WIRE_BAD_PAYLOAD);
+    memset(bits, 0, sizeof(bits));
+    CU_ASSERT_EQUAL(job_why(&al, bits, 4, NULL), HBD_WIRE_BAD_PAYLOAD);
+    bits[0] = 1;
+    al.arg = 0; /* no ranks */
+    CU_ASSERT_EQUAL(job_why(&al, bits, 4, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* SLOT: given (job number, base, count), or refused (a status and its text) */
+    hbd_wire_job_t sl = {
+        .kind = HBD_WIRE_JOB_SLOT, .src = 0, .dest = 9, .arg = (7ull << 32) | (4u << 8) | 2};
+    CU_ASSERT_EQUAL(job_why(&sl, data, 0, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&sl, data, 3, NULL), HBD_WIRE_BAD_PAYLOAD);
+    sl.arg = (4u << 8) | 2; /* job 0 */
+    CU_ASSERT_EQUAL(job_why(&sl, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    sl.arg = (7ull << 32) | (4u << 8); /* no sync number */
+    CU_ASSERT_EQUAL(job_why(&sl, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    sl.seq = (uint32_t)-HIBAR_ERR_BUSY;
+    sl.arg = 0;
+    CU_ASSERT_EQUAL(job_why(&sl, (const uint8_t *)"chassis 2 is full", 17, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&sl, (const uint8_t *)"a\0b", 3, NULL), HBD_WIRE_BAD_PAYLOAD);
+    sl.seq = 1000; /* no status */
+    CU_ASSERT_EQUAL(job_why(&sl, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
     /* a header alone is the shortest JOB frame; less is refused by the length check */
     uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_JOB_HDR], pl[HBD_WIRE_JOB_HDR] = {0};
     CU_ASSERT_EQUAL(mk(buf, sizeof(buf), HBD_WIRE_JOB, HBD_WIRE_JOB_HDR - 1, pl), HIBAR_ERR_INVAL);

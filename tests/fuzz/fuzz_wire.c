@@ -55,8 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   x.arg > HBD_WIRE_JOB_SPEC_MAX)) ||
                 (x.kind == HBD_WIRE_JOB_OUT &&
                  (dl == 0 || dt[dl - 1] != '\n' || memchr(dt, 0, dl) != NULL)) ||
-                (x.kind != HBD_WIRE_JOB_SPEC && x.kind != HBD_WIRE_JOB_OUT && dl != 0) ||
-                (x.kind == HBD_WIRE_JOB_CAUGHT && (int64_t)x.arg > 0))
+                (x.kind != HBD_WIRE_JOB_SPEC && x.kind != HBD_WIRE_JOB_OUT &&
+                 x.kind != HBD_WIRE_JOB_ALLOC && x.kind != HBD_WIRE_JOB_SLOT && dl != 0) ||
+                (x.kind == HBD_WIRE_JOB_ALLOC && dl == 0) ||
+                (x.kind == HBD_WIRE_JOB_FREE && (x.arg == 0 || x.arg > UINT32_MAX)))
                 __builtin_trap();
         }
         if (m.type == HBD_WIRE_ABORT) {
