@@ -178,6 +178,12 @@ static void cmd_run(hbd_t *d, hbd_reply_t *r, char *args)
     hbd_relay_run(d, r, strtok_r(args, " \t", &save));
 }
 
+static void cmd_jobs(hbd_t *d, hbd_reply_t *r, char *args)
+{
+    (void)args;
+    hbd_relay_jobs(d, r);
+}
+
 static void cmd_shutdown(hbd_t *d, hbd_reply_t *r, char *args)
 {
     (void)args;
@@ -205,7 +211,12 @@ const hbd_ctl_cmd_t hbd_ctl_cmds[] = {
      cmd_coll},
     {"launch", "SPEC", "start this node's ranks of a job; the connection streams its output",
      cmd_launch},
-    {"run", "SPEC", "start a job on every node through this daemon (launch forwarding)", cmd_run},
+    {"run", "SPEC", "start a job on the nodes its spec names, through this daemon (forwarding)",
+     cmd_run},
+    {"jobs", "",
+     "root only: ok jobs=N then per job job=NUM:ID:ORIGIN:RANKS:NODES:AGE_MS:SYNC (NODES: ids "
+     "a-b.c)",
+     cmd_jobs},
     {"shutdown", "", "ok bye, then the daemon exits cleanly", cmd_shutdown},
 };
 const size_t hbd_ctl_n_cmds = sizeof(hbd_ctl_cmds) / sizeof(hbd_ctl_cmds[0]);

@@ -338,10 +338,29 @@ static void test_job(void)
     CU_ASSERT_EQUAL(job_why(&k, data, 1, NULL), HBD_WIRE_BAD_PAYLOAD);
     k.arg = 1;
     CU_ASSERT_EQUAL(job_why(&k, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
-    hbd_wire_job_t e = {.kind = HBD_WIRE_JOB_END, .src = 3, .dest = 7, .arg = 123456789};
+    /* END: no engine, or the round counts of its sync numbers (base << 8 | count) */
+    hbd_wire_job_t e = {.kind = HBD_WIRE_JOB_END, .src = 3, .dest = 7};
     CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
+    e.arg = (4u << 8) | 2;
+    CU_ASSERT_EQUAL(job_why(&e, data, 8, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&e, data, 4, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.arg = 123456789;
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.arg = 17; /* more counts than sync numbers */
+    CU_ASSERT_EQUAL(job_why(&e, data, 68, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.arg = 0;
     e.seq = 1;
     CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    /* DRAIN: a bitmap of sync numbers; CLEAN: nothing */
+    hbd_wire_job_t dr = {.kind = HBD_WIRE_JOB_DRAIN, .src = 3, .dest = 7, .arg = 0x30};
+    CU_ASSERT_EQUAL(job_why(&dr, data, 0, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&dr, data, 1, NULL), HBD_WIRE_BAD_PAYLOAD);
+    dr.arg = 1ull << 40;
+    CU_ASSERT_EQUAL(job_why(&dr, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    hbd_wire_job_t cn = {.kind = HBD_WIRE_JOB_CLEAN, .src = 7, .dest = 3};
+    CU_ASSERT_EQUAL(job_why(&cn, data, 0, NULL), HBD_WIRE_OK);
+    cn.arg = 1;
+    CU_ASSERT_EQUAL(job_why(&cn, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
     hbd_wire_job_t fr = {.kind = HBD_WIRE_JOB_FREE, .src = 3, .dest = 0, .arg = 5};
     CU_ASSERT_EQUAL(job_why(&fr, data, 0, NULL), HBD_WIRE_OK);
     CU_ASSERT_EQUAL(job_why(&fr, data, 4, NULL), HBD_WIRE_BAD_PAYLOAD);

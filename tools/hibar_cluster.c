@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "              --count N (1)  --late NODE:MS  --kill NODE:MS  --expect STATUS (0)\n"
             "              --timeout MS (60000)  --stop (--kill sends SIGSTOP: a hung daemon)\n"
             "  ctl NODE|all COMMAND...   send one control command, print the replies\n"
+            "  jobs      the running jobs (from the root daemon): number, id, ranks, age, nodes\n"
             "  metrics   the stats counters of this host's daemons in Prometheus text format\n"
             "              --output FILE (written atomically: node_exporter's textfile collector)\n"
             "options:\n"
@@ -91,6 +92,65 @@ static int cmd_status(const hb_cfg_t *cfg)
     }
     printf("%u of %" PRIu32 " daemons up, %u ready\n", up, cfg->n_nodes, ready);
     return up == 0 ? 3 : (ready == cfg->n_nodes ? 0 : 1);
+}
+
+/* "jobs": the running jobs, from the cluster's root daemon (it holds every job's slot). */
+static int cmd_jobs(const hb_cfg_t *cfg)
+{
+    hb_topo_spec_t ts;
+    if (hb_cfg_topo_spec(cfg, &ts) != 0 || ts.n_chassis == 0) {
+        fprintf(stderr, "hibar-cluster: no topology in the configuration\n");
+        return 2;
+    }
+    uint32_t root = ts.chassis_nodes[ts.chassis_start[0]];
+    size_t cap = 64u << 10;
+    char path[400], *reply = malloc(cap);
+    if (reply == NULL)
+        return 1;
+    hbd_client_sock_path(cfg, root, path, sizeof(path));
+    int rc = hbd_client_cmd(path, "jobs", reply, cap, 5000);
+    if (rc != 0 || strncmp(reply, "ok jobs=", 8) != 0) {
+        fprintf(stderr, "hibar-cluster: the root daemon (node %s) does not answer: %s\n",
+                cfg->nodes[root].name, rc != 0 ? hibar_strerror(rc) : reply);
+        free(reply);
+        return 1;
+    }
+    printf("%-6s %-20s %-8s %-6s %-8s %-8s %s\n", "JOB", "ID", "STATE", "RANKS", "AGE", "SYNC",
+           "NODES");
+    char *save = NULL;
+    for (char *t = strtok_r(reply + 3, " ", &save); t != NULL; t = strtok_r(NULL, " ", &save)) {
+        unsigned long jobno, origin, size, base, nsync;
+        unsigned long long id, age;
+        char nodes[32768];
+        if (strncmp(t, "job=", 4) != 0 ||
+            sscanf(t + 4, "%lu:%llu:%lu:%lu:%32767[0-9.-]:%llu:%lu+%lu", &jobno, &id, &origin,
+                   &size, nodes, &age, &base, &nsync) != 8)
+            continue;
+        /* node ids "a-b.c" -> names */
+        char names[65536] = "";
+        size_t o = 0;
+        char *s2 = NULL;
+        for (char *r = strtok_r(nodes, ".", &s2); r != NULL && o < sizeof(names) - 64;
+             r = strtok_r(NULL, ".", &s2)) {
+            unsigned long a = strtoul(r, NULL, 10), b = a;
+            const char *dash = strchr(r, '-');
+            if (dash != NULL)
+                b = strtoul(dash + 1, NULL, 10);
+            if (a >= cfg->n_nodes || b >= cfg->n_nodes)
+                continue;
+            o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s%s%s", o ? "," : "",
+                                  cfg->nodes[a].name, b > a ? "-" : "",
+                                  b > a ? cfg->nodes[b].name : "");
+        }
+        char agebuf[32], sync[24];
+        snprintf(agebuf, sizeof(agebuf), "%.1fs", (double)age / 1e3);
+        snprintf(sync, sizeof(sync), "%lu+%lu", base, nsync);
+        printf("%-6lu %-20llu %-8s %-6lu %-8s %-8s %s\n", jobno, id, "running", size, agebuf, sync,
+               names);
+        (void)origin;
+    }
+    free(reply);
+    return 0;
 }
 
 typedef struct barrier_args {
@@ -371,6 +431,8 @@ int main(int argc, char **argv)
         rc = cmd_barrier(cfg, &ba);
     } else if (strcmp(cmd, "ctl") == 0) {
         rc = cmd_ctl(cfg, sub_argc, sub_argv);
+    } else if (strcmp(cmd, "jobs") == 0) {
+        rc = cmd_jobs(cfg);
     } else if (strcmp(cmd, "metrics") == 0) {
         rc = cmd_metrics(cfg, output);
     } else {

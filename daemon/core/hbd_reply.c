@@ -48,7 +48,7 @@ int hbd_reply_detach(hbd_reply_t *r)
 
 void hbd_reply(hbd_reply_t *r, const char *fmt, ...)
 {
-    char line[2048];
+    char line[2048], *big = NULL, *p = line;
     va_list ap;
     if (r == NULL || r->fd < 0)
         return;
@@ -57,11 +57,25 @@ void hbd_reply(hbd_reply_t *r, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    if ((size_t)n > sizeof(line) - 2)
-        n = (int)sizeof(line) - 2;
-    line[n++] = '\n';
+    if ((size_t)n > sizeof(line) - 2) {
+        /* a long list ("jobs"): up to HBD_REPLY_MAX bytes */
+        size_t cap = (size_t)n + 2 < HBD_REPLY_MAX ? (size_t)n + 2 : HBD_REPLY_MAX;
+        big = malloc(cap);
+        if (big != NULL) {
+            va_start(ap, fmt);
+            n = vsnprintf(big, cap - 1, fmt, ap);
+            va_end(ap);
+            p = big;
+            if (n < 0 || (size_t)n > cap - 2)
+                n = n < 0 ? 0 : (int)cap - 2;
+        } else {
+            n = (int)sizeof(line) - 2;
+        }
+    }
+    p[n++] = '\n';
     /* replies are short and the client reads them; a client that does not is dropped */
-    ssize_t w = send(r->fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = send(r->fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    free(big);
     if (w != n)
         hbd_reply_close(r);
 }

@@ -25,8 +25,9 @@ struct hbd_reply {
 /* A handle on fd (a connected, nonblocking stream socket; closed on failure): one reference,
  * dropped when the socket is closed or detached. NULL without memory (fd then closed). */
 hbd_reply_t *hbd_reply_fd_new(int fd);
-/* Reply one line (adds the newline). r may have gone: NULL ok. A peer that does not read its
- * replies is dropped (the socket closes). */
+/* Reply one line (adds the newline; at most HBD_REPLY_MAX bytes, longer is cut). r may have
+ * gone: NULL ok. A peer that does not read its replies is dropped (the socket closes). */
+#define HBD_REPLY_MAX (64u << 10)
 void hbd_reply(hbd_reply_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Keep the handle while an answer is pending (r may be NULL: NULL back). */
 hbd_reply_t *hbd_reply_hold(hbd_reply_t *r);

@@ -158,8 +158,9 @@ void hbd_wire_dmodex_unpack(const uint8_t in[HBD_WIRE_DMODEX_HDR], hbd_wire_dmod
  * JOB payload header (validated by hbd_wire_decode: kind, flags, reserved, nodes, lengths, arg).
  * The origin daemon (the one hibar-run talks to) asks the cluster's root for the job's slot
  * (ALLOC, answered by SLOT), then sends SPEC chunks and KILL to every other node of the job;
- * each sends OUT (its launcher's lines) and END back; once every node ended the origin gives
- * the slot back (FREE). Frames go hop by hop along the chassis data tree (dest is where they
+ * each sends OUT (its launcher's lines) and END back; once every node ended the origin tells
+ * each how to clean the job's sync numbers (DRAIN), and once all are CLEAN gives the slot back
+ * (FREE). Frames go hop by hop along the chassis data tree (dest is where they
  * are for).
  */
 typedef enum hbd_wire_job_kind {
@@ -167,14 +168,19 @@ typedef enum hbd_wire_job_kind {
                              * every chunk but the last carries exactly HBD_WIRE_JOB_MAX_DATA */
     HBD_WIRE_JOB_KILL = 2,  /* stop the job's ranks on dest */
     HBD_WIRE_JOB_OUT = 3,   /* launcher lines of src (each ends with '\n', no NUL); seq counts */
-    HBD_WIRE_JOB_END = 4,   /* src's part of the job ended; arg 0 */
+    HBD_WIRE_JOB_END = 4,   /* src's part of the job ended; arg = sync base << 8 | count (0: no
+                             * barrier engine), data = that many u32: the chassis rounds src
+                             * arrived at on each of the job's sync numbers */
     HBD_WIRE_JOB_ALLOC = 5, /* to the root: a slot for the job whose nodes are the bits set in
                              * the data (bit i of byte i / 8: node i; (n_nodes + 7) / 8 bytes);
                              * arg = its ranks */
     HBD_WIRE_JOB_SLOT = 6,  /* the root's answer: seq = -status (0: given), arg = job number << 32
                              * | sync base << 8 | sync count; data: why not (text, no NUL) */
     HBD_WIRE_JOB_FREE = 7,  /* to the root: job number arg ended everywhere */
-    HBD_WIRE_JOB_KIND_MAX = 7
+    HBD_WIRE_JOB_DRAIN = 8, /* origin -> node: arrive once more at the sync numbers of bitmap arg
+                             * (0: none), then report CLEAN (hbd_barrier_job_drain) */
+    HBD_WIRE_JOB_CLEAN = 9, /* node -> origin: the job's sync numbers are clean here */
+    HBD_WIRE_JOB_KIND_MAX = 9
 } hbd_wire_job_kind_t;
 #define HBD_WIRE_JOB_F_LAST 0x01u /* SPEC: the last chunk (offset + bytes == arg) */
 typedef struct hbd_wire_job {

@@ -84,6 +84,12 @@ typedef struct rl_job {
     char *raw;        /* the spec as hibar-run wrote it, until the slot comes */
     size_t raw_len;
     uint32_t jobno;   /* its slot (0: not given yet) */
+    uint32_t engine;  /* its job number here (its barrier engine), from the spec */
+    int end_wait;     /* the part ended: the engine waits for its drain (then CLEAN) */
+    struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END) */
+    int drain_sent;     /* origin: the verdicts went out */
+    uint32_t clean_wait;
+    uint64_t drain_ns;
     uint8_t *ended;   /* [n_nodes] */
     uint32_t *out_next; /* [n_nodes] next OUT seq */
     uint32_t n_ended;
@@ -91,6 +97,12 @@ typedef struct rl_job {
     uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
     struct rl_job *next;
 } rl_job_t;
+
+/* A node's chassis-round counts on the job's sync numbers (END). */
+typedef struct rl_cnt {
+    uint32_t base, n;
+    uint32_t c[16];
+} rl_cnt_t;
 
 typedef struct rl_out {
     uint32_t to, len;
@@ -151,6 +163,7 @@ static void job_free(rl_job_t *J)
     free(J->spec);
     free(J->ended);
     free(J->member);
+    free(J->cnt);
     free(J->raw);
     free(J->out_next);
     free(J);
@@ -284,10 +297,19 @@ static void finish(rl_job_t *J)
     bufferevent_disable(J->run, EV_READ); /* freed by run_write_cb once the rest is out */
 }
 
-/* Every node of the job ended: finish. */
+static void send_drain(rl_job_t *J);
+
+/* Every node of the job ended: the sync numbers are cleaned, then finish. */
 static void check_done(rl_job_t *J)
 {
-    if (J->n_ended >= J->n_members && !J->finishing)
+    if (J->n_ended < J->n_members || J->finishing)
+        return;
+    if (!J->drain_sent) {
+        send_drain(J);
+        if (J->finishing)
+            return;
+    }
+    if (J->clean_wait == 0 || J->d->lost)
         finish(J);
 }
 
@@ -299,6 +321,53 @@ static void node_ended(rl_job_t *J, uint32_t node)
     J->n_ended++;
     run_printf(J, "%" PRIu32 " end\n", node);
     check_done(J);
+}
+
+/* A node of the job reported clean sync numbers. */
+static void node_clean(rl_job_t *J)
+{
+    if (J->clean_wait > 0 && --J->clean_wait == 0)
+        check_done(J);
+}
+
+/* The verdicts: per chassis and sync number the most rounds a member arrived at; a member at one
+ * fewer arrives once more (hbd_barrier.h). */
+static void send_drain(rl_job_t *J)
+{
+    hbd_t *d = J->d;
+    uint32_t n = d->topo->n_nodes;
+    J->drain_sent = 1;
+    J->drain_ns = hb_time_now_ns();
+    if (J->cnt == NULL)
+        return;
+    for (uint32_t m = 0; m < n; m++) {
+        const rl_cnt_t *cm = &J->cnt[m];
+        if (!J->member[m] || cm->n == 0)
+            continue;
+        uint64_t bits = 0;
+        for (uint32_t k = 0; k < cm->n; k++) {
+            uint32_t most = cm->c[k];
+            for (uint32_t o = 0; o < n; o++)
+                if (J->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
+                    d->topo->nodes[o].chassis == d->topo->nodes[m].chassis &&
+                    J->cnt[o].c[k] > most)
+                    most = J->cnt[o].c[k];
+            if (most > cm->c[k])
+                bits |= 1ull << (cm->base + k);
+        }
+        if (bits != 0)
+            hb_log_info("job %" PRIu64 ": node %s arrives once more at sync numbers %#" PRIx64
+                        " to clean them",
+                        J->id, d->cfg->nodes[m].name, bits);
+        if (m == d->self && !J->end_wait)
+            continue; /* its engine here is gone already */
+        J->clean_wait++;
+        if (m == d->self)
+            hbd_barrier_job_drain(d, J->engine, bits);
+        else
+            send_simple(d, J, m, HBD_WIRE_JOB_DRAIN, bits);
+    }
+    tick_arm(d, 1);
 }
 
 /* ---- this node's part ---- */
@@ -332,20 +401,51 @@ static void part_line(rl_job_t *J, const char *line, size_t n)
     J->olen += (uint32_t)n + 1;
 }
 
+/* The job's sync numbers are clean here (its engine went): tell the origin. J may be freed. */
+static void part_clean(rl_job_t *J)
+{
+    J->end_wait = 0;
+    if (J->origin == J->d->self) {
+        node_clean(J);
+        return;
+    }
+    if (!J->origin_lost)
+        send_simple(J->d, J, J->origin, HBD_WIRE_JOB_CLEAN, 0);
+    job_free(J);
+}
+
+/* The part ended: END with the engine's round counts; then its verdict, then CLEAN. */
 static void part_end(rl_job_t *J)
 {
     hbd_t *d = J->d;
+    rl_cnt_t c = {0};
     part_read_cb(J->part, J);
     bufferevent_free(J->part);
     J->part = NULL;
+    if (hbd_barrier_job_counts(d, J->engine, &c.base, &c.n, c.c) != 0)
+        c.n = 0;
+    J->end_wait = hbd_barrier_job_busy(d, J->engine);
     if (J->origin == d->self) {
-        node_ended(J, d->self);
+        if (J->cnt != NULL)
+            J->cnt[d->self] = c;
+        node_ended(J, d->self); /* may free J (with no engine here) */
         return;
     }
     out_flush(J);
-    if (!J->origin_lost)
-        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, 0);
-    job_free(J);
+    if (!J->origin_lost) {
+        hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_END,
+                            .src = UINT32_MAX,
+                            .dest = J->origin,
+                            .arg = (uint64_t)c.base << 8 | c.n};
+        int rc = job_send(d, J->id, &x, c.c, c.n * 4);
+        if (rc != 0 && !d->lost)
+            hb_log_warn("job %" PRIu64 ": END for node %" PRIu32 " not sent: %s", J->id,
+                        J->origin, hb_status_str(rc));
+    }
+    if (!J->end_wait || J->origin_lost)
+        job_free(J);
+    else
+        tick_arm(d, 0);
 }
 
 static void part_read_cb(struct bufferevent *bev, void *arg)
@@ -465,7 +565,8 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     uint32_t n = d->topo->n_nodes;
     char line[96], path[400];
     int rc = 0;
-    J->jobno = jobno;
+    J->jobno = J->engine = jobno;
+    J->cnt = calloc(n, sizeof(*J->cnt));
     int ll = snprintf(line, sizeof(line), "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", jobno,
                       base, n_sync);
     char *raw = realloc(J->raw, J->raw_len + (size_t)ll);
@@ -709,6 +810,17 @@ static void drop(hbd_t *d, const char *why, uint64_t id, uint32_t from)
                     id, from, why);
 }
 
+/* The job number of a spec's "slot" line (the origin appends it last), or 0. */
+static uint32_t spec_jobno(const uint8_t *spec, uint64_t len)
+{
+    static const char key[] = "\nslot ";
+    for (uint64_t i = len; i-- > 0;)
+        if (spec[i] == '\n' && len - i > sizeof(key) - 1 &&
+            memcmp(spec + i, key, sizeof(key) - 1) == 0)
+            return (uint32_t)strtoul((const char *)spec + i + sizeof(key) - 1, NULL, 10);
+    return 0;
+}
+
 /* A remote part could not start: tell the origin why, and that it ended. */
 static void remote_fail(rl_job_t *J, int rc, const char *text)
 {
@@ -752,7 +864,9 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
     J->spec_seq++;
     if (!(x->flags & HBD_WIRE_JOB_F_LAST))
         return;
-    /* complete: the launcher reads it from a file of ours, as from hibar-run */
+    /* complete: the launcher reads it from a file of ours, as from hibar-run; the origin put
+     * the slot line last */
+    J->engine = spec_jobno(J->spec, J->spec_len);
     char path[400];
     snprintf(path, sizeof(path), "%s/hibar-relay-%" PRIu64 "-%s.spec", d->run_dir, id, d->name);
     unlink(path);
@@ -830,6 +944,18 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)(arg >> 32));
         return;
     }
+    case HBD_WIRE_JOB_DRAIN:
+        if ((J = job_find(d, id, x.src)) != NULL && J->end_wait) {
+            hbd_barrier_job_drain(d, J->engine, x.arg);
+            tick_arm(d, 1);
+        }
+        return;
+    case HBD_WIRE_JOB_CLEAN:
+        if ((J = job_find(d, id, d->self)) != NULL && J->drain_sent && !J->finishing)
+            node_clean(J);
+        else
+            drop(d, "clean for no job", id, x.src);
+        return;
     case HBD_WIRE_JOB_FREE:
         if (d->relay->is_root)
             hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)x.arg);
@@ -865,6 +991,12 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             p = nl + 1;
         }
     } else if (x.kind == HBD_WIRE_JOB_END) {
+        if (J->cnt != NULL) {
+            rl_cnt_t *c = &J->cnt[x.src];
+            c->base = (uint32_t)(x.arg >> 8) & 0xff;
+            c->n = (uint32_t)x.arg & 0xff;
+            memcpy(c->c, data, c->n * 4);
+        }
         node_ended(J, x.src);
     }
 }
@@ -989,8 +1121,34 @@ static void tick_cb(hbd_t *d, void *arg)
                 part_read_cb(j->part, j); /* what arrived meanwhile */
             }
     }
-    /* origins: nodes that never report after a loss; a catch-up that does not end */
+    /* parts whose end waits for the engine's drain */
     int waiting = 0;
+    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
+        next = J->next;
+        if (!J->end_wait)
+            continue;
+        if (hbd_barrier_job_busy(d, J->engine))
+            waiting = 1;
+        else
+            part_clean(J); /* may free J */
+    }
+    /* origins: verdicts that are not answered (the engines give up after the barrier timeout) */
+    uint64_t clean_lim = ((uint64_t)d->cfg->barrier_timeout_ms + 5000) * 1000000ull;
+    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
+        next = J->next;
+        if (J->origin != d->self || !J->drain_sent || J->finishing)
+            continue;
+        if (now - J->drain_ns > clean_lim) {
+            hb_log_warn("job %" PRIu64 ": %" PRIu32 " nodes did not report clean sync numbers",
+                        J->id, J->clean_wait);
+            J->clean_wait = 0;
+            check_done(J);
+        } else {
+            waiting = 1;
+        }
+    }
+    int fast = waiting;
+    /* origins: nodes that never report after a loss */
     for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
         next = J->next;
         if (J->origin != d->self || J->finishing)
@@ -1011,7 +1169,7 @@ static void tick_cb(hbd_t *d, void *arg)
         }
         waiting |= J->lost_ns != 0;
     }
-    if (R->outq != NULL)
+    if (R->outq != NULL || fast)
         tick_arm(d, 1);
     else if (waiting)
         tick_arm(d, 0);
@@ -1024,6 +1182,48 @@ static void tick_arm(hbd_t *d, int fast)
     if (R->tick == NULL && (R->tick = hbd_timer_new(d, tick_cb, NULL)) == NULL)
         return;
     hbd_timer_arm(R->tick, fast ? 1000 : 100000, fast);
+}
+
+void hbd_relay_jobs(hbd_t *d, hbd_reply_t *r)
+{
+    rl_state_t *R = d->relay;
+    if (R == NULL || !R->is_root) {
+        uint32_t root = root_node(d);
+        hbd_reply(r, "err %d the cluster's root daemon (node %s, id %" PRIu32 ") holds the jobs",
+                  HB_ERR_NOT_FOUND, d->cfg->nodes[root].name, root);
+        return;
+    }
+    size_t cap = 64 + (size_t)R->slots.n * 96;
+    for (hbd_slot_t *s = R->slots.list; s != NULL; s = s->next)
+        cap += (size_t)s->n_nodes * 12;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        hbd_reply(r, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
+        return;
+    }
+    uint64_t now = hb_time_now_ns();
+    size_t o = (size_t)snprintf(buf, cap, "ok jobs=%" PRIu32, R->slots.n);
+    for (hbd_slot_t *s = R->slots.list; s != NULL && o < cap; s = s->next) {
+        o += (size_t)snprintf(buf + o, cap - o,
+                              " job=%" PRIu32 ":%" PRIu64 ":%" PRIu32 ":%" PRIu32 ":", s->jobno,
+                              s->id, s->origin, s->size);
+        for (uint32_t i = 0; i < s->n_nodes && o < cap; i++) {
+            uint32_t k = i;
+            while (k + 1 < s->n_nodes && s->nodes[k + 1] == s->nodes[k] + 1)
+                k++;
+            if (k > i)
+                o += (size_t)snprintf(buf + o, cap - o, "%s%" PRIu32 "-%" PRIu32, i ? "." : "",
+                                      s->nodes[i], s->nodes[k]);
+            else
+                o += (size_t)snprintf(buf + o, cap - o, "%s%" PRIu32, i ? "." : "", s->nodes[i]);
+            i = k;
+        }
+        if (o < cap)
+            o += (size_t)snprintf(buf + o, cap - o, ":%" PRIu64 ":%" PRIu32 "+%" PRIu32,
+                                  (now - s->t0_ns) / 1000000u, s->base, s->n);
+    }
+    hbd_reply(r, "%s", buf);
+    free(buf);
 }
 
 int hbd_relay_init(hbd_t *d)

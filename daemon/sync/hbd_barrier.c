@@ -50,6 +50,7 @@
  * that a round that ends within the yield stage costs nobody a syscall or a wake-up.
  */
 #define HBD_TIB_SYNC (HB_HWB_NSYNC - 1)
+_Static_assert(HB_HWB_NSYNC == 16, "hbd_barrier_job_counts takes 16 counts");
 #define HBD_EVQ 256
 #define HBD_EARLY_MAX 4096
 #define HBD_EARLY_TTL_MS 60000
@@ -90,6 +91,11 @@ typedef struct hbd_bar {
     uint64_t held[64]; /* arrivals hier refused as BUSY, in order */
     uint32_t n_held;
     hbd_hmsg_t *outq; /* sends waiting for an on-demand link */
+    /* a job's engine: its chassis mask and sync numbers; closing: draining them */
+    uint32_t mask, sync_base, n_sync;
+    uint32_t arrivals[HB_HWB_NSYNC]; /* chassis rounds this node arrived at, per sync number */
+    int closing, verdict;
+    uint64_t close_ns;
     struct hbd_bar *next;
 } hbd_bar_t;
 
@@ -315,6 +321,7 @@ static void exec_act(hbd_t *d, hbd_bar_t *B, const hb_hier_act_t *a)
             b->armed = 0;
             b->pend[a->sync_no].used = 1;
             b->pend[a->sync_no].job = B->job;
+            B->arrivals[a->sync_no]++;
             b->pend[a->sync_no].coll = a->coll_id;
             b->n_pend++;
             d->st.hwb_rounds++;
@@ -369,6 +376,19 @@ static void hwb_check(hbd_t *d)
 
 static void tib_check(hbd_t *d);
 static void tib_done(hbd_t *d, int rc);
+static void bar_free(hbd_t *d, hbd_bar_t *B);
+
+/* A closing engine whose drain the origin decided and whose chassis rounds all ended goes. */
+static void drain_check(hbd_t *d, hbd_bar_t *B)
+{
+    if (!B->verdict)
+        return;
+    for (uint32_t k = 0; k < HB_HWB_NSYNC; k++)
+        if (d->bar->pend[k].used && d->bar->pend[k].job == B->job)
+            return;
+    hb_log_debug("job %" PRIu32 ": sync numbers drained", B->job);
+    bar_free(d, B);
+}
 
 /* Step the engines on every queued event, executing the actions in order. */
 static void drain(hbd_t *d)
@@ -392,6 +412,14 @@ static void drain(hbd_t *d)
             hbd_bar_t *B = bar_find(b, ev.job);
             if (B == NULL) /* the job closed meanwhile */
                 continue;
+            if (B->closing) { /* a drain round ended (or a late event): maybe the last one */
+                if (ev.kind == HB_HIER_EV_HWB_DONE && ev.status != 0)
+                    hb_log_warn("job %" PRIu32 ": chassis barrier sync %" PRIu32
+                                " did not drain: %s",
+                                B->job, ev.sync_no, hb_status_str(ev.status));
+                drain_check(d, B);
+                continue;
+            }
             size_t n = 0;
             int rc = step(d, B, &ev, &n);
             if (rc == HB_ERR_BUSY && ev.kind == HB_HIER_EV_ARRIVE &&
@@ -608,7 +636,7 @@ int hbd_barrier_start(hbd_t *d, uint32_t job, uint64_t coll_id, hbd_barrier_cb_t
         return HB_ERR_INVAL;
     if (d->lost)
         return HB_ERR_PEER_LOST;
-    if (B == NULL)
+    if (B == NULL || B->closing)
         return job == 0 ? HB_ERR_NOT_INIT : HB_ERR_NOT_FOUND;
     if (job == 0 && !d->ready)
         return HB_ERR_NOT_INIT;
@@ -640,7 +668,12 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
                        .data = m->len > 4 ? m->payload + 4 : NULL,
                        .len = m->len - 4};
     b->active_t0 = hb_time_now_ns();
-    if (bar_find(b, m->job) == NULL) {
+    hbd_bar_t *B = bar_find(b, m->job);
+    if (B != NULL && B->closing) {
+        b->drop_job++; /* for a job that ended here */
+        return;
+    }
+    if (B == NULL) {
         /* a job not opened here yet: kept until it is; one closed here: dropped */
         hbd_hmsg_t *o = NULL;
         if (m->job != 0 && !recently_closed(b, m->job) && m->len == 4 &&
@@ -773,10 +806,26 @@ static int tick(hbd_t *d, uint64_t now)
                 r->t0 = UINT64_MAX / 2; /* once */
                 push(d, &ev);
             }
+    int closing = 0;
+    for (hbd_bar_t *B = b->bars, *next; B != NULL; B = next) {
+        next = B->next;
+        if (!B->closing)
+            continue;
+        uint64_t lim = (uint64_t)(to_ms ? to_ms : 30000) * 1000000ull;
+        if (now - B->close_ns > lim) {
+            hb_log_error("job %" PRIu32 ": its chassis-barrier sync numbers %" PRIu32 "..%" PRIu32
+                         " did not drain within %" PRIu64 " ms (a chassis mate never ended the "
+                         "job): they may stay busy",
+                         B->job, B->sync_base, B->sync_base + B->n_sync - 1, lim / 1000000u);
+            bar_free(d, B);
+        } else {
+            closing = 1;
+        }
+    }
     if (b->n_pend > 0)
         hwb_check(d);
     drain(d);
-    return hbd_barrier_in_flight(d) > 0;
+    return hbd_barrier_in_flight(d) > 0 || closing;
 }
 
 uint32_t hbd_barrier_in_flight(const hbd_t *d)
@@ -926,6 +975,9 @@ int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t
                  hb_status_str(rc));
         return rc;
     }
+    B->mask = view->chassis[view->nodes[d->self].chassis].mask;
+    B->sync_base = sync_base;
+    B->n_sync = n_sync;
     /* its tree's links: parent, child Centers (maybe no neighbours in the cluster's tree) */
     const hb_topo_node_t *tn = &view->nodes[d->self];
     if (tn->parent != HB_TOPO_NONE)
@@ -961,15 +1013,74 @@ int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t
     return 0;
 }
 
+/*
+ * A job's sync numbers must be clean before the root gives them to another job: a job that
+ * failed can leave a chassis round open (some mates arrived, others never will). Rounds on one
+ * sync number follow each other (a node arrives at the next only after it saw the last one
+ * end), so when the job has stopped, the members of a chassis have arrived at either m or m + 1
+ * rounds of each sync number, and those at m + 1 wait in the last round. The relay collects
+ * every member's counts (hbd_barrier_job_counts) when the job ended everywhere, and tells each
+ * member at which sync numbers to arrive once more (hbd_barrier_job_drain: the verdict, maybe
+ * none); the engine goes once its rounds ended, and the relay then reports the node clean.
+ */
 void hbd_barrier_job_close(hbd_t *d, uint32_t job)
 {
     hbd_barrier_state_t *b = d->bar;
     hbd_bar_t *B = job != 0 ? bar_find(b, job) : NULL;
-    if (B == NULL)
+    if (B == NULL || B->closing)
         return;
     fail_all(d, B, HB_ERR_UNAVAIL);
     b->closed[b->closed_next++ % HBD_CLOSED_RING] = job;
-    bar_free(d, B);
+    B->closing = 1;
+    B->close_ns = hb_time_now_ns();
+    hbd_cron_arm(d);
+    drain(d);
+}
+
+int hbd_barrier_job_counts(const hbd_t *d, uint32_t job, uint32_t *base_p, uint32_t *n_p,
+                           uint32_t counts[HB_HWB_NSYNC])
+{
+    const hbd_bar_t *B = job != 0 ? bar_find(d->bar, job) : NULL;
+    if (B == NULL)
+        return HB_ERR_NOT_FOUND;
+    *base_p = B->sync_base;
+    *n_p = B->n_sync;
+    for (uint32_t k = 0; k < B->n_sync; k++)
+        counts[k] = B->arrivals[B->sync_base + k];
+    return 0;
+}
+
+void hbd_barrier_job_drain(hbd_t *d, uint32_t job, uint64_t syncs)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *B = job != 0 ? bar_find(b, job) : NULL;
+    if (B == NULL || !B->closing || B->verdict)
+        return;
+    B->verdict = 1;
+    for (uint32_t k = B->sync_base; k < B->sync_base + B->n_sync && k < HB_HWB_NSYNC; k++) {
+        if (!(syncs >> k & 1) || d->hwb == NULL)
+            continue;
+        int rc = b->pend[k].used ? HB_ERR_BUSY : hb_hwb_arrive(d->hwb, k, B->mask);
+        if (rc != 0) {
+            hb_log_warn("job %" PRIu32 ": cannot drain chassis-barrier sync %" PRIu32 ": %s", job,
+                        k, hb_status_str(rc));
+            continue;
+        }
+        hb_log_debug("job %" PRIu32 ": drains chassis-barrier sync %" PRIu32, job, k);
+        b->pend[k] = (hbd_hwb_pend_t){.used = 1, .job = job, .coll = UINT64_MAX};
+        b->n_pend++;
+        b->yield_t0 = hb_time_now_ns();
+        b->armed = 0;
+    }
+    hwb_check(d);
+    drain(d);
+    if (bar_find(b, job) == B)
+        drain_check(d, B);
+}
+
+int hbd_barrier_job_busy(const hbd_t *d, uint32_t job)
+{
+    return job != 0 && bar_find(d->bar, job) != NULL;
 }
 
 /* ---- T_IB probe: n chassis barriers in a row on the reserved sync number ---- */

@@ -29,8 +29,18 @@ int hbd_barrier_start(hbd_t *d, uint32_t job, uint64_t coll_id, hbd_barrier_cb_t
  * are delivered now. 0, or INVAL, EXISTS, CONFIG, NOMEM with err filled. */
 int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t sync_base,
                          uint32_t n_sync, char *err, size_t cap);
-/* Close it: barriers still in flight fail with UNAVAIL; later messages for it are dropped. */
+/* Close it: barriers still in flight fail with UNAVAIL; later messages for it are dropped. The
+ * engine stays (hbd_barrier_job_busy) until its sync numbers are clean: a failed job may have
+ * left a chassis round open. The relay reads every member's round counts once the job stopped
+ * everywhere, and gives each its verdict: the sync numbers (bit s) where it must arrive once
+ * more; the engine goes once those rounds and its own pending ones ended (or after the
+ * barrier timeout, logged). */
 void hbd_barrier_job_close(hbd_t *d, uint32_t job);
+int hbd_barrier_job_busy(const hbd_t *d, uint32_t job);
+/* Its sync numbers and the chassis rounds this node arrived at on each. 0 or NOT_FOUND. */
+int hbd_barrier_job_counts(const hbd_t *d, uint32_t job, uint32_t *base_p, uint32_t *n_p,
+                           uint32_t counts[16]);
+void hbd_barrier_job_drain(hbd_t *d, uint32_t job, uint64_t syncs);
 /* Job engines open here. */
 uint32_t hbd_barrier_n_jobs(const hbd_t *d);
 /* Control command "tib <n>": n chassis barriers through the hwbarrier, reply the median, and
