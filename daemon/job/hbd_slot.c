@@ -90,9 +90,9 @@ int hbd_slots_alloc(hbd_slots_t *S, const hb_topo_t *t, const uint32_t *nodes, u
         }
     if (n == 0) {
         snprintf(err, cap,
-                 "chassis %" PRIu32 " has no free chassis-barrier sync number (%u jobs use its %" PRIu32
-                 "): wait for a job there to end",
-                 crowded, __builtin_popcount(S->used[crowded]), S->end - S->first);
+                 "chassis %" PRIu32 " has no free chassis-barrier sync number (running jobs hold "
+                 "all %" PRIu32 "): wait for a job there to end",
+                 crowded, S->end - S->first);
         return HB_ERR_BUSY;
     }
     hbd_slot_t *s = calloc(1, sizeof(*s));

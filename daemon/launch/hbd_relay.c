@@ -58,7 +58,7 @@
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
-#define HBD_RELAY_JOB_NSYNC 2 /* sync numbers a job asks for (collectives in flight per node) */
+#define HBD_RELAY_JOB_NSYNC 1 /* sync numbers a job gets: 11 jobs share a chassis */
 #define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
 
 typedef struct rl_job {

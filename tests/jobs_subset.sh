@@ -1,0 +1,129 @@
+#!/bin/bash
+# jobs_subset.sh: jobs on part of a 12-node cluster (examples/local.yaml: 4 chassis of 3, 2 sites),
+# several at once on one running cluster: two on disjoint nodes and one overlapping both, each
+# running libhibar's barrier, split-phase and subset barriers, scatter and gather with the data
+# checked (hibar-example), beside PMIx fences with data from a raw PMIx client; a job whose
+# nodes hold no Center of their chassis; a job on one node; 16 jobs at once; short jobs in a
+# row and 8 at once with nothing left behind; hibar-cluster jobs; placement errors.
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
+TEST_TAG=js
+HIBAR_TEST_CONFIG=$src/examples/local.yaml
+hb_use_cluster
+EX="$bld/examples/hibar-example"
+FC="$bld/tests/fence_client"
+[ -x "$EX" ] && [ -x "$FC" ] || { echo "SKIP: hibar-example or fence_client not built"; exit 77; }
+cp "$EX" "$TMP/hibar-example"
+cp "$FC" "$TMP/fence_client"
+EX="$TMP/hibar-example"
+FC="$TMP/fence_client"
+up
+ROOT_STATS() { cl ctl n00 jobs; }
+
+# job LOG ARGS...: hibar-run on the running cluster in the background (its pid in JOB_PID),
+# output in $TMP/LOG.*
+job() {
+    local log=$1
+    shift
+    timeout -k 5 120 "$RUN" --config "$CONFIG" "${SETS[@]}" "$@" >"$TMP/$log.out" 2>"$TMP/$log.err" &
+    JOB_PID=$!
+}
+# wait_job PID LOG: the job must end with status 0
+wait_job() {
+    local rc=0
+    wait "$1" || rc=$?
+    [ $rc -eq 0 ] || { tail -n 20 "$TMP/$2.out" "$TMP/$2.err"; fail "job $2 failed (exit $rc)"; }
+}
+example_ok() {
+    grep -q "data checked: ok" "$TMP/$1.out" || { cat "$TMP/$1.err"; fail "job $1: no checked data"; }
+}
+
+# --- three at once: disjoint n[00-03] and n[06-09], and one overlapping both; fences beside
+job a -H 'n[00-03]' -n 8 "$EX"
+p1=$JOB_PID
+job b -H 'n[06-09]' -n 8 "$EX"
+p2=$JOB_PID
+job c -H 'n02,n03,n06,n07,n10' -n 5 "$EX"
+p3=$JOB_PID
+job f -H 'n[04-05],n[10-11]' -n 8 "$FC" --size 1024 --iters 20
+p4=$JOB_PID
+# while they run, the root lists them
+seen=0
+for _ in $(seq 100); do
+    n=$(cl jobs 2>/dev/null | grep -c running)
+    [ "$n" -gt "$seen" ] && seen=$n
+    [ "$seen" -ge 3 ] && break
+    sleep 0.05
+done
+cl jobs
+[ "$seen" -ge 2 ] || fail "hibar-cluster jobs never showed the jobs running at once (most: $seen)"
+wait_job "$p1" a
+wait_job "$p2" b
+wait_job "$p3" c
+wait_job "$p4" f
+example_ok a
+example_ok b
+example_ok c
+grep -q "^fence size=1024 ranks=8" "$TMP/f.out" || fail "fence job: no result line"
+
+# --- a job whose nodes hold no Center (n00 n03 n06 n09 are), and one on a single node
+job nc -H 'n01,n04,n08,n11' -n 4 "$EX"
+p1=$JOB_PID
+job one -H n05 -n 3 "$EX"
+p2=$JOB_PID
+wait_job "$p1" nc
+wait_job "$p2" one
+example_ok nc
+example_ok one
+
+# --- 16 jobs at once, on one or two nodes each
+pids=()
+for i in $(seq 0 15); do
+    a=$((i % 12))
+    b=$(((i + 5) % 12))
+    job m$i -H "$(printf 'n%02d,n%02d' "$a" "$b")" -n 2 "$EX"
+    pids+=("$JOB_PID")
+done
+for i in $(seq 0 15); do
+    wait_job "${pids[$i]}" m$i
+    example_ok m$i
+done
+
+# --- short jobs in a row, then 8 at once: nothing may remain
+rss0=$(ps -o rss= -p "$(cat "$RUN_DIR"/n00.pid)")
+for i in $(seq 1 "${HIBAR_TEST_SHORT_JOBS:-200}"); do
+    timeout -k 5 60 "$RUN" --config "$CONFIG" "${SETS[@]}" -H "n0$((i % 4)),n1$((i % 2))" -n 2 \
+        "$HELLO" --fences 1 >"$OUT" 2>"$ERR" || fail "short job $i failed"
+done
+pids=()
+for i in $(seq 0 7); do
+    job s$i -H "n$(printf %02d $((i + 2)))" -n 2 "$HELLO"
+    pids+=("$JOB_PID")
+done
+for i in $(seq 0 7); do wait_job "${pids[$i]}" s$i; done
+rss1=$(ps -o rss= -p "$(cat "$RUN_DIR"/n00.pid)")
+echo "root daemon RSS: $rss0 KiB before the short jobs, $rss1 KiB after"
+[ "$rss1" -lt $((rss0 + 20000)) ] || fail "the root daemon grew from $rss0 to $rss1 KiB"
+for _ in $(seq 50); do
+    ROOT_STATS | grep -q "ok jobs=0" && break
+    sleep 0.1
+done
+ROOT_STATS | grep -q "ok jobs=0" || fail "job slots left: $(ROOT_STATS)"
+for n in $(seq -f 'n%02g' 0 11); do
+    [ "$(stat_of "$n" relay_jobs)" = 0 ] || fail "$n: a relayed job record was left"
+done
+left=$(ls "$RUN_DIR" | grep -v -E '\.(sock|pid|port|log|key|ranks|pmix)$' || true)
+[ -z "$left" ] || fail "files left in the run dir: $left"
+
+# --- bad placements: refused before anything starts, nothing left
+run 2 --config "$CONFIG" "${SETS[@]}" -H 'n[03-04],n99' -n 2 "$HELLO"
+grep -q "n99" "$ERR" || fail "an unknown node was not named"
+printf 'n01 slots=1\nn02 slots=1\n' >"$TMP/hosts"
+run 2 --config "$CONFIG" "${SETS[@]}" --hostfile "$TMP/hosts" -n 3 "$HELLO"
+grep -q "slot" "$ERR" || fail "more ranks than slots: no message about slots"
+ROOT_STATS | grep -q "ok jobs=0" || fail "a refused job holds a slot"
+
+down
+hb_cluster_clean
+hb_run_clean
+echo "PASS: jobs_subset"
