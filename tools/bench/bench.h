@@ -110,6 +110,7 @@ int hb_bench_coll_main(int argc, char **argv);
  * on the bed's hosts, through $HIBAR_TESTBED_HOSTEXEC)? bench_coll.c. */
 int hb_bench_on_bed(const char *config);
 int hb_bench_lanes_main(int argc, char **argv);   /* lanes: bench_lanes.c */
+int hb_bench_subset_main(int argc, char **argv);  /* subset: bench_subset.c */
 int hb_bench_methods_main(int argc, char **argv); /* methods: bench_methods.c */
 
 /* Sizes: comma-separated N[K|M|G] or FROM..TO[:STEP] (no step: powers of two), each at most
