@@ -245,6 +245,12 @@ void hbd_timer_arm(hbd_timer_t *t, uint64_t usec, int reset)
     t->due = fk_now + usec * 1000 + 1;
 }
 
+void hbd_timer_cancel(hbd_timer_t *t)
+{
+    if (t != NULL)
+        t->due = 0;
+}
+
 int hbd_timer_pending(const hbd_timer_t *t)
 {
     return t != NULL && t->due != 0;

@@ -1,11 +1,24 @@
 /* hbd.h: the daemon context: hibard's state, passed to every part (net, services, main). */
 /*
  * Every module keeps its state here (or behind a pointer here that its init allocates), so a
- * test can run several daemons' engines in one process. The only file-scope state left, each a
- * module's own static struct behind its init/fini:
- *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, its thread
- *                                 queues upcalls here for the loop
+ * test can run several daemons' engines in one process. The only file-scope state left:
+ *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, and its server
+ *                                 module's upcalls (fence_nb, direct_modex, ...) get no
+ *                                 context pointer (PMIx_server_init takes none), so its thread
+ *                                 queues them here for the loop; behind hbd_pmix_start/stop
+ *                     px_module  the upcall table handed to PMIx_server_init (never written;
+ *                                 not const because PMIx takes it so)
  *   sync/hbd_model.c  hbd_model  the cached model file (hibar-bench logp's), one per host
+ *
+ * The one periodic place: every deadline is an hbd_timer_t (core/hbd_timer.h), the cron's tick
+ * (net/hbd_cron.h) included. What stays a libevent event of its own, and why:
+ *   fd readiness       sockets, pipes, eventfds and signals wait for the kernel, not for a
+ *                      time: ZeroMQ and data sockets, the fast lane's links and listener, the
+ *                      control and ranks sockets, the PMIx upcall eventfd, the doorbells, the
+ *                      ranks' output pipes, SIGCHLD / SIGTERM / SIGHUP
+ *   launch/hbd_ranks.c a rank's HELLO wait: one read event with a timeout (HBD_RANKS_HELLO_MS)
+ *   sync/hbd_barrier.c the yield stage's zero timer (ev_yield): a device of the poll loop,
+ *                      run once per loop iteration after the ready events, not a deadline
  */
 #ifndef HBD_H
 #define HBD_H
@@ -122,7 +135,7 @@ struct hbd {
 
     /* event loop */
     struct event_base *base;
-    struct event *ev_router, *ev_zap, *ev_mon, *ev_hwb, *ev_ctl, *ev_tick;
+    struct event *ev_router, *ev_zap, *ev_mon, *ev_hwb, *ev_ctl;
     struct event *ev_sig[3];
     struct event *ev_chld; /* SIGCHLD: the launcher reaps its ranks (hbd_launch.c) */
     int stopping;
@@ -139,6 +152,7 @@ struct hbd {
     int warned_unknown;     /* a malformed frame from a non-neighbour was logged */
 
     /* the one periodic place (hbd_cron.c): its tick and the work it runs */
+    struct hbd_timer *tick;
     hbd_cron_fn cron_fns[HBD_CRON_MAX];
     uint32_t n_cron;
 
