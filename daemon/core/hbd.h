@@ -8,7 +8,6 @@
  *                                 queues them here for the loop; behind hbd_pmix_start/stop
  *                     px_module  the upcall table handed to PMIx_server_init (never written;
  *                                 not const because PMIx takes it so)
- *   sync/hbd_model.c  hbd_model  the cached model file (hibar-bench logp's), one per host
  *
  * The one periodic place: every deadline is an hbd_timer_t (core/hbd_timer.h), the cron's tick
  * (net/hbd_cron.h) included. What stays a libevent event of its own, and why:
@@ -42,6 +41,7 @@ struct hbd_job;
 struct hbd_job_ops;
 struct hbd_barrier_state;
 struct hbd_coll_state;
+struct hbd_model;
 
 /* How the loop waits while barriers are busy (hbd_barrier.c's poll stage). */
 enum { HBD_POLL_OFF = 0, HBD_POLL_YIELD = 1, HBD_POLL_SPIN = 2 };
@@ -132,6 +132,10 @@ struct hbd {
     int pid_written, port_written;
     uint32_t epoch;
     uint32_t tag; /* hash of the cluster name, in HELLO */
+    /* what SIGHUP reads again (hb_cfg_reload): main's arguments, alive as long as the daemon */
+    const char *hup_config;
+    const char *const *hup_over;
+    size_t hup_n_over;
 
     /* event loop */
     struct event_base *base;
@@ -192,6 +196,7 @@ struct hbd {
     /* barriers */
     struct hbd_barrier_state *bar;
     struct hbd_coll_state *coll;   /* collectives in flight (hbd_coll.c) */
+    struct hbd_model *model;       /* the cached model file (hbd_model.c) */
     struct hbd_logp *logp;         /* the PlogP and T_SR probes (hbd_logp.c) */
     struct hbd_relay *relay;       /* launch forwarding (hbd_relay.c) */
     struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */
