@@ -253,7 +253,8 @@ static int parts_start(hbd_t *d, size_t *n_p)
     return 0;
 }
 
-/* Stop the first n parts, in reverse, then what main set up around them. */
+/* Stop the first n parts, in reverse, then what main set up before them, in reverse too
+ * (signals, the loop, the pid file, the topology and configuration). */
 static void cleanup(hbd_t *d, size_t n)
 {
     while (n > 0)
@@ -261,10 +262,10 @@ static void cleanup(hbd_t *d, size_t n)
     for (int i = 0; i < 3; i++)
         if (d->ev_sig[i] != NULL)
             event_free(d->ev_sig[i]);
-    if (d->pid_written)
-        unlink(d->pid_path);
     if (d->base != NULL)
         event_base_free(d->base);
+    if (d->pid_written)
+        unlink(d->pid_path);
     hb_topo_free(d->topo);
     hb_cfg_free(d->cfg);
 }
