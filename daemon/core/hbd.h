@@ -15,7 +15,6 @@
  *                      time: ZeroMQ and data sockets, the fast lane's links and listener, the
  *                      control and ranks sockets, the PMIx upcall eventfd, the doorbells, the
  *                      ranks' output pipes, SIGCHLD / SIGTERM / SIGHUP
- *   launch/hbd_ranks.c a rank's HELLO wait: one read event with a timeout (HBD_RANKS_HELLO_MS)
  *   sync/hbd_barrier.c the yield stage's zero timer (ev_yield): a device of the poll loop,
  *                      run once per loop iteration after the ready events, not a deadline
  */

@@ -10,9 +10,10 @@
  * Every deadline of the daemon is an hbd_timer_t: the cron's tick (hbd_cron.c: heartbeats,
  * retries, the registered timeouts) and the modules' own (fence retries and checks, collective
  * and relay queues, dmodex waits, PMIx PMIX_TIMEOUT and registration timeouts, the launcher's
- * SIGTERM / SIGKILL escalation, the probes' pacing, the fast lane's authentication wait). It
- * is here, at the bottom, so that every layer may use it (the fast lane is below the cron);
- * the tests' fake (tests/hbd_fake.c) implements it on the fake clock.
+ * SIGTERM / SIGKILL escalation, the probes' pacing, the fast lane's authentication wait, a
+ * rank's HELLO wait on the ranks socket). It is here, at the bottom, so that every layer may
+ * use it (the fast lane is below the cron); the tests' fake (tests/hbd_fake.c) implements it
+ * on the fake clock.
  *
  * What stays a libevent event of its own (fd readiness, the barrier's yield stage) is listed,
  * with the reason, in hbd.h.
