@@ -1,4 +1,4 @@
-/* hbd_fake.c: a fake transport, clock, cron and chassis barrier for driving hibard's engines. */
+/* hbd_fake.c: a fake transport, clock, cron, timers and chassis barrier for hibard's engines. */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
