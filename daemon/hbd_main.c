@@ -26,6 +26,7 @@
 #include "hbd_key.h"
 #include "hbd_launch.h"
 #include "hbd_logp.h"
+#include "hbd_model.h"
 #include "hbd_net.h"
 #include "hbd_pmix.h"
 #include "hbd_ranks.h"
@@ -34,11 +35,6 @@
 #include "hwb.h"
 
 #define HBD_MAX_OVERRIDES 64
-
-/* What SIGHUP reads again (hb_cfg_reload). */
-static const char *hup_config;
-static const char *const *hup_over;
-static size_t hup_n_over;
 
 static void usage(FILE *f)
 {
@@ -140,7 +136,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     (void)what;
     if (sig == SIGHUP) { /* systemctl reload */
         hb_sd_notify("RELOADING=1");
-        if (hb_cfg_reload(d->cfg, hup_config, hup_over, hup_n_over, err, sizeof(err)) != 0)
+        if (hb_cfg_reload(d->cfg, d->hup_config, d->hup_over, d->hup_n_over, err, sizeof(err)) != 0)
             hb_log_error("SIGHUP: configuration not re-read: %s", err);
         hb_sd_notify("READY=1");
         return;
@@ -236,6 +232,7 @@ static const hbd_part_t parts[] = {
     {"dmodex", hbd_dmodex_init, hbd_dmodex_fini},
     {"fences", hbd_fence_init, hbd_fence_fini},
     {"relay", hbd_relay_init, hbd_relay_fini},
+    {"model file", hbd_model_init, hbd_model_fini},
     {"collectives", hbd_coll_init, hbd_coll_fini},
     {"barriers", hbd_barrier_init, hbd_barrier_fini},
 };
@@ -256,7 +253,8 @@ static int parts_start(hbd_t *d, size_t *n_p)
     return 0;
 }
 
-/* Stop the first n parts, in reverse, then what main set up around them. */
+/* Stop the first n parts, in reverse, then what main set up before them, in reverse too
+ * (signals, the loop, the pid file, the topology and configuration). */
 static void cleanup(hbd_t *d, size_t n)
 {
     while (n > 0)
@@ -264,10 +262,10 @@ static void cleanup(hbd_t *d, size_t n)
     for (int i = 0; i < 3; i++)
         if (d->ev_sig[i] != NULL)
             event_free(d->ev_sig[i]);
-    if (d->pid_written)
-        unlink(d->pid_path);
     if (d->base != NULL)
         event_base_free(d->base);
+    if (d->pid_written)
+        unlink(d->pid_path);
     hb_topo_free(d->topo);
     hb_cfg_free(d->cfg);
 }
@@ -283,6 +281,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *config = NULL, *node = NULL, *pid_file = NULL;
     const char *over[HBD_MAX_OVERRIDES];
+    char log_kv[PATH_MAX + 16]; /* --log-file's override (the last one) */
     size_t n_over = 0;
     int foreground = 0, c, rc, status = 1;
     size_t n_started = 0;
@@ -322,16 +321,14 @@ int main(int argc, char **argv)
             hb_log_set_level((hb_log_level_t)l);
             break;
         }
-        case 'L': {
-            static char kv[PATH_MAX + 16];
+        case 'L':
             if (n_over == HBD_MAX_OVERRIDES) {
                 fprintf(stderr, "hibard: too many --set options\n");
                 return 2;
             }
-            snprintf(kv, sizeof(kv), "log_file=%s", optarg);
-            over[n_over++] = kv;
+            snprintf(log_kv, sizeof(log_kv), "log_file=%s", optarg);
+            over[n_over++] = log_kv;
             break;
-        }
         case 'p':
             pid_file = optarg;
             break;
@@ -356,9 +353,9 @@ int main(int argc, char **argv)
         return 2;
     }
     config = hb_cfg_find(config, NULL); /* --config, HIBAR_CONFIG, SYSCONFDIR/hibar/hibar.yaml */
-    hup_config = config;
-    hup_over = over; /* main's: lives as long as the daemon */
-    hup_n_over = n_over;
+    d->hup_config = config;
+    d->hup_over = over; /* main's: lives as long as the daemon */
+    d->hup_n_over = n_over;
     /* bootstrap pmix / env learn the node list (and this node's name) here */
     rc = hbd_boot_load(config, over, n_over, &node, &foreground, &d->cfg, err, sizeof(err));
     if (rc != 0) {

@@ -1,4 +1,4 @@
-/* hbd_fake.c: a fake transport, clock, cron and chassis barrier for driving hibard's engines. */
+/* hbd_fake.c: a fake transport, clock, cron, timers and chassis barrier for hibard's engines. */
 #include "hb_config.h"
 #include <errno.h>
 #include <event2/event.h>
@@ -250,6 +250,12 @@ void hbd_timer_arm(hbd_timer_t *t, uint64_t usec, int reset)
     if (t == NULL || (t->due != 0 && !reset))
         return;
     t->due = fk_now + usec * 1000 + 1;
+}
+
+void hbd_timer_cancel(hbd_timer_t *t)
+{
+    if (t != NULL)
+        t->due = 0;
 }
 
 int hbd_timer_pending(const hbd_timer_t *t)

@@ -11,11 +11,11 @@
 /*
  * n daemons in one process, each an hbd_t with its own engines, linked through a queue of
  * encoded frames instead of ZeroMQ (tests/test_hbd_engines.c links the engines' sources with
- * this file instead of net/hbd_net.c and net/hbd_cron.c). Frames keep their order per link and
- * go through hbd_wire_decode and the transport's receive table as on a real daemon; links are
- * taken in a seeded random order. Time is fake: clock_gettime (CLOCK_MONOTONIC) of the engines
- * is fk_now (the binary links with --wrap=clock_gettime); timers and the cron's work run when
- * the test moves the clock (fk_advance).
+ * this file instead of net/hbd_net.c, net/hbd_cron.c and core/hbd_timer.c). Frames keep their
+ * order per link and go through hbd_wire_decode and the transport's receive table as on a real
+ * daemon; links are taken in a seeded random order. Time is fake: clock_gettime
+ * (CLOCK_MONOTONIC) of the engines is fk_now (the binary links with --wrap=clock_gettime);
+ * timers and the cron's work run when the test moves the clock (fk_advance).
  */
 #define FK_MAX 32
 

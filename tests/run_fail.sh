@@ -58,4 +58,20 @@ rm -f "/tmp/hibar-$(id -u)-hbrt$$"/*.log
 rmdir "/tmp/hibar-$(id -u)-hbrt$$" || fail "cluster run dir left behind"
 EXTRA_CLEANUP=:
 check_clean
+
+# ranks that ignore SIGTERM (and never connect to PMIx) are stopped all the same: the
+# launcher waits for their connection (2 s), sends SIGTERM, then SIGKILL 2 s later
+cat >"$TMP/stubborn.sh" <<'SH'
+#!/bin/bash
+[ "$PMIX_RANK" = 0 ] && { sleep 0.5; exit 3; }
+trap '' TERM
+sleep 30
+SH
+chmod +x "$TMP/stubborn.sh"
+t0=$SECONDS
+run 3 -n 3 "$TMP/stubborn.sh"
+[ $((SECONDS - t0)) -lt 20 ] || fail "ranks ignoring SIGTERM were not killed (took $((SECONDS - t0)) s)"
+grep -q "rank 0 (node .*) exited with status 3" "$ERR" || fail "stubborn ranks: exit status"
+[ -z "$(pgrep -f -- "$TMP/stubborn.sh")" ] || fail "stubborn ranks left running"
+check_clean
 echo "PASS: run_fail"

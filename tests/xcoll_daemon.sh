@@ -154,6 +154,20 @@ PY
 fden=$(stat_of n03 fast_denied)
 [ "$fden" -ge 1 ] || fail "fast lane: an intruder was not refused (fast_denied $fden)"
 [ "$(stat_of n03 fast_rx)" -eq "$frx3" ] || fail "fast lane: an intruder's frame was taken"
+# a connection that says nothing is closed after the 5 s the fast lane waits for its record
+python3 - "$fport" <<'PY' || fail "fast lane: a silent connection was not closed in time"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+t0 = time.time()
+s.settimeout(30)
+try:
+    s.recv(1)  # closed by hibard
+except OSError:
+    pass
+sys.exit(0 if 4 <= time.time() - t0 < 25 else 1)
+PY
+[ "$(stat_of n03 fast_denied)" -eq $((fden + 1)) ] || fail "fast lane: a silent connection not counted"
+fden=$((fden + 1))
 coll 12 scatter flat 3 100000
 echo "data plane plain: $NCOLL collectives ok, $tx frames on it ($ftx on the fast lane), intruders refused ($denied, fast lane $fden)"
 down

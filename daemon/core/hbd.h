@@ -1,11 +1,22 @@
 /* hbd.h: the daemon context: hibard's state, passed to every part (net, services, main). */
 /*
  * Every module keeps its state here (or behind a pointer here that its init allocates), so a
- * test can run several daemons' engines in one process. The only file-scope state left, each a
- * module's own static struct behind its init/fini:
- *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, its thread
- *                                 queues upcalls here for the loop
- *   sync/hbd_model.c  hbd_model  the cached model file (hibar-bench logp's), one per host
+ * test can run several daemons' engines in one process. The only file-scope state left:
+ *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, and its server
+ *                                 module's upcalls (fence_nb, direct_modex, ...) get no
+ *                                 context pointer (PMIx_server_init takes none), so its thread
+ *                                 queues them here for the loop; behind hbd_pmix_start/stop
+ *                     px_module  the upcall table handed to PMIx_server_init (never written;
+ *                                 not const because PMIx takes it so)
+ *
+ * The one periodic place: every deadline is an hbd_timer_t (core/hbd_timer.h), the cron's tick
+ * (net/hbd_cron.h) included. What stays a libevent event of its own, and why:
+ *   fd readiness       sockets, pipes, eventfds and signals wait for the kernel, not for a
+ *                      time: ZeroMQ and data sockets, the fast lane's links and listener, the
+ *                      control and ranks sockets, the PMIx upcall eventfd, the doorbells, the
+ *                      ranks' output pipes, SIGCHLD / SIGTERM / SIGHUP
+ *   sync/hbd_barrier.c the yield stage's zero timer (ev_yield): a device of the poll loop,
+ *                      run once per loop iteration after the ready events, not a deadline
  */
 #ifndef HBD_H
 #define HBD_H
@@ -29,6 +40,7 @@ struct hbd_job;
 struct hbd_job_ops;
 struct hbd_barrier_state;
 struct hbd_coll_state;
+struct hbd_model;
 
 /* How the loop waits while barriers are busy (hbd_barrier.c's poll stage). */
 enum { HBD_POLL_OFF = 0, HBD_POLL_YIELD = 1, HBD_POLL_SPIN = 2 };
@@ -119,10 +131,14 @@ struct hbd {
     int pid_written, port_written;
     uint32_t epoch;
     uint32_t tag; /* hash of the cluster name, in HELLO */
+    /* what SIGHUP reads again (hb_cfg_reload): main's arguments, alive as long as the daemon */
+    const char *hup_config;
+    const char *const *hup_over;
+    size_t hup_n_over;
 
     /* event loop */
     struct event_base *base;
-    struct event *ev_router, *ev_zap, *ev_mon, *ev_hwb, *ev_ctl, *ev_tick;
+    struct event *ev_router, *ev_zap, *ev_mon, *ev_hwb, *ev_ctl;
     struct event *ev_sig[3];
     struct event *ev_chld; /* SIGCHLD: the launcher reaps its ranks (hbd_launch.c) */
     int stopping;
@@ -139,6 +155,7 @@ struct hbd {
     int warned_unknown;     /* a malformed frame from a non-neighbour was logged */
 
     /* the one periodic place (hbd_cron.c): its tick and the work it runs */
+    struct hbd_timer *tick;
     hbd_cron_fn cron_fns[HBD_CRON_MAX];
     uint32_t n_cron;
 
@@ -178,6 +195,7 @@ struct hbd {
     /* barriers */
     struct hbd_barrier_state *bar;
     struct hbd_coll_state *coll;   /* collectives in flight (hbd_coll.c) */
+    struct hbd_model *model;       /* the cached model file (hbd_model.c) */
     struct hbd_logp *logp;         /* the PlogP and T_SR probes (hbd_logp.c) */
     struct hbd_relay *relay;       /* launch forwarding (hbd_relay.c) */
     struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */

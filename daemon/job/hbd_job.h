@@ -9,6 +9,7 @@
 #include "hbd.h"
 
 struct event;
+struct hbd_timer;
 struct bufferevent;
 
 #define HBD_JOB_NSLEN 256 /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
@@ -81,12 +82,12 @@ typedef struct hbd_job {
     uint32_t dfence_seq; /* fences with data started so far (hbd_fence ids) */
     int registered;      /* nspace registered with the PMIx server */
     int engine;          /* its barrier engine is open here (hbd_barrier_job_open) */
-    int killing;         /* the job is being stopped */
+    int killing;         /* the job is being stopped (2: SIGTERM sent, SIGKILL next) */
     int failed;          /* some rank failed (or the job was killed) */
     int done_sent;       /* the last line is queued: free the job once it is out */
     int fd;              /* hibar-run's connection (detached control connection) */
     struct bufferevent *bev;
-    struct event *ev_kill;       /* SIGTERM (deferred), then SIGKILL escalation */
+    struct hbd_timer *kill_timer; /* SIGTERM (deferred), then SIGKILL escalation */
     uint64_t kill_ns;            /* when the job was asked to stop */
     struct hbd_ranks_job *ranks; /* the libhibar segment and epochs (hbd_ranks.c), or NULL */
     struct px_reg *reg;          /* its registration with PMIx while it runs (hbd_pmix.c) */

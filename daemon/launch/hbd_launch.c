@@ -22,6 +22,7 @@
 #include "hbd_launch.h"
 #include "hbd_pmix.h"
 #include "hbd_ranks.h"
+#include "hbd_timer.h"
 #include "hb_status.h"
 
 /*
@@ -108,8 +109,7 @@ static void job_free(hbd_job_t *j)
             if (j->local[k].out_fd[s] >= 0)
                 close(j->local[k].out_fd[s]);
         }
-    if (j->ev_kill != NULL)
-        event_free(j->ev_kill);
+    hbd_timer_free(j->kill_timer);
     if (j->bev != NULL)
         bufferevent_free(j->bev);
     else if (j->fd >= 0)
@@ -120,11 +120,8 @@ static void job_free(hbd_job_t *j)
     free(j);
 }
 
-static void kill_cb(evutil_socket_t fd, short what, void *arg)
+static void kill_all(hbd_job_t *j)
 {
-    hbd_job_t *j = arg;
-    (void)fd;
-    (void)what;
     for (uint32_t k = 0; k < j->n_local; k++)
         if (j->local[k].pid > 0) {
             kill(-j->local[k].pid, SIGKILL);
@@ -132,17 +129,11 @@ static void kill_cb(evutil_socket_t fd, short what, void *arg)
         }
 }
 
-static void term_cb(evutil_socket_t fd, short what, void *arg)
+static void term_all(hbd_job_t *j)
 {
-    static const struct timeval grace = {HBD_KILL_GRACE_MS / 1000,
-                                         (HBD_KILL_GRACE_MS % 1000) * 1000};
-    static const struct timeval poll = {0, HBD_KILL_POLL_MS * 1000};
-    hbd_job_t *j = arg;
-    int wait = j->ev_kill != NULL &&
+    int wait = j->kill_timer != NULL &&
                hb_time_now_ns() < j->kill_ns + HBD_KILL_CONNECT_WAIT_MS * 1000000ull,
         waiting = 0;
-    (void)fd;
-    (void)what;
     for (uint32_t k = 0; k < j->n_local; k++) {
         hbd_rank_t *r = &j->local[k];
         if (r->pid <= 0 || r->termed)
@@ -155,30 +146,39 @@ static void term_cb(evutil_socket_t fd, short what, void *arg)
         kill(-r->pid, SIGTERM);
         kill(r->pid, SIGTERM);
     }
-    if (j->ev_kill == NULL)
+    if (j->kill_timer == NULL)
         return; /* no timer (out of memory): called once, without waiting */
-    if (waiting)
-        evtimer_add(j->ev_kill, &poll);
-    else if (evtimer_assign(j->ev_kill, j->d->base, kill_cb, j) == 0)
-        evtimer_add(j->ev_kill, &grace);
+    if (!waiting)
+        j->killing = 2; /* every rank had its SIGTERM: SIGKILL next */
+    hbd_timer_arm(j->kill_timer, (waiting ? HBD_KILL_POLL_MS : HBD_KILL_GRACE_MS) * 1000ull, 1);
+}
+
+/* The job's stop timer: SIGTERM (deferred while ranks connect), then SIGKILL. */
+static void kill_timer_cb(hbd_t *d, void *arg)
+{
+    hbd_job_t *j = arg;
+    (void)d;
+    if (j->killing == 2)
+        kill_all(j);
+    else
+        term_all(j);
 }
 
 void hbd_launch_kill(hbd_job_t *j, const char *why)
 {
     /* the ranks waiting in a fence get its error first; SIGTERM comes a moment later */
-    static const struct timeval settle = {0, 50000};
     if (j->killing)
         return;
     j->killing = 1;
     j->kill_ns = hb_time_now_ns();
     hb_log_info("job %s: stopping its ranks on this node (%s)", j->nspace, why);
     hbd_pmix_job_cancel_fences(j);
-    if (j->ev_kill == NULL)
-        j->ev_kill = evtimer_new(j->d->base, term_cb, j);
-    if (j->ev_kill != NULL)
-        evtimer_add(j->ev_kill, &settle);
+    if (j->kill_timer == NULL)
+        j->kill_timer = hbd_timer_new(j->d, kill_timer_cb, j);
+    if (j->kill_timer != NULL)
+        hbd_timer_arm(j->kill_timer, 50000, 1);
     else
-        term_cb(-1, 0, j);
+        term_all(j);
 }
 
 /* A rank called PMIx_Abort (the job object's rank_abort). */

@@ -26,6 +26,7 @@
 #include "hbd_fence.h"
 #include "hbd_job.h"
 #include "hbd_ranks.h"
+#include "hbd_timer.h"
 #include "hb_status.h"
 #include "ncoll.h"
 #include "seg.h"
@@ -134,6 +135,7 @@ typedef struct hbd_hello_wait {
     hbd_t *d;
     int fd;
     struct event *ev;
+    hbd_timer_t *timer; /* HBD_RANKS_HELLO_MS without a HELLO: closed */
 } hbd_hello_wait_t;
 
 /* Is `pid` the process `anc` or one of its descendants (at most 16 generations)? */
@@ -172,6 +174,21 @@ static void welcome_refuse(int fd, int status)
     hb_conn_send_welcome(fd, &w, -1, -1);
 }
 
+static void hello_wait_free(hbd_hello_wait_t *hw)
+{
+    event_free(hw->ev);
+    hbd_timer_free(hw->timer);
+    close(hw->fd);
+    free(hw);
+}
+
+static void hello_timeout(hbd_t *d, void *arg)
+{
+    hb_log_warn("a client connected to %s and said nothing for %d ms", d->ranks_path,
+                HBD_RANKS_HELLO_MS);
+    hello_wait_free(arg);
+}
+
 static void hello_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_hello_wait_t *hw = arg;
@@ -179,11 +196,7 @@ static void hello_cb(evutil_socket_t fd, short what, void *arg)
     pid_t pid;
     int rc;
 
-    if (!(what & EV_READ)) {
-        hb_log_warn("a client connected to %s and said nothing for %d ms", hw->d->ranks_path,
-                    HBD_RANKS_HELLO_MS);
-        goto out;
-    }
+    (void)what;
     rc = hb_conn_accept_hello(fd, geteuid(), &h, &pid);
     if (rc != 0) {
         welcome_refuse(fd, rc);
@@ -244,9 +257,7 @@ static void hello_cb(evutil_socket_t fd, short what, void *arg)
     else
         hb_log_debug("job %s: rank %" PRIu32 " (pid %d) joined", j->nspace, w.grank, (int)pid);
 out:
-    event_free(hw->ev);
-    close(hw->fd);
-    free(hw);
+    hello_wait_free(hw);
 }
 
 static void listen_cb(evutil_socket_t lfd, short what, void *arg)
@@ -261,7 +272,6 @@ static void listen_cb(evutil_socket_t lfd, short what, void *arg)
             return;
         }
         hbd_hello_wait_t *hw = calloc(1, sizeof(*hw));
-        struct timeval tv = {HBD_RANKS_HELLO_MS / 1000, (HBD_RANKS_HELLO_MS % 1000) * 1000};
         if (hw == NULL) {
             close(fd);
             continue;
@@ -269,11 +279,15 @@ static void listen_cb(evutil_socket_t lfd, short what, void *arg)
         hw->d = d;
         hw->fd = fd;
         hw->ev = event_new(d->base, fd, EV_READ, hello_cb, hw);
-        if (hw->ev == NULL || event_add(hw->ev, &tv) != 0) {
+        hw->timer = hbd_timer_new(d, hello_timeout, hw);
+        if (hw->ev == NULL || hw->timer == NULL || event_add(hw->ev, NULL) != 0) {
             if (hw->ev != NULL)
                 event_free(hw->ev);
+            hbd_timer_free(hw->timer);
             close(fd);
             free(hw);
+        } else {
+            hbd_timer_arm(hw->timer, HBD_RANKS_HELLO_MS * 1000ull, 1);
         }
     }
 }

@@ -20,6 +20,7 @@
 #include "hb_time.h"
 #include "hbd_fast.h"
 #include "hbd_sock.h"
+#include "hbd_timer.h"
 #include "hb_status.h"
 
 /*
@@ -74,6 +75,7 @@ typedef struct hbd_fast_pending {
     hbd_t *d;
     int fd;
     struct event *ev;
+    hbd_timer_t *timer; /* HBD_FAST_AUTH_MS without a byte from it: closed */
     uint8_t buf[HBD_FAST_AUTH_LEN];
     size_t have;
 } hbd_fast_pending_t;
@@ -440,22 +442,26 @@ static void pending_free(hbd_fast_pending_t *pd, int close_fd)
         }
     if (pd->ev != NULL)
         event_free(pd->ev);
+    hbd_timer_free(pd->timer);
     if (close_fd)
         close(pd->fd);
     free(pd);
+}
+
+static void pending_timeout(hbd_t *d, void *arg)
+{
+    hbd_fast_pending_t *pd = arg;
+    d->st.fast_denied++;
+    hb_log_warn("fast lane: a connection said nothing for %d s; closed", HBD_FAST_AUTH_MS / 1000);
+    pending_free(pd, 1);
 }
 
 static void pending_cb(evutil_socket_t fd, short what, void *arg)
 {
     hbd_fast_pending_t *pd = arg;
     hbd_t *d = pd->d;
-    if (what & EV_TIMEOUT) {
-        d->st.fast_denied++;
-        hb_log_warn("fast lane: a connection said nothing for %d s; closed",
-                    HBD_FAST_AUTH_MS / 1000);
-        pending_free(pd, 1);
-        return;
-    }
+    (void)what;
+    hbd_timer_arm(pd->timer, HBD_FAST_AUTH_MS * 1000ull, 1); /* it said something */
     ssize_t n = recv(fd, pd->buf + pd->have, sizeof(pd->buf) - pd->have, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
@@ -512,7 +518,6 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
             continue;
         }
         hbd_fast_pending_t *pd = calloc(1, sizeof(*pd));
-        struct timeval tv = {HBD_FAST_AUTH_MS / 1000, 0};
         if (pd == NULL) {
             close(fd);
             continue;
@@ -523,8 +528,11 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
         d->fast->pending = pd;
         d->fast->n_pending++;
         pd->ev = event_new(d->base, fd, EV_READ | EV_PERSIST, pending_cb, pd);
-        if (pd->ev == NULL || event_add(pd->ev, &tv) != 0)
+        pd->timer = hbd_timer_new(d, pending_timeout, pd);
+        if (pd->ev == NULL || pd->timer == NULL || event_add(pd->ev, NULL) != 0)
             pending_free(pd, 1);
+        else
+            hbd_timer_arm(pd->timer, HBD_FAST_AUTH_MS * 1000ull, 1);
     }
 }
 

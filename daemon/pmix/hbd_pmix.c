@@ -22,6 +22,7 @@
 #include "hbd_barrier.h"
 #include "hbd_fence.h"
 #include "hbd_pmix.h"
+#include "hbd_timer.h"
 #include "hb_status.h"
 
 /*
@@ -45,7 +46,7 @@ typedef struct px_op {
     pmix_proc_t *procs; /* fence: the procs array (copy) */
     size_t nprocs;
     uint32_t timeout_s;                /* fence: PMIX_TIMEOUT, 0 if none */
-    struct event *ev_to;               /* fence in the barrier engine with a timeout */
+    hbd_timer_t *timeout;              /* fence in the barrier engine with a timeout */
     void (*call)(hbd_t *d, void *arg); /* OP_CALL: run on the loop */
     void *call_arg;
     pmix_op_cbfunc_t opcb;
@@ -286,8 +287,7 @@ int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
 
 static void op_free(px_op_t *op)
 {
-    if (op->ev_to != NULL)
-        event_free(op->ev_to);
+    hbd_timer_free(op->timeout);
     free(op->procs);
     free(op->msg);
     free(op->data);
@@ -366,11 +366,10 @@ static void dfence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *a
 
 static void fence_run(hbd_t *d, px_op_t *op);
 
-static void fence_timeout_cb(evutil_socket_t fd, short what, void *arg)
+static void fence_timeout_cb(hbd_t *d, void *arg)
 {
     px_op_t *op = arg;
-    (void)fd;
-    (void)what;
+    (void)d;
     if (op->mcb == NULL)
         return;
     hb_log_warn("fence of job %s: no release within its PMIX_TIMEOUT of %" PRIu32 " s",
@@ -555,10 +554,8 @@ static void fence_run(hbd_t *d, px_op_t *op)
      * (or fails on the cluster's barrier timeout) on its own, only freeing the op. Armed
      * first: the barrier may complete, and the op be freed, before hbd_barrier_start returns. */
     if (op->timeout_s > 0) {
-        struct timeval tv = {(time_t)op->timeout_s, 0};
-        op->ev_to = evtimer_new(d->base, fence_timeout_cb, op);
-        if (op->ev_to != NULL)
-            evtimer_add(op->ev_to, &tv);
+        op->timeout = hbd_timer_new(d, fence_timeout_cb, op);
+        hbd_timer_arm(op->timeout, op->timeout_s * 1000000ull, 1);
     }
     int rc = hbd_barrier_start(d, j->spec->jobno, coll, fence_done, op);
     if (rc != 0) {
@@ -843,7 +840,7 @@ typedef struct px_reg {
     uint32_t pending; /* calls PMIx has not answered */
     int ns_done;      /* the namespace is registered; the clients' turn */
     int rc;           /* first failure */
-    struct event *ev_to;
+    hbd_timer_t *timeout;
 } px_reg_t;
 
 typedef struct px_reg_ans {
@@ -860,8 +857,7 @@ static void reg_free_if_unused(px_reg_t *g)
 {
     if (g->j != NULL || g->pending > 0)
         return;
-    if (g->ev_to != NULL)
-        event_free(g->ev_to);
+    hbd_timer_free(g->timeout);
     if (g->info != NULL)
         PMIX_INFO_FREE(g->info, g->ninfo);
     free(g);
@@ -873,8 +869,7 @@ static void reg_end(px_reg_t *g, int rc)
     hbd_job_t *j = g->j;
     g->j = NULL;
     j->reg = NULL;
-    if (g->ev_to != NULL)
-        event_del(g->ev_to);
+    hbd_timer_cancel(g->timeout);
     g->done(j, rc);
     reg_free_if_unused(g);
 }
@@ -960,11 +955,10 @@ static void reg_answer(hbd_t *d, void *arg)
         reg_free_if_unused(g);
 }
 
-static void reg_timeout(evutil_socket_t fd, short what, void *arg)
+static void reg_timeout(hbd_t *d, void *arg)
 {
     px_reg_t *g = arg;
-    (void)fd;
-    (void)what;
+    (void)d;
     if (!g_px.wedged)
         hb_log_error("job %s: libpmix's server thread did not answer the %s registration within "
                      "%d ms: it is wedged (libpmix 4.2.2 does this after a client died during "
@@ -982,8 +976,7 @@ void hbd_pmix_job_register_cancel(hbd_job_t *j)
         return;
     g->j = NULL;
     j->reg = NULL;
-    if (g->ev_to != NULL)
-        event_del(g->ev_to);
+    hbd_timer_cancel(g->timeout);
     reg_free_if_unused(g);
 }
 
@@ -1077,10 +1070,9 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
         info[i].value.type = PMIX_DATA_ARRAY;
         info[i].value.data.darray = da;
     }
-    static const struct timeval to = {HBD_PMIX_CALL_MS / 1000, (HBD_PMIX_CALL_MS % 1000) * 1000};
     px_reg_t *g = calloc(1, sizeof(*g));
     px_reg_ans_t *a = g != NULL ? reg_ans_new(g, 1) : NULL;
-    if (a == NULL || (g->ev_to = evtimer_new(d->base, reg_timeout, g)) == NULL) {
+    if (a == NULL || (g->timeout = hbd_timer_new(d, reg_timeout, g)) == NULL) {
         if (a != NULL) {
             op_free(a->op);
             free(a);
@@ -1095,7 +1087,7 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     g->ninfo = ninfo;
     info = NULL;
     j->reg = g;
-    evtimer_add(g->ev_to, &to);
+    hbd_timer_arm(g->timeout, HBD_PMIX_CALL_MS * 1000ull, 1);
     hbd_fence_prelink(d); /* links the job's first fence will use, made while it starts */
     reg_called(
         a, PMIx_server_register_nspace(j->nspace, (int)j->n_local, g->info, g->ninfo, reg_cb, a));

@@ -1,7 +1,6 @@
 /* hbd_logp.c: PlogP probes between daemons: m-byte round trips and floods (hibar-bench logp). */
 #include "hb_config.h"
 
-#include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "hbd_hooks.h"
 #include "hbd_logp.h"
 #include "hbd_net.h"
+#include "hbd_timer.h"
 #include "hb_status.h"
 
 /*
@@ -52,7 +52,7 @@ typedef struct logp_probe {
     hb_meas_adapt_t ad;
     int have_ad;
     uint8_t *buf;
-    struct event *ev;
+    hbd_timer_t *timer; /* the next step: a link not up yet, a send queue full */
 } logp_probe_t;
 
 /* The T_SR probe: ping-pong with one neighbour (mode-0 ECHO frames, echoed whole). */
@@ -75,8 +75,7 @@ static void logp_end(logp_probe_t *P)
         hbd_reply_release(P->conn);
     if (P->have_ad)
         hb_meas_adapt_free(&P->ad);
-    if (P->ev != NULL)
-        event_free(P->ev);
+    hbd_timer_free(P->timer);
     free(P->buf);
     memset(P, 0, sizeof(*P));
 }
@@ -89,8 +88,7 @@ static void logp_fail(logp_probe_t *P, int rc)
 
 static void logp_arm(logp_probe_t *P, uint32_t usec)
 {
-    struct timeval tv = {0, usec};
-    evtimer_add(P->ev, &tv);
+    hbd_timer_arm(P->timer, usec, 1);
 }
 
 /* Send one frame; WOULD_BLOCK (queue full, link not up) is retried by the caller. */
@@ -112,11 +110,8 @@ static int logp_send(logp_probe_t *P, uint32_t to, uint32_t mode)
     return rc;
 }
 
-static void logp_step(evutil_socket_t fd, short what, void *arg)
+static void logp_step(logp_probe_t *P)
 {
-    logp_probe_t *P = arg;
-    (void)fd;
-    (void)what;
     if (P->conn == NULL)
         return;
     for (uint32_t i = 0; i < P->nto; i++)
@@ -151,6 +146,12 @@ static void logp_step(evutil_socket_t fd, short what, void *arg)
         }
         P->sent++;
     }
+}
+
+static void logp_timer_cb(hbd_t *d, void *arg)
+{
+    (void)d;
+    logp_step(arg);
 }
 
 /* "TO[,TO...] SIZE COUNT rtt|flood [MIN_REPS]" */
@@ -212,12 +213,12 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
     P->size = (uint32_t)size;
     P->count = (uint32_t)count;
     P->buf = calloc(1, 8 + size);
-    P->ev = evtimer_new(d->base, logp_step, P);
+    P->timer = hbd_timer_new(d, logp_timer_cb, P);
     hb_meas_opts_default(&mo);
     mo.min_reps = (uint32_t)(count < 2 ? 2 : minr);
     mo.max_reps = (uint32_t)(count < 2 ? 2 : count);
     mo.rel_err = 0.02;
-    rc = P->buf == NULL || P->ev == NULL ? HB_ERR_NOMEM : 0;
+    rc = P->buf == NULL || P->timer == NULL ? HB_ERR_NOMEM : 0;
     if (rc == 0 && !P->flood) {
         rc = hb_meas_adapt_init(&P->ad, &mo);
         P->have_ad = rc == 0;
@@ -237,7 +238,7 @@ void hbd_logp_request(hbd_t *d, hbd_reply_t *conn, char *args)
                 return;
             }
         }
-    logp_step(-1, 0, P);
+    logp_step(P);
     return;
 usage:
     hbd_reply(conn,
@@ -283,7 +284,7 @@ static void on_reply(hbd_t *d, const hbd_wire_msg_t *m)
         }
         if (r == 0) {
             P->seq++;
-            logp_step(-1, 0, P);
+            logp_step(P);
             return;
         }
         if (hb_meas_adapt_stats(&P->ad, &st) != 0) {

@@ -19,58 +19,70 @@
  * is not used). Read when first needed and again whenever it changes (one stat per collective);
  * without it the chooser uses the configuration's links (Hockney / lane model). Every daemon of
  * a cluster must see the same file (an emulated cluster does; on real hosts copy it), or they
- * choose differently and the collective fails with MISMATCH.
+ * choose differently and the collective fails with MISMATCH. The cache lives in the daemon
+ * context (d->model), from hbd_model_init to hbd_model_fini.
  */
-static struct {
+struct hbd_model {
     char path[4096];
     struct timespec mtime;
     off_t size;
     int loaded, warned;
     hb_params_t p;
     hb_model_plogp_t v;
-} hbd_model;
+};
+
+int hbd_model_init(hbd_t *d)
+{
+    d->model = calloc(1, sizeof(*d->model));
+    return d->model != NULL ? 0 : HB_ERR_NOMEM;
+}
+
+void hbd_model_fini(hbd_t *d)
+{
+    free(d->model);
+    d->model = NULL;
+}
 
 const hb_model_plogp_t *hbd_model_params(hbd_t *d, hb_model_lanes_t *ml, const char **src_p)
 {
+    struct hbd_model *M = d->model;
     struct stat st;
     const char *env = getenv("HIBAR_MODEL_CACHE");
     *src_p = "configuration links";
-    if (env != NULL && strcmp(env, "none") == 0)
+    if (M == NULL || (env != NULL && strcmp(env, "none") == 0))
         return NULL;
-    if (hbd_model.path[0] == '\0' &&
-        hb_params_path(d->cfg->cluster, hbd_model.path, sizeof(hbd_model.path)) != 0)
+    if (M->path[0] == '\0' && hb_params_path(d->cfg->cluster, M->path, sizeof(M->path)) != 0)
         return NULL;
-    if (stat(hbd_model.path, &st) != 0) {
-        hbd_model.loaded = 0;
+    if (stat(M->path, &st) != 0) {
+        M->loaded = 0;
         return NULL;
     }
-    if (!hbd_model.loaded || st.st_mtim.tv_sec != hbd_model.mtime.tv_sec ||
-        st.st_mtim.tv_nsec != hbd_model.mtime.tv_nsec || st.st_size != hbd_model.size) {
+    if (!M->loaded || st.st_mtim.tv_sec != M->mtime.tv_sec ||
+        st.st_mtim.tv_nsec != M->mtime.tv_nsec || st.st_size != M->size) {
         char err[512], path[4096];
         hb_params_t p;
-        hbd_model.mtime = st.st_mtim;
-        hbd_model.size = st.st_size;
+        M->mtime = st.st_mtim;
+        M->size = st.st_size;
         if (hb_params_load(d->cfg->cluster, &p, path, sizeof(path), err, sizeof(err)) != 0) {
-            if (!hbd_model.warned++)
+            if (!M->warned++)
                 hb_log_warn("model parameters not used: %s", err);
-            hbd_model.loaded = 0;
+            M->loaded = 0;
             return NULL;
         }
-        hbd_model.p = p;
-        hb_model_plogp_view(&hbd_model.p, &hbd_model.v);
-        hbd_model.loaded = 1;
-        hbd_model.warned = 0;
+        M->p = p;
+        hb_model_plogp_view(&M->p, &M->v);
+        M->loaded = 1;
+        M->warned = 0;
         if (p.n > 0)
             hb_log_info("model: PlogP(-BR) parameters from %s (L %.1f us, %" PRIu32
                         " sizes, q %.0f B, T_RTO %.0f us%s)",
-                        hbd_model.path, p.L, p.n, p.q, p.t_rto,
-                        p.flow_control ? ", flow control" : "");
+                        M->path, p.L, p.n, p.q, p.t_rto, p.flow_control ? ", flow control" : "");
         if (p.n_bwan > 0)
             hb_log_info("model: b_WAN(P) measured for P = 1..%" PRIu32 " from %s (%.1f .. %.1f "
                         "Mbit/s per lane)",
-                        p.n_bwan, hbd_model.path, p.bwan[0] * 8.0, p.bwan[p.n_bwan - 1] * 8.0);
+                        p.n_bwan, M->path, p.bwan[0] * 8.0, p.bwan[p.n_bwan - 1] * 8.0);
     }
-    *src_p = hbd_model.path;
-    hb_model_lanes_view(&hbd_model.p, ml);
-    return hbd_model.p.n > 0 ? &hbd_model.v : NULL;
+    *src_p = M->path;
+    hb_model_lanes_view(&M->p, ml);
+    return M->p.n > 0 ? &M->v : NULL;
 }
