@@ -88,6 +88,7 @@ fi
 unit=$(find "$dest" -name hibard.service | head -1)
 [ -n "$unit" ] && grep -q "^ExecStart=.*/bin/hibard --foreground --config .*/hibar/hibar.yaml" "$unit" &&
     grep -q '^Type=notify' "$unit" && grep -q '^ExecReload=.*-HUP' "$unit" &&
+    grep -q '^RuntimeDirectory=hibar$' "$unit" &&
     ok "hibard.service" || bad "hibard.service missing or wrong"
 
 # an empty configuration: refused, naming the file (exit 2)
