@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "hb_hash.h"
 #include "hb_log.h"
 #include "hb_status.h"
 
@@ -1310,11 +1311,7 @@ typedef struct {
 
 static uint32_t cfg_hash(const char *s)
 {
-    uint32_t h = 2166136261u;
-
-    while (*s != '\0')
-        h = (h ^ (uint8_t)*s++) * 16777619u;
-    return h;
+    return hb_fnv32_str(s);
 }
 
 static int cfg_names_init(cfg_names_t *t, uint32_t n)

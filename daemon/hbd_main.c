@@ -13,6 +13,7 @@
 
 #include "hb_config.h"
 #include "hb_log.h"
+#include "hb_rundir.h"
 #include "hb_sd.h"
 #include "hb_time.h"
 #include "hbd.h"
@@ -78,30 +79,31 @@ void hbd_paths(const char *run_dir, const char *name, char *sock, size_t ls, cha
         snprintf(port, lpo, "%s/%s.port", run_dir, name);
 }
 
+/* The run dir, created (mkdir 0700) and checked before the key or any socket is written in
+ * it (common/hb_rundir.h). */
 static int run_dir_prepare(const char *dir)
 {
-    struct stat sb;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        hb_log_error("cannot create run dir %s: %m", dir);
-        return HB_ERR_IO;
-    }
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        hb_log_error("run dir %s is not a directory", dir);
-        return HB_ERR_IO;
-    }
-    if (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0) {
-        hb_log_error("run dir %s must belong to uid %u and not be group/world writable", dir,
-                     (unsigned)geteuid());
-        return HB_ERR_PERM;
-    }
-    return 0;
+    char err[768];
+    int rc = hb_rundir_prepare(dir, err, sizeof(err));
+    if (rc != 0)
+        hb_log_error("%s", err);
+    return rc;
 }
 
 /* 0 if no live daemon owns the pid file (a stale one is replaced), EXISTS otherwise. */
 static int pid_file_write(hbd_t *d)
 {
-    char buf[32];
-    int fd = open(d->pid_path, O_RDONLY | O_CLOEXEC);
+    char buf[32], err[768];
+    int fd = open(d->pid_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ELOOP) {
+        hb_log_error("pid file %s is a symbolic link: refused", d->pid_path);
+        return HB_ERR_PERM;
+    }
+    if (fd >= 0 && hb_file_owned(fd, d->pid_path, err, sizeof(err)) != 0) {
+        hb_log_error("pid file %s", err);
+        close(fd);
+        return HB_ERR_PERM;
+    }
     if (fd >= 0) {
         ssize_t r = read(fd, buf, sizeof(buf) - 1);
         close(fd);
@@ -117,9 +119,13 @@ static int pid_file_write(hbd_t *d)
     }
     char tmp[400];
     snprintf(tmp, sizeof(tmp), "%s.tmp", d->pid_path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = hb_file_create(tmp, O_WRONLY, 0644, err, sizeof(err));
+    if (fd < 0) {
+        hb_log_error("pid file: %s", err);
+        return fd == HB_ERR_PERM ? HB_ERR_PERM : HB_ERR_IO;
+    }
     int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-    if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) != 0 || rename(tmp, d->pid_path)) {
+    if (write(fd, buf, (size_t)n) != n || close(fd) != 0 || rename(tmp, d->pid_path)) {
         hb_log_error("cannot write pid file %s: %m", d->pid_path);
         if (fd >= 0)
             unlink(tmp);

@@ -3,6 +3,7 @@
 
 #include "nbar.h"
 
+#include "hb_hash.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hb_wait.h"
@@ -680,7 +681,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
 {
     nbar_sub_arg_t a;
     uint32_t *sorted, epoch;
-    uint64_t hash = 14695981039346656037ull;
+    uint64_t hash = HB_FNV64_BASIS;
     size_t i;
     int me = 0, rc;
 
@@ -700,7 +701,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
             goto out;
         }
         me |= sorted[i] == self;
-        hash = (hash ^ sorted[i]) * 1099511628211ull;
+        hash = hb_fnv64_u32(hash, sorted[i]);
     }
     if (!me) {
         rc = HIBAR_ERR_INVAL;

@@ -3,6 +3,7 @@
 
 #include "seg.h"
 
+#include "hb_hash.h"
 #include "hb_log.h"
 #include "hibar.h"
 
@@ -61,15 +62,7 @@ int hb_seg_layout_compute(uint32_t nranks, uint32_t ring_depth, uint64_t buf_siz
 
 uint32_t hb_seg_hdr_checksum(const hb_seg_desc_hdr_t *d)
 {
-    const unsigned char *p = (const unsigned char *)d;
-    size_t n = offsetof(hb_seg_desc_hdr_t, check), i;
-    uint32_t h = 2166136261u;
-
-    for (i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
+    return hb_fnv32(HB_FNV32_BASIS, d, offsetof(hb_seg_desc_hdr_t, check));
 }
 
 void hb_seg_format(void *base, const hb_seg_layout_t *lay, uint64_t job_id, uint32_t node_id,

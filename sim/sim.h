@@ -214,21 +214,6 @@ int hb_sim_calib_host(const hb_sim_calib_t *c, const char *impl, hb_sim_step_t s
 int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, char *err,
                      size_t errlen);
 
-/*
- * A tiny JSON reader for one flat object per line: hb_sim_json_parse fills up to max
- * key/value pairs (strings unescaped into the caller's buffer, numbers as double; nested
- * objects, arrays, true/false/null accepted and reported as kind OTHER). INVAL with a reason.
- */
-typedef enum { HB_SIM_JSON_NUM = 0, HB_SIM_JSON_STR = 1, HB_SIM_JSON_OTHER = 2 } hb_sim_json_kind_t;
-typedef struct hb_sim_json_kv {
-    const char *key;
-    hb_sim_json_kind_t kind;
-    const char *str;
-    double num;
-} hb_sim_json_kv_t;
-int hb_sim_json_parse(const char *line, char *buf, size_t buflen, hb_sim_json_kv_t *kv, size_t max,
-                      size_t *n_p, const char **why_p);
-
 /* ---- topologies ------------------------------------------------------------------------ */
 
 /* n_nodes in chassis of chassis_size (the last may be smaller), sites contiguous blocks of

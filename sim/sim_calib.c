@@ -1,319 +1,37 @@
-/* sim_calib.c: a small JSON-line reader and the calibration of the model from hibar-bench rows. */
-#include <ctype.h>
+/* sim_calib.c: the model calibrated from hibar-bench rows (JSON lines, read with jansson). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "hb_status.h"
 #include "coll_model.h"
 #include "sim.h"
 
-/* ---- the JSON reader ------------------------------------------------------------------- */
-
-typedef struct jp {
-    const char *s;
-    char *out; /* string storage */
-    size_t out_len, out_cap;
-    const char *why;
-} jp_t;
-
-static void jp_ws(jp_t *j)
-{
-    while (*j->s == ' ' || *j->s == '\t' || *j->s == '\r' || *j->s == '\n')
-        j->s++;
-}
-
-static int jp_fail(jp_t *j, const char *why)
-{
-    if (j->why == NULL)
-        j->why = why;
-    return -1;
-}
-
-static int jp_put(jp_t *j, char c)
-{
-    if (j->out_len + 1 >= j->out_cap)
-        return jp_fail(j, "line too long");
-    j->out[j->out_len++] = c;
-    return 0;
-}
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-}
-
-/* A string at *s (the opening quote); stored unescaped (non-ASCII \u escapes become '?')
- * when store, its start in *str_p. */
-static int jp_string(jp_t *j, int store, const char **str_p)
-{
-    size_t start = j->out_len;
-
-    if (*j->s != '"')
-        return jp_fail(j, "expected a string");
-    j->s++;
-    for (;;) {
-        unsigned char c = (unsigned char)*j->s;
-        if (c == '\0')
-            return jp_fail(j, "unterminated string");
-        if (c < 0x20)
-            return jp_fail(j, "control character in a string");
-        j->s++;
-        if (c == '"')
-            break;
-        if (c == '\\') {
-            char e = *j->s++;
-            switch (e) {
-            case '"':
-            case '\\':
-            case '/':
-                break;
-            case 'b':
-                e = '\b';
-                break;
-            case 'f':
-                e = '\f';
-                break;
-            case 'n':
-                e = '\n';
-                break;
-            case 'r':
-                e = '\r';
-                break;
-            case 't':
-                e = '\t';
-                break;
-            case 'u': {
-                int k, v = 0;
-                for (k = 0; k < 4; k++) {
-                    int h = hexval((unsigned char)j->s[k]);
-                    if (h < 0)
-                        return jp_fail(j, "bad \\u escape");
-                    v = v * 16 + h;
-                }
-                j->s += 4;
-                e = v < 0x80 ? (char)v : '?';
-                break;
-            }
-            default:
-                return jp_fail(j, "bad escape in a string");
-            }
-            c = (unsigned char)e;
-        }
-        if (store && jp_put(j, (char)c) != 0)
-            return -1;
-    }
-    if (store) {
-        if (jp_put(j, '\0') != 0)
-            return -1;
-        *str_p = j->out + start;
-    }
-    return 0;
-}
-
-static int jp_number(jp_t *j, double *v_p)
-{
-    const char *p = j->s;
-    char *end;
-
-    /* JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-    if (*p == '-')
-        p++;
-    if (*p == '0')
-        p++;
-    else if (*p >= '1' && *p <= '9')
-        while (isdigit((unsigned char)*p))
-            p++;
-    else
-        return jp_fail(j, "bad value");
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p))
-            return jp_fail(j, "bad number");
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (!isdigit((unsigned char)*p))
-            return jp_fail(j, "bad number");
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    errno = 0;
-    *v_p = strtod(j->s, &end);
-    if (end != p || !isfinite(*v_p))
-        return jp_fail(j, "bad number");
-    j->s = p;
-    return 0;
-}
-
-/* Any value, skipped (depth-limited). */
-static int jp_skip(jp_t *j, int depth)
-{
-    double d;
-
-    if (depth > 32)
-        return jp_fail(j, "nested too deep");
-    jp_ws(j);
-    if (*j->s == '"')
-        return jp_string(j, 0, NULL);
-    if (*j->s == '{' || *j->s == '[') {
-        char close = *j->s == '{' ? '}' : ']';
-        int obj = close == '}';
-        j->s++;
-        jp_ws(j);
-        if (*j->s == close) {
-            j->s++;
-            return 0;
-        }
-        for (;;) {
-            jp_ws(j);
-            if (obj) {
-                if (jp_string(j, 0, NULL) != 0)
-                    return -1;
-                jp_ws(j);
-                if (*j->s++ != ':')
-                    return jp_fail(j, "expected ':'");
-            }
-            if (jp_skip(j, depth + 1) != 0)
-                return -1;
-            jp_ws(j);
-            if (*j->s == ',') {
-                j->s++;
-                continue;
-            }
-            if (*j->s == close) {
-                j->s++;
-                return 0;
-            }
-            return jp_fail(j, obj ? "expected ',' or '}'" : "expected ',' or ']'");
-        }
-    }
-    if (strncmp(j->s, "true", 4) == 0 || strncmp(j->s, "null", 4) == 0) {
-        j->s += 4;
-        return 0;
-    }
-    if (strncmp(j->s, "false", 5) == 0) {
-        j->s += 5;
-        return 0;
-    }
-    return jp_number(j, &d);
-}
-
-int hb_sim_json_parse(const char *line, char *buf, size_t buflen, hb_sim_json_kv_t *kv, size_t max,
-                      size_t *n_p, const char **why_p)
-{
-    jp_t j = {.s = line, .out = buf, .out_cap = buflen};
-    size_t n = 0;
-
-    if (line == NULL || buf == NULL || kv == NULL || n_p == NULL)
-        return HB_ERR_INVAL;
-    jp_ws(&j);
-    if (*j.s != '{') {
-        jp_fail(&j, "not a JSON object");
-        goto err_;
-    }
-    j.s++;
-    jp_ws(&j);
-    if (*j.s == '}') {
-        j.s++;
-    } else {
-        for (;;) {
-            hb_sim_json_kv_t e = {0};
-            jp_ws(&j);
-            if (jp_string(&j, 1, &e.key) != 0)
-                goto err_;
-            jp_ws(&j);
-            if (*j.s++ != ':') {
-                jp_fail(&j, "expected ':'");
-                goto err_;
-            }
-            jp_ws(&j);
-            if (*j.s == '"') {
-                e.kind = HB_SIM_JSON_STR;
-                if (jp_string(&j, 1, &e.str) != 0)
-                    goto err_;
-            } else if (*j.s == '-' || isdigit((unsigned char)*j.s)) {
-                e.kind = HB_SIM_JSON_NUM;
-                if (jp_number(&j, &e.num) != 0)
-                    goto err_;
-            } else {
-                e.kind = HB_SIM_JSON_OTHER;
-                if (jp_skip(&j, 0) != 0)
-                    goto err_;
-            }
-            if (n < max)
-                kv[n++] = e;
-            jp_ws(&j);
-            if (*j.s == ',') {
-                j.s++;
-                continue;
-            }
-            if (*j.s == '}') {
-                j.s++;
-                break;
-            }
-            jp_fail(&j, "expected ',' or '}'");
-            goto err_;
-        }
-    }
-    jp_ws(&j);
-    if (*j.s != '\0') {
-        jp_fail(&j, "text after the object");
-        goto err_;
-    }
-    *n_p = n;
-    return 0;
-err_:
-    if (why_p != NULL)
-        *why_p = j.why;
-    return HB_ERR_INVAL;
-}
-
 /* ---- calibration ------------------------------------------------------------------------- */
 
-#define CAL_MAX_KV 64
-
 typedef struct cal_row {
-    hb_sim_json_kv_t kv[CAL_MAX_KV];
-    size_t n;
+    json_t *obj; /* one row: a JSON object */
 } cal_row_t;
-
-static const hb_sim_json_kv_t *row_get(const cal_row_t *r, const char *key)
-{
-    size_t i;
-
-    for (i = 0; i < r->n; i++)
-        if (strcmp(r->kv[i].key, key) == 0)
-            return &r->kv[i];
-    return NULL;
-}
 
 /* Number at key (>= 0 and finite), or -1 when absent; -2 when present but not usable. */
 static double row_num(const cal_row_t *r, const char *key)
 {
-    const hb_sim_json_kv_t *e = row_get(r, key);
+    json_t *e = json_object_get(r->obj, key);
 
     if (e == NULL)
         return -1;
-    if (e->kind != HB_SIM_JSON_NUM || !(e->num >= 0))
+    if (!json_is_number(e) || !(json_number_value(e) >= 0))
         return -2;
-    return e->num;
+    return json_number_value(e);
 }
 
 static const char *row_str(const cal_row_t *r, const char *key)
 {
-    const hb_sim_json_kv_t *e = row_get(r, key);
-
-    return (e != NULL && e->kind == HB_SIM_JSON_STR) ? e->str : NULL;
+    return json_string_value(json_object_get(r->obj, key)); /* NULL: absent or not a string */
 }
 
 /* Calibration state beyond the parameters themselves. */
@@ -515,7 +233,7 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
     hb_sim_calib_t c;
     cal_state_t st = {.hwb_nodes = -1};
     char line[8192], buf[8192];
-    cal_row_t *row = NULL;
+    cal_row_t row = {NULL};
     unsigned lineno = 0;
     FILE *f;
     int rc = 0;
@@ -528,15 +246,11 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return HB_ERR_IO;
     }
-    row = calloc(1, sizeof(*row));
-    if (row == NULL) {
-        fclose(f);
-        return HB_ERR_NOMEM;
-    }
     memset(&c, 0, sizeof(c));
     np = *p;
     while (fgets(line, sizeof(line), f) != NULL) {
-        const char *why = NULL, *s = line;
+        const char *s = line;
+        json_error_t je;
         size_t len = strlen(line);
         lineno++;
         if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
@@ -547,12 +261,19 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
             s++;
         if (*s == '\n' || *s == '\r' || *s == '\0' || *s == '#')
             continue;
-        if (hb_sim_json_parse(s, buf, sizeof(buf), row->kv, CAL_MAX_KV, &row->n, &why) != 0) {
-            rc = cal_bad(err, errlen, path, lineno, why ? why : "malformed JSON", NULL);
+        row.obj = json_loads(s, JSON_DECODE_INT_AS_REAL, &je);
+        if (row.obj == NULL || !json_is_object(row.obj)) {
+            if (row.obj != NULL)
+                snprintf(buf, sizeof(buf), "malformed JSON: not an object");
+            else
+                snprintf(buf, sizeof(buf), "malformed JSON at column %d: %s", je.column, je.text);
+            json_decref(row.obj);
+            rc = cal_bad(err, errlen, path, lineno, buf, NULL);
             break;
         }
         c.rows++;
-        rc = cal_row(row, &np, &c, &st, path, lineno, err, errlen);
+        rc = cal_row(&row, &np, &c, &st, path, lineno, err, errlen);
+        json_decref(row.obj);
         if (rc != 0)
             break;
     }
@@ -562,7 +283,6 @@ int hb_sim_calibrate(const char *path, hb_sim_params_t *p, hb_sim_calib_t *c_p, 
         rc = HB_ERR_IO;
     }
     fclose(f);
-    free(row);
     if (rc == 0 && (c.set & HB_SIM_SET_LOGP))
         np.ctl_gap = hb_model_interp(np.logp_m, np.logp_g, np.n_logp, 0);
     if (rc == 0 && hb_sim_params_check(&np, buf, sizeof(buf)) != 0)

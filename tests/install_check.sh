@@ -5,7 +5,9 @@
 # HIBAR_ variable is warned about once; hibar-info --all says where each value came from;
 # installed hibard reads its file, logs with ISO-8601 stamps, tells systemd it is ready, and
 # survives SIGHUP (re-reading the file, re-opening the log); pkg-config hibar builds a client;
-# hibar-bench fence runs from the installed tree. About 15 s.
+# hibar-bench fence runs from the installed tree, hibar-bench --osu prints the OSU
+# micro-benchmarks' table, and (as root) hibar-bench --per-node runs the installed test bed.
+# About 20 s.
 set -u
 bld=${top_builddir:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d /tmp/hibar-install-XXXXXX)
@@ -86,6 +88,7 @@ fi
 unit=$(find "$dest" -name hibard.service | head -1)
 [ -n "$unit" ] && grep -q "^ExecStart=.*/bin/hibard --foreground --config .*/hibar/hibar.yaml" "$unit" &&
     grep -q '^Type=notify' "$unit" && grep -q '^ExecReload=.*-HUP' "$unit" &&
+    grep -q '^RuntimeDirectory=hibar$' "$unit" &&
     ok "hibard.service" || bad "hibard.service missing or wrong"
 
 # an empty configuration: refused, naming the file (exit 2)
@@ -183,6 +186,67 @@ if [ -x "$prefix/libexec/hibar/hibar-fence-client" ]; then
         ok "hibar-bench fence from the installed tree" || bad "fence: $(tail -5 "$tmp/fence")"
 else
     bad "libexec/hibar/hibar-fence-client not installed"
+fi
+
+# hibar-bench --osu: the OSU micro-benchmarks' table, for hibar and (with mpirun) the Open MPI
+# peer alike
+cmp_args=()
+if command -v mpirun >/dev/null && [ -x "$bindir/hibar-mpi-bench" ]; then
+    cmp_args=(--compare)
+fi
+# the OSU table: title, column header, rows of numbers in their widths
+osu_ok() { # FILE TEST-NAME IMPL... : a block per impl
+    local f=$1 t=$2 i
+    shift 2
+    for i in "$@"; do
+        grep -q "^# OSU MPI $t Latency Test (hibar-bench $version, impl $i, " "$f" || return 1
+    done
+    [ "$(grep -c '^# OSU MPI ' "$f")" -eq $# ] || return 1
+    local cols='Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations$'
+    local num=' {0,17}[0-9]+\.[0-9]{2}'
+    if [ "$t" = Barrier ]; then
+        [ "$(grep -c "^# $cols" "$f")" -eq $# ] &&
+            [ "$(grep -Ec "^$num$num$num {0,11}[0-9]+\$" "$f")" -eq $# ]
+    else
+        [ "$(grep -c "^# Size       $cols" "$f")" -eq $# ] && grep -Eq "^1024 {6}$num" "$f"
+    fi || return 1
+    ! grep -Ev '^(# OSU MPI |# (Size {7})?Avg Latency|[ 0-9.]+$)' "$f"
+}
+(cd / && env -u HIBAR_SRCDIR "$bindir/hibar-bench" barrier --ranks 2 --iters 200 --osu \
+    "${cmp_args[@]}") >"$tmp/osu" 2>"$tmp/err" &&
+    osu_ok "$tmp/osu" Barrier hibar ${cmp_args[0]:+open-mpi} &&
+    ok "hibar-bench barrier --osu ${cmp_args[*]} from the installed tree" ||
+    bad "barrier --osu: $(cat "$tmp/osu" "$tmp/err")"
+
+# hibar-bench --per-node from the installed tree: the test bed and its scripts from
+# libexec/hibar/netns, the installed daemons and benches (root, network namespaces)
+if [ "$(id -u)" -ne 0 ]; then
+    echo "skip hibar-bench --per-node from the installed tree (needs root)"
+else
+    (cd / && env -u HIBAR_SRCDIR -u top_builddir -u top_srcdir "$bindir/hibar-bench" barrier \
+        --ranks 4 --per-node 2 --iters 50 --bed-name "hbi$$" --bed-net 10.247 "${cmp_args[@]}") \
+        >"$tmp/pn" 2>&1
+    rc=$?
+    if [ $rc -eq 77 ]; then
+        echo "skip hibar-bench --per-node from the installed tree (no network namespaces here)"
+    elif [ $rc -eq 0 ] && grep -q "^# '$prefix/bin/../libexec/hibar/netns/testbed' " "$tmp/pn" &&
+        grep -qF -- "-- '$prefix/bin/../libexec/hibar/netns/client-compare' " "$tmp/pn" &&
+        grep -Eq '^0 +[0-9]+\.[0-9]{2} ' "$tmp/pn"; then
+        ok "hibar-bench barrier --per-node ${cmp_args[*]}: the installed test bed"
+    else
+        bad "--per-node from the installed tree (exit $rc): $(tail -20 "$tmp/pn")"
+    fi
+    (cd / && env -u HIBAR_SRCDIR -u top_builddir -u top_srcdir "$bindir/hibar-bench" scatter \
+        --ranks 4 --per-node 2 --iters 20 --sizes 1K --bed-name "hbi$$" --bed-net 10.247 --osu \
+        "${cmp_args[@]}") >"$tmp/pnosu" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq 77 ]; then
+        :
+    elif [ $rc -eq 0 ] && osu_ok "$tmp/pnosu" Scatter hibar ${cmp_args[0]:+open-mpi}; then
+        ok "hibar-bench scatter --per-node --osu ${cmp_args[*]}: one OSU table per implementation"
+    else
+        bad "scatter --per-node --osu (exit $rc): $(cat "$tmp/pnosu"; tail -5 "$tmp/err")"
+    fi
 fi
 
 [ $fails -eq 0 ] || { echo "$fails failures"; exit 1; }

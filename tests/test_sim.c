@@ -486,32 +486,30 @@ static const char *write_tmp(const char *name, const char *text)
     return path;
 }
 
+/* Rows are JSON objects read with jansson: nested values are accepted (and ignored), malformed
+ * lines are refused with file:line. */
 static void test_json(void)
 {
-    hb_sim_json_kv_t kv[8];
-    char buf[256];
-    const char *why = NULL;
-    size_t n;
+    static const char *const bad[] = {"{\"a\": 1,}",  "{\"a\" 1}", "{\"a\": 01}",  "{\"a\": 1} x",
+                                      "{\"a\": \"x}", "[1]",       "{\"a\": tru}", "{\"a\": 1e}"};
+    hb_sim_params_t p;
+    hb_sim_calib_t c;
+    char err[256], line[128];
+    const char *path;
 
-    CU_ASSERT(hb_sim_json_parse("{\"bench\": \"a\\\"b\", \"x\": -1.5e2, \"o\": {\"y\": [1, 2, "
-                                "{}]}, \"t\": true, \"n\": null}",
-                                buf, sizeof(buf), kv, 8, &n, &why) == 0);
-    CU_ASSERT_FATAL(n == 5);
-    CU_ASSERT(strcmp(kv[0].key, "bench") == 0 && kv[0].kind == HB_SIM_JSON_STR);
-    CU_ASSERT(strcmp(kv[0].str, "a\"b") == 0);
-    CU_ASSERT(kv[1].kind == HB_SIM_JSON_NUM && kv[1].num == -150.0);
-    CU_ASSERT(kv[2].kind == HB_SIM_JSON_OTHER && kv[3].kind == HB_SIM_JSON_OTHER);
-    CU_ASSERT(hb_sim_json_parse("{}", buf, sizeof(buf), kv, 8, &n, &why) == 0 && n == 0);
-    /* malformed */
-    CU_ASSERT(hb_sim_json_parse("{\"a\": 1,}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("{\"a\" 1}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("{\"a\": 01}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("{\"a\": 1} x", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("{\"a\": \"x}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("[1]", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("{\"a\": tru}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(hb_sim_json_parse("{\"a\": 1e}", buf, sizeof(buf), kv, 8, &n, &why) != 0);
-    CU_ASSERT(why != NULL);
+    hb_sim_params_init(&p);
+    path = write_tmp("nested.json", "{\"bench\": \"ts\\\"r\", \"x\": -1.5e2, \"o\": {\"y\": [1, 2, "
+                                    "{}]}, \"t\": true, \"n\": null}\n"
+                                    "{\"bench\": \"tsr\", \"median_us\": 7, \"o\": [{}]}\n");
+    CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == 0);
+    CU_ASSERT(p.t_sr == 7 && c.rows == 2 && c.used == 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(line, sizeof(line), "{\"bench\": \"tsr\", \"median_us\": 5}\n%s\n", bad[i]);
+        path = write_tmp("badjson.json", line);
+        err[0] = '\0';
+        CU_ASSERT(hb_sim_calibrate(path, &p, &c, err, sizeof(err)) == HB_ERR_CONFIG);
+        CU_ASSERT(strstr(err, "badjson.json:2: malformed JSON") != NULL);
+    }
 }
 
 static void test_calibrate(void)
@@ -945,7 +943,7 @@ int main(void)
         !CU_add_test(s, "stalls", test_stalls) ||
         !CU_add_test(s, "determinism", test_determinism) ||
         !CU_add_test(s, "trace = hier_local's", test_trace_vs_hier_local) ||
-        !CU_add_test(s, "json reader", test_json) ||
+        !CU_add_test(s, "JSON rows (jansson)", test_json) ||
         !CU_add_test(s, "calibration", test_calibrate) ||
         !CU_add_test(s, "params check", test_params_check) ||
         !CU_add_test(s, "generated topology", test_topo_gen) || !add_coll_tests(s)) {

@@ -6,6 +6,7 @@
 
 #include "hibar.h"
 #include "wire.h"
+#include "hb_hash.h"
 #include "hb_test.h"
 
 static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 5, .job_max = 0, .peer = 7};
@@ -566,6 +567,20 @@ static void test_all_prefixes_and_flips(void)
     CU_ASSERT_EQUAL(accepted, 64 + 64 + 1 + 2);
 }
 
+/* Published FNV-1a 32 vectors; the 64-bit word form against its definition. */
+static void test_hash(void)
+{
+    CU_ASSERT(hbd_wire_tag("") == 0x811c9dc5u);
+    CU_ASSERT(hbd_wire_tag("a") == 0xe40c292cu);
+    CU_ASSERT(hbd_wire_tag("foobar") == 0xbf9cf968u);
+    CU_ASSERT(hbd_wire_tag(NULL) == hbd_wire_tag(""));
+    CU_ASSERT(hb_fnv32(HB_FNV32_BASIS, "foobar", 6) == hb_fnv32_str("foobar"));
+    CU_ASSERT(hb_fnv32(hb_fnv32(HB_FNV32_BASIS, "foo", 3), "bar", 3) == 0xbf9cf968u);
+    uint64_t h = HB_FNV64_BASIS;
+    h = hb_fnv64_u32(hb_fnv64_u32(h, 3), 70000);
+    CU_ASSERT(h == ((14695981039346656037ull ^ 3u) * 1099511628211ull ^ 70000u) * 1099511628211ull);
+}
+
 static void test_names(void)
 {
     CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_ABORT), "abort");
@@ -588,5 +603,6 @@ int main(void)
     CU_add_test(s, "decode refuses each field", test_decode_refuses);
     CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
     CU_add_test(s, "names", test_names);
+    CU_add_test(s, "FNV-1a (the cluster tag and the subset id)", test_hash);
     return hb_test_run(CU_BRM_NORMAL);
 }

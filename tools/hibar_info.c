@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "cfg.h"
 #include "hb_cli.h"
 #include "hb_log.h"
@@ -62,43 +64,60 @@ static void info_usage(FILE *f)
             "Exit status: 0 ok, 2 bad configuration or usage, 1 other errors.\n");
 }
 
-/* ---- JSON output helpers ---- */
+/* ---- JSON output (jansson) ---- */
 
-static void json_str(FILE *f, const char *s)
+/* A string ("" for NULL; bytes that are not UTF-8 as they are, as before). */
+static json_t *jstr(const char *s)
 {
-    fputc('"', f);
-    for (; s != NULL && *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    json_t *v = json_string(s != NULL ? s : "");
+    return v != NULL ? v : json_string_nocheck(s);
 }
 
-static void json_num(FILE *f, double v)
+static json_t *jstr_or_null(const char *s)
 {
-    if (isfinite(v))
-        fprintf(f, "%.17g", v);
-    else
-        fputs("null", f);
+    return s != NULL ? jstr(s) : json_null();
+}
+
+/* A number; null when not finite; a whole number without ".0" (as "%.17g" printed it). */
+static json_t *jnum(double v)
+{
+    if (!isfinite(v))
+        return json_null();
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+/* A number printed with 3 decimals before (rounded to them). */
+static json_t *jnum3(double v)
+{
+    return jnum(round(v * 1000.0) / 1000.0);
+}
+
+static json_t *jint(double v)
+{
+    return json_integer((json_int_t)llround(v));
+}
+
+/* The document at f, one line; JSON_REAL_PRECISION(15): a value rounded to decimals prints
+ * as those decimals. */
+static void jdump(FILE *f, json_t *doc)
+{
+    json_dumpf(doc, f, JSON_REAL_PRECISION(15));
+    fputc('\n', f);
+    json_decref(doc);
 }
 
 /*
  * HB_DEP_VERSIONS is "libzmq 4.3.4, libevent 2.1.12, ...": print it as a JSON object, or as
  * text lines.
  */
-static void info_deps(FILE *f, int json)
+static json_t *info_deps(FILE *f, int json)
 {
     char buf[512], *save = NULL, *tok;
-    int first = 1;
+    json_t *o = json ? json_object() : NULL;
 
     snprintf(buf, sizeof(buf), "%s", HB_DEP_VERSIONS);
-    if (json)
-        fputc('{', f);
     for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         char *sp;
         while (*tok == ' ')
@@ -106,18 +125,12 @@ static void info_deps(FILE *f, int json)
         sp = strchr(tok, ' ');
         if (sp != NULL)
             *sp++ = '\0';
-        if (json) {
-            fprintf(f, "%s", first ? "" : ", ");
-            json_str(f, tok);
-            fputs(": ", f);
-            json_str(f, sp != NULL ? sp : "");
-        } else {
+        if (json)
+            json_object_set_new(o, tok, jstr(sp));
+        else
             fprintf(f, "  %-10s %s\n", tok, sp != NULL ? sp : "");
-        }
-        first = 0;
     }
-    if (json)
-        fputc('}', f);
+    return o;
 }
 
 static unsigned info_scic_vendor(const hb_cfg_t *cfg)
@@ -134,7 +147,7 @@ static unsigned info_scic_device(const hb_cfg_t *cfg)
  * The hwbarrier backends of this build, highest priority first, each with whether it is usable
  * on this host and why (or why not): each backend's own query, with the config's scic settings.
  */
-static void info_backends(FILE *f, const hb_cfg_t *cfg, int json)
+static json_t *info_backends(FILE *f, const hb_cfg_t *cfg, int json)
 {
     hb_hwb_info_t info[8];
     hb_hwb_params_t p = {
@@ -146,25 +159,21 @@ static void info_backends(FILE *f, const hb_cfg_t *cfg, int json)
     };
     size_t n = 0, i;
 
+    json_t *a = json ? json_array() : NULL;
+
     if (hb_hwb_list(&p, info, sizeof(info) / sizeof(info[0]), &n) < 0)
         n = 0;
-    if (json)
-        fputc('[', f);
     for (i = 0; i < n; i++) {
         if (json) {
-            fprintf(f, "%s{\"name\": ", i ? ", " : "");
-            json_str(f, info[i].name);
-            fprintf(f, ", \"priority\": %d, \"available\": %s, \"why\": ", info[i].priority,
-                    info[i].available ? "true" : "false");
-            json_str(f, info[i].why);
-            fputc('}', f);
+            json_array_append_new(a, json_pack("{s:o, s:i, s:b, s:o}", "name", jstr(info[i].name),
+                                               "priority", info[i].priority, "available",
+                                               info[i].available, "why", jstr(info[i].why)));
         } else {
             fprintf(f, "  %-5s priority %-3d %-13s %s\n", info[i].name, info[i].priority,
                     info[i].available ? "available" : "not available", info[i].why);
         }
     }
-    if (json)
-        fputc(']', f);
+    return a;
 }
 
 /* ---- text output ---- */
@@ -248,152 +257,109 @@ static void info_text(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const in
 
 /* ---- JSON output ---- */
 
-static void json_u32_or_null(FILE *f, uint32_t v)
+static json_t *ju32_or_null(uint32_t v)
 {
-    if (v == HB_TOPO_NONE)
-        fputs("null", f);
-    else
-        fprintf(f, "%u", v);
+    return v == HB_TOPO_NONE ? json_null() : json_integer(v);
+}
+
+/* The name of node i, null for HB_TOPO_NONE. */
+static json_t *jnode(const hb_cfg_t *cfg, uint32_t i)
+{
+    return i == HB_TOPO_NONE ? json_null() : jstr(cfg->nodes[i].name);
 }
 
 static void info_json(FILE *f, const hb_cfg_t *cfg, const hb_topo_t *t, const info_opts_t *o)
 {
     uint32_t c, i, k, s;
+    char vendor[16], device[16];
+    json_t *d = json_object(), *a;
 
-    fputs("{\"version\": ", f);
-    json_str(f, PACKAGE_VERSION);
-    fputs(", \"dependencies\": ", f);
-    info_deps(f, 1);
-    fputs(", \"config\": ", f);
-    if (cfg->file != NULL)
-        json_str(f, cfg->file);
-    else
-        fputs("null", f);
-    fputs(", \"cluster\": ", f);
-    json_str(f, cfg->cluster);
-    fputs(", \"protocol\": ", f);
-    json_str(f, hb_cfg_protocol_name(cfg->protocol));
-    fprintf(f, ", \"fanout\": %u, \"hwbarrier\": ", cfg->fanout);
-    json_str(f, cfg->hwbarrier);
-    fputs(", \"bootstrap\": ", f);
-    json_str(f, hb_cfg_bootstrap_name(cfg->bootstrap));
-    fputs(", \"data_plane\": ", f);
-    json_str(f, hb_cfg_data_plane_name(cfg->data_plane));
-    fprintf(f, ", \"heartbeat_interval_ms\": %u, \"heartbeat_timeout_ms\": %u",
-            cfg->heartbeat_interval_ms, cfg->heartbeat_timeout_ms);
-    fprintf(f, ", \"barrier_timeout_ms\": %u, \"run_dir\": ", cfg->barrier_timeout_ms);
-    json_str(f, cfg->run_dir);
-    fputs(", \"key_file\": ", f);
-    if (cfg->key_file != NULL)
-        json_str(f, cfg->key_file);
-    else
-        fputs("null", f);
-    fputs(", \"links\": {\"lan\": {\"bandwidth_mbps\": ", f);
-    json_num(f, cfg->links.lan_bw_mbps);
-    fputs(", \"latency_us\": ", f);
-    json_num(f, cfg->links.lan_lat_us);
-    fputs("}, \"wan\": {\"lane_bandwidth_mbps\": ", f);
-    json_num(f, cfg->links.wan_lane_bw_mbps);
-    fputs(", \"total_bandwidth_mbps\": ", f);
-    json_num(f, cfg->links.wan_total_bw_mbps);
-    fputs(", \"latency_us\": ", f);
-    json_num(f, cfg->links.wan_lat_us);
-    fprintf(f, "}}, \"scic\": {\"vendor\": \"0x%04x\", \"device\": \"0x%04x\", \"uio\": ",
-            info_scic_vendor(cfg), info_scic_device(cfg));
-    if (cfg->scic_uio != NULL)
-        json_str(f, cfg->scic_uio);
-    else
-        fputs("null", f);
-    fputs("}, \"backends\": ", f);
-    info_backends(f, cfg, 1);
-    fprintf(f, ", \"n_nodes\": %u, \"n_chassis\": %u, \"n_sites\": %u, \"depth\": %u, \"L\": %u",
-            t->n_nodes, t->n_chassis, t->n_sites, t->depth, t->L);
-    fputs(", \"members\": ", f);
-    if (o->members != NULL)
-        json_str(f, o->members);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"n_members\": %u, \"n_active_chassis\": %u, \"root_chassis\": %u", t->n_members,
-            t->n_active, t->root);
+    json_object_set_new(d, "version", jstr(PACKAGE_VERSION));
+    json_object_set_new(d, "dependencies", info_deps(f, 1));
+    json_object_set_new(d, "config", jstr_or_null(cfg->file));
+    json_object_set_new(d, "cluster", jstr(cfg->cluster));
+    json_object_set_new(d, "protocol", jstr(hb_cfg_protocol_name(cfg->protocol)));
+    json_object_set_new(d, "fanout", json_integer(cfg->fanout));
+    json_object_set_new(d, "hwbarrier", jstr(cfg->hwbarrier));
+    json_object_set_new(d, "bootstrap", jstr(hb_cfg_bootstrap_name(cfg->bootstrap)));
+    json_object_set_new(d, "data_plane", jstr(hb_cfg_data_plane_name(cfg->data_plane)));
+    json_object_set_new(d, "heartbeat_interval_ms", json_integer(cfg->heartbeat_interval_ms));
+    json_object_set_new(d, "heartbeat_timeout_ms", json_integer(cfg->heartbeat_timeout_ms));
+    json_object_set_new(d, "barrier_timeout_ms", json_integer(cfg->barrier_timeout_ms));
+    json_object_set_new(d, "run_dir", jstr(cfg->run_dir));
+    json_object_set_new(d, "key_file", jstr_or_null(cfg->key_file));
+    json_object_set_new(
+        d, "links",
+        json_pack("{s:{s:o, s:o}, s:{s:o, s:o, s:o}}", "lan", "bandwidth_mbps",
+                  jnum(cfg->links.lan_bw_mbps), "latency_us", jnum(cfg->links.lan_lat_us), "wan",
+                  "lane_bandwidth_mbps", jnum(cfg->links.wan_lane_bw_mbps), "total_bandwidth_mbps",
+                  jnum(cfg->links.wan_total_bw_mbps), "latency_us", jnum(cfg->links.wan_lat_us)));
+    snprintf(vendor, sizeof(vendor), "0x%04x", info_scic_vendor(cfg));
+    snprintf(device, sizeof(device), "0x%04x", info_scic_device(cfg));
+    json_object_set_new(d, "scic",
+                        json_pack("{s:s, s:s, s:o}", "vendor", vendor, "device", device, "uio",
+                                  jstr_or_null(cfg->scic_uio)));
+    json_object_set_new(d, "backends", info_backends(f, cfg, 1));
+    json_object_set_new(d, "n_nodes", json_integer(t->n_nodes));
+    json_object_set_new(d, "n_chassis", json_integer(t->n_chassis));
+    json_object_set_new(d, "n_sites", json_integer(t->n_sites));
+    json_object_set_new(d, "depth", json_integer(t->depth));
+    json_object_set_new(d, "L", json_integer(t->L));
+    json_object_set_new(d, "members", jstr_or_null(o->members));
+    json_object_set_new(d, "n_members", json_integer(t->n_members));
+    json_object_set_new(d, "n_active_chassis", json_integer(t->n_active));
+    json_object_set_new(d, "root_chassis", json_integer(t->root));
 
-    fputs(", \"sites\": [", f);
+    a = json_array();
     for (s = 0; s < cfg->n_sites; s++) {
-        int first = 1;
-        fprintf(f, "%s{\"index\": %u, \"name\": ", s ? ", " : "", s);
-        json_str(f, cfg->site_names[s]);
-        fputs(", \"nodes\": [", f);
-        for (i = 0; i < cfg->n_nodes; i++) {
-            if (cfg->nodes[i].site != s)
-                continue;
-            fputs(first ? "" : ", ", f);
-            json_str(f, cfg->nodes[i].name);
-            first = 0;
-        }
-        fputs("]}", f);
+        json_t *nodes = json_array();
+        for (i = 0; i < cfg->n_nodes; i++)
+            if (cfg->nodes[i].site == s)
+                json_array_append_new(nodes, jstr(cfg->nodes[i].name));
+        json_array_append_new(a, json_pack("{s:i, s:o, s:o}", "index", (int)s, "name",
+                                           jstr(cfg->site_names[s]), "nodes", nodes));
     }
-    fputs("], \"chassis\": [", f);
+    json_object_set_new(d, "sites", a);
+    a = json_array();
     for (c = 0; c < t->n_chassis; c++) {
         const hb_topo_chassis_t *ch = &t->chassis[c];
-        fprintf(f, "%s{\"index\": %u, \"role\": ", c ? ", " : "", c);
-        json_str(f, hb_topo_role_name(ch->role));
-        fputs(", \"center\": ", f);
-        if (ch->n_nodes > 0)
-            json_str(f, cfg->nodes[ch->nodes[0]].name);
-        else
-            fputs("null", f); /* pruned: no member */
-        fprintf(f, ", \"mask\": %u, \"nodes\": [", ch->mask);
-        for (i = 0; i < ch->n_nodes; i++) {
-            fputs(i ? ", " : "", f);
-            json_str(f, cfg->nodes[ch->nodes[i]].name);
-        }
-        fprintf(f, "], \"site\": %u, \"depth\": %u, \"parent\": ", ch->site, ch->depth);
-        json_u32_or_null(f, ch->parent);
-        fputs(", \"parent_node\": ", f);
-        if (ch->parent_node != HB_TOPO_NONE)
-            json_str(f, cfg->nodes[ch->parent_node].name);
-        else
-            fputs("null", f);
-        fputs(", \"children\": [", f);
+        json_t *nodes = json_array(), *children = json_array();
+        for (i = 0; i < ch->n_nodes; i++)
+            json_array_append_new(nodes, jstr(cfg->nodes[ch->nodes[i]].name));
         for (k = 0; k < ch->n_children; k++)
-            fprintf(f, "%s%u", k ? ", " : "", ch->children[k]);
-        fputs("]}", f);
+            json_array_append_new(children, json_integer(ch->children[k]));
+        json_array_append_new(
+            a, json_pack("{s:I, s:o, s:o, s:I, s:o, s:I, s:I, s:o, s:o, s:o}", "index",
+                         (json_int_t)c, "role", jstr(hb_topo_role_name(ch->role)), "center",
+                         ch->n_nodes > 0 ? jnode(cfg, ch->nodes[0]) : json_null(), "mask",
+                         (json_int_t)ch->mask, "nodes", nodes, "site", (json_int_t)ch->site,
+                         "depth", (json_int_t)ch->depth, "parent", ju32_or_null(ch->parent),
+                         "parent_node", jnode(cfg, ch->parent_node), "children", children));
     }
-    fputs("], \"nodes\": [", f);
+    json_object_set_new(d, "chassis", a);
+    a = json_array();
     for (i = 0; i < t->n_nodes; i++) {
         const hb_topo_node_t *nd = &t->nodes[i];
         const hb_cfg_node_t *cn = &cfg->nodes[i];
-        fprintf(f, "%s{\"id\": %u, \"name\": ", i ? ", " : "", i);
-        json_str(f, cn->name);
-        fputs(", \"address\": ", f);
-        json_str(f, cn->address);
-        fprintf(f,
-                ", \"port\": %u, \"site\": %u, \"chassis\": %u, \"port_index\": %u, "
-                "\"center\": %s, ",
-                cn->port, nd->site, nd->chassis, nd->port,
-                hb_topo_is_center(t, i) ? "true" : "false");
-        fprintf(f, "\"member\": %s, \"parent\": ", nd->member ? "true" : "false");
-        if (nd->parent != HB_TOPO_NONE)
-            json_str(f, cfg->nodes[nd->parent].name);
-        else
-            fputs("null", f);
-        fputs(", \"children\": [", f);
+        json_t *children = json_array();
         for (k = 0; k < nd->n_children; k++)
-            fprintf(f, "%s%u", k ? ", " : "", nd->children[k]);
-        fputs("]}", f);
+            json_array_append_new(children, json_integer(nd->children[k]));
+        json_array_append_new(
+            a, json_pack("{s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:b, s:b, s:o, s:o}", "id",
+                         (json_int_t)i, "name", jstr(cn->name), "address", jstr(cn->address),
+                         "port", (json_int_t)cn->port, "site", (json_int_t)nd->site, "chassis",
+                         (json_int_t)nd->chassis, "port_index", (json_int_t)nd->port, "center",
+                         hb_topo_is_center(t, i), "member", (int)nd->member, "parent",
+                         jnode(cfg, nd->parent), "children", children));
     }
-    fputc(']', f);
-    if (o->have_ib && o->have_sr) {
-        fputs(", \"predictions\": {\"t_ib_us\": ", f);
-        json_num(f, o->t_ib);
-        fputs(", \"t_sr_us\": ", f);
-        json_num(f, o->t_sr);
-        fputs(", \"scmd_us\": ", f);
-        json_num(f, hb_topo_predict_scmd(t, o->t_ib, o->t_sr));
-        fputs(", \"tree_us\": ", f);
-        json_num(f, hb_topo_predict_tree(t, o->t_ib, o->t_sr));
-        fputc('}', f);
-    }
-    fputs("}\n", f);
+    json_object_set_new(d, "nodes", a);
+    if (o->have_ib && o->have_sr)
+        json_object_set_new(d, "predictions",
+                            json_pack("{s:o, s:o, s:o, s:o}", "t_ib_us", jnum(o->t_ib), "t_sr_us",
+                                      jnum(o->t_sr), "scmd_us",
+                                      jnum(hb_topo_predict_scmd(t, o->t_ib, o->t_sr)), "tree_us",
+                                      jnum(hb_topo_predict_tree(t, o->t_ib, o->t_sr))));
+    jdump(f, d);
 }
 
 /* ---- --model: the cached parameters and the chooser's answers ---- */
@@ -471,36 +437,39 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
     uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0, ptab = pmax;
     if (measured && p.n_bwan > ptab)
         ptab = p.n_bwan;
+    json_t *jm = NULL, *choices = NULL;
     if (o->json) {
-        fputs("{\"model\": {\"file\": ", f);
-        json_str(f, path);
-        fprintf(f, ", \"cached\": %s", have ? "true" : "false");
-        fprintf(f, ", \"bwan_source\": \"%s\", \"bwan_mbit\": [", measured ? "measured" : "config");
+        json_t *bw = json_array();
+        jm = json_object();
+        json_object_set_new(jm, "file", jstr(path));
+        json_object_set_new(jm, "cached", json_boolean(have));
+        json_object_set_new(jm, "bwan_source", jstr(measured ? "measured" : "config"));
         for (uint32_t P = 1; P <= ptab; P++) /* b_WAN(P) per lane, P = 1 .. */
-            fprintf(f, "%s%.3f", P > 1 ? ", " : "", hb_model_bwan(&ml, P) * 8.0);
-        fputc(']', f);
+            json_array_append_new(bw, jnum3(hb_model_bwan(&ml, P) * 8.0));
+        json_object_set_new(jm, "bwan_mbit", bw);
         if (measured)
-            fprintf(f, ", \"bwan_measured\": %.0f", p.bwan_measured);
+            json_object_set_new(jm, "bwan_measured", jint(p.bwan_measured));
         if (have) {
-            fputs(", \"L_us\": ", f);
-            json_num(f, p.L);
-            fputs(", \"q_bytes\": ", f);
-            json_num(f, p.q);
-            fputs(", \"t_rto_us\": ", f);
-            json_num(f, p.t_rto);
-            fprintf(f, ", \"burst_bytes\": %.0f", p.burst);
-            fprintf(f, ", \"flow_control\": %d, \"nodes\": %u, \"points\": [", p.flow_control,
-                    (unsigned)p.nodes);
+            json_t *pts = json_array();
+            json_object_set_new(jm, "L_us", jnum(p.L));
+            json_object_set_new(jm, "q_bytes", jnum(p.q));
+            json_object_set_new(jm, "t_rto_us", jnum(p.t_rto));
+            json_object_set_new(jm, "burst_bytes", jint(p.burst));
+            json_object_set_new(jm, "flow_control", json_integer(p.flow_control));
+            json_object_set_new(jm, "nodes", json_integer(p.nodes));
             for (uint32_t i = 0; i < p.n; i++)
-                fprintf(f,
-                        "%s{\"size\": %.0f, \"os_us\": %.3f, \"or_us\": %.3f, \"g_us\": %.3f, "
-                        "\"g_pair_us\": %.3f, \"g_one_to_many_us\": %.3f, "
-                        "\"g_many_to_one_us\": %.3f}",
-                        i ? ", " : "", p.m[i], p.os[i], p.orv[i], p.g[i], p.g_pair[i],
-                        p.g_o2m[i], p.g_m2o[i]);
-            fputc(']', f);
+                json_array_append_new(pts, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "size",
+                                                     jint(p.m[i]), "os_us", jnum3(p.os[i]), "or_us",
+                                                     jnum3(p.orv[i]), "g_us", jnum3(p.g[i]),
+                                                     "g_pair_us", jnum3(p.g_pair[i]),
+                                                     "g_one_to_many_us", jnum3(p.g_o2m[i]),
+                                                     "g_many_to_one_us", jnum3(p.g_m2o[i])));
+            json_object_set_new(jm, "points", pts);
         }
-        fprintf(f, ", \"n0\": %u, \"n1\": %u, \"choices\": [", (unsigned)n0, (unsigned)n1);
+        json_object_set_new(jm, "n0", json_integer(n0));
+        json_object_set_new(jm, "n1", json_integer(n1));
+        choices = json_array();
+        json_object_set_new(jm, "choices", choices);
     } else {
         if (have) {
             fprintf(f, "model parameters: %s (cluster %s, %u nodes)\n", path, p.cluster,
@@ -544,36 +513,29 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                 "single-lane", "multi-lane (P)", "choice");
     }
     hb_model_params_t mp = {.n0 = n0, .n1 = n1, .lanes = &ml, .plogp = have ? &v : NULL};
-    int first = 1;
     for (int op = 0; op < HB_COLL_OP_COUNT; op++)
         for (int s = 0; s < nsz; s++) {
             hb_model_choice_t c;
             if (hb_model_choose((hb_coll_op_t)op, sz[s], &mp, &c) != 0)
                 continue;
             if (o->json) {
-                fprintf(f,
-                        "%s{\"op\": \"%s\", \"size\": %.0f, \"choice\": \"%s\", \"lanes\": %u, "
-                        "\"predicted_us\": ",
-                        first ? "" : ", ", hb_coll_op_name((hb_coll_op_t)op), sz[s],
-                        hb_coll_alg_name(c.alg), (unsigned)c.lanes);
-                json_num(f, c.predicted_us);
+                char key[48];
+                json_t *jc =
+                    json_pack("{s:s, s:o, s:s, s:I, s:o}", "op", hb_coll_op_name((hb_coll_op_t)op),
+                              "size", jint(sz[s]), "choice", hb_coll_alg_name(c.alg), "lanes",
+                              (json_int_t)c.lanes, "predicted_us", jnum(c.predicted_us));
                 for (int a = 0; a < HB_COLL_ALG_COUNT; a++) {
-                    fprintf(f, ", \"%s_us\": ", hb_coll_alg_name((hb_coll_alg_t)a));
-                    if (c.alg_us[a] >= 0)
-                        json_num(f, c.alg_us[a]);
-                    else
-                        fputs("null", f);
+                    snprintf(key, sizeof(key), "%s_us", hb_coll_alg_name((hb_coll_alg_t)a));
+                    json_object_set_new(jc, key,
+                                        c.alg_us[a] >= 0 ? jnum(c.alg_us[a]) : json_null());
                 }
                 if ((op == HB_COLL_SCATTER || op == HB_COLL_GATHER) && pmax > 0) {
-                    fputs(", \"t_p_us\": [", f); /* T(P) for P = 1 .. min(n0, n1) */
-                    for (uint32_t P = 1; P <= pmax; P++) {
-                        fputs(P > 1 ? ", " : "", f);
-                        json_num(f, info_tp(&mp, (hb_coll_op_t)op, sz[s], P));
-                    }
-                    fputc(']', f);
+                    json_t *tp = json_array(); /* T(P) for P = 1 .. min(n0, n1) */
+                    for (uint32_t P = 1; P <= pmax; P++)
+                        json_array_append_new(tp, jnum(info_tp(&mp, (hb_coll_op_t)op, sz[s], P)));
+                    json_object_set_new(jc, "t_p_us", tp);
                 }
-                fputc('}', f);
-                first = 0;
+                json_array_append_new(choices, jc);
                 continue;
             }
             char cell[HB_COLL_ALG_COUNT][32];
@@ -590,7 +552,7 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                     hb_coll_alg_name(c.alg), "", c.predicted_us);
         }
     if (o->json) {
-        fputs("]}}\n", f);
+        jdump(f, json_pack("{s:o}", "model", jm));
         return;
     }
     if (pmax == 0)
@@ -625,11 +587,11 @@ static void info_all(FILE *f, const hb_cfg_t *cfg, int json)
     size_t n = hb_cfg_nkeys();
 
     if (json) {
+        /* one setting a line (the layout before jansson) */
+        json_t *file = jstr_or_null(cfg->file);
         fprintf(f, "{\"file\": ");
-        if (cfg->file != NULL)
-            json_str(f, cfg->file);
-        else
-            fprintf(f, "null");
+        json_dumpf(file, f, JSON_ENCODE_ANY);
+        json_decref(file);
         fprintf(f, ", \"settings\": [");
     } else {
         fprintf(f,
@@ -641,17 +603,12 @@ static void info_all(FILE *f, const hb_cfg_t *cfg, int json)
         if (hb_cfg_entry(cfg, i, &e) != 0)
             continue;
         if (json) {
-            fprintf(f, "%s\n  {\"key\": ", i ? "," : "");
-            json_str(f, e.key);
-            fprintf(f, ", \"value\": ");
-            json_str(f, e.value);
-            fprintf(f, ", \"source\": ");
-            json_str(f, e.source);
-            fprintf(f, ", \"env\": ");
-            json_str(f, e.env);
-            fprintf(f, ", \"runtime\": %s, \"help\": ", e.runtime ? "true" : "false");
-            json_str(f, e.help);
-            fputc('}', f);
+            json_t *je = json_pack("{s:o, s:o, s:o, s:o, s:b, s:o}", "key", jstr(e.key), "value",
+                                   jstr(e.value), "source", jstr(e.source), "env", jstr(e.env),
+                                   "runtime", e.runtime, "help", jstr(e.help));
+            fprintf(f, "%s\n  ", i ? "," : "");
+            json_dumpf(je, f, 0);
+            json_decref(je);
         } else {
             fprintf(f, "%-30s = %-24s (%s)%s  # %s\n", e.key, e.value, e.source,
                     e.runtime ? " *" : "", e.help);

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cfg.h"
 #include "hb_cli.h"
 #include "hb_log.h"
@@ -1041,14 +1043,21 @@ static int parse_starts(const char *s, double *v, uint32_t n)
  * calibration's LAN and WAN figures (lanes rows: what hb_bwprobe measured on the bed), side
  * by side; target 20%.
  */
+/* The number at key in a JSON row, dflt when absent or not a number. */
+static double row_num(const json_t *row, const char *key, double dflt)
+{
+    const json_t *v = json_object_get(row, key);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
 static int mode_validate_bed(opts_t *o)
 {
     hb_topo_t *t = NULL;
     hb_coll_nodes_t nodes;
     uint32_t *site_of = NULL;
     double *starts = NULL;
-    char line[16384], buf[16384];
-    hb_sim_json_kv_t kv[64];
+    char line[16384];
+    json_t *row = NULL;
     unsigned lineno = 0, rows = 0, fails = 0;
     FILE *f;
     int rc;
@@ -1095,41 +1104,32 @@ static int mode_validate_bed(opts_t *o)
     }
     rc = 0;
     while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-        const char *why = NULL, *bench = NULL, *impl = NULL, *st = NULL;
-        double size = -1, meas = -1, lanes = 0, skew = -1, n = -1;
+        const char *bench, *impl, *st;
+        double size, meas, lanes, skew, n;
+        json_error_t je;
         hb_coll_args_t args;
         hb_sim_opts_t so;
         hb_sim_result_t r;
-        size_t nkv = 0, k;
         double err;
         lineno++;
         if (line[0] != '{')
             continue;
-        if (hb_sim_json_parse(line, buf, sizeof(buf), kv, 64, &nkv, &why) != 0) {
-            fprintf(stderr, "hibar-sim: %s:%u: %s\n", o->bed_rows, lineno, why ? why : "bad JSON");
+        json_decref(row);
+        row = json_loads(line, JSON_DECODE_INT_AS_REAL, &je);
+        if (row == NULL || !json_is_object(row)) {
+            fprintf(stderr, "hibar-sim: %s:%u: malformed JSON%s%s\n", o->bed_rows, lineno,
+                    row != NULL ? ": not an object" : ": ", row != NULL ? "" : je.text);
             rc = HIBAR_ERR_CONFIG;
             break;
         }
-        for (k = 0; k < nkv; k++) {
-            const hb_sim_json_kv_t *e = &kv[k];
-            int num = e->kind == HB_SIM_JSON_NUM, str = e->kind == HB_SIM_JSON_STR;
-            if (strcmp(e->key, "bench") == 0 && str)
-                bench = e->str;
-            else if (strcmp(e->key, "impl") == 0 && str)
-                impl = e->str;
-            else if (strcmp(e->key, "starts_us") == 0 && str)
-                st = e->str;
-            else if (strcmp(e->key, "size") == 0 && num)
-                size = e->num;
-            else if (strcmp(e->key, "time_us") == 0 && num)
-                meas = e->num;
-            else if (strcmp(e->key, "lanes") == 0 && num)
-                lanes = e->num;
-            else if (strcmp(e->key, "skew_us") == 0 && num)
-                skew = e->num;
-            else if (strcmp(e->key, "nodes") == 0 && num)
-                n = e->num;
-        }
+        bench = json_string_value(json_object_get(row, "bench"));
+        impl = json_string_value(json_object_get(row, "impl"));
+        st = json_string_value(json_object_get(row, "starts_us"));
+        size = row_num(row, "size", -1);
+        meas = row_num(row, "time_us", -1);
+        lanes = row_num(row, "lanes", 0);
+        skew = row_num(row, "skew_us", -1);
+        n = row_num(row, "nodes", -1);
         if (bench == NULL || (strcmp(bench, "scatter") != 0 && strcmp(bench, "gather") != 0))
             continue; /* not a row of this kind */
         memset(&args, 0, sizeof(args));
@@ -1189,6 +1189,7 @@ static int mode_validate_bed(opts_t *o)
     if (rc == 0 && fails > 0)
         rc = 1;
 out:
+    json_decref(row);
     free(site_of);
     free(starts);
     hb_topo_free(t);

@@ -25,6 +25,7 @@
 #include <zmq.h>
 
 #include "hb_log.h"
+#include "hb_rundir.h"
 #include "hb_time.h"
 #include "hbd_boot.h"
 #include "hb_status.h"
@@ -825,7 +826,7 @@ static int file_replace(const char *path, const char *text, mode_t mode)
 {
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    int fd = hb_file_create(tmp, O_WRONLY, mode, NULL, 0); /* O_EXCL, O_NOFOLLOW */
     if (fd < 0)
         return HB_ERR_IO;
     size_t l = strlen(text);
@@ -839,10 +840,10 @@ static int file_replace(const char *path, const char *text, mode_t mode)
 /* RUN_DIR/cluster.key (the agreed pair) and RUN_DIR/cluster.yaml (for hibar-run). */
 static int run_files(const hb_cfg_t *cfg, const hbd_boot_res_t *res, char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST)
-        return fail(err, errlen, HB_ERR_IO, "cannot create run dir %s: %s", cfg->run_dir,
-                    strerror(errno));
+    char path[PATH_MAX], why[768];
+    int prc = hb_rundir_prepare(cfg->run_dir, why, sizeof(why)); /* before the key goes in */
+    if (prc != 0)
+        return fail(err, errlen, prc, "%s", why);
     if (cfg->key_file == NULL) {
         char text[256];
         /* two Z85 keys of 40 characters around a ':' (which Z85 also uses: split by length) */

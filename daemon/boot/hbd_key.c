@@ -27,7 +27,7 @@ int hbd_key_generate(const char *path)
      * and of several daemons racing to create it exactly one wins (the others get EXISTS) */
     char tmp[512];
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         hb_log_error("cannot create key file %s: %m", tmp);
         return HB_ERR_IO;

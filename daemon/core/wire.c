@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "hb_hash.h"
 #include "hb_status.h"
 
 static void put16(uint8_t *p, uint16_t v)
@@ -381,10 +382,5 @@ const char *hbd_wire_reason_name(hbd_wire_reason_t why)
 
 uint32_t hbd_wire_tag(const char *s)
 {
-    uint32_t h = 2166136261u;
-    for (; s != NULL && *s != '\0'; s++) {
-        h ^= (uint8_t)*s;
-        h *= 16777619u;
-    }
-    return h;
+    return hb_fnv32_str(s);
 }

@@ -18,6 +18,7 @@
 #include <zmq.h>
 
 #include "hb_log.h"
+#include "hb_rundir.h"
 #include "hb_time.h"
 #include "hbd_fast.h"
 #include "hbd_hooks.h"
@@ -920,11 +921,11 @@ int hbd_net_peer_up(hbd_t *d, uint32_t node)
 
 static int write_port_file(hbd_t *d)
 {
-    char tmp[400];
+    char tmp[400], err[768];
     snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = hb_file_create(tmp, O_WRONLY, 0600, err, sizeof(err)); /* O_EXCL, O_NOFOLLOW */
     if (fd < 0) {
-        hb_log_error("cannot create %s: %m", tmp);
+        hb_log_error("port file: %s", err);
         return HB_ERR_IO;
     }
     /* line 1: the encrypted link's endpoint (peers read only this line); then, for tools and

@@ -16,9 +16,10 @@ typedef struct hb_bench_mode {
     int (*main)(int argc, char **argv);
 } hb_bench_mode_t;
 
-/* Options every mode accepts: --json, --csv FILE, --confidence LEVEL (default 0.95). */
+/* Options every mode accepts: --json, --osu, --csv FILE, --confidence LEVEL (default 0.95). */
 typedef struct hb_bench_common {
     int json;
+    int osu; /* the OSU micro-benchmarks' table (common/hb_osu.h), nothing else on stdout */
     const char *csv;
     double confidence;
 } hb_bench_common_t;
@@ -26,7 +27,7 @@ typedef struct hb_bench_common {
 /* Take the common options out of argv (argv is compacted, *argc updated). 0, or -1 after
  * printing what is wrong (exit status 2 then). */
 int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p);
-#define HB_BENCH_COMMON_USAGE "[--json] [--csv FILE] [--confidence LEVEL]"
+#define HB_BENCH_COMMON_USAGE "[--json | --osu] [--csv FILE] [--confidence LEVEL]"
 
 /* One result row (doc/design.md section 6). Latencies in the stats are microseconds. */
 typedef struct hb_bench_row {
@@ -39,17 +40,19 @@ typedef struct hb_bench_row {
     const char *extra_json; /* more `"key": value` pairs, comma-separated, or NULL */
 } hb_bench_row_t;
 
-/* Output of one benchmark run: an OSU-style table on stdout (or JSON lines with --json) and,
- * with --csv, the same rows in a CSV file. */
+/* Output of one benchmark run: an OSU-style table on stdout (JSON lines with --json, the OSU
+ * micro-benchmarks' own table with --osu: a title and header per impl) and, with --csv, the
+ * same rows in a CSV file. */
 typedef struct hb_bench_out {
     const char *bench;
     const hb_bench_common_t *common;
     FILE *csv;
     int header_done;
+    char osu_impl[64]; /* --osu: the impl of the last header */
 } hb_bench_out_t;
 
 int hb_bench_out_open(hb_bench_out_t *o, const char *bench, const hb_bench_common_t *c);
-/* A "# ..." comment line on the table (suppressed with --json). */
+/* A "# ..." comment line on the table (suppressed with --json and --osu). */
 void hb_bench_out_note(hb_bench_out_t *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r);
@@ -59,11 +62,13 @@ void hb_bench_out_close(hb_bench_out_t *o);
 void hb_bench_shell_quote(char *out, size_t cap, const char *s);
 
 /*
- * Runs of a tests/netns/ script of the source tree on a one-site test bed (root):
- * hb_bench_bed_script checks root (77) and that SCRIPT and the bed exist (2, after saying
- * why), then gives the script's quoted path to start the arguments with; hb_bench_bed_cmd
- * wraps the arguments in the bed of `hosts` hosts (or runs them in the bed this process is
- * in), with top_builddir for the tools next to `dir` (this executable's directory).
+ * Runs of a test-bed script (netns/SCRIPT: the source tree's tests/netns/ for a build tree or
+ * HIBAR_SRCDIR, else the installed copy under libexec/hibar/netns/) on a one-site test bed
+ * (root): hb_bench_bed_script checks root (77) and that SCRIPT and the bed exist (2, after
+ * saying why), then gives the script's quoted path to start the arguments with;
+ * hb_bench_bed_cmd wraps the arguments in the bed of `hosts` hosts (or runs them in the bed
+ * this process is in), with top_builddir for the build tree's tools next to `dir` (this
+ * executable's directory), or, installed, the programs beside it in the environment.
  */
 int hb_bench_bed_script(const char *who, const char *script, char *qscript, size_t cap);
 void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, const char *bed_net,

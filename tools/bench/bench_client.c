@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 /*
  * This process stands in for hibard: it creates the job's segment (a sealed memfd, as the
  * daemon will) and forks N ranks that join it with the library's attach path, then call the
@@ -242,13 +244,18 @@ static int bc_parse(int argc, char **argv, bc_opts_t *o)
     return 0;
 }
 
-/* A number after `"key": ` in a JSON row; -1 if absent. */
-static double bc_json_num(const char *line, const char *key)
+/* The number at key in a JSON row; -1 if absent or not a number. */
+static double bc_json_num(const json_t *row, const char *key)
 {
-    char pat[48];
-    snprintf(pat, sizeof(pat), "\"%s\": ", key);
-    const char *p = strstr(line, pat);
-    return p != NULL ? strtod(p + strlen(pat), NULL) : -1.0;
+    const json_t *v = json_object_get(row, key);
+    return json_is_number(v) ? json_number_value(v) : -1.0;
+}
+
+/* The string at key in a JSON row, "" if absent. */
+static const char *bc_json_str(const json_t *row, const char *key)
+{
+    const char *v = json_string_value(json_object_get(row, key));
+    return v != NULL ? v : "";
 }
 
 /*
@@ -297,50 +304,53 @@ static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char
         return 1;
     }
     char line[2048];
+    json_t *jr = NULL; /* the row read */
     int rows = 0;
     while (fgets(line, sizeof(line), p) != NULL) {
-        int is_h = strstr(line, "\"impl\": \"hibar\"") != NULL;
-        int is_m = strstr(line, "\"impl\": \"open-mpi\"") != NULL;
-        if (strstr(line, "\"impl\": \"ratio\"") != NULL) {
+        json_decref(jr);
+        jr = line[0] == '{' ? json_loads(line, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
+        const char *impl = bc_json_str(jr, "impl"), *bench = bc_json_str(jr, "bench");
+        int is_h = strcmp(impl, "hibar") == 0, is_m = strcmp(impl, "open-mpi") == 0;
+        if (strcmp(impl, "ratio") == 0) {
             hb_bench_out_note(&out, "size %.0f: ratio hibar/open-mpi (medians) %.3f",
-                              bc_json_num(line, "size"), bc_json_num(line, "ratio"));
+                              bc_json_num(jr, "size"), bc_json_num(jr, "ratio"));
             continue;
         }
-        if (strstr(line, "\"bench\": \"rtt\"") != NULL) {
+        if (strcmp(bench, "rtt") == 0) {
             hb_bench_out_note(&out, "wire floor (%s, 1-byte TCP round trips): one way %.2f us",
                               strstr(line, "tcp-polled") ? "both ends polling" : "blocking",
-                              bc_json_num(line, "median_us") / 2);
+                              bc_json_num(jr, "median_us") / 2);
             continue;
         }
-        if (strstr(line, "\"impl\": \"hop-vs-wire\"") != NULL) {
+        if (strcmp(impl, "hop-vs-wire") == 0) {
             hb_bench_out_note(&out,
                               "hibar's hop (barrier median / 2) %.2f us against the polled wire "
                               "%.2f us: ratio %.3f",
-                              bc_json_num(line, "hop_us"), bc_json_num(line, "wire_us"),
-                              bc_json_num(line, "ratio"));
+                              bc_json_num(jr, "hop_us"), bc_json_num(jr, "wire_us"),
+                              bc_json_num(jr, "ratio"));
             continue;
         }
-        if (strncmp(line, "{\"bench\": ", 10) != 0 || (!is_h && !is_m)) {
+        if (!json_is_object(jr) || bench[0] == '\0' || (!is_h && !is_m)) {
             if (line[0] == '#')
                 hb_bench_out_note(&out, "%.*s", (int)strcspn(line + 2, "\n"), line + 2);
             else
                 fputs(line, stderr);
             continue;
         }
-        hb_stats_t st = {.n = (size_t)bc_json_num(line, "iters"),
-                         .mean = bc_json_num(line, "mean_us"),
-                         .min = bc_json_num(line, "min_us"),
-                         .max = bc_json_num(line, "max_us"),
-                         .median = bc_json_num(line, "median_us"),
-                         .p99 = bc_json_num(line, "p99_us"),
-                         .ci = bc_json_num(line, "ci_us"),
+        hb_stats_t st = {.n = (size_t)bc_json_num(jr, "iters"),
+                         .mean = bc_json_num(jr, "mean_us"),
+                         .min = bc_json_num(jr, "min_us"),
+                         .max = bc_json_num(jr, "max_us"),
+                         .median = bc_json_num(jr, "median_us"),
+                         .p99 = bc_json_num(jr, "p99_us"),
+                         .ci = bc_json_num(jr, "ci_us"),
                          .confidence = 0.95};
         hb_bench_out_note(&out, "impl %s, size %.0f", is_h ? "hibar" : "open-mpi",
-                          bc_json_num(line, "size"));
+                          bc_json_num(jr, "size"));
         hb_bench_row_t row = {.impl = is_h ? "hibar" : "open-mpi",
                               .nodes = hosts,
                               .ranks = o->n,
-                              .size = (uint64_t)bc_json_num(line, "size"),
+                              .size = (uint64_t)bc_json_num(jr, "size"),
                               .reps = st.n,
                               .st = &st,
                               .iters = st.n,
@@ -348,6 +358,7 @@ static int bc_nodes(const bc_opts_t *o, const hb_bench_common_t *com, const char
         hb_bench_out_row(&out, &row);
         rows++;
     }
+    json_decref(jr);
     int ps = pclose(p);
     hb_bench_out_close(&out);
     if (ps != 0 || rows == 0) {
@@ -593,21 +604,23 @@ static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *it
         return -1;
     }
     while (fgets(line, sizeof(line), p) != NULL) {
-        if (strstr(line, "\"impl\": \"open-mpi\"") != NULL && bc_json_num(line, "median_us") >= 0) {
+        json_t *jr = line[0] == '{' ? json_loads(line, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
+        if (strcmp(bc_json_str(jr, "impl"), "open-mpi") == 0 && bc_json_num(jr, "median_us") >= 0) {
             memset(st, 0, sizeof(*st));
-            st->median = bc_json_num(line, "median_us");
-            st->min = bc_json_num(line, "min_us");
-            st->max = bc_json_num(line, "max_us");
-            st->p99 = bc_json_num(line, "p99_us");
-            st->ci = bc_json_num(line, "ci_us");
-            st->mean = bc_json_num(line, "mean_us");
+            st->median = bc_json_num(jr, "median_us");
+            st->min = bc_json_num(jr, "min_us");
+            st->max = bc_json_num(jr, "max_us");
+            st->p99 = bc_json_num(jr, "p99_us");
+            st->ci = bc_json_num(jr, "ci_us");
+            st->mean = bc_json_num(jr, "mean_us");
             st->confidence = 0.95;
-            *iters_p = (uint64_t)bc_json_num(line, "iters");
+            *iters_p = (uint64_t)bc_json_num(jr, "iters");
             st->n = (size_t)*iters_p;
             found = 1;
         } else if (!found) {
             fprintf(stderr, "mpirun: %s", line);
         }
+        json_decref(jr);
     }
     status = pclose(p);
     if (!found || status != 0) {

@@ -505,7 +505,7 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
 {
     const hb_stats_t *s = &r->st;
     double ratio = r->predicted > 0 ? s->median / r->predicted : 0.0;
-    if (out->o->common.json) {
+    if (out->o->common.json || out->o->common.osu) { /* the shared row writer */
         char extra[512];
         int k = snprintf(extra, sizeof(extra),
                          "\"lanes\": %" PRIu32 ", \"predicted_us\": %.1f, \"ratio\": %.3f, "
@@ -562,7 +562,7 @@ static void note(const bcoll_opts_t *o, const char *fmt, ...) __attribute__((for
 static void note(const bcoll_opts_t *o, const char *fmt, ...)
 {
     va_list ap;
-    FILE *f = o->common.json ? stderr : stdout;
+    FILE *f = o->common.json || o->common.osu ? stderr : stdout;
     va_start(ap, fmt);
     fputs("# ", f);
     vfprintf(f, fmt, ap);
@@ -730,7 +730,7 @@ static int run(const bcoll_opts_t *o)
         rc = HIBAR_ERR_NOMEM;
         goto out;
     }
-    if (o->common.json) {
+    if (o->common.json || o->common.osu) {
         if (hb_bench_out_open(&out.json, hb_coll_op_name(o->op), &o->common) != 0) {
             rc = HIBAR_ERR_IO;
             goto out;
@@ -841,7 +841,7 @@ static int run(const bcoll_opts_t *o)
             if (d > worst)
                 worst = d;
         }
-        if (!o->common.json) {
+        if (!o->common.json && !o->common.osu) {
             printf("# P sweep, multi-lane %s of %" PRIu64 " bytes per node (ms)\n",
                    hb_coll_op_name(o->op), o->sweep_size);
             printf("# %-3s %12s %10s %14s %9s %12s %9s %6s\n", "P", "measured", "CI",

@@ -546,7 +546,7 @@ int hb_bench_methods_main(int argc, char **argv)
                                       .iters = r->r.reps,
                                       .st = &r->r.st,
                                       .extra_json = extra};
-                if (!com.json)
+                if (!com.json && !com.osu)
                     printf("# %s %s\n", bm_op_names[op], hb_meas_method_name((hb_meas_method_t)m));
                 hb_bench_out_row(&out, &row);
             }

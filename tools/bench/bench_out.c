@@ -4,6 +4,8 @@
 #include "bench.h"
 
 #include "hb_log.h"
+#include "hb_osu.h"
+#include "hbd_emu.h"
 #include "hibar.h"
 
 #include <errno.h>
@@ -18,12 +20,14 @@
 
 int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p)
 {
-    hb_bench_common_t c = {.json = 0, .csv = NULL, .confidence = 0.95};
+    hb_bench_common_t c = {.json = 0, .osu = 0, .csv = NULL, .confidence = 0.95};
     int out = 1;
     for (int i = 1; i < *argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0) {
             c.json = 1;
+        } else if (strcmp(a, "--osu") == 0) {
+            c.osu = 1;
         } else if (strcmp(a, "--csv") == 0 || strcmp(a, "--confidence") == 0) {
             if (i + 1 >= *argc) {
                 fprintf(stderr, "hibar-bench: %s needs a value\n", a);
@@ -42,6 +46,10 @@ int hb_bench_common_parse(int *argc, char **argv, hb_bench_common_t *c_p)
         } else {
             argv[out++] = argv[i];
         }
+    }
+    if (c.json && c.osu) {
+        fprintf(stderr, "hibar-bench: --json and --osu exclude each other\n");
+        return -1;
     }
     argv[out] = NULL;
     *argc = out;
@@ -69,7 +77,7 @@ int hb_bench_out_open(hb_bench_out_t *o, const char *bench, const hb_bench_commo
 void hb_bench_out_note(hb_bench_out_t *o, const char *fmt, ...)
 {
     va_list ap;
-    if (o->common->json)
+    if (o->common->json || o->common->osu)
         return;
     va_start(ap, fmt);
     fputs("# ", stdout);
@@ -90,6 +98,16 @@ void hb_bench_out_row(hb_bench_out_t *o, const hb_bench_row_t *r)
                (unsigned long long)r->iters, s->median, s->min, s->max, s->p99, s->ci, s->mean,
                (unsigned long long)r->reps, s->confidence, r->extra_json ? ", " : "",
                r->extra_json ? r->extra_json : "");
+    } else if (o->common->osu) {
+        if (!o->header_done || strcmp(o->osu_impl, r->impl) != 0) {
+            char who[160];
+            snprintf(who, sizeof(who), "hibar-bench %s, impl %s, %u ranks on %u nodes",
+                     PACKAGE_VERSION, r->impl, r->ranks, r->nodes);
+            hb_osu_header(stdout, o->bench, who);
+            snprintf(o->osu_impl, sizeof(o->osu_impl), "%s", r->impl);
+            o->header_done = 1;
+        }
+        hb_osu_row(stdout, o->bench, r->size, s->mean, s->min, s->max, r->iters);
     } else {
         if (!o->header_done) {
             printf("# %-8s %16s %10s %10s %11s %10s %10s %8s %10s\n", "Size", "Avg Latency(us)",
@@ -197,24 +215,69 @@ void hb_bench_helper(const char *dir, const char *name, char *buf, size_t cap)
     snprintf(buf, cap, "%s/%s", HB_PKGLIBEXECDIR, name);
 }
 
-/* The source tree (tests/netns/ lives there): HIBAR_SRCDIR, else the configured one. */
-static const char *bench_srcdir(void)
+/*
+ * Where the test-bed scripts are (netns/testbed, netns/client-compare, netns/fence-compare,
+ * slurm/up, hb_test.sh): the tests/ of the source tree HIBAR_SRCDIR names; the configured
+ * source tree's when this hibar-bench is the build tree's (config.status beside tools/); else
+ * the installed copies under libexec/hibar (DIR/../libexec/hibar for a tree moved as a whole,
+ * then the configured pkglibexecdir). 1: installed.
+ */
+static int bench_scripts(char *buf, size_t cap)
 {
     const char *e = getenv("HIBAR_SRCDIR");
-    return e != NULL ? e : HB_ABS_TOP_SRCDIR;
+    char dir[PATH_MAX - 64], probe[PATH_MAX + 64];
+    if (e != NULL && *e != '\0') {
+        snprintf(buf, cap, "%s/tests", e);
+        return 0;
+    }
+    hb_bench_exe_dir(dir, sizeof(dir));
+    snprintf(probe, sizeof(probe), "%s/../config.status", dir);
+    if (access(probe, F_OK) == 0) {
+        snprintf(buf, cap, "%s/tests", HB_ABS_TOP_SRCDIR);
+        return 0;
+    }
+    snprintf(buf, cap, "%s/../libexec/%s", dir, PACKAGE);
+    snprintf(probe, sizeof(probe), "%s/netns/testbed", buf);
+    if (access(probe, X_OK) != 0)
+        snprintf(buf, cap, "%s", HB_PKGLIBEXECDIR);
+    return 1;
+}
+
+/* An installed tree: the scripts find the programs through these (unless already set). */
+static void bench_script_env(const char *dir)
+{
+    static const char *const prog[][2] = {
+        {"HIBAR_RUN", "hibar-run"},
+        {"CLUSTER_TOOL", "hibar-cluster"},
+        {"HIBAR_TESTBED_LIB_BENCH", "hibar-lib-bench"},
+        {"HIBAR_TESTBED_MPI_BENCH", "hibar-mpi-bench"},
+    };
+    char path[PATH_MAX + 64];
+    setenv("HIBARD", hbd_emu_hibard_path(), 0);
+    for (size_t i = 0; i < sizeof(prog) / sizeof(prog[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, prog[i][1]);
+        setenv(prog[i][0], path, 0);
+    }
+    hb_bench_helper(dir, "hibar-fence-client", path, sizeof(path));
+    setenv("HIBAR_FENCE_CLIENT", path, 0);
+    hb_bench_helper(dir, "netns/hb_bwprobe", path, sizeof(path));
+    setenv("HIBAR_TESTBED_PROBE", path, 0);
 }
 
 int hb_bench_bed_script(const char *who, const char *script, char *qscript, size_t cap)
 {
-    char path[PATH_MAX + 64], bed[PATH_MAX + 64];
+    char tests[PATH_MAX], path[PATH_MAX + 64], bed[PATH_MAX + 64];
     if (geteuid() != 0) {
         fprintf(stderr, "%s: needs root (network namespaces)\n", who);
         return 77;
     }
-    snprintf(path, sizeof(path), "%s/tests/netns/%s", bench_srcdir(), script);
-    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", bench_srcdir());
+    int installed = bench_scripts(tests, sizeof(tests));
+    snprintf(path, sizeof(path), "%s/netns/%s", tests, script);
+    snprintf(bed, sizeof(bed), "%s/netns/testbed", tests);
     if (access(path, X_OK) != 0 || access(bed, X_OK) != 0) {
-        fprintf(stderr, "%s: %s not found (HIBAR_SRCDIR: the source tree)\n", who, path);
+        fprintf(stderr, "%s: %s not found (%s)\n", who, access(bed, X_OK) != 0 ? bed : path,
+                installed ? "not installed? HIBAR_SRCDIR: a source tree"
+                          : "HIBAR_SRCDIR: the source tree");
         return 2;
     }
     hb_bench_shell_quote(qscript, cap, path);
@@ -224,15 +287,22 @@ int hb_bench_bed_script(const char *who, const char *script, char *qscript, size
 void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, const char *bed_net,
                       unsigned hosts, char *cmd, size_t cap)
 {
-    char bld[PATH_MAX + 8], qbld[PATH_MAX + 64], bed[PATH_MAX + 64], qbed[PATH_MAX + 64];
-    snprintf(bld, sizeof(bld), "%s/..", dir);
-    hb_bench_shell_quote(qbld, sizeof(qbld), bld);
+    char tests[PATH_MAX], env[PATH_MAX + 256], bed[PATH_MAX + 64], qbed[PATH_MAX + 64];
+    if (bench_scripts(tests, sizeof(tests))) { /* installed: the programs beside hibar-bench */
+        bench_script_env(dir);
+        env[0] = '\0';
+    } else { /* the build tree */
+        char bld[PATH_MAX + 8], qbld[PATH_MAX + 64];
+        snprintf(bld, sizeof(bld), "%s/..", dir);
+        hb_bench_shell_quote(qbld, sizeof(qbld), bld);
+        snprintf(env, sizeof(env), "top_builddir=%s ", qbld);
+    }
     if (getenv("HIBAR_TESTBED_CONFIG") != NULL) { /* inside a bed: its hosts */
-        snprintf(cmd, cap, "top_builddir=%s %s 2>&1", qbld, args);
+        snprintf(cmd, cap, "%s%s 2>&1", env, args);
         return;
     }
-    snprintf(bed, sizeof(bed), "%s/tests/netns/testbed", bench_srcdir());
+    snprintf(bed, sizeof(bed), "%s/netns/testbed", tests);
     hb_bench_shell_quote(qbed, sizeof(qbed), bed);
-    snprintf(cmd, cap, "top_builddir=%s %s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1",
-             qbld, qbed, bed_name, bed_net, hosts, args);
+    snprintf(cmd, cap, "%s%s --name %s --net %s --sites 1 --nodes %u -- %s 2>&1", env, qbed,
+             bed_name, bed_net, hosts, args);
 }

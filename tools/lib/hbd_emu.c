@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "hb_log.h"
+#include "hb_rundir.h"
+#include "hb_status.h"
 #include "hb_time.h"
 #include "hbd_key.h"
 #include "hbd_client.h"
@@ -155,7 +157,12 @@ static int spawn(const hb_cfg_t *cfg, uint32_t i, const hbd_emu_opts_t *o, const
             dup2(fd, 0);
             dup2(fd, 1);
         }
-        int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        char why[768];
+        int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+        if (lfd >= 0 && hb_file_owned(lfd, logp, why, sizeof(why)) != 0) {
+            fprintf(stderr, "hibar-cluster: log %s\n", why);
+            _exit(1);
+        }
         if (lfd >= 0)
             dup2(lfd, 2);
         execvp(argv[0], (char *const *)argv);
@@ -170,27 +177,23 @@ static int spawn(const hb_cfg_t *cfg, uint32_t i, const hbd_emu_opts_t *o, const
 int hbd_emu_up(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
 {
     const char *hibard = hbd_emu_hibard_path();
-    struct stat sb;
     unsigned running = hbd_emu_running(cfg);
     if (running > 0) {
         hb_log_error("cluster %s already has %u daemon(s) running (run dir %s)", cfg->cluster,
                      running, cfg->run_dir);
         return HIBAR_ERR_EXISTS;
     }
-    if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST) {
-        hb_log_error("cannot create run dir %s: %m", cfg->run_dir);
-        return HIBAR_ERR_IO;
-    }
-    if (stat(cfg->run_dir, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & 077) != 0) {
-        hb_log_error("run dir %s must be a directory of uid %u with mode 0700", cfg->run_dir,
-                     (unsigned)geteuid());
-        return HIBAR_ERR_PERM;
+    char err[768];
+    int prc = hb_rundir_prepare(cfg->run_dir, err, sizeof(err)); /* common/hb_rundir.h */
+    if (prc != 0) {
+        hb_log_error("%s", err);
+        return prc == HB_ERR_PERM ? HIBAR_ERR_PERM : HIBAR_ERR_IO;
     }
     /* leftovers of a crashed cluster (segments, stale files) go first */
     hbd_emu_down(cfg, o);
-    if (mkdir(cfg->run_dir, 0700) != 0 && errno != EEXIST) {
-        hb_log_error("cannot create run dir %s: %m", cfg->run_dir);
-        return HIBAR_ERR_IO;
+    if ((prc = hb_rundir_prepare(cfg->run_dir, err, sizeof(err))) != 0) {
+        hb_log_error("%s", err);
+        return prc == HB_ERR_PERM ? HIBAR_ERR_PERM : HIBAR_ERR_IO;
     }
     if (cfg->key_file == NULL) {
         char key[400];

@@ -15,11 +15,14 @@
  *   {"bench": "barrier", "impl": "open-mpi", "nodes": 4, "ranks": 16, "size": 0, "iters": 1000,
  *    "median_us": ..., "min_us": ..., "max_us": ..., "p99_us": ..., "ci_us": ..., "mean_us": ...}
  * size is the message per rank in bytes (0 for the barrier); nodes counts distinct hosts.
- * With --osu it prints OSU-style tables instead. Exit status 0, 2 for bad usage, 1 on error.
+ * With --osu it prints the OSU micro-benchmarks' tables instead (common/hb_osu.h: their title,
+ * "# Size  Avg Latency(us)  Min Latency(us)  Max Latency(us)  Iterations", as osu_* -f), the
+ * same as hibar-bench --osu. Exit status 0, 2 for bad usage, 1 on error.
  */
 #include "hb_config.h"
 
 #include "hb_cli.h"
+#include "hb_osu.h"
 
 #include <errno.h>
 #include <math.h>
@@ -550,10 +553,10 @@ int main(int argc, char **argv)
         if (!o.ops[op])
             continue;
         if (o.osu && c.rank == 0) {
-            printf("# " MB_PROG ": %s, %d ranks on %d nodes (maximum method)\n", mb_op_names[op],
-                   c.size, c.nodes);
-            printf("# %-10s %16s %10s %10s %10s %10s %10s\n", "Size", "Avg Latency(us)", "Median",
-                   "Min", "Max", "Iterations", "CI(us)");
+            char who[160];
+            snprintf(who, sizeof(who), MB_PROG " %s, impl " MB_IMPL ", %d ranks on %d nodes",
+                     PACKAGE_VERSION, c.size, c.nodes);
+            hb_osu_header(stdout, mb_op_names[op], who);
         }
         for (int s = 0; s < (op == MB_BARRIER ? 1 : o.n_sizes); s++) {
             size_t size = op == MB_BARRIER ? 0 : o.sizes[s];
@@ -599,8 +602,7 @@ int main(int argc, char **argv)
             if (c.rank != 0)
                 continue;
             if (o.osu)
-                printf("  %-10zu %16.2f %10.2f %10.2f %10.2f %10ld %10.3f\n", size, st.mean,
-                       st.median, st.min, st.max, st.n, st.ci);
+                hb_osu_row(stdout, mb_op_names[op], size, st.mean, st.min, st.max, (uint64_t)st.n);
             else
                 printf("{\"bench\": \"%s\", \"impl\": \"" MB_IMPL
                        "\", \"nodes\": %d, \"ranks\": %d, "
