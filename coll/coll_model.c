@@ -92,14 +92,16 @@ int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_
     if ((op != HB_COLL_SCATTER && op != HB_COLL_GATHER) || P < 1 || P > n0 || P > n1)
         return HB_ERR_INVAL;
     double bP = hb_model_bwan(p, P), b1 = hb_model_bwan(p, 1);
-    uint32_t X = hb_model_x(n1, P), a = n1 - P * (X - 1), x0 = n1 / P; /* x0: group 0 */
+    uint32_t X = hb_model_x(n1, P), a = n1 - P * (X - 1);
     double ba = hb_model_bwan(p, a);
     if (bP <= 0.0 || b1 <= 0.0 || ba <= 0.0)
         return HB_ERR_INVAL;
     /* the WAN: every lane at b_WAN(P) until the (X-1)-lanes are done, then the a X-lanes */
     double W = a == P ? (double)X * M / bP : (double)(X - 1) * M / bP + M / ba;
     double seg = p->seg > 0.0 && p->seg < M ? p->seg : M;
-    double B = (double)(n1 - x0 + n0 - 1) * M;
+    /* The root's one NIC carries every block but its own: the shares, its own site and the
+     * blocks of its own lane alike (doc/reproduction.md, section 2). */
+    double B = (double)(n1 + n0 - 1) * M;
     double d = p->alpha, tail = 0.0, lower;
     if (op == HB_COLL_SCATTER) {
         double first = p->seg > 0.0 && p->seg < (double)X * M ? p->seg : (double)X * M;
@@ -242,6 +244,11 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
             end = posted + p->L + M / bw_n1;
         }
         double local = posted + (double)(n0 - 1) * (p->alpha + M / p->b_lan);
+        /* The root's NIC (b_LAN) carries all n0 + n1 - 1 messages, the WAN ones too; shared
+         * by all of them, the WAN ones end last and cross the WAN after. */
+        double nic = p->alpha + (double)(n0 + n1 - 1) * M / p->b_lan + (n1 > 0 ? p->L : 0.0);
+        if (nic > end)
+            end = nic;
         *t_p = local > end ? local : end;
         return 0;
     }

@@ -96,9 +96,10 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
  *    min(seg, M) makes one LAN hop, alpha + min(seg, M)/b_LAN, if the last lane ends at a
  *    relay (scatter: X > 1, a Dep_recv forwards to a child; gather: P > 1, a Dep_send
  *    forwards to the root);
- *  - the root's LAN link carries B = (n1 - x_0 + n0 - 1)·M in all (the shares and its own
- *    site), which bounds the time from below; in scatter every share must have crossed it
- *    before its lane's last segment can leave;
+ *  - the root's one NIC, at b_LAN, carries B = (n1 + n0 - 1)·M in all (the shares, its own
+ *    site and its own lane's blocks: WAN traffic leaves through the same NIC), which bounds
+ *    the time from below; in scatter every share must have crossed it before its lane's last
+ *    segment can leave;
  *  - scatter with p->queue > 0: the root issues its sends in schedule order (shares 1 ..
  *    P-1, then its own lane 0), and a share beyond the queue holds back the ones behind it
  *    until its excess has crossed the root's link: lane j starts at
@@ -126,8 +127,10 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
  * scatter (gather: same value) with M bytes per node, or bcast with M bytes in total:
  * flat: root posts its n1 WAN messages first (alpha each); they go to distinct remote nodes, so
  * they run at once as n1 node pairs, each capped at b_WAN and together under B_WAN, and are all
- * through after M / b_WAN(n1) + L:  max(n1·alpha + L + M/b_WAN(n1), n1·alpha + (n0-1)(alpha +
- * M/b_LAN)); gather the same reversed (n1 remote senders at once). binomial: root-rotated
+ * through after M / b_WAN(n1) + L; the root's NIC carries all n0 + n1 - 1 messages at b_LAN:
+ * max(n1·alpha + L + M/b_WAN(n1), n1·alpha + (n0-1)(alpha + M/b_LAN), alpha +
+ * (n0+n1-1)·M/b_LAN + L [n1 > 0]); gather the same reversed (n1 remote senders at once, into
+ * the root's NIC). binomial: root-rotated
  * binomial tree over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first;
  * every message costs its sender alpha + bytes/b (b_WAN(1) across the WAN), a WAN message
  * arrives L later.
