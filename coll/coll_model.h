@@ -100,13 +100,21 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
  *    site and its own lane's blocks: WAN traffic leaves through the same NIC), which bounds
  *    the time from below; in scatter every share must have crossed it before its lane's last
  *    segment can leave;
+ *  - the root's NIC is shared max-min fairly by its flows (TCP through one bottleneck), a
+ *    fluid run to the end: its own site's n0 - 1 blocks, the shares and its own lane (at most
+ *    b_WAN(the lanes still running)); in gather a share is fed by its lane (capped the same)
+ *    and the lanes' flows join L after the start; in scatter a Dep_send forwards its share as
+ *    it arrives. While many flows share the NIC the root's own lane runs below its cap, which
+ *    makes small and uneven P slower (the multi-lane paper's grid: P 3 626 ms, P 4 535 ms);
+ *    the bound is when the last of them is through, + L + the relay hop for a lane, + alpha;
  *  - scatter with p->queue > 0: the root issues its sends in schedule order (shares 1 ..
  *    P-1, then its own lane 0), and a share beyond the queue holds back the ones behind it
  *    until its excess has crossed the root's link: lane j starts at
  *    s_j = alpha + sum_{0<i<j} max(0, x_i·M - queue)/b_LAN (lane 0 after all shares), and ends
  *    no earlier than s_j + x_j·M/b_WAN(1) + L.
- *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1), max_j lane j)
- *   gather:  max(L + d + W + tail, alpha + B/b_LAN)
+ *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1), max_j lane j,
+ *                the NIC's fluid)
+ *   gather:  max(L + d + W + tail, alpha + B/b_LAN, the NIC's fluid)
  * with seg 0 read as M (whole blocks; shares as X·M). 1 <= P <= min(n0, n1); op scatter or
  * gather, else HB_ERR_INVAL.
  */

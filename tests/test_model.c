@@ -251,10 +251,12 @@ static void test_popt_pipe(void)
 /*
  * The multi-lane paper's grid (issue 25): 2 x 32 nodes, 1 Gbit/s NICs (125 B/us), 250 Mbit/s
  * per lane under a 1 Gbit/s WAN total, 1 MiB per node, 32 KiB segments. The root's NIC must
- * carry 63 MiB whatever the algorithm: 50 + 63 MiB / 125 B/us + L = 533533 us for flat, the
- * same plus one segment's WAN time for multi-lane at every P >= 3, where the lanes (11 MiB at
- * P = 3: 369 ms) are faster than the NIC. P = 3 is the smallest P on that plateau; the paper's
- * 16-32 are on it too, and flat, a hair ahead, is a tie.
+ * carry 63 MiB whatever the algorithm: 50 + 63 MiB / 125 B/us = 528532 us for gather (the NIC
+ * is the last thing), for scatter L and one segment's WAN time more. Every P that divides 32
+ * from 4 on reaches that bound: the lanes (8 MiB at 250 Mbit/s: 268 ms) are faster than the
+ * NIC. Below 4, and at uneven P, the root's own lane gets only its fair share of the NIC while
+ * the 31 local blocks cross it, and ends later (P 3: 626 ms). P_opt is 4, the smallest P on
+ * that plateau; the paper's 16-32 are on it too, and flat, one segment ahead, is a tie.
  */
 static void test_paper_grid(void)
 {
@@ -268,23 +270,25 @@ static void test_paper_grid(void)
     const double M = 1048576.0, nic = 50.0 + 63.0 * M / 125.0;
     double t = 0.0;
     uint32_t P = 0;
-    for (uint32_t k = 3; k <= 32; k++) {
+    for (uint32_t k = 4; k <= 32; k *= 2) {
         CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 32, 32, M, k, &t), 0);
         NEAR(t, nic + 5000.0 + 32768.0 / 31.25);
         CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_GATHER, 32, 32, M, k, &t), 0);
         NEAR(t, nic);
     }
-    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 32, 32, M, 2, &t), 0);
-    CU_ASSERT(t > nic + 5000.0 + 32768.0 / 31.25 + 10000.0); /* 16 MiB per lane: 537 ms */
+    CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 32, 32, M, 3, &t), 0);
+    CU_ASSERT(t > nic + 90000.0);
     CU_ASSERT_EQUAL(hb_model_popt_op(&p, HB_COLL_SCATTER, 32, 32, M, 0, &P, &t), 0);
-    CU_ASSERT_EQUAL(P, 3);
+    CU_ASSERT_EQUAL(P, 4);
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 32, 32, M, &t), 0);
     NEAR(t, nic + 5000.0);
-    /* the gain over single-lane is bounded by the NIC: 32 MiB on one lane against 63 MiB on
-     * the NIC, 2.0x (the paper measured 1.5-2x; without the NIC's WAN part the model said 3x) */
+    /* the gain over one lane is bounded by the NIC: 32 MiB on one lane, which shares the NIC
+     * with the 31 local blocks at first (1314 ms), against 63 MiB on the NIC: 2.46x (the old
+     * model, without the root's own lane on its NIC, said 3x; the paper's store-and-forward
+     * T(P) says 1.7-1.8x, and it measured 1.5-2x) */
     double t1 = 0.0;
     CU_ASSERT_EQUAL(hb_model_multi_lane_pipe(&p, HB_COLL_SCATTER, 32, 32, M, 1, &t1), 0);
-    CU_ASSERT(t1 / t > 1.9 && t1 / t < 2.1);
+    CU_ASSERT(t1 / t > 2.4 && t1 / t < 2.5);
 }
 
 static void test_popt(void)
