@@ -30,6 +30,8 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_logp_main},
     {"lanes", "b_WAN(P): WAN bandwidth with P node pairs at once across two sites, cached",
      hb_bench_lanes_main},
+    {"reproduce", "the seed papers' experiments on this machine, doc/reproduction.md (--quick)",
+     hb_bench_repro_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 
