@@ -377,9 +377,16 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
             end = posted + p->L + M / bw_n1;
         }
         double local = posted + (double)(n0 - 1) * (p->alpha + M / p->b_lan);
-        /* The root's NIC (b_LAN) carries all n0 + n1 - 1 messages, the WAN ones too; shared
-         * by all of them, the WAN ones end last and cross the WAN after. */
-        double nic = p->alpha + (double)(n0 + n1 - 1) * M / p->b_lan + (n1 > 0 ? p->L : 0.0);
+        /* The root's NIC (b_LAN) carries all n0 + n1 - 1 messages, the WAN ones too. Shared
+         * by all of them, in scatter and bcast the WAN ones end last and then cross the WAN;
+         * in gather they arrive from L on, while the local ones use the NIC. */
+        double all = (double)(n0 + n1 - 1) * M / p->b_lan, nic;
+        if (op == HB_COLL_GATHER)
+            nic = p->alpha + (n1 > 0 && p->L + (double)n1 * M / p->b_lan > all
+                                  ? p->L + (double)n1 * M / p->b_lan
+                                  : all);
+        else
+            nic = p->alpha + all + (n1 > 0 ? p->L : 0.0);
         if (nic > end)
             end = nic;
         *t_p = local > end ? local : end;

@@ -138,7 +138,8 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
  * through after M / b_WAN(n1) + L; the root's NIC carries all n0 + n1 - 1 messages at b_LAN:
  * max(n1·alpha + L + M/b_WAN(n1), n1·alpha + (n0-1)(alpha + M/b_LAN), alpha +
  * (n0+n1-1)·M/b_LAN + L [n1 > 0]); gather the same reversed (n1 remote senders at once, into
- * the root's NIC). binomial: root-rotated
+ * the root's NIC, whose bound is alpha + max((n0+n1-1)·M, L·b_LAN + n1·M)/b_LAN: the remote
+ * blocks arrive from L on). binomial: root-rotated
  * binomial tree over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first;
  * every message costs its sender alpha + bytes/b (b_WAN(1) across the WAN), a WAN message
  * arrives L later.

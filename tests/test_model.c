@@ -280,6 +280,10 @@ static void test_paper_grid(void)
     CU_ASSERT(t > nic + 90000.0);
     CU_ASSERT_EQUAL(hb_model_popt_op(&p, HB_COLL_SCATTER, 32, 32, M, 0, &P, &t), 0);
     CU_ASSERT_EQUAL(P, 4);
+    /* flat gather: the remote blocks arrive from L on while the local ones use the NIC: the
+     * same bound as multi-lane's, a tie */
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_GATHER, HB_COLL_ALG_FLAT, 32, 32, M, &t), 0);
+    NEAR(t, nic);
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 32, 32, M, &t), 0);
     NEAR(t, nic + 5000.0);
     /* the gain over one lane is bounded by the NIC: 32 MiB on one lane, which shares the NIC
