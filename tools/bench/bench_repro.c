@@ -421,7 +421,7 @@ static void s2_simulate(rp_t *r, s2_sim_t *s)
 }
 
 typedef struct s2_bed {
-    int ran, nic; /* nic: every host's NIC capped (--nic-mbit), else only the switch ports */
+    int ran, nic;   /* nic: every host's NIC capped (--nic-mbit), else only the switch ports */
     unsigned nodes; /* per site */
     double M, lane[16];
     unsigned n_lane;
@@ -700,48 +700,53 @@ static void s2_settle(rp_t *r, const s2_sim_t *s, const s2_bed_t *bed, const s2_
         if (s->sim[0][k] < sim_best)
             sim_best = s->sim[0][k];
     md(r, "### The disagreement, settled\n\n");
-    md(r, "At the paper's parameters hibar's model used to pick P = 3, predict 3x over "
-          "single-lane and have `auto` choose flat from 64 KiB; the paper's model picked 32, "
-          "and the paper measured 16-25 best and 1.5-2x. From first principles, at %.0f KiB per "
-          "node:\n\n",
+    md(r,
+       "At the paper's parameters hibar's model used to pick P = 3, predict 3x over "
+       "single-lane and have `auto` choose flat from 64 KiB; the paper's model picked 32, "
+       "and the paper measured 16-25 best and 1.5-2x. From first principles, at %.0f KiB per "
+       "node:\n\n",
        M / 1024);
-    md(r, "1. **The paper's P = 32 is its T(P) without the WAN total.** With b_WAN(P) = "
-          "min(250, 1000/P) the WAN term X(P)·M/b_WAN(P) stops falling at P = 1000/250 = 4 "
-          "(8 blocks at 250 Mbit/s take as long as 32 at 1 Gbit/s), while Y(P) = n0 + n1 - 1 - "
-          "X(P) keeps growing, so T(P) is smallest at P = %u (%.1f ms; P = 16: %.1f, P = 32: "
-          "%.1f). It picks P = %u only if every lane keeps its 250 Mbit/s at any P (the "
-          "column without the total cap): T(32) < T(16) needs the 32 lanes to carry more than "
-          "the 1 Gbit/s total together. The paper's model was evaluated with a per-lane "
-          "bandwidth that did not fall as 1000/P.\n",
+    md(r,
+       "1. **The paper's P = 32 is its T(P) without the WAN total.** With b_WAN(P) = "
+       "min(250, 1000/P) the WAN term X(P)·M/b_WAN(P) stops falling at P = 1000/250 = 4 "
+       "(8 blocks at 250 Mbit/s take as long as 32 at 1 Gbit/s), while Y(P) = n0 + n1 - 1 - "
+       "X(P) keeps growing, so T(P) is smallest at P = %u (%.1f ms; P = 16: %.1f, P = 32: "
+       "%.1f). It picks P = %u only if every lane keeps its 250 Mbit/s at any P (the "
+       "column without the total cap): T(32) < T(16) needs the 32 lanes to carry more than "
+       "the 1 Gbit/s total together. The paper's model was evaluated with a per-lane "
+       "bandwidth that did not fall as 1000/P.\n",
        P_pap, t_pap / 1e3, t16 / 1e3, t32 / 1e3, P_nocap);
-    md(r, "2. **What bounds every algorithm here is the root's NIC.** The root holds all 63 "
-          "blocks and has one 1 Gbit/s NIC, and its own lane's blocks leave through it too: "
-          "flat and multi-lane at any P need at least 63·M / 1 Gbit/s = %.1f ms, while the WAN "
-          "needs only 32·M / 1 Gbit/s = %.1f ms. Once the lanes outrun the NIC (P = 4 here) "
-          "every P is as fast as any other: hibar-sim (which now sends WAN bytes through both "
-          "NICs) gives one time for P = 4..32 and for flat (table above), and so does the "
-          "model. The paper's best measured P (16-25) lies on this plateau; which P of a "
-          "plateau measures best is decided by what neither model has (TCP's ramp-up per "
-          "connection over the WAN's latency, the store-and-forward start of the paper's "
-          "algorithm), which a bed without WAN latency cannot show (this kernel has no "
-          "netem).\n",
+    md(r,
+       "2. **What bounds every algorithm here is the root's NIC.** The root holds all 63 "
+       "blocks and has one 1 Gbit/s NIC, and its own lane's blocks leave through it too: "
+       "flat and multi-lane at any P need at least 63·M / 1 Gbit/s = %.1f ms, while the WAN "
+       "needs only 32·M / 1 Gbit/s = %.1f ms. Once the lanes outrun the NIC (P = 4 here) "
+       "every P is as fast as any other: hibar-sim (which now sends WAN bytes through both "
+       "NICs) gives one time for P = 4..32 and for flat (table above), and so does the "
+       "model. The paper's best measured P (16-25) lies on this plateau; which P of a "
+       "plateau measures best is decided by what neither model has (TCP's ramp-up per "
+       "connection over the WAN's latency, the store-and-forward start of the paper's "
+       "algorithm), which a bed without WAN latency cannot show (this kernel has no "
+       "netem).\n",
        nic / 1e3, wan / 1e3);
-    md(r, "3. **The gain is bounded by the NIC too.** Single-lane puts 32 blocks on one "
-          "250 Mbit/s lane, %.1f ms at least, against the NIC's %.1f ms: %.2fx; %.2fx when the "
-          "lane shares the NIC fairly with the 31 local blocks at first, as the model now has "
-          "it (P = 1: %.1f ms; P_opt = %u: %.1f ms). The paper's own T(P) gives %.2fx (its LAN "
-          "legs follow the WAN, store-and-forward), hibar-sim %.2fx, and the paper measured "
-          "1.5-2x. hibar's old 3x left the root's own lane off the root's NIC; its P = 3 came "
-          "from the same omission (fewer lanes keep more blocks on the root's lane, which the "
-          "old bound did not charge).\n",
+    md(r,
+       "3. **The gain is bounded by the NIC too.** Single-lane puts 32 blocks on one "
+       "250 Mbit/s lane, %.1f ms at least, against the NIC's %.1f ms: %.2fx; %.2fx when the "
+       "lane shares the NIC fairly with the 31 local blocks at first, as the model now has "
+       "it (P = 1: %.1f ms; P_opt = %u: %.1f ms). The paper's own T(P) gives %.2fx (its LAN "
+       "legs follow the WAN, store-and-forward), hibar-sim %.2fx, and the paper measured "
+       "1.5-2x. hibar's old 3x left the root's own lane off the root's NIC; its P = 3 came "
+       "from the same omission (fewer lanes keep more blocks on the root's lane, which the "
+       "old bound did not charge).\n",
        lane / 1e3, nic / 1e3, lane / nic, t_one / t_pipe, t_one / 1e3, P_pipe, t_pipe / 1e3,
        t_single / t_pap, s->single[0] / sim_best);
-    md(r, "4. **`auto` choosing flat is right here.** Flat's 32 WAN messages run at once, one "
-          "per remote node, and are bound by the same NIC: the model gives flat %.1f ms against "
-          "multi-lane %.1f ms, a tie decided by one segment's WAN time. Multi-lane can only win "
-          "where flat's many flows lose throughput (a measured b_WAN(P) falling with P, as on "
-          "the 2 x 8 bed of doc/model.md), or where the root cannot reach every remote node. "
-          "The chooser's answers on this grid:\n\n",
+    md(r,
+       "4. **`auto` choosing flat is right here.** Flat's 32 WAN messages run at once, one "
+       "per remote node, and are bound by the same NIC: the model gives flat %.1f ms against "
+       "multi-lane %.1f ms, a tie decided by one segment's WAN time. Multi-lane can only win "
+       "where flat's many flows lose throughput (a measured b_WAN(P) falling with P, as on "
+       "the 2 x 8 bed of doc/model.md), or where the root cannot reach every remote node. "
+       "The chooser's answers on this grid:\n\n",
        t_flat / 1e3, t_pipe / 1e3);
     md(r, "| op | size | flat (ms) | single-lane | multi-lane (P) | chosen |\n"
           "|---|---|---|---|---|---|\n");
@@ -772,9 +777,10 @@ static void s2_settle(rp_t *r, const s2_sim_t *s, const s2_bed_t *bed, const s2_
             lo = bed->multi[0][P] < lo ? bed->multi[0][P] : lo;
             hi = bed->multi[0][P] > hi ? bed->multi[0][P] : hi;
         }
-        md(r, "With every NIC capped at the paper's ratio, flat scatter took %s ms and the best "
-              "multi-lane (P = %u) %.1f ms (gather: flat %s against %.1f at P = %u): the tie of "
-              "point 4; single-lane over the best multi-lane %s.",
+        md(r,
+           "With every NIC capped at the paper's ratio, flat scatter took %s ms and the best "
+           "multi-lane (P = %u) %.1f ms (gather: flat %s against %.1f at P = %u): the tie of "
+           "point 4; single-lane over the best multi-lane %s.",
            cell(c1, sizeof(c1), "%.1f", bed->flat[0] / 1e3), bp, bs / 1e3,
            cell(c2, sizeof(c2), "%.1f", bed->flat[1] / 1e3), bg / 1e3, gp,
            cell(c4, sizeof(c4), "%.2fx", bed->single[0] / bs));
@@ -784,11 +790,12 @@ static void s2_settle(rp_t *r, const s2_sim_t *s, const s2_bed_t *bed, const s2_
         if (ctl->ran) {
             unsigned cp;
             double cs = bed_best(ctl, 0, &cp);
-            md(r, " The control, the same bed with the hosts' sends uncapped (only the switch "
-                  "ports at 400 Mbit/s): flat scatter %.1f ms, the best multi-lane %.1f ms "
-                  "(P = %u), against a model that still charges the root's 400 Mbit/s "
-                  "(%.1f ms): without a NIC bound the WAN total is the limit; gather, whose "
-                  "root port is still capped, stays at %.1f ms (flat).",
+            md(r,
+               " The control, the same bed with the hosts' sends uncapped (only the switch "
+               "ports at 400 Mbit/s): flat scatter %.1f ms, the best multi-lane %.1f ms "
+               "(P = %u), against a model that still charges the root's 400 Mbit/s "
+               "(%.1f ms): without a NIC bound the WAN total is the limit; gather, whose "
+               "root port is still capped, stays at %.1f ms (flat).",
                ctl->flat[0] / 1e3, cs / 1e3, cp, ctl->flat_pred[0] / 1e3, ctl->flat[1] / 1e3);
             row(r, 2, "measured", "ctl_scatter_flat_us", ctl->flat[0]);
         }
