@@ -84,7 +84,8 @@ static void lines_free(rp_lines_t *l)
 typedef struct rp {
     int quick, bed, verbose;
     const char *plot, *out, *rows_path;
-    char dir[PATH_MAX], tmp[64];
+    char dir[PATH_MAX], tmp[PATH_MAX], name[24];
+    int keep_tmp; /* --work-dir: the caller's, kept */
     FILE *md, *rows;
     char *log; /* what was run, for the report */
     size_t log_len;
@@ -451,20 +452,20 @@ static void s2_bed_run(rp_t *r, s2_bed_t *s, int nic)
         return;
     fprintf(f,
             "#!/bin/sh\n# inside the 2-site bed: b_WAN(P), then scatter and gather swept over P\n"
-            "S=\"--set cluster=hibar-rpb%ld --set heartbeat.timeout_ms=10000\"\n"
+            "S=\"--set cluster=hibar-%s-b --set heartbeat.timeout_ms=10000\"\n"
             "export HIBAR_MODEL_CACHE=%s/bed.plogp\n"
             "'%s' lanes $S --json > %s/lanes.json || exit 1\n"
             "for op in scatter gather; do\n"
             "  '%s' $op --sizes %.0f --alg flat,single-lane,multi-lane --sweep-lanes "
             "--sweep-size %.0f --max-reps %d $S --json > %s/$op.json || exit 1\n"
             "done\n",
-            (long)getpid(), r->tmp, t, r->tmp, t, s->M, s->M, r->quick ? 3 : 5, r->tmp);
+            r->name, r->tmp, t, r->tmp, t, s->M, s->M, r->quick ? 3 : 5, r->tmp);
     fclose(f);
     rp_lines_t o = {0};
     fmt(b, sizeof(b),
-        "sh -c \"'%s/tests/netns/testbed' --name rp%ld --net 10.249 --sites 2 --nodes %u "
+        "sh -c \"'%s/tests/netns/testbed' --name %s --net 10.249 --sites 2 --nodes %u "
         "--lane-mbit 100 --total-mbit 400 --lan-mbit 400 --nic-mbit %d -- sh '%s'\"",
-        HB_ABS_TOP_SRCDIR, (long)getpid() % 100000, s->nodes, nic ? 400 : 0, script);
+        HB_ABS_TOP_SRCDIR, r->name, s->nodes, nic ? 400 : 0, script);
     if (run(r, b, &o) != 0) {
         lines_free(&o);
         return;
@@ -904,8 +905,8 @@ static void s4_measure(rp_t *r, rp_lines_t *o)
     FILE *f = fopen(cfg, "w");
     if (f == NULL)
         return;
-    fprintf(f, "cluster: hibar-rpl%ld\nnodes: n[0-3]\nbootstrap: local\nrun_dir: %s/run\n",
-            (long)getpid(), r->tmp);
+    fprintf(f, "cluster: hibar-%s-l\nnodes: n[0-3]\nbootstrap: local\nrun_dir: %s/run\n",
+            r->name, r->tmp);
     fclose(f);
     fmt(b, sizeof(b),
         "HIBAR_MODEL_CACHE='%s/four.plogp' %s logp --config '%s' --max-reps %d --json", r->tmp, t,
@@ -1037,9 +1038,9 @@ static void s5_run(rp_t *r, double t_ib, double t_sr)
           "this machine's memory; barriers go to 100,000.)\n\n");
     /* validation: hibar-sim against the emulated 30-node cluster, measured now */
     fmt(b, sizeof(b),
-        "TMPDIR='%s' %s validate --config '%s/examples/scmd-30.yaml' --set cluster=hibar-rpv%ld "
+        "TMPDIR='%s' %s validate --config '%s/examples/scmd-30.yaml' --set cluster=hibar-%s-v "
         "--set run_dir='%s/vrun' --measure --measure-iters %d --blocks 1 --host-iters 500 -q",
-        r->tmp, t, HB_ABS_TOP_SRCDIR, (long)getpid(), r->tmp, r->quick ? 50 : 200);
+        r->tmp, t, HB_ABS_TOP_SRCDIR, r->name, r->tmp, r->quick ? 50 : 200);
     run(r, b, &o);
     md(r, "Validation error, `hibar-sim validate --measure` on the emulated 30-node cluster "
           "(`examples/scmd-30.yaml`, 30 daemons on this host, the host model probed in the same "
@@ -1074,12 +1075,14 @@ static void s5_run(rp_t *r, double t_ib, double t_sr)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hibar-bench reproduce [--quick] [--plot DIR] [--out FILE] [--rows FILE]\n"
-               "         [--no-bed] [-v]\n"
+               "         [--no-bed] [--name NAME] [--work-dir DIR] [-v]\n"
                "Runs the seed papers' experiments on this machine (sections 1-5: SCMD, "
                "multi-lane,\nMPIBlib, PlogP-BR, scale) and writes the report (default "
                "doc/reproduction.md of\nthe source tree). --quick: a few minutes. --no-bed: "
                "skip the namespace bed (it\nneeds root). --rows FILE: every number once more, "
-               "'SECTION SOURCE KEY VALUE'.\n");
+               "'SECTION SOURCE KEY VALUE'.\n"
+               "--name NAME: the bed's name and the clusters' (hibar-NAME-*; default rpPID);\n"
+               "--work-dir DIR: scratch files there (kept), else in a fresh /tmp directory.\n");
 }
 
 int hb_bench_repro_main(int argc, char **argv)
@@ -1096,9 +1099,19 @@ int hb_bench_repro_main(int argc, char **argv)
             r.bed = 0;
         else if (strcmp(a, "-v") == 0)
             r.verbose = 1;
-        else if ((strcmp(a, "--plot") == 0 || strcmp(a, "--out") == 0 ||
-                  strcmp(a, "--rows") == 0) &&
-                 i + 1 < argc) {
+        else if (strcmp(a, "--name") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strlen(v) < 1 || strlen(v) > 16 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(v)) {
+                fprintf(stderr, "hibar-bench reproduce: --name: 1-16 lower-case letters or digits\n");
+                return 2;
+            }
+            fmt(r.name, sizeof(r.name), "%s", v);
+        } else if (strcmp(a, "--work-dir") == 0 && i + 1 < argc) {
+            fmt(r.tmp, sizeof(r.tmp), "%s", argv[++i]);
+            r.keep_tmp = 1;
+        } else if ((strcmp(a, "--plot") == 0 || strcmp(a, "--out") == 0 ||
+                    strcmp(a, "--rows") == 0) &&
+                   i + 1 < argc) {
             const char *v = argv[++i];
             if (a[2] == 'p')
                 r.plot = v;
@@ -1118,8 +1131,11 @@ int hb_bench_repro_main(int argc, char **argv)
     if (geteuid() != 0)
         r.bed = 0;
     hb_bench_exe_dir(r.dir, sizeof(r.dir));
-    snprintf(r.tmp, sizeof(r.tmp), "/tmp/hibar-repro.XXXXXX");
-    if (mkdtemp(r.tmp) == NULL) {
+    if (r.name[0] == '\0')
+        fmt(r.name, sizeof(r.name), "rp%ld", (long)getpid() % 1000000);
+    if (!r.keep_tmp)
+        fmt(r.tmp, sizeof(r.tmp), "/tmp/hibar-repro.XXXXXX");
+    if (!r.keep_tmp && mkdtemp(r.tmp) == NULL) {
         fprintf(stderr, "hibar-bench reproduce: mkdtemp: %s\n", strerror(errno));
         return 1;
     }
@@ -1202,9 +1218,9 @@ int hb_bench_repro_main(int argc, char **argv)
     }
     if (r.rows != NULL)
         fclose(r.rows);
-    char rm[128];
+    char rm[PATH_MAX + 16];
     fmt(rm, sizeof(rm), "rm -rf '%s'", r.tmp);
-    if (system(rm) != 0)
+    if (!r.keep_tmp && system(rm) != 0)
         fprintf(stderr, "hibar-bench reproduce: could not remove %s\n", r.tmp);
     if (rc == 0)
         fprintf(stderr, "hibar-bench reproduce: wrote %s\n", r.out);
