@@ -920,8 +920,9 @@ static void s4_write(rp_t *r, const rp_lines_t *o)
     md(r, "## 4. PlogP-BR\n\n");
     md(r, "`hibar-bench logp` between the daemons of an emulated 4-node cluster on this host "
           "(loopback TCP): L, o_s(m), o_r(m), g(m) by logp_mpi's round trips, and the pattern "
-          "gaps g(m, C) by flooding in each pattern, bidirectionally as the paper does (every "
-          "flood is answered once).\n\n"
+          "gaps g(m, C) by flooding in each pattern (pair, one-to-many, many-to-one), every "
+          "flood answered once, so each figure includes the way back as the paper's "
+          "round-trip measurements do.\n\n"
           "| m (B) | L (us) | o_s | o_r | g(m) | g(m, pair) | g(m, 1->n) | g(m, n->1) |\n"
           "|---|---|---|---|---|---|---|---|\n");
     int rows = 0;
