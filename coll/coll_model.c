@@ -83,6 +83,117 @@ static uint32_t grp_blocks(uint32_t n1, uint32_t P, uint32_t g)
     return (uint32_t)(((uint64_t)(g + 1) * n1) / P - ((uint64_t)g * n1) / P);
 }
 
+/*
+ * The root's one NIC (rate b) shared max-min fairly by TCP flows, a fluid run to the end.
+ * Class i: k[i] flows of bytes[i] each. Class 0: the root's own site (only the NIC limits
+ * them). Classes 1, 2: the shares (X and X - 1 blocks). Class 3: the root's own lane. A lane
+ * runs at b_WAN(the lanes still running). Gather: a share is fed by its lane, so it is capped
+ * at that rate on the NIC like the root's own lane. Scatter: a share crosses the NIC at its
+ * fair share into its Dep_send, whose lane forwards it as it arrives (a queue: at the lane's
+ * rate while anything waits, else at the arrival rate) and is through at lane_end[i].
+ * A class takes part from start[i] on (gather: a lane's first bytes reach the root site L
+ * after the start). Returns when the last byte of the last class is through (NIC and lanes), or
+ * INFINITY.
+ */
+#define NIC_CLASSES 4
+
+typedef struct nic_fluid {
+    double k[NIC_CLASSES], bytes[NIC_CLASSES], start[NIC_CLASSES];
+    double end[NIC_CLASSES];      /* through the NIC at */
+    double lane_end[NIC_CLASSES]; /* scatter shares: through their lane at */
+} nic_fluid_t;
+
+static double nic_fluid(const hb_model_lanes_t *p, double b, int gather, nic_fluid_t *f)
+{
+    double sent[NIC_CLASSES] = {0}, fwd[NIC_CLASSES] = {0}, t = 0.0;
+    for (int i = 0; i < NIC_CLASSES; i++) {
+        int none = !(f->k[i] > 0.0 && f->bytes[i] > 0.0);
+        f->end[i] = none ? 0.0 : -1.0;
+        f->lane_end[i] = none || gather || i == 0 || i == 3 ? 0.0 : -1.0;
+    }
+    for (int guard = 0; guard < 64; guard++) {
+        /* the lanes running now: the root's own, and every share not yet through its lane */
+        double lanes = (f->end[3] < 0.0 ? 1.0 : 0.0);
+        for (int i = 1; i < 3; i++)
+            if ((gather ? f->end[i] : f->lane_end[i]) < 0.0)
+                lanes += f->k[i];
+        double c = lanes > 0.0 ? hb_model_bwan(p, (uint32_t)lanes) : 0.0;
+        /* NIC rates by water-filling: capped classes (lanes) below the fair share keep c */
+        double rate[NIC_CLASSES] = {0}, left = b, nleft = 0.0, dt = INFINITY;
+        int act = 0, on[NIC_CLASSES];
+        for (int i = 0; i < NIC_CLASSES; i++) {
+            on[i] = f->end[i] < 0.0 && f->start[i] <= t;
+            if (f->end[i] < 0.0) {
+                act = 1;
+                if (!on[i] && f->start[i] - t < dt)
+                    dt = f->start[i] - t; /* a class joins */
+            }
+            if (on[i])
+                nleft += f->k[i];
+        }
+        int capped[NIC_CLASSES] = {0};
+        for (int i = 0; i < NIC_CLASSES; i++)
+            capped[i] = on[i] && (i == 3 || (gather && i > 0));
+        double ncap = 0.0;
+        for (int i = 0; i < NIC_CLASSES; i++)
+            ncap += capped[i] ? f->k[i] : 0.0;
+        if (ncap > 0.0 && nleft > 0.0 && c <= left / nleft) {
+            for (int i = 0; i < NIC_CLASSES; i++)
+                if (capped[i])
+                    rate[i] = c;
+            left -= c * ncap;
+            nleft -= ncap;
+        } else {
+            for (int i = 0; i < NIC_CLASSES; i++)
+                capped[i] = 0;
+        }
+        for (int i = 0; i < NIC_CLASSES; i++)
+            if (on[i] && !capped[i])
+                rate[i] = nleft > 0.0 ? left / nleft : 0.0;
+        /* scatter's share lanes: at c while a backlog waits, else at the arrival rate */
+        double lrate[NIC_CLASSES] = {0};
+        int lanes_left = 0;
+        for (int i = 1; i < 3; i++) {
+            if (gather || f->lane_end[i] >= 0.0)
+                continue;
+            lanes_left = 1;
+            double back = sent[i] - fwd[i], arr = on[i] ? rate[i] : 0.0;
+            lrate[i] = back > 1e-9 * f->bytes[i] ? c : (arr < c ? arr : c);
+            if (back > 1e-9 * f->bytes[i] && c > arr && (back / (c - arr)) < dt)
+                dt = back / (c - arr); /* the backlog is gone */
+            if (lrate[i] > 0.0 && (f->bytes[i] - fwd[i]) / lrate[i] < dt)
+                dt = (f->bytes[i] - fwd[i]) / lrate[i];
+        }
+        if (!act && !lanes_left)
+            return t;
+        for (int i = 0; i < NIC_CLASSES; i++)
+            if (on[i] && rate[i] > 0.0 && (f->bytes[i] - sent[i]) / rate[i] < dt)
+                dt = (f->bytes[i] - sent[i]) / rate[i];
+        if (!isfinite(dt))
+            return INFINITY;
+        t += dt;
+        for (int i = 0; i < NIC_CLASSES; i++) {
+            if (on[i]) {
+                sent[i] += rate[i] * dt;
+                if (f->bytes[i] - sent[i] <= 1e-9 * f->bytes[i]) {
+                    sent[i] = f->bytes[i];
+                    f->end[i] = t;
+                }
+            }
+            if (f->lane_end[i] < 0.0) {
+                fwd[i] += lrate[i] * dt;
+                if (fwd[i] > sent[i])
+                    fwd[i] = sent[i];
+                if (f->bytes[i] - fwd[i] <= 1e-9 * f->bytes[i]) {
+                    fwd[i] = f->bytes[i];
+                    f->lane_end[i] = t;
+                }
+            }
+        }
+    }
+    return INFINITY;
+}
+
 int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, uint32_t n1,
                              double M, uint32_t P, double *t_p)
 {
@@ -92,14 +203,16 @@ int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_
     if ((op != HB_COLL_SCATTER && op != HB_COLL_GATHER) || P < 1 || P > n0 || P > n1)
         return HB_ERR_INVAL;
     double bP = hb_model_bwan(p, P), b1 = hb_model_bwan(p, 1);
-    uint32_t X = hb_model_x(n1, P), a = n1 - P * (X - 1), x0 = n1 / P; /* x0: group 0 */
+    uint32_t X = hb_model_x(n1, P), a = n1 - P * (X - 1);
     double ba = hb_model_bwan(p, a);
     if (bP <= 0.0 || b1 <= 0.0 || ba <= 0.0)
         return HB_ERR_INVAL;
     /* the WAN: every lane at b_WAN(P) until the (X-1)-lanes are done, then the a X-lanes */
     double W = a == P ? (double)X * M / bP : (double)(X - 1) * M / bP + M / ba;
     double seg = p->seg > 0.0 && p->seg < M ? p->seg : M;
-    double B = (double)(n1 - x0 + n0 - 1) * M;
+    /* The root's one NIC carries every block but its own: the shares, its own site and the
+     * blocks of its own lane alike (doc/reproduction.md, section 2). */
+    double B = (double)(n1 + n0 - 1) * M;
     double d = p->alpha, tail = 0.0, lower;
     if (op == HB_COLL_SCATTER) {
         double first = p->seg > 0.0 && p->seg < (double)X * M ? p->seg : (double)X * M;
@@ -125,6 +238,28 @@ int hb_model_multi_lane_pipe(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_
             tail = p->alpha + seg / p->b_lan;
         lower = p->alpha + B / p->b_lan;
     }
+    /* The root's NIC shared fairly (nic_fluid): while many flows share it, the root's own
+     * lane and the shares run below their lanes' rate (doc/reproduction.md, section 2). */
+    uint32_t kX = 0;
+    for (uint32_t g = 1; g < P; g++)
+        kX += grp_blocks(n1, P, g) == X;
+    double l1 = op == HB_COLL_GATHER ? p->L : 0.0;
+    nic_fluid_t f = {
+        .k = {n0 - 1, kX, (double)(P - 1 - kX), 1},
+        .bytes = {M, (double)X * M, (double)(X - 1) * M, (double)grp_blocks(n1, P, 0) * M},
+        .start = {0.0, l1, l1, l1}};
+    double fl = nic_fluid(p, p->b_lan, op == HB_COLL_GATHER, &f);
+    if (op == HB_COLL_SCATTER) {
+        fl = f.end[0];
+        for (int i = 1; i < NIC_CLASSES; i++) {
+            double e = (i < 3 ? f.lane_end[i] : f.end[i]) + p->L + tail;
+            if (f.k[i] > 0.0 && f.bytes[i] > 0.0 && e > fl)
+                fl = e;
+        }
+    }
+    fl += p->alpha;
+    if (fl > lower)
+        lower = fl;
     double t = p->L + d + W + tail;
     *t_p = t > lower ? t : lower;
     return 0;
@@ -242,6 +377,18 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
             end = posted + p->L + M / bw_n1;
         }
         double local = posted + (double)(n0 - 1) * (p->alpha + M / p->b_lan);
+        /* The root's NIC (b_LAN) carries all n0 + n1 - 1 messages, the WAN ones too. Shared
+         * by all of them, in scatter and bcast the WAN ones end last and then cross the WAN;
+         * in gather they arrive from L on, while the local ones use the NIC. */
+        double all = (double)(n0 + n1 - 1) * M / p->b_lan, nic;
+        if (op == HB_COLL_GATHER)
+            nic = p->alpha + (n1 > 0 && p->L + (double)n1 * M / p->b_lan > all
+                                  ? p->L + (double)n1 * M / p->b_lan
+                                  : all);
+        else
+            nic = p->alpha + all + (n1 > 0 ? p->L : 0.0);
+        if (nic > end)
+            end = nic;
         *t_p = local > end ? local : end;
         return 0;
     }

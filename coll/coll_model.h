@@ -96,16 +96,25 @@ int hb_model_multi_lane(const hb_model_lanes_t *p, uint32_t n0, uint32_t n1, dou
  *    min(seg, M) makes one LAN hop, alpha + min(seg, M)/b_LAN, if the last lane ends at a
  *    relay (scatter: X > 1, a Dep_recv forwards to a child; gather: P > 1, a Dep_send
  *    forwards to the root);
- *  - the root's LAN link carries B = (n1 - x_0 + n0 - 1)·M in all (the shares and its own
- *    site), which bounds the time from below; in scatter every share must have crossed it
- *    before its lane's last segment can leave;
+ *  - the root's one NIC, at b_LAN, carries B = (n1 + n0 - 1)·M in all (the shares, its own
+ *    site and its own lane's blocks: WAN traffic leaves through the same NIC), which bounds
+ *    the time from below; in scatter every share must have crossed it before its lane's last
+ *    segment can leave;
+ *  - the root's NIC is shared max-min fairly by its flows (TCP through one bottleneck), a
+ *    fluid run to the end: its own site's n0 - 1 blocks, the shares and its own lane (at most
+ *    b_WAN(the lanes still running)); in gather a share is fed by its lane (capped the same)
+ *    and the lanes' flows join L after the start; in scatter a Dep_send forwards its share as
+ *    it arrives. While many flows share the NIC the root's own lane runs below its cap, which
+ *    makes small and uneven P slower (the multi-lane paper's grid: P 3 626 ms, P 4 535 ms);
+ *    the bound is when the last of them is through, + L + the relay hop for a lane, + alpha;
  *  - scatter with p->queue > 0: the root issues its sends in schedule order (shares 1 ..
  *    P-1, then its own lane 0), and a share beyond the queue holds back the ones behind it
  *    until its excess has crossed the root's link: lane j starts at
  *    s_j = alpha + sum_{0<i<j} max(0, x_i·M - queue)/b_LAN (lane 0 after all shares), and ends
  *    no earlier than s_j + x_j·M/b_WAN(1) + L.
- *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1), max_j lane j)
- *   gather:  max(L + d + W + tail, alpha + B/b_LAN)
+ *   scatter: max(L + d + W + tail, alpha + B/b_LAN + L + min(seg, M)/b_WAN(1), max_j lane j,
+ *                the NIC's fluid)
+ *   gather:  max(L + d + W + tail, alpha + B/b_LAN, the NIC's fluid)
  * with seg 0 read as M (whole blocks; shares as X·M). 1 <= P <= min(n0, n1); op scatter or
  * gather, else HB_ERR_INVAL.
  */
@@ -126,8 +135,11 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
  * scatter (gather: same value) with M bytes per node, or bcast with M bytes in total:
  * flat: root posts its n1 WAN messages first (alpha each); they go to distinct remote nodes, so
  * they run at once as n1 node pairs, each capped at b_WAN and together under B_WAN, and are all
- * through after M / b_WAN(n1) + L:  max(n1·alpha + L + M/b_WAN(n1), n1·alpha + (n0-1)(alpha +
- * M/b_LAN)); gather the same reversed (n1 remote senders at once). binomial: root-rotated
+ * through after M / b_WAN(n1) + L; the root's NIC carries all n0 + n1 - 1 messages at b_LAN:
+ * max(n1·alpha + L + M/b_WAN(n1), n1·alpha + (n0-1)(alpha + M/b_LAN), alpha +
+ * (n0+n1-1)·M/b_LAN + L [n1 > 0]); gather the same reversed (n1 remote senders at once, into
+ * the root's NIC, whose bound is alpha + max((n0+n1-1)·M, L·b_LAN + n1·M)/b_LAN: the remote
+ * blocks arrive from L on). binomial: root-rotated
  * binomial tree over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first;
  * every message costs its sender alpha + bytes/b (b_WAN(1) across the WAN), a WAN message
  * arrives L later.

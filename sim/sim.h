@@ -30,8 +30,11 @@
  *     flow on the directed site-pair WAN. Flows share the WAN by processor sharing: with n
  *     flows active each runs at b_WAN(n) (hb_model_bwan: the measured per-lane table, else
  *     min(b_lane, B_WAN / n)), recomputed whenever a flow starts or ends. It arrives the WAN
- *     latency L after its last byte left. WAN flows do not occupy the sender's NIC beyond
- *     alpha (b_WAN << b_LAN), so a root serves its own site while its lane runs.
+ *     latency L after its last byte left. The message also holds the sender's out-NIC for
+ *     alpha + m/b_LAN from its start and the receiver's in-NIC for m/b_LAN (its bytes cross
+ *     both NICs at b_LAN while the lane carries them): a root whose WAN flows add up to its
+ *     NIC's rate (the multi-lane paper's grid: B_WAN = b_LAN) is bound by its NIC; with
+ *     b_WAN << b_LAN it serves its own site while its lane runs, as before.
  * Not modelled: TCP slow start, PlogP-BR's retransmission-timeout penalty, switch-internal
  * contention inside a site (only NICs are resources).
  *

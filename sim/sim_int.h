@@ -35,6 +35,7 @@ typedef struct sim_msg {
     uint32_t next; /* free list / lane queue link */
     uint64_t coll_id;
     uint64_t off, len;
+    double in_done; /* WAN DATA: its bytes are through the receiver's in-NIC at (time) */
 } sim_msg_t;
 
 /* A WAN flow (one per WAN data message, while it is on the wire). */

@@ -509,9 +509,14 @@ static int launch_data(sim_world_t *w, uint32_t idx, double t)
         return hb_sim_engine_push(w->eng, start + busy + sim_lan_lat(w), SIM_EV_DELIVER, to, 0, 0,
                                   idx);
     }
-    /* WAN: the sender pays the start-up, then the message joins its lane */
+    /* WAN: the sender pays the start-up, then the message joins its lane. Its bytes leave
+     * through the sender's NIC and enter through the receiver's, each at b_LAN: both are held
+     * len/b_LAN longer, so a root's WAN and LAN messages share its one NIC (issue 25) */
     start = dmax(t, w->out_free[from]);
-    w->out_free[from] = start + w->p.alpha;
+    busy = (double)m->len / w->p.b_lan;
+    w->out_free[from] = start + w->p.alpha + busy;
+    w->in_free[to] = dmax(w->in_free[to], start + w->p.alpha) + busy;
+    w->msgs[idx].in_done = w->in_free[to];
     return hb_sim_engine_push(w->eng, start + w->p.alpha, SIM_EV_WAN_ENQ, to, 0, 0, idx);
 }
 
@@ -570,7 +575,9 @@ static int net_done(sim_world_t *w, uint32_t fi, uint32_t gen)
     f->gen++; /* any other pending event of it is stale now */
     f->next = w->free_flow;
     w->free_flow = fi;
-    rc = hb_sim_engine_push(w->eng, now + w->p.wan_lat, SIM_EV_DELIVER, w->msgs[msg].to, 0, 0, msg);
+    /* delivered once it has crossed the WAN and the receiver's in-NIC (launch_data) */
+    rc = hb_sim_engine_push(w->eng, dmax(now, w->msgs[msg].in_done) + w->p.wan_lat, SIM_EV_DELIVER,
+                            w->msgs[msg].to, 0, 0, msg);
     if (rc != 0)
         return rc;
     /* the lane's next message, then the others' new share */

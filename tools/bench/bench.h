@@ -117,6 +117,7 @@ int hb_bench_on_bed(const char *config);
 int hb_bench_lanes_main(int argc, char **argv);   /* lanes: bench_lanes.c */
 int hb_bench_subset_main(int argc, char **argv);  /* subset: bench_subset.c */
 int hb_bench_methods_main(int argc, char **argv); /* methods: bench_methods.c */
+int hb_bench_repro_main(int argc, char **argv);   /* reproduce: bench_repro.c */
 
 /* Sizes: comma-separated N[K|M|G] or FROM..TO[:STEP] (no step: powers of two), each at most
  * 1G (hb_size_list_parse). 0 or -1 after printing what is wrong. bench_plot.c. */

@@ -31,6 +31,9 @@
  * this host, the SCIC device model is started (impl "scic-model").
  * --idle-wait S: afterwards ports 1..N-1 wait in one barrier while the Center sleeps S
  * seconds before arriving; each participant reports its user+sys CPU over that wait.
+ * --roles: also one row per role (the SCMD paper's per-node figures, Center 2.37 us and port
+ * 3.86 us): the Center's and the ports' samples done_j - max(arrive), from the last arrival
+ * until that participant saw the completion (impl BACKEND:center, BACKEND:port).
  */
 
 typedef struct bh_opts {
@@ -38,6 +41,7 @@ typedef struct bh_opts {
     uint32_t n;
     uint64_t iters, warmup;
     double idle_s;
+    int roles;
 } bh_opts_t;
 
 typedef struct bh_shared {
@@ -57,16 +61,21 @@ static void bh_usage(FILE *f)
             "  -n N            participants (nodes of one chassis), 1..%d, default 2\n"
             "  --iters I       measured barriers, default 10000\n"
             "  --warmup W      barriers before measuring, default 1000\n"
-            "  --idle-wait S   then report each participant's CPU over an idle wait of S s\n",
+            "  --idle-wait S   then report each participant's CPU over an idle wait of S s\n"
+            "  --roles         also the latency seen by the Center and by the ports\n",
             HB_HWB_MAX_NODES);
 }
 
 static int bh_parse(int argc, char **argv, bh_opts_t *o)
 {
     static const struct option lo[] = {
-        {"backend", required_argument, NULL, 'b'}, {"iters", required_argument, NULL, 'i'},
-        {"warmup", required_argument, NULL, 'w'},  {"idle-wait", required_argument, NULL, 'I'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"backend", required_argument, NULL, 'b'},
+        {"iters", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"idle-wait", required_argument, NULL, 'I'},
+        {"roles", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     char *end;
@@ -97,6 +106,9 @@ static int bh_parse(int argc, char **argv, bh_opts_t *o)
                 return -1;
             }
             break;
+        case 'r':
+            o->roles = 1;
+            break;
         case 'I':
             o->idle_s = strtod(optarg, &end);
             if (*end || o->idle_s <= 0 || o->idle_s > 3600) {
@@ -117,6 +129,38 @@ static int bh_parse(int argc, char **argv, bh_opts_t *o)
         return -1;
     }
     return 0;
+}
+
+/* --roles: the Center's (participant 0) and the ports' samples, from the last arrival of an
+ * iteration until that participant saw its completion; one row each. */
+static void bh_roles(hb_bench_out_t *out, const bh_shared_t *sh, const bh_opts_t *o, double conf)
+{
+    uint64_t n_port = (uint64_t)(o->n - 1) * o->iters;
+    double *y = malloc((n_port > o->iters ? n_port : o->iters) * sizeof(*y));
+    if (y == NULL)
+        return;
+    for (int role = 0; role < 2; role++) {
+        uint64_t k = 0;
+        for (uint64_t i = 0; i < o->iters; i++) {
+            uint64_t amax = 0;
+            for (uint32_t j = 0; j < o->n; j++) {
+                uint64_t a = sh->t[(uint64_t)j * o->iters + i];
+                amax = a > amax ? a : amax;
+            }
+            for (uint32_t j = role == 0 ? 0 : 1; j < (role == 0 ? 1 : o->n); j++) {
+                uint64_t d = sh->t[((uint64_t)o->n + j) * o->iters + i];
+                y[k++] = d > amax ? (double)(d - amax) / 1e3 : 0.0;
+            }
+        }
+        hb_stats_t st;
+        char impl[HB_HWB_NAME_MAX + 16];
+        snprintf(impl, sizeof(impl), "%s:%s", sh->impl, role == 0 ? "center" : "port");
+        hb_bench_row_t row = {
+            .impl = impl, .nodes = o->n, .ranks = o->n, .reps = o->iters, .iters = k, .st = &st};
+        hb_stats_summarize(y, k, conf, &st);
+        hb_bench_out_row(out, &row);
+    }
+    free(y);
 }
 
 static double bh_cpu_s(void)
@@ -286,6 +330,8 @@ int hb_bench_hwbarrier_main(int argc, char **argv)
                           "loop %.2f us per barrier",
                           sh->loop_us);
         hb_bench_out_row(&out, &row);
+        if (o.roles && o.n > 1)
+            bh_roles(&out, sh, &o, com.confidence);
         if (o.idle_s > 0) {
             hb_bench_out_note(&out, "idle wait of %.1f s (the Center arrives last):", o.idle_s);
             for (uint32_t j = 0; j < o.n; j++) {

@@ -32,6 +32,8 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_lanes_main},
     {"subset", "a job's barrier on k of N nodes vs those k as a cluster, and beside another job",
      hb_bench_subset_main},
+    {"reproduce", "the seed papers' experiments on this machine, doc/reproduction.md (--quick)",
+     hb_bench_repro_main},
 };
 #define HB_BENCH_NMODES (sizeof(hb_bench_modes) / sizeof(hb_bench_modes[0]))
 
