@@ -1,5 +1,5 @@
 #!/bin/bash
-# boot_slurm.sh: integration test: Debian's Slurm (munge, slurmctld, one slurmd per namespace host) starts hibard with `srun --mpi=pmix` (bootstrap pmix) and without PMIx (bootstrap env) on 3 hosts; hibar-run pmix_hello across them; srun's end stops every daemon.
+# boot_slurm.sh: integration test: Debian's Slurm (munge, slurmctld, one slurmd per namespace host) starts hibard with `srun --mpi=pmix` (bootstrap pmix) and without PMIx (bootstrap env) on 3 hosts; hibar-run pmix_hello across them, and pmix_hello and hibar-example on 2 of the 3; srun's end stops every daemon.
 # Skips (77) without root, Slurm, munge, Slurm's mpi/pmix plugin or the test bed.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -66,6 +66,18 @@ cat "$tmp/run.out"
 [ $rc -eq 0 ] || { cat "$tmp/daemons.log"; fail "hibar-run exited $rc"; }
 [ "$(grep -c 'bye rank [0-5] after 2 fences' "$tmp/run.out")" -eq 6 ] || fail "expected 6 byes"
 [ "$(grep -o 'host hibar-[^ ]*' "$tmp/run.out" | sort -u | wc -l)" -eq 3 ] || fail "ranks not on 3 hosts"
+# jobs on part of the allocation: two of the three hosts, a PMIx and a libhibar program
+"$bld/tools/hibar-run" --config "$run_dir/cluster.yaml" -H "${hosts[0]},${hosts[2]}" -n 4 -T 60 \
+    "$bld/tests/pmix_hello" >"$tmp/part.out" 2>&1 || { cat "$tmp/part.out"; fail "hibar-run on 2 of 3"; }
+[ "$(grep -c 'bye rank [0-3] after 2 fences' "$tmp/part.out")" -eq 4 ] || fail "2 of 3: expected 4 byes"
+[ "$(grep -o 'host hibar-[^ ]*' "$tmp/part.out" | sort -u | wc -l)" -eq 2 ] || fail "2 of 3: hosts"
+grep -q "host ${hosts[1]}\$" "$tmp/part.out" && fail "2 of 3: a rank on the host left out"
+if [ -x "$bld/examples/hibar-example" ]; then
+    "$bld/tools/hibar-run" --config "$run_dir/cluster.yaml" -H "${hosts[1]},${hosts[2]}" -n 4 -T 60 \
+        "$bld/examples/hibar-example" >"$tmp/ex.out" 2>&1 || { cat "$tmp/ex.out"; fail "libhibar on 2 of 3"; }
+    grep -q "data checked: ok" "$tmp/ex.out" || { cat "$tmp/ex.out"; fail "libhibar on 2 of 3: data"; }
+fi
+echo "jobs on 2 of the 3 hosts: ok"
 [ -n "$srun_pid" ] || fail "cannot find srun's pid"
 kill -TERM "$srun_pid"
 wait_gone || fail "hibards outlived srun"
