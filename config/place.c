@@ -209,10 +209,19 @@ static int place_nodes(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_
         if (want > cfg->n_nodes)
             want = cfg->n_nodes;
         rc = cand_alloc(c, want);
-        for (i = 0; rc == 0 && i < want; i++) {
-            c->node[c->n] = i;
-            c->slots[c->n++] = 0;
-        }
+        /* free nodes first, then busy ones; in node order */
+        uint32_t got = 0;
+        for (int pass = 0; rc == 0 && pass < 2 && got < want; pass++)
+            for (i = 0; i < cfg->n_nodes && got < want; i++)
+                if ((req->busy != NULL && req->busy[i]) == pass) {
+                    seen[i] = 1;
+                    got++;
+                }
+        for (i = 0; rc == 0 && i < cfg->n_nodes; i++)
+            if (seen[i]) {
+                c->node[c->n] = i;
+                c->slots[c->n++] = 0;
+            }
     }
     free(seen);
     if (rc == 0 && req->per_node > 0)

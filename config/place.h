@@ -18,6 +18,8 @@ typedef struct hb_place_req {
     const char *slurm_nodes; /* SLURM_JOB_NODELIST, when run inside an allocation */
     const char *slurm_tasks; /* SLURM_TASKS_PER_NODE ("2(x3),1") or SLURM_NTASKS_PER_NODE */
     int by_chassis;          /* deal each chassis' ranks round-robin over its nodes */
+    const uint8_t *busy;     /* [n_nodes] nodes running other jobs (the cluster's default
+                              * placement takes the free ones first), or NULL */
 } hb_place_req_t;
 
 /* The answer. */
@@ -33,8 +35,8 @@ typedef struct hb_place {
 /*
  * Place a job on cfg's nodes:
  *   nodes   --host, else --hostfile, else the Slurm allocation, else the cluster's nodes in
- *           order (with -n and --per-node K the first ceil(n / K) of them; with -n below
- *           the node count, the first n);
+ *           order, free ones (not in busy) first (with -n and --per-node K ceil(n / K) of
+ *           them; with -n below the node count, n; in ascending order);
  *   slots   a hostfile's slots= (a bound) or the allocation's tasks per node (a bound only
  *           when -n fits them: more ranks spread evenly, as under `sbatch -N 16` with -n 64),
  *           each capped by --per-node;

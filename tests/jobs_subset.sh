@@ -66,6 +66,19 @@ example_ok b
 example_ok c
 grep -q "^fence size=1024 ranks=8" "$TMP/f.out" || fail "fence job: no result line"
 
+# --- while a job runs on n[00-03]: the default placement takes free nodes, --exclusive refuses
+# to share one (exit 1, naming it), nothing of the refused job is left
+job long -H 'n[00-03]' -n 4 "$FC" --size 64 --iters 100000
+p1=$JOB_PID
+for _ in $(seq 100); do cl jobs 2>/dev/null | grep -q running && break; sleep 0.05; done
+run 0 --config "$CONFIG" "${SETS[@]}" -n 2 -t "$HELLO" --fences 1
+grep -q "host n0[0-3]$" "$OUT" && { cat "$OUT"; fail "the default placement took a busy node"; }
+grep -q "host n04$" "$OUT" || { cat "$OUT"; fail "the default placement did not take the first free node"; }
+run 1 --config "$CONFIG" "${SETS[@]}" --exclusive -H 'n[03-04]' -n 2 "$HELLO"
+grep -q "exclusive: .* n03" "$ERR" || fail "--exclusive did not name the shared node"
+kill -TERM "$p1"
+wait "$p1" 2>/dev/null
+
 # --- a job whose nodes hold no Center (n00 n03 n06 n09 are), and one on a single node
 job nc -H 'n01,n04,n08,n11' -n 4 "$EX"
 p1=$JOB_PID

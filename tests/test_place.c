@@ -111,6 +111,32 @@ static void test_cluster_default(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "give -n"));
 }
 
+/* Other jobs run on some nodes: the default placement takes the free ones first. */
+static void test_cluster_busy(void)
+{
+    uint8_t busy[12] = {1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    hb_place_req_t req = {.n = 4, .busy = busy};
+    hb_place_t p;
+    char map[512], err[256];
+
+    CU_ASSERT_EQUAL_FATAL(try_place(&req, &p, map, sizeof(map), err), 0);
+    CU_ASSERT_STRING_EQUAL(map, "2 4 5 6");
+    hb_place_free(&p);
+    /* more nodes than are free: the busy ones too, still in node order */
+    memset(busy, 1, sizeof(busy));
+    busy[7] = 0;
+    req.n = 3;
+    CU_ASSERT_EQUAL_FATAL(try_place(&req, &p, map, sizeof(map), err), 0);
+    CU_ASSERT_STRING_EQUAL(map, "0 1 7");
+    hb_place_free(&p);
+    /* a host list is taken as given, busy or not */
+    req.hosts = "n[00-01]";
+    req.n = 2;
+    CU_ASSERT_EQUAL_FATAL(try_place(&req, &p, map, sizeof(map), err), 0);
+    CU_ASSERT_STRING_EQUAL(map, "0 1");
+    hb_place_free(&p);
+}
+
 static void test_slurm(void)
 {
     hb_place_req_t req = {.slurm_nodes = "n[06-08]", .slurm_tasks = "2(x2),1"};
@@ -230,6 +256,7 @@ int hb_test_place_register(void)
         return CU_get_error();
     if (CU_add_test(s, "--host", test_host_list) == NULL ||
         CU_add_test(s, "the cluster's first nodes", test_cluster_default) == NULL ||
+        CU_add_test(s, "free nodes first", test_cluster_busy) == NULL ||
         CU_add_test(s, "the Slurm allocation", test_slurm) == NULL ||
         CU_add_test(s, "--hostfile", test_hostfile) == NULL ||
         CU_add_test(s, "bad host lists", test_bad_hosts) == NULL)

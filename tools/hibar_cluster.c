@@ -97,22 +97,11 @@ static int cmd_status(const hb_cfg_t *cfg)
 /* "jobs": the running jobs, from the cluster's root daemon (it holds every job's slot). */
 static int cmd_jobs(const hb_cfg_t *cfg)
 {
-    hb_topo_spec_t ts;
-    if (hb_cfg_topo_spec(cfg, &ts) != 0 || ts.n_chassis == 0) {
-        fprintf(stderr, "hibar-cluster: no topology in the configuration\n");
-        return 2;
-    }
-    uint32_t root = ts.chassis_nodes[ts.chassis_start[0]];
-    size_t cap = 64u << 10;
-    char path[400], *reply = malloc(cap);
-    if (reply == NULL)
-        return 1;
-    hbd_client_sock_path(cfg, root, path, sizeof(path));
-    int rc = hbd_client_cmd(path, "jobs", reply, cap, 5000);
-    if (rc != 0 || strncmp(reply, "ok jobs=", 8) != 0) {
-        fprintf(stderr, "hibar-cluster: the root daemon (node %s) does not answer: %s\n",
-                cfg->nodes[root].name, rc != 0 ? hibar_strerror(rc) : reply);
-        free(reply);
+    char *reply = NULL;
+    int rc = hbd_cluster_jobs(cfg, &reply, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "hibar-cluster: the cluster's root daemon does not answer on this host: %s\n",
+                hibar_strerror(rc));
         return 1;
     }
     printf("%-6s %-20s %-8s %-6s %-8s %-8s %s\n", "JOB", "ID", "STATE", "RANKS", "AGE", "SYNC",

@@ -45,7 +45,8 @@ static void usage(FILE *f)
             "  -H, --host LIST       run on these nodes (hostlist: n[03-05,08])\n"
             "      --hostfile FILE   run on the nodes of FILE, lines 'NAME [slots=N]'\n"
             "                        (default: the nodes of the Slurm allocation this runs in,\n"
-            "                        SLURM_JOB_NODELIST, else the cluster's first nodes)\n"
+            "                        SLURM_JOB_NODELIST, else the cluster's first free nodes)\n"
+            "      --exclusive       refuse to share a node with another running job\n"
             "  -m, --map-by WHAT     node: fill node after node (default); chassis: deal the\n"
             "                        ranks round-robin over the nodes of each chassis\n"
             "  -e, --emulate CONFIG  start an emulated cluster of CONFIG on this host for the job\n"
@@ -426,12 +427,13 @@ int main(int argc, char **argv)
                                          {"version", no_argument, NULL, 'V'},
                                          {"host", required_argument, NULL, 'H'},
                                          {"hostfile", required_argument, NULL, 'F'},
+                                         {"exclusive", no_argument, NULL, 'X'},
                                          {NULL, 0, NULL, 0}};
     const char *emulate = NULL, *config = NULL, *log_level = NULL, *hosts = NULL, *hostfile = NULL;
     const char *over[MAX_OVER + 2];
     size_t n_over = 0;
     long np = 0, per_node = 0, timeout_s = 0;
-    int by_chassis = 0, tag = 0, verbose = 0, c, status = 1;
+    int by_chassis = 0, tag = 0, verbose = 0, exclusive = 0, c, status = 1;
     char err[HB_CFG_ERRLEN], prog[PATH_MAX], spec_path[600] = "", own_name[64], own_dir[128];
 
     hb_log_init_from_env();
@@ -468,6 +470,9 @@ int main(int argc, char **argv)
             break;
         case 'F':
             hostfile = optarg;
+            break;
+        case 'X':
+            exclusive = 1;
             break;
         case 'c':
             config = optarg;
@@ -571,6 +576,7 @@ int main(int argc, char **argv)
     uint64_t t_up = hb_time_now_ns();
 
     run_t R = {.cfg = cfg, .n_nodes = cfg->n_nodes, .tag = tag, .verbose = verbose, .fd = -1};
+    uint8_t *busy = NULL;
     hbd_job_spec_t spec = {0};
     hb_place_t pl = {0};
     /* inside a Slurm allocation its nodes, unless placed by hand */
@@ -584,8 +590,15 @@ int main(int argc, char **argv)
                            .slurm_tasks = st != NULL ? st : getenv("SLURM_NTASKS_PER_NODE"),
                            .by_chassis = by_chassis};
     R.nc = calloc(cfg->n_nodes, sizeof(node_state_t));
-    if (R.nc == NULL)
+    busy = calloc(cfg->n_nodes, 1);
+    if (R.nc == NULL || busy == NULL)
         goto out;
+    /* the nodes other jobs run on (the root daemon knows; a cluster of our own runs none) */
+    char *jobs = NULL;
+    int brc = own ? 0 : hbd_cluster_jobs(cfg, &jobs, busy);
+    free(jobs);
+    if (brc == 0)
+        preq.busy = busy;
     int prc = hb_place(cfg, &preq, &pl, err, sizeof(err));
     if (prc != 0) {
         fprintf(stderr, "hibar-run: %s\n", err);
@@ -594,6 +607,27 @@ int main(int argc, char **argv)
     }
     if (pl.note[0] != '\0')
         fprintf(stderr, "hibar-run: %s\n", pl.note);
+    if (exclusive && brc != 0) {
+        fprintf(stderr,
+                "hibar-run: --exclusive: cannot learn which nodes run jobs (the cluster's root "
+                "daemon does not answer on this host: %s)\n",
+                hibar_strerror(brc));
+        status = 1;
+        goto out;
+    }
+    uint32_t shared = 0;
+    for (uint32_t i = 0; exclusive && i < cfg->n_nodes; i++)
+        if (pl.member[i] && busy[i]) {
+            if (shared++ == 0)
+                fprintf(stderr, "hibar-run: --exclusive: the job would share nodes with running "
+                                "jobs:");
+            fprintf(stderr, " %s", cfg->nodes[i].name);
+        }
+    if (shared > 0) {
+        fprintf(stderr, "\n");
+        status = 1;
+        goto out;
+    }
     R.map = pl.map;
     pl.map = NULL;
     np = pl.n;
@@ -665,8 +699,8 @@ int main(int argc, char **argv)
         goto out;
     }
     if (verbose) {
-        fprintf(stderr, "hibar-run: %ld ranks on %" PRIu32 " nodes of cluster %s:", np,
-                cfg->n_nodes, cfg->cluster);
+        fprintf(stderr, "hibar-run: %ld ranks on %" PRIu32 " of the %" PRIu32 " nodes of cluster %s:",
+                np, pl.n_members, cfg->n_nodes, cfg->cluster);
         for (long r = 0; r < np && r < 64; r++)
             fprintf(stderr, " %s", cfg->nodes[R.map[r]].name);
         fprintf(stderr, "%s\n", np > 64 ? " ..." : "");
@@ -702,6 +736,7 @@ out:
     if (own)
         hbd_emu_down(cfg, &eo);
     hb_place_free(&pl);
+    free(busy);
     free(R.map);
     free(R.nc);
     hb_cfg_free(cfg);

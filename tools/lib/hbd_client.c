@@ -216,6 +216,48 @@ int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p)
     return rc;
 }
 
+int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy)
+{
+    hb_topo_spec_t ts;
+    if (hb_cfg_topo_spec(cfg, &ts) != 0 || ts.n_chassis == 0)
+        return HIBAR_ERR_INVAL;
+    uint32_t root = ts.chassis_nodes[ts.chassis_start[0]];
+    size_t cap = 64u << 10;
+    char path[400], *reply = malloc(cap);
+    if (reply == NULL)
+        return HIBAR_ERR_NOMEM;
+    hbd_client_sock_path(cfg, root, path, sizeof(path));
+    if (access(path, F_OK) != 0) {
+        free(reply);
+        return HIBAR_ERR_NOT_FOUND;
+    }
+    int rc = hbd_client_cmd(path, "jobs", reply, cap, 5000);
+    if (rc == 0 && strncmp(reply, "ok jobs=", 8) != 0)
+        rc = HIBAR_ERR_PROTO;
+    if (rc != 0) {
+        free(reply);
+        return rc;
+    }
+    /* " job=NUM:ID:ORIGIN:RANKS:a-b.c:AGE:BASE+N": the fifth field */
+    for (const char *t = strstr(reply, " job="); busy != NULL && t != NULL;
+         t = strstr(t + 1, " job=")) {
+        const char *f = t + 5;
+        for (int k = 0; k < 4 && f != NULL; k++)
+            f = strchr(f, ':') != NULL ? strchr(f, ':') + 1 : NULL;
+        while (f != NULL && *f >= '0' && *f <= '9') {
+            char *end;
+            unsigned long a = strtoul(f, &end, 10), b = a;
+            if (*end == '-')
+                b = strtoul(end + 1, &end, 10);
+            for (unsigned long i = a; i <= b && i < cfg->n_nodes; i++)
+                busy[i] = 1;
+            f = *end == '.' ? end + 1 : NULL;
+        }
+    }
+    *reply_p = reply;
+    return 0;
+}
+
 void hbd_drive_opts_init(hbd_drive_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
