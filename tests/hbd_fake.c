@@ -368,7 +368,8 @@ static void doorbells(fk_cluster_t *c)
 static void deliver(fk_cluster_t *c, const fk_frame_t *f)
 {
     hbd_t *d = &c->d[f->to];
-    hbd_wire_ctx_t ctx = {.n_nodes = c->n, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = f->from};
+    hbd_wire_ctx_t ctx = {
+        .n_nodes = c->n, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = f->from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     if (hbd_wire_decode(f->buf, f->len, &ctx, &m, &why) != 0) {

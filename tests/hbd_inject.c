@@ -102,7 +102,10 @@ static int inject_job(void *s, uint32_t as, uint32_t target, unsigned *sent, uns
          data,
          40000 - HBD_WIRE_JOB_MAX_DATA,
          1}, /* a last chunk of a spec never begun */
-        {{.kind = HBD_WIRE_JOB_SLOT, .src = as, .dest = target, .arg = (9ull << 32) | (4u << 8) | 1},
+        {{.kind = HBD_WIRE_JOB_SLOT,
+          .src = as,
+          .dest = target,
+          .arg = (9ull << 32) | (4u << 8) | 1},
          NULL,
          0,
          1}, /* a slot for no job */

@@ -100,7 +100,8 @@ static int cmd_jobs(const hb_cfg_t *cfg)
     char *reply = NULL;
     int rc = hbd_cluster_jobs(cfg, &reply, NULL);
     if (rc != 0) {
-        fprintf(stderr, "hibar-cluster: the cluster's root daemon does not answer on this host: %s\n",
+        fprintf(stderr,
+                "hibar-cluster: the cluster's root daemon does not answer on this host: %s\n",
                 hibar_strerror(rc));
         return 1;
     }

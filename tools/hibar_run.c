@@ -413,22 +413,15 @@ static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t 
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"np", required_argument, NULL, 'n'},
-                                         {"per-node", required_argument, NULL, 'N'},
-                                         {"map-by", required_argument, NULL, 'm'},
-                                         {"emulate", required_argument, NULL, 'e'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {"set", required_argument, NULL, 'o'},
-                                         {"tag-output", no_argument, NULL, 't'},
-                                         {"timeout", required_argument, NULL, 'T'},
-                                         {"verbose", no_argument, NULL, 'v'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"log-level", required_argument, NULL, 'l'},
-                                         {"version", no_argument, NULL, 'V'},
-                                         {"host", required_argument, NULL, 'H'},
-                                         {"hostfile", required_argument, NULL, 'F'},
-                                         {"exclusive", no_argument, NULL, 'X'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"np", required_argument, NULL, 'n'},        {"per-node", required_argument, NULL, 'N'},
+        {"map-by", required_argument, NULL, 'm'},    {"emulate", required_argument, NULL, 'e'},
+        {"config", required_argument, NULL, 'c'},    {"set", required_argument, NULL, 'o'},
+        {"tag-output", no_argument, NULL, 't'},      {"timeout", required_argument, NULL, 'T'},
+        {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
+        {"log-level", required_argument, NULL, 'l'}, {"version", no_argument, NULL, 'V'},
+        {"host", required_argument, NULL, 'H'},      {"hostfile", required_argument, NULL, 'F'},
+        {"exclusive", no_argument, NULL, 'X'},       {NULL, 0, NULL, 0}};
     const char *emulate = NULL, *config = NULL, *log_level = NULL, *hosts = NULL, *hostfile = NULL;
     const char *over[MAX_OVER + 2];
     size_t n_over = 0;
@@ -699,8 +692,9 @@ int main(int argc, char **argv)
         goto out;
     }
     if (verbose) {
-        fprintf(stderr, "hibar-run: %ld ranks on %" PRIu32 " of the %" PRIu32 " nodes of cluster %s:",
-                np, pl.n_members, cfg->n_nodes, cfg->cluster);
+        fprintf(stderr,
+                "hibar-run: %ld ranks on %" PRIu32 " of the %" PRIu32 " nodes of cluster %s:", np,
+                pl.n_members, cfg->n_nodes, cfg->cluster);
         for (long r = 0; r < np && r < 64; r++)
             fprintf(stderr, " %s", cfg->nodes[R.map[r]].name);
         fprintf(stderr, "%s\n", np > 64 ? " ..." : "");

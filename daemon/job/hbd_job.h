@@ -34,7 +34,7 @@ struct bufferevent;
 typedef struct hbd_job_spec {
     uint64_t id;
     uint32_t size;
-    uint32_t jobno;              /* 0 until the slot line is there */
+    uint32_t jobno; /* 0 until the slot line is there */
     uint32_t sync_base, n_sync;
     int tag;
     uint32_t *map; /* [size] node of each rank */

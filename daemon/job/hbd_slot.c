@@ -7,8 +7,7 @@
 #include "hb_status.h"
 #include "hbd_slot.h"
 
-int hbd_slots_init(hbd_slots_t *S, const hb_topo_t *t, uint32_t first, uint32_t end,
-                   uint32_t want)
+int hbd_slots_init(hbd_slots_t *S, const hb_topo_t *t, uint32_t first, uint32_t end, uint32_t want)
 {
     memset(S, 0, sizeof(*S));
     if (t == NULL || first >= end || end > 32 || want == 0)

@@ -40,8 +40,7 @@ typedef struct hbd_slots {
 } hbd_slots_t;
 
 /* Sync numbers [first, end) of at most 32, `want` per job. 0, INVAL, NOMEM. */
-int hbd_slots_init(hbd_slots_t *S, const hb_topo_t *t, uint32_t first, uint32_t end,
-                   uint32_t want);
+int hbd_slots_init(hbd_slots_t *S, const hb_topo_t *t, uint32_t first, uint32_t end, uint32_t want);
 void hbd_slots_fini(hbd_slots_t *S);
 /* A slot for a job on nodes[n_nodes] (cluster node ids, ascending, no repeats). 0 and *slot_p
  * (owned by S), or INVAL (bad node list), BUSY (no sync number free, or too many jobs; err says

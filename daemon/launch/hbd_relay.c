@@ -58,7 +58,7 @@
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
-#define HBD_RELAY_JOB_NSYNC 1 /* sync numbers a job gets: 11 jobs share a chassis */
+#define HBD_RELAY_JOB_NSYNC 1          /* sync numbers a job gets: 11 jobs share a chassis */
 #define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
 
 typedef struct rl_job {
@@ -78,19 +78,19 @@ typedef struct rl_job {
     struct bufferevent *run; /* hibar-run */
     int finishing;           /* every node ended: closing hibar-run's connection */
     int killed;
-    uint8_t *member;  /* [n_nodes] the job's nodes */
+    uint8_t *member; /* [n_nodes] the job's nodes */
     uint32_t n_members;
-    uint32_t size;    /* ranks */
-    char *raw;        /* the spec as hibar-run wrote it, until the slot comes */
+    uint32_t size; /* ranks */
+    char *raw;     /* the spec as hibar-run wrote it, until the slot comes */
     size_t raw_len;
-    uint32_t jobno;   /* its slot (0: not given yet) */
-    uint32_t engine;  /* its job number here (its barrier engine), from the spec */
-    int end_wait;     /* the part ended: the engine waits for its drain (then CLEAN) */
+    uint32_t jobno;     /* its slot (0: not given yet) */
+    uint32_t engine;    /* its job number here (its barrier engine), from the spec */
+    int end_wait;       /* the part ended: the engine waits for its drain (then CLEAN) */
     struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END) */
     int drain_sent;     /* origin: the verdicts went out */
     uint32_t clean_wait;
     uint64_t drain_ns;
-    uint8_t *ended;   /* [n_nodes] */
+    uint8_t *ended;     /* [n_nodes] */
     uint32_t *out_next; /* [n_nodes] next OUT seq */
     uint32_t n_ended;
     uint32_t lost_node;
@@ -349,8 +349,7 @@ static void send_drain(rl_job_t *J)
             uint32_t most = cm->c[k];
             for (uint32_t o = 0; o < n; o++)
                 if (J->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
-                    d->topo->nodes[o].chassis == d->topo->nodes[m].chassis &&
-                    J->cnt[o].c[k] > most)
+                    d->topo->nodes[o].chassis == d->topo->nodes[m].chassis && J->cnt[o].c[k] > most)
                     most = J->cnt[o].c[k];
             if (most > cm->c[k])
                 bits |= 1ull << (cm->base + k);
@@ -439,8 +438,8 @@ static void part_end(rl_job_t *J)
                             .arg = (uint64_t)c.base << 8 | c.n};
         int rc = job_send(d, J->id, &x, c.c, c.n * 4);
         if (rc != 0 && !d->lost)
-            hb_log_warn("job %" PRIu64 ": END for node %" PRIu32 " not sent: %s", J->id,
-                        J->origin, hb_status_str(rc));
+            hb_log_warn("job %" PRIu64 ": END for node %" PRIu32 " not sent: %s", J->id, J->origin,
+                        hb_status_str(rc));
     }
     if (!J->end_wait || J->origin_lost)
         job_free(J);
@@ -567,8 +566,8 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     int rc = 0;
     J->jobno = J->engine = jobno;
     J->cnt = calloc(n, sizeof(*J->cnt));
-    int ll = snprintf(line, sizeof(line), "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", jobno,
-                      base, n_sync);
+    int ll = snprintf(line, sizeof(line), "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", jobno, base,
+                      n_sync);
     char *raw = realloc(J->raw, J->raw_len + (size_t)ll);
     if (raw == NULL) {
         run_printf(J, "%" PRIu32 " err %d %s\n", d->self, HB_ERR_NOMEM,
@@ -735,7 +734,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     }
     for (uint32_t r = 0; r < spec->size; r++) {
         if (spec->map[r] >= n) {
-            hbd_reply(conn, "err %d rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
+            hbd_reply(conn,
+                      "err %d rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
                       HB_ERR_INVAL, r, spec->map[r]);
             goto out;
         }
@@ -777,7 +777,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         for (uint32_t i = 0; bits != NULL && i < n; i++)
             if (keep->member[i])
                 bits[i / 8] |= (uint8_t)(1u << (i % 8));
-        rc = bits == NULL ? HB_ERR_NOMEM
+        rc = bits == NULL                 ? HB_ERR_NOMEM
              : bl > HBD_WIRE_JOB_MAX_DATA ? HB_ERR_INVAL
                                           : job_send(d, keep->id, &x, bits, bl);
         free(bits);

@@ -24,8 +24,8 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
  * once, straight into the message ZeroMQ sends. */
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2);
-/* The same for a frame of job `job` (the header's job field: a job's barrier engine, hbd_barrier.h);
- * the others carry job 0. */
+/* The same for a frame of job `job` (the header's job field: a job's barrier engine,
+ * hbd_barrier.h); the others carry job 0. */
 int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32_t job,
                      uint64_t coll_id, const void *p1, uint32_t l1, const void *p2, uint32_t l2);
 /*

@@ -112,9 +112,9 @@ typedef struct hbd_barrier_state {
     uint32_t n_early;
     uint32_t closed[HBD_CLOSED_RING]; /* jobs closed lately */
     uint32_t closed_next;
-    uint64_t drop_job; /* messages for a job closed, unknown too long, or beyond the bound */
-    hb_hier_stats_t gone; /* counters of the engines closed */
-    hbd_timer_t *retry;   /* the send queues' and the kept messages' retry */
+    uint64_t drop_job;      /* messages for a job closed, unknown too long, or beyond the bound */
+    hb_hier_stats_t gone;   /* counters of the engines closed */
+    hbd_timer_t *retry;     /* the send queues' and the kept messages' retry */
     struct event *ev_yield; /* zero timer: the yield stage */
     uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
     int armed;              /* the fd was armed since the last arrival or wake-up */
@@ -279,16 +279,15 @@ static int send_msg(hbd_t *d, hbd_bar_t *B, uint32_t to, uint64_t coll, uint32_t
     for (hbd_hmsg_t *o = B->outq; o != NULL && !queued; o = o->next)
         queued = o->to == to;
     hbd_wire_put32(pl, msg);
-    int rc = queued ? HB_ERR_WOULD_BLOCK
-                    : hbd_net_send_job(d, to, HBD_WIRE_HIER, 0, B->job, coll, pl, sizeof(pl),
-                                       NULL, 0);
+    int rc = queued
+                 ? HB_ERR_WOULD_BLOCK
+                 : hbd_net_send_job(d, to, HBD_WIRE_HIER, 0, B->job, coll, pl, sizeof(pl), NULL, 0);
     if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     hbd_hmsg_t *o = calloc(1, sizeof(*o)), **pp = &B->outq;
     if (o == NULL)
         return HB_ERR_NOMEM;
-    *o = (hbd_hmsg_t){.job = B->job, .to = to, .coll = coll, .msg = msg,
-                      .t_ns = hb_time_now_ns()};
+    *o = (hbd_hmsg_t){.job = B->job, .to = to, .coll = coll, .msg = msg, .t_ns = hb_time_now_ns()};
     while (*pp != NULL)
         pp = &(*pp)->next;
     *pp = o;
@@ -342,10 +341,8 @@ static void exec_act(hbd_t *d, hbd_bar_t *B, const hb_hier_act_t *a)
         req_finish(d, B, a->coll_id, a->kind == HB_HIER_ACT_COMPLETE ? 0 : a->status);
         /* arrivals that waited for a sync number try again */
         for (uint32_t i = 0; i < B->n_held; i++) {
-            hb_hier_ev_t ev = {.kind = HB_HIER_EV_ARRIVE,
-                               .job = B->job,
-                               .coll_id = B->held[i],
-                               .epoch = d->epoch};
+            hb_hier_ev_t ev = {
+                .kind = HB_HIER_EV_ARRIVE, .job = B->job, .coll_id = B->held[i], .epoch = d->epoch};
             push(d, &ev);
         }
         B->n_held = 0;
@@ -428,8 +425,8 @@ static void drain(hbd_t *d)
                 continue;
             }
             if (rc != 0) {
-                hb_log_debug("hier refused event %d job %" PRIu32 " coll %" PRIu64
-                             " from %" PRIu32 ": %s",
+                hb_log_debug("hier refused event %d job %" PRIu32 " coll %" PRIu64 " from %" PRIu32
+                             ": %s",
                              ev.kind, ev.job, ev.coll_id, ev.from, hb_status_str(rc));
                 if (ev.kind == HB_HIER_EV_ARRIVE)
                     req_finish(d, B, ev.coll_id, rc);
@@ -678,8 +675,12 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         hbd_hmsg_t *o = NULL;
         if (m->job != 0 && !recently_closed(b, m->job) && m->len == 4 &&
             b->n_early < HBD_EARLY_MAX && (o = calloc(1, sizeof(*o))) != NULL) {
-            *o = (hbd_hmsg_t){.job = m->job, .from = m->src, .coll = m->coll_id,
-                              .msg = ev.msg, .epoch = m->epoch, .t_ns = b->active_t0};
+            *o = (hbd_hmsg_t){.job = m->job,
+                              .from = m->src,
+                              .coll = m->coll_id,
+                              .msg = ev.msg,
+                              .epoch = m->epoch,
+                              .t_ns = b->active_t0};
             o->next = b->early;
             b->early = o;
             b->n_early++;
@@ -800,8 +801,7 @@ static int tick(hbd_t *d, uint64_t now)
         for (hbd_req_t *r = B->reqs; r != NULL; r = r->next)
             if (now - r->t0 > (uint64_t)to_ms * 1000000ull) {
                 hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .job = B->job, .coll_id = r->coll};
-                hb_log_warn("job %" PRIu32 ": barrier %" PRIu64 " timed out after %" PRIu32
-                            " ms",
+                hb_log_warn("job %" PRIu32 ": barrier %" PRIu64 " timed out after %" PRIu32 " ms",
                             B->job, r->coll, to_ms);
                 r->t0 = UINT64_MAX / 2; /* once */
                 push(d, &ev);
@@ -955,7 +955,8 @@ int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t
     int rc;
     if (b == NULL || job == 0 || member == NULL || !member[d->self] || n_sync == 0 ||
         sync_base < HBD_SYNC_JOB_FIRST || sync_base + n_sync > HBD_SYNC_JOB_END) {
-        snprintf(err, cap, "job %" PRIu32 ": bad engine parameters (sync %" PRIu32 "+%" PRIu32
+        snprintf(err, cap,
+                 "job %" PRIu32 ": bad engine parameters (sync %" PRIu32 "+%" PRIu32
                  ", member here %d)",
                  job, sync_base, n_sync, member != NULL ? member[d->self] : -1);
         return HB_ERR_INVAL;
@@ -1209,14 +1210,14 @@ int hbd_barrier_init(hbd_t *d)
             return HB_ERR_IO;
         }
         b->trace_t0 = hb_time_now_ns();
-        fprintf(b->trace,
-                "# hibard trace: node %" PRIu32 " nodes %" PRIu32 " protocol %s job %" PRIu32
-                " epoch %" PRIu32 " first_coll %" PRIu64 " sync_base %" PRIu32 " n_sync %" PRIu32
-                " t0_ns %" PRIu64 "\n",
-                d->self, d->topo->n_nodes,
-                hb_hier_proto_name(d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE
-                                                                         : HB_HIER_SCMD),
-                0u, d->epoch, (uint64_t)0, 0u, (uint32_t)HBD_CLUSTER_NSYNC, b->trace_t0);
+        fprintf(
+            b->trace,
+            "# hibard trace: node %" PRIu32 " nodes %" PRIu32 " protocol %s job %" PRIu32
+            " epoch %" PRIu32 " first_coll %" PRIu64 " sync_base %" PRIu32 " n_sync %" PRIu32
+            " t0_ns %" PRIu64 "\n",
+            d->self, d->topo->n_nodes,
+            hb_hier_proto_name(d->cfg->protocol == HB_CFG_PROTO_TREE ? HB_HIER_TREE : HB_HIER_SCMD),
+            0u, d->epoch, (uint64_t)0, 0u, (uint32_t)HBD_CLUSTER_NSYNC, b->trace_t0);
         fflush(b->trace);
     }
     b->cores = d->cfg->cpu_count;

@@ -905,8 +905,8 @@ static void s4_measure(rp_t *r, rp_lines_t *o)
     FILE *f = fopen(cfg, "w");
     if (f == NULL)
         return;
-    fprintf(f, "cluster: hibar-%s-l\nnodes: n[0-3]\nbootstrap: local\nrun_dir: %s/run\n",
-            r->name, r->tmp);
+    fprintf(f, "cluster: hibar-%s-l\nnodes: n[0-3]\nbootstrap: local\nrun_dir: %s/run\n", r->name,
+            r->tmp);
     fclose(f);
     fmt(b, sizeof(b),
         "HIBAR_MODEL_CACHE='%s/four.plogp' %s logp --config '%s' --max-reps %d --json", r->tmp, t,
@@ -1102,8 +1102,10 @@ int hb_bench_repro_main(int argc, char **argv)
             r.verbose = 1;
         else if (strcmp(a, "--name") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strlen(v) < 1 || strlen(v) > 16 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(v)) {
-                fprintf(stderr, "hibar-bench reproduce: --name: 1-16 lower-case letters or digits\n");
+            if (strlen(v) < 1 || strlen(v) > 16 ||
+                strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(v)) {
+                fprintf(stderr,
+                        "hibar-bench reproduce: --name: 1-16 lower-case letters or digits\n");
                 return 2;
             }
             fmt(r.name, sizeof(r.name), "%s", v);

@@ -36,14 +36,13 @@ typedef struct sb_opts {
 
 static void sb_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hibar-bench subset --config FILE --nodes LIST [--other LIST] [--ppn K]\n"
-            "                          [--iters N] " HB_BENCH_COMMON_USAGE "\n"
-            "  --config FILE  the cluster (emulated on this host, e.g. examples/local.yaml)\n"
-            "  --nodes LIST   the job's nodes (hostlist), k of the cluster's N\n"
-            "  --other LIST   the second job's nodes for the 'beside' row (default: none)\n"
-            "  --ppn K        ranks per node (default 1)\n"
-            "  --iters N      barriers per row (default 2000)\n");
+    fprintf(f, "usage: hibar-bench subset --config FILE --nodes LIST [--other LIST] [--ppn K]\n"
+               "                          [--iters N] " HB_BENCH_COMMON_USAGE "\n"
+               "  --config FILE  the cluster (emulated on this host, e.g. examples/local.yaml)\n"
+               "  --nodes LIST   the job's nodes (hostlist), k of the cluster's N\n"
+               "  --other LIST   the second job's nodes for the 'beside' row (default: none)\n"
+               "  --ppn K        ranks per node (default 1)\n"
+               "  --iters N      barriers per row (default 2000)\n");
 }
 
 /* The node of tool NAME: beside hibar-bench (build tree: DIR/NAME or DIR/peer/NAME). */
@@ -66,15 +65,19 @@ static int sb_median(const char *cmd, hb_stats_t *st)
         const char *m = strstr(line, "\"median_us\": ");
         if (m == NULL || found)
             continue;
-        const char *keys[] = {"\"median_us\": ", "\"min_us\": ", "\"max_us\": ", "\"mean_us\": ",
-                              "\"iters\": "};
+        const char *keys[] = {
+            "\"median_us\": ", "\"min_us\": ", "\"max_us\": ", "\"mean_us\": ", "\"iters\": "};
         double v[5] = {0, 0, 0, 0, 0};
         for (int k = 0; k < 5; k++) {
             const char *q = strstr(line, keys[k]);
             v[k] = q != NULL ? strtod(q + strlen(keys[k]), NULL) : 0;
         }
-        *st = (hb_stats_t){.median = v[0], .min = v[1], .max = v[2], .mean = v[3],
-                           .n = (size_t)v[4], .confidence = 0.95};
+        *st = (hb_stats_t){.median = v[0],
+                           .min = v[1],
+                           .max = v[2],
+                           .mean = v[3],
+                           .n = (size_t)v[4],
+                           .confidence = 0.95};
         found = 1;
     }
     int rc = pclose(p);
@@ -259,7 +262,8 @@ int hb_bench_subset_main(int argc, char **argv)
         hb_bench_out_note(&out, "subset / own (medians) %.3f (target <= 1.2)",
                           st[0].median / st[2].median);
     if (have[0] && have[1])
-        hb_bench_out_note(&out, "beside: %.3f of the solo rate (target >= 0.8 with a core per daemon)",
+        hb_bench_out_note(&out,
+                          "beside: %.3f of the solo rate (target >= 0.8 with a core per daemon)",
                           st[0].median / st[1].median);
     hb_bench_out_close(&out);
     status = have[0] && have[2] && (o.other == NULL || have[1]) ? 0 : 1;
