@@ -14,6 +14,7 @@
 #include "hbd_dmodex.h"
 #include "hbd_fake.h"
 #include "hbd_fence.h"
+#include "hb_log.h"
 #include "hibar.h"
 
 /* Let time pass: n steps of ms milliseconds, the frames they cause delivered after each. */
@@ -82,6 +83,115 @@ static void test_barrier_complete(void)
             fk_cluster_fini(&c);
             free(r);
         }
+}
+
+/* ---- jobs on part of the cluster: an engine per job, its own sync numbers ---- */
+
+static int job_member(const uint32_t *nodes, uint32_t n, uint32_t node)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (nodes[i] == node)
+            return 1;
+    return 0;
+}
+
+static void job_open(fk_cluster_t *c, uint32_t job, const uint32_t *nodes, uint32_t n,
+                     uint32_t node, uint32_t sync)
+{
+    uint8_t member[FK_MAX] = {0};
+    char err[256] = "";
+    for (uint32_t i = 0; i < n; i++)
+        member[nodes[i]] = 1;
+    CU_ASSERT_EQUAL(hbd_barrier_job_open(&c->d[node], job, member, sync, 1, err, sizeof(err)), 0);
+}
+
+/* Two jobs on disjoint node sets of 3 chassis of 3 (neither holds every Center) run their
+ * barriers at once, one opening late on some nodes (its messages wait there); the other
+ * nodes never hear of them. Then a job whose round stays open (a member never arrives) is
+ * closed: the counts give the member behind its drain, every engine goes, and the next job on
+ * that sync number runs. */
+static void test_barrier_jobs(void)
+{
+    static const uint32_t a[] = {1, 2, 4, 7}, b[] = {0, 3, 5, 8}, cj[] = {0, 1, 2};
+    fk_cluster_t c;
+    bar_res_t *ra = calloc(1, sizeof(*ra)), *rb = calloc(1, sizeof(*rb));
+    CU_ASSERT_FATAL(ra != NULL && rb != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 11) == 0);
+    for (uint32_t i = 0; i < 4; i++)
+        job_open(&c, 2, b, 4, b[i], HBD_SYNC_JOB_FIRST + 1);
+    job_open(&c, 1, a, 4, a[0], HBD_SYNC_JOB_FIRST); /* job 1 on its first node only, yet */
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[a[0]], 1, 0, bar_cb, ra), 0);
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[6], 1, 0, bar_cb, ra), HIBAR_ERR_NOT_FOUND);
+    fk_run(&c, 100000);
+    for (uint32_t i = 1; i < 4; i++)
+        job_open(&c, 1, a, 4, a[i], HBD_SYNC_JOB_FIRST);
+    for (uint32_t k = 0; k < NB; k++) {
+        for (uint32_t i = 0; i < 4; i++) {
+            if (k > 0 || i > 0)
+                CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[a[i]], 1, k, bar_cb, ra), 0);
+            CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[b[i]], 2, k, bar_cb, rb), 0);
+            fk_step(&c);
+        }
+        fk_run(&c, 3);
+    }
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < c.n; i++)
+        for (uint32_t k = 0; k < NB; k++) {
+            CU_ASSERT_EQUAL(ra->calls[i][k], job_member(a, 4, i));
+            CU_ASSERT_EQUAL(rb->calls[i][k], job_member(b, 4, i));
+            CU_ASSERT_EQUAL(ra->status[i][k], 0);
+            CU_ASSERT_EQUAL(rb->status[i][k], 0);
+        }
+    CU_ASSERT_EQUAL(hbd_barrier_n_jobs(&c.d[6]), 0);
+    for (uint32_t i = 0; i < 4; i++) {
+        hbd_barrier_job_close(&c.d[a[i]], 1);
+        hbd_barrier_job_close(&c.d[b[i]], 2);
+        hbd_barrier_job_drain(&c.d[a[i]], 1, 0); /* clean: nobody behind */
+        hbd_barrier_job_drain(&c.d[b[i]], 2, 0);
+        CU_ASSERT(!hbd_barrier_job_busy(&c.d[a[i]], 1));
+        CU_ASSERT(!hbd_barrier_job_busy(&c.d[b[i]], 2));
+    }
+    /* job 3 in chassis 0: node 2 never arrives at its barrier */
+    uint32_t sync = HBD_SYNC_JOB_FIRST + 2;
+    memset(ra, 0, sizeof(*ra));
+    for (uint32_t i = 0; i < 3; i++)
+        job_open(&c, 3, cj, 3, cj[i], sync);
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[0], 3, 0, bar_cb, ra), 0);
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[1], 3, 0, bar_cb, ra), 0);
+    fk_run(&c, 100000);
+    CU_ASSERT_EQUAL(ra->calls[0][0] + ra->calls[1][0], 0);
+    uint32_t cnt[3][16], most = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        uint32_t base, n;
+        hbd_barrier_job_close(&c.d[i], 3);
+        CU_ASSERT_EQUAL(ra->status[i][0], i < 2 ? HIBAR_ERR_UNAVAIL : 0);
+        CU_ASSERT_EQUAL(hbd_barrier_job_counts(&c.d[i], 3, &base, &n, cnt[i]), 0);
+        CU_ASSERT_EQUAL(base, sync);
+        CU_ASSERT_EQUAL(n, 1);
+        most = cnt[i][0] > most ? cnt[i][0] : most;
+    }
+    CU_ASSERT_EQUAL(cnt[0][0], 1);
+    CU_ASSERT_EQUAL(cnt[2][0], 0);
+    for (uint32_t i = 0; i < 3; i++)
+        hbd_barrier_job_drain(&c.d[i], 3, cnt[i][0] < most ? 1ull << sync : 0);
+    fk_advance(&c, 1000000);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 3; i++)
+        CU_ASSERT(!hbd_barrier_job_busy(&c.d[i], 3));
+    /* the sync number is clean: job 4 on it completes */
+    memset(ra, 0, sizeof(*ra));
+    for (uint32_t i = 0; i < 3; i++)
+        job_open(&c, 4, cj, 3, cj[i], sync);
+    for (uint32_t i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[i], 4, 0, bar_cb, ra), 0);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(ra->calls[i][0], 1);
+        CU_ASSERT_EQUAL(ra->status[i][0], 0);
+    }
+    fk_cluster_fini(&c);
+    free(ra);
+    free(rb);
 }
 
 /* A frame delivered twice is dropped by the engine (and counted), never completes twice. */
@@ -628,6 +738,7 @@ static void test_dmodex_peer_lost(void)
 
 int main(void)
 {
+    hb_log_init_from_env();
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 99;
     CU_pSuite b = CU_add_suite("barrier engine", NULL, NULL);
@@ -635,6 +746,7 @@ int main(void)
     CU_pSuite k = CU_add_suite("collective engine", NULL, NULL);
     CU_pSuite x = CU_add_suite("dmodex engine", NULL, NULL);
     if (b == NULL || f == NULL || k == NULL || x == NULL ||
+        !CU_add_test(b, "jobs on part of the cluster", test_barrier_jobs) ||
         !CU_add_test(x, "fetch", test_dmodex_fetch) ||
         !CU_add_test(x, "unknown", test_dmodex_unknown) ||
         !CU_add_test(x, "key wait", test_dmodex_key_wait) ||

@@ -88,8 +88,9 @@ typedef struct hbd_bar {
     hbd_req_t *reqs;
     uint32_t n_reqs;
     uint64_t next_coll;
-    uint64_t held[64]; /* arrivals hier refused as BUSY, in order */
+    uint64_t held[64]; /* arrivals waiting for a sync number (hier said BUSY), in order */
     uint32_t n_held;
+    int held_inq; /* the first of them is in the event queue (one at a time: order) */
     hbd_hmsg_t *outq; /* sends waiting for an on-demand link */
     /* a job's engine: its chassis mask and sync numbers; closing: draining them */
     uint32_t mask, sync_base, n_sync;
@@ -297,6 +298,19 @@ static int send_msg(hbd_t *d, hbd_bar_t *B, uint32_t to, uint64_t coll, uint32_t
     return 0;
 }
 
+/* The oldest waiting arrival goes to the queue (one at a time, so they keep their order). */
+static void held_next(hbd_t *d, hbd_bar_t *B)
+{
+    if (B->n_held == 0 || B->held_inq)
+        return;
+    hb_hier_ev_t ev = {
+        .kind = HB_HIER_EV_ARRIVE, .job = B->job, .coll_id = B->held[0], .epoch = d->epoch};
+    memmove(B->held, B->held + 1, (B->n_held - 1) * sizeof(B->held[0]));
+    B->n_held--;
+    B->held_inq = 1;
+    push(d, &ev);
+}
+
 static void exec_act(hbd_t *d, hbd_bar_t *B, const hb_hier_act_t *a)
 {
     hbd_barrier_state_t *b = d->bar;
@@ -339,13 +353,7 @@ static void exec_act(hbd_t *d, hbd_bar_t *B, const hb_hier_act_t *a)
     case HB_HIER_ACT_COMPLETE:
     case HB_HIER_ACT_FAIL:
         req_finish(d, B, a->coll_id, a->kind == HB_HIER_ACT_COMPLETE ? 0 : a->status);
-        /* arrivals that waited for a sync number try again */
-        for (uint32_t i = 0; i < B->n_held; i++) {
-            hb_hier_ev_t ev = {
-                .kind = HB_HIER_EV_ARRIVE, .job = B->job, .coll_id = B->held[i], .epoch = d->epoch};
-            push(d, &ev);
-        }
-        B->n_held = 0;
+        held_next(d, B); /* an arrival that waited for a sync number tries again */
         break;
     }
 }
@@ -419,11 +427,19 @@ static void drain(hbd_t *d)
             }
             size_t n = 0;
             int rc = step(d, B, &ev, &n);
+            int was_held = ev.kind == HB_HIER_EV_ARRIVE && B->held_inq;
+            if (was_held)
+                B->held_inq = 0;
             if (rc == HB_ERR_BUSY && ev.kind == HB_HIER_EV_ARRIVE &&
                 B->n_held < sizeof(B->held) / sizeof(B->held[0])) {
-                B->held[B->n_held++] = ev.coll_id; /* after the next completion */
+                /* first in line again, after the next completion */
+                memmove(B->held + 1, B->held, B->n_held * sizeof(B->held[0]));
+                B->held[0] = ev.coll_id;
+                B->n_held++;
                 continue;
             }
+            if (was_held)
+                held_next(d, B);
             if (rc != 0) {
                 hb_log_debug("hier refused event %d job %" PRIu32 " coll %" PRIu64 " from %" PRIu32
                              ": %s",
@@ -583,6 +599,10 @@ static int req_arrive(hbd_t *d, hbd_bar_t *B, uint64_t coll_id, hbd_reply_t *con
     b->active_t0 = r->t0;
     b->poll_mode = poll_mode(d);
     hbd_cron_arm(d);
+    if ((B->n_held > 0 || B->held_inq) && B->n_held < sizeof(B->held) / sizeof(B->held[0])) {
+        B->held[B->n_held++] = coll_id; /* behind the ones waiting: arrivals keep their order */
+        return 0;
+    }
     hb_hier_ev_t ev = {
         .kind = HB_HIER_EV_ARRIVE, .job = B->job, .coll_id = coll_id, .epoch = d->epoch};
     push(d, &ev);
@@ -753,9 +773,10 @@ static void retry_cb(hbd_t *d, void *arg)
 
 static void fail_all(hbd_t *d, hbd_bar_t *B, int status)
 {
+    B->n_held = 0;
+    B->held_inq = 0;
     while (B->reqs != NULL)
         req_finish(d, B, B->reqs->coll, status);
-    B->n_held = 0;
 }
 
 /* The cluster's first lost node: fail every barrier in flight with status. */
