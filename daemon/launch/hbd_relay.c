@@ -556,6 +556,31 @@ static void run_event_cb(struct bufferevent *bev, short what, void *arg)
     relay_kill(J, "hibar-run went away");
 }
 
+/* Write a job's spec bytes into this daemon's run dir for its launcher: path filled; 0 or IO
+ * (nothing left behind). */
+static int spec_file(hbd_t *d, uint64_t id, const void *buf, size_t len, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/hibar-relay-%" PRIu64 "-%s.spec", d->run_dir, id, d->name);
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t off = 0;
+    while (fd >= 0 && off < len) {
+        ssize_t w = write(fd, (const uint8_t *)buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (fd >= 0 && off == len)
+        return 0;
+    hb_log_error("job %" PRIu64 ": cannot write %s: %m", id, path);
+    unlink(path);
+    return HB_ERR_IO;
+}
+
 /* The job got its slot: add it to the spec, send the spec to the job's other nodes, start this
  * node's part (if it has one). */
 static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_sync)
@@ -615,30 +640,15 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
         return;
     }
     /* this node's part reads the spec with its slot from a file of ours, as the others do */
-    snprintf(path, sizeof(path), "%s/hibar-relay-%" PRIu64 "-%s.spec", d->run_dir, J->id, d->name);
-    unlink(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    size_t off = 0;
-    while (fd >= 0 && off < raw_len) {
-        ssize_t w = write(fd, raw + off, raw_len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    if (fd >= 0)
-        close(fd);
-    free(raw);
     uint64_t id = J->id;
-    if (fd < 0 || off != raw_len) {
-        hb_log_error("job %" PRIu64 ": cannot write %s: %m", id, path);
+    int wrc = spec_file(d, id, raw, raw_len, path, sizeof(path));
+    free(raw);
+    if (wrc != 0) {
         run_printf(J, "%" PRIu32 " err %d cannot write the job spec into the daemon's run dir\n",
                    d->self, HB_ERR_IO);
         J->ended[d->self] = 1;
         J->n_ended++;
         relay_kill(J, "its spec could not be written here");
-        unlink(path);
         check_done(J);
         return;
     }
@@ -868,25 +878,10 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
      * the slot line last */
     J->engine = spec_jobno(J->spec, J->spec_len);
     char path[400];
-    snprintf(path, sizeof(path), "%s/hibar-relay-%" PRIu64 "-%s.spec", d->run_dir, id, d->name);
-    unlink(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    size_t off = 0;
-    while (fd >= 0 && off < J->spec_len) {
-        ssize_t w = write(fd, J->spec + off, J->spec_len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    if (fd >= 0)
-        close(fd);
+    int wrc = spec_file(d, id, J->spec, J->spec_len, path, sizeof(path));
     free(J->spec);
     J->spec = NULL;
-    if (fd < 0 || off != J->spec_len) {
-        hb_log_error("job %" PRIu64 ": cannot write %s: %m", id, path);
-        unlink(path);
+    if (wrc != 0) {
         remote_fail(J, HB_ERR_IO, "cannot write the job spec into the daemon's run dir");
         return;
     }
