@@ -72,7 +72,7 @@ int hbd_slots_alloc(hbd_slots_t *S, const hb_topo_t *t, const uint32_t *nodes, u
             return HB_ERR_INVAL;
         }
     if (S->n >= HBD_SLOT_MAX) {
-        snprintf(err, cap, "the cluster runs %u jobs, its most", HBD_SLOT_MAX);
+        snprintf(err, cap, "the cluster runs %d jobs, its most", HBD_SLOT_MAX);
         return HB_ERR_BUSY;
     }
     uint32_t crowded;
