@@ -170,7 +170,7 @@ echo "lost node: hibar-run ended (exit $rc) $(awk "BEGIN { printf \"%.2f\", $t1 
 on 0 timeout 30 "${RUN[@]}" -n 4 "$HELLO" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 cat "$tmp/err"
-[ $rc -eq 1 ] && grep -q 'not ready (or lost a node)' "$tmp/err" || fail "job on a cluster that lost a node: exit $rc"
+[ $rc -eq 1 ] && grep -q 'the cluster lost node' "$tmp/err" || fail "job on a cluster that lost a node: exit $rc"
 # sanitizer builds: no report in any daemon's log
 ! grep -l 'runtime error:\|ERROR: AddressSanitizer' "$tmp"/d*.log || fail "sanitizer report in a daemon's log"
 echo "PASS"

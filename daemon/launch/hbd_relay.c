@@ -727,8 +727,15 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   HB_ERR_INVAL, spec_path);
         goto out;
     }
-    if (d->lost || (!d->ready && n > 1)) {
-        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HB_ERR_NOT_INIT);
+    if (d->lost) {
+        hbd_reply(conn, "err %d the cluster lost node %s: no job starts until it is restarted",
+                  HB_ERR_PEER_LOST,
+                  d->lost_node < n ? d->cfg->nodes[d->lost_node].name : "(unknown)");
+        goto out;
+    }
+    if (!d->ready && n > 1) {
+        hbd_reply(conn, "err %d node %s is not linked to all its neighbours yet: try again",
+                  HB_ERR_NOT_INIT, d->name);
         goto out;
     }
     if (job_find(d, spec->id, d->self) != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
