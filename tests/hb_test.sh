@@ -1,3 +1,5 @@
+#!/usr/bin/env bash
+# (a library: sourced by the tests and, installed under libexec/hibar, by the test-bed scripts)
 # hb_test.sh: what the shell tests share (sourced; hb_test.h is its CUnit counterpart).
 # shellcheck shell=bash
 #
