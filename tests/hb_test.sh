@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# (a library: sourced by the tests and, installed under libexec/hibar, by the test-bed scripts)
-# hb_test.sh: what the shell tests share (sourced; hb_test.h is its CUnit counterpart).
+# hb_test.sh: what the shell tests share (sourced; hb_test.h is its CUnit counterpart). Also
+# installed under libexec/hibar, where the test-bed scripts hibar-bench runs source it.
 # shellcheck shell=bash
 #
 # Sourcing it gives every test:
