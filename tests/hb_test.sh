@@ -1,4 +1,6 @@
-# hb_test.sh: what the shell tests share (sourced; hb_test.h is its CUnit counterpart).
+#!/usr/bin/env bash
+# hb_test.sh: what the shell tests share (sourced; hb_test.h is its CUnit counterpart). Also
+# installed under libexec/hibar, where the test-bed scripts hibar-bench runs source it.
 # shellcheck shell=bash
 #
 # Sourcing it gives every test:
