@@ -926,7 +926,7 @@ static void s4_write(rp_t *r, const rp_lines_t *o)
           "| m (B) | L (us) | o_s | o_r | g(m) | g(m, pair) | g(m, 1->n) | g(m, n->1) |\n"
           "|---|---|---|---|---|---|---|---|\n");
     int rows = 0;
-    double q = NAN, g0 = NAN, gn = NAN, m_last = 0;
+    double q = NAN, g0 = NAN, gp = NAN, gn = NAN, Lv = NAN, m_last = 0;
     for (size_t i = 0; i < o->n; i++) {
         const char *l = o->v[i];
         if (!jis(l, "impl", "plogp"))
@@ -944,8 +944,10 @@ static void s4_write(rp_t *r, const rp_lines_t *o)
         if (rows == 0)
             row(r, 4, "measured", "L_us", jnum(l, "L_us"));
         q = jnum(l, "q_bytes");
-        g0 = jnum(l, "g_flood_us");
+        g0 = jnum(l, "g_us");
+        gp = jnum(l, "g_flood_us");
         gn = jnum(l, "g_many_to_one_us");
+        Lv = jnum(l, "L_us");
         m_last = m;
         rows++;
     }
@@ -953,10 +955,12 @@ static void s4_write(rp_t *r, const rp_lines_t *o)
     md(r,
        "\nThe pattern gap (PlogP-BR's eq. 3, T = sum_k g(m, C_k) + L + E_q·T_RTO) at the "
        "largest size, %.0f B: a flat gather on 4 nodes is (n - 1)·g(m, n->1) + L = %s us "
-       "with the many-to-one gap, against %s us with the pair's gap, PlogP's single g(m): "
-       "the pattern moves the prediction by %s.\n\n",
-       m_last, cell(c[0], 32, "%.0f", (n - 1) * gn), cell(c[1], 32, "%.0f", (n - 1) * g0),
-       cell(c[2], 32, "%+.0f %%", 100 * (gn - g0) / g0));
+       "with the many-to-one gap, against %s us with PlogP's single g(m) (logp_mpi's round "
+       "trips) and %s us with the pair's flood gap: the pattern moves the prediction by %s "
+       "against PlogP.\n\n",
+       m_last, cell(c[0], 32, "%.0f", (n - 1) * gn + Lv), cell(c[1], 32, "%.0f", (n - 1) * g0 + Lv),
+       cell(c[3], 32, "%.0f", (n - 1) * gp + Lv),
+       cell(c[2], 32, "%+.0f %%", 100 * ((n - 1) * gn - (n - 1) * g0) / ((n - 1) * g0 + Lv)));
     md(r,
        "Queue size q: %s here. The paper derives q from the delay difference between a "
        "lone flow and an incast through the switch port; on loopback there is no switch "
