@@ -1031,8 +1031,9 @@ static void s4_write(rp_t *r, const rp_lines_t *o)
        "retransmission penalty). ",
        isfinite(q) ? (fmt(c[3], 32, "%.0f B", q), c[3]) : "—");
     s4_queue(r);
-    md(r, "The all-to-all experiment and the paper's A/B comparison: not done (no `alltoall` "
-          "collective yet; it needs the daemons' collective engine, which is being rewritten).\n\n");
+    md(r,
+       "The all-to-all experiment and the paper's A/B comparison: not done (no `alltoall` "
+       "collective yet; it needs the daemons' collective engine, which is being rewritten).\n\n");
     row(r, 4, "measured", "rows", rows);
 }
 
