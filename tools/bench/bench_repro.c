@@ -1171,8 +1171,10 @@ int hb_bench_repro_main(int argc, char **argv)
             r.verbose = 1;
         else if (strcmp(a, "--name") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strlen(v) < 1 || strlen(v) > 16 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(v)) {
-                fprintf(stderr, "hibar-bench reproduce: --name: 1-16 lower-case letters or digits\n");
+            size_t len = strlen(v);
+            if (len < 1 || len > 16 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789") != len) {
+                fprintf(stderr,
+                        "hibar-bench reproduce: --name: 1-16 lower-case letters or digits\n");
                 return 2;
             }
             fmt(r.name, sizeof(r.name), "%s", v);
