@@ -905,8 +905,8 @@ static void s4_measure(rp_t *r, rp_lines_t *o)
     FILE *f = fopen(cfg, "w");
     if (f == NULL)
         return;
-    fprintf(f, "cluster: hibar-%s-l\nnodes: n[0-3]\nbootstrap: local\nrun_dir: %s/run\n",
-            r->name, r->tmp);
+    fprintf(f, "cluster: hibar-%s-l\nnodes: n[0-3]\nbootstrap: local\nrun_dir: %s/run\n", r->name,
+            r->tmp);
     fclose(f);
     fmt(b, sizeof(b),
         "HIBAR_MODEL_CACHE='%s/four.plogp' %s logp --config '%s' --max-reps %d --json", r->tmp, t,
