@@ -4,7 +4,8 @@
 # namespace bed), each section with measured or simulated rows, none of them equal to the
 # papers' figures, live measurements differing between the runs, and the report's cells the
 # rows' values. No time is asserted. As root the first run also measures the 2-site bed
-# (tests/netns/testbed, named hibar-rpq<pid>a-*, torn down on exit). About 1-2 minutes.
+# and the 1-site bed of section 4's queue probe (tests/netns/testbed, hibar-rpq<pid>a-* and
+# hibar-rpq<pid>aq-*, torn down on exit). About 1-2 minutes.
 TEST_TAG=rpq
 . "$(dirname "$0")/hb_test.sh"
 BENCH=$bld/tools/hibar-bench
@@ -16,7 +17,10 @@ NAME=rpq$$
 cleanup() {
     local w
     for w in a b; do
-        [ "$(id -u)" -ne 0 ] || "$src/tests/netns/testbed" --cleanup --name "$NAME$w" >/dev/null 2>&1
+        if [ "$(id -u)" -eq 0 ]; then
+            "$src/tests/netns/testbed" --cleanup --name "$NAME$w" >/dev/null 2>&1
+            "$src/tests/netns/testbed" --cleanup --name "$NAME${w}q" >/dev/null 2>&1
+        fi
         [ ! -f "$TMP/$w/four.yaml" ] ||
             "$bld/tools/hibar-cluster" --config "$TMP/$w/four.yaml" down >/dev/null 2>&1
         "$bld/tools/hibar-cluster" --config "$src/examples/scmd-30.yaml" \
