@@ -208,12 +208,23 @@ static int place_nodes(const hb_cfg_t *cfg, const hb_place_req_t *req, hb_place_
             want = req->n;
         if (want > cfg->n_nodes)
             want = cfg->n_nodes;
-        rc = cand_alloc(c, want);
-        /* free nodes first, then busy ones; in node order */
+        uint32_t live = 0;
+        for (i = 0; i < cfg->n_nodes; i++)
+            live += req->lost == NULL || !req->lost[i];
+        if (want > live)
+            want = live;
+        if (want == 0) {
+            snprintf(err, errlen, "every node of the cluster is lost");
+            rc = HB_ERR_CONFIG;
+        }
+        if (rc == 0)
+            rc = cand_alloc(c, want);
+        /* free nodes first, then busy ones; in node order; never a lost one */
         uint32_t got = 0;
         for (int pass = 0; rc == 0 && pass < 2 && got < want; pass++)
             for (i = 0; i < cfg->n_nodes && got < want; i++)
-                if ((req->busy != NULL && req->busy[i]) == pass) {
+                if ((req->busy != NULL && req->busy[i]) == pass &&
+                    (req->lost == NULL || !req->lost[i])) {
                     seen[i] = 1;
                     got++;
                 }

@@ -20,6 +20,8 @@ typedef struct hb_place_req {
     int by_chassis;          /* deal each chassis' ranks round-robin over its nodes */
     const uint8_t *busy;     /* [n_nodes] nodes running other jobs (the cluster's default
                               * placement takes the free ones first), or NULL */
+    const uint8_t *lost;     /* [n_nodes] nodes known lost: the default placement leaves
+                              * them out, a host list naming one is refused; or NULL */
 } hb_place_req_t;
 
 /* The answer. */

@@ -343,6 +343,7 @@ void fk_cluster_fini(fk_cluster_t *c)
         hbd_dmodex_fini(&c->d[i]);
         if (c->d[i].base != NULL)
             event_base_free(c->d[i].base);
+        free(c->d[i].lost_set);
         if (fk_hwb[i].fd >= 0)
             close(fk_hwb[i].fd);
     }

@@ -98,7 +98,7 @@ static int cmd_status(const hb_cfg_t *cfg)
 static int cmd_jobs(const hb_cfg_t *cfg)
 {
     char *reply = NULL;
-    int rc = hbd_cluster_jobs(cfg, &reply, NULL);
+    int rc = hbd_cluster_jobs(cfg, &reply, NULL, NULL);
     if (rc != 0) {
         fprintf(stderr,
                 "hibar-cluster: the cluster's root daemon does not answer on this host: %s\n",
@@ -139,6 +139,9 @@ static int cmd_jobs(const hb_cfg_t *cfg)
                names);
         (void)origin;
     }
+    const char *l = strstr(reply, " lost=");
+    if (l != NULL)
+        printf("lost nodes (ids): %s\n", l + 6);
     free(reply);
     return 0;
 }

@@ -569,7 +569,7 @@ int main(int argc, char **argv)
     uint64_t t_up = hb_time_now_ns();
 
     run_t R = {.cfg = cfg, .n_nodes = cfg->n_nodes, .tag = tag, .verbose = verbose, .fd = -1};
-    uint8_t *busy = NULL;
+    uint8_t *busy = NULL, *lost = NULL;
     hbd_job_spec_t spec = {0};
     hb_place_t pl = {0};
     /* inside a Slurm allocation its nodes, unless placed by hand */
@@ -584,14 +584,18 @@ int main(int argc, char **argv)
                            .by_chassis = by_chassis};
     R.nc = calloc(cfg->n_nodes, sizeof(node_state_t));
     busy = calloc(cfg->n_nodes, 1);
-    if (R.nc == NULL || busy == NULL)
+    lost = calloc(cfg->n_nodes, 1);
+    if (R.nc == NULL || busy == NULL || lost == NULL)
         goto out;
-    /* the nodes other jobs run on (the root daemon knows; a cluster of our own runs none) */
+    /* the nodes other jobs run on and the lost ones (the root daemon knows; a cluster of our
+     * own runs none) */
     char *jobs = NULL;
-    int brc = own ? 0 : hbd_cluster_jobs(cfg, &jobs, busy);
+    int brc = own ? 0 : hbd_cluster_jobs(cfg, &jobs, busy, lost);
     free(jobs);
-    if (brc == 0)
+    if (brc == 0) {
         preq.busy = busy;
+        preq.lost = lost;
+    }
     int prc = hb_place(cfg, &preq, &pl, err, sizeof(err));
     if (prc != 0) {
         fprintf(stderr, "hibar-run: %s\n", err);
@@ -600,6 +604,15 @@ int main(int argc, char **argv)
     }
     if (pl.note[0] != '\0')
         fprintf(stderr, "hibar-run: %s\n", pl.note);
+    for (uint32_t i = 0; i < cfg->n_nodes; i++)
+        if (pl.member[i] && lost[i]) {
+            fprintf(stderr,
+                    "hibar-run: node %s is lost (its daemon died or cannot be reached): the "
+                    "job cannot run there\n",
+                    cfg->nodes[i].name);
+            status = 1;
+            goto out;
+        }
     if (exclusive && brc != 0) {
         fprintf(stderr,
                 "hibar-run: --exclusive: cannot learn which nodes run jobs (the cluster's root "
@@ -731,6 +744,7 @@ out:
         hbd_emu_down(cfg, &eo);
     hb_place_free(&pl);
     free(busy);
+    free(lost);
     free(R.map);
     free(R.nc);
     hb_cfg_free(cfg);

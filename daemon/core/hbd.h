@@ -173,8 +173,9 @@ struct hbd {
     hbd_peer_t *peers;
     uint32_t n_peers;
     uint32_t *peer_of; /* [n_nodes]: index into peers, or UINT32_MAX */
-    int lost;          /* some node of the cluster is gone: barriers fail with lost_status */
+    int lost;          /* some node of the cluster is gone (the first: lost_node) */
     uint32_t lost_node;
+    uint8_t *lost_set; /* [n_nodes] every node known lost (hbd_hooks_lost_run), or NULL */
 
     /* chassis barrier */
     struct hb_hwb *hwb;
@@ -230,6 +231,16 @@ static inline void hbd_peer_heard(hbd_peer_t *p, uint64_t now)
 {
     p->last_rx_ns = now;
     p->probe_ns = 0;
+}
+
+/* Is node `node` known lost? An unknown node (a loss nobody could name) counts as every node. */
+static inline int hbd_node_lost(const hbd_t *d, uint32_t node)
+{
+    if (!d->lost)
+        return 0;
+    if (d->lost_node >= d->topo->n_nodes || node >= d->topo->n_nodes || d->lost_set == NULL)
+        return 1;
+    return d->lost_set[node];
 }
 
 #endif

@@ -1,6 +1,8 @@
 /* hbd_hooks.c: the tables through which a lower layer reaches the layers above. */
 #include "hbd_hooks.h"
 
+#include <stdlib.h>
+
 #include "hb_status.h"
 
 void hbd_hooks_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
@@ -28,14 +30,21 @@ int hbd_hooks_lost(hbd_t *d, hbd_net_lost_fn fn, int order)
 
 int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status)
 {
+    uint32_t n = d->topo->n_nodes;
+    if (d->lost_set == NULL)
+        d->lost_set = calloc(n, 1); /* without memory: every loss counts as a new one */
+    if (node < n && d->lost_set != NULL && d->lost_set[node])
+        return 0; /* known */
     int first = !d->lost;
     if (first) {
         d->lost = 1;
         d->lost_node = node;
     }
+    if (node < n && d->lost_set != NULL)
+        d->lost_set[node] = 1;
     for (uint32_t i = 0; i < d->n_lost_subs; i++)
         d->lost_subs[i](d, node, status, first);
-    return first;
+    return 1;
 }
 
 int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn)

@@ -12,8 +12,10 @@ void hbd_hooks_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_f
 /* A subscriber for lost nodes, called by ascending order (then as registered). 0, or NOMEM
  * when the table is full. */
 int hbd_hooks_lost(hbd_t *d, hbd_net_lost_fn fn, int order);
-/* Node `node` is lost: the cluster's first loss marks the daemon lost; every subscriber is
- * told. Returns 1 for the first loss, else 0. */
+/* Node `node` is lost: it joins d->lost_set (the first loss also sets d->lost, lost_node) and
+ * every subscriber is told, each loss once; a subscriber ends what involves that node (the
+ * jobs on it), `first` says whether it is the cluster's first loss. Returns 1 for a loss not
+ * known before (the transport floods it), else 0. */
 int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status);
 /* Periodic work for the cron (hbd_cron.h). 0, or NOMEM when the table is full. */
 int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn);

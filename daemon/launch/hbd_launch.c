@@ -606,8 +606,17 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         job_free(j);
         return;
     }
-    if (d->lost || (!d->ready && d->topo->n_nodes > 1)) {
-        hbd_reply(conn, "err %d the cluster is not ready (or lost a node)", HB_ERR_NOT_INIT);
+    for (uint32_t i = 0; i < j->n_nodes; i++)
+        if (hbd_node_lost(d, j->nodes[i])) {
+            hbd_reply(conn, "err %d node %s of the job is lost", HB_ERR_PEER_LOST,
+                      d->cfg->nodes[j->nodes[i]].name);
+            j->n_local = 0;
+            job_free(j);
+            return;
+        }
+    if (!d->ready && d->topo->n_nodes > 1) {
+        hbd_reply(conn, "err %d node %s is not linked to all its neighbours yet", HB_ERR_NOT_INIT,
+                  d->name);
         j->n_local = 0;
         job_free(j);
         return;

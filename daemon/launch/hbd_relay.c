@@ -125,6 +125,7 @@ typedef struct hbd_relay rl_state_t;
 
 static void tick_arm(hbd_t *d, int fast);
 static void part_read_cb(struct bufferevent *bev, void *arg);
+static int path_lost(const hbd_t *d, uint32_t a, uint32_t b);
 
 uint64_t hbd_relay_drops(const hbd_t *d)
 {
@@ -184,6 +185,12 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     uint32_t to = hbd_route_next_hop(d, x->dest);
     if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
         return HB_ERR_NOT_FOUND;
+    if (d->lost && path_lost(d, d->self, x->dest)) {
+        if (hbd_node_lost(d, x->dest))
+            return HB_ERR_PEER_LOST;
+        to = x->dest; /* around the lost node: straight there (both ends link, on_lost) */
+        (void)hbd_net_link(d, to);
+    }
     int queued = 0;
     for (rl_out_t *o = R->outq; o != NULL && !queued; o = o->next)
         queued = o->to == to;
@@ -309,7 +316,7 @@ static void check_done(rl_job_t *J)
         if (J->finishing)
             return;
     }
-    if (J->clean_wait == 0 || J->d->lost)
+    if (J->clean_wait == 0 || J->lost_ns != 0) /* a node of it was lost: no verdict waited */
         finish(J);
 }
 
@@ -727,10 +734,10 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   HB_ERR_INVAL, spec_path);
         goto out;
     }
-    if (d->lost) {
-        hbd_reply(conn, "err %d the cluster lost node %s: no job starts until it is restarted",
-                  HB_ERR_PEER_LOST,
-                  d->lost_node < n ? d->cfg->nodes[d->lost_node].name : "(unknown)");
+    if (hbd_node_lost(d, root_node(d))) {
+        hbd_reply(conn, "err %d the cluster lost its root daemon (node %s), which gives jobs their "
+                  "slots: no job starts until it is restarted",
+                  HB_ERR_PEER_LOST, d->cfg->nodes[root_node(d)].name);
         goto out;
     }
     if (!d->ready && n > 1) {
@@ -754,6 +761,12 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
             hbd_reply(conn,
                       "err %d rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
                       HB_ERR_INVAL, r, spec->map[r]);
+            goto out;
+        }
+        if (hbd_node_lost(d, spec->map[r])) {
+            hbd_reply(conn, "err %d node %s of the job is lost (its daemon died or cannot be "
+                      "reached)",
+                      HB_ERR_PEER_LOST, d->cfg->nodes[spec->map[r]].name);
             goto out;
         }
         J->n_members += !J->member[spec->map[r]];
@@ -1012,41 +1025,65 @@ static uint32_t tree_up(const hbd_t *d, uint32_t n)
     return tn->port != 0 ? d->topo->chassis[tn->chassis].nodes[0] : tn->parent;
 }
 
-/* Does the tree path between nodes a and b (the one JOB frames take) pass through node x? */
-static int path_crosses(const hbd_t *d, uint32_t a, uint32_t b, uint32_t x)
+/* Does the tree path between live nodes a and b (the one JOB frames take) cross a lost node? */
+static int path_lost(const hbd_t *d, uint32_t a, uint32_t b)
 {
     uint32_t n = d->topo->n_nodes;
-    /* x is on the path iff it is an ancestor-or-self of a or b, but not of both below their
-     * lowest common ancestor: walk up from each, the first node both reach is that ancestor */
-    int xa = 0, xb = 0;
+    if (!d->lost || a >= n || b >= n)
+        return 0;
+    /* the path: a up to the lowest common ancestor, and down from it to b */
     uint32_t lca = HB_TOPO_NONE;
-    for (uint32_t u = a, k = 0; u != HB_TOPO_NONE && k <= n; u = tree_up(d, u), k++) {
+    for (uint32_t u = a, k = 0; u != HB_TOPO_NONE && k <= n && lca == HB_TOPO_NONE;
+         u = tree_up(d, u), k++)
         for (uint32_t v = b, m = 0; v != HB_TOPO_NONE && m <= n; v = tree_up(d, v), m++)
             if (v == u) {
                 lca = u;
                 break;
             }
-        if (lca != HB_TOPO_NONE)
+    for (uint32_t u = a, k = 0; u != HB_TOPO_NONE && k <= n; u = tree_up(d, u), k++) {
+        if (u != a && hbd_node_lost(d, u))
+            return 1;
+        if (u == lca)
             break;
-        xa |= u == x;
     }
     for (uint32_t v = b, m = 0; v != HB_TOPO_NONE && v != lca && m <= n; v = tree_up(d, v), m++)
-        xb |= v == x;
-    return xa || xb || lca == x;
+        if (v != b && hbd_node_lost(d, v))
+            return 1;
+    return 0;
 }
 
-/* The cluster's first lost node: stop every relayed job here; the origin reports it. */
+/* Is node `node` part of J (a member, or its origin)? Elsewhere than at the origin the job's
+ * engine knows its members. */
+static int job_involves(hbd_t *d, const rl_job_t *J, uint32_t node)
+{
+    if (node >= d->topo->n_nodes || J->origin == node)
+        return 1;
+    if (J->member != NULL)
+        return J->member[node];
+    return hbd_barrier_job_has(d, J->engine, node);
+}
+
+/* A lost node: the jobs it is part of stop here; the origin reports it. The others go on: where
+ * the tree path between this node and the job's origin (or, at the origin, a member) now crosses
+ * a lost node, both ends link directly (job_send then sends there). */
 static void on_lost(hbd_t *d, uint32_t node, int status, int first)
 {
     rl_state_t *R = d->relay;
-    if (!first)
-        return;
+    (void)first;
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
     for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
         next = J->next;
+        if (!job_involves(d, J, node)) {
+            for (uint32_t i = 0; J->origin == d->self && i < d->topo->n_nodes; i++)
+                if (J->member[i] && i != d->self && !J->ended[i] && path_lost(d, d->self, i))
+                    (void)hbd_net_link(d, i);
+            if (J->origin != d->self && path_lost(d, d->self, J->origin))
+                (void)hbd_net_link(d, J->origin);
+            continue;
+        }
         if (J->origin == node) {
             J->origin_lost = 1;
-            if (J->part == NULL) { /* still receiving its spec */
+            if (J->part == NULL) { /* still receiving its spec, or waiting for its verdict */
                 job_free(J);
                 continue;
             }
@@ -1063,20 +1100,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             J->lost_node = node;
         }
         relay_kill(J, "a node was lost");
-        if (node >= d->topo->n_nodes || node == d->self)
-            continue;
-        /* the nodes whose frames would cross the lost one cannot report: say so now */
-        for (uint32_t i = 0; i < d->topo->n_nodes; i++)
-            if (i != d->self && i != node && J->member[i] && !J->ended[i] &&
-                path_crosses(d, d->self, i, node)) {
-                run_printf(J,
-                           "%" PRIu32 " lost node %s cannot be reached: its path to node %s "
-                           "crosses the lost node %s\n",
-                           i, d->cfg->nodes[i].name, d->name, name);
-                J->ended[i] = 1;
-                J->n_ended++;
-            }
-        if (J->member[node] && !J->ended[node]) {
+        if (node < d->topo->n_nodes && J->member[node] && !J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
                        node, name, hb_status_str(status));
             J->ended[node] = 1;
@@ -1195,7 +1219,7 @@ void hbd_relay_jobs(hbd_t *d, hbd_reply_t *r)
                   HB_ERR_NOT_FOUND, d->cfg->nodes[root].name, root);
         return;
     }
-    size_t cap = 64 + (size_t)R->slots.n * 96;
+    size_t cap = 64 + (size_t)R->slots.n * 96 + (d->lost ? (size_t)d->topo->n_nodes * 8 : 0);
     for (hbd_slot_t *s = R->slots.list; s != NULL; s = s->next)
         cap += (size_t)s->n_nodes * 12;
     char *buf = malloc(cap);
@@ -1224,6 +1248,12 @@ void hbd_relay_jobs(hbd_t *d, hbd_reply_t *r)
             o += (size_t)snprintf(buf + o, cap - o, ":%" PRIu64 ":%" PRIu32 "+%" PRIu32,
                                   (now - s->t0_ns) / 1000000u, s->base, s->n);
     }
+    /* the nodes known lost: no job goes there */
+    for (uint32_t i = 0, first = 1; d->lost && i < d->topo->n_nodes && o + 16 < cap; i++)
+        if (hbd_node_lost(d, i)) {
+            o += (size_t)snprintf(buf + o, cap - o, "%s%" PRIu32, first ? " lost=" : ".", i);
+            first = 0;
+        }
     hbd_reply(r, "%s", buf);
     free(buf);
 }

@@ -22,7 +22,8 @@ uint64_t hbd_relay_drops(const hbd_t *d);
 uint32_t hbd_relay_n_jobs(const hbd_t *d);
 /* Control command "jobs" (the cluster's root daemon only: it holds every job's slot): "ok jobs=N"
  * then, per running job, " job=NUM:ID:ORIGIN:RANKS:NODES:AGE_MS:BASE+COUNT" with NODES the
- * node ids as ranges "a-b.c" (newest first); elsewhere an err naming the root. */
+ * node ids as ranges "a-b.c" (newest first), then " lost=a.b" when nodes are known lost;
+ * elsewhere an err naming the root. */
 void hbd_relay_jobs(hbd_t *d, hbd_reply_t *r);
 /* Daemon shutdown: tell hibar-run, free everything (before the launcher stops its jobs). */
 void hbd_relay_fini(hbd_t *d);

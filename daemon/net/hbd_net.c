@@ -398,9 +398,10 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
         d->st.peers_lost++;
         hbd_fast_peer_down(d, p);
     }
-    /* every loss ends what waits on that node (the probes); the first fails everything */
-    if (!d->lost)
-        hb_log_warn("node %" PRIu32 " lost: failing barriers with %s", node, hb_status_str(status));
+    /* every loss ends what involves that node (the jobs on it), each loss once */
+    if (!hbd_node_lost(d, node) || d->lost_set == NULL)
+        hb_log_warn("node %" PRIu32 " lost: failing what involves it with %s", node,
+                    hb_status_str(status));
     if (!hbd_hooks_lost_run(d, node, status))
         return;
     /* flood: every live neighbour learns it once, and passes it on once */
@@ -823,7 +824,7 @@ void hbd_net_heartbeat(hbd_t *d, uint64_t now)
 {
     uint64_t ivl = (uint64_t)d->cfg->heartbeat_interval_ms * 1000000ull;
     uint64_t to = (uint64_t)d->cfg->heartbeat_timeout_ms * 1000000ull;
-    for (uint32_t i = 0; i < d->n_peers && !d->lost; i++) {
+    for (uint32_t i = 0; i < d->n_peers; i++) {
         hbd_peer_t *p = &d->peers[i];
         if (p->outgoing || !p->hello_ack || p->lost)
             continue;
@@ -1153,6 +1154,8 @@ void hbd_net_stop(hbd_t *d)
     hbd_fast_stop(d);
     free(d->peers);
     free(d->peer_of);
+    free(d->lost_set);
+    d->lost_set = NULL;
     d->peers = NULL;
     d->peer_of = NULL;
 }

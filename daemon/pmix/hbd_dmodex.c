@@ -179,7 +179,7 @@ static void tick_cb(hbd_t *d, void *arg)
     for (dm_req_t *r = D->reqs, *next; r != NULL; r = next) {
         next = r->next;
         uint64_t to = r->timeout_ns ? r->timeout_ns : def;
-        if (d->lost && (d->lost_node == r->node || d->lost_node >= d->topo->n_nodes))
+        if (hbd_node_lost(d, r->node))
             req_end(d, r, PMIX_ERR_COMM_FAILURE, NULL, 0);
         else if (to > 0 && now - r->t0 > to)
             req_end(d, r, PMIX_ERR_TIMEOUT, NULL, 0);
@@ -490,7 +490,7 @@ void hbd_dmodex_request(hbd_t *d, const void *procv, const char *key, uint32_t t
         tick_arm(d, 0);
         return;
     }
-    int rc = d->lost && d->lost_node == r->node
+    int rc = hbd_node_lost(d, r->node)
                  ? HB_ERR_PEER_LOST
                  : send_pl(d, r->node, pl, (uint32_t)(HBD_WIRE_DMODEX_HDR + nslen + keylen));
     if (rc != 0) {

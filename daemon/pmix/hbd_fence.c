@@ -468,15 +468,15 @@ static void check_arm(hbd_t *d)
 /* Does the loss of node `lost` end fence f? */
 static int lost_hits(const hbd_t *d, const hbd_fence_t *f)
 {
-    uint32_t lost = d->lost_node;
-    if (!f->subset || lost >= d->topo->n_nodes)
-        return 1;
-    if (f->part != NULL)
-        return f->part[lost];
-    for (uint32_t i = 0; i < f->n_kids; i++) /* early state: the senders seen so far */
-        if (f->kids[i].from == lost)
+    if (!f->subset)
+        return 1; /* a whole-cluster job's fence: every node takes part */
+    for (uint32_t n = 0; f->part != NULL && n < d->topo->n_nodes; n++)
+        if (f->part[n] && hbd_node_lost(d, n))
             return 1;
-    return 0;
+    for (uint32_t i = 0; f->part == NULL && i < f->n_kids; i++) /* early: the senders so far */
+        if (hbd_node_lost(d, f->kids[i].from))
+            return 1;
+    return f->part == NULL && f->down.from != UINT32_MAX && hbd_node_lost(d, f->down.from);
 }
 
 /* Fences fail when the cluster lost a node they involve, or after their timeout. */
@@ -528,10 +528,10 @@ static int subset_setup(hbd_fence_t *f, uint32_t self, const uint32_t *nodes, ui
 
 static int start_checks(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes)
 {
-    if (d->lost && (nodes == NULL || d->lost_node >= d->topo->n_nodes))
+    if (d->lost && nodes == NULL)
         return HB_ERR_PEER_LOST;
     for (uint32_t k = 0; d->lost && nodes != NULL && k < n_nodes; k++)
-        if (nodes[k] == d->lost_node)
+        if (hbd_node_lost(d, nodes[k]))
             return HB_ERR_PEER_LOST;
     if (!d->ready)
         return HB_ERR_NOT_INIT;

@@ -132,6 +132,27 @@ typedef struct hbd_barrier_state {
     uint64_t trace_t0;
 } hbd_barrier_state_t;
 
+/* Does B's collective involve node n (the cluster engine: every node)? */
+static int bar_has(const hbd_t *d, const hbd_bar_t *B, uint32_t n)
+{
+    if (B->view == NULL || n >= d->topo->n_nodes)
+        return 1;
+    return B->view->nodes[n].member != 0;
+}
+
+/* Has B lost one of its nodes? */
+static int bar_broken(const hbd_t *d, const hbd_bar_t *B)
+{
+    if (!d->lost)
+        return 0;
+    if (B->view == NULL || d->lost_set == NULL || d->lost_node >= d->topo->n_nodes)
+        return 1;
+    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
+        if (d->lost_set[n] && B->view->nodes[n].member)
+            return 1;
+    return 0;
+}
+
 static hbd_bar_t *bar_find(const hbd_barrier_state_t *b, uint32_t job)
 {
     for (hbd_bar_t *B = b != NULL ? b->bars : NULL; B != NULL; B = B->next)
@@ -624,7 +645,7 @@ static int req_exists(const hbd_bar_t *B, uint64_t coll_id)
 void hbd_barrier_request(hbd_t *d, hbd_reply_t *conn, uint64_t coll_id)
 {
     hbd_bar_t *B = bar_find(d->bar, 0);
-    if (d->lost) {
+    if (d->lost) { /* the cluster engine spans every node */
         hbd_reply(conn, "err barrier %" PRIu64 " %d %s", coll_id, HB_ERR_PEER_LOST,
                   hb_status_str(HB_ERR_PEER_LOST));
         d->st.barriers_failed++;
@@ -651,8 +672,8 @@ int hbd_barrier_start(hbd_t *d, uint32_t job, uint64_t coll_id, hbd_barrier_cb_t
     hbd_bar_t *B = bar_find(b, job);
     if (b == NULL || cb == NULL)
         return HB_ERR_INVAL;
-    if (d->lost)
-        return HB_ERR_PEER_LOST;
+    if (B != NULL && bar_broken(d, B))
+        return HB_ERR_PEER_LOST; /* one of its nodes is gone (others' jobs go on) */
     if (B == NULL || B->closing)
         return job == 0 ? HB_ERR_NOT_INIT : HB_ERR_NOT_FOUND;
     if (job == 0 && !d->ready)
@@ -674,7 +695,7 @@ static int recently_closed(const hbd_barrier_state_t *b, uint32_t job)
 static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     hbd_barrier_state_t *b = d->bar;
-    if (b == NULL || d->lost)
+    if (b == NULL || (d->lost && m->job == 0))
         return;
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
                        .job = m->job,
@@ -779,28 +800,28 @@ static void fail_all(hbd_t *d, hbd_bar_t *B, int status)
         req_finish(d, B, B->reqs->coll, status);
 }
 
-/* The cluster's first lost node: fail every barrier in flight with status. */
+/* A lost node: every engine whose collectives involve it fails what it has in flight (and
+ * from then on refuses new ones: hier after PEER_LOST); the others go on. */
 static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
 {
     hbd_barrier_state_t *b = d->bar;
-    if (b == NULL || !first)
+    if (b == NULL)
         return;
     for (hbd_bar_t *B = b->bars; B != NULL; B = B->next) {
+        if (!bar_has(d, B, lost) || B->closing)
+            continue;
         hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
         size_t n = 0;
         /* directly, not through the queue: this is what a queued PEER_LOST turns into */
         if (lost < d->topo->n_nodes && step(d, B, &ev, &n) == 0)
             for (size_t i = 0; i < n; i++)
                 exec_act(d, B, &b->acts[i]);
-    }
-    /* the cluster is broken: chassis barriers still pending will never be waited for again
-     * (their sync numbers stay reserved in hier, which refuses new barriers anyway) */
-    memset(b->pend, 0, sizeof(b->pend));
-    b->n_pend = 0;
-    /* whatever hier did not fail (not yet arrived there) fails here */
-    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next)
+        /* its chassis rounds stay tested: one with the lost node ends with the backend's
+         * PEER_LOST, after which the sync number is clean here (hwb.h) */
+        /* whatever hier did not fail (not yet arrived there) fails here */
         fail_all(d, B, status);
-    if (b->tib_conn != NULL) {
+    }
+    if (first && b->tib_conn != NULL) {
         hbd_reply(b->tib_conn, "err tib %d %s", status, hb_status_str(status));
         hbd_reply_release(b->tib_conn);
         b->tib_conn = NULL;
@@ -1098,6 +1119,12 @@ void hbd_barrier_job_drain(hbd_t *d, uint32_t job, uint64_t syncs)
     drain(d);
     if (bar_find(b, job) == B)
         drain_check(d, B);
+}
+
+int hbd_barrier_job_has(const hbd_t *d, uint32_t job, uint32_t node)
+{
+    const hbd_bar_t *B = job != 0 ? bar_find(d->bar, job) : NULL;
+    return B == NULL || bar_has(d, B, node);
 }
 
 int hbd_barrier_job_busy(const hbd_t *d, uint32_t job)

@@ -267,6 +267,19 @@ static uint32_t run_index(const hbd_coll_run_t *r, uint32_t node)
     return lo < r->n_map && r->map[lo] == node ? lo : HB_COLL_NONE;
 }
 
+/* Has the run lost one of its nodes? */
+static int run_broken(const hbd_t *d, const hbd_coll_run_t *r)
+{
+    if (!d->lost)
+        return 0;
+    if (r->map == NULL)
+        return 1;
+    for (uint32_t i = 0; i < r->n_map; i++)
+        if (hbd_node_lost(d, r->map[i]))
+            return 1;
+    return 0;
+}
+
 static void run_unlink(hbd_coll_state_t *st, hbd_coll_run_t *r)
 {
     for (hbd_coll_run_t **pp = &st->runs; *pp != NULL; pp = &(*pp)->next)
@@ -957,9 +970,12 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
              a->root >= d->topo->n_nodes ||
              (a->vform && (a->counts == NULL || a->op == HB_COLL_BCAST)))
         rc = HB_ERR_INVAL;
-    else if (d->lost)
-        rc = HB_ERR_PEER_LOST;
-    else if (run_find(st, id) != NULL)
+    else if (d->lost) {
+        for (uint32_t i = 0; i < d->topo->n_nodes && rc == 0; i++)
+            if (a->ranks_of[i] > 0 && hbd_node_lost(d, i))
+                rc = HB_ERR_PEER_LOST;
+    }
+    if (rc == 0 && run_find(st, id) != NULL)
         rc = HB_ERR_EXISTS;
     if (rc != 0) {
         free(in);
@@ -1048,7 +1064,7 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
         *tail = e;
         tail = &e->next;
     }
-    if (d->lost)
+    if (run_broken(d, r))
         run_fail(r, HB_ERR_PEER_LOST);
     while (mine != NULL) {
         hbd_coll_early_t *e = mine;
@@ -1171,15 +1187,18 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     on_segment(d, m, m->payload + HBD_WIRE_COLL_HDR);
 }
 
-/* The cluster's first lost node: every collective in flight fails. */
+/* A lost node: every collective in flight that involves it fails. */
 static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
 {
     hbd_coll_state_t *st = d->coll;
-    if (st == NULL || !first)
+    (void)first;
+    if (st == NULL)
         return;
     hbd_coll_run_t *r = st->runs, *next;
     for (; r != NULL; r = next) {
         next = r->next;
+        if (r->map != NULL && lost < d->topo->n_nodes && run_index(r, lost) == HB_COLL_NONE)
+            continue; /* another job's */
         if (!r->failed)
             hb_log_warn("collective %" PRIu64 " fails: node %" PRIu32 " lost", r->id, lost);
         run_fail(r, status);

@@ -216,7 +216,21 @@ int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p)
     return rc;
 }
 
-int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy)
+/* Node ids "a-b.c" from f on: set in set[n]. */
+static void id_ranges(const char *f, uint8_t *set, uint32_t n)
+{
+    while (f != NULL && *f >= '0' && *f <= '9') {
+        char *end;
+        unsigned long a = strtoul(f, &end, 10), b = a;
+        if (*end == '-')
+            b = strtoul(end + 1, &end, 10);
+        for (unsigned long i = a; i <= b && i < n; i++)
+            set[i] = 1;
+        f = *end == '.' ? end + 1 : NULL;
+    }
+}
+
+int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy, uint8_t *lost)
 {
     hb_topo_spec_t ts;
     if (hb_cfg_topo_spec(cfg, &ts) != 0 || ts.n_chassis == 0)
@@ -244,16 +258,11 @@ int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy)
         const char *f = t + 5;
         for (int k = 0; k < 4 && f != NULL; k++)
             f = strchr(f, ':') != NULL ? strchr(f, ':') + 1 : NULL;
-        while (f != NULL && *f >= '0' && *f <= '9') {
-            char *end;
-            unsigned long a = strtoul(f, &end, 10), b = a;
-            if (*end == '-')
-                b = strtoul(end + 1, &end, 10);
-            for (unsigned long i = a; i <= b && i < cfg->n_nodes; i++)
-                busy[i] = 1;
-            f = *end == '.' ? end + 1 : NULL;
-        }
+        id_ranges(f, busy, cfg->n_nodes);
     }
+    const char *l = strstr(reply, " lost=");
+    if (lost != NULL && l != NULL)
+        id_ranges(l + 6, lost, cfg->n_nodes);
     *reply_p = reply;
     return 0;
 }

@@ -43,10 +43,10 @@ void hbd_cluster_close(hbd_cluster_t *cl);
 /* The next collective id the cluster expects (from node 0's status). */
 int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p);
 /* The running jobs, from the cluster's root daemon (its control command "jobs"), when its
- * socket is on this host: *reply_p (malloc'd) "ok jobs=N job=..." and, if busy is not NULL,
- * busy[n_nodes] set for every node a job runs on. 0, NOT_FOUND (the root's socket is not
- * here), IO, TIMEOUT, PROTO, NOMEM. */
-int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy);
+ * socket is on this host: *reply_p (malloc'd) "ok jobs=N job=..." and, where not NULL,
+ * busy[n_nodes] set for every node a job runs on, lost[n_nodes] for every node known lost. 0,
+ * NOT_FOUND (the root's socket is not here), IO, TIMEOUT, PROTO, NOMEM. */
+int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy, uint8_t *lost);
 
 /* How to drive one round of barriers. */
 typedef struct hbd_drive_opts {
