@@ -44,8 +44,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < HB_BENCH_NMODES; i++)
         fprintf(f, "  %-16s %s\n", hb_bench_modes[i].name, hb_bench_modes[i].summary);
     fprintf(f, "Every mode prints an OSU-style table (# Size  Avg Latency(us)  Min  Max  "
-               "Iterations ...),\nwith --json one JSON object per result row, with --csv FILE "
-               "the rows as CSV.\n");
+               "Iterations ...),\nwith --json one JSON object per result row, with --osu the "
+               "OSU micro-benchmarks' own\ntable (hibar and the Open MPI peer alike), with --csv "
+               "FILE the rows as CSV.\n");
 }
 
 int main(int argc, char **argv)
