@@ -301,7 +301,7 @@ static int put_str(FILE *f, const char *key, const char *s)
 
 int hbd_job_spec_write(const char *path, const hbd_job_spec_t *s)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         hb_log_error("cannot create job spec %s: %m", path);
         return HB_ERR_IO;

@@ -19,6 +19,7 @@
 
 #include "coll_sched.h"
 #include "conn.h"
+#include "hb_hash.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_barrier.h"
@@ -1117,13 +1118,13 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
     uint32_t n = (uint32_t)dsc->len, *set = malloc(n * sizeof(uint32_t));
     int rc = set == NULL ? HB_ERR_NOMEM
                          : xop_cma(rj->pid[lr], set, dsc->addr, (uint64_t)n * sizeof(uint32_t), 0);
-    uint64_t hash = 14695981039346656037ull;
+    uint64_t hash = HB_FNV64_BASIS;
     int me = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         if (set[i] >= size || (i > 0 && set[i] <= set[i - 1]))
             rc = HB_ERR_INVAL;
         me |= set[i] == j->local[lr].rank;
-        hash = (hash ^ set[i]) * 1099511628211ull;
+        hash = hb_fnv64_u32(hash, set[i]);
     }
     if (rc == 0 && (!me || hash != dsc->coll_id))
         rc = HB_ERR_PROTO;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hb_hash.h"
 #include "hb_log.h"
 #include "hbd_barrier.h"
 #include "hbd_fence.h"
@@ -443,14 +444,14 @@ static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
         ranks[n++] = p->rank;
     }
     qsort(ranks, n, sizeof(uint32_t), cmp_u32);
-    uint64_t h = 1469598103934665603ull ^ s->id;
+    uint64_t h = HB_FNV64_BASIS ^ s->id;
     uint32_t prev = UINT32_MAX, u = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (ranks[i] == prev)
             continue;
         prev = ranks[i];
         u++;
-        h = (h ^ ranks[i]) * 1099511628211ull;
+        h = hb_fnv64_u32(h, ranks[i]);
         on[s->map[ranks[i]]] = 1;
     }
     if (!on[d->self]) {
