@@ -870,6 +870,18 @@ void hbd_net_heartbeat_idle(hbd_t *d)
         d->peers[i].probe_ns = 0;
 }
 
+/*
+ * High-water marks, set on purpose (libzmq's default is 1000 messages a peer): the encrypted
+ * link carries small frames (barrier tokens, JOB and dmodex frames of at most 32 KiB, fence
+ * and collective data where there is no plain data plane), the plain data plane frames of up to
+ * 256 KiB. A peer's queue that reaches its mark makes the send return HB_ERR_WOULD_BLOCK
+ * (ROUTER_MANDATORY: EAGAIN), and every sender queues and retries (hbd_barrier.c, hbd_coll.c,
+ * hbd_fence.c, hbd_relay.c): backpressure, never a lost peer. Worst case held by ZeroMQ per
+ * peer: 4096 x 32 KiB = 128 MiB on the link, 256 x 256 KiB = 64 MiB on the data plane.
+ */
+#define HBD_NET_HWM 4096
+#define HBD_NET_DATA_HWM 256
+
 static int sockopt_int(void *s, int opt, int v, const char *name)
 {
     if (zmq_setsockopt(s, opt, &v, sizeof(v)) != 0) {
@@ -975,6 +987,8 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
         zmq_setsockopt(d->data_in, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0 ||
         zmq_setsockopt(d->data_out, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
         sockopt_int(d->data_out, ZMQ_ROUTER_MANDATORY, 1, "ROUTER_MANDATORY") ||
+        sockopt_int(d->data_out, ZMQ_SNDHWM, HBD_NET_DATA_HWM, "SNDHWM") ||
+        sockopt_int(d->data_in, ZMQ_RCVHWM, HBD_NET_DATA_HWM, "RCVHWM") ||
         sockopt_int(d->data_out, ZMQ_LINGER, 0, "LINGER") ||
         sockopt_int(d->data_out, ZMQ_RECONNECT_IVL, 100, "RECONNECT_IVL") ||
         zmq_setsockopt(d->data_out, ZMQ_PLAIN_USERNAME, id, strlen(id)) != 0) {
@@ -1045,6 +1059,8 @@ int hbd_net_start(hbd_t *d)
     uint32_t hb_ivl = d->cfg->heartbeat_interval_ms, hb_to = d->cfg->heartbeat_timeout_ms;
     if (zmq_setsockopt(d->router, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
         sockopt_int(d->router, ZMQ_ROUTER_MANDATORY, 1, "ROUTER_MANDATORY") ||
+        sockopt_int(d->router, ZMQ_SNDHWM, HBD_NET_HWM, "SNDHWM") ||
+        sockopt_int(d->router, ZMQ_RCVHWM, HBD_NET_HWM, "RCVHWM") ||
         sockopt_int(d->router, ZMQ_LINGER, 0, "LINGER") ||
         sockopt_int(d->router, ZMQ_RECONNECT_IVL, 100, "RECONNECT_IVL") ||
         sockopt_int(d->router, ZMQ_CURVE_SERVER, 1, "CURVE_SERVER") ||
