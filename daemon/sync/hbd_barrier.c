@@ -115,7 +115,8 @@ typedef struct hbd_barrier_state {
     uint32_t closed_next;
     uint64_t drop_job;      /* messages for a job closed, unknown too long, or beyond the bound */
     hb_hier_stats_t gone;   /* counters of the engines closed */
-    hbd_timer_t *retry;     /* the send queues' and the kept messages' retry */
+    hbd_timer_t *retry;   /* the send queues' retry (1 ms) */
+    hbd_timer_t *purge;   /* the kept messages' expiry: its own timer, never holding a send back */
     struct event *ev_yield; /* zero timer: the yield stage */
     uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
     int armed;              /* the fd was armed since the last arrival or wake-up */
@@ -725,7 +726,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             o->next = b->early;
             b->early = o;
             b->n_early++;
-            hbd_timer_arm(b->retry, (uint64_t)HBD_EARLY_TTL_MS * 1000, 0);
+            hbd_timer_arm(b->purge, (uint64_t)HBD_EARLY_TTL_MS * 1000, 0);
         } else {
             b->drop_job++;
         }
@@ -787,8 +788,8 @@ static void retry_cb(hbd_t *d, void *arg)
     }
     if (again)
         hbd_timer_arm(b->retry, 1000, 0);
-    else if (b->early != NULL)
-        hbd_timer_arm(b->retry, (uint64_t)HBD_EARLY_TTL_MS * 1000, 0);
+    if (b->early != NULL)
+        hbd_timer_arm(b->purge, (uint64_t)HBD_EARLY_TTL_MS * 1000, 0);
     drain(d);
 }
 
@@ -1276,7 +1277,8 @@ int hbd_barrier_init(hbd_t *d)
     b->poll_mode = poll_mode(d);
     b->ev_yield = evtimer_new(d->base, yield_cb, d);
     b->retry = hbd_timer_new(d, retry_cb, NULL);
-    if (b->ev_yield == NULL || b->retry == NULL)
+    b->purge = hbd_timer_new(d, retry_cb, NULL);
+    if (b->ev_yield == NULL || b->retry == NULL || b->purge == NULL)
         return HB_ERR_NOMEM;
     d->hwb_fd = -1;
     if (d->hwb != NULL) {
@@ -1323,6 +1325,7 @@ void hbd_barrier_fini(hbd_t *d)
     if (b->ev_yield != NULL)
         event_free(b->ev_yield);
     hbd_timer_free(b->retry);
+    hbd_timer_free(b->purge);
     while (b->bars != NULL)
         bar_free(d, b->bars);
     while (b->early != NULL) {
