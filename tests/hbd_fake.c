@@ -141,6 +141,8 @@ int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32
                         .len = l1 + l2};
     if (to >= fk->n || to == d->self)
         return HIBAR_ERR_NOT_FOUND;
+    if (fk->links_down && job != 0)
+        return HIBAR_ERR_WOULD_BLOCK;
     fk_frame_t *f = calloc(1, sizeof(*f));
     uint8_t *buf = malloc(HBD_WIRE_HDR_LEN + (size_t)l1 + l2);
     if (f == NULL || buf == NULL || hbd_wire_encode_hdr(&m, buf) != 0) {

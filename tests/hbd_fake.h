@@ -36,6 +36,8 @@ typedef struct fk_cluster {
     uint32_t q_len;
     uint64_t sent, delivered, dropped;
     int dup_every; /* deliver every k-th frame twice (0: never) */
+    int links_down; /* frames of a job (header job != 0) find their link not up yet:
+                     * hbd_net_send_job returns WOULD_BLOCK, nothing is sent */
 } fk_cluster_t;
 
 /* Fake CLOCK_MONOTONIC, ns. */

@@ -194,6 +194,41 @@ static void test_barrier_jobs(void)
     free(rb);
 }
 
+/* A job's links come up late (one engine opened late, so a message was kept for it first and
+ * the kept messages' 60 s expiry is armed): its messages wait in the engine's queue, retried
+ * every millisecond, in order, and go once the links are up; nothing is taken for a lost peer.
+ * (With one timer for both, the expiry held the queue back: a barrier timed out under load.) */
+static void test_barrier_job_links(void)
+{
+    static const uint32_t a[] = {1, 4, 7};
+    fk_cluster_t c;
+    bar_res_t *r = calloc(1, sizeof(*r));
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 5) == 0);
+    job_open(&c, 5, a, 3, a[0], HBD_SYNC_JOB_FIRST);
+    job_open(&c, 5, a, 3, a[1], HBD_SYNC_JOB_FIRST);
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[a[0]], 5, 0, bar_cb, r), 0);
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[a[1]], 5, 0, bar_cb, r), 0);
+    fk_run(&c, 100000); /* a[2] keeps what came for it: its expiry is armed */
+    job_open(&c, 5, a, 3, a[2], HBD_SYNC_JOB_FIRST);
+    c.links_down = 1;
+    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[a[2]], 5, 0, bar_cb, r), 0);
+    for (uint32_t k = 1; k < 4; k++)
+        for (uint32_t i = 0; i < 3; i++)
+            CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[a[i]], 5, k, bar_cb, r), 0);
+    idle(&c, 5, 1);
+    CU_ASSERT_EQUAL(r->calls[a[0]][3] + r->calls[a[1]][3] + r->calls[a[2]][3], 0);
+    c.links_down = 0;
+    idle(&c, 20, 2); /* 40 ms: far less than the kept messages' 60 s */
+    for (uint32_t i = 0; i < 3; i++)
+        for (uint32_t k = 0; k < 4; k++) {
+            CU_ASSERT_EQUAL(r->calls[a[i]][k], 1);
+            CU_ASSERT_EQUAL(r->status[a[i]][k], 0);
+        }
+    fk_cluster_fini(&c);
+    free(r);
+}
+
 /* A frame delivered twice is dropped by the engine (and counted), never completes twice. */
 static void test_barrier_duplicates(void)
 {
@@ -747,6 +782,7 @@ int main(void)
     CU_pSuite x = CU_add_suite("dmodex engine", NULL, NULL);
     if (b == NULL || f == NULL || k == NULL || x == NULL ||
         !CU_add_test(b, "jobs on part of the cluster", test_barrier_jobs) ||
+        !CU_add_test(b, "a job's links come up late", test_barrier_job_links) ||
         !CU_add_test(x, "fetch", test_dmodex_fetch) ||
         !CU_add_test(x, "unknown", test_dmodex_unknown) ||
         !CU_add_test(x, "key wait", test_dmodex_key_wait) ||
