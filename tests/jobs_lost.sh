@@ -3,7 +3,8 @@
 # chassis n[00-02] n[03-05] n[06-08] n[09-11]; chassis 2 hangs below n01 in the chassis tree),
 # two jobs run fences with data: A on n[00-02], B on n[06-11] (its frames to and from the
 # origin, n00, cross n01). n01's daemon is killed (SIGKILL): A ends with an error naming n01,
-# B finishes with its data checked, a new job on the live nodes runs, one naming n01 is refused.
+# B finishes with its data checked; a rank of n03 goes with its SIGKILLed daemon; a new job on
+# the live nodes runs, one naming n01 is refused.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 TEST_TAG=jl
@@ -35,12 +36,27 @@ wait "$pb" || rcb=$?
 [ $rcb -eq 0 ] || { cat "$TMP/b.out" "$TMP/b.err"; fail "job B (not on the lost node) failed: exit $rcb"; }
 grep -q "^fence size=256 ranks=6 .*iters=2000" "$TMP/b.out" || { cat "$TMP/b.out" "$TMP/b.err"; fail "job B: no result"; }
 
+# a rank never outlives its daemon: n03's daemon killed, its rank (a plain program that never
+# talks to the daemon) goes too (PR_SET_PDEATHSIG)
+cp /bin/sleep "$TMP/hb_sleep"
+R -H n03 -n 1 "$TMP/hb_sleep" 600 >"$TMP/s.out" 2>&1 &
+ps_=$!
+for _ in $(seq 100); do pgrep -f -- "$TMP/hb_sleep 600" >/dev/null && break; sleep 0.05; done
+pgrep -f -- "$TMP/hb_sleep 600" >/dev/null || fail "the sleeping rank did not start"
+kill -KILL "$(cat "$RUN_DIR/n03.pid")"
+for _ in $(seq 100); do pgrep -f -- "$TMP/hb_sleep 600" >/dev/null || break; sleep 0.1; done
+pgrep -af -- "$TMP/hb_sleep 600" && fail "a rank outlived its SIGKILLed daemon"
+wait "$ps_" 2>/dev/null
+
 # new jobs: on the live nodes they run (the default placement leaves n01 out); on n01 refused
 run 0 --config "$CONFIG" "${SETS[@]}" -n 4 "$EX"
 grep -q "data checked: ok" "$OUT" || fail "a job on the live nodes after the loss"
 run 1 --config "$CONFIG" "${SETS[@]}" -H 'n[01-02]' -n 2 "$HELLO"
 grep -q "node n01 is lost" "$ERR" || fail "a job naming the lost node: not refused with its name"
 run 0 --config "$CONFIG" "${SETS[@]}" -H 'n00,n07,n10' -n 3 "$HELLO" --fences 3
+# n04 and n05 hung below n03: a job with them starts through the root, which links to them
+run 0 --config "$CONFIG" "${SETS[@]}" -H 'n00,n04,n05' -n 3 "$EX"
+grep -q "data checked: ok" "$OUT" || fail "a job on the nodes cut off by the lost Center"
 
 down
 hb_cluster_clean

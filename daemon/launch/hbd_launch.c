@@ -7,8 +7,9 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,15 +349,68 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
  * here), stdin /dev/null, stdout and stderr the pipes, the job's working directory. A failure
  * to change directory or to execute is reported here, with its reason in why.
  */
+/*
+ * Start one rank: vfork, then in the child only async-signal-safe calls before execve: its own
+ * process group, SIGKILL when this daemon dies (PR_SET_PDEATHSIG: a rank never outlives its
+ * daemon, even a SIGKILLed one; kept across execve), stdin from /dev/null, stdout and stderr
+ * into the pipes, the working directory, every signal back to its default and unblocked. The
+ * parent blocks every signal around the vfork so that none of its handlers runs in the child.
+ * 0 and *pid_p, or the errno of what failed (the child reports it through shared memory).
+ */
+static int spawn_rank(const hbd_job_spec_t *s, char **env, int in_fd, int out_fd, int err_fd,
+                      pid_t *pid_p)
+{
+    volatile int child_err = 0, step = 0;
+    sigset_t all, old;
+    pid_t parent = getpid();
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = vfork();
+    if (pid == 0) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                (void)sigaction(sig, &dfl, NULL);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            step = 1;
+        else if (setpgid(0, 0) != 0)
+            step = 2;
+        else if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+            step = 3;
+        else if (s->cwd != NULL && chdir(s->cwd) != 0)
+            step = 4;
+        if (step == 0) {
+            sigset_t none;
+            sigemptyset(&none);
+            sigprocmask(SIG_SETMASK, &none, NULL);
+            execve(s->argv[0], s->argv, env);
+            step = 5;
+        }
+        child_err = errno != 0 ? errno : EINVAL;
+        _exit(127);
+    }
+    int e = pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return e;
+    if (child_err != 0) { /* it exited: reap it here, the launcher never knew it */
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        return step == 4 ? -child_err : child_err;
+    }
+    *pid_p = pid;
+    return 0;
+}
+
 static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull, char *why, size_t cap)
 {
     hbd_rank_t *r = &j->local[lr];
     const hbd_job_spec_t *s = j->spec;
     int p[2][2] = {{-1, -1}, {-1, -1}};
     char **env = calloc(s->n_env + 1, sizeof(char *));
-    int rc = HB_ERR_NOMEM, fa_ok = 0, at_ok = 0;
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
+    int rc = HB_ERR_NOMEM;
     snprintf(why, cap, "%s", hb_status_str(rc));
     if (env == NULL)
         return rc;
@@ -373,40 +427,12 @@ static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull, char *why, size_t 
         hb_log_error("pipe: %m");
         goto out;
     }
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    int se = posix_spawn_file_actions_init(&fa);
-    fa_ok = se == 0;
-    if (se == 0)
-        se = posix_spawnattr_init(&at);
-    at_ok = fa_ok && se == 0;
-    if (se == 0)
-        se = posix_spawn_file_actions_adddup2(&fa, devnull, 0);
-    if (se == 0)
-        se = posix_spawn_file_actions_adddup2(&fa, p[0][1], 1);
-    if (se == 0)
-        se = posix_spawn_file_actions_adddup2(&fa, p[1][1], 2);
-    if (se == 0 && s->cwd != NULL)
-        se = posix_spawn_file_actions_addchdir_np(&fa, s->cwd);
-    if (se == 0)
-        se = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                               POSIX_SPAWN_SETSIGDEF);
-    if (se == 0)
-        se = posix_spawnattr_setpgroup(&at, 0);
-    if (se == 0)
-        se = posix_spawnattr_setsigmask(&at, &none);
-    if (se == 0)
-        se = posix_spawnattr_setsigdefault(&at, &all);
     pid_t pid = -1;
-    if (se == 0)
-        se = posix_spawn(&pid, s->argv[0], &fa, &at, s->argv, env);
+    int se = spawn_rank(s, env, devnull, p[0][1], p[1][1], &pid);
     if (se != 0) {
-        if (s->cwd != NULL && access(s->cwd, X_OK) != 0)
+        if (se < 0)
             snprintf(why, cap, "cannot change to the working directory %s: %s", s->cwd,
-                     strerror(se));
+                     strerror(-se));
         else
             snprintf(why, cap, "cannot execute %s: %s", s->argv[0], strerror(se));
         hb_log_error("job %s: rank %" PRIu32 ": %s", j->nspace, r->rank, why);
@@ -429,10 +455,6 @@ static int rank_spawn(hbd_job_t *j, uint32_t lr, int devnull, char *why, size_t 
     }
     rc = 0;
 out:
-    if (at_ok)
-        posix_spawnattr_destroy(&at);
-    if (fa_ok)
-        posix_spawn_file_actions_destroy(&fa);
     for (int k = 0; k < 2; k++)
         for (int e = 0; e < 2; e++)
             if (p[k][e] >= 0)

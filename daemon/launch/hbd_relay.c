@@ -125,7 +125,6 @@ typedef struct hbd_relay rl_state_t;
 
 static void tick_arm(hbd_t *d, int fast);
 static void part_read_cb(struct bufferevent *bev, void *arg);
-static int path_lost(const hbd_t *d, uint32_t a, uint32_t b);
 
 uint64_t hbd_relay_drops(const hbd_t *d)
 {
@@ -185,12 +184,8 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     uint32_t to = hbd_route_next_hop(d, x->dest);
     if (to == HB_TOPO_NONE || to >= d->topo->n_nodes)
         return HB_ERR_NOT_FOUND;
-    if (d->lost && path_lost(d, d->self, x->dest)) {
-        if (hbd_node_lost(d, x->dest))
-            return HB_ERR_PEER_LOST;
-        to = x->dest; /* around the lost node: straight there (both ends link, on_lost) */
-        (void)hbd_net_link(d, to);
-    }
+    if (hbd_node_lost(d, x->dest))
+        return HB_ERR_PEER_LOST;
     int queued = 0;
     for (rl_out_t *o = R->outq; o != NULL && !queued; o = o->next)
         queued = o->to == to;
@@ -1018,40 +1013,6 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 /* ---- lost nodes, timers ---- */
 
-/* One step up the chassis data tree (port -> Center -> parent chassis), as hbd_dmodex.c. */
-static uint32_t tree_up(const hbd_t *d, uint32_t n)
-{
-    const hb_topo_node_t *tn = &d->topo->nodes[n];
-    return tn->port != 0 ? d->topo->chassis[tn->chassis].nodes[0] : tn->parent;
-}
-
-/* Does the tree path between live nodes a and b (the one JOB frames take) cross a lost node? */
-static int path_lost(const hbd_t *d, uint32_t a, uint32_t b)
-{
-    uint32_t n = d->topo->n_nodes;
-    if (!d->lost || a >= n || b >= n)
-        return 0;
-    /* the path: a up to the lowest common ancestor, and down from it to b */
-    uint32_t lca = HB_TOPO_NONE;
-    for (uint32_t u = a, k = 0; u != HB_TOPO_NONE && k <= n && lca == HB_TOPO_NONE;
-         u = tree_up(d, u), k++)
-        for (uint32_t v = b, m = 0; v != HB_TOPO_NONE && m <= n; v = tree_up(d, v), m++)
-            if (v == u) {
-                lca = u;
-                break;
-            }
-    for (uint32_t u = a, k = 0; u != HB_TOPO_NONE && k <= n; u = tree_up(d, u), k++) {
-        if (u != a && hbd_node_lost(d, u))
-            return 1;
-        if (u == lca)
-            break;
-    }
-    for (uint32_t v = b, m = 0; v != HB_TOPO_NONE && v != lca && m <= n; v = tree_up(d, v), m++)
-        if (v != b && hbd_node_lost(d, v))
-            return 1;
-    return 0;
-}
-
 /* Is node `node` part of J (a member, or its origin)? Elsewhere than at the origin the job's
  * engine knows its members. */
 static int job_involves(hbd_t *d, const rl_job_t *J, uint32_t node)
@@ -1063,9 +1024,8 @@ static int job_involves(hbd_t *d, const rl_job_t *J, uint32_t node)
     return hbd_barrier_job_has(d, J->engine, node);
 }
 
-/* A lost node: the jobs it is part of stop here; the origin reports it. The others go on: where
- * the tree path between this node and the job's origin (or, at the origin, a member) now crosses
- * a lost node, both ends link directly (job_send then sends there). */
+/* A lost node: the jobs it is part of stop here; the origin reports it. The others go on: their
+ * frames go around the lost node, through the root (hbd_route_next_hop). */
 static void on_lost(hbd_t *d, uint32_t node, int status, int first)
 {
     rl_state_t *R = d->relay;
@@ -1073,14 +1033,8 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
     for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
         next = J->next;
-        if (!job_involves(d, J, node)) {
-            for (uint32_t i = 0; J->origin == d->self && i < d->topo->n_nodes; i++)
-                if (J->member[i] && i != d->self && !J->ended[i] && path_lost(d, d->self, i))
-                    (void)hbd_net_link(d, i);
-            if (J->origin != d->self && path_lost(d, d->self, J->origin))
-                (void)hbd_net_link(d, J->origin);
-            continue;
-        }
+        if (!job_involves(d, J, node))
+            continue; /* its frames go around the lost node (hbd_route_next_hop) */
         if (J->origin == node) {
             J->origin_lost = 1;
             if (J->part == NULL) { /* still receiving its spec, or waiting for its verdict */

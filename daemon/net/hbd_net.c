@@ -23,6 +23,7 @@
 #include "hbd_fast.h"
 #include "hbd_hooks.h"
 #include "hbd_net.h"
+#include "hbd_route.h"
 #include "hb_status.h"
 
 /*
@@ -390,6 +391,23 @@ void hbd_net_check_ready(hbd_t *d)
     check_ready(d);
 }
 
+/* After a loss: a node whose tree path to the root now crosses a lost node links to the root
+ * directly, and the root to every such node, so that hbd_route_next_hop can go around. */
+static void relink(hbd_t *d)
+{
+    uint32_t root = hbd_route_root(d);
+    if (hbd_node_lost(d, root))
+        return;
+    if (d->self != root) {
+        if (hbd_route_path_lost(d, d->self, root))
+            (void)hbd_net_link(d, root);
+        return;
+    }
+    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
+        if (n != root && !hbd_node_lost(d, n) && hbd_route_path_lost(d, root, n))
+            (void)hbd_net_link(d, n);
+}
+
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
 {
     hbd_peer_t *p = peer_get(d, node);
@@ -404,6 +422,7 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
                     hb_status_str(status));
     if (!hbd_hooks_lost_run(d, node, status))
         return;
+    relink(d);
     /* flood: every live neighbour learns it once, and passes it on once */
     uint8_t pl[8];
     hbd_wire_abort_t a = {.status = status, .lost = node};
