@@ -25,7 +25,8 @@ ROOT_STATS() { cl ctl n00 jobs; }
 job() {
     local log=$1
     shift
-    timeout -k 5 120 "$RUN" --config "$CONFIG" "${SETS[@]}" "$@" >"$TMP/$log.out" 2>"$TMP/$log.err" &
+    timeout -k 5 120 "$RUN" --config "$CONFIG" "${SETS[@]}" "$@" \
+        >"$TMP/$log.out" 2>"$TMP/$log.err" &
     JOB_PID=$!
 }
 # wait_job PID LOG: the job must end with status 0
@@ -35,7 +36,8 @@ wait_job() {
     [ $rc -eq 0 ] || { tail -n 20 "$TMP/$2.out" "$TMP/$2.err"; fail "job $2 failed (exit $rc)"; }
 }
 example_ok() {
-    grep -q "data checked: ok" "$TMP/$1.out" || { cat "$TMP/$1.err"; fail "job $1: no checked data"; }
+    grep -q "data checked: ok" "$TMP/$1.out" ||
+        { cat "$TMP/$1.err"; fail "job $1: no checked data"; }
 }
 
 # --- three at once: disjoint n[00-03] and n[06-09], and one overlapping both; fences beside
@@ -73,7 +75,8 @@ p1=$JOB_PID
 for _ in $(seq 100); do cl jobs 2>/dev/null | grep -q running && break; sleep 0.05; done
 run 0 --config "$CONFIG" "${SETS[@]}" -n 2 -t "$HELLO" --fences 1
 grep -q "host n0[0-3]$" "$OUT" && { cat "$OUT"; fail "the default placement took a busy node"; }
-grep -q "host n04$" "$OUT" || { cat "$OUT"; fail "the default placement did not take the first free node"; }
+grep -q "host n04$" "$OUT" ||
+    { cat "$OUT"; fail "the default placement did not take the first free node"; }
 run 1 --config "$CONFIG" "${SETS[@]}" --exclusive -H 'n[03-04]' -n 2 "$HELLO"
 grep -q "exclusive: .* n03" "$ERR" || fail "--exclusive did not name the shared node"
 kill -TERM "$p1"

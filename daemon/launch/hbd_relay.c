@@ -730,7 +730,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         goto out;
     }
     if (hbd_node_lost(d, root_node(d))) {
-        hbd_reply(conn, "err %d the cluster lost its root daemon (node %s), which gives jobs their "
+        hbd_reply(conn,
+                  "err %d the cluster lost its root daemon (node %s), which gives jobs their "
                   "slots: no job starts until it is restarted",
                   HB_ERR_PEER_LOST, d->cfg->nodes[root_node(d)].name);
         goto out;
@@ -759,7 +760,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
             goto out;
         }
         if (hbd_node_lost(d, spec->map[r])) {
-            hbd_reply(conn, "err %d node %s of the job is lost (its daemon died or cannot be "
+            hbd_reply(conn,
+                      "err %d node %s of the job is lost (its daemon died or cannot be "
                       "reached)",
                       HB_ERR_PEER_LOST, d->cfg->nodes[spec->map[r]].name);
             goto out;

@@ -90,7 +90,7 @@ typedef struct hbd_bar {
     uint64_t next_coll;
     uint64_t held[64]; /* arrivals waiting for a sync number (hier said BUSY), in order */
     uint32_t n_held;
-    int held_inq; /* the first of them is in the event queue (one at a time: order) */
+    int held_inq;     /* the first of them is in the event queue (one at a time: order) */
     hbd_hmsg_t *outq; /* sends waiting for an on-demand link */
     /* a job's engine: its chassis mask and sync numbers; closing: draining them */
     uint32_t mask, sync_base, n_sync;
@@ -113,8 +113,8 @@ typedef struct hbd_barrier_state {
     uint32_t n_early;
     uint32_t closed[HBD_CLOSED_RING]; /* jobs closed lately */
     uint32_t closed_next;
-    uint64_t drop_job;      /* messages for a job closed, unknown too long, or beyond the bound */
-    hb_hier_stats_t gone;   /* counters of the engines closed */
+    uint64_t drop_job;    /* messages for a job closed, unknown too long, or beyond the bound */
+    hb_hier_stats_t gone; /* counters of the engines closed */
     hbd_timer_t *retry;   /* the send queues' retry (1 ms) */
     hbd_timer_t *purge;   /* the kept messages' expiry: its own timer, never holding a send back */
     struct event *ev_yield; /* zero timer: the yield stage */
