@@ -74,6 +74,10 @@ int hb_bench_bed_script(const char *who, const char *script, char *qscript, size
 void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, const char *bed_net,
                       unsigned hosts, char *cmd, size_t cap);
 
+/* Where the test-bed scripts are (netns/testbed, netns/ompi-run, ..., slurm/, hb_test.sh): the
+ * tests/ of HIBAR_SRCDIR, or of the configured source tree for a build tree's hibar-bench, else
+ * the installed copies under libexec/hibar. Returns 1 for the installed ones. */
+int hb_bench_scripts(char *buf, size_t cap);
 /* The directory of this executable (".", if /proc cannot tell). */
 void hb_bench_exe_dir(char *buf, size_t cap);
 /* A helper program NAME (installed under libexec/hibar): beside hibar-bench in the build tree,

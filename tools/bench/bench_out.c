@@ -222,7 +222,7 @@ void hb_bench_helper(const char *dir, const char *name, char *buf, size_t cap)
  * the installed copies under libexec/hibar (DIR/../libexec/hibar for a tree moved as a whole,
  * then the configured pkglibexecdir). 1: installed.
  */
-static int bench_scripts(char *buf, size_t cap)
+int hb_bench_scripts(char *buf, size_t cap)
 {
     const char *e = getenv("HIBAR_SRCDIR");
     char dir[PATH_MAX - 64], probe[PATH_MAX + 64];
@@ -271,7 +271,7 @@ int hb_bench_bed_script(const char *who, const char *script, char *qscript, size
         fprintf(stderr, "%s: needs root (network namespaces)\n", who);
         return 77;
     }
-    int installed = bench_scripts(tests, sizeof(tests));
+    int installed = hb_bench_scripts(tests, sizeof(tests));
     snprintf(path, sizeof(path), "%s/netns/%s", tests, script);
     snprintf(bed, sizeof(bed), "%s/netns/testbed", tests);
     if (access(path, X_OK) != 0 || access(bed, X_OK) != 0) {
@@ -288,7 +288,7 @@ void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, c
                       unsigned hosts, char *cmd, size_t cap)
 {
     char tests[PATH_MAX], env[PATH_MAX + 256], bed[PATH_MAX + 64], qbed[PATH_MAX + 64];
-    if (bench_scripts(tests, sizeof(tests))) { /* installed: the programs beside hibar-bench */
+    if (hb_bench_scripts(tests, sizeof(tests))) { /* installed: the programs beside hibar-bench */
         bench_script_env(dir);
         env[0] = '\0';
     } else { /* the build tree */

@@ -17,9 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef HB_ABS_TOP_SRCDIR
-#define HB_ABS_TOP_SRCDIR "."
-#endif
 
 /*
  * How it works: every experiment is one of hibar's own tools run as a child (hibar-bench
@@ -85,6 +82,8 @@ typedef struct rp {
     int quick, bed, verbose;
     const char *plot, *out, *rows_path;
     char dir[PATH_MAX], tmp[PATH_MAX], name[24];
+    char tests[PATH_MAX]; /* the test-bed scripts (hb_bench_scripts): a source tree's or installed */
+    char top[PATH_MAX];   /* the source tree, or "" for an installed hibar-bench */
     int keep_tmp; /* --work-dir: the caller's, kept */
     FILE *md, *rows;
     char *log; /* what was run, for the report */
@@ -466,9 +465,9 @@ static void s2_bed_run(rp_t *r, s2_bed_t *s, int nic)
     fclose(f);
     rp_lines_t o = {0};
     fmt(b, sizeof(b),
-        "sh -c \"'%s/tests/netns/testbed' --name %s --net 10.249 --sites 2 --nodes %u "
+        "sh -c \"'%s/netns/testbed' --name %s --net 10.249 --sites 2 --nodes %u "
         "--lane-mbit 100 --total-mbit 400 --lan-mbit 400 --nic-mbit %d -- sh '%s'\"",
-        HB_ABS_TOP_SRCDIR, r->name, s->nodes, nic ? 400 : 0, script);
+        r->tests, r->name, s->nodes, nic ? 400 : 0, script);
     if (run(r, b, &o) != 0) {
         lines_free(&o);
         return;
@@ -839,15 +838,15 @@ static void s3_hosts(rp_t *r)
         return;
     fprintf(f,
             "#!/bin/bash\nfor m in global maximum root; do\n"
-            "  '%s/tests/netns/ompi-run' -n 4 '%s' --bench scatter,gather --sizes 0,1K,16K,64K "
+            "  '%s/netns/ompi-run' -n 4 '%s' --bench scatter,gather --sizes 0,1K,16K,64K "
             "--method $m --min-iters 10 --max-iters 300 --err 0.05 --max-secs 5 --json\n"
             "done\n",
-            HB_ABS_TOP_SRCDIR, peer);
+            r->tests, peer);
     fclose(f);
     rp_lines_t o = {0};
     fmt(b, sizeof(b),
-        "'%s/tests/netns/testbed' --name %sm --net 10.247 --sites 1 --nodes 4 -- bash '%s'",
-        HB_ABS_TOP_SRCDIR, r->name, script);
+        "'%s/netns/testbed' --name %sm --net 10.247 --sites 1 --nodes 4 -- bash '%s'", r->tests,
+        r->name, script);
     run(r, b, &o);
     double med[2][3][4], cost[2][3] = {{0}};
     for (int a = 0; a < 2; a++)
@@ -1010,7 +1009,9 @@ static void s4_queue(rp_t *r)
 {
     char probe[PATH_MAX], script[PATH_MAX + 16], b[3 * PATH_MAX], c1[32], c2[32], c3[32];
     char c4[32], c5[32];
-    fmt(probe, sizeof(probe), "%s/../tests/netns/hb_bwprobe", r->dir);
+    hb_bench_helper(r->dir, "netns/hb_bwprobe", probe, sizeof(probe));
+    if (access(probe, X_OK) != 0) /* the build tree: built by make check under tests/ */
+        fmt(probe, sizeof(probe), "%s/../tests/netns/hb_bwprobe", r->dir);
     if (!r->bed || access(probe, X_OK) != 0) {
         md(r, "q from the delay difference: not measured (%s).\n\n",
            r->bed ? "tests/netns/hb_bwprobe is not built: make check builds it"
@@ -1034,9 +1035,9 @@ static void s4_queue(rp_t *r)
     fclose(f);
     rp_lines_t o = {0};
     fmt(b, sizeof(b),
-        "'%s/tests/netns/testbed' --name %sq --net 10.248 --sites 1 --nodes 5 --lan-mbit 100 "
+        "'%s/netns/testbed' --name %sq --net 10.248 --sites 1 --nodes 5 --lan-mbit 100 "
         "--queue-limit 100 -- bash '%s'",
-        HB_ABS_TOP_SRCDIR, r->name, script);
+        r->tests, r->name, script);
     run(r, b, &o);
     double idle = NAN, loaded = NAN, lmed = NAN, bulk = 0;
     for (size_t i = 0; i < o.n; i++) {
@@ -1193,11 +1194,17 @@ static void s5_run(rp_t *r, double t_ib, double t_sr)
     md(r, "\n(100,000-node collectives: the simulation of a 50,000-block scatter did not fit "
           "this machine's memory; barriers go to 100,000.)\n\n");
     /* validation: hibar-sim against the emulated 30-node cluster, measured now */
-    fmt(b, sizeof(b),
-        "TMPDIR='%s' %s validate --config '%s/examples/scmd-30.yaml' --set cluster=hibar-%s-v "
-        "--set run_dir='%s/vrun' --measure --measure-iters %d --blocks 1 --host-iters 500 -q",
-        r->tmp, t, HB_ABS_TOP_SRCDIR, r->name, r->tmp, r->quick ? 50 : 200);
-    run(r, b, &o);
+    if (r->top[0] != '\0') {
+        fmt(b, sizeof(b),
+            "TMPDIR='%s' %s validate --config '%s/examples/scmd-30.yaml' --set "
+            "cluster=hibar-%s-v --set run_dir='%s/vrun' --measure --measure-iters %d --blocks 1 "
+            "--host-iters 500 -q",
+            r->tmp, t, r->top, r->name, r->tmp, r->quick ? 50 : 200);
+        run(r, b, &o);
+    } else {
+        md(r, "Validation against the emulated 30-node cluster: not run (an installed hibar-bench "
+              "has no examples/scmd-30.yaml; HIBAR_SRCDIR names a source tree).\n\n");
+    }
     md(r, "Validation error, `hibar-sim validate --measure` on the emulated 30-node cluster "
           "(`examples/scmd-30.yaml`, 30 daemons on this host, the host model probed in the same "
           "run):\n\n| protocol | measured (us) | simulated (us) | error |\n|---|---|---|---|\n");
@@ -1245,7 +1252,13 @@ int hb_bench_repro_main(int argc, char **argv)
 {
     rp_t r = {.bed = 1};
     char out_def[PATH_MAX];
-    fmt(out_def, sizeof(out_def), "%s/doc/reproduction.md", HB_ABS_TOP_SRCDIR);
+    /* a build tree writes the source tree's doc/reproduction.md; an installed one ./ */
+    if (hb_bench_scripts(r.tests, sizeof(r.tests)) == 0) {
+        fmt(r.top, sizeof(r.top), "%.*s", (int)(strlen(r.tests) - strlen("/tests")), r.tests);
+        fmt(out_def, sizeof(out_def), "%s/doc/reproduction.md", r.top);
+    } else {
+        fmt(out_def, sizeof(out_def), "reproduction.md");
+    }
     r.out = out_def;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
