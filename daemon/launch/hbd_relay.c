@@ -1033,6 +1033,15 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
     rl_state_t *R = d->relay;
     (void)first;
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
+    /* the root: the slots of the jobs that lost node started give nobody them back */
+    for (hbd_slot_t *sl = R->is_root ? R->slots.list : NULL, *nx; sl != NULL; sl = nx) {
+        nx = sl->next;
+        if (sl->origin == node) {
+            hb_log_info("job %" PRIu64 ": its origin %s is lost: slot %" PRIu32 " given back",
+                        sl->id, name, sl->jobno);
+            hbd_slots_free(&R->slots, d->topo, sl->jobno);
+        }
+    }
     for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
         next = J->next;
         if (!job_involves(d, J, node))
