@@ -146,7 +146,7 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
     hbd_t *d = arg;
     (void)what;
     for (;;) {
-        int fd = hbd_accept(lfd, "control socket");
+        int fd = hbd_accept(d, lfd, "control socket");
         if (fd < 0)
             return;
         struct ucred cr;

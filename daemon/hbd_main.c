@@ -29,6 +29,7 @@
 #include "hbd_logp.h"
 #include "hbd_model.h"
 #include "hbd_net.h"
+#include "hbd_sock.h"
 #include "hbd_pmix.h"
 #include "hbd_ranks.h"
 #include "hbd_relay.h"
@@ -227,6 +228,7 @@ typedef struct hbd_part {
 } hbd_part_t;
 
 static const hbd_part_t parts[] = {
+    {"spare descriptor", hbd_sock_spare_open, hbd_sock_spare_close},
     {"chassis barrier", open_hwb, hwb_stop},
     {"transport", hbd_net_start, hbd_net_stop},
     {"cron", hbd_cron_start, hbd_cron_stop},
@@ -298,6 +300,7 @@ int main(int argc, char **argv)
     d->ctl_fd = -1;
     d->ranks_lfd = -1;
     d->hwb_fd = -1;
+    d->spare_fd = -1;
     hb_log_init_from_env();
     hb_log_set_ident("hibard");
     while ((c = getopt_long(argc, argv, "c:n:o:fl:p:hV", opts, NULL)) != -1) {

@@ -180,6 +180,8 @@ struct hbd {
     /* chassis barrier */
     struct hb_hwb *hwb;
     int hwb_fd;
+    int spare_fd; /* kept for an accept when out of descriptors (hbd_sock.h), or -1 */
+    int fd_short; /* out of descriptors: logged (until an accept succeeds) */
 
     /* the libhibar ranks' socket (hbd_ranks.c) */
     int ranks_lfd;

@@ -27,6 +27,7 @@
 #include "hbd_fence.h"
 #include "hbd_job.h"
 #include "hbd_ranks.h"
+#include "hbd_sock.h"
 #include "hbd_timer.h"
 #include "hb_status.h"
 #include "ncoll.h"
@@ -266,12 +267,9 @@ static void listen_cb(evutil_socket_t lfd, short what, void *arg)
     hbd_t *d = arg;
     (void)what;
     for (int i = 0; i < 16; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                hb_log_warn("accept on %s: %m", d->ranks_path);
+        int fd = hbd_accept(d, lfd, "ranks socket");
+        if (fd < 0)
             return;
-        }
         hbd_hello_wait_t *hw = calloc(1, sizeof(*hw));
         if (hw == NULL) {
             close(fd);

@@ -508,7 +508,7 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
     hbd_t *d = arg;
     (void)what;
     for (;;) {
-        int fd = hbd_accept(lfd, "fast lane");
+        int fd = hbd_accept(d, lfd, "fast lane");
         if (fd < 0)
             return;
         if (d->fast->n_pending >= HBD_FAST_MAX_PENDING) {
