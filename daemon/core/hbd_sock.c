@@ -21,13 +21,17 @@ int hbd_accept(hbd_t *d, int lfd, const char *what)
         }
         if (errno == EINTR || errno == ECONNABORTED)
             continue;
-        if ((errno == EMFILE || errno == ENFILE) && d->spare_fd >= 0) {
+        if (errno == EMFILE || errno == ENFILE) {
             int e = errno;
+            if (d->spare_fd < 0) /* another thread took it last time: try again */
+                d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (!d->fd_short)
                 hb_log_error("accept on the %s: %s: refusing connections until descriptors are "
                              "free again (logged once)",
                              what, strerror(e));
             d->fd_short = 1;
+            if (d->spare_fd < 0)
+                return -1;
             close(d->spare_fd);
             int x = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
             if (x >= 0)

@@ -614,12 +614,18 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
         d->st.rx_from_lost++;
         return;
     }
-    if (p == NULL || !p->hello_rx || rc != 0 ||
+    /* the ZAP handler let it in only with the token our HELLO gave it: a peer we know, even if
+     * its own HELLO on the encrypted link has not arrived yet (an on-demand link's data may
+     * come first; dropping it lost a segment and timed the collective out) */
+    if (p == NULL || rc != 0 ||
         !(m.type == HBD_WIRE_COLL || (m.type == HBD_WIRE_FENCE && tail == NULL))) {
         if (d->st.data_bad++ == 0)
             hb_log_warn("data plane: dropped a frame from %" PRIu32
                         " (%s, %zu bytes); further ones are only counted",
-                        from, why != HBD_WIRE_OK ? hbd_wire_reason_name(why) : "not COLL or FENCE",
+                        from,
+                        why != HBD_WIRE_OK ? hbd_wire_reason_name(why)
+                        : p == NULL        ? "no neighbour"
+                                           : "not COLL or FENCE",
                         zmq_msg_size(head));
         return;
     }
