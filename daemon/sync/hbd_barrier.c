@@ -96,6 +96,7 @@ typedef struct hbd_bar {
     uint32_t mask, sync_base, n_sync;
     uint32_t arrivals[HB_HWB_NSYNC]; /* chassis rounds this node arrived at, per sync number */
     int closing, verdict;
+    int broken; /* one of its nodes is lost (on_lost): new barriers fail at once */
     uint64_t close_ns;
     struct hbd_bar *next;
 } hbd_bar_t;
@@ -139,19 +140,6 @@ static int bar_has(const hbd_t *d, const hbd_bar_t *B, uint32_t n)
     if (B->view == NULL || n >= d->topo->n_nodes)
         return 1;
     return B->view->nodes[n].member != 0;
-}
-
-/* Has B lost one of its nodes? */
-static int bar_broken(const hbd_t *d, const hbd_bar_t *B)
-{
-    if (!d->lost)
-        return 0;
-    if (B->view == NULL || d->lost_set == NULL || d->lost_node >= d->topo->n_nodes)
-        return 1;
-    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-        if (d->lost_set[n] && B->view->nodes[n].member)
-            return 1;
-    return 0;
 }
 
 static hbd_bar_t *bar_find(const hbd_barrier_state_t *b, uint32_t job)
@@ -673,7 +661,7 @@ int hbd_barrier_start(hbd_t *d, uint32_t job, uint64_t coll_id, hbd_barrier_cb_t
     hbd_bar_t *B = bar_find(b, job);
     if (b == NULL || cb == NULL)
         return HB_ERR_INVAL;
-    if (B != NULL && bar_broken(d, B))
+    if (B != NULL && B->broken)
         return HB_ERR_PEER_LOST; /* one of its nodes is gone (others' jobs go on) */
     if (B == NULL || B->closing)
         return job == 0 ? HB_ERR_NOT_INIT : HB_ERR_NOT_FOUND;
@@ -811,6 +799,7 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
     for (hbd_bar_t *B = b->bars; B != NULL; B = B->next) {
         if (!bar_has(d, B, lost) || B->closing)
             continue;
+        B->broken = 1;
         hb_hier_ev_t ev = {.kind = HB_HIER_EV_PEER_LOST, .from = lost};
         size_t n = 0;
         /* directly, not through the queue: this is what a queued PEER_LOST turns into */
@@ -1019,6 +1008,8 @@ int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t
                  hb_status_str(rc));
         return rc;
     }
+    for (uint32_t n = 0; d->lost && n < d->topo->n_nodes && !B->broken; n++)
+        B->broken = member[n] && hbd_node_lost(d, n); /* lost before it opened here */
     B->mask = view->chassis[view->nodes[d->self].chassis].mask;
     B->sync_base = sync_base;
     B->n_sync = n_sync;
