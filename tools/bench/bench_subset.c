@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -53,7 +54,14 @@ static void sb_tool(const char *dir, const char *name, char *buf, size_t cap)
         snprintf(buf, cap, "%s/peer/%s", dir, name);
 }
 
-/* Run cmd; the median of its first JSON row with "median_us" into *med. 0 or -1. */
+/* A number of a JSON row, 0 if absent. */
+static double sb_num(const json_t *row, const char *key)
+{
+    const json_t *v = json_object_get(row, key);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+/* Run cmd; the statistics of its first JSON row with a median into *st. 0 or -1. */
 static int sb_median(const char *cmd, hb_stats_t *st)
 {
     FILE *p = popen(cmd, "r");
@@ -62,23 +70,18 @@ static int sb_median(const char *cmd, hb_stats_t *st)
     if (p == NULL)
         return -1;
     while (fgets(line, sizeof(line), p) != NULL) {
-        const char *m = strstr(line, "\"median_us\": ");
-        if (m == NULL || found)
-            continue;
-        const char *keys[] = {
-            "\"median_us\": ", "\"min_us\": ", "\"max_us\": ", "\"mean_us\": ", "\"iters\": "};
-        double v[5] = {0, 0, 0, 0, 0};
-        for (int k = 0; k < 5; k++) {
-            const char *q = strstr(line, keys[k]);
-            v[k] = q != NULL ? strtod(q + strlen(keys[k]), NULL) : 0;
+        json_t *row = found || line[0] != '{' ? NULL
+                                              : json_loads(line, JSON_DECODE_INT_AS_REAL, NULL);
+        if (row != NULL && json_is_number(json_object_get(row, "median_us"))) {
+            *st = (hb_stats_t){.median = sb_num(row, "median_us"),
+                               .min = sb_num(row, "min_us"),
+                               .max = sb_num(row, "max_us"),
+                               .mean = sb_num(row, "mean_us"),
+                               .n = (size_t)sb_num(row, "iters"),
+                               .confidence = 0.95};
+            found = 1;
         }
-        *st = (hb_stats_t){.median = v[0],
-                           .min = v[1],
-                           .max = v[2],
-                           .mean = v[3],
-                           .n = (size_t)v[4],
-                           .confidence = 0.95};
-        found = 1;
+        json_decref(row);
     }
     int rc = pclose(p);
     return found && rc == 0 ? 0 : -1;
