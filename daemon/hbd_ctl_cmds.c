@@ -36,15 +36,17 @@ static void cmd_ping(hbd_t *d, hbd_reply_t *r, char *args)
 
 static void cmd_status(hbd_t *d, hbd_reply_t *r, char *args)
 {
-    uint32_t linked = 0;
+    uint32_t linked = 0, lost = 0;
     (void)args;
     for (uint32_t i = 0; i < d->n_peers; i++)
         linked += d->peers[i].hello_rx && d->peers[i].hello_ack && !d->peers[i].lost;
+    for (uint32_t n = 0; n < d->topo->n_nodes; n++)
+        lost += hbd_node_lost(d, n);
     hbd_reply(r,
-              "ok node=%s id=%" PRIu32 " pid=%d ready=%d peers=%" PRIu32 "/%" PRIu32
-              " lost=%d chassis=%" PRIu32 " port=%" PRIu32 " role=%s protocol=%s"
+              "ok node=%s id=%" PRIu32 " pid=%d inc=%" PRIx64 " ready=%d peers=%" PRIu32
+              "/%" PRIu32 " lost=%" PRIu32 " chassis=%" PRIu32 " port=%" PRIu32 " role=%s protocol=%s"
               " hwbarrier=%s endpoint=%s in_flight=%" PRIu32 " next_coll=%" PRIu64 " pmix=%s",
-              d->name, d->self, (int)getpid(), d->ready, linked, d->n_peers, d->lost,
+              d->name, d->self, (int)getpid(), d->inc, d->ready, linked, d->n_peers, lost,
               d->topo->nodes[d->self].chassis, d->topo->nodes[d->self].port,
               hb_topo_role_name(d->topo->chassis[d->topo->nodes[d->self].chassis].role),
               hb_cfg_protocol_name(d->cfg->protocol), d->hwb ? hb_hwb_name(d->hwb) : "none",
@@ -52,9 +54,28 @@ static void cmd_status(hbd_t *d, hbd_reply_t *r, char *args)
               hbd_pmix_wedged() ? "wedged" : "ok");
 }
 
+/* Every node as this daemon sees it: NAME:up|lost:INC (INC 0: not heard of yet). */
+static void cmd_members(hbd_t *d, hbd_reply_t *r, char *args)
+{
+    (void)args;
+    size_t cap = 32 + (size_t)d->topo->n_nodes * 96, off = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        hbd_reply(r, "err %d out of memory", HB_ERR_NOMEM);
+        return;
+    }
+    off += (size_t)snprintf(buf, cap, "ok n=%" PRIu32, d->topo->n_nodes);
+    for (uint32_t n = 0; n < d->topo->n_nodes && off < cap; n++)
+        off += (size_t)snprintf(buf + off, cap - off, " %s:%s:%" PRIx64, d->cfg->nodes[n].name,
+                                hbd_node_lost(d, n) ? "lost" : "up",
+                                d->node_inc != NULL ? d->node_inc[n] : 0);
+    hbd_reply(r, "%s", buf);
+    free(buf);
+}
+
 static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
 {
-    char buf[1536];
+    char buf[1800];
     size_t off = 0;
     const hbd_stats_t *s = &d->st;
     uint64_t hier_drop, hier_late;
@@ -74,12 +95,14 @@ static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
                  " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64
                  " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
                  " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_bad=%" PRIu64
-                 " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rss_kb=%ld",
+                 " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rejoins=%" PRIu64
+                 " self_rejoins=%" PRIu64 " rss_kb=%ld",
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
                  hier_drop, hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), s->data_rx,
                  s->data_tx, s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad,
-                 s->fast_denied, s->rx_from_lost, hb_proc_rss_kb(getpid()));
+                 s->fast_denied, s->rx_from_lost, s->rejoins, s->self_rejoins,
+                 hb_proc_rss_kb(getpid()));
     hbd_reply(r, "%s", buf);
 }
 
@@ -197,6 +220,8 @@ const hbd_ctl_cmd_t hbd_ctl_cmds[] = {
     {"ping", "", "ok pong node=NAME id=N pid=PID", cmd_ping},
     {"status", "", "ok node= id= ready=0|1 peers=LINKED/N lost=0|1 in_flight= next_coll= ...",
      cmd_status},
+    {"members", "", "ok n=N NAME:up|lost:INC ... (every node as this daemon sees it)",
+     cmd_members},
     {"stats", "", "ok rx= tx= bad= bad_REASON= ... data_* fast_* from_lost= (counters)", cmd_stats},
     {"fence_stats", "", "ok NODE:TX_UP:TX_DOWN:RX_UP:RX_DOWN ... (fence data bytes per link)",
      cmd_fence_stats},

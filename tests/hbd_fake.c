@@ -136,7 +136,7 @@ int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32
                         .flags = flags,
                         .job = job,
                         .coll_id = coll_id,
-                        .epoch = d->epoch,
+                        .inc = hbd_wire_inc32(d->inc),
                         .src = d->self,
                         .len = l1 + l2};
     if (to >= fk->n || to == d->self)
@@ -322,6 +322,7 @@ int fk_cluster_init(fk_cluster_t *c, uint32_t n_chassis, uint32_t size, uint32_t
         d->topo = c->topo;
         d->self = i;
         d->epoch = 1;
+        d->inc = 1000 + i;
         d->ready = 1;
         d->ctl_fd = d->ranks_lfd = d->hwb_fd = -1;
         d->base = event_base_new();
@@ -371,8 +372,7 @@ static void doorbells(fk_cluster_t *c)
 static void deliver(fk_cluster_t *c, const fk_frame_t *f)
 {
     hbd_t *d = &c->d[f->to];
-    hbd_wire_ctx_t ctx = {
-        .n_nodes = c->n, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = f->from};
+    hbd_wire_ctx_t ctx = {.n_nodes = c->n, .job_max = UINT32_MAX, .peer = f->from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     if (hbd_wire_decode(f->buf, f->len, &ctx, &m, &why) != 0) {

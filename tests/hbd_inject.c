@@ -36,11 +36,11 @@ static int sendf(void *s, const void *buf, size_t len, int more)
     return zmq_send(s, buf, len, more ? ZMQ_SNDMORE : 0) == (int)len ? 0 : -1;
 }
 
-static int frame(uint8_t *buf, uint8_t type, uint32_t src, uint32_t epoch, uint32_t len)
+static int frame(uint8_t *buf, uint8_t type, uint32_t src, uint32_t inc, uint32_t len)
 {
     uint8_t pl[HBD_WIRE_MAX_PAYLOAD] = {1, 0, 0, 0};
     hbd_wire_msg_t m = {
-        .type = type, .coll_id = 0, .epoch = epoch, .src = src, .len = len, .payload = pl};
+        .type = type, .coll_id = 0, .inc = inc, .src = src, .len = len, .payload = pl};
     return hbd_wire_encode(&m, buf, HBD_WIRE_MAX_FRAME);
 }
 
@@ -53,7 +53,7 @@ static int job_frame(uint8_t *buf, size_t cap, uint32_t src, const hbd_wire_job_
     memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
     hbd_wire_msg_t m = {.type = HBD_WIRE_JOB,
                         .coll_id = 42,
-                        .epoch = 1,
+                        .inc = 1,
                         .src = src,
                         .len = HBD_WIRE_JOB_HDR + dlen,
                         .payload = pl};
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
             memset(pl, 0, sizeof(pl));
             hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
                                 .coll_id = 1,
-                                .epoch = 1,
+                                .inc = 1,
                                 .src = aid,
                                 .len = sizeof(pl),
                                 .payload = pl};
@@ -313,23 +313,23 @@ int main(int argc, char **argv)
         rc |= sendf(s, buf, HBD_WIRE_HDR_LEN + 3000, 0);
         rc |= sendf(s, buf, sizeof(buf), 0);
         sent += 2, expect_bad += 2;
-        /* wrong version, type, flags, epoch, job */
+        /* wrong version, type, flags, incarnation (0), job */
         n = frame(buf, HBD_WIRE_HIER, 0, 1, 4);
         const int offs[] = {4, 5, 7, 20, 8};
-        const uint8_t vals[] = {9, 77, 0x40, 0x7f, 3};
+        const uint8_t vals[] = {9, 77, 0x40, 0, 3};
         for (int i = 0; i < 5; i++) {
             uint8_t b2[HBD_WIRE_MAX_FRAME];
             memcpy(b2, buf, (size_t)n);
             b2[offs[i]] = vals[i];
             if (offs[i] == 20)
-                b2[23] = 0x7f; /* epoch far beyond */
+                memset(b2 + 20, 0, 4);
             rc |= sendf(s, b2, (size_t)n, 0);
             sent++, expect_bad++;
         }
         /* well-formed frames from an unknown node and from a node that is not this peer */
         n = frame(buf, HBD_WIRE_HIER, 999, 1, 4);
         rc |= sendf(s, buf, (size_t)n, 0);
-        n = frame(buf, HBD_WIRE_ABORT, 0, 1, 8);
+        n = frame(buf, HBD_WIRE_ABORT, 0, 1, HBD_WIRE_ABORT_LEN);
         hbd_wire_put32(buf + 32, (uint32_t)HIBAR_ERR_PEER_LOST);
         rc |= sendf(s, buf, (size_t)n, 0); /* a forged abort: must not fail the cluster */
         n = frame(buf, HBD_WIRE_HELLO, 0, 1, HBD_WIRE_HELLO_LEN);

@@ -9,7 +9,7 @@
 #include "hb_hash.h"
 #include "hb_test.h"
 
-static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 5, .job_max = 0, .peer = 7};
+static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .job_max = 0, .peer = 7};
 
 static int mk(uint8_t *buf, size_t cap, uint8_t type, uint32_t len, const uint8_t *payload)
 {
@@ -17,7 +17,7 @@ static int mk(uint8_t *buf, size_t cap, uint8_t type, uint32_t len, const uint8_
                         .flags = 0,
                         .job = 0,
                         .coll_id = 0x0123456789abcdefull,
-                        .epoch = 3,
+                        .inc = 3,
                         .src = 7,
                         .len = len,
                         .payload = payload};
@@ -37,7 +37,7 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL(why, HBD_WIRE_OK);
     CU_ASSERT_EQUAL(d.type, HBD_WIRE_HIER);
     CU_ASSERT_EQUAL(d.coll_id, 0x0123456789abcdefull);
-    CU_ASSERT_EQUAL(d.epoch, 3);
+    CU_ASSERT_EQUAL(d.inc, 3);
     CU_ASSERT_EQUAL(d.src, 7);
     CU_ASSERT_EQUAL(d.len, HBD_WIRE_MAX_PAYLOAD);
     CU_ASSERT(d.payload == buf + HBD_WIRE_HDR_LEN);
@@ -55,7 +55,10 @@ static void test_roundtrip(void)
     hbd_wire_hello_t h = {.n_nodes = 30,
                           .cluster_tag = hbd_wire_tag("scmd-30"),
                           .data_port = 40123,
-                          .data_token = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},
+                          .data_token = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+                          .inc = 0x18ebccfd08855906ull,
+                          .you_lost = 0x18ebccfd0a27d6f5ull,
+                          .n_lost = 2},
                      h2;
     uint8_t hp[HBD_WIRE_HELLO_LEN];
     hbd_wire_hello_pack(&h, hp);
@@ -66,16 +69,43 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL(h2.cluster_tag, h.cluster_tag);
     CU_ASSERT_EQUAL(h2.data_port, 40123);
     CU_ASSERT_EQUAL(memcmp(h2.data_token, h.data_token, HBD_WIRE_TOKEN_LEN), 0);
+    CU_ASSERT_EQUAL(h2.inc, h.inc);
+    CU_ASSERT_EQUAL(h2.you_lost, h.you_lost);
+    CU_ASSERT_EQUAL(h2.n_lost, 2);
+    CU_ASSERT_EQUAL(hbd_wire_inc32(h.inc), (uint32_t)(h.inc ^ (h.inc >> 32)) | 1u);
+    hbd_wire_put32(buf + HBD_WIRE_HDR_LEN + 32, 0); /* incarnation 0 */
+    hbd_wire_put32(buf + HBD_WIRE_HDR_LEN + 36, 0);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), HIBAR_ERR_PROTO);
     hbd_wire_put32(buf + 28, 8); /* the old 8-byte HELLO */
     CU_ASSERT_EQUAL(hbd_wire_decode(buf, HBD_WIRE_HDR_LEN + 8, &ctx, &d, NULL), HIBAR_ERR_PROTO);
 
-    hbd_wire_abort_t a = {.status = HIBAR_ERR_PEER_LOST, .lost = 4}, a2;
+    hbd_wire_abort_t a = {.status = HIBAR_ERR_PEER_LOST, .lost = 4, .inc = 1ull << 40}, a2;
     hbd_wire_abort_pack(&a, hp);
-    n = mk(buf, sizeof(buf), HBD_WIRE_ABORT, 8, hp);
+    n = mk(buf, sizeof(buf), HBD_WIRE_ABORT, HBD_WIRE_ABORT_LEN, hp);
     CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
     hbd_wire_abort_unpack(d.payload, &a2);
     CU_ASSERT_EQUAL(a2.status, HIBAR_ERR_PEER_LOST);
     CU_ASSERT_EQUAL(a2.lost, 4);
+    CU_ASSERT_EQUAL(a2.inc, 1ull << 40);
+    a.lost = 7; /* the sender itself: nobody reports itself lost */
+    hbd_wire_abort_pack(&a, hp);
+    n = mk(buf, sizeof(buf), HBD_WIRE_ABORT, HBD_WIRE_ABORT_LEN, hp);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), HIBAR_ERR_PROTO);
+
+    hbd_wire_member_t x = {.node = 29, .inc = 99}, x2;
+    hbd_wire_member_pack(&x, hp);
+    n = mk(buf, sizeof(buf), HBD_WIRE_MEMBER, HBD_WIRE_MEMBER_LEN, hp);
+    CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), 0);
+    hbd_wire_member_unpack(d.payload, &x2);
+    CU_ASSERT_EQUAL(x2.node, 29);
+    CU_ASSERT_EQUAL(x2.inc, 99);
+    const hbd_wire_member_t bad[] = {{.node = 30, .inc = 1}, {.node = 1, .inc = 0},
+                                     {.node = 1, .reserved = 1, .inc = 1}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        hbd_wire_member_pack(&bad[i], hp);
+        n = mk(buf, sizeof(buf), HBD_WIRE_MEMBER, HBD_WIRE_MEMBER_LEN, hp);
+        CU_ASSERT_EQUAL(hbd_wire_decode(buf, (size_t)n, &ctx, &d, NULL), HIBAR_ERR_PROTO);
+    }
 }
 
 static void test_encode_refuses(void)
@@ -231,7 +261,7 @@ static hbd_wire_reason_t job_why(const hbd_wire_job_t *x, const uint8_t *data, u
         memcpy(pl + HBD_WIRE_JOB_HDR, data, dlen);
     hbd_wire_msg_t m = {.type = HBD_WIRE_JOB,
                         .coll_id = 77,
-                        .epoch = 3,
+                        .inc = 3,
                         .src = 7,
                         .len = HBD_WIRE_JOB_HDR + dlen,
                         .payload = pl};
@@ -435,7 +465,7 @@ static void e_magic(uint8_t *b, size_t *l)
 static void e_version(uint8_t *b, size_t *l)
 {
     (void)l;
-    b[4] = 2;
+    b[4] = 1; /* the version before incarnations */
 }
 static void e_type0(uint8_t *b, size_t *l)
 {
@@ -487,15 +517,10 @@ static void e_spoof(uint8_t *b, size_t *l)
     (void)l;
     hbd_wire_put32(b + 24, 8);
 }
-static void e_epoch0(uint8_t *b, size_t *l)
+static void e_inc0(uint8_t *b, size_t *l)
 {
     (void)l;
     hbd_wire_put32(b + 20, 0);
-}
-static void e_epoch(uint8_t *b, size_t *l)
-{
-    (void)l;
-    hbd_wire_put32(b + 20, 6);
 }
 static void e_job(uint8_t *b, size_t *l)
 {
@@ -505,9 +530,9 @@ static void e_job(uint8_t *b, size_t *l)
 static void e_abort(uint8_t *b, size_t *l)
 {
     b[5] = HBD_WIRE_ABORT;
-    hbd_wire_put32(b + 28, 8);
+    hbd_wire_put32(b + 28, HBD_WIRE_ABORT_LEN);
     hbd_wire_put32(b + 32, 5); /* a positive status is not a failure */
-    *l = HBD_WIRE_HDR_LEN + 8;
+    *l = HBD_WIRE_HDR_LEN + HBD_WIRE_ABORT_LEN;
 }
 static void e_hello(uint8_t *b, size_t *l)
 {
@@ -533,8 +558,7 @@ static void test_decode_refuses(void)
     expect(e_hb_payload, HBD_WIRE_BAD_LENGTH);
     expect(e_node, HBD_WIRE_BAD_NODE);
     expect(e_spoof, HBD_WIRE_BAD_NODE);
-    expect(e_epoch0, HBD_WIRE_BAD_EPOCH);
-    expect(e_epoch, HBD_WIRE_BAD_EPOCH);
+    expect(e_inc0, HBD_WIRE_BAD_INC);
     expect(e_job, HBD_WIRE_BAD_JOB);
     expect(e_abort, HBD_WIRE_BAD_PAYLOAD);
     expect(e_hello, HBD_WIRE_BAD_PAYLOAD);
@@ -563,8 +587,9 @@ static void test_all_prefixes_and_flips(void)
             if (hbd_wire_decode(b, sizeof(b), &ctx, &d, NULL) == 0)
                 accepted++;
         }
-    /* only the coll id bits, the payload bits, the REPLY flag and epoch 3 -> 2 or 1 survive */
-    CU_ASSERT_EQUAL(accepted, 64 + 64 + 1 + 2);
+    /* only the coll id bits, the payload bits, the REPLY flag and the incarnation's (3: every
+     * flip leaves it nonzero; which incarnation is current is the transport's check) survive */
+    CU_ASSERT_EQUAL(accepted, 64 + 64 + 1 + 32);
 }
 
 /* Published FNV-1a 32 vectors; the 64-bit word form against its definition. */
@@ -585,7 +610,7 @@ static void test_names(void)
 {
     CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(HBD_WIRE_ABORT), "abort");
     CU_ASSERT_STRING_EQUAL(hbd_wire_type_name(77), "unknown");
-    CU_ASSERT_STRING_EQUAL(hbd_wire_reason_name(HBD_WIRE_BAD_EPOCH), "epoch");
+    CU_ASSERT_STRING_EQUAL(hbd_wire_reason_name(HBD_WIRE_BAD_INC), "inc");
     CU_ASSERT_STRING_EQUAL(hbd_wire_reason_name(HBD_WIRE_N_REASONS), "unknown");
     CU_ASSERT_NOT_EQUAL(hbd_wire_tag("a"), hbd_wire_tag("b"));
 }

@@ -9,7 +9,7 @@
 #include "wire.h"
 #include "hb_test.h"
 
-static const hbd_wire_ctx_t ctx = {.n_nodes = 16, .epoch_max = 5, .job_max = 0, .peer = 3};
+static const hbd_wire_ctx_t ctx = {.n_nodes = 16, .job_max = 0, .peer = 3};
 
 static uint8_t frame[HBD_WIRE_COLL_MAX_FRAME];
 static uint8_t pl[HBD_WIRE_COLL_MAX_PAYLOAD + 1];
@@ -37,7 +37,7 @@ static int roundtrip(const hbd_wire_coll_t *c, uint32_t dlen, hbd_wire_msg_t *m_
         pl[HBD_WIRE_COLL_HDR + i] = (uint8_t)(i * 13 + 1);
     hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
                         .coll_id = 9,
-                        .epoch = 2,
+                        .inc = 2,
                         .src = 3,
                         .len = HBD_WIRE_COLL_HDR + dlen,
                         .payload = pl};
@@ -132,7 +132,7 @@ static void test_refused(void)
     /* lengths: shorter than the header, longer than the largest payload */
     hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
                         .coll_id = 9,
-                        .epoch = 2,
+                        .inc = 2,
                         .src = 3,
                         .len = HBD_WIRE_COLL_HDR - 1,
                         .payload = pl};

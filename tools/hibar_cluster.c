@@ -25,7 +25,10 @@ static void usage(FILE *f)
             "usage: hibar-cluster COMMAND --config FILE [options]\n"
             "commands:\n"
             "  up        start one hibard per node on this host, wait until all are linked\n"
-            "  status    show every daemon; exit 0 if all are ready, 1 if not, 3 if none runs\n"
+            "  status    show every daemon: state, incarnation, and how the cluster sees it;\n"
+            "            exit 0 if all are ready, 1 if not, 3 if none runs\n"
+            "  restart NODE  start NODE's daemon again (stopped first if it runs); wait until\n"
+            "            every daemon holds it up at its new incarnation (emulated clusters)\n"
             "  down      stop every daemon, remove sockets, pid files, segments (also after a "
             "crash)\n"
             "  barrier   drive barriers through every control socket\n"
@@ -64,33 +67,72 @@ static int node_arg(const hb_cfg_t *cfg, const char *s, uint32_t *node_p, uint32
     return 0;
 }
 
+/* The members view of the first daemon that answers: "NAME:up|lost:INC ...", or NULL. */
+static char *members_view(const hb_cfg_t *cfg)
+{
+    size_t cap = 64 + (size_t)cfg->n_nodes * 96;
+    char *reply = malloc(cap);
+    for (uint32_t i = 0; reply != NULL && i < cfg->n_nodes; i++) {
+        char path[400];
+        hbd_client_sock_path(cfg, i, path, sizeof(path));
+        if (hbd_client_cmd(path, "members", reply, cap, 2000) == 0 &&
+            strncmp(reply, "ok ", 3) == 0)
+            return reply;
+    }
+    free(reply);
+    return NULL;
+}
+
+/* Node name's state and incarnation in a members view ("?" when not there). */
+static void member_of(const char *view, const char *name, char *state, size_t scap, char *inc,
+                      size_t icap)
+{
+    char want[160];
+    snprintf(state, scap, "?");
+    snprintf(inc, icap, "?");
+    snprintf(want, sizeof(want), " %s:", name);
+    const char *at = view != NULL ? strstr(view, want) : NULL;
+    if (at == NULL)
+        return;
+    at += strlen(want);
+    size_t n = strcspn(at, ":");
+    snprintf(state, scap, "%.*s", (int)(n < scap ? n : scap - 1), at);
+    if (at[n] == ':')
+        snprintf(inc, icap, "%.*s", (int)strcspn(at + n + 1, " "), at + n + 1);
+}
+
 static int cmd_status(const hb_cfg_t *cfg)
 {
-    unsigned ready = 0, up = 0;
+    unsigned ready = 0, up = 0, lost = 0;
+    char *view = members_view(cfg);
     printf("cluster %s, %" PRIu32 " nodes, run dir %s\n", cfg->cluster, cfg->n_nodes,
            cfg->run_dir);
     for (uint32_t i = 0; i < cfg->n_nodes; i++) {
-        char path[400], reply[512], f[7][64];
-        const char *keys[] = {"pid", "ready", "peers", "role", "port", "lost", "endpoint"};
+        char path[400], reply[640], f[8][64], state[16], inc[40];
+        const char *keys[] = {"pid", "ready", "peers", "role", "port", "lost", "endpoint", "inc"};
+        member_of(view, cfg->nodes[i].name, state, sizeof(state), inc, sizeof(inc));
+        lost += strcmp(state, "lost") == 0;
         hbd_client_sock_path(cfg, i, path, sizeof(path));
         int rc = hbd_client_cmd(path, "status", reply, sizeof(reply), 2000);
         if (rc != 0) {
             pid_t pid = hbd_client_pid(cfg, i);
-            printf("  %-12s down%s\n", cfg->nodes[i].name,
-                   pid > 0 ? " (stale pid file)" : "");
+            printf("  %-12s down%s%s\n", cfg->nodes[i].name, pid > 0 ? " (stale pid file)" : "",
+                   strcmp(state, "lost") == 0 ? ", the cluster holds it lost" : "");
             continue;
         }
         up++;
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < 8; k++)
             if (hbd_client_field(reply, keys[k], f[k], sizeof(f[k])) != 0)
                 strcpy(f[k], "?");
-        int r = strcmp(f[1], "1") == 0 && strcmp(f[5], "0") == 0;
+        int r = strcmp(f[1], "1") == 0;
         ready += r;
-        printf("  %-12s pid %-7s %-7s peers %-5s chassis-port %-3s %-6s %s%s\n",
-               cfg->nodes[i].name, f[0], r ? "ready" : "linking", f[2], f[4], f[3], f[6],
-               strcmp(f[5], "0") ? " LOST-PEER" : "");
+        printf("  %-12s pid %-7s %-7s inc %-16s peers %-5s chassis-port %-3s %-6s %s%s%s\n",
+               cfg->nodes[i].name, f[0], r ? "ready" : "linking", f[7], f[2], f[4], f[3], f[6],
+               strcmp(f[5], "0") ? " (holds nodes lost)" : "",
+               strcmp(state, "lost") == 0 ? " LOST (rejoining)" : "");
     }
-    printf("%u of %" PRIu32 " daemons up, %u ready\n", up, cfg->n_nodes, ready);
+    printf("%u of %" PRIu32 " daemons up, %u ready, %u lost\n", up, cfg->n_nodes, ready, lost);
+    free(view);
     return up == 0 ? 3 : (ready == cfg->n_nodes ? 0 : 1);
 }
 
@@ -426,6 +468,20 @@ int main(int argc, char **argv)
         rc = cmd_ctl(cfg, sub_argc, sub_argv);
     } else if (strcmp(cmd, "jobs") == 0) {
         rc = cmd_jobs(cfg);
+    } else if (strcmp(cmd, "restart") == 0) {
+        uint32_t node;
+        if (sub_argc != 1 || node_arg(cfg, sub_argv[0], &node, NULL) != 0) {
+            fprintf(stderr, "hibar-cluster: restart needs one node of the cluster (name or id)\n");
+            rc = 2;
+        } else {
+            rc = hbd_emu_restart(cfg, &eo, node);
+            if (rc == 0)
+                printf("node %s rejoined\n", cfg->nodes[node].name);
+            else
+                fprintf(stderr, "hibar-cluster: restart %s: %s\n", cfg->nodes[node].name,
+                        hibar_strerror(rc));
+            rc = rc == 0 ? 0 : 1;
+        }
     } else if (strcmp(cmd, "metrics") == 0) {
         rc = cmd_metrics(cfg, output);
     } else {

@@ -44,7 +44,7 @@ struct hbd_model;
 
 /* How the loop waits while barriers are busy (hbd_barrier.c's poll stage). */
 enum { HBD_POLL_OFF = 0, HBD_POLL_YIELD = 1, HBD_POLL_SPIN = 2 };
-#define HBD_ID_MAX 16 /* routing id buffer: "n<id>" / "o<id>" */
+#define HBD_ID_MAX 24 /* routing id buffer: "n<id>", "n<id>.<generation>" */
 
 typedef struct hbd_fast_link hbd_fast_link_t;
 /* One neighbour: a tree link (parent, child Center) or a chassis mate. */
@@ -58,6 +58,11 @@ typedef struct hbd_peer {
     int hello_ack;      /* it answered our HELLO (our link to it works) */
     int lost;           /* found dead */
     int warned;         /* a malformed frame from it was logged */
+    int neighbour;      /* a tree or chassis neighbour (not an on-demand link): probed while lost */
+    uint64_t inc;       /* its incarnation, from its HELLO (0: none yet) */
+    uint64_t hello_try_ns; /* lost: when HELLO was last tried (hbd_net_rejoin) */
+    uint64_t revived_ns;   /* when this incarnation's link came up after a loss, or 0 */
+    uint32_t zgen, dgen;   /* connections we made to it anew (hbd_net.c, peer_id) */
     uint64_t last_rx_ns;
     uint64_t probe_ns;      /* first unanswered heartbeat probe (accepted links), or 0 */
     uint64_t probe_last_ns; /* last probe sent */
@@ -87,6 +92,8 @@ typedef struct hbd_stats {
                                 * must not carry) */
     uint64_t fast_denied;      /* fast-lane connections refused (no neighbour, wrong token) */
     uint64_t rx_from_lost;     /* frames from a node already taken for lost (dropped) */
+    uint64_t rejoins;          /* nodes that came back (a new incarnation, or rejoined) */
+    uint64_t self_rejoins;     /* this daemon found itself taken for lost and rejoined */
     uint64_t barriers_done, barriers_failed;
     uint64_t peers_lost;
     uint64_t hwb_rounds;
@@ -110,6 +117,8 @@ typedef void (*hbd_net_seg_fn)(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t 
 /* Node `node` is lost (status: why). first: 1 for the cluster's first loss, the one that fails
  * everything in flight; 0 for later ones (only what waits on that very node ends). */
 typedef void (*hbd_net_lost_fn)(hbd_t *d, uint32_t node, int status, int first);
+/* Node `node` is up again, a new incarnation `inc` of it (restarted, or rejoined). */
+typedef void (*hbd_net_join_fn)(hbd_t *d, uint32_t node, uint64_t inc);
 /* The receive table: one slot per wire type. */
 typedef struct hbd_net_rx {
     hbd_net_rx_fn on_msg;
@@ -129,7 +138,9 @@ struct hbd {
     char run_dir[256];
     char sock_path[320], pid_path[320], port_path[320], key_path[320];
     int pid_written, port_written;
-    uint32_t epoch;
+    uint32_t epoch; /* the barrier engines' epoch (hier.h): 1 */
+    uint64_t inc;   /* this daemon's incarnation: when it started (ns), larger at every start and
+                     * at every rejoin; frames carry hbd_wire_inc32 of it */
     uint32_t tag; /* hash of the cluster name, in HELLO */
     /* what SIGHUP reads again (hb_cfg_reload): main's arguments, alive as long as the daemon */
     const char *hup_config;
@@ -150,6 +161,8 @@ struct hbd {
     hbd_net_lost_fn lost_subs[HBD_NET_LOST_MAX]; /* by ascending lost_order */
     int lost_order[HBD_NET_LOST_MAX];
     uint32_t n_lost_subs;
+    hbd_net_join_fn join_subs[HBD_NET_LOST_MAX];
+    uint32_t n_join_subs;
     uint64_t rx_t0_ns; /* when the frame being handled was taken off its socket (PlogP's o_r) */
     uint64_t last_hello_ns; /* HELLO last sent to the links not up yet */
     int warned_unknown;     /* a malformed frame from a non-neighbour was logged */
@@ -176,6 +189,7 @@ struct hbd {
     int lost;          /* some node of the cluster is gone (the first: lost_node) */
     uint32_t lost_node;
     uint8_t *lost_set; /* [n_nodes] every node known lost (hbd_hooks_lost_run), or NULL */
+    uint64_t *node_inc; /* [n_nodes] each node's latest incarnation known here (0: none yet) */
 
     /* chassis barrier */
     struct hb_hwb *hwb;

@@ -2,6 +2,7 @@
 #include "hbd_hooks.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "hb_status.h"
 
@@ -45,6 +46,49 @@ int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status)
     for (uint32_t i = 0; i < d->n_lost_subs; i++)
         d->lost_subs[i](d, node, status, first);
     return 1;
+}
+
+int hbd_hooks_join(hbd_t *d, hbd_net_join_fn fn)
+{
+    if (d->n_join_subs == HBD_NET_LOST_MAX)
+        return HB_ERR_NOMEM;
+    d->join_subs[d->n_join_subs++] = fn;
+    return 0;
+}
+
+static void lost_recount(hbd_t *d)
+{
+    uint32_t n = d->topo->n_nodes, first = UINT32_MAX;
+    for (uint32_t i = 0; d->lost_set != NULL && i < n && first == UINT32_MAX; i++)
+        if (d->lost_set[i])
+            first = i;
+    d->lost = first != UINT32_MAX;
+    d->lost_node = first;
+}
+
+int hbd_hooks_join_run(hbd_t *d, uint32_t node, uint64_t inc)
+{
+    uint32_t n = d->topo->n_nodes;
+    if (node >= n || d->node_inc == NULL)
+        return 0;
+    int was_lost = d->lost_set != NULL && d->lost_set[node];
+    if (!was_lost && inc <= d->node_inc[node])
+        return 0; /* known */
+    d->node_inc[node] = inc;
+    if (was_lost) {
+        d->lost_set[node] = 0;
+        lost_recount(d);
+    }
+    for (uint32_t i = 0; i < d->n_join_subs; i++)
+        d->join_subs[i](d, node, inc);
+    return 1;
+}
+
+void hbd_hooks_lost_forget(hbd_t *d)
+{
+    if (d->lost_set != NULL)
+        memset(d->lost_set, 0, d->topo->n_nodes);
+    lost_recount(d);
 }
 
 int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn)

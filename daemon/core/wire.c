@@ -51,7 +51,9 @@ static int type_len_ok(unsigned type, uint32_t len)
     case HBD_WIRE_HIER:
         return len >= 4 && len <= HBD_WIRE_MAX_PAYLOAD;
     case HBD_WIRE_ABORT:
-        return len == 8;
+        return len == HBD_WIRE_ABORT_LEN;
+    case HBD_WIRE_MEMBER:
+        return len == HBD_WIRE_MEMBER_LEN;
     case HBD_WIRE_ECHO:
         return len <= HBD_WIRE_ECHO_MAX_PAYLOAD;
     case HBD_WIRE_FENCE:
@@ -84,7 +86,7 @@ int hbd_wire_encode_hdr(const hbd_wire_msg_t *msg, uint8_t hdr[HBD_WIRE_HDR_LEN]
     put16(p + 6, msg->flags);
     hbd_wire_put32(p + 8, msg->job);
     put64(p + 12, msg->coll_id);
-    hbd_wire_put32(p + 20, msg->epoch);
+    hbd_wire_put32(p + 20, msg->inc);
     hbd_wire_put32(p + 24, msg->src);
     hbd_wire_put32(p + 28, msg->len);
     return 0;
@@ -193,7 +195,7 @@ static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t
         return refuse(HBD_WIRE_BAD_FLAGS, why_p);
     m.job = hbd_wire_get32(p + 8);
     m.coll_id = get64(p + 12);
-    m.epoch = hbd_wire_get32(p + 20);
+    m.inc = hbd_wire_get32(p + 20);
     m.src = hbd_wire_get32(p + 24);
     m.len = hbd_wire_get32(p + 28);
     /* compare without adding to len: len - HDR cannot underflow here */
@@ -202,20 +204,26 @@ static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t
     if (ctx != NULL) {
         if (m.src >= ctx->n_nodes || (ctx->peer != UINT32_MAX && m.src != ctx->peer))
             return refuse(HBD_WIRE_BAD_NODE, why_p);
-        if (m.epoch == 0 || m.epoch > ctx->epoch_max)
-            return refuse(HBD_WIRE_BAD_EPOCH, why_p);
         if (m.job > ctx->job_max)
             return refuse(HBD_WIRE_BAD_JOB, why_p);
-    } else if (m.epoch == 0) {
-        return refuse(HBD_WIRE_BAD_EPOCH, why_p);
     }
+    if (m.inc == 0)
+        return refuse(HBD_WIRE_BAD_INC, why_p);
     m.payload = m.len > 0 ? p + HBD_WIRE_HDR_LEN : NULL;
     if (m.type == HBD_WIRE_ABORT) {
         int32_t st = (int32_t)hbd_wire_get32(m.payload);
         if (st >= 0 || st < HB_ERR_LAST)
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
-    if (m.type == HBD_WIRE_HELLO && ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes)
+    if (m.type == HBD_WIRE_HELLO && ((ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes) ||
+                                     get64(m.payload + 32) == 0 ||
+                                     hbd_wire_get32(m.payload + 52) != 0))
+        return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
+    if (m.type == HBD_WIRE_ABORT && (hbd_wire_get32(m.payload + 4) == m.src))
+        return refuse(HBD_WIRE_BAD_PAYLOAD, why_p); /* nobody reports itself lost */
+    if (m.type == HBD_WIRE_MEMBER &&
+        ((ctx != NULL && hbd_wire_get32(m.payload) >= ctx->n_nodes) ||
+         hbd_wire_get32(m.payload + 4) != 0 || get64(m.payload + 8) == 0))
         return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     if (m.type == HBD_WIRE_COLL) {
         hbd_wire_coll_t c;
@@ -315,6 +323,10 @@ void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[HBD_WIRE_HELLO_L
     hbd_wire_put32(out + 8, h->data_port);
     memcpy(out + 12, h->data_token, HBD_WIRE_TOKEN_LEN);
     hbd_wire_put32(out + 28, h->fast_port);
+    put64(out + 32, h->inc);
+    put64(out + 40, h->you_lost);
+    hbd_wire_put32(out + 48, h->n_lost);
+    hbd_wire_put32(out + 52, 0);
 }
 
 void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_t *h)
@@ -324,18 +336,37 @@ void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_
     h->data_port = hbd_wire_get32(in + 8);
     memcpy(h->data_token, in + 12, HBD_WIRE_TOKEN_LEN);
     h->fast_port = hbd_wire_get32(in + 28);
+    h->inc = get64(in + 32);
+    h->you_lost = get64(in + 40);
+    h->n_lost = hbd_wire_get32(in + 48);
 }
 
-void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8])
+void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[HBD_WIRE_ABORT_LEN])
 {
     hbd_wire_put32(out, (uint32_t)a->status);
     hbd_wire_put32(out + 4, a->lost);
+    put64(out + 8, a->inc);
 }
 
-void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a)
+void hbd_wire_abort_unpack(const uint8_t in[HBD_WIRE_ABORT_LEN], hbd_wire_abort_t *a)
 {
     a->status = (int32_t)hbd_wire_get32(in);
     a->lost = hbd_wire_get32(in + 4);
+    a->inc = get64(in + 8);
+}
+
+void hbd_wire_member_pack(const hbd_wire_member_t *x, uint8_t out[HBD_WIRE_MEMBER_LEN])
+{
+    hbd_wire_put32(out, x->node);
+    hbd_wire_put32(out + 4, x->reserved);
+    put64(out + 8, x->inc);
+}
+
+void hbd_wire_member_unpack(const uint8_t in[HBD_WIRE_MEMBER_LEN], hbd_wire_member_t *x)
+{
+    x->node = hbd_wire_get32(in);
+    x->reserved = hbd_wire_get32(in + 4);
+    x->inc = get64(in + 8);
 }
 
 void hbd_wire_coll_pack(const hbd_wire_coll_t *c, uint8_t out[HBD_WIRE_COLL_HDR])
@@ -367,8 +398,8 @@ void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *
 
 const char *hbd_wire_type_name(unsigned type)
 {
-    static const char *const names[] = {"?",    "hello", "heartbeat", "hier",   "abort",
-                                        "echo", "fence", "coll",      "dmodex", "job"};
+    static const char *const names[] = {"?",     "hello", "heartbeat", "hier", "abort", "echo",
+                                        "fence", "coll",  "dmodex",    "job",  "member"};
     return type_known(type) ? names[type] : "unknown";
 }
 
@@ -376,7 +407,7 @@ const char *hbd_wire_reason_name(hbd_wire_reason_t why)
 {
     static const char *const names[HBD_WIRE_N_REASONS] = {"ok",    "short", "magic",  "version",
                                                           "type",  "flags", "length", "node",
-                                                          "epoch", "job",   "payload"};
+                                                          "inc",   "job",   "payload"};
     return (unsigned)why < HBD_WIRE_N_REASONS ? names[why] : "unknown";
 }
 

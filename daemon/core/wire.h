@@ -16,12 +16,14 @@
  *     6    2 flags        HBD_WIRE_F_*; unknown bits are rejected
  *     8    4 job id
  *    12    8 collective id
- *    20    4 epoch        1..ctx->epoch_max (0 is never valid)
+ *    20    4 incarnation  the sender's (hbd_wire_inc32 of its 64-bit incarnation; 0 is never
+ *                         valid; the transport drops a frame from another than the one it
+ *                         knows for that node, doc/design.md section 5.1)
  *    24    4 source node  < ctx->n_nodes, and equal to the sender's routing id when known
  *    28    4 payload length, equal to the bytes that follow and legal for the type
  */
 #define HBD_WIRE_MAGIC 0x52414248u /* 'H' 'B' 'A' 'R' in memory order */
-#define HBD_WIRE_VERSION 1
+#define HBD_WIRE_VERSION 2
 #define HBD_WIRE_HDR_LEN 32
 #define HBD_WIRE_MAX_PAYLOAD 1024
 /* COLL frames carry larger payloads: a 40-byte header (op, alg, root, size, lanes, seq, seg
@@ -58,14 +60,15 @@ typedef enum hbd_wire_type {
     HBD_WIRE_HELLO = 1,     /* link set-up: payload = hbd_wire_hello_t (32 bytes) */
     HBD_WIRE_HEARTBEAT = 2, /* liveness, no payload */
     HBD_WIRE_HIER = 3,      /* a barrier protocol message: payload = 4-byte hier message kind */
-    HBD_WIRE_ABORT = 4,     /* failure flood: payload = 4-byte status + 4-byte lost node */
+    HBD_WIRE_ABORT = 4,     /* failure flood: payload = hbd_wire_abort_t (16 bytes) */
     HBD_WIRE_ECHO = 5,      /* T_SR probe: payload echoed back, flag REPLY set on the answer */
     HBD_WIRE_FENCE = 6,     /* fence data chunk: 12-byte header (hbd_fence.c) + up to 256 KiB */
     HBD_WIRE_COLL = 7, /* collective segment: HBD_WIRE_COLL_HDR-byte header (hbd_coll.c) + data */
     HBD_WIRE_DMODEX =
         8,            /* direct modex request / reply: hbd_wire_dmodex_t header + nspace + data */
     HBD_WIRE_JOB = 9, /* launch forwarding: hbd_wire_job_t header + spec chunk / output lines */
-    HBD_WIRE_TYPE_MAX = 9
+    HBD_WIRE_MEMBER = 10, /* membership flood: a node is up at an incarnation (hbd_wire_member_t) */
+    HBD_WIRE_TYPE_MAX = 10
 } hbd_wire_type_t;
 
 #define HBD_WIRE_F_REPLY 0x0001u /* this frame answers a HELLO or an ECHO */
@@ -81,7 +84,7 @@ typedef enum hbd_wire_reason {
     HBD_WIRE_BAD_FLAGS,   /* unknown flag bits */
     HBD_WIRE_BAD_LENGTH,  /* payload length disagrees with the frame or the type */
     HBD_WIRE_BAD_NODE,    /* source node unknown, or not the peer it came from */
-    HBD_WIRE_BAD_EPOCH,   /* epoch 0 or beyond what this cluster can have reached */
+    HBD_WIRE_BAD_INC,     /* incarnation 0, or not the sender's current one (a stale frame) */
     HBD_WIRE_BAD_JOB,     /* job id not served by this daemon */
     HBD_WIRE_BAD_PAYLOAD, /* payload content invalid for the type */
     HBD_WIRE_N_REASONS
@@ -93,7 +96,7 @@ typedef struct hbd_wire_msg {
     uint16_t flags;
     uint32_t job;
     uint64_t coll_id;
-    uint32_t epoch;
+    uint32_t inc; /* the sender's incarnation (hbd_wire_inc32) */
     uint32_t src;
     uint32_t len;
     const uint8_t *payload;
@@ -102,14 +105,13 @@ typedef struct hbd_wire_msg {
 /* What the receiver knows, to judge a frame. */
 typedef struct hbd_wire_ctx {
     uint32_t n_nodes;   /* nodes in the cluster; src must be below */
-    uint32_t epoch_max; /* highest epoch a peer can legitimately use */
     uint32_t job_max;   /* highest job id served (0: only job 0) */
     uint32_t peer;      /* node the frame came from (routing id), or UINT32_MAX if unknown */
 } hbd_wire_ctx_t;
 
 /* HELLO payload: who is speaking, the cluster fingerprint it believes in, and where it takes
  * collective data when the cluster's data_plane is plain (hbd_net.c). */
-#define HBD_WIRE_HELLO_LEN 32
+#define HBD_WIRE_HELLO_LEN 56
 #define HBD_WIRE_TOKEN_LEN 16
 typedef struct hbd_wire_hello {
     uint32_t n_nodes;     /* size of the sender's cluster */
@@ -118,13 +120,32 @@ typedef struct hbd_wire_hello {
     uint8_t data_token[HBD_WIRE_TOKEN_LEN]; /* what a peer must present there (and on the fast
                                              * lane) */
     uint32_t fast_port;                     /* TCP port of its fast lane (hbd_fast.c); 0: none */
+    uint64_t inc; /* the sender's incarnation (nonzero; a later start has a larger one) */
+    uint64_t you_lost; /* the receiver's incarnation the sender holds lost, or 0 */
+    uint32_t n_lost;   /* how many nodes the sender holds lost */
 } hbd_wire_hello_t;
 
-/* ABORT payload. */
+/* ABORT payload: node `lost` at incarnation `inc` is gone. */
+#define HBD_WIRE_ABORT_LEN 16
 typedef struct hbd_wire_abort {
-    int32_t status; /* negative HB_ERR_* the barrier fails with */
+    int32_t status; /* negative HB_ERR_* what it was in fails with */
     uint32_t lost;  /* node found lost, or UINT32_MAX */
+    uint64_t inc;   /* its incarnation that was lost (0: whichever it had) */
 } hbd_wire_abort_t;
+
+/* MEMBER payload: node `node` is up at incarnation `inc` (it joined, restarted or rejoined). */
+#define HBD_WIRE_MEMBER_LEN 16
+typedef struct hbd_wire_member {
+    uint32_t node;     /* < n_nodes */
+    uint32_t reserved; /* 0 */
+    uint64_t inc;      /* nonzero */
+} hbd_wire_member_t;
+
+/* The header's 32-bit incarnation field for a 64-bit incarnation (never 0). */
+static inline uint32_t hbd_wire_inc32(uint64_t inc)
+{
+    return (uint32_t)(inc ^ (inc >> 32)) | 1u;
+}
 
 /* COLL payload header: the collective's arguments (so a daemon can build the schedule from
  * the first frame, before its own ranks asked) and the segment's place in the layout. */
@@ -225,8 +246,10 @@ int hbd_wire_decode_coll_split(const void *hdr, size_t hlen, size_t dlen, const 
 /* Typed payload helpers (little-endian). */
 void hbd_wire_hello_pack(const hbd_wire_hello_t *h, uint8_t out[HBD_WIRE_HELLO_LEN]);
 void hbd_wire_hello_unpack(const uint8_t in[HBD_WIRE_HELLO_LEN], hbd_wire_hello_t *h);
-void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[8]);
-void hbd_wire_abort_unpack(const uint8_t in[8], hbd_wire_abort_t *a);
+void hbd_wire_abort_pack(const hbd_wire_abort_t *a, uint8_t out[HBD_WIRE_ABORT_LEN]);
+void hbd_wire_abort_unpack(const uint8_t in[HBD_WIRE_ABORT_LEN], hbd_wire_abort_t *a);
+void hbd_wire_member_pack(const hbd_wire_member_t *x, uint8_t out[HBD_WIRE_MEMBER_LEN]);
+void hbd_wire_member_unpack(const uint8_t in[HBD_WIRE_MEMBER_LEN], hbd_wire_member_t *x);
 void hbd_wire_coll_pack(const hbd_wire_coll_t *c, uint8_t out[HBD_WIRE_COLL_HDR]);
 void hbd_wire_coll_unpack(const uint8_t in[HBD_WIRE_COLL_HDR], hbd_wire_coll_t *c);
 uint32_t hbd_wire_get32(const uint8_t *p);

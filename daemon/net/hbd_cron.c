@@ -8,8 +8,7 @@
 
 int hbd_cron_run(hbd_t *d, uint64_t now)
 {
-    int busy = 0;
-    hbd_net_retry(d, now);
+    int busy = hbd_net_retry(d, now);
     for (uint32_t i = 0; i < d->n_cron; i++)
         busy |= d->cron_fns[i](d, now);
     hbd_net_check_ready(d); /* a fast link that did not come up in time settles here */

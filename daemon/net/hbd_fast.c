@@ -150,7 +150,6 @@ static int link_parse(hbd_fast_link_t *l)
         if (l->ihave - off < HBD_WIRE_HDR_LEN + (size_t)len)
             break;
         hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes,
-                              .epoch_max = d->epoch,
                               .job_max = UINT32_MAX,
                               .peer = l->node};
         hbd_wire_msg_t m;
@@ -617,6 +616,18 @@ void hbd_fast_peer_down(hbd_t *d, hbd_peer_t *p)
     (void)d;
     if (p->fast != NULL)
         link_close(p->fast, "the peer is lost");
+}
+
+void hbd_fast_peer_reset(hbd_t *d, hbd_peer_t *p)
+{
+    (void)d;
+    hbd_fast_link_t *l = p->fast;
+    if (l == NULL)
+        return;
+    link_close(l, "the link starts over");
+    l->failed = 0;
+    l->zmq_used[CL_HIER] = l->zmq_used[CL_DATA] = 0;
+    l->hello_ns = 0;
 }
 
 void hbd_fast_stop(hbd_t *d)

@@ -28,6 +28,9 @@ int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIR
 /* A frame of type's class (barrier tokens, or data) to `to` went through ZeroMQ: from now on
  * all of that class do (order). */
 void hbd_fast_note_zmq(hbd_t *d, uint32_t to, uint8_t type);
+/* The link starts over (a new incarnation at either end): closed, and set up again from the
+ * next HELLO. */
+void hbd_fast_peer_reset(hbd_t *d, hbd_peer_t *p);
 void hbd_fast_peer_down(hbd_t *d, hbd_peer_t *p);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <sys/random.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -24,6 +25,7 @@
 #include "hbd_hooks.h"
 #include "hbd_net.h"
 #include "hbd_route.h"
+#include "hbd_timer.h"
 #include "hb_status.h"
 
 /*
@@ -40,6 +42,8 @@
  */
 
 #define HBD_HELLO_RESEND_NS (200ull * 1000000ull)
+/* A neighbour that is lost or not linked: HELLO tried again this often (it may come back). */
+#define HBD_REJOIN_NS (500ull * 1000000ull)
 #define HBD_MON_ENDPOINT_FMT "inproc://hibar-monitor-%u"
 
 static void idstr(char *buf, char kind, uint32_t node)
@@ -47,19 +51,45 @@ static void idstr(char *buf, char kind, uint32_t node)
     snprintf(buf, HBD_ID_MAX, "%c%" PRIu32, kind, node);
 }
 
-/* Parse a routing id "n<digits>" into a node id; UINT32_MAX if it is not one. */
+/*
+ * The routing id under which this daemon addresses p on the ROUTER (data: on data_out). A peer
+ * that connected to us is "n<node>", as it named itself. A connection we made carries the name
+ * we gave it (ZMQ_CONNECT_ROUTING_ID): "n<node>" too, until we disconnect it from an old
+ * endpoint (the node came back at another port); the next one is "n<node>.<generation>",
+ * because libzmq asserts on a connect under a routing id whose old pipe has not gone yet.
+ */
+static void peer_id(const hbd_peer_t *p, int data, char buf[HBD_ID_MAX])
+{
+    uint32_t gen = data ? p->dgen : p->outgoing ? p->zgen : 0;
+    if (gen == 0)
+        idstr(buf, 'n', p->node);
+    else
+        snprintf(buf, HBD_ID_MAX, "n%" PRIu32 ".%" PRIu32, p->node, gen);
+}
+
+/* Parse a routing id "n<digits>" (or "n<digits>.<generation>": a connection we made anew,
+ * peer_id) into a node id; UINT32_MAX if it is not one. */
 static uint32_t id_parse(const void *data, size_t len)
 {
     const char *s = data;
     uint64_t v = 0;
-    if (len < 2 || len > 11 || s[0] != 'n')
+    size_t i = 1, digits = 0;
+    if (len < 2 || len >= HBD_ID_MAX || s[0] != 'n')
         return UINT32_MAX;
-    for (size_t i = 1; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return UINT32_MAX;
+    for (; i < len && s[i] >= '0' && s[i] <= '9' && digits < 10; i++, digits++)
         v = v * 10 + (uint64_t)(s[i] - '0');
+    if (digits == 0 || v >= UINT32_MAX)
+        return UINT32_MAX;
+    if (i < len) { /* ".<generation>" */
+        size_t g = 0;
+        if (s[i++] != '.')
+            return UINT32_MAX;
+        for (; i < len && s[i] >= '0' && s[i] <= '9' && g < 10; i++, g++)
+            ;
+        if (g == 0 || i != len)
+            return UINT32_MAX;
     }
-    return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
+    return (uint32_t)v;
 }
 
 static hbd_peer_t *peer_get(hbd_t *d, uint32_t node)
@@ -123,6 +153,16 @@ static void rearm(hbd_t *d, void *sock, struct event *ev)
     (void)d;
 }
 
+/* Disconnect the data plane from p (its endpoint is forgotten: connected again on demand). */
+static void data_unlink(hbd_t *d, hbd_peer_t *p)
+{
+    if (p->data_ep[0] != '\0' && d->data_out != NULL) {
+        zmq_disconnect(d->data_out, p->data_ep);
+        p->dgen++; /* the next connection goes by another name (peer_id) */
+    }
+    p->data_ep[0] = '\0';
+}
+
 /* Hex of a token: what ZeroMQ PLAIN carries as the password. */
 static void token_hex(const uint8_t tok[HBD_WIRE_TOKEN_LEN], char out[2 * HBD_WIRE_TOKEN_LEN + 1])
 {
@@ -175,7 +215,7 @@ static int data_link(hbd_t *d, hbd_peer_t *p)
     snprintf(ep, sizeof(ep),
              strchr(host, ':') != NULL ? "tcp://[%s]:%" PRIu32 : "tcp://%s:%" PRIu32, host,
              p->data_port);
-    idstr(id, 'n', p->node);
+    peer_id(p, 1, id);
     token_hex(p->data_token, pw);
     if (zmq_setsockopt(d->data_out, ZMQ_PLAIN_PASSWORD, pw, strlen(pw)) != 0 ||
         zmq_setsockopt(d->data_out, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
@@ -206,27 +246,22 @@ int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t 
     return hbd_net_send_job(d, to, type, flags, 0, coll_id, p1, l1, p2, l2);
 }
 
-int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32_t job,
-                     uint64_t coll_id, const void *p1, uint32_t l1, const void *p2, uint32_t l2)
+/* One frame to p, lost or not (HELLO goes to lost neighbours too: they may come back). */
+static int send_frame(hbd_t *d, hbd_peer_t *p, uint8_t type, uint16_t flags, uint32_t job,
+                      uint64_t coll_id, const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {
     uint8_t hdr[HBD_WIRE_HDR_LEN];
     char id[HBD_ID_MAX];
-    hbd_peer_t *p = peer_get(d, to);
+    uint32_t to = p->node;
     hbd_wire_msg_t m = {.type = type,
                         .flags = flags,
                         .job = job,
                         .coll_id = coll_id,
-                        .epoch = d->epoch,
+                        .inc = hbd_wire_inc32(d->inc),
                         .src = d->self,
                         .len = l1 + l2,
                         .payload = NULL};
     zmq_msg_t body;
-    if (p == NULL) {
-        hb_log_error("node %" PRIu32 " is not a neighbour of node %" PRIu32, to, d->self);
-        return HB_ERR_NOT_FOUND;
-    }
-    if (p->lost)
-        return HB_ERR_PEER_LOST;
     if (l1 > UINT32_MAX - l2 || (l1 > 0 && p1 == NULL) || (l2 > 0 && p2 == NULL) ||
         hbd_wire_encode_hdr(&m, hdr) != 0) {
         hb_log_error("cannot encode a %s frame of %" PRIu32 " + %" PRIu32 " bytes",
@@ -256,7 +291,7 @@ int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32
     if (l2 > 0)
         memcpy(out + HBD_WIRE_HDR_LEN + l1, p2, l2);
     void *sock = data ? d->data_out : d->router;
-    idstr(id, 'n', to);
+    peer_id(p, data, id);
     int rc = z_send(sock, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
         rc = z_msg_send(&body, sock, ZMQ_DONTWAIT);
@@ -269,6 +304,8 @@ int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32
                                     * a lost peer is found on the encrypted link */
     if (rc < 0 && (err == EAGAIN || (err == EHOSTUNREACH && !p->hello_ack)))
         return HB_ERR_WOULD_BLOCK; /* queue full, or an on-demand link not up yet */
+    if (rc < 0 && type == HBD_WIRE_HELLO)
+        return HB_ERR_WOULD_BLOCK; /* to a node that is not there (yet, or again) */
     if (rc < 0) {
         d->st.tx_fail++;
         /* before the link is up, EHOSTUNREACH only means "not connected yet" */
@@ -280,6 +317,19 @@ int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32
     d->st.tx_frames++;
     d->st.data_tx += data;
     return 0;
+}
+
+int hbd_net_send_job(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint32_t job,
+                     uint64_t coll_id, const void *p1, uint32_t l1, const void *p2, uint32_t l2)
+{
+    hbd_peer_t *p = peer_get(d, to);
+    if (p == NULL) {
+        hb_log_error("node %" PRIu32 " is not a neighbour of node %" PRIu32, to, d->self);
+        return HB_ERR_NOT_FOUND;
+    }
+    if (p->lost)
+        return HB_ERR_PEER_LOST;
+    return send_frame(d, p, type, flags, job, coll_id, p1, l1, p2, l2);
 }
 
 hbd_zc_t *hbd_zc_new(void *buf)
@@ -316,7 +366,7 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     uint8_t head[HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR];
     hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
                         .coll_id = coll_id,
-                        .epoch = d->epoch,
+                        .inc = hbd_wire_inc32(d->inc),
                         .src = d->self,
                         .len = HBD_WIRE_COLL_HDR + dlen};
     if (hbd_wire_encode_hdr(&m, head) != 0)
@@ -329,7 +379,7 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
         return rc;
     memcpy(head + HBD_WIRE_HDR_LEN, hdr, HBD_WIRE_COLL_HDR);
     char id[HBD_ID_MAX];
-    idstr(id, 'n', to);
+    peer_id(p, 1, id);
     zmq_msg_t body;
     atomic_fetch_add(&hold->refs, 1); /* the message's, dropped by zc_done */
     if (zmq_msg_init_data(&body, (void *)data, dlen, zc_done, hold) != 0) {
@@ -361,17 +411,39 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
     return hbd_net_send2(d, to, type, flags, coll_id, payload, len, NULL, 0);
 }
 
+/* An incarnation: the wall clock in ns (a later start of a node has a larger one). */
+static uint64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t v = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return v != 0 ? v : 1;
+}
+
+static uint32_t n_lost_here(const hbd_t *d)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; d->lost && d->lost_set != NULL && i < d->topo->n_nodes; i++)
+        k += d->lost_set[i];
+    return k;
+}
+
+/* HELLO: who we are (incarnation), where we take data, and whether we hold p lost. */
 static void send_hello(hbd_t *d, hbd_peer_t *p, uint16_t flags)
 {
     uint8_t pl[HBD_WIRE_HELLO_LEN];
-    hbd_wire_hello_t h = {
-        .n_nodes = d->topo->n_nodes, .cluster_tag = d->tag, .fast_port = hbd_fast_port(d)};
+    hbd_wire_hello_t h = {.n_nodes = d->topo->n_nodes,
+                          .cluster_tag = d->tag,
+                          .fast_port = hbd_fast_port(d),
+                          .inc = d->inc,
+                          .n_lost = n_lost_here(d),
+                          .you_lost = p->lost ? p->inc : 0};
     if (d->data_in != NULL)
         h.data_port = d->data_port;
     /* the token authenticates the plain data plane and the fast lane alike */
     memcpy(h.data_token, p->given_token, HBD_WIRE_TOKEN_LEN);
     hbd_wire_hello_pack(&h, pl);
-    (void)hbd_net_send(d, p->node, HBD_WIRE_HELLO, flags, 0, pl, sizeof(pl));
+    (void)send_frame(d, p, HBD_WIRE_HELLO, flags, 0, 0, pl, sizeof(pl), NULL, 0);
 }
 
 static void check_ready(hbd_t *d)
@@ -379,7 +451,8 @@ static void check_ready(hbd_t *d)
     if (d->ready)
         return;
     for (uint32_t i = 0; i < d->n_peers; i++)
-        if (!d->peers[i].hello_rx || !d->peers[i].hello_ack || !hbd_fast_settled(d, &d->peers[i]))
+        if (!d->peers[i].lost && (!d->peers[i].hello_rx || !d->peers[i].hello_ack ||
+                                  !hbd_fast_settled(d, &d->peers[i])))
             return;
     d->ready = 1;
     hb_log_info("node %s ready: %" PRIu32 " neighbours linked in %.1f ms", d->name, d->n_peers,
@@ -389,6 +462,84 @@ static void check_ready(hbd_t *d)
 void hbd_net_check_ready(hbd_t *d)
 {
     check_ready(d);
+}
+
+/* Tell every linked, live neighbour (but `skip`) that `node` is lost (ABORT) or up (MEMBER), at
+ * the incarnation known here. */
+static void tell(hbd_t *d, hbd_peer_t *p, uint8_t type, uint32_t node, int status)
+{
+    uint8_t pl[16];
+    uint64_t inc = node < d->topo->n_nodes ? d->node_inc[node] : 0;
+    if (type == HBD_WIRE_ABORT) {
+        hbd_wire_abort_t a = {.status = status, .lost = node, .inc = inc};
+        hbd_wire_abort_pack(&a, pl);
+    } else {
+        hbd_wire_member_t x = {.node = node, .inc = inc};
+        hbd_wire_member_pack(&x, pl);
+    }
+    if (p->node != node)
+        (void)hbd_net_send(d, p->node, type, 0, 0, pl, 16);
+}
+
+static void flood(hbd_t *d, uint8_t type, uint32_t node, int status)
+{
+    for (uint32_t i = 0; i < d->n_peers; i++)
+        if (!d->peers[i].lost && d->peers[i].hello_ack)
+            tell(d, &d->peers[i], type, node, status);
+}
+
+/* A new incarnation (or a larger one) for node n: its incarnation as known here. */
+static void inc_learn(hbd_t *d, uint32_t n, uint64_t inc)
+{
+    if (n < d->topo->n_nodes && inc > d->node_inc[n])
+        d->node_inc[n] = inc;
+}
+
+/* A link starts over (a new incarnation at either end): HELLO again, the data plane and fast
+ * lane again from what the next HELLO says. */
+static void peer_restart(hbd_t *d, hbd_peer_t *p)
+{
+    p->lost = 0;
+    p->hello_rx = p->hello_ack = 0;
+    p->probe_ns = p->probe_last_ns = p->hello_try_ns = 0;
+    p->warned = 0;
+    p->last_rx_ns = hb_time_now_ns();
+    data_unlink(d, p);
+    p->data_port = 0;
+    hbd_fast_peer_reset(d, p);
+}
+
+/*
+ * This node was taken for lost by its neighbours (stopped, or cut off, for longer than the
+ * heartbeat timeout): they ended its jobs. It ends them here too, forgets every loss it judged
+ * itself (its judgement is the suspect one; its neighbours tell it what is really lost), and
+ * comes back as a new incarnation: HELLO to every neighbour.
+ */
+static void self_rejoin(hbd_t *d, uint32_t by)
+{
+    hb_log_warn("node %s was taken for lost (told by node %" PRIu32 "): its jobs end, it rejoins "
+                "as a new incarnation",
+                d->name, by);
+    d->st.self_rejoins++;
+    (void)hbd_hooks_lost_run(d, d->self, HB_ERR_PEER_LOST);
+    hbd_hooks_lost_forget(d);
+    uint64_t now = real_ns();
+    d->inc = now > d->inc ? now : d->inc + 1;
+    d->node_inc[d->self] = d->inc;
+    for (uint32_t i = 0; i < d->n_peers; i++) {
+        peer_restart(d, &d->peers[i]);
+        send_hello(d, &d->peers[i], 0);
+    }
+    if (d->tick != NULL)
+        hbd_timer_arm(d->tick, HBD_REJOIN_NS / 1000, 0);
+}
+
+/* The peer's HELLO (q) says both hold each other lost: which of the two gives way. The one
+ * holding more nodes lost is the one cut off (ties: the higher node id). */
+static int we_yield(const hbd_t *d, const hbd_peer_t *p, const hbd_wire_hello_t *q)
+{
+    uint32_t mine = n_lost_here(d);
+    return mine > q->n_lost || (mine == q->n_lost && d->self > p->node);
 }
 
 /* After a loss: a node whose tree path to the root now crosses a lost node links to the root
@@ -424,20 +575,138 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
         return;
     relink(d);
     /* flood: every live neighbour learns it once, and passes it on once */
-    uint8_t pl[8];
-    hbd_wire_abort_t a = {.status = status, .lost = node};
-    hbd_wire_abort_pack(&a, pl);
-    for (uint32_t i = 0; i < d->n_peers; i++)
-        if (!d->peers[i].lost && d->peers[i].hello_ack)
-            (void)hbd_net_send(d, d->peers[i].node, HBD_WIRE_ABORT, 0, 0, pl, sizeof(pl));
+    flood(d, HBD_WIRE_ABORT, node, status);
+    if (d->tick != NULL) /* the cron tries the lost neighbour's HELLO again (hbd_net_retry) */
+        hbd_timer_arm(d->tick, HBD_REJOIN_NS / 1000, 0);
 }
 
 /* ---- receive ---- */
 
+/*
+ * A HELLO from p (decoded). Incarnations: an older one than known is stale (BAD_INC); a new
+ * one is the node restarted or rejoined: the old one is lost (if it was not yet) and the link
+ * starts over (peer_restart), the node is up again everywhere (MEMBER flood) and it learns
+ * what is lost. A node held lost here at the very incarnation that was lost was stopped or cut
+ * off: whichever of the two holds the other lost gives way (self_rejoin), the other tells it.
+ */
+static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t *m, int fd)
+{
+    hbd_wire_hello_t h;
+    uint32_t from = p->node;
+    hbd_wire_hello_unpack(m->payload, &h);
+    if (h.cluster_tag != d->tag || h.data_port > 65535 || h.fast_port > 65535)
+        return HBD_WIRE_BAD_PAYLOAD;
+    if (h.inc < d->node_inc[from] || h.inc < p->inc || m->inc != hbd_wire_inc32(h.inc))
+        return HBD_WIRE_BAD_INC; /* an older incarnation than one already seen */
+    int revived = 0;
+    if (p->lost && h.inc == p->inc) {
+        /* lost here at this incarnation, and it still speaks: stopped or cut off */
+        d->st.rx_from_lost++;
+        if (h.you_lost == d->inc && we_yield(d, p, &h)) {
+            self_rejoin(d, from);
+        } else if (h.you_lost != d->inc && hb_time_now_ns() - p->hello_try_ns >= HBD_HELLO_RESEND_NS) {
+            p->hello_try_ns = hb_time_now_ns();
+            send_hello(d, p, HBD_WIRE_F_REPLY); /* you_lost: it gives way */
+        }
+        return HBD_WIRE_OK;
+    }
+    if (h.you_lost == d->inc) {
+        /* it holds us lost (it learned so from the cluster): we give way */
+        self_rejoin(d, from);
+        return HBD_WIRE_OK;
+    }
+    if (p->inc != 0 && h.inc != p->inc) {
+        /* a new incarnation: restarted (or rejoined) */
+        if (!p->lost) /* the old one went without our noticing: what it was in ends */
+            hbd_net_peer_lost(d, from, HB_ERR_PEER_LOST);
+        hb_log_info("node %" PRIu32 " (%s) is back as a new incarnation", from,
+                    d->cfg->nodes[from].name);
+        peer_restart(d, p);
+        p->revived_ns = hb_time_now_ns();
+        revived = 1;
+    } else if (p->lost) {
+        /* an on-demand link lost before its first HELLO came */
+        peer_restart(d, p);
+        revived = 1;
+    }
+    p->inc = h.inc;
+    inc_learn(d, from, h.inc);
+    hbd_peer_heard(p, hb_time_now_ns());
+    /* where it takes collective data now (a restarted peer has a new port and token) */
+    if (h.data_port != p->data_port ||
+        memcmp(h.data_token, p->data_token, HBD_WIRE_TOKEN_LEN) != 0) {
+        data_unlink(d, p);
+        p->data_port = h.data_port;
+        memcpy(p->data_token, h.data_token, HBD_WIRE_TOKEN_LEN);
+    }
+    if (d->data_out != NULL && h.data_port == 0 && !p->warned) {
+        p->warned = 1;
+        hb_log_warn("node %" PRIu32 " has no plain data plane (data_plane differs): "
+                    "collectives with it wait until they time out",
+                    from);
+    }
+    /* the accepting side links on HELLO, the connecting side on its answer */
+    p->hello_rx = p->hello_ack = 1;
+    if (!(m->flags & HBD_WIRE_F_REPLY)) {
+        hb_log_debug("HELLO from node %" PRIu32 " on fd %d", from, fd);
+        p->fd = fd;
+        send_hello(d, p, HBD_WIRE_F_REPLY);
+    }
+    /* connect the data plane now: the first collective or fence with this peer then
+     * finds it up instead of waiting out its handshake (a failure is retried then) */
+    if (d->data_out != NULL && h.data_port != 0)
+        (void)data_link(d, p);
+    char host[INET6_ADDRSTRLEN + 2];
+    hbd_fast_on_hello(d, p, h.fast_port,
+                      p->outgoing && h.fast_port != 0 &&
+                              hbd_net_peer_host(d, p, host, sizeof(host)) == 0
+                          ? host
+                          : NULL);
+    if (revived) {
+        /* every node learns it is back; it learns what is lost */
+        d->st.rejoins++;
+        if (hbd_hooks_join_run(d, from, h.inc))
+            flood(d, HBD_WIRE_MEMBER, from, 0);
+        for (uint32_t n = 0; d->lost && n < d->topo->n_nodes; n++)
+            if (hbd_node_lost(d, n))
+                tell(d, p, HBD_WIRE_ABORT, n, HB_ERR_PEER_LOST);
+    }
+    check_ready(d);
+    return HBD_WIRE_OK;
+}
+
+/* ABORT: node a.lost is gone. About ourselves (at our incarnation): we were taken for lost. */
+static void abort_in(hbd_t *d, uint32_t from, const hbd_wire_abort_t *a)
+{
+    if (a->lost == d->self) {
+        if (a->inc == d->inc)
+            self_rejoin(d, from);
+        return;
+    }
+    if (a->lost < d->topo->n_nodes && a->inc != 0 && a->inc < d->node_inc[a->lost])
+        return; /* about an incarnation that has come back since */
+    if (a->lost < d->topo->n_nodes)
+        inc_learn(d, a->lost, a->inc);
+    hbd_net_peer_lost(d, a->lost, a->status);
+}
+
+/* MEMBER: node x.node is up at incarnation x.inc. */
+static void member_in(hbd_t *d, const hbd_wire_member_t *x)
+{
+    if (x->node == d->self || x->inc < d->node_inc[x->node])
+        return;
+    hbd_peer_t *q = peer_get(d, x->node);
+    if (hbd_hooks_join_run(d, x->node, x->inc))
+        flood(d, HBD_WIRE_MEMBER, x->node, 0);
+    if (q != NULL && q->lost && q->inc != x->inc) {
+        q->hello_try_ns = 0; /* our own link to it: HELLO now */
+        send_hello(d, q, 0);
+    }
+}
+
 static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int fd)
 {
-    hbd_wire_ctx_t ctx = {
-        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = from};
+    hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes, .job_max = UINT32_MAX, .peer = from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
@@ -456,76 +725,46 @@ static void frame_in(hbd_t *d, uint32_t from, const void *data, size_t len, int 
         if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0)
             why = HBD_WIRE_BAD_NODE;
     } else if (hbd_wire_decode(data, len, &ctx, &m, &why) == 0) {
-        if (p->lost) {
-            /* a node this daemon took for lost (stopped, then continued): what it says now is
-             * stale -- an ABORT from it once made a live node "lost" here -- and a lost node
-             * does not come back (no rejoin yet) */
+        if (m.type == HBD_WIRE_HELLO) {
+            why = hello_in(d, p, &m, fd);
+            if (why == HBD_WIRE_OK)
+                return;
+        } else if (p->lost) {
+            /* a node this daemon took for lost: what it says now is stale until it says HELLO
+             * again (then it rejoins, hello_in) */
             if (d->st.rx_from_lost++ == 0)
                 hb_log_warn("node %" PRIu32 " was lost but still sends: its frames are "
-                            "dropped and counted (stats from_lost)",
+                            "dropped and counted (stats from_lost) until it rejoins",
                             from);
             return;
-        }
-        hbd_peer_heard(p, hb_time_now_ns());
-        d->st.rx_frames++;
-        switch (m.type) {
-        case HBD_WIRE_HELLO: {
-            hbd_wire_hello_t h;
-            hbd_wire_hello_unpack(m.payload, &h);
-            if (h.cluster_tag != d->tag || h.data_port > 65535 || h.fast_port > 65535) {
-                why = HBD_WIRE_BAD_PAYLOAD;
-                break;
-            }
-            /* where it takes collective data now (a restarted peer has a new port and token) */
-            if (h.data_port != p->data_port ||
-                memcmp(h.data_token, p->data_token, HBD_WIRE_TOKEN_LEN) != 0) {
-                if (p->data_ep[0] != '\0' && d->data_out != NULL)
-                    zmq_disconnect(d->data_out, p->data_ep);
-                p->data_ep[0] = '\0';
-                p->data_port = h.data_port;
-                memcpy(p->data_token, h.data_token, HBD_WIRE_TOKEN_LEN);
-            }
-            if (d->data_out != NULL && h.data_port == 0 && !p->warned) {
-                p->warned = 1;
-                hb_log_warn("node %" PRIu32 " has no plain data plane (data_plane differs): "
-                            "collectives with it wait until they time out",
-                            from);
-            }
-            /* the accepting side links on HELLO, the connecting side on its answer */
-            p->hello_rx = p->hello_ack = 1;
-            if (!(m.flags & HBD_WIRE_F_REPLY)) {
-                hb_log_debug("HELLO from node %" PRIu32 " on fd %d", from, fd);
-                p->fd = fd;
-                send_hello(d, p, HBD_WIRE_F_REPLY);
-            }
-            /* connect the data plane now: the first collective or fence with this peer then
-             * finds it up instead of waiting out its handshake (a failure is retried then) */
-            if (d->data_out != NULL && h.data_port != 0)
-                (void)data_link(d, p);
-            char host[INET6_ADDRSTRLEN + 2];
-            hbd_fast_on_hello(d, p, h.fast_port,
-                              p->outgoing && h.fast_port != 0 &&
-                                      hbd_net_peer_host(d, p, host, sizeof(host)) == 0
-                                  ? host
-                                  : NULL);
-            check_ready(d);
-            return;
-        }
-        case HBD_WIRE_HEARTBEAT:
-            /* a probe (see hbd_net_heartbeat) is answered at once; any frame ends a probe */
-            if (!(m.flags & HBD_WIRE_F_REPLY))
-                (void)hbd_net_send(d, from, HBD_WIRE_HEARTBEAT, HBD_WIRE_F_REPLY, 0, NULL, 0);
-            return;
-        case HBD_WIRE_ABORT: {
-            hbd_wire_abort_t a;
-            hbd_wire_abort_unpack(m.payload, &a);
-            hbd_net_peer_lost(d, a.lost, a.status);
-            return;
-        }
-        default:
-            if (hbd_deliver(d, &m) == 0)
+        } else if (p->inc != 0 && m.inc != hbd_wire_inc32(p->inc)) {
+            why = HBD_WIRE_BAD_INC; /* from another incarnation of that node than the linked one */
+        } else {
+            hbd_peer_heard(p, hb_time_now_ns());
+            d->st.rx_frames++;
+            switch (m.type) {
+            case HBD_WIRE_HEARTBEAT:
+                /* a probe (see hbd_net_heartbeat) is answered at once; any frame ends a probe */
+                if (!(m.flags & HBD_WIRE_F_REPLY))
+                    (void)hbd_net_send(d, from, HBD_WIRE_HEARTBEAT, HBD_WIRE_F_REPLY, 0, NULL, 0);
                 return;
-            why = HBD_WIRE_BAD_TYPE;
+            case HBD_WIRE_ABORT: {
+                hbd_wire_abort_t a;
+                hbd_wire_abort_unpack(m.payload, &a);
+                abort_in(d, from, &a);
+                return;
+            }
+            case HBD_WIRE_MEMBER: {
+                hbd_wire_member_t x;
+                hbd_wire_member_unpack(m.payload, &x);
+                member_in(d, &x);
+                return;
+            }
+            default:
+                if (hbd_deliver(d, &m) == 0)
+                    return;
+                why = HBD_WIRE_BAD_TYPE;
+            }
         }
     }
     d->st.rx_bad[why]++;
@@ -601,8 +840,7 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
  * and fence data from a peer we said HELLO to, only. */
 static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
 {
-    hbd_wire_ctx_t ctx = {
-        .n_nodes = d->topo->n_nodes, .epoch_max = d->epoch, .job_max = UINT32_MAX, .peer = from};
+    hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes, .job_max = UINT32_MAX, .peer = from};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_OK;
     hbd_peer_t *p = peer_get(d, from);
@@ -610,8 +848,9 @@ static void data_in(hbd_t *d, uint32_t from, zmq_msg_t *head, zmq_msg_t *tail)
     int rc = tail == NULL ? hbd_wire_decode(zmq_msg_data(head), zmq_msg_size(head), &ctx, &m, &why)
                           : hbd_wire_decode_coll_split(zmq_msg_data(head), zmq_msg_size(head),
                                                        zmq_msg_size(tail), &ctx, &m, &why);
-    if (p != NULL && p->lost) {
-        d->st.rx_from_lost++;
+    if (p != NULL && (p->lost || (rc == 0 && p->inc != 0 && m.inc != hbd_wire_inc32(p->inc)))) {
+        d->st.rx_from_lost += p->lost;
+        d->st.rx_bad[HBD_WIRE_BAD_INC] += !p->lost; /* another incarnation's */
         return;
     }
     /* the ZAP handler let it in only with the token our HELLO gave it: a peer we know, even if
@@ -825,7 +1064,7 @@ static int peer_resolve(hbd_t *d, hbd_peer_t *p)
 static int peer_connect(hbd_t *d, hbd_peer_t *p)
 {
     char id[HBD_ID_MAX];
-    idstr(id, 'n', p->node);
+    peer_id(p, 0, id);
     if (zmq_setsockopt(d->router, ZMQ_CONNECT_ROUTING_ID, id, strlen(id)) != 0 ||
         zmq_connect(d->router, p->endpoint) != 0) {
         hb_log_error("connect to node %" PRIu32 " at %s: %s", p->node, p->endpoint,
@@ -868,10 +1107,49 @@ void hbd_net_heartbeat(hbd_t *d, uint64_t now)
     }
 }
 
-void hbd_net_retry(hbd_t *d, uint64_t now)
+/* Local bootstrap: a lost neighbour may have come back at another port (its port file says);
+ * connect there instead. */
+static void endpoint_refresh(hbd_t *d, hbd_peer_t *p)
 {
-    if (d->ready)
+    char old[sizeof(p->endpoint)];
+    if (d->cfg->nodes[p->node].port != 0 || !p->outgoing)
         return;
+    snprintf(old, sizeof(old), "%s", p->endpoint);
+    p->endpoint[0] = '\0';
+    if (!peer_resolve(d, p) || strcmp(old, p->endpoint) == 0) {
+        snprintf(p->endpoint, sizeof(p->endpoint), "%s", old);
+        return;
+    }
+    if (p->connected && old[0] != '\0') {
+        zmq_disconnect(d->router, old);
+        p->zgen++; /* the next connection goes by another name (peer_id) */
+    }
+    p->connected = 0;
+    (void)peer_connect(d, p);
+}
+
+int hbd_net_retry(hbd_t *d, uint64_t now)
+{
+    if (d->ready) {
+        /* a peer lost or not linked (it went, we rejoined, or an on-demand link's first HELLO
+         * found no connection yet): HELLO now and then, so a restarted node, or one that was
+         * stopped or cut off, comes back */
+        int pending = 0;
+        for (uint32_t i = 0; i < d->n_peers; i++) {
+            hbd_peer_t *p = &d->peers[i];
+            if (!p->lost && p->hello_rx && p->hello_ack)
+                continue;
+            pending = 1;
+            if (now - p->hello_try_ns < HBD_REJOIN_NS)
+                continue;
+            p->hello_try_ns = now;
+            endpoint_refresh(d, p);
+            if (p->outgoing && !p->connected && peer_resolve(d, p))
+                (void)peer_connect(d, p);
+            send_hello(d, p, 0);
+        }
+        return pending;
+    }
     int resend = now - d->last_hello_ns >= HBD_HELLO_RESEND_NS;
     for (uint32_t i = 0; i < d->n_peers; i++) {
         hbd_peer_t *p = &d->peers[i];
@@ -887,6 +1165,7 @@ void hbd_net_retry(hbd_t *d, uint64_t now)
             if (d->peers[i].outgoing && d->peers[i].connected && !d->peers[i].hello_ack)
                 send_hello(d, &d->peers[i], 0);
     }
+    return 1;
 }
 
 void hbd_net_heartbeat_idle(hbd_t *d)
@@ -940,12 +1219,19 @@ int hbd_net_link(hbd_t *d, uint32_t node)
         return HB_ERR_INVAL;
     add_peer(d, node);
     p = peer_get(d, node);
-    if (p->lost)
+    if (p->lost && hbd_node_lost(d, node))
         return HB_ERR_PEER_LOST;
+    if (p->lost) { /* lost once, and back since (MEMBER): link to its new incarnation */
+        peer_restart(d, p);
+        endpoint_refresh(d, p);
+    }
     if (p->hello_rx && p->hello_ack)
         return 0;
-    if (p->outgoing && !p->connected && peer_resolve(d, p) && peer_connect(d, p) != 0)
-        return HB_ERR_IO;
+    if (p->outgoing && !p->connected && peer_resolve(d, p)) {
+        int crc = peer_connect(d, p);
+        if (crc != 0)
+            return crc;
+    }
     if (p->outgoing && p->connected)
         send_hello(d, p, 0);
     return HB_ERR_WOULD_BLOCK;
@@ -1008,6 +1294,7 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
     if (d->data_in == NULL || d->data_out == NULL ||
         sockopt_int(d->data_in, ZMQ_LINGER, 0, "LINGER") ||
         sockopt_int(d->data_in, ZMQ_PLAIN_SERVER, 1, "PLAIN_SERVER") ||
+        sockopt_int(d->data_in, ZMQ_ROUTER_HANDOVER, 1, "ROUTER_HANDOVER") ||
         zmq_setsockopt(d->data_in, ZMQ_ZAP_DOMAIN, "hibar-data", 10) != 0 ||
         zmq_setsockopt(d->data_in, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0 ||
         zmq_setsockopt(d->data_out, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
@@ -1048,8 +1335,12 @@ int hbd_net_start(hbd_t *d)
     d->peer_of = malloc(sizeof(uint32_t) * t->n_nodes);
     /* room for every node: collectives link to any node on demand (hbd_net_link) */
     d->peers = calloc(t->n_nodes, sizeof(hbd_peer_t));
-    if (d->peer_of == NULL || d->peers == NULL)
+    d->node_inc = calloc(t->n_nodes, sizeof(uint64_t));
+    if (d->peer_of == NULL || d->peers == NULL || d->node_inc == NULL)
         return HB_ERR_NOMEM;
+    if (d->inc == 0)
+        d->inc = real_ns(); /* this start's incarnation */
+    d->node_inc[d->self] = d->inc;
     for (uint32_t i = 0; i < t->n_nodes; i++)
         d->peer_of[i] = UINT32_MAX;
     /* neighbours: the tree links and the chassis mates (the failure flood needs them) */
@@ -1059,6 +1350,8 @@ int hbd_net_start(hbd_t *d)
         add_peer(d, hb_topo_center_of(t, me->children[i]));
     for (uint32_t i = 0; i < ch->n_nodes; i++)
         add_peer(d, ch->nodes[i]);
+    for (uint32_t i = 0; i < d->n_peers; i++)
+        d->peers[i].neighbour = 1;
 
     d->zctx = zmq_ctx_new();
     if (d->zctx == NULL) {
@@ -1084,6 +1377,9 @@ int hbd_net_start(hbd_t *d)
     uint32_t hb_ivl = d->cfg->heartbeat_interval_ms, hb_to = d->cfg->heartbeat_timeout_ms;
     if (zmq_setsockopt(d->router, ZMQ_ROUTING_ID, id, strlen(id)) != 0 ||
         sockopt_int(d->router, ZMQ_ROUTER_MANDATORY, 1, "ROUTER_MANDATORY") ||
+        /* a restarted peer's new connection takes its routing id over from the old one */
+        sockopt_int(d->router, ZMQ_ROUTER_HANDOVER, 1, "ROUTER_HANDOVER") ||
+
         sockopt_int(d->router, ZMQ_SNDHWM, HBD_NET_HWM, "SNDHWM") ||
         sockopt_int(d->router, ZMQ_RCVHWM, HBD_NET_HWM, "RCVHWM") ||
         sockopt_int(d->router, ZMQ_LINGER, 0, "LINGER") ||
@@ -1196,7 +1492,9 @@ void hbd_net_stop(hbd_t *d)
     free(d->peers);
     free(d->peer_of);
     free(d->lost_set);
+    free(d->node_inc);
     d->lost_set = NULL;
+    d->node_inc = NULL;
     d->peers = NULL;
     d->peer_of = NULL;
 }

@@ -55,11 +55,16 @@ int hbd_net_peer_up(hbd_t *d, uint32_t node);
 int hbd_net_peer_host(hbd_t *d, hbd_peer_t *p, char *host, size_t len);
 /* Report ready once every neighbour's link (and fast lane) is up or settled. */
 void hbd_net_check_ready(hbd_t *d);
-/* A neighbour is gone (or an ABORT arrived): fail everything, flood ABORT to the others. */
+/* A node is gone (its link closed, it answered no heartbeat, or an ABORT said so): what involves
+ * it ends (the lost subscribers), every node learns it once (ABORT flood, with its
+ * incarnation). It comes back when a new incarnation of it (or the same one, after it gave way:
+ * doc/design.md section 5.1) says HELLO. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
 /* The cron's calls (hbd_cron.c, the one periodic place). Until the daemon is ready: connect
- * the links that are not up yet, resend HELLO every 200 ms (retries). */
-void hbd_net_retry(hbd_t *d, uint64_t now);
+ * the links that are not up yet, resend HELLO every 200 ms (retries). Once ready: HELLO every
+ * 500 ms to each neighbour that is lost or not linked (a restarted, stopped or cut-off node
+ * comes back through it). 1 while there is such a neighbour (the cron keeps ticking). */
+int hbd_net_retry(hbd_t *d, uint64_t now);
 /* While collectives are in flight: a HEARTBEAT to each accepted link quiet for the interval; a
  * peer that answers nothing for the heartbeat timeout is lost. */
 void hbd_net_heartbeat(hbd_t *d, uint64_t now);

@@ -689,7 +689,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
                        .job = m->job,
                        .coll_id = m->coll_id,
-                       .epoch = m->epoch,
+                       .epoch = d->epoch,
                        .from = m->src,
                        .msg = hbd_wire_get32(m->payload),
                        .data = m->len > 4 ? m->payload + 4 : NULL,
@@ -709,7 +709,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
                               .from = m->src,
                               .coll = m->coll_id,
                               .msg = ev.msg,
-                              .epoch = m->epoch,
+                              .epoch = d->epoch,
                               .t_ns = b->active_t0};
             o->next = b->early;
             b->early = o;

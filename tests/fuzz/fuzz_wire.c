@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* the first byte picks the receiver context so every check is reachable */
-    hbd_wire_ctx_t ctx = {.n_nodes = 30, .epoch_max = 8, .job_max = 1, .peer = UINT32_MAX};
+    hbd_wire_ctx_t ctx = {.n_nodes = 30, .job_max = 1, .peer = UINT32_MAX};
     hbd_wire_msg_t m;
     hbd_wire_reason_t why = HBD_WIRE_N_REASONS;
     if (size > 0 && (data[0] & 1))
@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (m.type == HBD_WIRE_ABORT) {
             hbd_wire_abort_t a;
             hbd_wire_abort_unpack(m.payload, &a);
-            if (a.status >= 0)
+            if (a.status >= 0 || a.lost == m.src)
                 __builtin_trap();
         }
     } else if (rc != HIBAR_ERR_PROTO || why == HBD_WIRE_OK || why >= HBD_WIRE_N_REASONS) {

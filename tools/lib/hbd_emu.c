@@ -286,6 +286,69 @@ static int unlink_quiet(const char *path)
     return 0;
 }
 
+/* Is node i up in the members view of daemon j, at incarnation inc (hex)? */
+static int seen_up(const hb_cfg_t *cfg, uint32_t j, uint32_t i, const char *inc)
+{
+    char path[400], want[200];
+    size_t cap = 64 + (size_t)cfg->n_nodes * 96;
+    char *reply = malloc(cap);
+    hbd_client_sock_path(cfg, j, path, sizeof(path));
+    snprintf(want, sizeof(want), " %s:up:%s", cfg->nodes[i].name, inc);
+    int ok = reply != NULL && hbd_client_cmd(path, "members", reply, cap, 1000) == 0;
+    if (ok) { /* followed by a space or the end */
+        char *at = strstr(reply, want);
+        ok = at != NULL && (at[strlen(want)] == ' ' || at[strlen(want)] == '\0');
+    }
+    free(reply);
+    return ok;
+}
+
+int hbd_emu_restart(const hb_cfg_t *cfg, const hbd_emu_opts_t *o, uint32_t node)
+{
+    if (node >= cfg->n_nodes)
+        return HIBAR_ERR_INVAL;
+    pid_t pid = live_pid(cfg, node);
+    if (pid > 0) { /* stop it first: SIGTERM, SIGKILL after 5 s */
+        kill(pid, SIGTERM);
+        uint64_t t0 = hb_time_now_ns();
+        while (is_hibard(pid)) {
+            if (hb_time_now_ns() - t0 > 5000000000ull)
+                kill(pid, SIGKILL);
+            nap_ms(10);
+        }
+    }
+    const char *sfx[] = {"sock", "pid", "port", "port.tmp", "pid.tmp", "ranks"};
+    for (size_t k = 0; k < sizeof(sfx) / sizeof(sfx[0]); k++) {
+        char path[400];
+        snprintf(path, sizeof(path), "%s/%s.%s", cfg->run_dir, cfg->nodes[node].name, sfx[k]);
+        (void)unlink_quiet(path);
+    }
+    int rc = spawn(cfg, node, o, hbd_emu_hibard_path());
+    if (rc != 0)
+        return rc;
+    /* back when it is ready and every other running daemon holds it up at its incarnation */
+    uint64_t t0 = hb_time_now_ns(), limit = (uint64_t)(o->timeout_ms > 0 ? o->timeout_ms : 30000);
+    for (;;) {
+        char path[400], reply[512], ready[8] = "", inc[40] = "";
+        hbd_client_sock_path(cfg, node, path, sizeof(path));
+        int ok = hbd_client_cmd(path, "status", reply, sizeof(reply), 1000) == 0 &&
+                 hbd_client_field(reply, "ready", ready, sizeof(ready)) == 0 &&
+                 hbd_client_field(reply, "inc", inc, sizeof(inc)) == 0 && strcmp(ready, "1") == 0;
+        for (uint32_t j = 0; ok && j < cfg->n_nodes; j++)
+            if (j != node && live_pid(cfg, j) > 0)
+                ok = seen_up(cfg, j, node, inc);
+        if (ok)
+            return 0;
+        if ((hb_time_now_ns() - t0) / 1000000ull > limit) {
+            fprintf(stderr, "hibar-cluster: node %s did not rejoin in %llu ms; its log ends:\n",
+                    cfg->nodes[node].name, (unsigned long long)limit);
+            tail_log(cfg, node);
+            return HIBAR_ERR_TIMEOUT;
+        }
+        nap_ms(50);
+    }
+}
+
 int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o)
 {
     uint32_t n = cfg->n_nodes;

@@ -42,6 +42,14 @@ int hbd_emu_up(const hb_cfg_t *cfg, const hbd_emu_opts_t *o);
 int hbd_emu_down(const hb_cfg_t *cfg, const hbd_emu_opts_t *o);
 
 /*
+ * Start node's daemon again (stopped first if it runs: SIGTERM, SIGKILL after 5 s) with the
+ * options of up, and wait (o->timeout_ms, default 30 s) until it is ready and every other
+ * running daemon holds it up at its new incarnation (the control command "members"). 0, INVAL
+ * (no such node), TIMEOUT (printed with the tail of its log), or spawn's error.
+ */
+int hbd_emu_restart(const hb_cfg_t *cfg, const hbd_emu_opts_t *o, uint32_t node);
+
+/*
  * The daemons of cfg for one tool run: the cluster's daemons if some are running, else an
  * emulated cluster started here with o (hbd_emu_up; *started_p set to 1, else 0); then
  * connected to every daemon (hbd_cluster_open, timeout_ms). Errors are printed to stderr after
