@@ -46,8 +46,9 @@
  * participants about every millisecond once they stop spinning (F_OFD_GETLK); a dead or
  * departed one aborts the round with PEER_LOST. Segment life: the Center (port 0) creates it,
  * O_EXCL, mode 0600, and locks byte 0; a segment whose byte 0 nobody holds is stale and is
- * unlinked and recreated by the next Center. Ports wait (bounded by timeout_ms) until a live
- * Center's segment is ready. The Center unlinks the segment on close; ports only unmap it.
+ * unlinked and recreated by the next Center, unless some port still holds its byte: then the
+ * Center restarted under live ports, and takes the segment over (hb_shm_adopt). Ports wait (bounded by timeout_ms) until a live
+ * Center's segment is ready. The last node to close unlinks the segment.
  *
  * Event-loop fd (hb_shm_fd): each node that asks for one binds a UNIX datagram socket beside
  * the segment (/dev/shm/hibar-<uid>-<cluster>-c<N>-p<port>: a path, so chassis mates in other
@@ -154,6 +155,43 @@ static void hb_shm_nap(void)
     nanosleep(&ts, NULL);
 }
 
+/*
+ * Center, restarted: the segment of a Center that died while ports still hold theirs (their
+ * daemons live on, mapped to it). Recreating it would leave them on the old one; so the new
+ * Center takes byte 0 (fd holds it already) and the segment over: its own flags idle, its pid.
+ * Rounds the old Center was part of were aborted by the ports' liveness checks. 0, or -1 when
+ * no port holds on or the segment is not one of ours (then it is reclaimed).
+ */
+static int hb_shm_adopt(hb_shm_t *s, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(hb_shm_seg_t) ||
+        st.st_uid != getuid() || (st.st_mode & 077) != 0)
+        return -1;
+    int live = 0;
+    for (uint32_t i = 1; i < s->nodes && !live; i++)
+        live = hb_shm_held(fd, i);
+    if (!live)
+        return -1;
+    hb_shm_seg_t *seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (seg == MAP_FAILED)
+        return -1;
+    if (seg->magic != HB_SHM_MAGIC || seg->version != HB_SHM_VERSION || seg->nodes != s->nodes) {
+        munmap(seg, sizeof(*seg));
+        return -1;
+    }
+    for (uint32_t i = 0; i < HB_HWB_NSYNC; i++)
+        atomic_store(&seg->flags[0].flag[i], HB_SHM_IDLE);
+    atomic_store(&seg->node[0].pid, s->pid);
+    atomic_store(&seg->center_pid, s->pid);
+    hb_log_warn("hwbarrier shm: the Center of %s restarted: its ports still hold the segment, "
+                "so it takes it over",
+                s->name);
+    s->seg = seg;
+    s->fd = fd;
+    return 0;
+}
+
 /* Center: create (or reclaim) the segment. */
 static int hb_shm_create(hb_shm_t *s, uint64_t deadline)
 {
@@ -176,6 +214,8 @@ static int hb_shm_create(hb_shm_t *s, uint64_t deadline)
              * very young segment without a header may still be someone's creation. */
             young = fstat(fd, &st) == 0 && (size_t)st.st_size < sizeof(*seg) &&
                     time(NULL) - st.st_ctime < 2;
+            if (!young && hb_shm_adopt(s, fd) == 0)
+                return 0;
             close(fd);
             if (young && hb_time_now_ns() < deadline) {
                 hb_shm_nap();
@@ -368,13 +408,21 @@ static void hb_shm_close(hb_hwb_t *h)
         }
     if (s->txfd >= 0)
         close(s->txfd);
-    if (s->me == 0) {
+    if (s->me == 0)
         atomic_store(&seg->center_pid, -1);
-        if (shm_unlink(s->name) < 0 && errno != ENOENT)
-            hb_log_warn("hwbarrier shm: shm_unlink %s: %m", s->name);
-    }
     munmap(seg, sizeof(*seg));
     close(s->fd); /* drops our liveness lock */
+    /* The last one out removes the segment; a Center that leaves live ports keeps it for its
+     * next start to take over (hb_shm_adopt). */
+    int fd = shm_open(s->name, O_RDWR | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        int live = 0;
+        for (uint32_t i = 0; i < s->nodes && !live; i++)
+            live = hb_shm_held(fd, i);
+        if (!live && shm_unlink(s->name) < 0 && errno != ENOENT)
+            hb_log_warn("hwbarrier shm: shm_unlink %s: %m", s->name);
+        close(fd);
+    }
     free(s);
 }
 

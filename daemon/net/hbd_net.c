@@ -525,7 +525,7 @@ static void self_rejoin(hbd_t *d, uint32_t by)
     hbd_hooks_lost_forget(d);
     uint64_t now = real_ns();
     d->inc = now > d->inc ? now : d->inc + 1;
-    d->node_inc[d->self] = d->inc;
+    (void)hbd_hooks_join_run(d, d->self, d->inc); /* its own engines start over */
     for (uint32_t i = 0; i < d->n_peers; i++) {
         peer_restart(d, &d->peers[i]);
         send_hello(d, &d->peers[i], 0);

@@ -392,6 +392,8 @@ static void hwb_check(hbd_t *d)
 static void tib_check(hbd_t *d);
 static void tib_done(hbd_t *d, int rc);
 static void bar_free(hbd_t *d, hbd_bar_t *B);
+static int bar_new(hbd_t *d, uint32_t job, hb_topo_t *view, uint32_t sync_base, uint32_t n_sync,
+                   hbd_bar_t **B_p);
 
 /* A closing engine whose drain the origin decided and whose chassis rounds all ended goes. */
 static void drain_check(hbd_t *d, hbd_bar_t *B)
@@ -821,6 +823,32 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
     drain(d);
 }
 
+/* A node came back. Once nothing is lost any more, the cluster engine (job 0: every node)
+ * starts over at collective 0 on every daemon that had it fail (a restarted daemon's is new
+ * already), so cluster barriers run again; jobs have engines of their own. */
+static void on_join(hbd_t *d, uint32_t node, uint64_t inc)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *B = b != NULL ? bar_find(b, 0) : NULL, *N = NULL;
+    (void)node;
+    (void)inc;
+    if (B == NULL || d->lost || !B->broken)
+        return;
+    fail_all(d, B, HB_ERR_PEER_LOST);
+    bar_free(d, B);
+    if (bar_new(d, 0, NULL, 0, HBD_CLUSTER_NSYNC, &N) != 0) {
+        hb_log_error("cannot make the cluster's barrier engine again: cluster barriers fail");
+        return;
+    }
+    b->bars = N->next; /* the cluster engine last */
+    N->next = NULL;
+    hbd_bar_t **pp = &b->bars;
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = N;
+    hb_log_info("every node is up again: cluster barriers start over at collective 0");
+}
+
 /* The cron's tick (hbd_cron.h): barrier timeouts, a chassis round's test; 1 while barriers
  * are in flight. */
 static int tick(hbd_t *d, uint64_t now)
@@ -1238,7 +1266,8 @@ int hbd_barrier_init(hbd_t *d)
         return rc;
     }
     hbd_hooks_frame(d, HBD_WIRE_HIER, on_msg, NULL);
-    if ((rc = hbd_hooks_lost(d, on_lost, 20)) != 0 || (rc = hbd_hooks_cron(d, tick)) != 0)
+    if ((rc = hbd_hooks_lost(d, on_lost, 20)) != 0 || (rc = hbd_hooks_join(d, on_join)) != 0 ||
+        (rc = hbd_hooks_cron(d, tick)) != 0)
         return rc;
     const char *tdir = getenv("HIBAR_TRACE_DIR");
     if (tdir != NULL && *tdir != '\0') {
