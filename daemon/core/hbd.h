@@ -190,6 +190,7 @@ struct hbd {
     uint32_t lost_node;
     uint8_t *lost_set; /* [n_nodes] every node known lost (hbd_hooks_lost_run), or NULL */
     uint64_t *node_inc; /* [n_nodes] each node's latest incarnation known here (0: none yet) */
+    hb_topo_t *live;    /* the tree of the live nodes while some are lost, else NULL (hbd_route) */
 
     /* chassis barrier */
     struct hb_hwb *hwb;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hb_status.h"
+#include "hbd_route.h"
 
 void hbd_hooks_frame(hbd_t *d, uint8_t type, hbd_net_rx_fn on_msg, hbd_net_seg_fn on_seg)
 {
@@ -43,6 +44,7 @@ int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status)
     }
     if (node < n && d->lost_set != NULL)
         d->lost_set[node] = 1;
+    (void)hbd_route_update(d);
     for (uint32_t i = 0; i < d->n_lost_subs; i++)
         d->lost_subs[i](d, node, status, first);
     return 1;
@@ -78,6 +80,7 @@ int hbd_hooks_join_run(hbd_t *d, uint32_t node, uint64_t inc)
     if (was_lost) {
         d->lost_set[node] = 0;
         lost_recount(d);
+        (void)hbd_route_update(d);
     }
     for (uint32_t i = 0; i < d->n_join_subs; i++)
         d->join_subs[i](d, node, inc);
@@ -89,6 +92,7 @@ void hbd_hooks_lost_forget(hbd_t *d)
     if (d->lost_set != NULL)
         memset(d->lost_set, 0, d->topo->n_nodes);
     lost_recount(d);
+    (void)hbd_route_update(d);
 }
 
 int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn)

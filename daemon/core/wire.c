@@ -158,8 +158,12 @@ static int job_ok(const hbd_wire_msg_t *m, const hbd_wire_ctx_t *ctx)
     }
     case HBD_WIRE_JOB_FREE:
         return dlen == 0 && x.seq == 0 && x.arg != 0 && x.arg <= UINT32_MAX;
+    case HBD_WIRE_JOB_HOLD:
+        return x.seq == 0 && x.arg <= HBD_WIRE_JOB_HOLD_MAX &&
+               dlen == (uint32_t)x.arg * HBD_WIRE_JOB_HOLD_REC;
     case HBD_WIRE_JOB_KILL:
     case HBD_WIRE_JOB_CLEAN:
+    case HBD_WIRE_JOB_CENSUS:
         return dlen == 0 && x.seq == 0 && x.arg == 0;
     case HBD_WIRE_JOB_DRAIN:
         return dlen == 0 && x.seq == 0 && (x.arg >> 32) == 0;

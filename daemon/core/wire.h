@@ -201,8 +201,13 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_DRAIN = 8, /* origin -> node: arrive once more at the sync numbers of bitmap arg
                              * (0: none), then report CLEAN (hbd_barrier_job_drain) */
     HBD_WIRE_JOB_CLEAN = 9, /* node -> origin: the job's sync numbers are clean here */
-    HBD_WIRE_JOB_KIND_MAX = 9
+    HBD_WIRE_JOB_CENSUS = 10, /* a new root -> node: which jobs' sync numbers do you hold? */
+    HBD_WIRE_JOB_HOLD = 11,   /* node -> root: arg records of HBD_WIRE_JOB_HOLD_REC bytes (job
+                               * number, sync base, sync count, origin, ranks, job id) */
+    HBD_WIRE_JOB_KIND_MAX = 11
 } hbd_wire_job_kind_t;
+#define HBD_WIRE_JOB_HOLD_REC 24
+#define HBD_WIRE_JOB_HOLD_MAX 64 /* records in one HOLD (a daemon's relayed jobs at most) */
 #define HBD_WIRE_JOB_F_LAST 0x01u /* SPEC: the last chunk (offset + bytes == arg) */
 typedef struct hbd_wire_job {
     uint8_t kind;      /* hbd_wire_job_kind_t */

@@ -120,6 +120,45 @@ int hbd_slots_alloc(hbd_slots_t *S, const hb_topo_t *t, const uint32_t *nodes, u
     return 0;
 }
 
+int hbd_slots_claim(hbd_slots_t *S, const hb_topo_t *t, uint32_t jobno, uint32_t base, uint32_t n,
+                    uint64_t id, uint32_t origin, uint32_t size, uint32_t node, uint64_t now_ns)
+{
+    if (S->used == NULL || t == NULL || jobno == 0 || node >= t->n_nodes || n == 0 ||
+        base < S->first || base + n > S->end)
+        return HB_ERR_INVAL;
+    hbd_slot_t *s = hbd_slots_find(S, jobno);
+    if (s == NULL) {
+        if (S->n >= HBD_SLOT_MAX || (s = calloc(1, sizeof(*s))) == NULL)
+            return HB_ERR_NOMEM;
+        s->jobno = jobno;
+        s->base = base;
+        s->n = n;
+        s->id = id;
+        s->origin = origin;
+        s->size = size;
+        s->t0_ns = now_ns;
+        s->next = S->list;
+        S->list = s;
+        S->n++;
+    }
+    uint32_t i = 0;
+    while (i < s->n_nodes && s->nodes[i] < node)
+        i++;
+    if (i == s->n_nodes || s->nodes[i] != node) {
+        uint32_t *nn = realloc(s->nodes, (s->n_nodes + 1) * sizeof(uint32_t));
+        if (nn == NULL)
+            return HB_ERR_NOMEM;
+        memmove(nn + i + 1, nn + i, (s->n_nodes - i) * sizeof(uint32_t));
+        nn[i] = node;
+        s->nodes = nn;
+        s->n_nodes++;
+    }
+    S->used[t->nodes[node].chassis] |= ((1u << s->n) - 1) << s->base;
+    if (jobno >= S->next_jobno)
+        S->next_jobno = jobno + 1 != 0 ? jobno + 1 : 1;
+    return 0;
+}
+
 hbd_slot_t *hbd_slots_find(const hbd_slots_t *S, uint32_t jobno)
 {
     for (hbd_slot_t *s = S->list; s != NULL; s = s->next)

@@ -28,6 +28,7 @@ typedef struct hbd_slot {
     uint32_t n_nodes;
     uint32_t *nodes; /* [n_nodes] ascending */
     uint64_t t0_ns;  /* when it was given */
+    uint64_t expire_ns; /* 0, or (a census found it, its origin gone) when it is given back */
     struct hbd_slot *next;
 } hbd_slot_t;
 
@@ -48,6 +49,11 @@ void hbd_slots_fini(hbd_slots_t *S);
 int hbd_slots_alloc(hbd_slots_t *S, const hb_topo_t *t, const uint32_t *nodes, uint32_t n_nodes,
                     uint64_t id, uint32_t origin, uint32_t size, uint64_t now_ns,
                     hbd_slot_t **slot_p, char *err, size_t cap);
+/* A census record (a new root learns the running jobs from the nodes, hbd_relay.c): node `node`
+ * holds job `jobno`'s sync numbers [base, base + n). The slot is made (with the other fields)
+ * or the node added to it; job numbers are given above every one claimed. 0, INVAL, NOMEM. */
+int hbd_slots_claim(hbd_slots_t *S, const hb_topo_t *t, uint32_t jobno, uint32_t base, uint32_t n,
+                    uint64_t id, uint32_t origin, uint32_t size, uint32_t node, uint64_t now_ns);
 /* Give job `jobno`'s slot back (no-op for an unknown one). */
 void hbd_slots_free(hbd_slots_t *S, const hb_topo_t *t, uint32_t jobno);
 hbd_slot_t *hbd_slots_find(const hbd_slots_t *S, uint32_t jobno);

@@ -19,6 +19,7 @@
 #include "hb_time.h"
 #include "hbd_hooks.h"
 #include "hbd_barrier.h"
+#include "hwb.h"
 #include "hbd_cron.h"
 #include "hbd_launch.h"
 #include "hbd_net.h"
@@ -111,11 +112,24 @@ typedef struct rl_out {
     uint8_t pl[]; /* payload */
 } rl_out_t;
 
+/* A slot request waiting for the root's census (the root changed, or started). */
+typedef struct rl_alloc {
+    uint64_t id;
+    uint32_t src, size;
+    uint8_t *member; /* [n_nodes] */
+    struct rl_alloc *next;
+} rl_alloc_t;
+
 /* The relay's state in the daemon context (d->relay). */
 struct hbd_relay {
     rl_job_t *jobs;
     hbd_slots_t slots; /* the cluster's job slots (on the root only) */
     int is_root;
+    /* root: the census that tells a new root (or a restarted one) the running jobs' slots */
+    int census_done;       /* every live node answered (or the deadline passed) */
+    uint8_t *census_wait;  /* [n_nodes] asked, no answer yet; NULL: not started */
+    uint64_t census_until; /* its deadline */
+    rl_alloc_t *allocq;    /* requests waiting for it, oldest first */
     rl_out_t *outq;
     uint64_t outq_bytes, drops;
     hbd_timer_t *tick;
@@ -125,6 +139,10 @@ typedef struct hbd_relay rl_state_t;
 
 static void tick_arm(hbd_t *d, int fast);
 static void part_read_cb(struct bufferevent *bev, void *arg);
+static void alloc_request(hbd_t *d, uint64_t id, uint32_t src, uint32_t size,
+                          const uint8_t *member);
+static void census_answer(hbd_t *d, uint32_t root);
+static void census_hold(hbd_t *d, uint32_t src, uint32_t k, const uint8_t *recs);
 
 uint64_t hbd_relay_drops(const hbd_t *d)
 {
@@ -266,10 +284,10 @@ static void relay_kill(rl_job_t *J, const char *why)
             send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
 }
 
-/* The root daemon's node: the Center of the root chassis. */
+/* The root daemon's node: the Center of the live tree's root chassis (hbd_route_root). */
 static uint32_t root_node(const hbd_t *d)
 {
-    return hb_topo_center_of(d->topo, d->topo->root);
+    return hbd_route_root(d);
 }
 
 /* The job ended everywhere (or never started): its slot goes back to the root. */
@@ -729,13 +747,6 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   HB_ERR_INVAL, spec_path);
         goto out;
     }
-    if (hbd_node_lost(d, root_node(d))) {
-        hbd_reply(conn,
-                  "err %d the cluster lost its root daemon (node %s), which gives jobs their "
-                  "slots: no job starts until it is restarted",
-                  HB_ERR_PEER_LOST, d->cfg->nodes[root_node(d)].name);
-        goto out;
-    }
     if (!d->ready && n > 1) {
         hbd_reply(conn, "err %d node %s is not linked to all its neighbours yet: try again",
                   HB_ERR_NOT_INIT, d->name);
@@ -791,10 +802,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     rl_job_t *keep = J;
     J = NULL;
     if (R->is_root) {
-        uint64_t arg = 0;
-        char why[256] = "";
-        rc = slot_give(d, keep->id, d->self, keep->size, keep->member, &arg, why, sizeof(why));
-        on_slot(keep, rc, arg, why, strlen(why));
+        alloc_request(d, keep->id, d->self, keep->size, keep->member);
     } else {
         /* ask the root: the member bitmap */
         uint32_t bl = (n + 7) / 8;
@@ -907,6 +915,230 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
 }
 
 /* A JOB frame (validated by hbd_wire_decode). */
+/*
+ * The root's census. The slots live on the root daemon only; a node that becomes root (the
+ * root was lost and the live tree has another, or the root restarted) does not know the jobs
+ * that run. Before its first slot it asks every live node (CENSUS) which jobs' sync numbers it
+ * holds (HOLD: its barrier engines), and rebuilds the table from the answers; requests wait
+ * (allocq) until every live node answered or lost, or 2 heartbeat timeouts passed.
+ */
+static void census_finish(hbd_t *d);
+
+static void alloc_answer(hbd_t *d, uint64_t id, uint32_t src, uint32_t size, const uint8_t *member)
+{
+    char why[256] = "";
+    uint64_t arg = 0;
+    int rc = !d->relay->is_root ? HB_ERR_INVAL : member == NULL ? HB_ERR_NOMEM : 0;
+    if (rc == 0)
+        rc = slot_give(d, id, src, size, member, &arg, why, sizeof(why));
+    else
+        snprintf(why, sizeof(why), "node %s is not the cluster's root (node %s is)", d->name,
+                 d->cfg->nodes[root_node(d)].name);
+    if (src == d->self) {
+        rl_job_t *J = job_find(d, id, d->self);
+        if (J != NULL)
+            on_slot(J, rc, arg, why, strlen(why));
+        else if (rc == 0)
+            hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)(arg >> 32));
+        return;
+    }
+    hbd_wire_job_t y = {.kind = HBD_WIRE_JOB_SLOT, .src = UINT32_MAX, .dest = src};
+    y.seq = (uint32_t)-rc;
+    y.arg = rc == 0 ? arg : 0;
+    int src_rc = job_send(d, id, &y, why, rc == 0 ? 0 : (uint32_t)strlen(why));
+    if (src_rc != 0)
+        hb_log_warn("job %" PRIu64 ": slot answer for node %" PRIu32 " not sent: %s", id, src,
+                    hb_status_str(src_rc));
+    if (src_rc != 0 && rc == 0)
+        hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)(arg >> 32));
+}
+
+static void census_start(hbd_t *d)
+{
+    rl_state_t *R = d->relay;
+    uint32_t n = d->topo->n_nodes, asked = 0;
+    R->census_wait = calloc(n, 1);
+    if (R->census_wait == NULL) {
+        R->census_done = 1; /* without memory: go on without it (logged) */
+        hb_log_error("root: no memory for the census of running jobs");
+        return;
+    }
+    R->census_until = hb_time_now_ns() + 2ull * d->cfg->heartbeat_timeout_ms * 1000000ull;
+    census_answer(d, d->self); /* our own engines */
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d->self || hbd_node_lost(d, i))
+            continue;
+        hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_CENSUS, .src = UINT32_MAX, .dest = i};
+        if (job_send(d, 0, &x, NULL, 0) == 0) {
+            R->census_wait[i] = 1;
+            asked++;
+        }
+    }
+    hb_log_info("root: asking %" PRIu32 " nodes which jobs run (census)", asked);
+    if (asked == 0)
+        census_finish(d);
+    else
+        tick_arm(d, 0);
+}
+
+static void census_finish(hbd_t *d)
+{
+    rl_state_t *R = d->relay;
+    uint32_t missing = 0;
+    for (uint32_t i = 0; R->census_wait != NULL && i < d->topo->n_nodes; i++)
+        missing += R->census_wait[i];
+    if (missing > 0)
+        hb_log_warn("root: %" PRIu32 " nodes did not say which jobs they run: their sync "
+                    "numbers may be handed out twice",
+                    missing);
+    free(R->census_wait);
+    R->census_wait = NULL;
+    R->census_done = 1;
+    hb_log_info("root: %" PRIu32 " running jobs found", R->slots.n);
+    while (R->allocq != NULL) {
+        rl_alloc_t *q = R->allocq;
+        R->allocq = q->next;
+        alloc_answer(d, q->id, q->src, q->size, q->member);
+        free(q->member);
+        free(q);
+    }
+}
+
+/* A slot request at the root: answered now, or after the census. */
+static void alloc_request(hbd_t *d, uint64_t id, uint32_t src, uint32_t size,
+                          const uint8_t *member)
+{
+    rl_state_t *R = d->relay;
+    if (!R->is_root || R->census_done || member == NULL) {
+        alloc_answer(d, id, src, size, member);
+        return;
+    }
+    rl_alloc_t *q = calloc(1, sizeof(*q)), **pp = &R->allocq;
+    if (q == NULL || (q->member = malloc(d->topo->n_nodes)) == NULL) {
+        free(q);
+        alloc_answer(d, id, src, size, NULL);
+        return;
+    }
+    q->id = id;
+    q->src = src;
+    q->size = size;
+    memcpy(q->member, member, d->topo->n_nodes);
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = q;
+    if (R->census_wait == NULL)
+        census_start(d);
+}
+
+/* CENSUS from the root: the jobs whose sync numbers this node holds. */
+static void census_answer(hbd_t *d, uint32_t root)
+{
+    rl_state_t *R = d->relay;
+    uint8_t recs[HBD_WIRE_JOB_HOLD_MAX * HBD_WIRE_JOB_HOLD_REC];
+    uint32_t jobs[HBD_WIRE_JOB_HOLD_MAX], k = 0;
+    /* the barrier engines: a job whose part ended here holds its sync numbers until drained */
+    uint32_t nj = hbd_barrier_job_list(d, jobs, HBD_WIRE_JOB_HOLD_MAX);
+    for (uint32_t i = 0; i < nj; i++) {
+        uint32_t base, n, counts[HB_HWB_NSYNC];
+        if (hbd_barrier_job_counts(d, jobs[i], &base, &n, counts) != 0)
+            continue;
+        const rl_job_t *J = R->jobs;
+        while (J != NULL && J->engine != jobs[i])
+            J = J->next;
+        uint64_t id = J != NULL ? J->id : 0;
+        uint8_t *r = recs + (size_t)k++ * HBD_WIRE_JOB_HOLD_REC;
+        hbd_wire_put32(r, jobs[i]);
+        r[4] = (uint8_t)base;
+        r[5] = (uint8_t)n;
+        r[6] = r[7] = 0;
+        hbd_wire_put32(r + 8, J != NULL ? J->origin : UINT32_MAX);
+        hbd_wire_put32(r + 12, J != NULL ? J->size : 0);
+        hbd_wire_put32(r + 16, (uint32_t)id);
+        hbd_wire_put32(r + 20, (uint32_t)(id >> 32));
+    }
+    if (root == d->self) {
+        census_hold(d, d->self, k, recs);
+        return;
+    }
+    hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_HOLD, .src = UINT32_MAX, .dest = root, .arg = k};
+    int rc = job_send(d, 0, &x, recs, k * HBD_WIRE_JOB_HOLD_REC);
+    if (rc != 0)
+        hb_log_warn("census: answer to the root (node %" PRIu32 ") not sent: %s", root,
+                    hb_status_str(rc));
+}
+
+/* HOLD at the root: node src holds these jobs' sync numbers. */
+static void census_hold(hbd_t *d, uint32_t src, uint32_t k, const uint8_t *recs)
+{
+    rl_state_t *R = d->relay;
+    if (!R->is_root || src >= d->topo->n_nodes) {
+        drop(d, "census answer at a node that is not the root", 0, src);
+        return;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        const uint8_t *r = recs + (size_t)i * HBD_WIRE_JOB_HOLD_REC;
+        uint64_t id = hbd_wire_get32(r + 16) | (uint64_t)hbd_wire_get32(r + 20) << 32;
+        int rc = hbd_slots_claim(&R->slots, d->topo, hbd_wire_get32(r), r[4], r[5], id,
+                                 hbd_wire_get32(r + 8), hbd_wire_get32(r + 12), src,
+                                 hb_time_now_ns());
+        hbd_slot_t *sl = hbd_slots_find(&R->slots, hbd_wire_get32(r));
+        uint32_t origin = hbd_wire_get32(r + 8);
+        if (rc != 0)
+            drop(d, "census record not taken", id, src);
+        else if (sl != NULL && (origin >= d->topo->n_nodes || hbd_node_lost(d, origin)))
+            /* its origin is gone, so nobody gives it back: its nodes drain its sync numbers
+             * within the barrier timeout; it goes after twice that */
+            sl->expire_ns =
+                hb_time_now_ns() + 2ull * d->cfg->barrier_timeout_ms * 1000000ull + 1;
+    }
+    if (R->census_wait == NULL || src == d->self)
+        return;
+    R->census_wait[src] = 0;
+    for (uint32_t i = 0; i < d->topo->n_nodes; i++)
+        if (R->census_wait[i])
+            return;
+    census_finish(d);
+}
+
+/* Whether this node is the cluster's root now (the live tree's): a node that becomes root
+ * starts a slot table (filled by the census before its first answer); one that stops being
+ * root drops its table (the new root's census finds those jobs). */
+static void root_check(hbd_t *d)
+{
+    rl_state_t *R = d->relay;
+    int now = d->self == root_node(d);
+    if (now == R->is_root)
+        return;
+    if (now) {
+        if (hbd_slots_init(&R->slots, d->topo, HBD_SYNC_JOB_FIRST, HBD_SYNC_JOB_END,
+                           HBD_RELAY_JOB_NSYNC) != 0) {
+            hb_log_error("root: no memory for the job slots");
+            return;
+        }
+        hb_log_warn("node %s is the cluster's root now: it gives jobs their slots", d->name);
+        R->census_done = 0;
+    } else {
+        hbd_slots_fini(&R->slots);
+        free(R->census_wait);
+        R->census_wait = NULL;
+        while (R->allocq != NULL) { /* the new root answers them (they ask again) */
+            rl_alloc_t *q = R->allocq;
+            R->allocq = q->next;
+            alloc_answer(d, q->id, q->src, q->size, NULL);
+            free(q->member);
+            free(q);
+        }
+    }
+    R->is_root = now;
+}
+
+static void on_join(hbd_t *d, uint32_t node, uint64_t inc)
+{
+    (void)node;
+    (void)inc;
+    root_check(d);
+}
+
 static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 {
     hbd_wire_job_t x; /* kind, nodes, lengths checked by hbd_wire_decode */
@@ -934,28 +1166,19 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         }
         return;
     case HBD_WIRE_JOB_ALLOC: {
-        hbd_wire_job_t y = {.kind = HBD_WIRE_JOB_SLOT, .src = UINT32_MAX, .dest = x.src};
-        char why[256] = "";
-        uint64_t arg = 0;
         uint8_t *member = calloc(d->topo->n_nodes, 1);
-        int rc = !d->relay->is_root ? HB_ERR_INVAL : member == NULL ? HB_ERR_NOMEM : 0;
-        for (uint32_t i = 0; rc == 0 && i < d->topo->n_nodes; i++)
+        for (uint32_t i = 0; member != NULL && i < d->topo->n_nodes; i++)
             member[i] = (data[i / 8] >> (i % 8)) & 1;
-        if (rc == 0)
-            rc = slot_give(d, id, x.src, (uint32_t)x.arg, member, &arg, why, sizeof(why));
-        else
-            snprintf(why, sizeof(why), "node %s is not the cluster's root", d->name);
+        alloc_request(d, id, x.src, (uint32_t)x.arg, member);
         free(member);
-        y.seq = (uint32_t)-rc;
-        y.arg = rc == 0 ? arg : 0;
-        rc = job_send(d, id, &y, why, rc == 0 ? 0 : (uint32_t)strlen(why));
-        if (rc != 0)
-            hb_log_warn("job %" PRIu64 ": slot answer for node %" PRIu32 " not sent: %s", id, x.src,
-                        hb_status_str(rc));
-        if (rc != 0 && y.seq == 0)
-            hbd_slots_free(&d->relay->slots, d->topo, (uint32_t)(arg >> 32));
         return;
     }
+    case HBD_WIRE_JOB_CENSUS:
+        census_answer(d, x.src);
+        return;
+    case HBD_WIRE_JOB_HOLD:
+        census_hold(d, x.src, (uint32_t)x.arg, data);
+        return;
     case HBD_WIRE_JOB_DRAIN:
         if ((J = job_find(d, id, x.src)) != NULL && J->end_wait) {
             hbd_barrier_job_drain(d, J->engine, x.arg);
@@ -1033,6 +1256,9 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
     rl_state_t *R = d->relay;
     (void)first;
     const char *name = node < d->topo->n_nodes ? d->cfg->nodes[node].name : "?";
+    root_check(d); /* the root itself may be the lost one */
+    if (R->census_wait != NULL && node < d->topo->n_nodes && R->census_wait[node])
+        census_hold(d, node, 0, NULL); /* it will not answer */
     /* the root: the slots of the jobs that lost node started give nobody them back */
     for (hbd_slot_t *sl = R->is_root ? R->slots.list : NULL, *nx; sl != NULL; sl = nx) {
         nx = sl->next;
@@ -1082,6 +1308,18 @@ static void tick_cb(hbd_t *d, void *arg)
     rl_state_t *R = d->relay;
     uint64_t now = hb_time_now_ns();
     (void)arg;
+    if (R->census_wait != NULL && now >= R->census_until)
+        census_finish(d);
+    int orphans = 0;
+    for (hbd_slot_t *sl = R->is_root ? R->slots.list : NULL, *nx; sl != NULL; sl = nx) {
+        nx = sl->next;
+        if (sl->expire_ns != 0 && now >= sl->expire_ns) {
+            hb_log_info("root: job %" PRIu32 " (origin gone) gives its slot back", sl->jobno);
+            hbd_slots_free(&R->slots, d->topo, sl->jobno);
+        } else {
+            orphans |= sl->expire_ns != 0;
+        }
+    }
     /* queued frames, in order per hop */
     uint32_t blocked[16], nb = 0;
     for (rl_out_t **pp = &R->outq; *pp != NULL;) {
@@ -1162,7 +1400,7 @@ static void tick_cb(hbd_t *d, void *arg)
     }
     if (R->outq != NULL || fast)
         tick_arm(d, 1);
-    else if (waiting)
+    else if (waiting || orphans || R->census_wait != NULL)
         tick_arm(d, 0);
 }
 
@@ -1236,7 +1474,8 @@ int hbd_relay_init(hbd_t *d)
             return rc;
     }
     hbd_hooks_frame(d, HBD_WIRE_JOB, on_msg, NULL);
-    return hbd_hooks_lost(d, on_lost, 40);
+    int rc = hbd_hooks_join(d, on_join);
+    return rc != 0 ? rc : hbd_hooks_lost(d, on_lost, 40);
 }
 
 void hbd_relay_fini(hbd_t *d)
@@ -1263,6 +1502,13 @@ void hbd_relay_fini(hbd_t *d)
     R->reading_paused = 0;
     hbd_timer_free(R->tick);
     hbd_slots_fini(&R->slots);
+    free(R->census_wait);
+    while (R->allocq != NULL) {
+        rl_alloc_t *q = R->allocq;
+        R->allocq = q->next;
+        free(q->member);
+        free(q);
+    }
     free(R);
     d->relay = NULL;
 }

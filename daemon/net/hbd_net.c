@@ -542,20 +542,15 @@ static int we_yield(const hbd_t *d, const hbd_peer_t *p, const hbd_wire_hello_t 
     return mine > q->n_lost || (mine == q->n_lost && d->self > p->node);
 }
 
-/* After a loss: a node whose tree path to the root now crosses a lost node links to the root
- * directly, and the root to every such node, so that hbd_route_next_hop can go around. */
+/* After a loss the live nodes form another tree (hbd_route_update): link to this node's new
+ * neighbours on it, up and down, so routed frames (hbd_route_next_hop) find their links. */
 static void relink(hbd_t *d)
 {
-    uint32_t root = hbd_route_root(d);
-    if (hbd_node_lost(d, root))
-        return;
-    if (d->self != root) {
-        if (hbd_route_path_lost(d, d->self, root))
-            (void)hbd_net_link(d, root);
-        return;
-    }
+    uint32_t up = hbd_route_up(d, d->self);
+    if (up != HB_TOPO_NONE && !hbd_node_lost(d, up))
+        (void)hbd_net_link(d, up);
     for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-        if (n != root && !hbd_node_lost(d, n) && hbd_route_path_lost(d, root, n))
+        if (n != d->self && !hbd_node_lost(d, n) && hbd_route_up(d, n) == d->self)
             (void)hbd_net_link(d, n);
 }
 
@@ -1493,8 +1488,10 @@ void hbd_net_stop(hbd_t *d)
     free(d->peer_of);
     free(d->lost_set);
     free(d->node_inc);
+    hb_topo_free(d->live);
     d->lost_set = NULL;
     d->node_inc = NULL;
+    d->live = NULL;
     d->peers = NULL;
     d->peer_of = NULL;
 }

@@ -1100,6 +1100,16 @@ void hbd_barrier_job_close(hbd_t *d, uint32_t job)
     drain(d);
 }
 
+uint32_t hbd_barrier_job_list(const hbd_t *d, uint32_t *jobs, uint32_t max)
+{
+    uint32_t k = 0;
+    for (const hbd_bar_t *B = d->bar != NULL ? d->bar->bars : NULL; B != NULL && k < max;
+         B = B->next)
+        if (B->job != 0)
+            jobs[k++] = B->job;
+    return k;
+}
+
 int hbd_barrier_job_counts(const hbd_t *d, uint32_t job, uint32_t *base_p, uint32_t *n_p,
                            uint32_t counts[HB_HWB_NSYNC])
 {

@@ -39,6 +39,9 @@ void hbd_barrier_job_close(hbd_t *d, uint32_t job);
 int hbd_barrier_job_busy(const hbd_t *d, uint32_t job);
 /* Is node `node` a member of job `job` (1 when the job has no engine here: unknown)? */
 int hbd_barrier_job_has(const hbd_t *d, uint32_t job, uint32_t node);
+/* The jobs whose engines are open here (closing ones too: their sync numbers are held until
+ * drained): up to max job numbers into jobs[], their count. */
+uint32_t hbd_barrier_job_list(const hbd_t *d, uint32_t *jobs, uint32_t max);
 /* Its sync numbers and the chassis rounds this node arrived at on each. 0 or NOT_FOUND. */
 int hbd_barrier_job_counts(const hbd_t *d, uint32_t job, uint32_t *base_p, uint32_t *n_p,
                            uint32_t counts[16]);

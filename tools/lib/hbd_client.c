@@ -230,6 +230,22 @@ static void id_ranges(const char *f, uint8_t *set, uint32_t n)
     }
 }
 
+/* The reply to "jobs" at node i's daemon: 0 when it is the root's list ("ok jobs="), NOT_FOUND
+ * (no daemon of it here), PROTO (another answer, kept in reply) or the client's error. */
+static int jobs_at(const hb_cfg_t *cfg, uint32_t i, char *reply, size_t cap)
+{
+    char path[400];
+    if (i >= cfg->n_nodes)
+        return HIBAR_ERR_NOT_FOUND;
+    hbd_client_sock_path(cfg, i, path, sizeof(path));
+    if (access(path, F_OK) != 0)
+        return HIBAR_ERR_NOT_FOUND;
+    int rc = hbd_client_cmd(path, "jobs", reply, cap, 5000);
+    if (rc == 0 && strncmp(reply, "ok jobs=", 8) != 0)
+        rc = HIBAR_ERR_PROTO;
+    return rc;
+}
+
 int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy, uint8_t *lost)
 {
     hb_topo_spec_t ts;
@@ -237,17 +253,19 @@ int hbd_cluster_jobs(const hb_cfg_t *cfg, char **reply_p, uint8_t *busy, uint8_t
         return HIBAR_ERR_INVAL;
     uint32_t root = ts.chassis_nodes[ts.chassis_start[0]];
     size_t cap = 64u << 10;
-    char path[400], *reply = malloc(cap);
+    char *reply = malloc(cap);
     if (reply == NULL)
         return HIBAR_ERR_NOMEM;
-    hbd_client_sock_path(cfg, root, path, sizeof(path));
-    if (access(path, F_OK) != 0) {
-        free(reply);
-        return HIBAR_ERR_NOT_FOUND;
+    int rc = jobs_at(cfg, root, reply, cap);
+    /* the configured root is lost: any daemon here names the root of the live nodes */
+    for (uint32_t i = 0; rc != 0 && i < cfg->n_nodes; i++) {
+        const char *at;
+        int r = i == root ? HIBAR_ERR_NOT_FOUND : jobs_at(cfg, i, reply, cap);
+        if (r == 0)
+            rc = 0;
+        else if (r == HIBAR_ERR_PROTO && (at = strstr(reply, ", id ")) != NULL)
+            rc = jobs_at(cfg, (uint32_t)strtoul(at + 5, NULL, 10), reply, cap);
     }
-    int rc = hbd_client_cmd(path, "jobs", reply, cap, 5000);
-    if (rc == 0 && strncmp(reply, "ok jobs=", 8) != 0)
-        rc = HIBAR_ERR_PROTO;
     if (rc != 0) {
         free(reply);
         return rc;
