@@ -84,7 +84,7 @@ static int inject_job(void *s, uint32_t as, uint32_t target, unsigned *sent, uns
         uint32_t dlen;
         int drop; /* 0: refused by the decoder; 1: well formed, fits no job */
     } f[] = {
-        {{.kind = 10, .src = as, .dest = target}, NULL, 0, 0}, /* unknown kind */
+        {{.kind = HBD_WIRE_JOB_KIND_MAX + 1, .src = as, .dest = target}, NULL, 0, 0}, /* unknown */
         {{.kind = HBD_WIRE_JOB_SPEC, .src = as, .dest = target, .arg = 100000}, data, 10, 0},
         {{.kind = HBD_WIRE_JOB_OUT, .src = as, .dest = target}, "x 0 0 ok", 8, 0}, /* no \n */
         {{.kind = HBD_WIRE_JOB_KILL, .src = as, .dest = target}, "z", 1, 0},       /* data */

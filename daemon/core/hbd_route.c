@@ -2,6 +2,7 @@
  * chassis). */
 #include "hbd_route.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "hb_log.h"
@@ -71,7 +72,7 @@ int hbd_route_update(hbd_t *d)
     hb_topo_free(d->live);
     d->live = live;
     if (hbd_route_root(d) != old_root)
-        hb_log_warn("the cluster's root is node %s now (node %s is lost)",
-                    d->cfg->nodes[hbd_route_root(d)].name, d->cfg->nodes[old_root].name);
+        hb_log_warn("the cluster's root is node %" PRIu32 " now (it was node %" PRIu32 ")",
+                    hbd_route_root(d), old_root);
     return 0;
 }
