@@ -74,8 +74,8 @@ int hbd_hooks_join_run(hbd_t *d, uint32_t node, uint64_t inc)
     if (node >= n || d->node_inc == NULL)
         return 0;
     int was_lost = d->lost_set != NULL && d->lost_set[node];
-    if (!was_lost && inc <= d->node_inc[node])
-        return 0; /* known */
+    if (inc <= d->node_inc[node])
+        return 0; /* known; or that incarnation was lost after it came (a loss is final) */
     d->node_inc[node] = inc;
     if (was_lost) {
         d->lost_set[node] = 0;

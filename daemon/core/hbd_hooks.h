@@ -19,9 +19,10 @@ int hbd_hooks_lost(hbd_t *d, hbd_net_lost_fn fn, int order);
 int hbd_hooks_lost_run(hbd_t *d, uint32_t node, int status);
 /* A subscriber for nodes that come back (restarted, or rejoined after being taken for lost). */
 int hbd_hooks_join(hbd_t *d, hbd_net_join_fn fn);
-/* Node `node` is up again at incarnation `inc`: it leaves d->lost_set (d->lost clears with the
- * last lost node) and every subscriber is told. Returns 1 when that changed anything (the
- * transport floods it), 0 when it was known. */
+/* Node `node` is up again at incarnation `inc`, newer than any known of it (a loss of an
+ * incarnation is final): it leaves d->lost_set (d->lost clears with the last lost node) and
+ * every subscriber is told. Returns 1 when that changed anything (the transport floods it), 0
+ * when it was known. */
 int hbd_hooks_join_run(hbd_t *d, uint32_t node, uint64_t inc);
 /* Forget every loss this node judged (it was itself taken for lost: its judgement is suspect,
  * its neighbours tell it again what is really lost). */

@@ -329,7 +329,10 @@ static void check_done(rl_job_t *J)
         if (J->finishing)
             return;
     }
-    if (J->clean_wait == 0 || J->lost_ns != 0) /* a node of it was lost: no verdict waited */
+    /* with a node lost too: its chassis mates' rounds with it ended (PEER_LOST), and the
+     * live members' verdicts are waited for, so the slot goes back clean (a new job on those
+     * chassis would find the sync number busy) */
+    if (J->clean_wait == 0)
         finish(J);
 }
 

@@ -612,7 +612,9 @@ static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t 
     }
     if (p->inc != 0 && h.inc != p->inc) {
         /* a new incarnation: restarted (or rejoined) */
-        if (!p->lost) /* the old one went without our noticing: what it was in ends */
+        if (!p->lost && p->inc >= d->node_inc[from])
+            /* the old one went without our noticing: what it was in ends (unless the cluster
+             * told us of a newer one already: then the old one was lost and replaced) */
             hbd_net_peer_lost(d, from, HB_ERR_PEER_LOST);
         hb_log_info("node %" PRIu32 " (%s) is back as a new incarnation", from,
                     d->cfg->nodes[from].name);
@@ -625,7 +627,8 @@ static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t 
         revived = 1;
     }
     p->inc = h.inc;
-    inc_learn(d, from, h.inc);
+    if (!revived)
+        inc_learn(d, from, h.inc); /* a revived one's goes with its join (below) */
     hbd_peer_heard(p, hb_time_now_ns());
     /* where it takes collective data now (a restarted peer has a new port and token) */
     if (h.data_port != p->data_port ||
@@ -688,8 +691,8 @@ static void abort_in(hbd_t *d, uint32_t from, const hbd_wire_abort_t *a)
 /* MEMBER: node x.node is up at incarnation x.inc. */
 static void member_in(hbd_t *d, const hbd_wire_member_t *x)
 {
-    if (x->node == d->self || x->inc < d->node_inc[x->node])
-        return;
+    if (x->node == d->self || x->inc <= d->node_inc[x->node])
+        return; /* known, or older than one known (a loss of an incarnation is final) */
     hbd_peer_t *q = peer_get(d, x->node);
     if (hbd_hooks_join_run(d, x->node, x->inc))
         flood(d, HBD_WIRE_MEMBER, x->node, 0);
@@ -1218,6 +1221,7 @@ int hbd_net_link(hbd_t *d, uint32_t node)
         return HB_ERR_PEER_LOST;
     if (p->lost) { /* lost once, and back since (MEMBER): link to its new incarnation */
         peer_restart(d, p);
+        p->inc = 0; /* whichever its HELLO says (hello_in) */
         endpoint_refresh(d, p);
     }
     if (p->hello_rx && p->hello_ack)

@@ -1,0 +1,151 @@
+#!/bin/bash
+# cluster_faults.sh: daemons killed and stopped on a running cluster (doc/design.md section 5.1,
+# membership). examples/local.yaml: 12 nodes, chassis n[00-02] (the root, Center n00),
+# n[03-05] and n[09-11] below n00 and n02, n[06-08] below the port node n01. Each case kills one
+# daemon (SIGKILL) while job A, which has a rank on that node, runs an operation, and job B runs
+# on other nodes:
+#   - A ends with an error naming the node (hibar-run exit != 0), B ends with its data checked;
+#   - every daemon left holds the node lost ("hibar-cluster status");
+#   - "hibar-cluster restart" brings it back under a new incarnation, and a job with a rank on
+#     every node runs (its data checked).
+# Cases: a low-end port idle; a low-end Center in a barrier; the port node that links a chassis
+# below it in a fence with data; a low-end Center in collectives' data; a port while its job
+# starts; the root Center as the origin of a job (hibar-run's daemon); the root killed and not
+# restarted (a new root gives new jobs their slots). Then a daemon stopped (SIGSTOP) past the
+# heartbeat timeout and continued rejoins by itself, its job ended. The time bounds below are
+# bounds against hangs only.
+. "$(dirname "$0")/hb_test.sh"
+hb_use_run
+TEST_TAG=cf
+HIBAR_TEST_CONFIG=$src/examples/local.yaml
+hb_use_cluster
+for p in fence_client xrank_check; do
+    [ -x "$bld/tests/$p" ] || { echo "SKIP: $p not built"; exit 77; }
+    cp "$bld/tests/$p" "$TMP/$p"
+done
+EX="$bld/examples/hibar-example"
+[ -x "$EX" ] || { echo "SKIP: hibar-example not built"; exit 77; }
+FC="$TMP/fence_client"
+XC="$TMP/xrank_check"
+on_fail 'cat "$TMP"/a.err "$TMP"/b.out "$TMP"/b.err 2>/dev/null | tail -20; cl status'
+up
+R() { timeout -k 5 120 "$RUN" --config "$CONFIG" "${SETS[@]}" "$@"; }
+
+inc_of() { cl ctl "$1" status | tr ' ' '\n' | sed -n 's/^inc=//p'; }
+
+# wait_for N PID...: until the root lists N running jobs, or one of the jobs ended already (a
+# bound, not a measurement)
+wait_for() {
+    local want=$1 p
+    shift
+    for _ in $(seq 400); do
+        [ "$(cl jobs 2>/dev/null | grep -c running)" -ge "$want" ] && return 0
+        for p in "$@"; do kill -0 "$p" 2>/dev/null || return 0; done
+        sleep 0.05
+    done
+    fail "$want jobs did not start"
+}
+
+# held_lost NODE: every running daemon holds NODE lost
+held_lost() {
+    local n
+    for n in $(ls "$RUN_DIR" | sed -n 's/\.pid$//p'); do
+        [ "$n" = "$1" ] && continue
+        cl ctl "$n" members | grep -q " $1:lost:" || fail "node $n does not hold $1 lost"
+    done
+}
+
+# everyone: a job with one rank on every node, its data checked
+everyone() {
+    run 0 --config "$CONFIG" "${SETS[@]}" -n 12 -N 1 "$EX"
+    grep -q "12 ranks: .*data checked: ok" "$OUT" || fail "$1: a job on every node"
+}
+
+# back NODE OLD_INC: restarted under a new incarnation, every daemon holds it up
+back() {
+    cl restart "$1" >/dev/null || fail "restart $1"
+    local inc
+    inc=$(inc_of "$1")
+    [ -n "$inc" ] && [ "$inc" != "$2" ] || fail "$1: incarnation $inc after the restart (was $2)"
+    cl status >/dev/null || { cl status; fail "$1: not every daemon ready after its restart"; }
+}
+
+# kcase NAME VICTIM A_HOSTS B_HOSTS [A's program...]: A (if any) and B run, VICTIM is killed
+kcase() {
+    local name=$1 victim=$2 ahosts=$3 bhosts=$4 pa= pb rca=0 rcb=0 old
+    shift 4
+    old=$(inc_of "$victim")
+    if [ $# -gt 0 ]; then
+        R -H "$ahosts" -N 1 "$@" >"$TMP/a.out" 2>"$TMP/a.err" &
+        pa=$!
+    fi
+    R -H "$bhosts" -N 1 "$FC" --size 256 --iters 300 >"$TMP/b.out" 2>"$TMP/b.err" &
+    pb=$!
+    [ "$name" = launch ] || wait_for $(($# > 0 ? 2 : 1)) $pa $pb
+    [ "$name" = launch ] || sleep 0.3
+    kill -KILL "$(cat "$RUN_DIR/$victim.pid")"
+    if [ -n "$pa" ]; then
+        wait "$pa" || rca=$?
+        [ $rca -ne 0 ] || fail "$name: job A (with $victim) ended with status 0"
+        grep -q "$victim" "$TMP/a.err" || fail "$name: job A's error does not name $victim"
+    fi
+    wait "$pb" || rcb=$?
+    [ $rcb -eq 0 ] || fail "$name: job B (without $victim) exit $rcb"
+    grep -q "^fence size=256 ranks=.* iters=300" "$TMP/b.out" || fail "$name: job B: no result"
+    held_lost "$victim"
+    back "$victim" "$old"
+    everyone "$name"
+    echo "ok: $name ($victim)"
+}
+
+kcase idle n10 n10 'n[00-02]'
+kcase barrier n06 'n[03-08]' 'n[09-11]' "$FC" --no-data --iters 1000000
+kcase fence n01 'n[00-02],n07' 'n[09-11],n04' "$FC" --size 1024 --iters 1000000
+kcase collectives n09 'n[03-04],n[09-10]' 'n[06-08]' "$XC" --ops 1000000 --max 65536
+kcase launch n05 'n[03-05]' 'n[09-11]' "$FC" --size 64 --iters 1000000
+
+# the origin: hibar-run's daemon (the first ready one, n00) is the one killed; B runs after,
+# through the next ready daemon
+old=$(inc_of n00)
+R -H 'n[03-05]' -N 1 "$FC" --size 256 --iters 1000000 >"$TMP/a.out" 2>"$TMP/a.err" &
+pa=$!
+wait_for 1 $pa
+kill -KILL "$(cat "$RUN_DIR/n00.pid")"
+rca=0
+wait "$pa" || rca=$?
+[ $rca -ne 0 ] && grep -q "n00" "$TMP/a.err" || fail "origin: job A did not end naming n00"
+held_lost n00
+# the root of the live nodes (n01 now) gives slots: a job on other nodes, then one on all but n00
+run 0 --config "$CONFIG" "${SETS[@]}" -H 'n[06-11]' -N 1 "$FC" --size 256 --iters 50
+grep -q "^fence size=256 ranks=6 .*iters=50" "$OUT" || fail "origin: a job after the root's loss"
+run 0 --config "$CONFIG" "${SETS[@]}" -n 11 -N 1 "$EX"
+grep -q "11 ranks: .*data checked: ok" "$OUT" || fail "origin: a job on the live nodes"
+cl jobs >/dev/null || fail "origin: hibar-cluster jobs without the first root"
+back n00 "$old"
+everyone origin
+echo "ok: origin (n00)"
+
+# a daemon stopped past the heartbeat timeout, then continued: taken for lost, it rejoins by
+# itself as a new incarnation; the job it was in ends
+old=$(inc_of n11)
+R -H 'n[09-11]' -N 1 "$FC" --size 256 --iters 1000000 >"$TMP/a.out" 2>"$TMP/a.err" &
+pa=$!
+wait_for 1 $pa
+kill -STOP "$(cat "$RUN_DIR/n11.pid")"
+rca=0
+wait "$pa" || rca=$?
+[ $rca -ne 0 ] || fail "stop: the job with the stopped node ended with status 0"
+held_lost n11
+kill -CONT "$(cat "$RUN_DIR/n11.pid")"
+for _ in $(seq 600); do
+    cl status >/dev/null && [ "$(inc_of n11)" != "$old" ] && break
+    sleep 0.05
+done
+cl status >/dev/null || { cl status; fail "stop: n11 did not rejoin"; }
+[ "$(stat_of n11 self_rejoins)" -ge 1 ] || fail "stop: n11 did not count its rejoin"
+everyone stop
+echo "ok: stop (n11)"
+
+down
+check_clean
+echo "PASS: cluster_faults"
