@@ -24,6 +24,9 @@
  *   job    (with --as NODE, a neighbour of the target that is not running) connect as that node
  *          and send malformed JOB frames (launch forwarding) and well-formed ones for no job;
  *          print "sent <frames> expect_bad <n> expect_drop <m>" (relay_drop in stats)
+ *   inc    (with --as NODE, as for job) say HELLO as that node with an incarnation, then send
+ *          a frame of another incarnation and a HELLO of an older one, then a frame of the
+ *          right one; print "sent <frames> expect_inc <n>" (bad_inc must grow by n, nothing else)
  *   data   (cluster with data_plane plain) connect to the target's plain data socket as a
  *          neighbour (--as NODE) with a wrong token, then with none, and send COLL frames;
  *          print "sent <frames> tries <n>" (the daemon must refuse: data_denied grows by at
@@ -117,6 +120,46 @@ static int inject_job(void *s, uint32_t as, uint32_t target, unsigned *sent, uns
         rc |= sendf(s, buf, (size_t)n, 0);
         (*sent)++;
         *(f[i].drop ? dropped : bad) += 1;
+    }
+    return rc;
+}
+
+/* Incarnations (mode inc): frames as node `as`, which the target must take from the
+ * incarnation of its last HELLO only. */
+static int inject_inc(void *s, const hb_cfg_t *cfg, uint32_t as, unsigned *sent, unsigned *bad)
+{
+    uint8_t buf[HBD_WIRE_HDR_LEN + HBD_WIRE_HELLO_LEN], pl[HBD_WIRE_HELLO_LEN];
+    const uint64_t inc = 0x18ebce0000000000ull + (uint64_t)time(NULL), older = inc - 1000;
+    struct {
+        uint8_t type;
+        uint64_t hello_inc; /* HELLO: its incarnation; 0 for a HEARTBEAT */
+        uint32_t hdr_inc;
+        int bad;
+    } f[] = {
+        {HBD_WIRE_HELLO, inc, hbd_wire_inc32(inc), 0},
+        {HBD_WIRE_HEARTBEAT, 0, hbd_wire_inc32(inc) ^ 6u, 1}, /* another incarnation's */
+        {HBD_WIRE_HELLO, older, hbd_wire_inc32(older), 1},     /* an older one */
+        {HBD_WIRE_HEARTBEAT, 0, hbd_wire_inc32(inc), 0},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+        hbd_wire_hello_t h = {.n_nodes = cfg->n_nodes,
+                              .cluster_tag = hbd_wire_tag(cfg->cluster),
+                              .inc = f[i].hello_inc};
+        hbd_wire_hello_pack(&h, pl);
+        hbd_wire_msg_t m = {.type = f[i].type,
+                            .inc = f[i].hdr_inc,
+                            .src = as,
+                            .len = f[i].type == HBD_WIRE_HELLO ? HBD_WIRE_HELLO_LEN : 0,
+                            .payload = pl};
+        int n = hbd_wire_encode(&m, buf, sizeof(buf));
+        if (n < 0)
+            return -1;
+        rc |= sendf(s, buf, (size_t)n, 0);
+        (*sent)++;
+        *bad += (unsigned)f[i].bad;
+        struct timespec ts = {0, 50000000}; /* in order, each after the last was taken */
+        nanosleep(&ts, NULL);
     }
     return rc;
 }
@@ -236,12 +279,12 @@ int main(int argc, char **argv)
         hb_cfg_free(cfg);
         return 0;
     }
-    if (strcmp(mode, "job") == 0) {
+    if (strcmp(mode, "job") == 0 || strcmp(mode, "inc") == 0) {
         uint32_t aid;
         char rid[16];
         unsigned dropped = 0;
         if (as == NULL || hb_cfg_node_find(cfg, as, &aid) != 0 || aid == tid) {
-            fprintf(stderr, "hbd_inject: --mode job needs --as NODE (not the target)\n");
+            fprintf(stderr, "hbd_inject: --mode %s needs --as NODE (not the target)\n", mode);
             return 2;
         }
         snprintf(rid, sizeof(rid), "n%u", aid);
@@ -251,11 +294,17 @@ int main(int argc, char **argv)
         zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, pub, 32);
         zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 32);
         zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 32);
-        if (zmq_connect(s, ep) != 0 || inject_job(s, aid, tid, &sent, &expect_bad, &dropped) != 0)
+        int inc = strcmp(mode, "inc") == 0;
+        if (zmq_connect(s, ep) != 0 ||
+            (inc ? inject_inc(s, cfg, aid, &sent, &expect_bad)
+                 : inject_job(s, aid, tid, &sent, &expect_bad, &dropped)) != 0)
             rc = 1;
         zmq_close(s);
         zmq_ctx_term(ctx);
-        printf("sent %u expect_bad %u expect_drop %u\n", sent, expect_bad, dropped);
+        if (inc)
+            printf("sent %u expect_inc %u\n", sent, expect_bad);
+        else
+            printf("sent %u expect_bad %u expect_drop %u\n", sent, expect_bad, dropped);
         hb_cfg_free(cfg);
         return rc;
     }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_relay.sh: launch forwarding's JOB frames from a cluster member (CurveZMQ key, a neighbour's routing id) to a live daemon: malformed ones are refused by the decoder and counted (bad), well-formed ones that fit no job are dropped and counted (relay_drop); the daemon goes on serving.
+# run_relay.sh: launch forwarding's JOB frames from a cluster member (CurveZMQ key, a neighbour's routing id) to a live daemon: malformed ones are refused by the decoder and counted (bad), well-formed ones that fit no job are dropped and counted (relay_drop); frames of a stale incarnation are dropped and counted (bad_inc); the daemon goes on serving.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 INJECT="$bld/tests/hbd_inject"
@@ -38,6 +38,19 @@ stats
 [ "$(stat_of bad)" = "$want_bad" ] || fail "rl0 counted $(stat_of bad) malformed frames, expected $want_bad"
 [ "$(stat_of relay_drop)" = "$want_drop" ] || fail "rl0 dropped $(stat_of relay_drop) JOB frames, expected $want_drop"
 [ "$(stat_of relay_jobs)" = 0 ] || fail "a job record was left behind"
+# incarnations: after rl1's HELLO, a frame of another incarnation and a HELLO of an older one
+# are dropped and counted (bad_inc), the rest of the stats unmoved
+out=$("$INJECT" --config "$TMP/two.yaml" --target rl0 --mode inc --as rl1) || fail "injector: $out"
+echo "injected: $out"
+want_inc=$(echo "$out" | sed -n 's/.*expect_inc \([0-9]*\).*/\1/p')
+[ "${want_inc:-0}" -eq 2 ] || fail "injector output: $out"
+for _ in $(seq 100); do
+    [ "$(stat_of bad_inc)" = "$want_inc" ] && break
+    sleep 0.1
+done
+stats
+[ "$(stat_of bad_inc)" = "$want_inc" ] || fail "rl0 counted $(stat_of bad_inc) stale frames, expected $want_inc"
+[ "$(stat_of bad)" = $((want_bad + want_inc)) ] || fail "rl0 counted other frames as malformed"
 kill -0 $dp 2>/dev/null || { cat "$TMP/rl0.log"; fail "daemon gone"; }
 "$bld/tools/hibar-cluster" --config "$TMP/two.yaml" ctl rl0 ping | grep -q 'ok pong' || fail "daemon does not answer"
 echo "PASS: run_relay"
