@@ -129,6 +129,7 @@ struct hbd {
     char run_dir[256];
     char sock_path[320], pid_path[320], port_path[320], key_path[320];
     int pid_written, port_written;
+    int pid_fd; /* the pid file, locked for our life (hb_pidfile_lock) */
     uint32_t epoch;
     uint32_t tag; /* hash of the cluster name, in HELLO */
     /* what SIGHUP reads again (hb_cfg_reload): main's arguments, alive as long as the daemon */
