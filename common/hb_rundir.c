@@ -289,8 +289,8 @@ int hb_rundir_reclaim(const char *self)
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strcmp(e->d_name, base) == 0)
             continue;
-        if (snprintf(path, sizeof(path), "%s/%s", strcmp(parent, "/") ? parent : "",
-                     e->d_name) >= (int)sizeof(path))
+        if (snprintf(path, sizeof(path), "%s/%s", strcmp(parent, "/") ? parent : "", e->d_name) >=
+            (int)sizeof(path))
             continue;
         if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
             hb_rundir_live(path) != 0)

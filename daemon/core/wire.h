@@ -180,8 +180,8 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_DRAIN = 8, /* origin -> node: arrive once more at the sync numbers of bitmap arg
                              * (0: none), then report CLEAN (hbd_barrier_job_drain) */
     HBD_WIRE_JOB_CLEAN = 9, /* node -> origin: the job's sync numbers are clean here */
-    HBD_WIRE_JOB_CREDIT = 10, /* origin -> node: arg (> 0) more bytes of OUT data may be sent
-                               * (flow control: hbd_relay.c) */
+    /* origin -> node: arg (> 0) more bytes of OUT data may be sent (flow control, hbd_relay.c) */
+    HBD_WIRE_JOB_CREDIT = 10,
     HBD_WIRE_JOB_KIND_MAX = 10
 } hbd_wire_job_kind_t;
 #define HBD_WIRE_JOB_F_LAST 0x01u /* SPEC: the last chunk (offset + bytes == arg) */

@@ -69,8 +69,8 @@
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
-#define HBD_RELAY_RUN_MAX (1u << 20)    /* origin: queued for hibar-run: its own part paused */
-#define HBD_RELAY_RUN_LOW (256u << 10)  /* ... and read again at or below */
+#define HBD_RELAY_RUN_MAX (1u << 20)   /* origin: queued for hibar-run: its own part paused */
+#define HBD_RELAY_RUN_LOW (256u << 10) /* ... and read again at or below */
 #define HBD_RELAY_OUT_WINDOW (512u << 10) /* a node's OUT bytes not yet given back (CREDIT) */
 #define HBD_RELAY_JOB_NSYNC 1          /* sync numbers a job gets: 11 jobs share a chassis */
 #define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
@@ -898,7 +898,7 @@ out:
         free(J->ended);
         free(J->member);
         free(J->out_next);
-    free(J->owed);
+        free(J->owed);
         free(J);
     }
     free(raw);
