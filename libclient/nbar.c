@@ -214,11 +214,17 @@ void hb_nbar_watch_daemon(hb_nbar_t *b, int pid)
     b->daemon_pid = b->daemon_start != 0 ? pid : 0; /* cannot tell its start: do not watch */
 }
 
-/* Our daemon died (or its pid now names another process). */
+/* Our daemon died (or its pid now names another process). What cannot be read (/proc, out of
+ * descriptors) says nothing. */
 static int nbar_daemon_lost(const hb_nbar_t *b)
 {
-    return b->daemon_pid > 0 &&
-           (hb_proc_gone(b->daemon_pid) || hb_proc_start(b->daemon_pid) != b->daemon_start);
+    unsigned long long start;
+    if (b->daemon_pid <= 0)
+        return 0;
+    if (hb_proc_gone(b->daemon_pid))
+        return 1;
+    start = hb_proc_start(b->daemon_pid);
+    return start != 0 && start != b->daemon_start;
 }
 
 int hb_nbar_find_lost(hb_nbar_t *b)
@@ -258,7 +264,7 @@ static int nbar_slow_check(hb_nbar_t *b, hb_wait_poll_fn poll, void *arg)
         if (poll(arg, 0) == 0) /* released just before it died */
             return 0;
         hb_log_error("hibard (pid %d) is gone: the job is broken", b->daemon_pid);
-        hb_seg_mark_broken(b->seg, (int32_t)b->rank);
+        hb_seg_mark_broken(b->seg, -1);
         return HIBAR_ERR_PEER_LOST;
     }
     if (lost < 0)
