@@ -6,7 +6,8 @@
 # the output (they stop reading the ranks' pipes, the ranks block in write) instead of
 # queueing it: every daemon's rss_kb (hibar-cluster ctl all stats) and hibar-run's resident
 # size stay under a bound far below the output's size, and every line arrives, in order per
-# rank.
+# rank. Then a job whose reader never reads, and whose hibar-run is killed meanwhile, ends on
+# every node with memory still bounded.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 TEST_TAG=flow
@@ -59,6 +60,31 @@ for r in 0 1 2 3; do
 done
 [ $((max - base)) -le $BOUND_KB ] || fail "a daemon grew by $((max - base)) KiB (bound $BOUND_KB)"
 [ "$runmax" -le $BOUND_KB ] || fail "hibar-run grew to $runmax KiB (bound $BOUND_KB)"
+
+# 2. a reader that never reads; hibar-run is killed (SIGKILL) while the output is held: the job
+# stops on every node (its ranks are not left blocked in write), memory stays bounded
+cp "$(command -v awk)" "$TMP/awk"
+mkfifo "$TMP/fifo"
+sleep 600 <"$TMP/fifo" &
+sp=$!
+on_exit 'kill "$sp" 2>/dev/null'
+"$RUN" --config "$CONFIG" "${SETS[@]}" -n 4 -N 1 sh -c \
+    "$TMP/awk 'BEGIN { p = sprintf(\"%99s\", \"\"); for (;;) print p }'" >"$TMP/fifo" 2>"$ERR" &
+rp=$!
+wait_for() { # CMD...: until it succeeds (a bound against hangs only: 60 s)
+    local i
+    for ((i = 0; i < 600; i++)); do "$@" && return 0; sleep 0.1; done
+    return 1
+}
+running() { [ "$(pgrep -f -c -- "^$TMP/awk")" -eq 4 ]; }
+wait_for running || fail "the never-read job's ranks did not start"
+sleep 1 # let the output pile up (no assertion on time)
+kill -KILL "$rp"
+ended() { ! pgrep -f -- "^$TMP/awk" >/dev/null && ! cl jobs | grep -q running; }
+wait_for ended || { cl jobs; fail "the job outlived its hibar-run"; }
+r=$(rss)
+[ $((r - base)) -le $BOUND_KB ] || fail "after the never-read job a daemon is $r KiB (idle $base)"
+echo "hibar-run killed under a reader that never reads: the job ended, daemons at most $r KiB"
 down
 check_clean
 echo "PASS: $((4 * LINES)) lines in order under a slow reader, memory bounded"

@@ -65,7 +65,9 @@
  * reading the ranks' pipes (hbd_launch.c), and the ranks block in write(2), as under a slow
  * terminal. So what the origin queues for hibar-run stays under HBD_RELAY_RUN_MAX + the job's
  * nodes x (HBD_RELAY_OUT_WINDOW + one frame), whatever the ranks write, and no line is lost.
- * A part that is stopped (KILL, a lost origin, hibar-run gone) is read to its end regardless.
+ * A stopped job's output stays under the same control while hibar-run reads it; once hibar-run
+ * is gone the origin drops the lines and gives their bytes back at once, and a node whose
+ * origin is lost reads its part to the end without sending it.
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
@@ -193,10 +195,10 @@ static void job_free(rl_job_t *J)
 /* Send a JOB frame toward dest, or queue it behind what already waits for that hop. */
 /* May this node's part be read now? Not while the links are behind, the origin's hibar-run is
  * (origin), or the origin has not given back a window's worth of OUT (other nodes); a part
- * that is stopped or at its end always is. */
+ * at its end, or whose origin is lost (its lines go nowhere), always is. */
 static int part_may_read(const rl_job_t *J)
 {
-    if (J->killed || J->origin_lost || J->ending)
+    if (J->origin_lost || J->ending)
         return 1;
     return !J->d->relay->reading_paused && !J->held && J->inflight < HBD_RELAY_OUT_WINDOW;
 }
@@ -309,7 +311,7 @@ static void run_line(rl_job_t *J, uint32_t node, const char *line, size_t n)
     evbuffer_add_printf(out, "%" PRIu32 " ", node);
     evbuffer_add(out, line, n);
     evbuffer_add(out, "\n", 1);
-    if (!J->killed && evbuffer_get_length(out) > HBD_RELAY_RUN_MAX)
+    if (evbuffer_get_length(out) > HBD_RELAY_RUN_MAX)
         run_hold(J, 1); /* run_write_cb lets it go */
 }
 
@@ -319,7 +321,8 @@ static void relay_kill(rl_job_t *J, const char *why)
     if (J->killed)
         return;
     J->killed = 1;
-    run_hold(J, 0); /* a stopped job's last output drains */
+    if (J->run == NULL)
+        run_hold(J, 0); /* its lines go nowhere now: nothing to wait for */
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
     for (uint32_t n = 0, shown = 0; n < d->topo->n_nodes && shown < 16; n++)
         if (J->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
@@ -1010,7 +1013,6 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         if ((J = job_find(d, id, x.src)) != NULL && J->part != NULL && !J->killed) {
             J->killed = 1;
             evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
-            part_reading(J); /* its ranks' last output drains */
         }
         return;
     case HBD_WIRE_JOB_CREDIT:
@@ -1146,7 +1148,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             J->killed = J->origin != d->self; /* the origin's relay_kill below does it */
             if (J->origin != d->self) {
                 evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
-                part_reading(J);
+                part_reading(J); /* a lost origin's lines go nowhere: read them to the end */
             }
         }
         if (J->origin != d->self)
