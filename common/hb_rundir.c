@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void say(char *err, size_t errlen, const char *fmt, const char *path, const char *more)
@@ -244,24 +245,45 @@ int hb_rundir_remove(const char *dir)
 
     if (d == NULL)
         return errno == ENOENT ? 0 : HB_ERR_IO;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (lstat(path, &sb) != 0)
-            continue;
-        if (S_ISDIR(sb.st_mode) && has_suffix(e->d_name, ".pmix")) {
-            if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-                rc = HB_ERR_IO;
-        } else if (!S_ISDIR(sb.st_mode) && rundir_ours(e->d_name)) {
-            if (unlink(path) != 0 && errno != ENOENT)
-                rc = HB_ERR_IO;
+    /* the pid files last: a removal cut short (SIGKILL after KillWait) leaves the proof that
+     * lets a later daemon finish it */
+    for (int pass = 0; pass < 2; pass++, rewinddir(d))
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+                has_suffix(e->d_name, ".pid") != pass)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            if (lstat(path, &sb) != 0)
+                continue;
+            if (S_ISDIR(sb.st_mode) && has_suffix(e->d_name, ".pmix")) {
+                if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+                    rc = HB_ERR_IO;
+            } else if (!S_ISDIR(sb.st_mode) && rundir_ours(e->d_name)) {
+                if (unlink(path) != 0 && errno != ENOENT)
+                    rc = HB_ERR_IO;
+            }
         }
-    }
     closedir(d);
     if (rmdir(dir) == 0 || errno == ENOENT)
         return 0;
     return errno == ENOTEMPTY || errno == EEXIST ? HB_ERR_EXISTS : rc ? rc : HB_ERR_IO;
+}
+
+/* An empty directory, untouched for HB_RUNDIR_EMPTY_AGE_S: no daemon is setting it up (one
+ * writes its key or pid file into it at once). */
+#define HB_RUNDIR_EMPTY_AGE_S 60
+static int rundir_empty_old(const char *path, const struct stat *sb)
+{
+    struct dirent *e;
+    int empty = 1;
+    DIR *d;
+
+    if (time(NULL) - sb->st_mtime < HB_RUNDIR_EMPTY_AGE_S || (d = opendir(path)) == NULL)
+        return 0;
+    while (empty && (e = readdir(d)) != NULL)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty;
 }
 
 int hb_rundir_reclaim(const char *self)
@@ -292,8 +314,15 @@ int hb_rundir_reclaim(const char *self)
         if (snprintf(path, sizeof(path), "%s/%s", strcmp(parent, "/") ? parent : "", e->d_name) >=
             (int)sizeof(path))
             continue;
-        if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-            hb_rundir_live(path) != 0)
+        if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid())
+            continue;
+        int live = hb_rundir_live(path);
+        if (live == HB_ERR_NOT_FOUND && rundir_empty_old(path, &sb) && rmdir(path) == 0) {
+            hb_log_warn("removed the empty run dir %s", path);
+            n++;
+            continue;
+        }
+        if (live != 0)
             continue;
         int rc = hb_rundir_remove(path);
         if (rc == 0)

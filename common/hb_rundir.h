@@ -63,8 +63,9 @@ int hb_rundir_remove(const char *dir);
 /*
  * At a daemon's start: every directory beside run dir `self` (in its parent) named
  * hibar-UID-* and owned by this uid whose daemons are all proven gone (hb_rundir_live 0) is
- * removed as hb_rundir_remove does, each logged (warning). `self` is left alone. How many
- * directories were reclaimed.
+ * removed as hb_rundir_remove does (which removes the pid files last, so that a removal cut
+ * short can be finished), and so is one left empty and untouched for a minute; each logged
+ * (warning). `self` is left alone. How many directories were reclaimed.
  */
 int hb_rundir_reclaim(const char *self);
 

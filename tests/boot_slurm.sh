@@ -105,8 +105,8 @@ wait
 rm -rf "$run_dir"
 
 # 3. README's batch script, three sbatch jobs in a row, a cluster name per job. Jobs 1 and 2
-# end with `kill %1`: srun then kills its daemons with SIGKILL, which leaves their segments and
-# run dir; the next job's daemons reclaim them. Job 3 lets the allocation end: Slurm stops its
+# end with `kill %1`: srun then forces the step's end, its daemons are killed before they are
+# done, which leaves segments and run dir; the next job's daemons reclaim them. Job 3 lets the allocation end: Slurm stops its
 # daemons with SIGTERM (SIGKILL after KillWait), and they leave nothing. Nothing is left.
 uid=$(id -u)
 for i in 1 2 3; do
