@@ -192,7 +192,6 @@ static void job_free(rl_job_t *J)
 
 /* ---- frames to other daemons ---- */
 
-/* Send a JOB frame toward dest, or queue it behind what already waits for that hop. */
 /* May this node's part be read now? Not while the links are behind, the origin's hibar-run is
  * (origin), or the origin has not given back a window's worth of OUT (other nodes); a part
  * at its end, or whose origin is lost (its lines go nowhere), always is. */
@@ -216,6 +215,7 @@ static void part_reading(rl_job_t *J)
     part_read_cb(J->part, J); /* what arrived meanwhile */
 }
 
+/* Send a JOB frame toward dest, or queue it behind what already waits for that hop. */
 static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, uint32_t dlen)
 {
     rl_state_t *R = d->relay;
