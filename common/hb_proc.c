@@ -3,6 +3,9 @@
 #include "hb_proc.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,4 +83,60 @@ long hb_proc_rss_kb(pid_t pid)
     if (n != 2 || pg <= 0)
         return -1;
     return (long)(resident * (unsigned long)pg / 1024);
+}
+
+/* /proc/PID/stat of pid into buf (NUL-terminated); where its fields after the command name
+ * start (field 3, the state); NULL if it cannot be read (*gone_p: it does not exist). */
+static const char *proc_stat(pid_t pid, char *buf, size_t cap, int *gone_p)
+{
+    char path[64], *p;
+    ssize_t n;
+    int fd;
+
+    *gone_p = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *gone_p = errno == ENOENT || errno == ESRCH;
+        return NULL;
+    }
+    n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p != NULL && p[1] == ' ' ? p + 2 : NULL;
+}
+
+int hb_proc_gone(pid_t pid)
+{
+    char buf[512];
+    const char *f;
+    int gone;
+
+    if (pid <= 0)
+        return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    /* a zombie still answers kill() */
+    f = proc_stat(pid, buf, sizeof(buf), &gone);
+    if (f == NULL)
+        return gone;
+    return f[0] == 'Z' || f[0] == 'X';
+}
+
+unsigned long long hb_proc_start(pid_t pid)
+{
+    char buf[512];
+    const char *f;
+    int gone;
+
+    f = proc_stat(pid, buf, sizeof(buf), &gone);
+    for (int i = 3; f != NULL && i < 22; i++) {
+        f = strchr(f, ' ');
+        if (f != NULL)
+            f++;
+    }
+    return f != NULL ? strtoull(f, NULL, 10) : 0;
 }

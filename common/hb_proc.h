@@ -17,4 +17,11 @@ double hb_proc_cpu_seconds(pid_t pid);
 /* Resident set size of pid in KiB (/proc/PID/statm), or -1 if the process is gone. */
 long hb_proc_rss_kb(pid_t pid);
 
+/* Is process pid gone: no such process, or a zombie (pid <= 0 counts as gone)? */
+int hb_proc_gone(pid_t pid);
+
+/* pid's start time (field 22 of /proc/PID/stat, clock ticks after boot), or 0 if it cannot be
+ * read: a pid with another start time than before is another process. */
+unsigned long long hb_proc_start(pid_t pid);
+
 #endif

@@ -111,7 +111,7 @@ static int pid_file_write(hbd_t *d)
         if (r > 0) {
             buf[r] = '\0';
             long pid = strtol(buf, NULL, 10);
-            if (pid > 0 && pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+            if (pid != getpid() && hb_pidfile_live(d->pid_path) == 1) {
                 hb_log_error("node %s already has a daemon (pid %ld, %s)", d->name, pid,
                              d->pid_path);
                 return HB_ERR_EXISTS;
@@ -125,13 +125,16 @@ static int pid_file_write(hbd_t *d)
         hb_log_error("pid file: %s", err);
         return fd == HB_ERR_PERM ? HB_ERR_PERM : HB_ERR_IO;
     }
+    /* locked for our life, before it is in place: a pid file nobody holds is a dead
+     * daemon's (hb_pidfile_live; a later daemon reclaims its run dir) */
     int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-    if (write(fd, buf, (size_t)n) != n || close(fd) != 0 || rename(tmp, d->pid_path)) {
+    if (hb_pidfile_lock(fd) != 0 || write(fd, buf, (size_t)n) != n || rename(tmp, d->pid_path)) {
         hb_log_error("cannot write pid file %s: %m", d->pid_path);
-        if (fd >= 0)
-            unlink(tmp);
+        close(fd);
+        unlink(tmp);
         return HB_ERR_IO;
     }
+    d->pid_fd = fd;
     d->pid_written = 1;
     return 0;
 }
@@ -274,6 +277,16 @@ static void cleanup(hbd_t *d, size_t n)
         event_base_free(d->base);
     if (d->pid_written)
         unlink(d->pid_path);
+    if (d->pid_fd >= 0)
+        close(d->pid_fd); /* after the unlink: a pid file is never there unlocked */
+    /* The last daemon of the run dir takes the files they share (the generated key,
+     * cluster.yaml) with it; "last": no live pid file left beside ours (--pid-file elsewhere:
+     * cannot tell, left). */
+    size_t rl = strlen(d->run_dir);
+    if (d->pid_written && d->cfg->key_file == NULL && strncmp(d->pid_path, d->run_dir, rl) == 0 &&
+        d->pid_path[rl] == '/' && hb_rundir_live(d->run_dir) != 1 &&
+        hb_rundir_remove(d->run_dir) == 0)
+        hb_log_info("removed run dir %s", d->run_dir);
     hb_topo_free(d->topo);
     hb_cfg_free(d->cfg);
 }
@@ -301,6 +314,7 @@ int main(int argc, char **argv)
     d->ranks_lfd = -1;
     d->hwb_fd = -1;
     d->spare_fd = -1;
+    d->pid_fd = -1;
     hb_log_init_from_env();
     hb_log_set_ident("hibard");
     while ((c = getopt_long(argc, argv, "c:n:o:fl:p:hV", opts, NULL)) != -1) {
@@ -443,6 +457,9 @@ int main(int argc, char **argv)
     }
     if (run_dir_prepare(d->run_dir) != 0)
         goto out;
+    /* what SIGKILLed daemons of other clusters left on this node (proven dead: hibard(8)) */
+    hb_rundir_reclaim(d->run_dir);
+    hb_hwb_shm_reclaim();
     if (d->cfg->key_file == NULL) {
         rc = hbd_key_generate(d->key_path); /* the first daemon of a cluster creates it */
         if (rc != 0 && rc != HB_ERR_EXISTS)

@@ -123,6 +123,16 @@ int hb_hwb_fd(hb_hwb_t *h, int *fd_p);
  * nothing pending does nothing more than clear. Never blocks. 0, INVAL (no fd yet), IO. */
 int hb_hwb_fd_arm(hb_hwb_t *h, int armed);
 
+/*
+ * shm backend: remove what dead processes left in /dev/shm, whatever their cluster: every
+ * segment of this uid (hibar-UID-CLUSTER-cN, with the segment's magic) in which no process
+ * holds any port's liveness lock, and every node's socket (...-cN-pP) that nobody has bound
+ * any more (connect(2) is refused). The kernel drops those locks and bindings with their
+ * process, so what is removed is proven dead. Each removal is logged (warning); returns how
+ * many entries went. For a daemon's start, before it opens its own endpoint.
+ */
+int hb_hwb_shm_reclaim(void);
+
 /* Every backend with its priority and availability here (for hibar-info). params may be
  * NULL (defaults). Fills at most max entries; *n_p = number of backends. */
 int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, size_t *n_p);

@@ -7,8 +7,10 @@
 #include "hb_wait.h"
 #include "hb_status.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -805,3 +807,101 @@ const hb_hwb_component_t hb_hwb_shm_component = {
     .query = hb_shm_query,
     .ops = &hb_shm_ops,
 };
+
+/* ---- stale segments and sockets of any cluster (hb_hwb_shm_reclaim) ---- */
+
+/* /dev/shm/name is one of our segments in which no process holds a port's lock. */
+static int hb_shm_seg_dead(const char *path)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = HB_HWB_MAX_NODES};
+    uint32_t magic = 0;
+    struct stat st;
+    int dead = 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+    if (fd < 0)
+        return 0;
+    /* only a whole segment of ours with the backend's magic: a younger one is a Center's
+     * creation in progress (it locks byte 0 at once) or not ours */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+        (size_t)st.st_size >= sizeof(hb_shm_seg_t) &&
+        pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) && magic == HB_SHM_MAGIC &&
+        fcntl(fd, F_OFD_GETLK, &fl) == 0)
+        dead = fl.l_type == F_UNLCK;
+    close(fd);
+    return dead;
+}
+
+/* /dev/shm/name is a datagram socket of ours that nobody has bound any more. */
+static int hb_shm_sock_dead(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    int fd, dead;
+
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != getuid() ||
+        strlen(path) >= sizeof(sa.sun_path))
+        return 0;
+    strcpy(sa.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    dead = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno == ECONNREFUSED;
+    close(fd);
+    return dead;
+}
+
+/* "-c<digits>" or "-c<digits>-p<digits>" ends name: 1 segment, 2 socket, 0 neither. */
+static int hb_shm_entry_kind(const char *name)
+{
+    const char *p = strrchr(name, '-'), *q;
+    int kind = 1;
+    if (p == NULL)
+        return 0;
+    if (p[1] == 'p') {
+        q = p + 2;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        if (q == p + 2 || *q != '\0' || p == name)
+            return 0;
+        for (p--; p > name && *p != '-'; p--)
+            ;
+        kind = 2;
+    }
+    if (p[0] != '-' || p[1] != 'c' || p[2] < '0' || p[2] > '9')
+        return 0;
+    for (q = p + 2; *q >= '0' && *q <= '9'; q++)
+        ;
+    return *q == '\0' || (kind == 2 && *q == '-') ? kind : 0;
+}
+
+int hb_hwb_shm_reclaim(void)
+{
+    char prefix[32], path[PATH_MAX];
+    struct dirent *e;
+    int n = 0;
+    DIR *dir = opendir("/dev/shm");
+
+    if (dir == NULL)
+        return 0;
+    snprintf(prefix, sizeof(prefix), "hibar-%u-", (unsigned)getuid());
+    while ((e = readdir(dir)) != NULL) {
+        int kind;
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 ||
+            (kind = hb_shm_entry_kind(e->d_name)) == 0)
+            continue;
+        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+        if (kind == 1 ? !hb_shm_seg_dead(path) : !hb_shm_sock_dead(path))
+            continue;
+        if (unlink(path) != 0) {
+            if (errno != ENOENT)
+                hb_log_warn("hwbarrier shm: cannot remove stale %s: %m", path);
+            continue;
+        }
+        hb_log_warn("hwbarrier shm: reclaimed stale %s %s (its owners are gone)",
+                    kind == 1 ? "segment" : "socket", path);
+        n++;
+    }
+    closedir(dir);
+    return n;
+}

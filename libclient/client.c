@@ -261,17 +261,19 @@ int hibar_init(hibar_t **h_p)
     sock = getenv("HIBAR_SOCKET");
     if (sock != NULL && *sock != '\0') {
         hb_conn_welcome_t w;
-        int seg_fd, db_fd;
+        int seg_fd, db_fd, daemon_pid;
         uint64_t job = 0;
         if (hb_env_u64("HIBAR_JOB", UINT64_MAX - 1, &job) == HIBAR_ERR_CONFIG)
             return HIBAR_ERR_CONFIG;
-        rc = hb_conn_client(sock, rank, job, &seg_fd, &db_fd, &w);
+        rc = hb_conn_client(sock, rank, job, &seg_fd, &db_fd, &w, &daemon_pid);
         if (rc != 0)
             return rc;
         rc = hb_client_attach_job(seg_fd, db_fd, w.rank, w.grank, h_p);
         close(seg_fd);
         if (db_fd >= 0)
             close(db_fd);
+        if (rc == 0) /* our waits notice if it dies (we may not be its child) */
+            hb_nbar_watch_daemon(&(*h_p)->bar, daemon_pid);
         return rc;
     }
     rc = client_env_u32("HIBAR_SEG_FD", &fd32);

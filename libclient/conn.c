@@ -23,7 +23,7 @@ static int conn_peer(int fd, struct ucred *cr)
 }
 
 int hb_conn_client(const char *path, uint32_t rank, uint64_t job_id, int *seg_fd_p,
-                   int *doorbell_fd_p, hb_conn_welcome_t *w_p)
+                   int *doorbell_fd_p, hb_conn_welcome_t *w_p, int *daemon_pid_p)
 {
     struct sockaddr_un sa;
     struct ucred cr;
@@ -39,7 +39,8 @@ int hb_conn_client(const char *path, uint32_t rank, uint64_t job_id, int *seg_fd
     int fd, fds[2] = {-1, -1}, nfds = 0, rc;
     ssize_t n;
 
-    if (path == NULL || seg_fd_p == NULL || doorbell_fd_p == NULL || w_p == NULL)
+    if (path == NULL || seg_fd_p == NULL || doorbell_fd_p == NULL || w_p == NULL ||
+        daemon_pid_p == NULL)
         return HIBAR_ERR_INVAL;
     if (strlen(path) >= sizeof(sa.sun_path)) {
         hb_log_error("daemon socket path too long: %s", path);
@@ -130,6 +131,7 @@ int hb_conn_client(const char *path, uint32_t rank, uint64_t job_id, int *seg_fd
     *doorbell_fd_p = nfds > 1 ? fds[1] : -1;
     fds[0] = fds[1] = -1;
     *w_p = w;
+    *daemon_pid_p = (int)cr.pid;
     rc = 0;
 out:
     if (fds[0] >= 0)

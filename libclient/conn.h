@@ -43,11 +43,11 @@ typedef struct hb_conn_welcome {
 } hb_conn_welcome_t;
 
 /* Client: connect to `path`, check the daemon's uid, say hello, receive the welcome and the
- * fds. *seg_fd_p and *doorbell_fd_p (-1 if none) are set on success. Blocking (the daemon
- * answers at once). HIBAR_ERR_UNAVAIL (no daemon), HIBAR_ERR_PERM, HIBAR_ERR_PROTO, or the
- * daemon's status. */
+ * fds. *seg_fd_p and *doorbell_fd_p (-1 if none) and *daemon_pid_p (the daemon's pid, from
+ * SO_PEERCRED) are set on success. Blocking (the daemon answers at once).
+ * HIBAR_ERR_UNAVAIL (no daemon), HIBAR_ERR_PERM, HIBAR_ERR_PROTO, or the daemon's status. */
 int hb_conn_client(const char *path, uint32_t rank, uint64_t job_id, int *seg_fd_p,
-                   int *doorbell_fd_p, hb_conn_welcome_t *w_p);
+                   int *doorbell_fd_p, hb_conn_welcome_t *w_p, int *daemon_pid_p);
 
 /* Daemon: on an accepted connection, check the peer (uid must be `uid` or 0), read its hello
  * into *hello_p and set *pid_p from SO_PEERCRED (the hello's pid must agree). */

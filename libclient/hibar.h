@@ -50,8 +50,9 @@ const char *hibar_strerror(int status);
  *   that disagree on the operation, the root or the sizes all get HIBAR_ERR_MISMATCH; an
  *   argument error on one rank (NULL buffer, root out of range) is returned by every rank
  *   of that collective as HIBAR_ERR_INVAL. A rank that dies (or finalizes) while others
- *   wait for it makes their calls return HIBAR_ERR_PEER_LOST; after that every call on the
- *   handle returns HIBAR_ERR_PEER_LOST. A plain barrier on some ranks where the others
+ *   wait for it makes their calls return HIBAR_ERR_PEER_LOST, and so does the death of the
+ *   hibard that launched the job (waits watch its pid and start time); after that every
+ *   call on the handle returns HIBAR_ERR_PEER_LOST. A plain barrier on some ranks where the others
  *   call a collective: the collective ranks get HIBAR_ERR_MISMATCH, the barrier ranks'
  *   barrier succeeds and their next collective gets HIBAR_ERR_MISMATCH; the ranks stay
  *   one barrier apart from then on (treat it as fatal for the job).

@@ -5,6 +5,7 @@
 
 #include "hb_hash.h"
 #include "hb_log.h"
+#include "hb_proc.h"
 #include "hb_time.h"
 #include "hb_wait.h"
 #include "hibar.h"
@@ -204,26 +205,26 @@ out_topo:
 
 int hb_nbar_pid_dead(int pid)
 {
-    char path[64], buf[256], *p;
-    ssize_t n;
-    int fd;
+    return hb_proc_gone(pid);
+}
 
-    if (pid <= 0)
-        return 1;
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return 1;
-    /* A zombie still answers kill(); its state letter follows the last ')' in stat. */
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
+void hb_nbar_watch_daemon(hb_nbar_t *b, int pid)
+{
+    b->daemon_start = pid > 0 ? hb_proc_start(pid) : 0;
+    b->daemon_pid = b->daemon_start != 0 ? pid : 0; /* cannot tell its start: do not watch */
+}
+
+/* Our daemon died (or its pid now names another process). What cannot be read (/proc, out of
+ * descriptors) says nothing. */
+static int nbar_daemon_lost(const hb_nbar_t *b)
+{
+    unsigned long long start;
+    if (b->daemon_pid <= 0)
         return 0;
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+    if (hb_proc_gone(b->daemon_pid))
+        return 1;
+    start = hb_proc_start(b->daemon_pid);
+    return start != 0 && start != b->daemon_start;
 }
 
 int hb_nbar_find_lost(hb_nbar_t *b)
@@ -259,6 +260,13 @@ static int nbar_slow_check(hb_nbar_t *b, hb_wait_poll_fn poll, void *arg)
         return HIBAR_ERR_WOULD_BLOCK;
     b->last_check_ns = now;
     lost = hb_nbar_find_lost(b);
+    if (lost < 0 && nbar_daemon_lost(b)) {
+        if (poll(arg, 0) == 0) /* released just before it died */
+            return 0;
+        hb_log_error("hibard (pid %d) is gone: the job is broken", b->daemon_pid);
+        hb_seg_mark_broken(b->seg, -1);
+        return HIBAR_ERR_PEER_LOST;
+    }
     if (lost < 0)
         return HIBAR_ERR_WOULD_BLOCK;
     if (poll(arg, 0) == 0)

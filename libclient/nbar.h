@@ -79,6 +79,8 @@ typedef struct hb_nbar {
     hb_wait_policy_t pol;
     hb_nbar_sub_t *subs; /* subset barriers seen: hash of the rank set -> epoch */
     size_t nsubs, cap;
+    int daemon_pid;                  /* the hibard that launched us (0: none to watch) */
+    unsigned long long daemon_start; /* its start time (/proc/PID/stat), against pid reuse */
 } hb_nbar_t;
 
 /* Build the tree from the keys every rank published (all ranks must be attached). */
@@ -110,5 +112,10 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n);
 int hb_nbar_find_lost(hb_nbar_t *b);
 /* Is process `pid` gone (no such process, or a zombie)? */
 int hb_nbar_pid_dead(int pid);
+/* Watch the daemon `pid` (the peer of the ranks socket) from now on: every wait's liveness
+ * check (about every 10 ms once it stops spinning) also looks at it, and once it is gone (or
+ * its pid belongs to a newer process) the wait returns HIBAR_ERR_PEER_LOST and the node's
+ * segment is marked broken. */
+void hb_nbar_watch_daemon(hb_nbar_t *b, int pid);
 
 #endif

@@ -392,7 +392,7 @@ void hb_seg_mark_broken(hb_seg_t *seg, int32_t rank)
     int32_t none = -1;
     uint32_t r;
 
-    if (atomic_compare_exchange_strong(&h->lost_rank, &none, rank))
+    if (rank >= 0 && atomic_compare_exchange_strong(&h->lost_rank, &none, rank))
         hb_log_error("rank %d of this node was lost: the job is broken", (int)rank);
     atomic_store(&h->state, HB_SEG_JOB_BROKEN);
     hb_wait_word_wake(&h->release_wake);

@@ -294,7 +294,8 @@ int hb_seg_drain(hb_seg_t *seg, uint64_t *epoch_p, hb_seg_desc_fn fn, void *arg)
      ((uint64_t)(uint32_t)(-(status)) & 0xffffu))
 #define HB_SEG_SUB_GO_KEY(go) ((go) >> 16)
 
-/* Mark the job broken because `rank` was lost (first caller wins) and wake every sleeper. */
+/* Mark the job broken because `rank` was lost (first caller wins; -1: the daemon was, which
+ * the caller logs) and wake every sleeper. */
 void hb_seg_mark_broken(hb_seg_t *seg, int32_t rank);
 
 #endif

@@ -1,5 +1,5 @@
 #!/bin/bash
-# boot_slurm.sh: integration test: Debian's Slurm (munge, slurmctld, one slurmd per namespace host) starts hibard with `srun --mpi=pmix` (bootstrap pmix) and without PMIx (bootstrap env) on 3 hosts; hibar-run pmix_hello across them, and pmix_hello and hibar-example on 2 of the 3; srun's end stops every daemon.
+# boot_slurm.sh: integration test: Debian's Slurm (munge, slurmctld, one slurmd per namespace host) starts hibard with `srun --mpi=pmix` (bootstrap pmix) and without PMIx (bootstrap env) on 3 hosts; hibar-run pmix_hello across them, and pmix_hello and hibar-example on 2 of the 3; srun's end stops every daemon; three sbatch jobs of README's batch script in a row leave no segment, key or run dir (a later daemon reclaims what SIGKILLed ones left).
 # Skips (77) without root, Slurm, munge, Slurm's mpi/pmix plugin or the test bed.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -21,7 +21,7 @@ if [ "${1-}" != --inside ]; then
         [ -x "$f" ] || { echo "SKIP: $f not built"; exit 77; }
     done
     export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
-    timeout -s TERM 240 "$tb" --sites 1 --nodes 3 --name "$name" -- bash "$0" --inside
+    timeout -s TERM 480 "$tb" --sites 1 --nodes 3 --name "$name" -- bash "$0" --inside
     rc=$?
     "$src/tests/slurm/down" "$name"
     bed_done $rc
@@ -34,7 +34,7 @@ cleanup() {
     [ -n "$srun_pid" ] && kill -TERM "$srun_pid" 2>/dev/null
     stop_daemons
     "$src/tests/slurm/down" "$name"
-    rm -rf "$tmp" "$run_dir"
+    rm -rf "$tmp" "$run_dir" /tmp/hibar-"$(id -u)"-"$name"-job* /dev/shm/hibar-"$(id -u)"-"$name"-job*
 }
 on_exit cleanup
 read -r -a hosts <<<"$(for hp in $HIBAR_TESTBED_HOSTS; do printf '%s ' "${hp%%:*}"; done)"
@@ -84,7 +84,7 @@ wait_gone || fail "hibards outlived srun"
 srun_pid=''
 wait
 echo "srun stopped: every daemon exited"
-rm -rf "$run_dir"
+rm -rf "$run_dir" # srun killed them (SIGKILL): phase 3 shows that a later daemon reclaims that
 
 # 2. bootstrap env under srun without PMIx: SLURM_JOB_NODELIST / SLURM_NODEID, rendezvous on node 0
 on0 env HIBAR_RENDEZVOUS=10.231.0.1 srun -O --mpi=none -N 3 --ntasks-per-node=1 \
@@ -102,4 +102,39 @@ kill -TERM "$srun_pid"
 wait_gone || fail "hibards (env) outlived srun"
 srun_pid=''
 wait
+rm -rf "$run_dir"
+
+# 3. README's batch script, three sbatch jobs in a row, a cluster name per job. Jobs 1 and 2
+# end with `kill %1`: srun then forces the step's end, its daemons are killed before they are
+# done, which leaves segments and run dir; the next job's daemons reclaim them. Job 3 lets the allocation end: Slurm stops its
+# daemons with SIGTERM (SIGKILL after KillWait), and they leave nothing. Nothing is left.
+uid=$(id -u)
+for i in 1 2 3; do
+    cat >"$tmp/job$i.sh" <<JOB
+#!/bin/bash
+#SBATCH -N 3
+cluster=$name-job\$SLURM_JOB_ID
+srun --mpi=pmix --ntasks-per-node=1 -o $tmp/hibard-\$cluster-%t.log $hibard -f \\
+    -o bootstrap=pmix -o cluster=\$cluster &
+conf=/tmp/hibar-$uid-\$cluster/cluster.yaml
+for _ in \$(seq 100); do [ -f "\$conf" ] && break; sleep 0.2; done
+sleep 1
+$bld/tools/hibar-run --config "\$conf" -n 3 -T 60 $bld/tests/pmix_hello
+$([ $i -lt 3 ] && echo 'kill %1')
+JOB
+    jid=$(on0 sbatch --parsable -o "$tmp/job-%j.out" "$tmp/job$i.sh") || fail "sbatch $i"
+    for _ in $(seq 600); do # a bound against hangs only
+        [ -z "$(on0 squeue -h -j "$jid" 2>/dev/null)" ] && break
+        sleep 0.2
+    done
+    [ -z "$(on0 squeue -h -j "$jid" 2>/dev/null)" ] || fail "batch job $jid did not end"
+    [ "$(grep -c 'bye rank [0-2] after 2 fences' "$tmp/job-$jid.out")" -eq 3 ] ||
+        { cat "$tmp/job-$jid.out" "$tmp"/hibard-*job"$jid"-*.log; fail "batch job $jid: expected 3 byes"; }
+    for _ in $(seq 75); do [ -z "$(pgrep -f -- "cluster=$name-job$jid" || true)" ] && break; sleep 0.2; done
+    [ $i -eq 1 ] || grep -h "reclaim\|dead daemons" "$tmp"/hibard-*job"$jid"-*.log
+    left=$(ls -d /dev/shm/hibar-"$uid"-"$name"-job* /tmp/hibar-"$uid"-"$name"-job* 2>/dev/null || true)
+    echo "after sbatch job $i ($jid):" ${left:-nothing left}
+done
+[ -z "$left" ] || { ls -la $left; tail -n 5 "$tmp"/hibard-*.log; fail "left by the batch jobs: $left"; }
+echo "3 sbatch jobs (README's script): the leftovers of SIGKILL reclaimed, SIGTERM leaves nothing"
 echo "PASS"

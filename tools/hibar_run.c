@@ -359,6 +359,9 @@ static int run_job(run_t *R, int timeout_s)
         }
         if (R->fd < 0)
             break;
+        /* writing the lines may have blocked (a slow reader of our stdout: the daemons hold
+         * the job's output meanwhile): that is no silence of the daemon */
+        rx_ns = hb_time_now_ns();
         R->len -= (size_t)(start - R->buf);
         memmove(R->buf, start, R->len);
         if (R->len == sizeof(R->buf) - 1) /* cannot happen: lines are bounded */

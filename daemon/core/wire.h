@@ -201,10 +201,12 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_DRAIN = 8, /* origin -> node: arrive once more at the sync numbers of bitmap arg
                              * (0: none), then report CLEAN (hbd_barrier_job_drain) */
     HBD_WIRE_JOB_CLEAN = 9, /* node -> origin: the job's sync numbers are clean here */
-    HBD_WIRE_JOB_CENSUS = 10, /* a new root -> node: which jobs' sync numbers do you hold? */
-    HBD_WIRE_JOB_HOLD = 11,   /* node -> root: arg records of HBD_WIRE_JOB_HOLD_REC bytes (job
+    /* origin -> node: arg (> 0) more bytes of OUT data may be sent (flow control, hbd_relay.c) */
+    HBD_WIRE_JOB_CREDIT = 10,
+    HBD_WIRE_JOB_CENSUS = 11, /* a new root -> node: which jobs' sync numbers do you hold? */
+    HBD_WIRE_JOB_HOLD = 12,   /* node -> root: arg records of HBD_WIRE_JOB_HOLD_REC bytes (job
                                * number, sync base, sync count, origin, ranks, job id) */
-    HBD_WIRE_JOB_KIND_MAX = 11
+    HBD_WIRE_JOB_KIND_MAX = 12
 } hbd_wire_job_kind_t;
 #define HBD_WIRE_JOB_HOLD_REC 24
 #define HBD_WIRE_JOB_HOLD_MAX 64 /* records in one HOLD (a daemon's relayed jobs at most) */

@@ -85,6 +85,7 @@ typedef struct hbd_job {
     int killing;         /* the job is being stopped (2: SIGTERM sent, SIGKILL next) */
     int failed;          /* some rank failed (or the job was killed) */
     int done_sent;       /* the last line is queued: free the job once it is out */
+    int out_paused;      /* the ranks' pipes are not read: too much output queued (bev) */
     int fd;              /* hibar-run's connection (detached control connection) */
     struct bufferevent *bev;
     struct hbd_timer *kill_timer; /* SIGTERM (deferred), then SIGKILL escalation */

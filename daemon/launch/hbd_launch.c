@@ -39,6 +39,10 @@
  *                                        says why it counts as a failure, or "ok"
  *   done <local ranks> <failed>          every local rank ended; the daemon closes
  * hibar-run may send "kill" (stop the job). If it goes away the job is stopped.
+ * Flow control: while more than HBD_OUT_QUEUE_MAX bytes of lines wait for the connection
+ * (hibar-run, or the relay, reading slowly), the ranks' pipes are not read; reading resumes
+ * once that is down to HBD_OUT_QUEUE_LOW. A rank that writes meanwhile blocks in write(2)
+ * once its pipe is full, as under a slow terminal: memory stays bounded, no line is lost.
  * A rank fails when it exits non-zero, is killed by a signal, calls PMIx_Abort, or exits 0
  * after PMIx_Init without PMIx_Finalize; the daemon then stops the job's other local ranks
  * (SIGTERM to each rank's process group, SIGKILL HBD_KILL_GRACE_MS later) and hibar-run
@@ -54,6 +58,8 @@
 #define HBD_KILL_GRACE_MS 2000
 #define HBD_KILL_CONNECT_WAIT_MS 2000
 #define HBD_KILL_POLL_MS 10
+#define HBD_OUT_QUEUE_MAX (1u << 20)   /* lines queued for the connection: pipes pause above */
+#define HBD_OUT_QUEUE_LOW (256u << 10) /* ... and are read again at or below */
 
 static void job_finish_check(hbd_job_t *j);
 
@@ -223,12 +229,31 @@ static void rank_check_done(hbd_rank_t *r)
     job_finish_check(j);
 }
 
+/* Read the job's rank pipes again (on != 0) or stop reading them (flow control). */
+static void out_pipes(hbd_job_t *j, int on)
+{
+    if (j->out_paused == !on)
+        return;
+    j->out_paused = !on;
+    for (uint32_t k = 0; k < j->n_local; k++)
+        for (int s = 0; s < 2; s++)
+            if (j->local[k].ev_out[s] != NULL) {
+                if (on)
+                    event_add(j->local[k].ev_out[s], NULL);
+                else
+                    event_del(j->local[k].ev_out[s]);
+            }
+}
+
+/* The connection took some lines and at most HBD_OUT_QUEUE_LOW bytes wait (watermark). */
 static void job_write_cb(struct bufferevent *bev, void *arg)
 {
     hbd_job_t *j = arg;
-    (void)bev;
-    if (j->done_sent) /* the last line is out */
-        job_free(j);
+    if (j->done_sent && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        job_free(j); /* the last line is out */
+        return;
+    }
+    out_pipes(j, 1);
 }
 
 static void job_finish_check(hbd_job_t *j)
@@ -285,6 +310,8 @@ static void out_cb(evutil_socket_t fd, short what, void *arg)
         }
         r->part[s][r->part_len[s]++] = buf[i];
     }
+    if (j->bev != NULL && evbuffer_get_length(bufferevent_get_output(j->bev)) > HBD_OUT_QUEUE_MAX)
+        out_pipes(j, 0); /* job_write_cb resumes */
 }
 
 /* A child may have exited (SIGCHLD): reap every one of ours. */
@@ -336,6 +363,7 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
         job_free(j);
         return;
     }
+    out_pipes(j, 1); /* nobody reads: what the stopped ranks still write goes nowhere */
     hbd_launch_kill(j, "hibar-run went away");
 }
 
@@ -675,6 +703,7 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         return;
     }
     bufferevent_setcb(j->bev, conn_read_cb, job_write_cb, conn_event_cb, j);
+    bufferevent_setwatermark(j->bev, EV_WRITE, HBD_OUT_QUEUE_LOW, 0);
     bufferevent_enable(j->bev, EV_READ | EV_WRITE);
 
     if ((rc = hbd_pmix_job_register(j, job_registered)) != 0)

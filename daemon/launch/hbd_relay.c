@@ -56,9 +56,25 @@
  * daemon through the failure flood) kills the job's part on every daemon; the origin reports
  * the node lost and gives the others HBD_RELAY_LOST_WAIT_MS to report their end, after which
  * they are reported lost too: never a hang.
+ *
+ * Output flow control (hibar-run or its reader slower than the ranks): the origin stops
+ * reading its own part while more than HBD_RELAY_RUN_MAX bytes wait for hibar-run, until that
+ * is down to HBD_RELAY_RUN_LOW. Every other node may have at most HBD_RELAY_OUT_WINDOW bytes
+ * of OUT data that the origin has not given back as CREDIT; it stops reading its part at the
+ * window. The origin gives the bytes of each OUT back at once while hibar-run keeps up, and
+ * only once it has caught up otherwise. A part that is not read makes its launcher stop
+ * reading the ranks' pipes (hbd_launch.c), and the ranks block in write(2), as under a slow
+ * terminal. So what the origin queues for hibar-run stays under HBD_RELAY_RUN_MAX + the job's
+ * nodes x (HBD_RELAY_OUT_WINDOW + one frame), whatever the ranks write, and no line is lost.
+ * A stopped job's output stays under the same control while hibar-run reads it; once hibar-run
+ * is gone the origin drops the lines and gives their bytes back at once, and a node whose
+ * origin is lost reads its part to the end without sending it.
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
+#define HBD_RELAY_RUN_MAX (1u << 20)   /* origin: queued for hibar-run: its own part paused */
+#define HBD_RELAY_RUN_LOW (256u << 10) /* ... and read again at or below */
+#define HBD_RELAY_OUT_WINDOW (512u << 10) /* a node's OUT bytes not yet given back (CREDIT) */
 #define HBD_RELAY_JOB_NSYNC 1          /* sync numbers a job gets: 11 jobs share a chassis */
 #define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
 
@@ -75,6 +91,9 @@ typedef struct rl_job {
     uint8_t obuf[HBD_WIRE_JOB_MAX_DATA]; /* lines not yet sent to the origin */
     uint32_t olen, out_seq;
     int origin_lost;
+    int held;          /* origin: hibar-run is behind, its own part is not read */
+    uint64_t inflight; /* other nodes: OUT bytes the origin has not given back yet */
+    int ending;        /* the part is at its end: read the rest whatever the window */
     /* origin only */
     struct bufferevent *run; /* hibar-run */
     int finishing;           /* every node ended: closing hibar-run's connection */
@@ -93,6 +112,7 @@ typedef struct rl_job {
     uint64_t drain_ns;
     uint8_t *ended;     /* [n_nodes] */
     uint32_t *out_next; /* [n_nodes] next OUT seq */
+    uint64_t *owed;     /* origin: [n_nodes] OUT bytes received, not yet given back */
     uint32_t n_ended;
     uint32_t lost_node;
     uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
@@ -184,10 +204,34 @@ static void job_free(rl_job_t *J)
     free(J->cnt);
     free(J->raw);
     free(J->out_next);
+    free(J->owed);
     free(J);
 }
 
 /* ---- frames to other daemons ---- */
+
+/* May this node's part be read now? Not while the links are behind, the origin's hibar-run is
+ * (origin), or the origin has not given back a window's worth of OUT (other nodes); a part
+ * at its end, or whose origin is lost (its lines go nowhere), always is. */
+static int part_may_read(const rl_job_t *J)
+{
+    if (J->origin_lost || J->ending)
+        return 1;
+    return !J->d->relay->reading_paused && !J->held && J->inflight < HBD_RELAY_OUT_WINDOW;
+}
+
+/* Read this node's part again if it may be (after a pause), or stop reading it. */
+static void part_reading(rl_job_t *J)
+{
+    if (J->part == NULL)
+        return;
+    if (!part_may_read(J)) {
+        bufferevent_disable(J->part, EV_READ);
+        return;
+    }
+    bufferevent_enable(J->part, EV_READ);
+    part_read_cb(J->part, J); /* what arrived meanwhile */
+}
 
 /* Send a JOB frame toward dest, or queue it behind what already waits for that hop. */
 static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, uint32_t dlen)
@@ -255,6 +299,28 @@ static void run_printf(rl_job_t *J, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Origin: give node n back the OUT bytes it is owed (all of them, or once they make a
+ * quarter window). */
+static void credit(rl_job_t *J, uint32_t n, int all)
+{
+    if (J->owed[n] == 0 || (!all && J->owed[n] < HBD_RELAY_OUT_WINDOW / 4))
+        return;
+    send_simple(J->d, J, n, HBD_WIRE_JOB_CREDIT, J->owed[n]);
+    J->owed[n] = 0;
+}
+
+/* Origin: hibar-run is behind (on), or has caught up: its own part and the credits wait. */
+static void run_hold(rl_job_t *J, int on)
+{
+    if (J->held == on)
+        return;
+    J->held = on;
+    for (uint32_t n = 0; !on && J->ended != NULL && n < J->d->topo->n_nodes; n++)
+        if (!J->ended[n])
+            credit(J, n, 1);
+    part_reading(J); /* last: what it reads may hold the output again */
+}
+
 static void run_line(rl_job_t *J, uint32_t node, const char *line, size_t n)
 {
     if (J->run == NULL)
@@ -263,6 +329,8 @@ static void run_line(rl_job_t *J, uint32_t node, const char *line, size_t n)
     evbuffer_add_printf(out, "%" PRIu32 " ", node);
     evbuffer_add(out, line, n);
     evbuffer_add(out, "\n", 1);
+    if (evbuffer_get_length(out) > HBD_RELAY_RUN_MAX)
+        run_hold(J, 1); /* run_write_cb lets it go */
 }
 
 static void relay_kill(rl_job_t *J, const char *why)
@@ -271,6 +339,8 @@ static void relay_kill(rl_job_t *J, const char *why)
     if (J->killed)
         return;
     J->killed = 1;
+    if (J->run == NULL)
+        run_hold(J, 0); /* its lines go nowhere now: nothing to wait for */
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
     for (uint32_t n = 0, shown = 0; n < d->topo->n_nodes && shown < 16; n++)
         if (J->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
@@ -401,6 +471,8 @@ static void out_flush(rl_job_t *J)
     hbd_wire_job_t x = {
         .kind = HBD_WIRE_JOB_OUT, .src = UINT32_MAX, .dest = J->origin, .seq = J->out_seq++};
     int rc = J->origin_lost ? HB_ERR_PEER_LOST : job_send(J->d, J->id, &x, J->obuf, J->olen);
+    if (rc == 0)
+        J->inflight += J->olen;
     if (rc != 0 && !J->origin_lost && !J->d->lost)
         hb_log_warn("job %" PRIu64 ": output for node %" PRIu32 " dropped: %s", J->id, J->origin,
                     hb_status_str(rc));
@@ -441,6 +513,7 @@ static void part_end(rl_job_t *J)
 {
     hbd_t *d = J->d;
     rl_cnt_t c = {0};
+    J->ending = 1;
     part_read_cb(J->part, J);
     bufferevent_free(J->part);
     J->part = NULL;
@@ -479,6 +552,10 @@ static void part_read_cb(struct bufferevent *bev, void *arg)
         if (strlen(line) == n) /* the launcher escapes its text: a NUL is never ours */
             part_line(J, line, n);
         free(line);
+        if (!part_may_read(J)) { /* the rest waits for credit (or hibar-run) */
+            bufferevent_disable(bev, EV_READ);
+            break;
+        }
     }
     if (J->origin != J->d->self)
         out_flush(J);
@@ -494,7 +571,6 @@ static void part_event_cb(struct bufferevent *bev, short what, void *arg)
 /* Start this node's part of J from the spec file at path, as "launch path" would. */
 static void part_start(rl_job_t *J, const char *path)
 {
-    rl_state_t *R = J->d->relay;
     hbd_t *d = J->d;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -515,7 +591,7 @@ static void part_start(rl_job_t *J, const char *path)
     }
     bufferevent_setcb(J->part, part_read_cb, NULL, part_event_cb, J);
     bufferevent_enable(J->part, EV_READ | EV_WRITE);
-    if (R->reading_paused)
+    if (!part_may_read(J))
         bufferevent_disable(J->part, EV_READ);
     hbd_reply_hold(c);
     hbd_launch_request(d, c, path);
@@ -556,12 +632,15 @@ static void run_read_cb(struct bufferevent *bev, void *arg)
     }
 }
 
+/* hibar-run took some lines and at most HBD_RELAY_RUN_LOW bytes wait (watermark). */
 static void run_write_cb(struct bufferevent *bev, void *arg)
 {
     rl_job_t *J = arg;
-    (void)bev;
-    if (J->finishing)
+    if (J->finishing && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         job_free(J);
+        return;
+    }
+    run_hold(J, 0);
 }
 
 static void run_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -762,7 +841,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     }
     J = calloc(1, sizeof(*J));
     if (J == NULL || (J->ended = calloc(n, 1)) == NULL || (J->member = calloc(n, 1)) == NULL ||
-        (J->out_next = calloc(n, sizeof(uint32_t))) == NULL) {
+        (J->out_next = calloc(n, sizeof(uint32_t))) == NULL ||
+        (J->owed = calloc(n, sizeof(uint64_t))) == NULL) {
         hbd_reply(conn, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
         goto out;
     }
@@ -801,6 +881,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     J->next = R->jobs;
     R->jobs = J;
     bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
+    bufferevent_setwatermark(J->run, EV_WRITE, HBD_RELAY_RUN_LOW, 0);
     bufferevent_enable(J->run, EV_READ | EV_WRITE);
     rl_job_t *keep = J;
     J = NULL;
@@ -831,6 +912,7 @@ out:
         free(J->ended);
         free(J->member);
         free(J->out_next);
+        free(J->owed);
         free(J);
     }
     free(raw);
@@ -1168,6 +1250,12 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
         }
         return;
+    case HBD_WIRE_JOB_CREDIT:
+        if ((J = job_find(d, id, x.src)) != NULL) {
+            J->inflight -= x.arg < J->inflight ? x.arg : J->inflight;
+            part_reading(J);
+        }
+        return;
     case HBD_WIRE_JOB_ALLOC: {
         uint8_t *member = calloc(d->topo->n_nodes, 1);
         for (uint32_t i = 0; member != NULL && i < d->topo->n_nodes; i++)
@@ -1228,6 +1316,9 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             run_line(J, x.src, (const char *)p, (size_t)(nl - p));
             p = nl + 1;
         }
+        J->owed[x.src] += dlen;
+        if (!J->held)
+            credit(J, x.src, 0); /* else once hibar-run has caught up (run_hold) */
     } else if (x.kind == HBD_WIRE_JOB_END) {
         if (J->cnt != NULL) {
             rl_cnt_t *c = &J->cnt[x.src];
@@ -1284,8 +1375,10 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
         }
         if (J->part != NULL && !J->killed) {
             J->killed = J->origin != d->self; /* the origin's relay_kill below does it */
-            if (J->origin != d->self)
+            if (J->origin != d->self) {
                 evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
+                part_reading(J); /* a lost origin's lines go nowhere: read them to the end */
+            }
         }
         if (J->origin != d->self)
             continue;
@@ -1348,10 +1441,7 @@ static void tick_cb(hbd_t *d, void *arg)
     if (R->reading_paused && R->outq_bytes < HBD_RELAY_QUEUE_MAX / 2) {
         R->reading_paused = 0;
         for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
-            if (j->part != NULL) {
-                bufferevent_enable(j->part, EV_READ);
-                part_read_cb(j->part, j); /* what arrived meanwhile */
-            }
+            part_reading(j);
     }
     /* parts whose end waits for the engine's drain */
     int waiting = 0;
