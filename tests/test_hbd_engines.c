@@ -310,6 +310,193 @@ static void test_barrier_peer_lost(void)
     }
 }
 
+/* ---- subset barriers across nodes: an engine per rank set (hbd_barrier_sub_start) ---- */
+
+#define NS 4 /* rank sets per run */
+
+typedef struct sub_res {
+    int calls[NS][FK_MAX][NB];
+    int status[NS][FK_MAX][NB];
+    uint32_t tag[NS];
+} sub_res_t;
+
+static void sub_cb(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    sub_res_t *r = arg;
+    uint32_t seq = (uint32_t)(coll & HBD_BARRIER_SUB_SEQ_MAX);
+    for (uint32_t s = 0; s < NS; s++)
+        if (hbd_barrier_sub_tag(coll) == r->tag[s] && seq >= 1 && seq <= NB) {
+            r->calls[s][d->self][seq - 1]++;
+            r->status[s][d->self][seq - 1] = status;
+        }
+}
+
+/* Node set s of a run: a seeded pick of 2..n nodes (set 0: every other node). */
+static void sub_pick(uint32_t n, uint32_t s, uint64_t seed, uint8_t member[FK_MAX])
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + s * 0xBF58476D1CE4E5B9ull + 1;
+    uint32_t k = 0;
+    memset(member, 0, FK_MAX);
+    for (uint32_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        member[i] = s == 0 ? i % 2 == 0 : (x >> 11) % 3 != 0;
+        k += member[i];
+    }
+    for (uint32_t i = 0; k < 2 && i < n; i++)
+        if (!member[i]) {
+            member[i] = 1;
+            k++;
+        }
+}
+
+/* Subset barriers over several topologies: NS overlapping node sets of one job on every node,
+ * NB barriers each, interleaved with the job's whole barriers and one another, delivered in a
+ * seeded random order: each completes once on its members only, never before the last member
+ * arrived; the non-members never hear of it. */
+static void test_barrier_subsets(void)
+{
+    static const uint32_t shapes[][3] = {{1, 4, 2}, {4, 1, 2}, {3, 3, 2}, {5, 2, 3}, {2, 4, 0}};
+    for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            fk_cluster_t c;
+            sub_res_t *r = calloc(1, sizeof(*r));
+            bar_res_t *w = calloc(1, sizeof(*w));
+            uint8_t member[NS][FK_MAX], all[FK_MAX];
+            char err[256] = "";
+            CU_ASSERT_FATAL(r != NULL && w != NULL);
+            CU_ASSERT_FATAL(
+                fk_cluster_init(&c, shapes[sh][0], shapes[sh][1], shapes[sh][2], 30000, seed) == 0);
+            memset(all, 1, sizeof(all));
+            for (uint32_t i = 0; i < c.n; i++)
+                CU_ASSERT_EQUAL(
+                    hbd_barrier_job_open(&c.d[i], 1, all, HBD_SYNC_JOB_FIRST, 1, err, sizeof(err)),
+                    0);
+            for (uint32_t s = 0; s < NS; s++) {
+                sub_pick(c.n, s, seed, member[s]);
+                r->tag[s] = 0x5ab0000u + s;
+            }
+            /* set 0's first barrier: every member but the last arrives, nothing completes */
+            uint32_t last = 0;
+            for (uint32_t i = 0; i < c.n; i++)
+                last = member[0][i] ? i : last;
+            for (uint32_t i = 0; i < last; i++)
+                if (member[0][i])
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, r->tag[0], member[0], 1, sub_cb, r), 0);
+            fk_run(&c, 100000);
+            for (uint32_t i = 0; i < c.n; i++)
+                CU_ASSERT_EQUAL(r->calls[0][i][0], 0);
+            CU_ASSERT_EQUAL(
+                hbd_barrier_sub_start(&c.d[last], 1, r->tag[0], member[0], 1, sub_cb, r), 0);
+            for (uint32_t k = 0; k < NB; k++) {
+                for (uint32_t i = 0; i < c.n; i++) {
+                    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[i], 1, k, bar_cb, w), 0);
+                    /* the sets in another order on every node */
+                    for (uint32_t t = 0; t < NS; t++) {
+                        uint32_t s = (t + i) % NS;
+                        if (member[s][i] && (s != 0 || k > 0))
+                            CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[i], 1, r->tag[s], member[s],
+                                                                  k + 1, sub_cb, r),
+                                            0);
+                    }
+                    fk_step(&c);
+                }
+                fk_run(&c, 5);
+            }
+            fk_run(&c, 1000000);
+            for (uint32_t i = 0; i < c.n; i++) {
+                for (uint32_t k = 0; k < NB; k++) {
+                    CU_ASSERT_EQUAL(w->calls[i][k], 1);
+                    CU_ASSERT_EQUAL(w->status[i][k], 0);
+                    for (uint32_t s = 0; s < NS; s++) {
+                        CU_ASSERT_EQUAL(r->calls[s][i][k], member[s][i]);
+                        CU_ASSERT_EQUAL(r->status[s][i][k], 0);
+                    }
+                }
+                CU_ASSERT_EQUAL(hbd_barrier_in_flight(&c.d[i]), 0);
+            }
+            /* a tag already naming another node set here is refused; so is a seq gone by */
+            for (uint32_t i = 0; i < c.n; i++)
+                if (member[1][i] && memcmp(member[1], member[2], c.n) != 0 && member[2][i]) {
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, r->tag[1], member[2], NB + 1, sub_cb, r),
+                        HIBAR_ERR_MISMATCH);
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, r->tag[1], member[1], 1, sub_cb, r),
+                        HIBAR_ERR_BUSY);
+                }
+            for (uint32_t i = 0; i < c.n; i++) {
+                hbd_barrier_job_close(&c.d[i], 1);
+                hbd_barrier_job_drain(&c.d[i], 1, 0);
+            }
+            fk_cluster_fini(&c);
+            free(r);
+            free(w);
+        }
+}
+
+/* A member node crashes in the middle of a subset barrier: once it is found lost, the other
+ * members' barrier fails with PEER_LOST, once; a subset engine without it goes on; the job's
+ * new subset barriers are refused. Without an engine for the job, NOT_FOUND. */
+static void test_barrier_subset_lost(void)
+{
+    fk_cluster_t c;
+    sub_res_t *r = calloc(1, sizeof(*r));
+    uint8_t all[FK_MAX], with[FK_MAX] = {0}, without[FK_MAX] = {0};
+    char err[256] = "";
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 21) == 0);
+    memset(all, 1, sizeof(all));
+    CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[0], 1, 7, all, 1, sub_cb, r), HIBAR_ERR_NOT_FOUND);
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(
+            hbd_barrier_job_open(&c.d[i], 1, all, HBD_SYNC_JOB_FIRST, 1, err, sizeof(err)), 0);
+    static const uint32_t a[] = {1, 4, 5, 7}, b[] = {0, 2, 3};
+    for (uint32_t i = 0; i < 4; i++)
+        with[a[i]] = 1;
+    for (uint32_t i = 0; i < 3; i++)
+        without[b[i]] = 1;
+    r->tag[0] = 11;
+    r->tag[1] = 12;
+    /* the subset without the victim (node 5) opens first and stays open */
+    for (uint32_t i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[b[i]], 1, 12, without, 1, sub_cb, r), 0);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 4; i++)
+        if (a[i] != 5)
+            CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[a[i]], 1, 11, with, 1, sub_cb, r), 0);
+    for (uint32_t i = 0; i < 2; i++) /* the other subset's second barrier in flight */
+        CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[b[i]], 1, 12, without, 2, sub_cb, r), 0);
+    fk_run(&c, 100000);
+    fk_kill(&c, 5);
+    fk_lose(&c, 5);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 4; i++) {
+        if (a[i] == 5)
+            continue;
+        CU_ASSERT_EQUAL(r->calls[0][a[i]][0], 1);
+        CU_ASSERT_EQUAL(r->status[0][a[i]][0], HIBAR_ERR_PEER_LOST);
+        CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[a[i]], 1, 11, with, 2, sub_cb, r),
+                        HIBAR_ERR_PEER_LOST);
+    }
+    CU_ASSERT_EQUAL(r->calls[1][b[0]][0], 1);
+    CU_ASSERT_EQUAL(r->status[1][b[0]][0], 0);
+    /* the engine without the lost node finishes what it has in flight */
+    CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[b[2]], 1, 12, without, 2, sub_cb, r),
+                    HIBAR_ERR_PEER_LOST); /* a new one: the job has lost a node */
+    CU_ASSERT_EQUAL(r->calls[1][b[0]][1], 0);
+    for (uint32_t i = 0; i < 3; i++)
+        hbd_barrier_job_close(&c.d[b[i]], 1);
+    for (uint32_t i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(r->calls[1][b[i]][1], 1);
+        CU_ASSERT_EQUAL(r->status[1][b[i]][1], HIBAR_ERR_UNAVAIL);
+    }
+    fk_cluster_fini(&c);
+    free(r);
+}
+
 /* ---- fence ------------------------------------------------------------------------------ */
 
 typedef struct fence_res {
@@ -795,6 +982,8 @@ int main(void)
         !CU_add_test(b, "duplicates", test_barrier_duplicates) ||
         !CU_add_test(b, "timeout", test_barrier_timeout) ||
         !CU_add_test(b, "peer lost", test_barrier_peer_lost) ||
+        !CU_add_test(b, "subsets", test_barrier_subsets) ||
+        !CU_add_test(b, "subset member lost", test_barrier_subset_lost) ||
         !CU_add_test(f, "tree", test_fence_tree) || !CU_add_test(f, "subset", test_fence_subset) ||
         !CU_add_test(f, "timeout", test_fence_timeout) ||
         !CU_add_test(f, "peer lost", test_fence_peer_lost))
