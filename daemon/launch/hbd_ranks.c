@@ -102,6 +102,7 @@ typedef struct hbd_xsub {
     uint8_t *arrived; /* [n_local] */
     uint32_t n_arrived, n_expect;
     int status; /* a member disagreed: HB_ERR_MISMATCH */
+    int ready;  /* every local member arrived: runs once the ring is drained (doorbell_cb) */
 } hbd_xsub_t;
 
 /* One epoch in flight. Outlives its job if need be (rj NULL): the engines call back later. */
@@ -1160,8 +1161,7 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
     hb_log_debug("job %s: subset %#" PRIx64 "/%" PRIu32 ": local rank %" PRIu32 " arrived (%" PRIu32
                  " of %" PRIu32 ")",
                  j->nspace, hash, seq, lr, x->n_arrived + 1, x->n_expect);
-    if (++x->n_arrived == x->n_expect)
-        xsub_run(x);
+    x->ready = ++x->n_arrived == x->n_expect;
 }
 
 static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
@@ -1174,6 +1174,18 @@ static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
     hbd_poll_kick(rj->j->d);
     if (hb_seg_drain(&rj->seg, &epoch, xsub_desc, rj) != 0)
         hb_log_warn("job %s: a rank's descriptor ring is corrupt", rj->j->nspace);
+    /* Subset barriers whose local members all arrived run only now: one may complete at once
+     * (its other nodes were there first) and release its ranks, whose next barrier arrival
+     * must not meet a drain that read node_arrived before it (hb_seg_drain would drop it). */
+    for (hbd_xsub_t *x = rj->subs; x != NULL;) {
+        if (!x->ready) {
+            x = x->next;
+            continue;
+        }
+        x->ready = 0;
+        xsub_run(x); /* may free x and others' completions may not: start over */
+        x = rj->subs;
+    }
     if (epoch > rj->last_epoch) {
         rj->last_epoch = epoch;
         xop_start(rj, epoch);
