@@ -58,17 +58,21 @@ static void bar_arrive_all(fk_cluster_t *c, bar_res_t *r, uint32_t nb, uint32_t 
     }
 }
 
+/* Cluster shapes the barrier tests run on: chassis, nodes per chassis, fanout. */
+static const uint32_t bar_shapes[][3] = {{1, 2, 2}, {4, 1, 2}, {3, 3, 2},
+                                         {5, 2, 3}, {2, 4, 0}, {1, 5, 2}};
+#define N_SHAPES (sizeof(bar_shapes) / sizeof(bar_shapes[0]))
+
 /* Barriers complete exactly once everywhere, whatever the delivery order and topology. */
 static void test_barrier_complete(void)
 {
-    static const uint32_t shapes[][3] = {{1, 2, 2}, {4, 1, 2}, {3, 3, 2}, {5, 2, 3}, {2, 4, 0}};
-    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+    for (size_t s = 0; s < N_SHAPES; s++)
         for (uint64_t seed = 1; seed <= 5; seed++) {
             fk_cluster_t c;
             bar_res_t *r = calloc(1, sizeof(*r));
             CU_ASSERT_FATAL(r != NULL);
-            CU_ASSERT_FATAL(
-                fk_cluster_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], 30000, seed) == 0);
+            CU_ASSERT_FATAL(fk_cluster_init(&c, bar_shapes[s][0], bar_shapes[s][1],
+                                            bar_shapes[s][2], 30000, seed) == 0);
             bar_arrive_all(&c, r, NB, UINT32_MAX);
             fk_run(&c, 100000);
             for (uint32_t i = 0; i < c.n; i++)
@@ -354,11 +358,10 @@ static void sub_pick(uint32_t n, uint32_t s, uint64_t seed, uint8_t member[FK_MA
 /* Subset barriers over several topologies: NS overlapping node sets of one job on every node,
  * NB barriers each, interleaved with the job's whole barriers and one another, delivered in a
  * seeded random order: each completes once on its members only, never before the last member
- * arrived; the non-members never hear of it. */
+ * arrived. */
 static void test_barrier_subsets(void)
 {
-    static const uint32_t shapes[][3] = {{1, 4, 2}, {4, 1, 2}, {3, 3, 2}, {5, 2, 3}, {2, 4, 0}};
-    for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++)
+    for (size_t sh = 0; sh < N_SHAPES; sh++)
         for (uint64_t seed = 1; seed <= 3; seed++) {
             fk_cluster_t c;
             sub_res_t *r = calloc(1, sizeof(*r));
@@ -366,8 +369,8 @@ static void test_barrier_subsets(void)
             uint8_t member[NS][FK_MAX], all[FK_MAX];
             char err[256] = "";
             CU_ASSERT_FATAL(r != NULL && w != NULL);
-            CU_ASSERT_FATAL(
-                fk_cluster_init(&c, shapes[sh][0], shapes[sh][1], shapes[sh][2], 30000, seed) == 0);
+            CU_ASSERT_FATAL(fk_cluster_init(&c, bar_shapes[sh][0], bar_shapes[sh][1],
+                                            bar_shapes[sh][2], 30000, seed) == 0);
             memset(all, 1, sizeof(all));
             for (uint32_t i = 0; i < c.n; i++)
                 CU_ASSERT_EQUAL(
@@ -417,11 +420,16 @@ static void test_barrier_subsets(void)
                 }
                 CU_ASSERT_EQUAL(hbd_barrier_in_flight(&c.d[i]), 0);
             }
-            /* a tag already naming another node set here is refused; so is a seq gone by */
+            /* a tag already naming another node set or rank set here is refused; so is a seq
+             * gone by */
+            uint64_t other = r->tag[1] ^ 0x100000001ull; /* another key, the same tag */
             for (uint32_t i = 0; i < c.n; i++)
                 if (member[1][i] && memcmp(member[1], member[2], c.n) != 0 && member[2][i]) {
                     CU_ASSERT_EQUAL(
                         hbd_barrier_sub_start(&c.d[i], 1, r->tag[1], member[2], NB + 1, sub_cb, r),
+                        HIBAR_ERR_MISMATCH);
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, other, member[1], NB + 1, sub_cb, r),
                         HIBAR_ERR_MISMATCH);
                     CU_ASSERT_EQUAL(
                         hbd_barrier_sub_start(&c.d[i], 1, r->tag[1], member[1], 1, sub_cb, r),

@@ -1058,7 +1058,7 @@ static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
 }
 
 /* Every local member has arrived: a barrier of the set's engine among the members' nodes
- * (named by 32 bits of the set's hash: every node of the set computes the same). */
+ * (named by the set's hash: every node of the set computes the same). */
 static void xsub_run(hbd_xsub_t *x)
 {
     hbd_job_t *j = x->rj->j;
@@ -1082,11 +1082,10 @@ static void xsub_run(hbd_xsub_t *x)
         xsub_finish(x, 0);
         return;
     }
-    uint32_t tag = (uint32_t)(x->hash ^ (x->hash >> 32));
     hb_log_debug("job %s: subset barrier %" PRIu32 " of %" PRIu32 " ranks on %" PRIu32
-                 " nodes, tag %#" PRIx32,
-                 j->nspace, x->seq, x->n, nn, tag);
-    int rc = hbd_barrier_sub_start(d, j->spec->jobno, tag, on, x->seq, xsub_barrier_done, x);
+                 " nodes, set %#" PRIx64,
+                 j->nspace, x->seq, x->n, nn, x->hash);
+    int rc = hbd_barrier_sub_start(d, j->spec->jobno, x->hash, on, x->seq, xsub_barrier_done, x);
     free(on);
     if (rc != 0)
         xsub_finish(x, rc);

@@ -100,6 +100,7 @@ typedef struct hbd_bar {
     int broken; /* one of its nodes is lost (on_lost): new barriers fail at once */
     int sub;    /* a subset engine (hbd_barrier_sub_start): chassis rounds in software */
     uint32_t tag; /* a subset engine's tag (its collective ids carry it) */
+    uint64_t key; /* and its rank set's whole hash (hbd_barrier_sub_start) */
     uint64_t close_ns;
     struct hbd_bar *next;
 } hbd_bar_t;
@@ -1206,11 +1207,12 @@ static int solo_topo(hbd_t *d, const hb_topo_t **t_p)
     return 0;
 }
 
-/* Job `job`'s engine for subset tag `tag` over the nodes member[n_nodes]: found (its node set
- * must be that one: MISMATCH) or opened. */
-static int sub_engine(hbd_t *d, uint32_t job, uint32_t tag, const uint8_t *member, hbd_bar_t **S_p)
+/* Job `job`'s engine for rank set `key` over the nodes member[n_nodes]: found (its rank set and
+ * node set must be those: another set whose tag is the same is MISMATCH) or opened. */
+static int sub_engine(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *member, hbd_bar_t **S_p)
 {
     hbd_barrier_state_t *b = d->bar;
+    uint32_t tag = hbd_barrier_sub_tag_of(key);
     uint64_t first = hbd_barrier_sub_id(tag, 1);
     hbd_bar_t *S = bar_find_coll(b, job, first);
     const hb_topo_t *solo;
@@ -1219,9 +1221,10 @@ static int sub_engine(hbd_t *d, uint32_t job, uint32_t tag, const uint8_t *membe
     int rc;
     if (S != NULL) {
         for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-            if ((member[n] != 0) != (S->view->nodes[n].member != 0)) {
-                hb_log_error("job %" PRIu32 ": two subsets of other nodes with tag %#" PRIx32, job,
-                             tag);
+            if (S->key != key || (member[n] != 0) != (S->view->nodes[n].member != 0)) {
+                hb_log_error("job %" PRIu32 ": two rank sets with tag %#" PRIx32
+                             " (hashes %#" PRIx64 ", %#" PRIx64 ")",
+                             job, tag, S->key, key);
                 return HB_ERR_MISMATCH;
             }
         *S_p = S;
@@ -1240,12 +1243,13 @@ static int sub_engine(hbd_t *d, uint32_t job, uint32_t tag, const uint8_t *membe
     }
     hb_log_debug("job %" PRIu32 ": subset engine %#" PRIx32 " over %" PRIu32 " nodes, role %s", job,
                  tag, view->n_members, hb_hier_role(S->h));
+    S->key = key;
     bar_attach(d, S, member);
     *S_p = S;
     return 0;
 }
 
-int hbd_barrier_sub_start(hbd_t *d, uint32_t job, uint32_t tag, const uint8_t *member, uint32_t seq,
+int hbd_barrier_sub_start(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *member, uint32_t seq,
                           hbd_barrier_cb_t cb, void *arg)
 {
     hbd_barrier_state_t *b = d->bar;
@@ -1257,10 +1261,10 @@ int hbd_barrier_sub_start(hbd_t *d, uint32_t job, uint32_t tag, const uint8_t *m
         return HB_ERR_PEER_LOST;
     if (J == NULL || J->closing)
         return HB_ERR_NOT_FOUND;
-    int rc = sub_engine(d, job, tag, member, &S);
+    int rc = sub_engine(d, job, key, member, &S);
     if (rc != 0)
         return rc;
-    uint64_t coll = hbd_barrier_sub_id(tag, seq);
+    uint64_t coll = hbd_barrier_sub_id(S->tag, seq);
     if (S->broken)
         return HB_ERR_PEER_LOST;
     if (req_exists(S, coll) || coll < S->next_coll)
