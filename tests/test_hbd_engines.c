@@ -505,6 +505,55 @@ static void test_barrier_subset_lost(void)
     free(r);
 }
 
+/* Many rank sets, more than a job keeps engines of (node 0 is in all 80): the idle ones go and
+ * open again where their count stood; every barrier of every set completes once on its
+ * members. */
+#define NMANY 80
+static int many_ok[NMANY][FK_MAX][3];
+
+static void many_cb(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    uint32_t s = hbd_barrier_sub_tag(coll) - 100, seq = (uint32_t)(coll & HBD_BARRIER_SUB_SEQ_MAX);
+    (void)arg;
+    if (s < NMANY && seq >= 1 && seq <= 3)
+        many_ok[s][d->self][seq - 1] += status == 0 ? 1 : 100;
+}
+
+static void test_barrier_subset_many(void)
+{
+    fk_cluster_t c;
+    uint8_t all[FK_MAX], member[NMANY][FK_MAX];
+    char err[256] = "";
+    memset(many_ok, 0, sizeof(many_ok));
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 31) == 0);
+    memset(all, 1, sizeof(all));
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(
+            hbd_barrier_job_open(&c.d[i], 1, all, HBD_SYNC_JOB_FIRST, 1, err, sizeof(err)), 0);
+    for (uint32_t s = 0; s < NMANY; s++)
+        for (uint32_t i = 0; i < c.n; i++)
+            member[s][i] = i == 0 || i == 1 + s % (c.n - 1) || i == 1 + (s * 7) % (c.n - 1);
+    for (uint32_t seq = 1; seq <= 3; seq++)
+        for (uint32_t s = 0; s < NMANY; s++) {
+            if (seq == 3 && s % 8 != 0)
+                continue; /* the third round: a few, long after their engines went idle */
+            for (uint32_t i = 0; i < c.n; i++)
+                if (member[s][i])
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, 100 + s, member[s], seq, many_cb, NULL),
+                        0);
+            fk_run(&c, 100000);
+        }
+    for (uint32_t s = 0; s < NMANY; s++)
+        for (uint32_t i = 0; i < c.n; i++)
+            for (uint32_t seq = 1; seq <= 3; seq++)
+                CU_ASSERT_EQUAL(many_ok[s][i][seq - 1],
+                                member[s][i] && (seq < 3 || s % 8 == 0) ? 1 : 0);
+    for (uint32_t i = 0; i < c.n; i++)
+        hbd_barrier_job_close(&c.d[i], 1);
+    fk_cluster_fini(&c);
+}
+
 /* ---- fence ------------------------------------------------------------------------------ */
 
 typedef struct fence_res {
@@ -992,6 +1041,7 @@ int main(void)
         !CU_add_test(b, "peer lost", test_barrier_peer_lost) ||
         !CU_add_test(b, "subsets", test_barrier_subsets) ||
         !CU_add_test(b, "subset member lost", test_barrier_subset_lost) ||
+        !CU_add_test(b, "many subsets", test_barrier_subset_many) ||
         !CU_add_test(f, "tree", test_fence_tree) || !CU_add_test(f, "subset", test_fence_subset) ||
         !CU_add_test(f, "timeout", test_fence_timeout) ||
         !CU_add_test(f, "peer lost", test_fence_peer_lost))

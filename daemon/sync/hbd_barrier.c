@@ -56,6 +56,7 @@ _Static_assert(HB_HWB_NSYNC == 16, "hbd_barrier_job_counts takes 16 counts");
 #define HBD_EARLY_TTL_MS 60000
 #define HBD_CLOSED_RING 64
 #define HBD_SUB_NSYNC 4 /* a subset engine's collectives in flight per node (hier's window) */
+#define HBD_SUB_KEEP 32 /* subset engines a job keeps here; idle ones beyond go (sub_evict) */
 
 static void yield_arm(hbd_t *d);
 
@@ -99,8 +100,9 @@ typedef struct hbd_bar {
     int closing, verdict;
     int broken; /* one of its nodes is lost (on_lost): new barriers fail at once */
     int sub;    /* a subset engine (hbd_barrier_sub_start): chassis rounds in software */
-    uint32_t tag; /* a subset engine's tag (its collective ids carry it) */
-    uint64_t key; /* and its rank set's whole hash (hbd_barrier_sub_start) */
+    uint32_t tag;     /* a subset engine's tag (its collective ids carry it) */
+    uint64_t key;     /* and its rank set's whole hash (hbd_barrier_sub_start) */
+    uint64_t used_ns; /* a subset engine's last barrier start (which idle one goes first) */
     uint64_t close_ns;
     struct hbd_bar *next;
 } hbd_bar_t;
@@ -123,6 +125,11 @@ typedef struct hbd_barrier_state {
     hbd_timer_t *retry;   /* the send queues' retry (1 ms) */
     hbd_timer_t *purge;   /* the kept messages' expiry: its own timer, never holding a send back */
     hb_topo_t *solo;      /* the subset engines' shape: every node a chassis of its own (lazy) */
+    struct hbd_sub_rec {  /* subset engines that went idle: where their count stands */
+        uint32_t job;
+        uint64_t key, next_seq;
+    } * recs;
+    uint32_t n_recs, cap_recs;
     struct event *ev_yield; /* zero timer: the yield stage */
     uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
     int armed;              /* the fd was armed since the last arrival or wake-up */
@@ -1104,7 +1111,13 @@ void hbd_barrier_job_close(hbd_t *d, uint32_t job)
     hbd_bar_t *B = job != 0 ? bar_find(b, job) : NULL;
     if (B == NULL || B->closing)
         return;
-    /* its subset engines go at once: their rounds are software, nothing to drain */
+    /* its subset engines go at once (their rounds are software, nothing to drain), and the
+     * records of those that went idle */
+    for (uint32_t i = 0; i < b->n_recs;)
+        if (b->recs[i].job == job)
+            b->recs[i] = b->recs[--b->n_recs];
+        else
+            i++;
     for (hbd_bar_t *S = b->bars, *next; S != NULL; S = next) {
         next = S->next;
         if (S->sub && S->job == job) {
@@ -1207,6 +1220,40 @@ static int solo_topo(hbd_t *d, const hb_topo_t **t_p)
     return 0;
 }
 
+/* More than HBD_SUB_KEEP subset engines of job `job` here: the least recently used idle one
+ * (nothing in flight or waiting to be sent; keep: the one just opened) goes, its set's count
+ * kept in a record (16 bytes) so that it opens again where it stopped. A message for it that
+ * comes meanwhile is kept as for an engine not opened yet. NOMEM for the record: it stays. */
+static void sub_evict(hbd_t *d, uint32_t job, const hbd_bar_t *keep)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *lru = NULL;
+    uint32_t n = 0;
+    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next) {
+        if (!B->sub || B->job != job)
+            continue;
+        n++;
+        if (B != keep && B->n_reqs == 0 && B->n_held == 0 && !B->held_inq && B->outq == NULL &&
+            !B->broken && (lru == NULL || B->used_ns < lru->used_ns))
+            lru = B;
+    }
+    if (n <= HBD_SUB_KEEP || lru == NULL)
+        return;
+    if (b->n_recs == b->cap_recs) {
+        uint32_t cap = b->cap_recs ? 2 * b->cap_recs : 16;
+        struct hbd_sub_rec *r = realloc(b->recs, cap * sizeof(*r));
+        if (r == NULL)
+            return;
+        b->recs = r;
+        b->cap_recs = cap;
+    }
+    b->recs[b->n_recs++] = (struct hbd_sub_rec){
+        .job = job, .key = lru->key, .next_seq = lru->next_coll & HBD_BARRIER_SUB_SEQ_MAX};
+    hb_log_debug("job %" PRIu32 ": subset engine %#" PRIx32 " idle, freed at barrier %" PRIu64, job,
+                 lru->tag, lru->next_coll & HBD_BARRIER_SUB_SEQ_MAX);
+    bar_free(d, lru);
+}
+
 /* Job `job`'s engine for rank set `key` over the nodes member[n_nodes]: found (its rank set and
  * node set must be those: another set whose tag is the same is MISMATCH) or opened. */
 static int sub_engine(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *member, hbd_bar_t **S_p)
@@ -1232,6 +1279,11 @@ static int sub_engine(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *membe
     }
     if ((rc = solo_topo(d, &solo)) != 0)
         return rc;
+    uint32_t rec = 0; /* an engine of this set went idle here before: its count goes on */
+    while (rec < b->n_recs && !(b->recs[rec].job == job && b->recs[rec].key == key))
+        rec++;
+    if (rec < b->n_recs)
+        first = hbd_barrier_sub_id(tag, (uint32_t)b->recs[rec].next_seq);
     if ((rc = hb_topo_restrict(solo, member, &view, err, sizeof(err))) != 0) {
         hb_log_error("job %" PRIu32 ": subset %#" PRIx32 ": %s", job, tag,
                      err[0] ? err : hb_status_str(rc));
@@ -1244,7 +1296,10 @@ static int sub_engine(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *membe
     hb_log_debug("job %" PRIu32 ": subset engine %#" PRIx32 " over %" PRIu32 " nodes, role %s", job,
                  tag, view->n_members, hb_hier_role(S->h));
     S->key = key;
+    if (rec < b->n_recs)
+        b->recs[rec] = b->recs[--b->n_recs];
     bar_attach(d, S, member);
+    sub_evict(d, job, S);
     *S_p = S;
     return 0;
 }
@@ -1265,6 +1320,7 @@ int hbd_barrier_sub_start(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *m
     if (rc != 0)
         return rc;
     uint64_t coll = hbd_barrier_sub_id(S->tag, seq);
+    S->used_ns = hb_time_now_ns();
     if (S->broken)
         return HB_ERR_PEER_LOST;
     if (req_exists(S, coll) || coll < S->next_coll)
@@ -1468,6 +1524,7 @@ void hbd_barrier_fini(hbd_t *d)
     while (b->bars != NULL)
         bar_free(d, b->bars);
     hb_topo_free(b->solo);
+    free(b->recs);
     while (b->early != NULL) {
         hbd_hmsg_t *o = b->early;
         b->early = o->next;
