@@ -1192,13 +1192,14 @@ int hbd_barrier_job_busy(const hbd_t *d, uint32_t job)
 static int solo_topo(hbd_t *d, const hb_topo_t **t_p)
 {
     hbd_barrier_state_t *b = d->bar;
-    uint32_t n = d->topo->n_nodes, fan = d->topo->fanout;
+    uint32_t n = d->topo->n_nodes, fan = d->topo->fanout, ports = 0;
     if (b->solo == NULL) {
         uint32_t *start = malloc((n + 1) * sizeof(uint32_t)), *nodes = malloc(n * sizeof(uint32_t));
         char err[256] = "";
         int rc = start == NULL || nodes == NULL ? HB_ERR_NOMEM : 0;
-        for (uint32_t c = 0; fan == 0 && c < d->topo->n_chassis; c++)
-            fan = d->topo->chassis[c].ports > fan ? d->topo->chassis[c].ports : fan;
+        for (uint32_t c = 0; c < d->topo->n_chassis; c++)
+            ports = d->topo->chassis[c].ports > ports ? d->topo->chassis[c].ports : ports;
+        fan = fan != 0 ? fan : ports;
         for (uint32_t i = 0; rc == 0 && i <= n; i++) {
             start[i] = i;
             if (i < n)
@@ -1221,7 +1222,8 @@ static int solo_topo(hbd_t *d, const hb_topo_t **t_p)
 }
 
 /* More than HBD_SUB_KEEP subset engines of job `job` here: the least recently used idle one
- * (nothing in flight or waiting to be sent; keep: the one just opened) goes, its set's count
+ * (nothing in flight, kept by hier or waiting to be sent; keep: the one just opened) goes, its
+ * set's count
  * kept in a record (16 bytes) so that it opens again where it stopped. A message for it that
  * comes meanwhile is kept as for an engine not opened yet. NOMEM for the record: it stays. */
 static void sub_evict(hbd_t *d, uint32_t job, const hbd_bar_t *keep)
@@ -1234,7 +1236,7 @@ static void sub_evict(hbd_t *d, uint32_t job, const hbd_bar_t *keep)
             continue;
         n++;
         if (B != keep && B->n_reqs == 0 && B->n_held == 0 && !B->held_inq && B->outq == NULL &&
-            !B->broken && (lru == NULL || B->used_ns < lru->used_ns))
+            !B->broken && hb_hier_idle(B->h) && (lru == NULL || B->used_ns < lru->used_ns))
             lru = B;
     }
     if (n <= HBD_SUB_KEEP || lru == NULL)
