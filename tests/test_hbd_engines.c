@@ -509,14 +509,14 @@ static void test_barrier_subset_lost(void)
  * open again where their count stood; every barrier of every set completes once on its
  * members. */
 #define NMANY 80
-static int many_ok[NMANY][FK_MAX][3];
+typedef int many_res_t[NMANY][FK_MAX][3];
 
 static void many_cb(hbd_t *d, uint64_t coll, int status, void *arg)
 {
+    int(*ok)[FK_MAX][3] = arg;
     uint32_t s = hbd_barrier_sub_tag(coll) - 100, seq = (uint32_t)(coll & HBD_BARRIER_SUB_SEQ_MAX);
-    (void)arg;
     if (s < NMANY && seq >= 1 && seq <= 3)
-        many_ok[s][d->self][seq - 1] += status == 0 ? 1 : 100;
+        ok[s][d->self][seq - 1] += status == 0 ? 1 : 100;
 }
 
 static void test_barrier_subset_many(void)
@@ -524,7 +524,8 @@ static void test_barrier_subset_many(void)
     fk_cluster_t c;
     uint8_t all[FK_MAX], member[NMANY][FK_MAX];
     char err[256] = "";
-    memset(many_ok, 0, sizeof(many_ok));
+    int(*many_ok)[FK_MAX][3] = calloc(1, sizeof(many_res_t));
+    CU_ASSERT_FATAL(many_ok != NULL);
     CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 31) == 0);
     memset(all, 1, sizeof(all));
     for (uint32_t i = 0; i < c.n; i++)
@@ -539,9 +540,9 @@ static void test_barrier_subset_many(void)
                 continue; /* the third round: a few, long after their engines went idle */
             for (uint32_t i = 0; i < c.n; i++)
                 if (member[s][i])
-                    CU_ASSERT_EQUAL(
-                        hbd_barrier_sub_start(&c.d[i], 1, 100 + s, member[s], seq, many_cb, NULL),
-                        0);
+                    CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[i], 1, 100 + s, member[s], seq,
+                                                          many_cb, many_ok),
+                                    0);
             fk_run(&c, 100000);
         }
     for (uint32_t s = 0; s < NMANY; s++)
@@ -552,6 +553,7 @@ static void test_barrier_subset_many(void)
     for (uint32_t i = 0; i < c.n; i++)
         hbd_barrier_job_close(&c.d[i], 1);
     fk_cluster_fini(&c);
+    free(many_ok);
 }
 
 /* ---- fence ------------------------------------------------------------------------------ */
