@@ -63,6 +63,7 @@ static void yield_arm(hbd_t *d);
 typedef struct hbd_req {
     uint64_t coll;
     uint64_t t0;
+    int timed_out; /* its TIMEOUT went to hier */
     hbd_reply_t *conn;
     hbd_barrier_cb_t cb; /* instead of a reply to conn (hbd_barrier_start) */
     void *cb_arg;
@@ -863,11 +864,11 @@ static int tick(hbd_t *d, uint64_t now)
         return 0;
     for (hbd_bar_t *B = b->bars; B != NULL && to_ms > 0; B = B->next)
         for (hbd_req_t *r = B->reqs; r != NULL; r = r->next)
-            if (now - r->t0 > (uint64_t)to_ms * 1000000ull) {
+            if (!r->timed_out && now - r->t0 > (uint64_t)to_ms * 1000000ull) {
                 hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .job = B->job, .coll_id = r->coll};
                 hb_log_warn("job %" PRIu32 ": barrier %" PRIu64 " timed out after %" PRIu32 " ms",
                             B->job, r->coll, to_ms);
-                r->t0 = UINT64_MAX / 2; /* once */
+                r->timed_out = 1; /* once (a t0 far ahead wrapped around: every tick again) */
                 push(d, &ev);
             }
     int closing = 0;
