@@ -315,6 +315,14 @@ static void hier_advance(hb_hier_t *h, hier_coll_t *c, hb_hier_act_t *acts, size
     }
 }
 
+int hb_hier_idle(const hb_hier_t *h)
+{
+    for (size_t s = 0; h != NULL && s < h->n_slots; s++)
+        if (h->slots[s].used)
+            return 0;
+    return h != NULL;
+}
+
 /* Oldest collective still holding its sync number here (in flight or failed), or next. */
 static uint64_t hier_low(const hb_hier_t *h)
 {

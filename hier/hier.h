@@ -172,6 +172,11 @@ int hb_hier_step(hb_hier_t *h, const hb_hier_ev_t *ev, hb_hier_act_t *acts, size
 
 void hb_hier_stats(const hb_hier_t *h, hb_hier_stats_t *stats_p);
 
+/* 1 when nothing is in flight here: no collective arrived at and not finished, none failed
+ * (holding its sync number), no message kept for one not arrived at yet; then an engine can be
+ * replaced by a new one with first_coll = the next id without losing anything. 0 otherwise. */
+int hb_hier_idle(const hb_hier_t *h);
+
 /* This node's role in words, e.g. "scmd inter-level Center" (static string). */
 const char *hb_hier_role(const hb_hier_t *h);
 /* Its role and program, one step per line ("  scmd I1  wait NOTIFY from n4"), into buf;

@@ -4,7 +4,8 @@
 # running libhibar's barrier, split-phase and subset barriers, scatter and gather with the data
 # checked (hibar-example), beside PMIx fences with data from a raw PMIx client; a job whose
 # nodes hold no Center of their chassis; a job on one node; 16 jobs at once; short jobs in a
-# row and 8 at once with nothing left behind; hibar-cluster jobs; placement errors.
+# row and 8 at once with nothing left behind; hibar-cluster jobs; placement errors; libhibar's
+# subset barriers across nodes on many rank sets at once, beside whole barriers (xsub_check).
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 TEST_TAG=js
@@ -12,11 +13,15 @@ HIBAR_TEST_CONFIG=$src/examples/local.yaml
 hb_use_cluster
 EX="$bld/examples/hibar-example"
 FC="$bld/tests/fence_client"
-[ -x "$EX" ] && [ -x "$FC" ] || { echo "SKIP: hibar-example or fence_client not built"; exit 77; }
+XS="$bld/tests/xsub_check"
+[ -x "$EX" ] && [ -x "$FC" ] && [ -x "$XS" ] ||
+    { echo "SKIP: hibar-example, fence_client or xsub_check not built"; exit 77; }
 cp "$EX" "$TMP/hibar-example"
 cp "$FC" "$TMP/fence_client"
+cp "$XS" "$TMP/xsub_check"
 EX="$TMP/hibar-example"
 FC="$TMP/fence_client"
+XS="$TMP/xsub_check"
 up
 ROOT_STATS() { cl ctl n00 jobs; }
 
@@ -91,6 +96,22 @@ wait_job "$p1" nc
 wait_job "$p2" one
 example_ok nc
 example_ok one
+
+# --- subset barriers across nodes (each rank set on its own engine): 8 rank sets, overlapping
+# and disjoint, their barriers overlapped with one another and with whole barriers, in a job on
+# every chassis (2 ranks per node) beside a second one on the other nodes; a counter per set in
+# a file both map checks that every release came after the last member's arrival
+for x in xs1 xs2; do truncate -s 72 "$TMP/$x.cnt"; done
+job xs1 -H 'n[01-02],n04,n07,n[10-11]' -n 12 "$XS" --shm "$TMP/xs1.cnt" --rounds 150 --seed 3
+p1=$JOB_PID
+job xs2 -H 'n00,n03,n05,n06,n08,n09' -n 6 "$XS" --shm "$TMP/xs2.cnt" --rounds 150 --seed 4
+p2=$JOB_PID
+wait_job "$p1" xs1
+wait_job "$p2" xs2
+grep -q "^xsub_check: ok [0-9]* subset barriers .* whole barriers on 12 ranks" "$TMP/xs1.out" ||
+    fail "xs1: no success line"
+grep -q "^xsub_check: ok .* on 6 ranks" "$TMP/xs2.out" || fail "xs2: no success line"
+cat "$TMP/xs1.out" "$TMP/xs2.out"
 
 # --- 16 jobs at once, on one or two nodes each
 pids=()

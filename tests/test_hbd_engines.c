@@ -58,17 +58,21 @@ static void bar_arrive_all(fk_cluster_t *c, bar_res_t *r, uint32_t nb, uint32_t 
     }
 }
 
+/* Cluster shapes the barrier tests run on: chassis, nodes per chassis, fanout. */
+static const uint32_t bar_shapes[][3] = {{1, 2, 2}, {4, 1, 2}, {3, 3, 2},
+                                         {5, 2, 3}, {2, 4, 0}, {1, 5, 2}};
+#define N_SHAPES (sizeof(bar_shapes) / sizeof(bar_shapes[0]))
+
 /* Barriers complete exactly once everywhere, whatever the delivery order and topology. */
 static void test_barrier_complete(void)
 {
-    static const uint32_t shapes[][3] = {{1, 2, 2}, {4, 1, 2}, {3, 3, 2}, {5, 2, 3}, {2, 4, 0}};
-    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+    for (size_t s = 0; s < N_SHAPES; s++)
         for (uint64_t seed = 1; seed <= 5; seed++) {
             fk_cluster_t c;
             bar_res_t *r = calloc(1, sizeof(*r));
             CU_ASSERT_FATAL(r != NULL);
-            CU_ASSERT_FATAL(
-                fk_cluster_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], 30000, seed) == 0);
+            CU_ASSERT_FATAL(fk_cluster_init(&c, bar_shapes[s][0], bar_shapes[s][1],
+                                            bar_shapes[s][2], 30000, seed) == 0);
             bar_arrive_all(&c, r, NB, UINT32_MAX);
             fk_run(&c, 100000);
             for (uint32_t i = 0; i < c.n; i++)
@@ -308,6 +312,248 @@ static void test_barrier_peer_lost(void)
         fk_cluster_fini(&c);
         free(r);
     }
+}
+
+/* ---- subset barriers across nodes: an engine per rank set (hbd_barrier_sub_start) ---- */
+
+#define NS 4 /* rank sets per run */
+
+typedef struct sub_res {
+    int calls[NS][FK_MAX][NB];
+    int status[NS][FK_MAX][NB];
+    uint32_t tag[NS];
+} sub_res_t;
+
+static void sub_cb(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    sub_res_t *r = arg;
+    uint32_t seq = (uint32_t)(coll & HBD_BARRIER_SUB_SEQ_MAX);
+    for (uint32_t s = 0; s < NS; s++)
+        if (hbd_barrier_sub_tag(coll) == r->tag[s] && seq >= 1 && seq <= NB) {
+            r->calls[s][d->self][seq - 1]++;
+            r->status[s][d->self][seq - 1] = status;
+        }
+}
+
+/* Node set s of a run: a seeded pick of 2..n nodes (set 0: every other node). */
+static void sub_pick(uint32_t n, uint32_t s, uint64_t seed, uint8_t member[FK_MAX])
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + s * 0xBF58476D1CE4E5B9ull + 1;
+    uint32_t k = 0;
+    memset(member, 0, FK_MAX);
+    for (uint32_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        member[i] = s == 0 ? i % 2 == 0 : (x >> 11) % 3 != 0;
+        k += member[i];
+    }
+    for (uint32_t i = 0; k < 2 && i < n; i++)
+        if (!member[i]) {
+            member[i] = 1;
+            k++;
+        }
+}
+
+/* Subset barriers over several topologies: NS overlapping node sets of one job on every node,
+ * NB barriers each, interleaved with the job's whole barriers and one another, delivered in a
+ * seeded random order: each completes once on its members only, never before the last member
+ * arrived. */
+static void test_barrier_subsets(void)
+{
+    for (size_t sh = 0; sh < N_SHAPES; sh++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            fk_cluster_t c;
+            sub_res_t *r = calloc(1, sizeof(*r));
+            bar_res_t *w = calloc(1, sizeof(*w));
+            uint8_t member[NS][FK_MAX], all[FK_MAX];
+            char err[256] = "";
+            CU_ASSERT_FATAL(r != NULL && w != NULL);
+            CU_ASSERT_FATAL(fk_cluster_init(&c, bar_shapes[sh][0], bar_shapes[sh][1],
+                                            bar_shapes[sh][2], 30000, seed) == 0);
+            memset(all, 1, sizeof(all));
+            for (uint32_t i = 0; i < c.n; i++)
+                CU_ASSERT_EQUAL(
+                    hbd_barrier_job_open(&c.d[i], 1, all, HBD_SYNC_JOB_FIRST, 1, err, sizeof(err)),
+                    0);
+            for (uint32_t s = 0; s < NS; s++) {
+                sub_pick(c.n, s, seed, member[s]);
+                r->tag[s] = 0x5ab0000u + s;
+            }
+            /* set 0's first barrier: every member but the last arrives, nothing completes */
+            uint32_t last = 0;
+            for (uint32_t i = 0; i < c.n; i++)
+                last = member[0][i] ? i : last;
+            for (uint32_t i = 0; i < last; i++)
+                if (member[0][i])
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, r->tag[0], member[0], 1, sub_cb, r), 0);
+            fk_run(&c, 100000);
+            for (uint32_t i = 0; i < c.n; i++)
+                CU_ASSERT_EQUAL(r->calls[0][i][0], 0);
+            CU_ASSERT_EQUAL(
+                hbd_barrier_sub_start(&c.d[last], 1, r->tag[0], member[0], 1, sub_cb, r), 0);
+            for (uint32_t k = 0; k < NB; k++) {
+                for (uint32_t i = 0; i < c.n; i++) {
+                    CU_ASSERT_EQUAL(hbd_barrier_start(&c.d[i], 1, k, bar_cb, w), 0);
+                    /* the sets in another order on every node */
+                    for (uint32_t t = 0; t < NS; t++) {
+                        uint32_t s = (t + i) % NS;
+                        if (member[s][i] && (s != 0 || k > 0))
+                            CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[i], 1, r->tag[s], member[s],
+                                                                  k + 1, sub_cb, r),
+                                            0);
+                    }
+                    fk_step(&c);
+                }
+                fk_run(&c, 5);
+            }
+            fk_run(&c, 1000000);
+            for (uint32_t i = 0; i < c.n; i++) {
+                for (uint32_t k = 0; k < NB; k++) {
+                    CU_ASSERT_EQUAL(w->calls[i][k], 1);
+                    CU_ASSERT_EQUAL(w->status[i][k], 0);
+                    for (uint32_t s = 0; s < NS; s++) {
+                        CU_ASSERT_EQUAL(r->calls[s][i][k], member[s][i]);
+                        CU_ASSERT_EQUAL(r->status[s][i][k], 0);
+                    }
+                }
+                CU_ASSERT_EQUAL(hbd_barrier_in_flight(&c.d[i]), 0);
+            }
+            /* a tag already naming another node set or rank set here is refused; so is a seq
+             * gone by */
+            uint64_t other = r->tag[1] ^ 0x100000001ull; /* another key, the same tag */
+            for (uint32_t i = 0; i < c.n; i++)
+                if (member[1][i] && memcmp(member[1], member[2], c.n) != 0 && member[2][i]) {
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, r->tag[1], member[2], NB + 1, sub_cb, r),
+                        HIBAR_ERR_MISMATCH);
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, other, member[1], NB + 1, sub_cb, r),
+                        HIBAR_ERR_MISMATCH);
+                    CU_ASSERT_EQUAL(
+                        hbd_barrier_sub_start(&c.d[i], 1, r->tag[1], member[1], 1, sub_cb, r),
+                        HIBAR_ERR_BUSY);
+                }
+            for (uint32_t i = 0; i < c.n; i++) {
+                hbd_barrier_job_close(&c.d[i], 1);
+                hbd_barrier_job_drain(&c.d[i], 1, 0);
+            }
+            fk_cluster_fini(&c);
+            free(r);
+            free(w);
+        }
+}
+
+/* A member node crashes in the middle of a subset barrier: once it is found lost, the other
+ * members' barrier fails with PEER_LOST, once; a subset engine without it goes on; the job's
+ * new subset barriers are refused. Without an engine for the job, NOT_FOUND. */
+static void test_barrier_subset_lost(void)
+{
+    fk_cluster_t c;
+    sub_res_t *r = calloc(1, sizeof(*r));
+    uint8_t all[FK_MAX], with[FK_MAX] = {0}, without[FK_MAX] = {0};
+    char err[256] = "";
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 21) == 0);
+    memset(all, 1, sizeof(all));
+    CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[0], 1, 7, all, 1, sub_cb, r), HIBAR_ERR_NOT_FOUND);
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(
+            hbd_barrier_job_open(&c.d[i], 1, all, HBD_SYNC_JOB_FIRST, 1, err, sizeof(err)), 0);
+    static const uint32_t a[] = {1, 4, 5, 7}, b[] = {0, 2, 3};
+    for (uint32_t i = 0; i < 4; i++)
+        with[a[i]] = 1;
+    for (uint32_t i = 0; i < 3; i++)
+        without[b[i]] = 1;
+    r->tag[0] = 11;
+    r->tag[1] = 12;
+    /* the subset without the victim (node 5) opens first and stays open */
+    for (uint32_t i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[b[i]], 1, 12, without, 1, sub_cb, r), 0);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 4; i++)
+        if (a[i] != 5)
+            CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[a[i]], 1, 11, with, 1, sub_cb, r), 0);
+    for (uint32_t i = 0; i < 2; i++) /* the other subset's second barrier in flight */
+        CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[b[i]], 1, 12, without, 2, sub_cb, r), 0);
+    fk_run(&c, 100000);
+    fk_kill(&c, 5);
+    fk_lose(&c, 5);
+    fk_run(&c, 100000);
+    for (uint32_t i = 0; i < 4; i++) {
+        if (a[i] == 5)
+            continue;
+        CU_ASSERT_EQUAL(r->calls[0][a[i]][0], 1);
+        CU_ASSERT_EQUAL(r->status[0][a[i]][0], HIBAR_ERR_PEER_LOST);
+        CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[a[i]], 1, 11, with, 2, sub_cb, r),
+                        HIBAR_ERR_PEER_LOST);
+    }
+    CU_ASSERT_EQUAL(r->calls[1][b[0]][0], 1);
+    CU_ASSERT_EQUAL(r->status[1][b[0]][0], 0);
+    /* the engine without the lost node finishes what it has in flight */
+    CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[b[2]], 1, 12, without, 2, sub_cb, r),
+                    HIBAR_ERR_PEER_LOST); /* a new one: the job has lost a node */
+    CU_ASSERT_EQUAL(r->calls[1][b[0]][1], 0);
+    for (uint32_t i = 0; i < 3; i++)
+        hbd_barrier_job_close(&c.d[b[i]], 1);
+    for (uint32_t i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(r->calls[1][b[i]][1], 1);
+        CU_ASSERT_EQUAL(r->status[1][b[i]][1], HIBAR_ERR_UNAVAIL);
+    }
+    fk_cluster_fini(&c);
+    free(r);
+}
+
+/* Many rank sets, more than a job keeps engines of (node 0 is in all 80): the idle ones go and
+ * open again where their count stood; every barrier of every set completes once on its
+ * members. */
+#define NMANY 80
+typedef int many_res_t[NMANY][FK_MAX][3];
+
+static void many_cb(hbd_t *d, uint64_t coll, int status, void *arg)
+{
+    int(*ok)[FK_MAX][3] = arg;
+    uint32_t s = hbd_barrier_sub_tag(coll) - 100, seq = (uint32_t)(coll & HBD_BARRIER_SUB_SEQ_MAX);
+    if (s < NMANY && seq >= 1 && seq <= 3)
+        ok[s][d->self][seq - 1] += status == 0 ? 1 : 100;
+}
+
+static void test_barrier_subset_many(void)
+{
+    fk_cluster_t c;
+    uint8_t all[FK_MAX], member[NMANY][FK_MAX];
+    char err[256] = "";
+    int(*many_ok)[FK_MAX][3] = calloc(1, sizeof(many_res_t));
+    CU_ASSERT_FATAL(many_ok != NULL);
+    CU_ASSERT_FATAL(fk_cluster_init(&c, 3, 3, 2, 30000, 31) == 0);
+    memset(all, 1, sizeof(all));
+    for (uint32_t i = 0; i < c.n; i++)
+        CU_ASSERT_EQUAL(
+            hbd_barrier_job_open(&c.d[i], 1, all, HBD_SYNC_JOB_FIRST, 1, err, sizeof(err)), 0);
+    for (uint32_t s = 0; s < NMANY; s++)
+        for (uint32_t i = 0; i < c.n; i++)
+            member[s][i] = i == 0 || i == 1 + s % (c.n - 1) || i == 1 + (s * 7) % (c.n - 1);
+    for (uint32_t seq = 1; seq <= 3; seq++)
+        for (uint32_t s = 0; s < NMANY; s++) {
+            if (seq == 3 && s % 8 != 0)
+                continue; /* the third round: a few, long after their engines went idle */
+            for (uint32_t i = 0; i < c.n; i++)
+                if (member[s][i])
+                    CU_ASSERT_EQUAL(hbd_barrier_sub_start(&c.d[i], 1, 100 + s, member[s], seq,
+                                                          many_cb, many_ok),
+                                    0);
+            fk_run(&c, 100000);
+        }
+    for (uint32_t s = 0; s < NMANY; s++)
+        for (uint32_t i = 0; i < c.n; i++)
+            for (uint32_t seq = 1; seq <= 3; seq++)
+                CU_ASSERT_EQUAL(many_ok[s][i][seq - 1],
+                                member[s][i] && (seq < 3 || s % 8 == 0) ? 1 : 0);
+    for (uint32_t i = 0; i < c.n; i++)
+        hbd_barrier_job_close(&c.d[i], 1);
+    fk_cluster_fini(&c);
+    free(many_ok);
 }
 
 /* ---- fence ------------------------------------------------------------------------------ */
@@ -795,6 +1041,9 @@ int main(void)
         !CU_add_test(b, "duplicates", test_barrier_duplicates) ||
         !CU_add_test(b, "timeout", test_barrier_timeout) ||
         !CU_add_test(b, "peer lost", test_barrier_peer_lost) ||
+        !CU_add_test(b, "subsets", test_barrier_subsets) ||
+        !CU_add_test(b, "subset member lost", test_barrier_subset_lost) ||
+        !CU_add_test(b, "many subsets", test_barrier_subset_many) ||
         !CU_add_test(f, "tree", test_fence_tree) || !CU_add_test(f, "subset", test_fence_subset) ||
         !CU_add_test(f, "timeout", test_fence_timeout) ||
         !CU_add_test(f, "peer lost", test_fence_peer_lost))

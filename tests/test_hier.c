@@ -661,6 +661,38 @@ static void test_early(void)
     hb_topo_free(t);
 }
 
+/* hb_hier_idle: nothing in flight and nothing kept (one-node chassis, the tree protocol: a
+ * subset barrier's engine in hibard). A message kept for a collective not arrived at yet, and
+ * one arrived at and not finished, keep an engine busy; finished ones do not. */
+static void test_idle(void)
+{
+    hb_topo_t *t = mk_topo(4, 1, 2);
+    hb_hier_cfg_t cfg;
+    hb_hier_local_t *l = NULL;
+    uint32_t nd;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    hb_hier_cfg_init(&cfg);
+    cfg.protocol = HB_HIER_TREE;
+    cfg.first_coll = 5;
+    CU_ASSERT_EQUAL_FATAL(hb_hier_local_create(t, &cfg, &l), 0);
+    CU_ASSERT(!hb_hier_idle(NULL));
+    for (nd = 0; nd < t->n_nodes; nd++)
+        CU_ASSERT(hb_hier_idle(hb_hier_local_engine(l, nd)));
+    /* every node but the root (node 0) arrives: their DONEs wait at the root, kept */
+    for (nd = 1; nd < t->n_nodes; nd++)
+        CU_ASSERT_EQUAL(hb_hier_local_arrive(l, nd, 5), 0);
+    hb_hier_local_run(l, HB_HIER_LOCAL_FIFO, 100000);
+    for (nd = 0; nd < t->n_nodes; nd++)
+        CU_ASSERT(!hb_hier_idle(hb_hier_local_engine(l, nd)));
+    CU_ASSERT_EQUAL(hb_hier_local_arrive(l, 0, 5), 0);
+    hb_hier_local_run(l, HB_HIER_LOCAL_FIFO, 100000);
+    for (nd = 0; nd < t->n_nodes; nd++)
+        CU_ASSERT(hb_hier_idle(hb_hier_local_engine(l, nd)));
+    hb_hier_local_destroy(l);
+    hb_topo_free(t);
+}
+
 /* Modeled time: one node arriving at t = 1000 holds everyone until then. */
 static void test_late_time(void)
 {
@@ -1229,6 +1261,7 @@ int main(void)
         !CU_add_test(s, "sync numbers and barriers per chassis", test_sync_numbers) ||
         !CU_add_test(s, "the last arrival holds everyone", test_last_holds) ||
         !CU_add_test(s, "early messages", test_early) ||
+        !CU_add_test(s, "idle: nothing in flight or kept", test_idle) ||
         !CU_add_test(s, "window of collectives in flight", test_window) ||
         !CU_add_test(s, "modeled time: a late node holds everyone", test_late_time) ||
         !CU_add_test(s, "duplicated and replayed messages", test_duplicates) ||

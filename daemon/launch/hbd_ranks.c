@@ -91,7 +91,7 @@ typedef struct hbd_ranks_job {
 } hbd_ranks_job_t;
 
 /* A subset barrier across nodes, as this node sees it: its local members' arrivals, then a
- * subset fence among the nodes hosting members. */
+ * barrier of the set's engine among the nodes hosting members (hbd_barrier_sub_start). */
 typedef struct hbd_xsub {
     struct hbd_xsub *next;
     hbd_ranks_job_t *rj; /* NULL once the job is gone */
@@ -102,6 +102,7 @@ typedef struct hbd_xsub {
     uint8_t *arrived; /* [n_local] */
     uint32_t n_arrived, n_expect;
     int status; /* a member disagreed: HB_ERR_MISMATCH */
+    int ready;  /* every local member arrived: runs once the ring is drained (doorbell_cb) */
 } hbd_xsub_t;
 
 /* One epoch in flight. Outlives its job if need be (rj NULL): the engines call back later. */
@@ -1049,15 +1050,15 @@ static void xsub_finish(hbd_xsub_t *x, int status)
     xsub_free(x);
 }
 
-static void xsub_fence_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
+static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
 {
     (void)d;
-    (void)len;
-    free(data);
+    (void)coll;
     xsub_finish(arg, status);
 }
 
-/* Every local member has arrived: a subset fence among the members' nodes. */
+/* Every local member has arrived: a barrier of the set's engine among the members' nodes
+ * (named by the set's hash: every node of the set computes the same). */
 static void xsub_run(hbd_xsub_t *x)
 {
     hbd_job_t *j = x->rj->j;
@@ -1068,32 +1069,24 @@ static void xsub_run(hbd_xsub_t *x)
     }
     uint32_t n_nodes = d->topo->n_nodes, nn = 0;
     uint8_t *on = calloc(n_nodes, 1);
-    uint32_t *nodes = malloc(n_nodes * sizeof(uint32_t));
-    if (on == NULL || nodes == NULL) {
-        free(on);
-        free(nodes);
+    if (on == NULL) {
         xsub_finish(x, HB_ERR_NOMEM);
         return;
     }
-    for (uint32_t i = 0; i < x->n; i++)
+    for (uint32_t i = 0; i < x->n; i++) {
+        nn += !on[j->spec->map[x->set[i]]];
         on[j->spec->map[x->set[i]]] = 1;
-    for (uint32_t w = 0; w < n_nodes; w++)
-        if (on[w])
-            nodes[nn++] = w;
-    free(on);
+    }
     if (nn == 1) { /* every member is here and has arrived */
-        free(nodes);
+        free(on);
         xsub_finish(x, 0);
         return;
     }
-    /* its own id space: the subset bit without the top bit (PMIx fences set it) */
-    uint64_t h = x->hash ^ (j->spec->id * 0x9E3779B97F4A7C15ull);
-    uint64_t id = HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) | (x->seq & 0xffffffu);
-    hb_log_debug("job %s: subset barrier of %" PRIu32 " ranks on %" PRIu32
-                 " nodes, fence %#" PRIx64,
-                 j->nspace, x->n, nn, id);
-    int rc = hbd_fence_start(d, id, nodes, nn, 0, NULL, 0, xsub_fence_done, x);
-    free(nodes);
+    hb_log_debug("job %s: subset barrier %" PRIu32 " of %" PRIu32 " ranks on %" PRIu32
+                 " nodes, set %#" PRIx64,
+                 j->nspace, x->seq, x->n, nn, x->hash);
+    int rc = hbd_barrier_sub_start(d, j->spec->jobno, x->hash, on, x->seq, xsub_barrier_done, x);
+    free(on);
     if (rc != 0)
         xsub_finish(x, rc);
 }
@@ -1167,8 +1160,7 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
     hb_log_debug("job %s: subset %#" PRIx64 "/%" PRIu32 ": local rank %" PRIu32 " arrived (%" PRIu32
                  " of %" PRIu32 ")",
                  j->nspace, hash, seq, lr, x->n_arrived + 1, x->n_expect);
-    if (++x->n_arrived == x->n_expect)
-        xsub_run(x);
+    x->ready = ++x->n_arrived == x->n_expect;
 }
 
 static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
@@ -1181,6 +1173,18 @@ static void doorbell_cb(evutil_socket_t fd, short what, void *arg)
     hbd_poll_kick(rj->j->d);
     if (hb_seg_drain(&rj->seg, &epoch, xsub_desc, rj) != 0)
         hb_log_warn("job %s: a rank's descriptor ring is corrupt", rj->j->nspace);
+    /* Subset barriers whose local members all arrived run only now: one may complete at once
+     * (its other nodes were there first) and release its ranks, whose next barrier arrival
+     * must not meet a drain that read node_arrived before it (hb_seg_drain would drop it). */
+    for (hbd_xsub_t *x = rj->subs; x != NULL;) {
+        if (!x->ready) {
+            x = x->next;
+            continue;
+        }
+        x->ready = 0;
+        xsub_run(x); /* may free x and others' completions may not: start over */
+        x = rj->subs;
+    }
     if (epoch > rj->last_epoch) {
         rj->last_epoch = epoch;
         xop_start(rj, epoch);

@@ -55,12 +55,15 @@ _Static_assert(HB_HWB_NSYNC == 16, "hbd_barrier_job_counts takes 16 counts");
 #define HBD_EARLY_MAX 4096
 #define HBD_EARLY_TTL_MS 60000
 #define HBD_CLOSED_RING 64
+#define HBD_SUB_NSYNC 4 /* a subset engine's collectives in flight per node (hier's window) */
+#define HBD_SUB_KEEP 32 /* subset engines a job keeps here; idle ones beyond go (sub_evict) */
 
 static void yield_arm(hbd_t *d);
 
 typedef struct hbd_req {
     uint64_t coll;
     uint64_t t0;
+    int timed_out; /* its TIMEOUT went to hier */
     hbd_reply_t *conn;
     hbd_barrier_cb_t cb; /* instead of a reply to conn (hbd_barrier_start) */
     void *cb_arg;
@@ -97,6 +100,10 @@ typedef struct hbd_bar {
     uint32_t arrivals[HB_HWB_NSYNC]; /* chassis rounds this node arrived at, per sync number */
     int closing, verdict;
     int broken; /* one of its nodes is lost (on_lost): new barriers fail at once */
+    int sub;    /* a subset engine (hbd_barrier_sub_start): chassis rounds in software */
+    uint32_t tag;     /* a subset engine's tag (its collective ids carry it) */
+    uint64_t key;     /* and its rank set's whole hash (hbd_barrier_sub_start) */
+    uint64_t used_ns; /* a subset engine's last barrier start (which idle one goes first) */
     uint64_t close_ns;
     struct hbd_bar *next;
 } hbd_bar_t;
@@ -118,6 +125,12 @@ typedef struct hbd_barrier_state {
     hb_hier_stats_t gone; /* counters of the engines closed */
     hbd_timer_t *retry;   /* the send queues' retry (1 ms) */
     hbd_timer_t *purge;   /* the kept messages' expiry: its own timer, never holding a send back */
+    hb_topo_t *solo;      /* the subset engines' shape: every node a chassis of its own (lazy) */
+    struct hbd_sub_rec {  /* subset engines that went idle: where their count stands */
+        uint32_t job;
+        uint64_t key, next_seq;
+    } * recs;
+    uint32_t n_recs, cap_recs;
     struct event *ev_yield; /* zero timer: the yield stage */
     uint64_t yield_t0;      /* last arrival (its yield stage runs from there) */
     int armed;              /* the fd was armed since the last arrival or wake-up */
@@ -145,7 +158,19 @@ static int bar_has(const hbd_t *d, const hbd_bar_t *B, uint32_t n)
 static hbd_bar_t *bar_find(const hbd_barrier_state_t *b, uint32_t job)
 {
     for (hbd_bar_t *B = b != NULL ? b->bars : NULL; B != NULL; B = B->next)
-        if (B->job == job)
+        if (B->job == job && !B->sub)
+            return B;
+    return NULL;
+}
+
+/* The engine of collective coll of job `job`: a subset engine's ids have HBD_BARRIER_SUB_BIT
+ * and its tag, the others' not. */
+static hbd_bar_t *bar_find_coll(const hbd_barrier_state_t *b, uint32_t job, uint64_t coll)
+{
+    if (!(coll & HBD_BARRIER_SUB_BIT))
+        return bar_find(b, job);
+    for (hbd_bar_t *B = b != NULL ? b->bars : NULL; B != NULL; B = B->next)
+        if (B->job == job && B->sub && B->tag == hbd_barrier_sub_tag(coll))
             return B;
     return NULL;
 }
@@ -335,6 +360,14 @@ static void exec_act(hbd_t *d, hbd_bar_t *B, const hb_hier_act_t *a)
         break;
     }
     case HB_HIER_ACT_HWB_ARRIVE: {
+        if (B->sub) { /* a chassis of one node: the round is over as it starts */
+            hb_hier_ev_t ev = {.kind = HB_HIER_EV_HWB_DONE,
+                               .job = B->job,
+                               .coll_id = a->coll_id,
+                               .sync_no = a->sync_no};
+            push(d, &ev);
+            break;
+        }
         int rc = d->hwb ? hb_hwb_arrive(d->hwb, a->sync_no, a->mask) : HB_ERR_UNAVAIL;
         hb_log_debug("job %" PRIu32 " coll %" PRIu64 ": %s: chassis barrier sync %" PRIu32
                      " mask %#" PRIx32,
@@ -393,7 +426,7 @@ static void tib_check(hbd_t *d);
 static void tib_done(hbd_t *d, int rc);
 static void bar_free(hbd_t *d, hbd_bar_t *B);
 static int bar_new(hbd_t *d, uint32_t job, hb_topo_t *view, uint32_t sync_base, uint32_t n_sync,
-                   hbd_bar_t **B_p);
+                   uint64_t first_coll, hbd_bar_t **B_p);
 
 /* A closing engine whose drain the origin decided and whose chassis rounds all ended goes. */
 static void drain_check(hbd_t *d, hbd_bar_t *B)
@@ -426,7 +459,7 @@ static void drain(hbd_t *d)
                 b->draining = 1;
                 continue;
             }
-            hbd_bar_t *B = bar_find(b, ev.job);
+            hbd_bar_t *B = bar_find_coll(b, ev.job, ev.coll_id);
             if (B == NULL) /* the job closed meanwhile */
                 continue;
             if (B->closing) { /* a drain round ended (or a late event): maybe the last one */
@@ -697,8 +730,8 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
                        .data = m->len > 4 ? m->payload + 4 : NULL,
                        .len = m->len - 4};
     b->active_t0 = hb_time_now_ns();
-    hbd_bar_t *B = bar_find(b, m->job);
-    if (B != NULL && B->closing) {
+    hbd_bar_t *B = bar_find_coll(b, m->job, m->coll_id), *J = bar_find(b, m->job);
+    if ((B != NULL && B->closing) || (B == NULL && J != NULL && J->closing)) {
         b->drop_job++; /* for a job that ended here */
         return;
     }
@@ -836,7 +869,7 @@ static void on_join(hbd_t *d, uint32_t node, uint64_t inc)
         return;
     fail_all(d, B, HB_ERR_PEER_LOST);
     bar_free(d, B);
-    if (bar_new(d, 0, NULL, 0, HBD_CLUSTER_NSYNC, &N) != 0) {
+    if (bar_new(d, 0, NULL, 0, HBD_CLUSTER_NSYNC, 0, &N) != 0) {
         hb_log_error("cannot make the cluster's barrier engine again: cluster barriers fail");
         return;
     }
@@ -859,11 +892,11 @@ static int tick(hbd_t *d, uint64_t now)
         return 0;
     for (hbd_bar_t *B = b->bars; B != NULL && to_ms > 0; B = B->next)
         for (hbd_req_t *r = B->reqs; r != NULL; r = r->next)
-            if (now - r->t0 > (uint64_t)to_ms * 1000000ull) {
+            if (!r->timed_out && now - r->t0 > (uint64_t)to_ms * 1000000ull) {
                 hb_hier_ev_t ev = {.kind = HB_HIER_EV_TIMEOUT, .job = B->job, .coll_id = r->coll};
                 hb_log_warn("job %" PRIu32 ": barrier %" PRIu64 " timed out after %" PRIu32 " ms",
                             B->job, r->coll, to_ms);
-                r->t0 = UINT64_MAX / 2; /* once */
+                r->timed_out = 1; /* once (a t0 far ahead wrapped around: every tick again) */
                 push(d, &ev);
             }
     int closing = 0;
@@ -936,13 +969,14 @@ uint32_t hbd_barrier_n_jobs(const hbd_t *d)
 {
     uint32_t n = 0;
     for (hbd_bar_t *B = d->bar != NULL ? d->bar->bars : NULL; B != NULL; B = B->next)
-        n += B->job != 0;
+        n += B->job != 0 && !B->sub;
     return n;
 }
 
-/* Create an engine (the cluster's when view is NULL). */
+/* Create an engine (the cluster's when view is NULL; a subset engine when first_coll has
+ * HBD_BARRIER_SUB_BIT: the tree protocol, its ids from first_coll). */
 static int bar_new(hbd_t *d, uint32_t job, hb_topo_t *view, uint32_t sync_base, uint32_t n_sync,
-                   hbd_bar_t **B_p)
+                   uint64_t first_coll, hbd_bar_t **B_p)
 {
     hbd_barrier_state_t *b = d->bar;
     hb_hier_cfg_t hc;
@@ -955,6 +989,9 @@ static int bar_new(hbd_t *d, uint32_t job, hb_topo_t *view, uint32_t sync_base, 
     hc.epoch = d->epoch;
     hc.sync_base = sync_base;
     hc.n_sync = n_sync;
+    hc.first_coll = first_coll;
+    if (first_coll & HBD_BARRIER_SUB_BIT)
+        hc.protocol = HB_HIER_TREE;
     int rc = hb_hier_create(view != NULL ? view : d->topo, d->self, &hc, &B->h);
     if (rc != 0) {
         free(B);
@@ -973,6 +1010,9 @@ static int bar_new(hbd_t *d, uint32_t job, hb_topo_t *view, uint32_t sync_base, 
     }
     B->job = job;
     B->view = view;
+    B->sub = (first_coll & HBD_BARRIER_SUB_BIT) != 0;
+    B->tag = B->sub ? hbd_barrier_sub_tag(first_coll) : 0;
+    B->next_coll = first_coll;
     B->next = b->bars;
     b->bars = B;
     *B_p = B;
@@ -995,8 +1035,8 @@ static void bar_free(hbd_t *d, hbd_bar_t *B)
         B->outq = o->next;
         free(o);
     }
-    /* its chassis rounds: nobody waits for them any more */
-    for (uint32_t k = 0; k < HB_HWB_NSYNC; k++)
+    /* its chassis rounds: nobody waits for them any more (a subset engine has none) */
+    for (uint32_t k = 0; k < HB_HWB_NSYNC && !B->sub; k++)
         if (b->pend[k].used && b->pend[k].job == B->job) {
             b->pend[k].used = 0;
             b->n_pend--;
@@ -1004,6 +1044,43 @@ static void bar_free(hbd_t *d, hbd_bar_t *B)
     hb_hier_destroy(B->h);
     hb_topo_free(B->view);
     free(B);
+}
+
+/* A new engine B over its view (members member[n_nodes]) joins in: broken if one of its
+ * nodes is lost already, its tree's links asked for (parent, child Centers: maybe no
+ * neighbours in the cluster's tree), and what came for it before it existed delivered. */
+static void bar_attach(hbd_t *d, hbd_bar_t *B, const uint8_t *member)
+{
+    hbd_barrier_state_t *b = d->bar;
+    const hb_topo_t *view = B->view;
+    for (uint32_t n = 0; d->lost && n < d->topo->n_nodes && !B->broken; n++)
+        B->broken = member[n] && hbd_node_lost(d, n); /* lost before it opened here */
+    const hb_topo_node_t *tn = &view->nodes[d->self];
+    if (tn->parent != HB_TOPO_NONE)
+        (void)hbd_net_link(d, tn->parent);
+    for (uint32_t i = 0; i < tn->n_children; i++)
+        (void)hbd_net_link(d, hb_topo_center_of(view, tn->children[i]));
+    int kept = 0;
+    for (hbd_hmsg_t **pp = &b->early; *pp != NULL;) {
+        hbd_hmsg_t *o = *pp;
+        if (o->job != B->job || bar_find_coll(b, o->job, o->coll) != B) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        b->n_early--;
+        hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
+                           .job = o->job,
+                           .coll_id = o->coll,
+                           .epoch = o->epoch,
+                           .from = o->from,
+                           .msg = o->msg};
+        push(d, &ev);
+        kept = 1;
+        free(o);
+    }
+    if (kept)
+        drain(d);
 }
 
 int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t sync_base,
@@ -1030,49 +1107,20 @@ int hbd_barrier_job_open(hbd_t *d, uint32_t job, const uint8_t *member, uint32_t
         snprintf(err, cap, "job %" PRIu32 ": %s", job, terr[0] ? terr : hb_status_str(rc));
         return rc;
     }
-    if ((rc = bar_new(d, job, view, sync_base, n_sync, &B)) != 0) {
+    if ((rc = bar_new(d, job, view, sync_base, n_sync, 0, &B)) != 0) {
         hb_topo_free(view);
         snprintf(err, cap, "job %" PRIu32 ": cannot create its barrier engine: %s", job,
                  hb_status_str(rc));
         return rc;
     }
-    for (uint32_t n = 0; d->lost && n < d->topo->n_nodes && !B->broken; n++)
-        B->broken = member[n] && hbd_node_lost(d, n); /* lost before it opened here */
     B->mask = view->chassis[view->nodes[d->self].chassis].mask;
     B->sync_base = sync_base;
     B->n_sync = n_sync;
-    /* its tree's links: parent, child Centers (maybe no neighbours in the cluster's tree) */
-    const hb_topo_node_t *tn = &view->nodes[d->self];
-    if (tn->parent != HB_TOPO_NONE)
-        (void)hbd_net_link(d, tn->parent);
-    for (uint32_t i = 0; i < tn->n_children; i++)
-        (void)hbd_net_link(d, hb_topo_center_of(view, tn->children[i]));
     hb_log_info("job %" PRIu32 ": barrier engine over %" PRIu32 " of %" PRIu32
                 " nodes, role %s, sync %" PRIu32 "..%" PRIu32,
                 job, view->n_members, view->n_nodes, hb_hier_role(B->h), sync_base,
                 sync_base + n_sync - 1);
-    /* what came for it before it existed */
-    int kept = 0;
-    for (hbd_hmsg_t **pp = &b->early; *pp != NULL;) {
-        hbd_hmsg_t *o = *pp;
-        if (o->job != job) {
-            pp = &o->next;
-            continue;
-        }
-        *pp = o->next;
-        b->n_early--;
-        hb_hier_ev_t ev = {.kind = HB_HIER_EV_MSG,
-                           .job = job,
-                           .coll_id = o->coll,
-                           .epoch = o->epoch,
-                           .from = o->from,
-                           .msg = o->msg};
-        push(d, &ev);
-        kept = 1;
-        free(o);
-    }
-    if (kept)
-        drain(d);
+    bar_attach(d, B, member);
     return 0;
 }
 
@@ -1092,6 +1140,20 @@ void hbd_barrier_job_close(hbd_t *d, uint32_t job)
     hbd_bar_t *B = job != 0 ? bar_find(b, job) : NULL;
     if (B == NULL || B->closing)
         return;
+    /* its subset engines go at once (their rounds are software, nothing to drain), and the
+     * records of those that went idle */
+    for (uint32_t i = 0; i < b->n_recs;)
+        if (b->recs[i].job == job)
+            b->recs[i] = b->recs[--b->n_recs];
+        else
+            i++;
+    for (hbd_bar_t *S = b->bars, *next; S != NULL; S = next) {
+        next = S->next;
+        if (S->sub && S->job == job) {
+            fail_all(d, S, HB_ERR_UNAVAIL);
+            bar_free(d, S);
+        }
+    }
     fail_all(d, B, HB_ERR_UNAVAIL);
     b->closed[b->closed_next++ % HBD_CLOSED_RING] = job;
     B->closing = 1;
@@ -1105,7 +1167,7 @@ uint32_t hbd_barrier_job_list(const hbd_t *d, uint32_t *jobs, uint32_t max)
     uint32_t k = 0;
     for (const hbd_bar_t *B = d->bar != NULL ? d->bar->bars : NULL; B != NULL && k < max;
          B = B->next)
-        if (B->job != 0)
+        if (B->job != 0 && !B->sub)
             jobs[k++] = B->job;
     return k;
 }
@@ -1160,6 +1222,151 @@ int hbd_barrier_job_has(const hbd_t *d, uint32_t job, uint32_t node)
 int hbd_barrier_job_busy(const hbd_t *d, uint32_t job)
 {
     return job != 0 && bar_find(d->bar, job) != NULL;
+}
+
+/* ---- subset barriers across nodes: an engine per rank set ---- */
+
+/* The subset engines' shape: the cluster's nodes, each a chassis of its own, in a tree of the
+ * cluster's fanout (fanout 0: as many children as its largest chassis has ports, at least 2). */
+static int solo_topo(hbd_t *d, const hb_topo_t **t_p)
+{
+    hbd_barrier_state_t *b = d->bar;
+    uint32_t n = d->topo->n_nodes, fan = d->topo->fanout, ports = 0;
+    if (b->solo == NULL) {
+        uint32_t *start = malloc((n + 1) * sizeof(uint32_t)), *nodes = malloc(n * sizeof(uint32_t));
+        char err[256] = "";
+        int rc = start == NULL || nodes == NULL ? HB_ERR_NOMEM : 0;
+        for (uint32_t c = 0; c < d->topo->n_chassis; c++)
+            ports = d->topo->chassis[c].ports > ports ? d->topo->chassis[c].ports : ports;
+        fan = fan != 0 ? fan : ports;
+        for (uint32_t i = 0; rc == 0 && i <= n; i++) {
+            start[i] = i;
+            if (i < n)
+                nodes[i] = i;
+        }
+        hb_topo_spec_t spec = {.n_nodes = n,
+                               .n_chassis = n,
+                               .chassis_start = start,
+                               .chassis_nodes = nodes,
+                               .fanout = fan < 2 ? 2 : fan};
+        if (rc == 0 && (rc = hb_topo_build(&spec, &b->solo, err, sizeof(err))) != 0)
+            hb_log_error("subset barriers: %s", err[0] ? err : hb_status_str(rc));
+        free(start);
+        free(nodes);
+        if (rc != 0)
+            return rc;
+    }
+    *t_p = b->solo;
+    return 0;
+}
+
+/* More than HBD_SUB_KEEP subset engines of job `job` here: the least recently used idle one
+ * (nothing in flight, kept by hier or waiting to be sent; keep: the one just opened) goes, its
+ * set's count
+ * kept in a record (16 bytes) so that it opens again where it stopped. A message for it that
+ * comes meanwhile is kept as for an engine not opened yet. NOMEM for the record: it stays. */
+static void sub_evict(hbd_t *d, uint32_t job, const hbd_bar_t *keep)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *lru = NULL;
+    uint32_t n = 0;
+    for (hbd_bar_t *B = b->bars; B != NULL; B = B->next) {
+        if (!B->sub || B->job != job)
+            continue;
+        n++;
+        if (B != keep && B->n_reqs == 0 && B->n_held == 0 && !B->held_inq && B->outq == NULL &&
+            !B->broken && hb_hier_idle(B->h) && (lru == NULL || B->used_ns < lru->used_ns))
+            lru = B;
+    }
+    if (n <= HBD_SUB_KEEP || lru == NULL)
+        return;
+    if (b->n_recs == b->cap_recs) {
+        uint32_t cap = b->cap_recs ? 2 * b->cap_recs : 16;
+        struct hbd_sub_rec *r = realloc(b->recs, cap * sizeof(*r));
+        if (r == NULL)
+            return;
+        b->recs = r;
+        b->cap_recs = cap;
+    }
+    b->recs[b->n_recs++] = (struct hbd_sub_rec){
+        .job = job, .key = lru->key, .next_seq = lru->next_coll & HBD_BARRIER_SUB_SEQ_MAX};
+    hb_log_debug("job %" PRIu32 ": subset engine %#" PRIx32 " idle, freed at barrier %" PRIu64, job,
+                 lru->tag, lru->next_coll & HBD_BARRIER_SUB_SEQ_MAX);
+    bar_free(d, lru);
+}
+
+/* Job `job`'s engine for rank set `key` over the nodes member[n_nodes]: found (its rank set and
+ * node set must be those: another set whose tag is the same is MISMATCH) or opened. */
+static int sub_engine(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *member, hbd_bar_t **S_p)
+{
+    hbd_barrier_state_t *b = d->bar;
+    uint32_t tag = hbd_barrier_sub_tag_of(key);
+    uint64_t first = hbd_barrier_sub_id(tag, 1);
+    hbd_bar_t *S = bar_find_coll(b, job, first);
+    const hb_topo_t *solo;
+    hb_topo_t *view = NULL;
+    char err[256] = "";
+    int rc;
+    if (S != NULL) {
+        for (uint32_t n = 0; n < d->topo->n_nodes; n++)
+            if (S->key != key || (member[n] != 0) != (S->view->nodes[n].member != 0)) {
+                hb_log_error("job %" PRIu32 ": two rank sets with tag %#" PRIx32
+                             " (hashes %#" PRIx64 ", %#" PRIx64 ")",
+                             job, tag, S->key, key);
+                return HB_ERR_MISMATCH;
+            }
+        *S_p = S;
+        return 0;
+    }
+    if ((rc = solo_topo(d, &solo)) != 0)
+        return rc;
+    uint32_t rec = 0; /* an engine of this set went idle here before: its count goes on */
+    while (rec < b->n_recs && !(b->recs[rec].job == job && b->recs[rec].key == key))
+        rec++;
+    if (rec < b->n_recs)
+        first = hbd_barrier_sub_id(tag, (uint32_t)b->recs[rec].next_seq);
+    if ((rc = hb_topo_restrict(solo, member, &view, err, sizeof(err))) != 0) {
+        hb_log_error("job %" PRIu32 ": subset %#" PRIx32 ": %s", job, tag,
+                     err[0] ? err : hb_status_str(rc));
+        return rc;
+    }
+    if ((rc = bar_new(d, job, view, 0, HBD_SUB_NSYNC, first, &S)) != 0) {
+        hb_topo_free(view);
+        return rc;
+    }
+    hb_log_debug("job %" PRIu32 ": subset engine %#" PRIx32 " over %" PRIu32 " nodes, role %s", job,
+                 tag, view->n_members, hb_hier_role(S->h));
+    S->key = key;
+    if (rec < b->n_recs)
+        b->recs[rec] = b->recs[--b->n_recs];
+    bar_attach(d, S, member);
+    sub_evict(d, job, S);
+    *S_p = S;
+    return 0;
+}
+
+int hbd_barrier_sub_start(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *member, uint32_t seq,
+                          hbd_barrier_cb_t cb, void *arg)
+{
+    hbd_barrier_state_t *b = d->bar;
+    hbd_bar_t *J = bar_find(b, job), *S = NULL;
+    if (b == NULL || cb == NULL || member == NULL || !member[d->self] || seq == 0 ||
+        seq > HBD_BARRIER_SUB_SEQ_MAX)
+        return HB_ERR_INVAL;
+    if (J != NULL && J->broken)
+        return HB_ERR_PEER_LOST;
+    if (J == NULL || J->closing)
+        return HB_ERR_NOT_FOUND;
+    int rc = sub_engine(d, job, key, member, &S);
+    if (rc != 0)
+        return rc;
+    uint64_t coll = hbd_barrier_sub_id(S->tag, seq);
+    S->used_ns = hb_time_now_ns();
+    if (S->broken)
+        return HB_ERR_PEER_LOST;
+    if (req_exists(S, coll) || coll < S->next_coll)
+        return HB_ERR_BUSY;
+    return req_arrive(d, S, coll, NULL, cb, arg);
 }
 
 /* ---- T_IB probe: n chassis barriers in a row on the reserved sync number ---- */
@@ -1269,7 +1476,7 @@ int hbd_barrier_init(hbd_t *d)
     if (b == NULL)
         return HB_ERR_NOMEM;
     d->bar = b;
-    int rc = bar_new(d, 0, NULL, 0, HBD_CLUSTER_NSYNC, &B);
+    int rc = bar_new(d, 0, NULL, 0, HBD_CLUSTER_NSYNC, 0, &B);
     if (rc != 0) {
         hb_log_error("cannot create the %s barrier engine: %s",
                      hb_cfg_protocol_name(d->cfg->protocol), hb_status_str(rc));
@@ -1358,6 +1565,8 @@ void hbd_barrier_fini(hbd_t *d)
     hbd_timer_free(b->purge);
     while (b->bars != NULL)
         bar_free(d, b->bars);
+    hb_topo_free(b->solo);
+    free(b->recs);
     while (b->early != NULL) {
         hbd_hmsg_t *o = b->early;
         b->early = o->next;

@@ -46,6 +46,36 @@ uint32_t hbd_barrier_job_list(const hbd_t *d, uint32_t *jobs, uint32_t max);
 int hbd_barrier_job_counts(const hbd_t *d, uint32_t job, uint32_t *base_p, uint32_t *n_p,
                            uint32_t counts[16]);
 void hbd_barrier_job_drain(hbd_t *d, uint32_t job, uint64_t syncs);
+/*
+ * Subset barriers across nodes (libhibar's hibar_barrier_subset, doc/design.md section 7.3):
+ * one engine per rank set of a job, opened on first use on each of the set's nodes, over the
+ * nodes member[n_nodes] (this node among them) as a tree of one-node chassis (no chassis-barrier
+ * sync number: every member node can run any number of them beside the job's own engine, in
+ * any order). The set is named by `key` (its hash; every node computes the same from the set),
+ * on the wire by its 32-bit fold (hbd_barrier_sub_tag_of), and its barriers by seq = 1, 2, ...
+ * in the order its ranks call them; the engine's collective ids are hbd_barrier_sub_id(tag,
+ * seq), so every member node agrees on engine and ids without a message. cb as
+ * hbd_barrier_start. Errors: INVAL (seq 0 or beyond HBD_BARRIER_SUB_SEQ_MAX, not a member),
+ * NOT_FOUND (no engine for the job here), PEER_LOST (a node of the job is lost), MISMATCH
+ * (another rank set or node set of the job has the same tag here), BUSY (seq in flight or
+ * past), NOMEM. The engines close with the job's (hbd_barrier_job_close).
+ */
+#define HBD_BARRIER_SUB_BIT (1ull << 63)
+#define HBD_BARRIER_SUB_SEQ_MAX 0x7fffffffu
+static inline uint64_t hbd_barrier_sub_id(uint32_t tag, uint32_t seq)
+{
+    return HBD_BARRIER_SUB_BIT | (uint64_t)tag << 31 | (seq & HBD_BARRIER_SUB_SEQ_MAX);
+}
+static inline uint32_t hbd_barrier_sub_tag(uint64_t coll)
+{
+    return (uint32_t)(coll >> 31);
+}
+static inline uint32_t hbd_barrier_sub_tag_of(uint64_t key)
+{
+    return (uint32_t)(key ^ (key >> 32));
+}
+int hbd_barrier_sub_start(hbd_t *d, uint32_t job, uint64_t key, const uint8_t *member, uint32_t seq,
+                          hbd_barrier_cb_t cb, void *arg);
 /* Job engines open here. */
 uint32_t hbd_barrier_n_jobs(const hbd_t *d);
 /* Control command "tib <n>": n chassis barriers through the hwbarrier, reply the median, and

@@ -31,6 +31,7 @@
  */
 typedef struct sb_opts {
     const char *config, *nodes, *other;
+    const char *op; /* hibar-lib-bench --bench of the measured rows: barrier or subset */
     unsigned ppn;
     unsigned long iters;
 } sb_opts_t;
@@ -38,12 +39,16 @@ typedef struct sb_opts {
 static void sb_usage(FILE *f)
 {
     fprintf(f, "usage: hibar-bench subset --config FILE --nodes LIST [--other LIST] [--ppn K]\n"
-               "                          [--iters N] " HB_BENCH_COMMON_USAGE "\n"
+               "                          [--iters N] [--op barrier|subset] " HB_BENCH_COMMON_USAGE
+               "\n"
                "  --config FILE  the cluster (emulated on this host, e.g. examples/local.yaml)\n"
                "  --nodes LIST   the job's nodes (hostlist), k of the cluster's N\n"
                "  --other LIST   the second job's nodes for the 'beside' row (default: none)\n"
                "  --ppn K        ranks per node (default 1)\n"
-               "  --iters N      barriers per row (default 2000)\n");
+               "  --iters N      barriers per row (default 2000)\n"
+               "  --op OP        what the job measures: barrier (the job's whole barrier, the\n"
+               "                 default) or subset (libhibar's subset barrier of the even ranks\n"
+               "                 beside one of the odd ranks)\n");
 }
 
 /* The node of tool NAME: beside hibar-bench (build tree: DIR/NAME or DIR/peer/NAME). */
@@ -90,19 +95,17 @@ static int sb_median(const char *cmd, hb_stats_t *st)
 int hb_bench_subset_main(int argc, char **argv)
 {
     hb_bench_common_t com;
-    sb_opts_t o = {.ppn = 1, .iters = 2000};
+    sb_opts_t o = {.ppn = 1, .iters = 2000, .op = "barrier"};
     if (hb_bench_common_parse(&argc, argv, &com) != 0)
         return 2;
-    static const struct option lo[] = {{"config", required_argument, NULL, 'c'},
-                                       {"nodes", required_argument, NULL, 'n'},
-                                       {"other", required_argument, NULL, 'x'},
-                                       {"ppn", required_argument, NULL, 'p'},
-                                       {"iters", required_argument, NULL, 'i'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"config", required_argument, NULL, 'c'}, {"nodes", required_argument, NULL, 'n'},
+        {"other", required_argument, NULL, 'x'},  {"ppn", required_argument, NULL, 'p'},
+        {"iters", required_argument, NULL, 'i'},  {"op", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:n:x:p:i:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:n:x:p:i:o:h", lo, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'c':
@@ -113,6 +116,13 @@ int hb_bench_subset_main(int argc, char **argv)
             break;
         case 'x':
             o.other = optarg;
+            break;
+        case 'o':
+            if (strcmp(optarg, "barrier") != 0 && strcmp(optarg, "subset") != 0) {
+                fprintf(stderr, "hibar-bench subset: bad --op '%s' (barrier or subset)\n", optarg);
+                return 2;
+            }
+            o.op = optarg;
             break;
         case 'p':
         case 'i': {
@@ -184,8 +194,8 @@ int hb_bench_subset_main(int argc, char **argv)
     }
     /* subset, then beside a second job that runs barriers until it is stopped */
     snprintf(cmd, sizeof(cmd),
-             "%s --config %s %s -H %s -n %u --per-node %u %s --bench barrier --iters %lu --json",
-             run, qc, sets, qn, k * o.ppn, o.ppn, lib, o.iters);
+             "%s --config %s %s -H %s -n %u --per-node %u %s --bench %s --iters %lu --json", run,
+             qc, sets, qn, k * o.ppn, o.ppn, lib, o.op, o.iters);
     have[0] = sb_median(cmd, &st[0]) == 0;
     if (o.other != NULL) {
         pid_t bg = fork();
@@ -234,18 +244,19 @@ int hb_bench_subset_main(int argc, char **argv)
         }
         fclose(f);
         snprintf(cmd, sizeof(cmd),
-                 "%s --emulate %s -n %u --per-node %u %s --bench barrier --iters %lu --json", run,
-                 yaml, k * o.ppn, o.ppn, lib, o.iters);
+                 "%s --emulate %s -n %u --per-node %u %s --bench %s --iters %lu --json", run, yaml,
+                 k * o.ppn, o.ppn, lib, o.op, o.iters);
         have[2] = sb_median(cmd, &st[2]) == 0;
     }
     hb_bench_out_t out;
     if (hb_bench_out_open(&out, "subset", &com) != 0)
         goto out_tmp;
     hb_bench_out_note(&out,
-                      "hibar-bench subset: a job's barrier on %" PRIu32 " of the %" PRIu32
+                      "hibar-bench subset: a job's %s on %" PRIu32 " of the %" PRIu32
                       " nodes of %s (%s), %u rank(s) per node; beside: while a second job runs "
                       "barriers on %s; own: those nodes as a cluster of their own",
-                      k, cfg->n_nodes, o.config, o.nodes, o.ppn, o.other ? o.other : "(none)");
+                      o.op, k, cfg->n_nodes, o.config, o.nodes, o.ppn,
+                      o.other ? o.other : "(none)");
     hb_bench_out_note(&out, "emulated: every daemon and rank on this host (%ld cores)",
                       sysconf(_SC_NPROCESSORS_ONLN));
     for (int i = 0; i < 3; i++) {

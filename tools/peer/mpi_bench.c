@@ -3,7 +3,9 @@
  * on libhibar. */
 /*
  * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
- * message size the way MPIBlib does:
+ * message size the way MPIBlib does (and, with --bench subset, a barrier of the even ranks
+ * beside one of the odd ranks: hibar_barrier_subset, or MPI_Barrier on the halves'
+ * communicators):
  *  - warm-up iterations (not timed; the first one also checks the data moved correctly, so
  *    --warmup 0 skips the check);
  *  - every timed repetition is isolated by an MPI_Barrier (no pipelining between reps);
@@ -45,10 +47,18 @@
 #define MB_MAX_SIZES 64
 #define MB_BATCH_MAX 1000
 
-typedef enum { MB_BARRIER, MB_SCATTER, MB_GATHER, MB_BCAST, MB_ALLGATHER, MB_N_OPS } mb_op_t;
+typedef enum {
+    MB_BARRIER,
+    MB_SCATTER,
+    MB_GATHER,
+    MB_BCAST,
+    MB_ALLGATHER,
+    MB_SUBSET,
+    MB_N_OPS
+} mb_op_t;
 
-static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter", "gather", "bcast",
-                                                  "allgather"};
+static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter",   "gather",
+                                                  "bcast",   "allgather", "subset"};
 
 typedef struct mb_opts {
     int ops[MB_N_OPS];
@@ -64,6 +74,10 @@ typedef struct mb_opts {
 typedef struct mb_ctx {
     MPI_Comm comm;
     int rank, size, nodes;
+    int *half, n_half; /* subset: the ranks of this rank's parity, ascending */
+#ifndef HB_LIB_BENCH
+    MPI_Comm half_comm;
+#endif
     unsigned char *sbuf, *rbuf; /* sized for the largest size of the run */
 } mb_ctx_t;
 
@@ -82,7 +96,7 @@ static double mb_now_us(void)
 static void mb_usage(FILE *f)
 {
     fprintf(f,
-            "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather|all]\n"
+            "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather,subset|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
             "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
             "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
@@ -111,7 +125,8 @@ static int mb_parse_ops(const char *arg, mb_opts_t *o)
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int found = 0;
         for (int i = 0; i < MB_N_OPS; i++) {
-            if (strcmp(tok, "all") == 0 || strcmp(tok, mb_op_names[i]) == 0) {
+            /* all: every operation but subset (barriers of two halves at once) */
+            if ((strcmp(tok, "all") == 0 && i != MB_SUBSET) || strcmp(tok, mb_op_names[i]) == 0) {
                 o->ops[i] = 1;
                 found = 1;
             }
@@ -274,6 +289,12 @@ static int mb_run_op(mb_ctx_t *c, mb_op_t op, size_t size, int root)
         return MPI_Bcast(c->sbuf, cnt, MPI_BYTE, root, c->comm);
     case MB_ALLGATHER:
         return MPI_Allgather(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, c->comm);
+    case MB_SUBSET:
+#ifdef HB_LIB_BENCH
+        return hibar_barrier_subset(mb_h, c->half, c->n_half);
+#else
+        return MPI_Barrier(c->half_comm);
+#endif
     default:
         return MPI_ERR_ARG;
     }
@@ -545,7 +566,14 @@ int main(int argc, char **argv)
     /* Scatter's send and gather's receive buffers hold one block per rank. */
     c.sbuf = malloc(max_size * (size_t)c.size + 1);
     c.rbuf = malloc(max_size * (size_t)c.size + 1);
-    if (!c.sbuf || !c.rbuf) {
+    c.n_half = (c.size - c.rank % 2 + 1) / 2;
+    c.half = malloc(sizeof(int) * (size_t)c.n_half);
+    for (int r = c.rank % 2, i = 0; c.half != NULL && r < c.size; r += 2)
+        c.half[i++] = r;
+#ifndef HB_LIB_BENCH
+    MPI_Comm_split(c.comm, c.rank % 2, c.rank, &c.half_comm);
+#endif
+    if (!c.sbuf || !c.rbuf || !c.half) {
         fprintf(stderr, MB_PROG ": cannot allocate 2 x %zu bytes\n", max_size * (size_t)c.size);
         MPI_Abort(c.comm, 1);
     }
@@ -558,8 +586,9 @@ int main(int argc, char **argv)
                      PACKAGE_VERSION, c.size, c.nodes);
             hb_osu_header(stdout, mb_op_names[op], who);
         }
-        for (int s = 0; s < (op == MB_BARRIER ? 1 : o.n_sizes); s++) {
-            size_t size = op == MB_BARRIER ? 0 : o.sizes[s];
+        int no_data = op == MB_BARRIER || op == MB_SUBSET;
+        for (int s = 0; s < (no_data ? 1 : o.n_sizes); s++) {
+            size_t size = no_data ? 0 : o.sizes[s];
             mb_stats_t st;
             double cost_us = 0.0;
             int mrc;
@@ -617,6 +646,10 @@ int main(int argc, char **argv)
         }
     }
     rc = 0;
+#ifndef HB_LIB_BENCH
+    MPI_Comm_free(&c.half_comm);
+#endif
+    free(c.half);
     free(c.sbuf);
     free(c.rbuf);
     MPI_Finalize();
