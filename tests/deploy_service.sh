@@ -2,7 +2,8 @@
 # deploy_service.sh: a deployment as a site runs it, on the network-namespace bed (3 hosts):
 # hibard started on every host as the packaged service starts it (hibard.service's command
 # line: --foreground --config ETC/hibar/hibar.yaml, the node found by its host name; ETC is a
-# private directory, a test does not write this machine's /etc), a job run with hibar-run, then
+# private directory, a test does not write this machine's /etc), a job run with hibar-run, one
+# daemon killed and started again as systemd restarts it (it rejoins, a job runs again), then
 # Slurm (slurmctld plus a slurmd per host) running an `sbatch -N 2` script whose hibar-run
 # places its ranks on exactly the two allocated nodes.
 # Skips (77) without root, Slurm, munge or the test bed.
@@ -76,6 +77,32 @@ on 0 "$bld/tools/hibar-run" --config "$etc/hibar.yaml" -n 3 -T 60 "$bld/tests/pm
 [ "$(grep -c 'bye rank [0-2] after 2 fences' "$tmp/run.out")" -eq 3 ] || fail "expected 3 byes"
 [ "$(grep -o 'host hibar-[^ ]*' "$tmp/run.out" | sort -u | wc -l)" -eq 3 ] || fail "not on 3 hosts"
 echo "hibar-run on the 3 hosts: ok"
+
+# a daemon that dies is started again as systemd's Restart=on-failure does (the same command
+# line): it rejoins as a new incarnation at its configured port, and a job on every host runs
+cl_svc() { "$bld/tools/hibar-cluster" --config "$etc/hibar.yaml" "$@"; }
+inc_before=$(cl_svc ctl "${hosts[2]}" status | tr ' ' '\n' | sed -n 's/^inc=//p')
+kill -KILL "$(cat "$run_dir/${hosts[2]}.pid")" || fail "no pid file of ${hosts[2]}"
+wait "${pids[2]}" 2>/dev/null
+for _ in $(seq 100); do
+    cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:lost:" && break
+    sleep 0.1
+done
+cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:lost:" || fail "the killed daemon not held lost"
+on 2 "$hibard" --foreground --config "$etc/hibar.yaml" >"$tmp/d2b.log" 2>&1 &
+pids[2]=$!
+for _ in $(seq 150); do
+    inc_after=$(cl_svc ctl "${hosts[2]}" status 2>/dev/null | tr ' ' '\n' | sed -n 's/^inc=//p')
+    [ -n "$inc_after" ] && cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:up:$inc_after" &&
+        cl_svc status >/dev/null 2>&1 && break
+    sleep 0.2
+done
+cl_svc status || { cat "$tmp/d2b.log"; fail "the restarted daemon did not rejoin"; }
+[ "$inc_after" != "$inc_before" ] || fail "the restarted daemon has its old incarnation"
+on 0 "$bld/tools/hibar-run" --config "$etc/hibar.yaml" -n 3 -T 60 "$bld/tests/pmix_hello" \
+    >"$tmp/run2.out" 2>&1 || { cat "$tmp/run2.out"; fail "hibar-run after a daemon's restart"; }
+[ "$(grep -c 'bye rank [0-2] after 2 fences' "$tmp/run2.out")" -eq 3 ] || fail "expected 3 byes"
+echo "a daemon killed and started again as systemd does rejoined: ok"
 
 # Slurm: an sbatch -N 2 script; its hibar-run uses exactly the allocated nodes
 "$src/tests/slurm/up" "$name" >"$tmp/up.out" 2>&1 || { cat "$tmp/up.out"; fail "Slurm did not come up"; }
