@@ -43,8 +43,8 @@ static void cmd_status(hbd_t *d, hbd_reply_t *r, char *args)
     for (uint32_t n = 0; n < d->topo->n_nodes; n++)
         lost += hbd_node_lost(d, n);
     hbd_reply(r,
-              "ok node=%s id=%" PRIu32 " pid=%d inc=%" PRIx64 " ready=%d peers=%" PRIu32
-              "/%" PRIu32 " lost=%" PRIu32 " chassis=%" PRIu32 " port=%" PRIu32 " role=%s protocol=%s"
+              "ok node=%s id=%" PRIu32 " pid=%d inc=%" PRIx64 " ready=%d peers=%" PRIu32 "/%" PRIu32
+              " lost=%" PRIu32 " chassis=%" PRIu32 " port=%" PRIu32 " role=%s protocol=%s"
               " hwbarrier=%s endpoint=%s in_flight=%" PRIu32 " next_coll=%" PRIu64 " pmix=%s",
               d->name, d->self, (int)getpid(), d->inc, d->ready, linked, d->n_peers, lost,
               d->topo->nodes[d->self].chassis, d->topo->nodes[d->self].port,
@@ -88,21 +88,20 @@ static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
         off += (size_t)snprintf(buf + off, sizeof(buf) - off, " bad_%s=%" PRIu64,
                                 hbd_wire_reason_name((hbd_wire_reason_t)i), s->rx_bad[i]);
     if (off < sizeof(buf))
-        snprintf(buf + off, sizeof(buf) - off,
-                 " bad_parts=%" PRIu64 " unknown_peer=%" PRIu64 " auth_denied=%" PRIu64
-                 " barriers=%" PRIu64 " failed=%" PRIu64 " peers_lost=%" PRIu64
-                 " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32 " hier_drop=%" PRIu64
-                 " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64
-                 " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
-                 " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_bad=%" PRIu64
-                 " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rejoins=%" PRIu64
-                 " self_rejoins=%" PRIu64 " rss_kb=%ld",
-                 s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
-                 s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
-                 hier_drop, hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), s->data_rx,
-                 s->data_tx, s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad,
-                 s->fast_denied, s->rx_from_lost, s->rejoins, s->self_rejoins,
-                 hb_proc_rss_kb(getpid()));
+        snprintf(
+            buf + off, sizeof(buf) - off,
+            " bad_parts=%" PRIu64 " unknown_peer=%" PRIu64 " auth_denied=%" PRIu64
+            " barriers=%" PRIu64 " failed=%" PRIu64 " peers_lost=%" PRIu64 " hwb_rounds=%" PRIu64
+            " in_flight=%" PRIu32 " hier_drop=%" PRIu64 " hier_late=%" PRIu64 " relay_jobs=%" PRIu32
+            " relay_drop=%" PRIu64 " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
+            " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_bad=%" PRIu64
+            " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rejoins=%" PRIu64
+            " self_rejoins=%" PRIu64 " rss_kb=%ld",
+            s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
+            s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d), hier_drop,
+            hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), s->data_rx, s->data_tx,
+            s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad, s->fast_denied,
+            s->rx_from_lost, s->rejoins, s->self_rejoins, hb_proc_rss_kb(getpid()));
     hbd_reply(r, "%s", buf);
 }
 
@@ -220,8 +219,7 @@ const hbd_ctl_cmd_t hbd_ctl_cmds[] = {
     {"ping", "", "ok pong node=NAME id=N pid=PID", cmd_ping},
     {"status", "", "ok node= id= ready=0|1 peers=LINKED/N lost=0|1 in_flight= next_coll= ...",
      cmd_status},
-    {"members", "", "ok n=N NAME:up|lost:INC ... (every node as this daemon sees it)",
-     cmd_members},
+    {"members", "", "ok n=N NAME:up|lost:INC ... (every node as this daemon sees it)", cmd_members},
     {"stats", "", "ok rx= tx= bad= bad_REASON= ... data_* fast_* from_lost= (counters)", cmd_stats},
     {"fence_stats", "", "ok NODE:TX_UP:TX_DOWN:RX_UP:RX_DOWN ... (fence data bytes per link)",
      cmd_fence_stats},

@@ -49,8 +49,9 @@
  * departed one aborts the round with PEER_LOST. Segment life: the Center (port 0) creates it,
  * O_EXCL, mode 0600, and locks byte 0; a segment whose byte 0 nobody holds is stale and is
  * unlinked and recreated by the next Center, unless some port still holds its byte: then the
- * Center restarted under live ports, and takes the segment over (hb_shm_adopt). Ports wait (bounded by timeout_ms) until a live
- * Center's segment is ready. The last node to close unlinks the segment.
+ * Center restarted under live ports, and takes the segment over (hb_shm_adopt). Ports wait (bounded
+ * by timeout_ms) until a live Center's segment is ready. The last node to close unlinks the
+ * segment.
  *
  * Event-loop fd (hb_shm_fd): each node that asks for one binds a UNIX datagram socket beside
  * the segment (/dev/shm/hibar-<uid>-<cluster>-c<N>-p<port>: a path, so chassis mates in other
@@ -167,8 +168,8 @@ static void hb_shm_nap(void)
 static int hb_shm_adopt(hb_shm_t *s, int fd)
 {
     struct stat st;
-    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(hb_shm_seg_t) ||
-        st.st_uid != getuid() || (st.st_mode & 077) != 0)
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(hb_shm_seg_t) || st.st_uid != getuid() ||
+        (st.st_mode & 077) != 0)
         return -1;
     int live = 0;
     for (uint32_t i = 1; i < s->nodes && !live; i++)

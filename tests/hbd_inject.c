@@ -138,7 +138,7 @@ static int inject_inc(void *s, const hb_cfg_t *cfg, uint32_t as, unsigned *sent,
     } f[] = {
         {HBD_WIRE_HELLO, inc, hbd_wire_inc32(inc), 0},
         {HBD_WIRE_HEARTBEAT, 0, hbd_wire_inc32(inc) ^ 6u, 1}, /* another incarnation's */
-        {HBD_WIRE_HELLO, older, hbd_wire_inc32(older), 1},     /* an older one */
+        {HBD_WIRE_HELLO, older, hbd_wire_inc32(older), 1},    /* an older one */
         {HBD_WIRE_HEARTBEAT, 0, hbd_wire_inc32(inc), 0},
     };
     int rc = 0;

@@ -99,8 +99,8 @@ static void test_roundtrip(void)
     hbd_wire_member_unpack(d.payload, &x2);
     CU_ASSERT_EQUAL(x2.node, 29);
     CU_ASSERT_EQUAL(x2.inc, 99);
-    const hbd_wire_member_t bad[] = {{.node = 30, .inc = 1}, {.node = 1, .inc = 0},
-                                     {.node = 1, .reserved = 1, .inc = 1}};
+    const hbd_wire_member_t bad[] = {
+        {.node = 30, .inc = 1}, {.node = 1, .inc = 0}, {.node = 1, .reserved = 1, .inc = 1}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         hbd_wire_member_pack(&bad[i], hp);
         n = mk(buf, sizeof(buf), HBD_WIRE_MEMBER, HBD_WIRE_MEMBER_LEN, hp);

@@ -75,8 +75,7 @@ static char *members_view(const hb_cfg_t *cfg)
     for (uint32_t i = 0; reply != NULL && i < cfg->n_nodes; i++) {
         char path[400];
         hbd_client_sock_path(cfg, i, path, sizeof(path));
-        if (hbd_client_cmd(path, "members", reply, cap, 2000) == 0 &&
-            strncmp(reply, "ok ", 3) == 0)
+        if (hbd_client_cmd(path, "members", reply, cap, 2000) == 0 && strncmp(reply, "ok ", 3) == 0)
             return reply;
     }
     free(reply);

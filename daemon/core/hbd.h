@@ -138,7 +138,7 @@ struct hbd {
     char run_dir[256];
     char sock_path[320], pid_path[320], port_path[320], key_path[320];
     int pid_written, port_written;
-    int pid_fd; /* the pid file, locked for our life (hb_pidfile_lock) */
+    int pid_fd;     /* the pid file, locked for our life (hb_pidfile_lock) */
     uint32_t epoch; /* the barrier engines' epoch (hier.h): 1 */
     uint64_t inc;   /* this daemon's incarnation: when it started (ns), larger at every start and
                      * at every rejoin; frames carry hbd_wire_inc32 of it */

@@ -221,9 +221,9 @@ static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t
         if (st >= 0 || st < HB_ERR_LAST)
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }
-    if (m.type == HBD_WIRE_HELLO && ((ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes) ||
-                                     get64(m.payload + 32) == 0 ||
-                                     hbd_wire_get32(m.payload + 52) != 0))
+    if (m.type == HBD_WIRE_HELLO &&
+        ((ctx != NULL && hbd_wire_get32(m.payload) != ctx->n_nodes) || get64(m.payload + 32) == 0 ||
+         hbd_wire_get32(m.payload + 52) != 0))
         return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     if (m.type == HBD_WIRE_ABORT && (hbd_wire_get32(m.payload + 4) == m.src))
         return refuse(HBD_WIRE_BAD_PAYLOAD, why_p); /* nobody reports itself lost */
@@ -411,9 +411,9 @@ const char *hbd_wire_type_name(unsigned type)
 
 const char *hbd_wire_reason_name(hbd_wire_reason_t why)
 {
-    static const char *const names[HBD_WIRE_N_REASONS] = {"ok",    "short", "magic",  "version",
-                                                          "type",  "flags", "length", "node",
-                                                          "inc",   "job",   "payload"};
+    static const char *const names[HBD_WIRE_N_REASONS] = {"ok",   "short", "magic",  "version",
+                                                          "type", "flags", "length", "node",
+                                                          "inc",  "job",   "payload"};
     return (unsigned)why < HBD_WIRE_N_REASONS ? names[why] : "unknown";
 }
 

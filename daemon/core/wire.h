@@ -120,7 +120,7 @@ typedef struct hbd_wire_hello {
     uint8_t data_token[HBD_WIRE_TOKEN_LEN]; /* what a peer must present there (and on the fast
                                              * lane) */
     uint32_t fast_port;                     /* TCP port of its fast lane (hbd_fast.c); 0: none */
-    uint64_t inc; /* the sender's incarnation (nonzero; a later start has a larger one) */
+    uint64_t inc;      /* the sender's incarnation (nonzero; a later start has a larger one) */
     uint64_t you_lost; /* the receiver's incarnation the sender holds lost, or 0 */
     uint32_t n_lost;   /* how many nodes the sender holds lost */
 } hbd_wire_hello_t;
@@ -209,7 +209,7 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_KIND_MAX = 12
 } hbd_wire_job_kind_t;
 #define HBD_WIRE_JOB_HOLD_REC 24
-#define HBD_WIRE_JOB_HOLD_MAX 64 /* records in one HOLD (a daemon's relayed jobs at most) */
+#define HBD_WIRE_JOB_HOLD_MAX 64  /* records in one HOLD (a daemon's relayed jobs at most) */
 #define HBD_WIRE_JOB_F_LAST 0x01u /* SPEC: the last chunk (offset + bytes == arg) */
 typedef struct hbd_wire_job {
     uint8_t kind;      /* hbd_wire_job_kind_t */

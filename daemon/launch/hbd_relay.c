@@ -1090,8 +1090,7 @@ static void census_finish(hbd_t *d)
 }
 
 /* A slot request at the root: answered now, or after the census. */
-static void alloc_request(hbd_t *d, uint64_t id, uint32_t src, uint32_t size,
-                          const uint8_t *member)
+static void alloc_request(hbd_t *d, uint64_t id, uint32_t src, uint32_t size, const uint8_t *member)
 {
     rl_state_t *R = d->relay;
     if (!R->is_root || R->census_done || member == NULL) {
@@ -1163,9 +1162,9 @@ static void census_hold(hbd_t *d, uint32_t src, uint32_t k, const uint8_t *recs)
     for (uint32_t i = 0; i < k; i++) {
         const uint8_t *r = recs + (size_t)i * HBD_WIRE_JOB_HOLD_REC;
         uint64_t id = hbd_wire_get32(r + 16) | (uint64_t)hbd_wire_get32(r + 20) << 32;
-        int rc = hbd_slots_claim(&R->slots, d->topo, hbd_wire_get32(r), r[4], r[5], id,
-                                 hbd_wire_get32(r + 8), hbd_wire_get32(r + 12), src,
-                                 hb_time_now_ns());
+        int rc =
+            hbd_slots_claim(&R->slots, d->topo, hbd_wire_get32(r), r[4], r[5], id,
+                            hbd_wire_get32(r + 8), hbd_wire_get32(r + 12), src, hb_time_now_ns());
         hbd_slot_t *sl = hbd_slots_find(&R->slots, hbd_wire_get32(r));
         uint32_t origin = hbd_wire_get32(r + 8);
         if (rc != 0)
@@ -1173,8 +1172,7 @@ static void census_hold(hbd_t *d, uint32_t src, uint32_t k, const uint8_t *recs)
         else if (sl != NULL && (origin >= d->topo->n_nodes || hbd_node_lost(d, origin)))
             /* its origin is gone, so nobody gives it back: its nodes drain its sync numbers
              * within the barrier timeout; it goes after twice that */
-            sl->expire_ns =
-                hb_time_now_ns() + 2ull * d->cfg->barrier_timeout_ms * 1000000ull + 1;
+            sl->expire_ns = hb_time_now_ns() + 2ull * d->cfg->barrier_timeout_ms * 1000000ull + 1;
     }
     if (R->census_wait == NULL || src == d->self)
         return;

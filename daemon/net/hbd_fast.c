@@ -149,9 +149,7 @@ static int link_parse(hbd_fast_link_t *l)
         }
         if (l->ihave - off < HBD_WIRE_HDR_LEN + (size_t)len)
             break;
-        hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes,
-                              .job_max = UINT32_MAX,
-                              .peer = l->node};
+        hbd_wire_ctx_t ctx = {.n_nodes = d->topo->n_nodes, .job_max = UINT32_MAX, .peer = l->node};
         hbd_wire_msg_t m;
         hbd_wire_reason_t why = HBD_WIRE_OK;
         int fd = l->fd;

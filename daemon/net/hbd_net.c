@@ -451,8 +451,8 @@ static void check_ready(hbd_t *d)
     if (d->ready)
         return;
     for (uint32_t i = 0; i < d->n_peers; i++)
-        if (!d->peers[i].lost && (!d->peers[i].hello_rx || !d->peers[i].hello_ack ||
-                                  !hbd_fast_settled(d, &d->peers[i])))
+        if (!d->peers[i].lost &&
+            (!d->peers[i].hello_rx || !d->peers[i].hello_ack || !hbd_fast_settled(d, &d->peers[i])))
             return;
     d->ready = 1;
     hb_log_info("node %s ready: %" PRIu32 " neighbours linked in %.1f ms", d->name, d->n_peers,
@@ -599,7 +599,8 @@ static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t 
         d->st.rx_from_lost++;
         if (h.you_lost == d->inc && we_yield(d, p, &h)) {
             self_rejoin(d, from);
-        } else if (h.you_lost != d->inc && hb_time_now_ns() - p->hello_try_ns >= HBD_HELLO_RESEND_NS) {
+        } else if (h.you_lost != d->inc &&
+                   hb_time_now_ns() - p->hello_try_ns >= HBD_HELLO_RESEND_NS) {
             p->hello_try_ns = hb_time_now_ns();
             send_hello(d, p, HBD_WIRE_F_REPLY); /* you_lost: it gives way */
         }
@@ -655,11 +656,10 @@ static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t 
     if (d->data_out != NULL && h.data_port != 0)
         (void)data_link(d, p);
     char host[INET6_ADDRSTRLEN + 2];
-    hbd_fast_on_hello(d, p, h.fast_port,
-                      p->outgoing && h.fast_port != 0 &&
-                              hbd_net_peer_host(d, p, host, sizeof(host)) == 0
-                          ? host
-                          : NULL);
+    hbd_fast_on_hello(
+        d, p, h.fast_port,
+        p->outgoing && h.fast_port != 0 && hbd_net_peer_host(d, p, host, sizeof(host)) == 0 ? host
+                                                                                            : NULL);
     if (revived) {
         /* every node learns it is back; it learns what is lost */
         d->st.rejoins++;
