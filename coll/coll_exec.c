@@ -506,8 +506,17 @@ static void copy_io(hb_coll_exec_t *x, const hb_coll_step_t *st, int out)
             memcpy(w, x->send_buf, st->len); /* alltoall: the node's row, in node order */
         return;
     }
-    if (s->op == HB_COLL_ALLTOALL) { /* one copy-out step per source node (peer) */
-        memcpy(x->recv_buf + hb_coll_pair_noff(s, x->node, st->peer), w, st->len);
+    if (s->op == HB_COLL_ALLTOALL) { /* a copy-out step per source: the last row starting at or
+                                        before it (nodes without ranks have empty rows) */
+        uint32_t lo = 0, hi = s->n_nodes;
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (s->loff[mid] <= st->off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        memcpy(x->recv_buf + hb_coll_pair_noff(s, x->node, lo), w, st->len);
         return;
     }
     /* input: scatter's root holds every block; output: gather's root and allgather get all */

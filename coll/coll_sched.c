@@ -563,7 +563,7 @@ static void alltoall_outputs(hb_coll_sched_t *s, uint32_t v, hb_coll_step_t *st)
 {
     for (uint32_t a = 0; a < s->n_nodes; a++)
         st[a] = (hb_coll_step_t){.kind = HB_COLL_STEP_COPY_OUT,
-                                 .peer = a,
+                                 .peer = HB_COLL_NONE,
                                  .off = hb_coll_pair_loff(s, a, v),
                                  .len = hb_coll_pair_len(s, a, v),
                                  .nseg = 1};

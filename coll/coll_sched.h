@@ -130,7 +130,7 @@ static inline uint64_t hb_coll_pair_loff(const hb_coll_sched_t *s, uint32_t a, u
  *               target of a many-to-one phase. pairwise: n - 1 rounds; in round k node v sends
  *               to v + k and receives from v - k (mod n), and starts round k + 1 once round k's
  *               block has arrived: pair patterns only, no incast. The own block is copied.
- *               Copy-out steps, one per source node, name the source in peer.
+ *               Copy-out steps: one per source node, in node order.
  */
 
 /*
