@@ -2,8 +2,9 @@
  * doc/design.md section 6); built with HB_LIB_BENCH it is hibar-lib-bench, the same harness
  * on libhibar. */
 /*
- * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
- * message size the way MPIBlib does:
+ * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast, MPI_Allgather and MPI_Alltoall
+ * (hibar-mpi-bench only: libhibar has no alltoall yet) latency per message size the way MPIBlib
+ * does:
  *  - warm-up iterations (not timed; the first one also checks the data moved correctly, so
  *    --warmup 0 skips the check);
  *  - every timed repetition is isolated by an MPI_Barrier (no pipelining between reps);
@@ -45,10 +46,24 @@
 #define MB_MAX_SIZES 64
 #define MB_BATCH_MAX 1000
 
-typedef enum { MB_BARRIER, MB_SCATTER, MB_GATHER, MB_BCAST, MB_ALLGATHER, MB_N_OPS } mb_op_t;
+typedef enum {
+    MB_BARRIER,
+    MB_SCATTER,
+    MB_GATHER,
+    MB_BCAST,
+    MB_ALLGATHER,
+    MB_ALLTOALL,
+    MB_N_OPS
+} mb_op_t;
+
+#ifdef HB_LIB_BENCH
+#define MB_HAVE_ALLTOALL 0
+#else
+#define MB_HAVE_ALLTOALL 1
+#endif
 
 static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter", "gather", "bcast",
-                                                  "allgather"};
+                                                  "allgather", "alltoall"};
 
 typedef struct mb_opts {
     int ops[MB_N_OPS];
@@ -82,7 +97,7 @@ static double mb_now_us(void)
 static void mb_usage(FILE *f)
 {
     fprintf(f,
-            "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather|all]\n"
+            "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather,alltoall|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
             "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
             "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
@@ -111,6 +126,8 @@ static int mb_parse_ops(const char *arg, mb_opts_t *o)
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int found = 0;
         for (int i = 0; i < MB_N_OPS; i++) {
+            if (i == MB_ALLTOALL && !MB_HAVE_ALLTOALL)
+                continue; /* "alltoall" alone: unknown here */
             if (strcmp(tok, "all") == 0 || strcmp(tok, mb_op_names[i]) == 0) {
                 o->ops[i] = 1;
                 found = 1;
@@ -274,6 +291,10 @@ static int mb_run_op(mb_ctx_t *c, mb_op_t op, size_t size, int root)
         return MPI_Bcast(c->sbuf, cnt, MPI_BYTE, root, c->comm);
     case MB_ALLGATHER:
         return MPI_Allgather(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, c->comm);
+#if MB_HAVE_ALLTOALL
+    case MB_ALLTOALL:
+        return MPI_Alltoall(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, c->comm);
+#endif
     default:
         return MPI_ERR_ARG;
     }
@@ -307,6 +328,12 @@ static void mb_fill(mb_ctx_t *c, mb_op_t op, size_t size, int root)
         for (size_t i = 0; i < size; i++)
             c->sbuf[i] = c->rank == root ? mb_pattern(root, i) : 0xee;
         break;
+    case MB_ALLTOALL: /* block r for rank r: pattern rank·size + r */
+        for (int r = 0; r < c->size; r++)
+            for (size_t i = 0; i < size; i++)
+                c->sbuf[(size_t)r * size + i] = mb_pattern(c->rank * c->size + r, i);
+        memset(c->rbuf, 0xee, all);
+        break;
     default:
         break;
     }
@@ -322,6 +349,10 @@ static long mb_check(const mb_ctx_t *c, mb_op_t op, size_t size, int root)
     } else if (op == MB_BCAST) {
         for (size_t i = 0; i < size; i++)
             bad += c->sbuf[i] != mb_pattern(root, i);
+    } else if (op == MB_ALLTOALL) {
+        for (int r = 0; r < c->size; r++)
+            for (size_t i = 0; i < size; i++)
+                bad += c->rbuf[(size_t)r * size + i] != mb_pattern(r * c->size + c->rank, i);
     } else if (op == MB_ALLGATHER || (op == MB_GATHER && c->rank == root)) {
         for (int r = 0; r < c->size; r++)
             for (size_t i = 0; i < size; i++)
