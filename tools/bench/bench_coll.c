@@ -515,6 +515,7 @@ typedef struct bcoll_out {
     FILE *csv;
     uint32_t nodes, n0, n1;
     int header;
+    const char *model; /* what predicted_us comes from: "plogp-br", "hockney", "lanes" */
 } bcoll_out_t;
 
 static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
@@ -527,10 +528,11 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
                          "\"lanes\": %" PRIu32 ", \"predicted_us\": %.1f, \"ratio\": %.3f, "
                          "\"n0\": %" PRIu32 ", \"n1\": %" PRIu32 ", \"skew_us\": %.1f, "
                          "\"daemon_predicted_us\": %.1f, \"sweep\": %s, \"method\": \"%s\", "
-                         "\"driver\": \"%s\"",
+                         "\"driver\": \"%s\", \"model\": \"%s\"",
                          r->lanes, r->predicted, ratio, out->n0, out->n1, r->skew_med,
                          r->daemon_pred, r->sweep ? "true" : "false",
-                         r->peer ? "maximum" : "global", r->peer ? "mpirun" : "daemons");
+                         r->peer ? "maximum" : "global", r->peer ? "mpirun" : "daemons",
+                         r->peer ? "none" : out->model);
         if (r->formula >= 0 && k > 0 && (size_t)k < sizeof(extra))
             k += snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"formula_us\": %.1f",
                           r->formula);
@@ -740,6 +742,7 @@ static int run(const bcoll_opts_t *o)
         note(o, "model: measured b_WAN(P), P = 1..%" PRIu32 " (hibar-bench lanes)",
              m.lanes.n_b_wan);
     out.nodes = topo->n_nodes;
+    out.model = o->op != HB_COLL_ALLTOALL ? "lanes" : m.have_plogp ? "plogp-br" : "hockney";
     out.n0 = m.n0;
     out.n1 = m.n1;
     if (topo->n_sites > 2)

@@ -1005,7 +1005,7 @@ static void s4_measure(rp_t *r, rp_lines_t *o)
  * (median) and while hosts 1-3 flood host 0 (the incast fills host 0's port queue; p99, the
  * queue near full): q = (loaded - idle) x 100 Mbit/s.
  */
-static void s4_queue(rp_t *r)
+static double s4_queue(rp_t *r)
 {
     char probe[PATH_MAX], script[PATH_MAX + 16], b[3 * PATH_MAX], c1[32], c2[32], c3[32];
     char c4[32], c5[32];
@@ -1016,12 +1016,12 @@ static void s4_queue(rp_t *r)
         md(r, "q from the delay difference: not measured (%s).\n\n",
            r->bed ? "tests/netns/hb_bwprobe is not built: make check builds it"
                   : "the namespace bed needs root");
-        return;
+        return NAN;
     }
     fmt(script, sizeof(script), "%s/queue.sh", r->tmp);
     FILE *f = fopen(script, "w");
     if (f == NULL)
-        return;
+        return NAN;
     fprintf(f,
             "#!/bin/bash\n# inside a 1-site bed of 5 hosts: idle and loaded round trips to host 0\n"
             "P='%s'\nset -- $HIBAR_TESTBED_HOSTS\n"
@@ -1064,6 +1064,172 @@ static void s4_queue(rp_t *r)
        isfinite(q) ? (fmt(c5, sizeof(c5), "%.0f KB", q / 1000), c5) : "—");
     row(r, 4, "measured", "q_bytes_delay", q);
     row(r, 4, "measured", "rtt_loaded_p99_us", loaded);
+    return q;
+}
+
+/* The A/B rows of one alltoall run (hibar-bench alltoall --json, hibar-mpi-bench's). */
+#define S4_SIZES 4
+typedef struct s4_ab {
+    int n;
+    double m[S4_SIZES], flat[S4_SIZES], pair[S4_SIZES], pflat[S4_SIZES], ppair[S4_SIZES];
+    double ompi[S4_SIZES];
+    int plogp; /* the predictions are PlogP-BR's (else Hockney's: no parameters were cached) */
+} s4_ab_t;
+
+static void s4_ab_read(const rp_lines_t *o, const double *sizes, int n, s4_ab_t *ab)
+{
+    ab->n = n;
+    ab->plogp = 0;
+    for (int k = 0; k < n; k++) {
+        ab->m[k] = sizes[k];
+        ab->flat[k] = ab->pair[k] = ab->pflat[k] = ab->ppair[k] = ab->ompi[k] = NAN;
+    }
+    for (size_t i = 0; i < o->n; i++)
+        for (int k = 0; k < n; k++) {
+            const char *l = o->v[i];
+            if (!jis(l, "bench", "alltoall") || jnum(l, "size") != sizes[k])
+                continue;
+            double p = jnum(l, "predicted_us");
+            ab->plogp |= jis(l, "model", "plogp-br");
+            if (jis(l, "impl", "flat")) {
+                ab->flat[k] = jnum(l, "median_us");
+                ab->pflat[k] = p;
+            } else if (jis(l, "impl", "pairwise")) {
+                ab->pair[k] = jnum(l, "median_us");
+                ab->ppair[k] = p;
+            } else if (jis(l, "impl", "open-mpi")) {
+                ab->ompi[k] = jnum(l, "median_us");
+            }
+        }
+}
+
+/* The A/B table; returns the sizes where the model picked what measured faster (of *n_p). */
+static int s4_ab_write(rp_t *r, const s4_ab_t *ab, const char *tag, int *n_p)
+{
+    char c[8][32];
+    int agree = 0, n = 0;
+    const char *mn = ab->plogp ? "PlogP-BR" : "Hockney";
+    md(r,
+       "| m (B) | A flat (us) | B pairwise (us) | A / B | %s A | %s B | model picks | faster | "
+       "Open MPI MPI_Alltoall (us) |\n|---|---|---|---|---|---|---|---|---|\n",
+       mn, mn);
+    for (int k = 0; k < ab->n; k++) {
+        int meas = isfinite(ab->flat[k]) && isfinite(ab->pair[k]);
+        int pred = isfinite(ab->pflat[k]) && ab->pflat[k] > 0 && isfinite(ab->ppair[k]) &&
+                   ab->ppair[k] > 0;
+        const char *mp = !pred ? "—" : ab->pflat[k] <= ab->ppair[k] ? "A" : "B";
+        const char *fp = !meas ? "—" : ab->flat[k] <= ab->pair[k] ? "A" : "B";
+        if (meas && pred) {
+            n++;
+            agree += mp[0] == fp[0];
+        }
+        md(r, "| %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", ab->m[k],
+           cell(c[0], 32, "%.0f", ab->flat[k]), cell(c[1], 32, "%.0f", ab->pair[k]),
+           cell(c[2], 32, "%.2f", ab->flat[k] / ab->pair[k]),
+           cell(c[3], 32, "%.0f", pred ? ab->pflat[k] : NAN),
+           cell(c[4], 32, "%.0f", pred ? ab->ppair[k] : NAN), mp, fp,
+           cell(c[5], 32, "%.0f", ab->ompi[k]));
+        char key[64];
+        fmt(key, sizeof(key), "a2a_%s_flat_%.0f_us", tag, ab->m[k]);
+        row(r, 4, "measured", key, ab->flat[k]);
+        fmt(key, sizeof(key), "a2a_%s_pairwise_%.0f_us", tag, ab->m[k]);
+        row(r, 4, "measured", key, ab->pair[k]);
+        fmt(key, sizeof(key), "a2a_%s_ompi_%.0f_us", tag, ab->m[k]);
+        row(r, 4, "measured", key, ab->ompi[k]);
+        fmt(key, sizeof(key), "a2a_%s_pred_flat_%.0f_us", tag, ab->m[k]);
+        row(r, 4, "model", key, pred ? ab->pflat[k] : NAN);
+    }
+    *n_p = n;
+    return agree;
+}
+
+/*
+ * PlogP-BR's A/B comparison: alltoall all at once (A, flat: every node the target of a
+ * many-to-one phase) against n - 1 rounds of pair exchanges (B, pairwise), measured through
+ * the daemons and predicted by PlogP-BR from the parameters this run measured, with Open MPI's
+ * MPI_Alltoall on the same hosts in the same run: on the emulated 4-node cluster of the logp
+ * rows (loopback: no switch queue) and on a bed whose switch port queue overflows (q_delay, the
+ * delay-difference q above, given to the model).
+ */
+static void s4_alltoall(rp_t *r, double q_delay)
+{
+    static const double sz_quick[] = {1024, 65536}, sz_full[] = {1024, 16384, 65536, 262144};
+    const double *sz = r->quick ? sz_quick : sz_full;
+    int nsz = r->quick ? 2 : 4;
+    char b[3 * PATH_MAX + 512], t[PATH_MAX], peer[PATH_MAX], list[96] = "", script[PATH_MAX];
+    tool(r, "hibar-bench", t, sizeof(t));
+    for (int k = 0; k < nsz; k++)
+        fmt(list + strlen(list), sizeof(list) - strlen(list), "%s%.0f", k ? "," : "", sz[k]);
+    rp_lines_t o = {0};
+    fmt(b, sizeof(b),
+        "HIBAR_MODEL_CACHE='%s/four.plogp' %s alltoall --config '%s/four.yaml' --alg "
+        "flat,pairwise --sizes %s --max-reps %d --compare --json",
+        r->tmp, t, r->tmp, list, r->quick ? 5 : 10);
+    run(r, b, &o);
+    s4_ab_t ab;
+    s4_ab_read(&o, sz, nsz, &ab);
+    lines_free(&o);
+    md(r, "**The all-to-all experiment, A/B.** `hibar-bench alltoall --alg flat,pairwise "
+          "--compare` on the emulated 4-node cluster of the rows above: A, `flat`, every node "
+          "sends its n - 1 blocks at once (each node is the target of a many-to-one phase); B, "
+          "`pairwise`, n - 1 rounds of pair exchanges, a round after the previous one's block "
+          "arrived (pair patterns only). m bytes per pair, median of up to %d repetitions "
+          "(last completion - first start over the daemons); PlogP-BR's predictions from the "
+          "parameters above (A: (n-1)·max(g(m, 1->n), g(m, n->1)) + L + E_q·T_RTO, B: "
+          "(n-1)·(g(m, pair) + L)); Open MPI's `MPI_Alltoall` (hibar-mpi-bench under mpirun, 4 "
+          "ranks on this host over TCP) in the same run:\n\n",
+       r->quick ? 5 : 10);
+    int n_emu = 0, a_emu = s4_ab_write(r, &ab, "emu", &n_emu);
+    md(r, "\n%s picked the faster pattern at %d of %d sizes here%s. Loopback has no "
+          "switch queue, so E_q = 0 and the model's A/B difference is the pattern gaps' "
+          "against B's n - 1 latencies.\n\n",
+       ab.plogp ? "PlogP-BR" : "Hockney", a_emu, n_emu,
+       ab.plogp ? "" : " (no PlogP parameters were cached: Hockney, which ties A and B)");
+    row(r, 4, "measured", "a2a_emu_agree", a_emu);
+    tool(r, "peer/hibar-mpi-bench", peer, sizeof(peer));
+    if (access(peer, X_OK) != 0)
+        tool(r, "hibar-mpi-bench", peer, sizeof(peer));
+    if (r->quick || !r->bed || !isfinite(q_delay)) {
+        md(r, "With a switch queue that overflows (the namespace bed): %s.\n\n",
+           r->quick ? "full runs only" : "not run (needs root and q measured above)");
+        return;
+    }
+    fmt(script, sizeof(script), "%s/a2a.sh", r->tmp);
+    FILE *f = fopen(script, "w");
+    if (f == NULL)
+        return;
+    fprintf(f,
+            "#!/bin/sh\n# inside the 1-site bed of 5 hosts, 100 Mbit/s ports, 100-packet queues\n"
+            "S=\"--set cluster=hibar-%s-a --set heartbeat.timeout_ms=10000\"\n"
+            "export HIBAR_MODEL_CACHE=%s/a2a.plogp\n"
+            "'%s' logp --config \"$HIBAR_TESTBED_CONFIG\" --queue %.0f --max-reps 300 $S "
+            "--json > /dev/null || exit 1\n"
+            "'%s' alltoall --alg flat,pairwise --sizes %s --max-reps 5 $S --json || exit 1\n"
+            "'%s/netns/ompi-run' -n 5 '%s' --bench alltoall --sizes %s --min-iters 5 "
+            "--max-iters 20 --json\n",
+            r->name, r->tmp, t, q_delay, t, list, r->tests, peer, list);
+    fclose(f);
+    fmt(b, sizeof(b),
+        "'%s/netns/testbed' --name %sa --net 10.246 --sites 1 --nodes 5 --lan-mbit 100 "
+        "--queue-limit 100 -- sh '%s'",
+        r->tests, r->name, script);
+    run(r, b, &o);
+    s4_ab_read(&o, sz, nsz, &ab);
+    lines_free(&o);
+    md(r, "With a switch queue that overflows: the same A/B on `tests/netns/testbed --sites 1 "
+          "--nodes 5 --lan-mbit 100 --queue-limit 100` (5 hosts, the q bed above), the "
+          "daemons on the bed's hosts, PlogP-BR's parameters measured there first (`hibar-bench "
+          "logp --queue %.0f`: q from the delay difference), up to 5 repetitions; Open MPI's "
+          "`MPI_Alltoall` one rank per host (`tests/netns/ompi-run`):\n\n",
+       q_delay);
+    int n_bed = 0, a_bed = s4_ab_write(r, &ab, "bed", &n_bed);
+    md(r, "\n%s picked the faster pattern at %d of %d sizes on the bed. The paper's "
+          "point is the E_q·T_RTO term: A wins until the n - 1 blocks a node receives at once "
+          "overflow its port's queue, (n-1)·m > q, after which B's pairs avoid the "
+          "retransmission timeout; where the bed's A/B lies against that threshold shows "
+          "whether its TCP really lost packets at the queue (q %.0f KB, n - 1 = 4).\n\n",
+       ab.plogp ? "PlogP-BR" : "Hockney", a_bed, n_bed, q_delay / 1000);
+    row(r, 4, "measured", "a2a_bed_agree", a_bed);
 }
 
 static void s4_write(rp_t *r, const rp_lines_t *o)
@@ -1117,10 +1283,8 @@ static void s4_write(rp_t *r, const rp_lines_t *o)
        "Queue size q: %s on loopback, which has no switch queue (q = 0: flow control, no "
        "retransmission penalty). ",
        isfinite(q) ? (fmt(c[3], 32, "%.0f B", q), c[3]) : "—");
-    s4_queue(r);
-    md(r,
-       "The all-to-all experiment and the paper's A/B comparison: not done (no `alltoall` "
-       "collective yet; it needs the daemons' collective engine, which is being rewritten).\n\n");
+    double q_delay = s4_queue(r);
+    s4_alltoall(r, q_delay);
     row(r, 4, "measured", "rows", rows);
 }
 
