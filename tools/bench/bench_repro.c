@@ -1198,20 +1198,23 @@ static void s4_alltoall(rp_t *r, double q_delay)
     FILE *f = fopen(script, "w");
     if (f == NULL)
         return;
+    /* the daemons on the bed's hosts first (bed_daemons), the tools then find them running */
     fprintf(f,
-            "#!/bin/sh\n# inside the 1-site bed of 5 hosts, 100 Mbit/s ports, 100-packet queues\n"
-            "S=\"--set cluster=hibar-%s-a --set heartbeat.timeout_ms=10000\"\n"
-            "export HIBAR_MODEL_CACHE=%s/a2a.plogp\n"
-            "'%s' logp --config \"$HIBAR_TESTBED_CONFIG\" --queue %.0f --max-reps 300 $S "
-            "--json > /dev/null || exit 1\n"
-            "'%s' alltoall --alg flat,pairwise --sizes %s --max-reps 5 $S --json || exit 1\n"
+            "#!/bin/bash\n# inside the 1-site bed of 5 hosts, 100 Mbit/s ports, 100-packet queues\n"
+            "export top_builddir='%s/..' top_srcdir='%s/..'\n. '%s/hb_test.sh'\n"
+            "N=hibar-%s-a D='%s/a2arun'\nexport HIBAR_MODEL_CACHE='%s/a2a.plogp'\n"
+            "bed_daemons $N \"$D\" -o heartbeat.timeout_ms=15000 || exit 1\n"
+            "S=\"--config $HIBAR_TESTBED_CONFIG --set cluster=$N --set run_dir=$D\"\n"
+            "'%s' logp $S --queue %.0f --max-reps 300 --json > /dev/null || exit 1\n"
+            "'%s' alltoall $S --alg flat,pairwise --sizes %s --max-reps 5 --json || exit 1\n"
             "'%s/netns/ompi-run' -n 5 '%s' --bench alltoall --sizes %s --min-iters 5 "
             "--max-iters 20 --json\n",
-            r->name, r->tmp, t, q_delay, t, list, r->tests, peer, list);
+            r->dir, r->tests, r->tests, r->name, r->tmp, r->tmp, t, q_delay, t, list, r->tests,
+            peer, list);
     fclose(f);
     fmt(b, sizeof(b),
         "'%s/netns/testbed' --name %sa --net 10.246 --sites 1 --nodes 5 --lan-mbit 100 "
-        "--queue-limit 100 -- sh '%s'",
+        "--queue-limit 100 -- bash '%s'",
         r->tests, r->name, script);
     run(r, b, &o);
     s4_ab_read(&o, sz, nsz, &ab);
