@@ -896,6 +896,125 @@ static void s3_hosts(rp_t *r)
           "whether maximum and root save global's synchronisation here.\n\n");
 }
 
+/* Hockney by least squares over (m, one-way time) points: alpha (us) and 1/beta (us/B). */
+typedef struct s3_fit {
+    double sx, sy, sxx, sxy;
+    int k;
+} s3_fit_t;
+
+static void s3_fit_add(s3_fit_t *f, double m, double y)
+{
+    f->sx += m;
+    f->sy += y;
+    f->sxx += m * m;
+    f->sxy += m * y;
+    f->k++;
+}
+
+static void s3_fit_get(const s3_fit_t *f, double *alpha, double *slope)
+{
+    *alpha = *slope = NAN;
+    double d = f->k * f->sxx - f->sx * f->sx;
+    if (f->k >= 2 && d > 0) {
+        *slope = (f->k * f->sxy - f->sx * f->sy) / d;
+        *alpha = (f->sy - *slope * f->sx) / f->k;
+    }
+}
+
+/*
+ * MPIBlib's all-pairs point-to-point benchmark across namespace hosts: the daemons of a 1-site
+ * bed of 4 hosts (bed_daemons), hibar-bench logp's round trips from every host to every other
+ * (--from, --to), one way = RTT/2, Hockney fitted per pair and over all of them.
+ */
+static void s3_pairs(rp_t *r)
+{
+    enum { NH = 4 };
+    static const double sz[] = {0, 1024, 4096, 16384, 32768};
+    char script[PATH_MAX], b[3 * PATH_MAX + 256], t[PATH_MAX], c1[32], c2[32], c3[32], c4[32];
+    if (r->quick || !r->bed) {
+        md(r, "All pairs across namespace hosts: %s.\n\n",
+           r->quick ? "full runs only" : "not run (the namespace bed needs root)");
+        return;
+    }
+    tool(r, "hibar-bench", t, sizeof(t));
+    fmt(script, sizeof(script), "%s/pairs.sh", r->tmp);
+    FILE *f = fopen(script, "w");
+    if (f == NULL)
+        return;
+    fprintf(f,
+            "#!/bin/bash\n# inside a 1-site bed of %d hosts: round trips from every daemon to "
+            "every other\nexport top_builddir='%s/..' top_srcdir='%s/..'\n. '%s/hb_test.sh'\n"
+            "N=hibar-%s-p D='%s/prun'\nexport HIBAR_MODEL_CACHE='%s/pairs.plogp'\n"
+            "bed_daemons $N \"$D\" || exit 1\n"
+            "for a in $(seq 0 %d); do for z in $(seq 0 %d); do [ $a = $z ] && continue\n"
+            "  '%s' logp --config \"$HIBAR_TESTBED_CONFIG\" --set cluster=$N --set run_dir=$D "
+            "--from $a --to $z --no-patterns --flood 20 --floods 2 --max-reps 300 "
+            "--sizes 0,1K,4K,16K,32K --json | sed \"s/^{/{\\\"from\\\": $a, \\\"to\\\": $z, /\"\n"
+            "done; done\n",
+            NH, r->dir, r->tests, r->tests, r->name, r->tmp, r->tmp, NH - 1, NH - 1, t);
+    fclose(f);
+    rp_lines_t o = {0};
+    fmt(b, sizeof(b),
+        "'%s/netns/testbed' --name %sp --net 10.245 --sites 1 --nodes %d -- bash '%s'",
+        r->tests, r->name, NH, script);
+    run(r, b, &o);
+    double y[NH][NH][5];
+    for (int a = 0; a < NH; a++)
+        for (int z = 0; z < NH; z++)
+            for (int k = 0; k < 5; k++)
+                y[a][z][k] = NAN;
+    for (size_t i = 0; i < o.n; i++) {
+        const char *l = o.v[i];
+        int a = (int)jnum(l, "from"), z = (int)jnum(l, "to");
+        if (!jis(l, "impl", "rtt") || a < 0 || a >= NH || z < 0 || z >= NH)
+            continue;
+        for (int k = 0; k < 5; k++)
+            if (jnum(l, "size") == sz[k])
+                y[a][z][k] = jnum(l, "median_us") / 2;
+    }
+    lines_free(&o);
+    md(r, "All pairs across namespace hosts (MPIBlib's point-to-point benchmark): the daemons "
+          "of a 1-site bed of %d hosts (`tests/netns/testbed --sites 1 --nodes %d`), `hibar-bench "
+          "logp --from A --to B` from every host to every other, the one-way time (half the "
+          "median round trip) at 0, 1, 4, 16 and 32 KiB, Hockney fitted per pair:\n\n"
+          "| pair | 0 B (us) | 32 KiB (us) | alpha (us) | beta (Mbit/s) |\n|---|---|---|---|---|\n",
+       NH, NH);
+    s3_fit_t all = {0};
+    int pairs = 0;
+    double amin = INFINITY, amax = -INFINITY;
+    for (int a = 0; a < NH; a++)
+        for (int z = 0; z < NH; z++) {
+            if (a == z)
+                continue;
+            s3_fit_t pf = {0};
+            for (int k = 0; k < 5; k++)
+                if (isfinite(y[a][z][k])) {
+                    s3_fit_add(&pf, sz[k], y[a][z][k]);
+                    s3_fit_add(&all, sz[k], y[a][z][k]);
+                }
+            double al, sl;
+            s3_fit_get(&pf, &al, &sl);
+            if (isfinite(al)) {
+                pairs++;
+                amin = fmin(amin, al);
+                amax = fmax(amax, al);
+            }
+            md(r, "| %d -> %d | %s | %s | %s | %s |\n", a, z, cell(c1, 32, "%.1f", y[a][z][0]),
+               cell(c2, 32, "%.1f", y[a][z][4]), cell(c3, 32, "%.1f", al),
+               cell(c4, 32, "%.0f", sl > 0 ? 8.0 / sl : NAN));
+        }
+    double al, sl;
+    s3_fit_get(&all, &al, &sl);
+    md(r, "\nOver all %d pairs: alpha = %s us, beta = %s Mbit/s; the pairs' alphas range %s to "
+          "%s us. The bed's hosts share this machine's cores and one kernel's network stack, so "
+          "the pairs differ by scheduling, not by distance.\n\n",
+       pairs, cell(c1, 32, "%.1f", al), cell(c2, 32, "%.0f", sl > 0 ? 8.0 / sl : NAN),
+       cell(c3, 32, "%.1f", pairs ? amin : NAN), cell(c4, 32, "%.1f", pairs ? amax : NAN));
+    row(r, 3, "measured", "pairs_alpha_us", al);
+    row(r, 3, "measured", "pairs_beta_mbit", sl > 0 ? 8.0 / sl : NAN);
+    row(r, 3, "measured", "pairs_n", pairs);
+}
+
 static void s3_run(rp_t *r, const rp_lines_t *logp)
 {
     char b[PATH_MAX + 256], t[PATH_MAX], c1[32], c2[32];
@@ -946,39 +1065,27 @@ static void s3_run(rp_t *r, const rp_lines_t *logp)
        paper(3, "cost_max_vs_global"));
     s3_hosts(r);
     /* Hockney from the point-to-point round trips of section 4 (one way = RTT/2) */
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int k = 0;
+    s3_fit_t fit = {0};
     md(r, "Hockney parameters, fitted (least squares) to the one-way time (half the round trip) "
           "of `hibar-bench logp`'s point-to-point rows between the daemons of an emulated "
           "4-node cluster (section 4), T(m) = alpha + m/beta:\n\n"
           "| m (B) | one way measured (us) | Hockney fit (us) |\n|---|---|---|\n");
     for (size_t i = 0; i < logp->n; i++)
-        if (jis(logp->v[i], "impl", "rtt")) {
-            double m = jnum(logp->v[i], "size"), y = jnum(logp->v[i], "median_us") / 2;
-            sx += m;
-            sy += y;
-            sxx += m * m;
-            sxy += m * y;
-            k++;
-        }
-    double slope = NAN, alpha = NAN;
-    if (k >= 2 && k * sxx - sx * sx > 0) {
-        slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
-        alpha = (sy - slope * sx) / k;
-    }
+        if (jis(logp->v[i], "impl", "rtt"))
+            s3_fit_add(&fit, jnum(logp->v[i], "size"), jnum(logp->v[i], "median_us") / 2);
+    double slope, alpha;
+    s3_fit_get(&fit, &alpha, &slope);
     for (size_t i = 0; i < logp->n; i++)
         if (jis(logp->v[i], "impl", "rtt")) {
             double m = jnum(logp->v[i], "size"), y = jnum(logp->v[i], "median_us") / 2;
             md(r, "| %.0f | %.1f | %.1f |\n", m, y, alpha + slope * m);
         }
     double beta_mbit = slope > 0 ? 8.0 / slope : NAN;
-    md(r,
-       "\nalpha = %s us, beta = %s Mbit/s (%d sizes). All pairs: not measured (the probe "
-       "runs from one root to each peer; the pairs of an emulated cluster share one host's "
-       "loopback, so they would not differ).\n\n",
-       cell(c1, sizeof(c1), "%.1f", alpha), cell(c2, sizeof(c2), "%.0f", beta_mbit), k);
+    md(r, "\nalpha = %s us, beta = %s Mbit/s (%d sizes).\n\n",
+       cell(c1, sizeof(c1), "%.1f", alpha), cell(c2, sizeof(c2), "%.0f", beta_mbit), fit.k);
     row(r, 3, "measured", "hockney_alpha_us", alpha);
     row(r, 3, "measured", "hockney_beta_mbit", beta_mbit);
+    s3_pairs(r);
 }
 
 /* ---- section 4: PlogP-BR --------------------------------------------------------------- */
