@@ -5,7 +5,7 @@
 #include "coll.h"
 
 static const char *const op_names[HB_COLL_OP_COUNT] = {"scatter", "gather", "bcast", "allgather",
-                                                           "alltoall"};
+                                                       "alltoall"};
 static const char *const alg_names[HB_COLL_ALG_COUNT] = {"flat", "binomial", "single-lane",
                                                          "multi-lane", "pairwise"};
 

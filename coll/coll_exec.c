@@ -36,10 +36,10 @@ struct hb_coll_exec {
     uint32_t nst;
     const uint8_t *send_buf;
     uint8_t *recv_buf;
-    uint8_t *work;  /* the layout ranges wr, packed */
-    wrange_t *wr;   /* [nwr] sorted, disjoint: one span, or (alltoall) the steps' ranges merged */
+    uint8_t *work; /* the layout ranges wr, packed */
+    wrange_t *wr;  /* [nwr] sorted, disjoint: one span, or (alltoall) the steps' ranges merged */
     uint32_t nwr;
-    uint64_t wlen;  /* bytes of work */
+    uint64_t wlen; /* bytes of work */
     /* HB_COLL_EXEC_IN_PLACE: the input is read where it is (no COPY_IN) when direct_in */
     int direct_in;
     uint64_t in_lo, in_hi; /* the COPY_IN step's layout range */
@@ -605,7 +605,7 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
                            .len = d - c,
                            .wan = st->wan,
                            .data = x->direct_in && c >= x->in_lo && d <= x->in_hi ? in_map(x, c, d)
-                                   : wptr(x, c, d)};
+                                                                                  : wptr(x, c, d)};
         if (!push(x, acts, max, n, &a))
             return;
         p->next++;

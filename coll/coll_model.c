@@ -533,8 +533,8 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
 {
     if (p == NULL || p->n == 0 || p->m == NULL || p->g == NULL || n == 0 || m < 0.0 || t_p == NULL)
         return HB_ERR_INVAL;
-    if (!hb_coll_alg_valid(op, alg) || (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL &&
-                                        alg != HB_COLL_ALG_PAIRWISE))
+    if (!hb_coll_alg_valid(op, alg) ||
+        (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL && alg != HB_COLL_ALG_PAIRWISE))
         return HB_ERR_INVAL;
     if (n == 1) {
         *t_p = 0.0;

@@ -233,9 +233,10 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
 void hb_coll_exec_free(hb_coll_exec_t *x);
 /*
  * The executor's layout buffer, which SEND actions point into: [*len_p bytes at the returned
- * address] (NULL, 0 if it has none); alltoall: only the layout ranges the node holds, packed. hb_coll_exec_detach_work hands it to the caller, who then
- * frees it with free() (e.g. after a transport that sends without copying is done with it);
- * the executor must not be stepped after that.
+ * address] (NULL, 0 if it has none); alltoall: only the layout ranges the node holds, packed.
+ * hb_coll_exec_detach_work hands it to the caller, who then frees it with free() (e.g. after a
+ * transport that sends without copying is done with it); the executor must not be stepped after
+ * that.
  */
 const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p);
 void *hb_coll_exec_detach_work(hb_coll_exec_t *x);

@@ -261,8 +261,7 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
             slen = s->total;
         else if (s->op == HB_COLL_BCAST && v == s->root)
             slen = s->total;
-        else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER ||
-                 s->op == HB_COLL_ALLTOALL)
+        else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER || s->op == HB_COLL_ALLTOALL)
             slen = s->bytes[v];
         if (s->op == HB_COLL_SCATTER || s->op == HB_COLL_ALLTOALL)
             r->rlen[v] = s->bytes[v];
@@ -427,15 +426,14 @@ static void one_case(uint64_t seed, hb_coll_op_t op, hb_coll_alg_t alg, dlv_t mo
     shape_t sh;
     random_shape(&sh, 24);
     hb_coll_nodes_t nodes = {.n_nodes = sh.n, .site_of = sh.site_of, .ranks_of = sh.ranks_of};
-    hb_coll_args_t args = {.op = op,
-                           .alg = alg,
-                           .root = rnd(sh.n),
-                           .size = sizes[rnd(5)],
-                           .counts = (vform && op != HB_COLL_BCAST && op != HB_COLL_ALLTOALL)
-                                         ? sh.counts
-                                         : NULL,
-                           .seg_size = segs[rnd(5)],
-                           .lanes = rnd(5)};
+    hb_coll_args_t args = {
+        .op = op,
+        .alg = alg,
+        .root = rnd(sh.n),
+        .size = sizes[rnd(5)],
+        .counts = (vform && op != HB_COLL_BCAST && op != HB_COLL_ALLTOALL) ? sh.counts : NULL,
+        .seg_size = segs[rnd(5)],
+        .lanes = rnd(5)};
     if (args.seg_size > 0 && args.seg_size < args.size / 8) /* bound the message count */
         args.seg_size = args.size / 8 + 1;
     hb_coll_sched_t *s = NULL;

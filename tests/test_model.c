@@ -589,19 +589,18 @@ static void test_alltoall(void)
     /* 5 nodes, 1000 bytes a pair: 4 x (10 + 10) for both */
     CU_ASSERT_EQUAL(hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_FLAT, 5, 0, 1000.0, &t), 0);
     NEAR(t, 80.0);
-    CU_ASSERT_EQUAL(
-        hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_PAIRWISE, 5, 0, 1000.0, &t), 0);
+    CU_ASSERT_EQUAL(hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_PAIRWISE, 5, 0, 1000.0, &t),
+                    0);
     NEAR(t, 80.0);
-    CU_ASSERT_EQUAL(
-        hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_BINOMIAL, 5, 0, 1000.0, &t),
-        HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_BINOMIAL, 5, 0, 1000.0, &t),
+                    HB_ERR_INVAL);
     hb_model_plogp_t p = plogp();
     static const double g_out[] = {6.0, 20.0, 110.0}, g_in[] = {8.0, 25.0, 120.0};
     p.g_pat[HB_MODEL_PAT_ONE_TO_MANY] = g_out;
     p.g_pat[HB_MODEL_PAT_MANY_TO_ONE] = g_in;
     /* flat: 4 x max(20, 25) + 50, and the incast overflows the 1500-byte queue (4 x 1000) */
-    CU_ASSERT_EQUAL(
-        hb_model_plogp_predict(&p, HB_COLL_ALLTOALL, HB_COLL_ALG_FLAT, 5, 1000.0, &t), 0);
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_ALLTOALL, HB_COLL_ALG_FLAT, 5, 1000.0, &t),
+                    0);
     NEAR(t, 150.0 + 200000.0);
     /* pairwise: 4 x (15 + 50), pair patterns only */
     CU_ASSERT_EQUAL(

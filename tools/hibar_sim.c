@@ -1638,8 +1638,8 @@ static int mode_alltoall(opts_t *o)
                     printf("{\"bench\": \"sim-alltoall\", \"impl\": \"%s\", \"nodes\": %" PRIu32
                            ", \"ranks\": %" PRIu32 ", \"size\": %.0f, \"iters\": 1, "
                            "\"predicted_us\": %.2f, \"model_us\": %.2f, \"sites\": 1}\n",
-                           hb_coll_alg_name(args.alg), counts[c], counts[c], sizes[z],
-                           r.latency_us, model);
+                           hb_coll_alg_name(args.alg), counts[c], counts[c], sizes[z], r.latency_us,
+                           model);
                 else
                     printf("  %-8s %-10s %7" PRIu32 " %10.0f %14.1f %14.1f\n", "alltoall",
                            hb_coll_alg_name(args.alg), counts[c], sizes[z], r.latency_us, model);

@@ -524,15 +524,15 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
     double ratio = r->predicted > 0 ? s->median / r->predicted : 0.0;
     if (out->o->common.json || out->o->common.osu) { /* the shared row writer */
         char extra[512];
-        int k = snprintf(extra, sizeof(extra),
-                         "\"lanes\": %" PRIu32 ", \"predicted_us\": %.1f, \"ratio\": %.3f, "
-                         "\"n0\": %" PRIu32 ", \"n1\": %" PRIu32 ", \"skew_us\": %.1f, "
-                         "\"daemon_predicted_us\": %.1f, \"sweep\": %s, \"method\": \"%s\", "
-                         "\"driver\": \"%s\", \"model\": \"%s\"",
-                         r->lanes, r->predicted, ratio, out->n0, out->n1, r->skew_med,
-                         r->daemon_pred, r->sweep ? "true" : "false",
-                         r->peer ? "maximum" : "global", r->peer ? "mpirun" : "daemons",
-                         r->peer ? "none" : out->model);
+        int k =
+            snprintf(extra, sizeof(extra),
+                     "\"lanes\": %" PRIu32 ", \"predicted_us\": %.1f, \"ratio\": %.3f, "
+                     "\"n0\": %" PRIu32 ", \"n1\": %" PRIu32 ", \"skew_us\": %.1f, "
+                     "\"daemon_predicted_us\": %.1f, \"sweep\": %s, \"method\": \"%s\", "
+                     "\"driver\": \"%s\", \"model\": \"%s\"",
+                     r->lanes, r->predicted, ratio, out->n0, out->n1, r->skew_med, r->daemon_pred,
+                     r->sweep ? "true" : "false", r->peer ? "maximum" : "global",
+                     r->peer ? "mpirun" : "daemons", r->peer ? "none" : out->model);
         if (r->formula >= 0 && k > 0 && (size_t)k < sizeof(extra))
             k += snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"formula_us\": %.1f",
                           r->formula);
@@ -564,8 +564,7 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
         printf("%-10" PRIu64 " %-12s %5" PRIu32 " %13.1f %11.1f %11.1f %11.1f %5zu %10.1f %13.1f "
                "%6.2f %5s %9.1f %9.1f\n",
                r->size, r->peer ? "open-mpi" : hb_coll_alg_name(r->alg), r->lanes, s->mean, s->min,
-               s->max, s->median,
-               s->n, s->ci, r->predicted, ratio, busy, r->cpu_ms, r->cpu_max_ms);
+               s->max, s->median, s->n, s->ci, r->predicted, ratio, busy, r->cpu_ms, r->cpu_max_ms);
     }
     fflush(stdout);
     if (out->csv != NULL)
@@ -574,9 +573,8 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
                 ",%zu,%.3f,%.3f,%.3f,%.3f,%.3f,"
                 "%.4f,%.3f,%.1f,%d,%d\n",
                 hb_coll_op_name(out->o->op), r->peer ? "open-mpi" : hb_coll_alg_name(r->alg),
-                out->nodes, out->nodes,
-                r->size, r->lanes, s->n, s->mean, s->median, s->min, s->max, s->p99, s->ci,
-                s->confidence, r->predicted, r->sweep, r->lanes_busy);
+                out->nodes, out->nodes, r->size, r->lanes, s->n, s->mean, s->median, s->min, s->max,
+                s->p99, s->ci, s->confidence, r->predicted, r->sweep, r->lanes_busy);
 }
 
 static void note(const bcoll_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -736,8 +734,9 @@ static int run(const bcoll_opts_t *o)
     }
     model_init(&m, dm.cfg, topo, dm.root, o->seg);
     if (o->op == HB_COLL_ALLTOALL)
-        note(o, "model: %s", m.have_plogp ? "PlogP-BR (cached hibar-bench logp parameters)"
-                                          : "Hockney (no cached PlogP parameters)");
+        note(o, "model: %s",
+             m.have_plogp ? "PlogP-BR (cached hibar-bench logp parameters)"
+                          : "Hockney (no cached PlogP parameters)");
     if (m.measured)
         note(o, "model: measured b_WAN(P), P = 1..%" PRIu32 " (hibar-bench lanes)",
              m.lanes.n_b_wan);
@@ -820,12 +819,17 @@ static int run(const bcoll_opts_t *o)
         if (o->compare && rc == 0) {
             bcoll_row_t *r = &rows[nrows];
             uint64_t it = 0;
-            *r = (bcoll_row_t){.size = o->sizes[si], .peer = 1, .predicted = -1.0,
-                               .formula = -1.0, .daemon_pred = -1.0, .cpu_ms = -1.0,
-                               .cpu_max_ms = -1.0, .lanes_busy = -1};
+            *r = (bcoll_row_t){.size = o->sizes[si],
+                               .peer = 1,
+                               .predicted = -1.0,
+                               .formula = -1.0,
+                               .daemon_pred = -1.0,
+                               .cpu_ms = -1.0,
+                               .cpu_max_ms = -1.0,
+                               .lanes_busy = -1};
             /* TCP, as the daemons use it, and as many repetitions as the daemons' rows got */
-            if (hb_bench_mpi_peer(hb_coll_op_name(o->op), topo->n_nodes, o->sizes[si],
-                                  o->max_reps, 2, "--mca btl self,tcp", &r->st, &it) != 0) {
+            if (hb_bench_mpi_peer(hb_coll_op_name(o->op), topo->n_nodes, o->sizes[si], o->max_reps,
+                                  2, "--mca btl self,tcp", &r->st, &it) != 0) {
                 rc = HIBAR_ERR_IO;
                 break;
             }
@@ -880,9 +884,8 @@ static int run(const bcoll_opts_t *o)
             note(o, "%zu bytes: flat / pairwise = %.2f measured, %.2f predicted", o->sizes[si],
                  fl->st.median / pw->st.median,
                  pw->predicted > 0 ? fl->predicted / pw->predicted : -1.0);
-        const bcoll_row_t *best = fl != NULL && (pw == NULL || fl->st.median <= pw->st.median)
-                                      ? fl
-                                      : pw;
+        const bcoll_row_t *best =
+            fl != NULL && (pw == NULL || fl->st.median <= pw->st.median) ? fl : pw;
         if (om != NULL && best != NULL)
             note(o, "%zu bytes: Open MPI / hibar %s = %.2f", o->sizes[si],
                  hb_coll_alg_name(best->alg), om->st.median / best->st.median);
@@ -961,17 +964,25 @@ int hb_bench_coll_main(int argc, char **argv)
         if (strcmp(argv[i], "--ranks") == 0 || strncmp(argv[i], "--ranks=", 8) == 0 ||
             strcmp(argv[i], "-n") == 0)
             return hb_bench_gather_main(argc, argv);
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"sizes", required_argument, NULL, 's'},
-        {"alg", required_argument, NULL, 'a'},      {"lanes", required_argument, NULL, 'P'},
-        {"sweep-lanes", no_argument, NULL, 'S'},    {"sweep-size", required_argument, NULL, 'Z'},
-        {"seg", required_argument, NULL, 'g'},      {"min-reps", required_argument, NULL, 'm'},
-        {"max-reps", required_argument, NULL, 'M'}, {"err", required_argument, NULL, 'e'},
-        {"max-secs", required_argument, NULL, 'T'}, {"plot", required_argument, NULL, 'p'},
-        {"lane-stats", no_argument, NULL, 'L'},     {"no-lane-stats", no_argument, NULL, 'N'},
-        {"set", required_argument, NULL, 'o'},      {"keep", no_argument, NULL, 'k'},
-        {"compare", no_argument, NULL, 'C'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"sizes", required_argument, NULL, 's'},
+                                         {"alg", required_argument, NULL, 'a'},
+                                         {"lanes", required_argument, NULL, 'P'},
+                                         {"sweep-lanes", no_argument, NULL, 'S'},
+                                         {"sweep-size", required_argument, NULL, 'Z'},
+                                         {"seg", required_argument, NULL, 'g'},
+                                         {"min-reps", required_argument, NULL, 'm'},
+                                         {"max-reps", required_argument, NULL, 'M'},
+                                         {"err", required_argument, NULL, 'e'},
+                                         {"max-secs", required_argument, NULL, 'T'},
+                                         {"plot", required_argument, NULL, 'p'},
+                                         {"lane-stats", no_argument, NULL, 'L'},
+                                         {"no-lane-stats", no_argument, NULL, 'N'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"keep", no_argument, NULL, 'k'},
+                                         {"compare", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bcoll_opts_t o = {.sweep_size = 4u << 20,
                       .min_reps = 3,
                       .max_reps = 10,

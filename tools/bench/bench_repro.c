@@ -961,8 +961,8 @@ static void s3_pairs(rp_t *r)
     fclose(f);
     rp_lines_t o = {0};
     fmt(b, sizeof(b),
-        "'%s/netns/testbed' --name %sp --net 10.245 --sites 1 --nodes %d -- bash '%s'",
-        r->tests, r->name, NH, script);
+        "'%s/netns/testbed' --name %sp --net 10.245 --sites 1 --nodes %d -- bash '%s'", r->tests,
+        r->name, NH, script);
     run(r, b, &o);
     double y[NH][NH][5];
     for (int a = 0; a < NH; a++)
@@ -979,11 +979,12 @@ static void s3_pairs(rp_t *r)
                 y[a][z][k] = jnum(l, "median_us") / 2;
     }
     lines_free(&o);
-    md(r, "All pairs across namespace hosts (MPIBlib's point-to-point benchmark): the daemons "
-          "of a 1-site bed of %d hosts (`tests/netns/testbed --sites 1 --nodes %d`), `hibar-bench "
-          "logp --from A --to B` from every host to every other, the one-way time (half the "
-          "median round trip) at 0, 1, 4, 16 and 32 KiB, Hockney fitted per pair:\n\n"
-          "| pair | 0 B (us) | 32 KiB (us) | alpha (us) | beta (Mbit/s) |\n|---|---|---|---|---|\n",
+    md(r,
+       "All pairs across namespace hosts (MPIBlib's point-to-point benchmark): the daemons "
+       "of a 1-site bed of %d hosts (`tests/netns/testbed --sites 1 --nodes %d`), `hibar-bench "
+       "logp --from A --to B` from every host to every other, the one-way time (half the "
+       "median round trip) at 0, 1, 4, 16 and 32 KiB, Hockney fitted per pair:\n\n"
+       "| pair | 0 B (us) | 32 KiB (us) | alpha (us) | beta (Mbit/s) |\n|---|---|---|---|---|\n",
        NH, NH);
     s3_fit_t all = {0};
     int pairs = 0;
@@ -1011,9 +1012,10 @@ static void s3_pairs(rp_t *r)
         }
     double al, sl;
     s3_fit_get(&all, &al, &sl);
-    md(r, "\nOver all %d pairs: alpha = %s us, beta = %s Mbit/s; the pairs' alphas range %s to "
-          "%s us. The bed's hosts share this machine's cores and one kernel's network stack, so "
-          "the pairs differ by scheduling, not by distance.\n\n",
+    md(r,
+       "\nOver all %d pairs: alpha = %s us, beta = %s Mbit/s; the pairs' alphas range %s to "
+       "%s us. The bed's hosts share this machine's cores and one kernel's network stack, so "
+       "the pairs differ by scheduling, not by distance.\n\n",
        pairs, cell(c1, 32, "%.1f", al), cell(c2, 32, "%.0f", sl > 0 ? 8.0 / sl : NAN),
        cell(c3, 32, "%.1f", pairs ? amin : NAN), cell(c4, 32, "%.1f", pairs ? amax : NAN));
     row(r, 3, "measured", "pairs_alpha_us", al);
@@ -1087,8 +1089,8 @@ static void s3_run(rp_t *r, const rp_lines_t *logp)
             md(r, "| %.0f | %.1f | %.1f |\n", m, y, alpha + slope * m);
         }
     double beta_mbit = slope > 0 ? 8.0 / slope : NAN;
-    md(r, "\nalpha = %s us, beta = %s Mbit/s (%d sizes).\n\n",
-       cell(c1, sizeof(c1), "%.1f", alpha), cell(c2, sizeof(c2), "%.0f", beta_mbit), fit.k);
+    md(r, "\nalpha = %s us, beta = %s Mbit/s (%d sizes).\n\n", cell(c1, sizeof(c1), "%.1f", alpha),
+       cell(c2, sizeof(c2), "%.0f", beta_mbit), fit.k);
     row(r, 3, "measured", "hockney_alpha_us", alpha);
     row(r, 3, "measured", "hockney_beta_mbit", beta_mbit);
     s3_pairs(r);
@@ -1282,20 +1284,22 @@ static void s4_alltoall(rp_t *r, double q_delay)
     s4_ab_t ab;
     s4_ab_read(&o, sz, nsz, &ab);
     lines_free(&o);
-    md(r, "**The all-to-all experiment, A/B.** `hibar-bench alltoall --alg flat,pairwise "
-          "--compare` on the emulated 4-node cluster of the rows above: A, `flat`, every node "
-          "sends its n - 1 blocks at once (each node is the target of a many-to-one phase); B, "
-          "`pairwise`, n - 1 rounds of pair exchanges, a round after the previous one's block "
-          "arrived (pair patterns only). m bytes per pair, median of up to %d repetitions "
-          "(last completion - first start over the daemons); PlogP-BR's predictions from the "
-          "parameters above (A: (n-1)·max(g(m, 1->n), g(m, n->1)) + L + E_q·T_RTO, B: "
-          "(n-1)·(g(m, pair) + L)); Open MPI's `MPI_Alltoall` (hibar-mpi-bench under mpirun, 4 "
-          "ranks on this host over TCP) in the same run:\n\n",
+    md(r,
+       "**The all-to-all experiment, A/B.** `hibar-bench alltoall --alg flat,pairwise "
+       "--compare` on the emulated 4-node cluster of the rows above: A, `flat`, every node "
+       "sends its n - 1 blocks at once (each node is the target of a many-to-one phase); B, "
+       "`pairwise`, n - 1 rounds of pair exchanges, a round after the previous one's block "
+       "arrived (pair patterns only). m bytes per pair, median of up to %d repetitions "
+       "(last completion - first start over the daemons); PlogP-BR's predictions from the "
+       "parameters above (A: (n-1)·max(g(m, 1->n), g(m, n->1)) + L + E_q·T_RTO, B: "
+       "(n-1)·(g(m, pair) + L)); Open MPI's `MPI_Alltoall` (hibar-mpi-bench under mpirun, 4 "
+       "ranks on this host over TCP) in the same run:\n\n",
        r->quick ? 5 : 10);
     int n_emu = 0, a_emu = s4_ab_write(r, &ab, "emu", &n_emu);
-    md(r, "\n%s picked the faster pattern at %d of %d sizes here%s. Loopback has no "
-          "switch queue, so E_q = 0 and the model's A/B difference is the pattern gaps' "
-          "against B's n - 1 latencies.\n\n",
+    md(r,
+       "\n%s picked the faster pattern at %d of %d sizes here%s. Loopback has no "
+       "switch queue, so E_q = 0 and the model's A/B difference is the pattern gaps' "
+       "against B's n - 1 latencies.\n\n",
        ab.plogp ? "PlogP-BR" : "Hockney", a_emu, n_emu,
        ab.plogp ? "" : " (no PlogP parameters were cached: Hockney, which ties A and B)");
     row(r, 4, "measured", "a2a_emu_agree", a_emu);
@@ -1332,18 +1336,20 @@ static void s4_alltoall(rp_t *r, double q_delay)
     run(r, b, &o);
     s4_ab_read(&o, sz, nsz, &ab);
     lines_free(&o);
-    md(r, "With a switch queue that overflows: the same A/B on `tests/netns/testbed --sites 1 "
-          "--nodes 5 --lan-mbit 100 --queue-limit 100` (5 hosts, the q bed above), the "
-          "daemons on the bed's hosts, PlogP-BR's parameters measured there first (`hibar-bench "
-          "logp --queue %.0f`: q from the delay difference), up to 5 repetitions; Open MPI's "
-          "`MPI_Alltoall` one rank per host (`tests/netns/ompi-run`):\n\n",
+    md(r,
+       "With a switch queue that overflows: the same A/B on `tests/netns/testbed --sites 1 "
+       "--nodes 5 --lan-mbit 100 --queue-limit 100` (5 hosts, the q bed above), the "
+       "daemons on the bed's hosts, PlogP-BR's parameters measured there first (`hibar-bench "
+       "logp --queue %.0f`: q from the delay difference), up to 5 repetitions; Open MPI's "
+       "`MPI_Alltoall` one rank per host (`tests/netns/ompi-run`):\n\n",
        q_delay);
     int n_bed = 0, a_bed = s4_ab_write(r, &ab, "bed", &n_bed);
-    md(r, "\n%s picked the faster pattern at %d of %d sizes on the bed. The paper's "
-          "point is the E_q·T_RTO term: A wins until the n - 1 blocks a node receives at once "
-          "overflow its port's queue, (n-1)·m > q, after which B's pairs avoid the "
-          "retransmission timeout; where the bed's A/B lies against that threshold shows "
-          "whether its TCP really lost packets at the queue (q %.0f KB, n - 1 = 4).\n\n",
+    md(r,
+       "\n%s picked the faster pattern at %d of %d sizes on the bed. The paper's "
+       "point is the E_q·T_RTO term: A wins until the n - 1 blocks a node receives at once "
+       "overflow its port's queue, (n-1)·m > q, after which B's pairs avoid the "
+       "retransmission timeout; where the bed's A/B lies against that threshold shows "
+       "whether its TCP really lost packets at the queue (q %.0f KB, n - 1 = 4).\n\n",
        ab.plogp ? "PlogP-BR" : "Hockney", a_bed, n_bed, q_delay / 1000);
     row(r, 4, "measured", "a2a_bed_agree", a_bed);
 }
@@ -1413,8 +1419,9 @@ static void s5_validate_bed(rp_t *r)
     char b[4 * PATH_MAX], t[PATH_MAX], path[PATH_MAX + 16], c1[32], c2[32];
     fmt(path, sizeof(path), "%s/bedrows.json", r->tmp);
     if (access(path, R_OK) != 0) {
-        md(r, "\nCollectives against the bed: not run (%s); `tests/sim_bed.sh` checks them "
-              "(doc/model.md: 141 of 144 rows within 20 %%).\n\n",
+        md(r,
+           "\nCollectives against the bed: not run (%s); `tests/sim_bed.sh` checks them "
+           "(doc/model.md: 141 of 144 rows within 20 %%).\n\n",
            r->bed ? "section 2's bed did not run" : "the namespace bed needs root");
         return;
     }
@@ -1440,9 +1447,10 @@ static void s5_validate_bed(rp_t *r)
             err[j - 1] = x;
         }
     double med = n ? (n % 2 ? err[n / 2] : (err[n / 2 - 1] + err[n / 2]) / 2) : NAN;
-    md(r, "\nCollectives, `hibar-sim validate --bed-rows` on every scatter and gather row "
-          "section 2 measured on its NIC-capped bed in this run (the bed's configuration and "
-          "b_WAN(P)): **%d of %d rows within 20 %%**, median error %s, largest %s.\n\n",
+    md(r,
+       "\nCollectives, `hibar-sim validate --bed-rows` on every scatter and gather row "
+       "section 2 measured on its NIC-capped bed in this run (the bed's configuration and "
+       "b_WAN(P)): **%d of %d rows within 20 %%**, median error %s, largest %s.\n\n",
        within, n, cell(c1, sizeof(c1), "%.1f %%", med),
        cell(c2, sizeof(c2), "%.1f %%", n ? err[n - 1] : NAN));
     row(r, 5, "measured", "validate_coll_within", within);
@@ -1515,9 +1523,10 @@ static void s5_run(rp_t *r, double t_ib, double t_sr)
         }
         lines_free(&o);
     }
-    md(r, "\n%s\n\n", r->quick ? "(Quick runs: 1,000 nodes; full runs to 100,000.)"
-                                 : "(hibar-sim keeps one completion event per WAN link: a "
-                                   "100,000-node scatter simulates in about 130 MB.)");
+    md(r, "\n%s\n\n",
+       r->quick ? "(Quick runs: 1,000 nodes; full runs to 100,000.)"
+                : "(hibar-sim keeps one completion event per WAN link: a "
+                  "100,000-node scatter simulates in about 130 MB.)");
     /* alltoall: n^2 messages, so hundreds to a thousand nodes */
     const unsigned an[] = {100, 1000};
     md(r, "Alltoall, `hibar-sim alltoall` on one site (LAN 1000 Mbit/s, alpha 50 us), 1 KiB "

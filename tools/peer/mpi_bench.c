@@ -62,8 +62,8 @@ typedef enum {
 #define MB_HAVE_ALLTOALL 1
 #endif
 
-static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter", "gather", "bcast",
-                                                  "allgather", "alltoall"};
+static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter",   "gather",
+                                                  "bcast",   "allgather", "alltoall"};
 
 typedef struct mb_opts {
     int ops[MB_N_OPS];
