@@ -1372,6 +1372,26 @@ static int mode_fence(opts_t *o)
 
 /* ---- scatter / gather: multi-lane against single-lane ----------------------------------- */
 
+/* One simulated collective, its progress (what) on the terminal; an error is printed. */
+static int sim_coll_shown(const opts_t *o, const hb_coll_nodes_t *nodes,
+                          const hb_coll_args_t *args, const char *what, hb_sim_result_t *r_p)
+{
+    hb_sim_opts_t so;
+    hb_sim_opts_init(&so);
+    if (!o->quiet) {
+        so.progress = progress;
+        so.progress_arg = (void *)what;
+        if (tty)
+            fprintf(stderr, "\r  %s ...", what);
+    }
+    int rc = hb_sim_coll(nodes, args, &o->p, &so, r_p);
+    if (!o->quiet)
+        progress_clear();
+    if (rc != 0)
+        fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+    return rc;
+}
+
 typedef struct sc_row {
     hb_coll_op_t op;
     hb_coll_alg_t alg;
@@ -1440,7 +1460,6 @@ static int mode_scatter(opts_t *o)
             for (k = 0; k <= nl + 3 && rc == 0; k++) {
                 hb_coll_args_t args;
                 hb_sim_result_t r;
-                hb_sim_opts_t so;
                 sc_row_t *row = &rows[nr];
                 char what[96];
                 int blind = k > nl + 1;
@@ -1463,22 +1482,11 @@ static int mode_scatter(opts_t *o)
                 args.size = (uint64_t)sizes[s];
                 args.seg_size = 65536;
                 args.lanes = P;
-                hb_sim_opts_init(&so);
                 snprintf(what, sizeof(what), "%s %s P=%" PRIu32 " %.0f B", hb_coll_op_name(args.op),
                          hb_coll_alg_name(args.alg), P, sizes[s]);
-                if (!o->quiet) {
-                    so.progress = progress;
-                    so.progress_arg = what;
-                    if (tty)
-                        fprintf(stderr, "\r  %s ...", what);
-                }
-                rc = hb_sim_coll(&nodes, &args, &o->p, &so, &r);
-                if (!o->quiet)
-                    progress_clear();
-                if (rc != 0) {
-                    fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+                rc = sim_coll_shown(o, &nodes, &args, what, &r);
+                if (rc != 0)
                     break;
-                }
                 row->op = args.op;
                 row->alg = args.alg;
                 row->lanes = P;
@@ -1615,24 +1623,14 @@ static int mode_alltoall(opts_t *o)
                                        .alg = k ? HB_COLL_ALG_PAIRWISE : HB_COLL_ALG_FLAT,
                                        .size = (uint64_t)sizes[z],
                                        .seg_size = 65536};
-                hb_sim_opts_t so;
                 hb_sim_result_t r;
                 double model = -1.0;
                 char what[96];
-                hb_sim_opts_init(&so);
                 snprintf(what, sizeof(what), "alltoall %s %" PRIu32 " nodes %.0f B",
                          hb_coll_alg_name(args.alg), counts[c], sizes[z]);
-                if (!o->quiet) {
-                    so.progress = progress;
-                    so.progress_arg = what;
-                }
-                rc = hb_sim_coll(&nodes, &args, &o->p, &so, &r);
-                if (!o->quiet)
-                    progress_clear();
-                if (rc != 0) {
-                    fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+                rc = sim_coll_shown(o, &nodes, &args, what, &r);
+                if (rc != 0)
                     break;
-                }
                 hb_model_tree(&ml, args.op, args.alg, counts[c], 0, sizes[z], &model);
                 if (o->json)
                     printf("{\"bench\": \"sim-alltoall\", \"impl\": \"%s\", \"nodes\": %" PRIu32

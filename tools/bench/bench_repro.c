@@ -185,6 +185,30 @@ static void tool(const rp_t *r, const char *name, char *buf, size_t cap)
     fmt(buf, cap, "%s/%s", r->dir, name);
 }
 
+/* hibar-mpi-bench: the build tree's peer/, or beside hibar-bench installed. */
+static void peer_tool(const rp_t *r, char *buf, size_t cap)
+{
+    tool(r, "peer/hibar-mpi-bench", buf, cap);
+    if (access(buf, X_OK) != 0)
+        tool(r, "hibar-mpi-bench", buf, cap);
+}
+
+/*
+ * The start of a script run inside a test bed (tests/netns/testbed -- bash SCRIPT): hb_test.sh
+ * for bed_daemons, a daemon on each bed host for cluster hibar-NAME-TAG (N, run dir D), with
+ * the model cache at TMP/TAG.plogp; the tools then find the daemons running. dopts: more
+ * options of the daemons ("" none).
+ */
+static void bed_prelude(const rp_t *r, FILE *f, const char *tag, const char *dopts)
+{
+    fprintf(f,
+            "#!/bin/bash\nexport top_builddir='%s/..' top_srcdir='%s/..'\n. '%s/hb_test.sh'\n"
+            "N=hibar-%s-%s D='%s/%srun'\nexport HIBAR_MODEL_CACHE='%s/%s.plogp'\n"
+            "bed_daemons $N \"$D\" %s || exit 1\n"
+            "S=\"--config $HIBAR_TESTBED_CONFIG --set cluster=$N --set run_dir=$D\"\n",
+            r->dir, r->tests, r->tests, r->name, tag, r->tmp, tag, r->tmp, tag, dopts);
+}
+
 /* ---- section 1: SCMD ------------------------------------------------------------------- */
 typedef struct s1 {
     double all[2], center[2], port[2]; /* n = 2, 3 */
@@ -218,9 +242,7 @@ static void s1_measure(rp_t *r, s1_t *s, double t_sr)
     s->eth_n = 4;
     s->eth_us = NAN;
     char peer[PATH_MAX];
-    tool(r, "peer/hibar-mpi-bench", peer, sizeof(peer));
-    if (access(peer, X_OK) != 0)
-        tool(r, "hibar-mpi-bench", peer, sizeof(peer));
+    peer_tool(r, peer, sizeof(peer));
     if (access(peer, X_OK) == 0) {
         rp_lines_t o = {0};
         fmt(b, sizeof(b),
@@ -830,9 +852,7 @@ static void s3_hosts(rp_t *r)
     static const char *ops[] = {"scatter", "gather"}, *meth[] = {"global", "maximum", "root"};
     static const double sz[] = {0, 1024, 16384, 65536};
     char peer[PATH_MAX], script[PATH_MAX + 16], b[3 * PATH_MAX], c1[32], c2[32], c3[32];
-    tool(r, "peer/hibar-mpi-bench", peer, sizeof(peer));
-    if (access(peer, X_OK) != 0)
-        tool(r, "hibar-mpi-bench", peer, sizeof(peer));
+    peer_tool(r, peer, sizeof(peer));
     if (r->quick || !r->bed || access(peer, X_OK) != 0) {
         md(r, "Across namespace hosts (Open MPI's peer with the same measurement core): %s.\n\n",
            r->quick ? "full runs only" : "not run (needs root and hibar-mpi-bench)");
@@ -947,17 +967,14 @@ static void s3_pairs(rp_t *r)
     FILE *f = fopen(script, "w");
     if (f == NULL)
         return;
+    bed_prelude(r, f, "pairs", ""); /* round trips from every daemon to every other */
     fprintf(f,
-            "#!/bin/bash\n# inside a 1-site bed of %d hosts: round trips from every daemon to "
-            "every other\nexport top_builddir='%s/..' top_srcdir='%s/..'\n. '%s/hb_test.sh'\n"
-            "N=hibar-%s-p D='%s/prun'\nexport HIBAR_MODEL_CACHE='%s/pairs.plogp'\n"
-            "bed_daemons $N \"$D\" || exit 1\n"
             "for a in $(seq 0 %d); do for z in $(seq 0 %d); do [ $a = $z ] && continue\n"
-            "  '%s' logp --config \"$HIBAR_TESTBED_CONFIG\" --set cluster=$N --set run_dir=$D "
+            "  '%s' logp $S "
             "--from $a --to $z --no-patterns --flood 20 --floods 2 --max-reps 300 "
             "--sizes 0,1K,4K,16K,32K --json | sed \"s/^{/{\\\"from\\\": $a, \\\"to\\\": $z, /\"\n"
             "done; done\n",
-            NH, r->dir, r->tests, r->tests, r->name, r->tmp, r->tmp, NH - 1, NH - 1, t);
+            NH - 1, NH - 1, t);
     fclose(f);
     rp_lines_t o = {0};
     fmt(b, sizeof(b),
@@ -1315,19 +1332,14 @@ static void s4_alltoall(rp_t *r, double q_delay)
     FILE *f = fopen(script, "w");
     if (f == NULL)
         return;
-    /* the daemons on the bed's hosts first (bed_daemons), the tools then find them running */
+    /* inside the 1-site bed of 5 hosts, 100 Mbit/s ports, 100-packet queues */
+    bed_prelude(r, f, "a2a", "-o heartbeat.timeout_ms=15000");
     fprintf(f,
-            "#!/bin/bash\n# inside the 1-site bed of 5 hosts, 100 Mbit/s ports, 100-packet queues\n"
-            "export top_builddir='%s/..' top_srcdir='%s/..'\n. '%s/hb_test.sh'\n"
-            "N=hibar-%s-a D='%s/a2arun'\nexport HIBAR_MODEL_CACHE='%s/a2a.plogp'\n"
-            "bed_daemons $N \"$D\" -o heartbeat.timeout_ms=15000 || exit 1\n"
-            "S=\"--config $HIBAR_TESTBED_CONFIG --set cluster=$N --set run_dir=$D\"\n"
             "'%s' logp $S --queue %.0f --max-reps 300 --json > /dev/null || exit 1\n"
             "'%s' alltoall $S --alg flat,pairwise --sizes %s --max-reps 5 --json || exit 1\n"
             "'%s/netns/ompi-run' -n 5 '%s' --bench alltoall --sizes %s --min-iters 5 "
             "--max-iters 20 --json\n",
-            r->dir, r->tests, r->tests, r->name, r->tmp, r->tmp, t, q_delay, t, list, r->tests,
-            peer, list);
+            t, q_delay, t, list, r->tests, peer, list);
     fclose(f);
     fmt(b, sizeof(b),
         "'%s/netns/testbed' --name %sa --net 10.246 --sites 1 --nodes 5 --lan-mbit 100 "
