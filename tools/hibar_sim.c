@@ -1373,8 +1373,8 @@ static int mode_fence(opts_t *o)
 /* ---- scatter / gather: multi-lane against single-lane ----------------------------------- */
 
 /* One simulated collective, its progress (what) on the terminal; an error is printed. */
-static int sim_coll_shown(const opts_t *o, const hb_coll_nodes_t *nodes,
-                          const hb_coll_args_t *args, const char *what, hb_sim_result_t *r_p)
+static int sim_coll_shown(const opts_t *o, const hb_coll_nodes_t *nodes, const hb_coll_args_t *args,
+                          const char *what, hb_sim_result_t *r_p)
 {
     hb_sim_opts_t so;
     hb_sim_opts_init(&so);

@@ -1364,12 +1364,13 @@ static void s4_alltoall(rp_t *r, double q_delay)
     for (int k = 0; k < ab.n; k++)
         a_wins += ab.flat[k] <= ab.pair[k];
     double inflight = 4 * fmin(sz[nsz - 1], S4_BURST); /* E_q's (n-1)·min(m, burst) */
-    md(r, "\n%s picked the faster pattern at %d of %d sizes on the bed. The paper's point is "
-          "the E_q·T_RTO term: A wins until what the n - 1 senders put into a node's port queue "
-          "at once overflows it, after which B's pairs avoid the retransmission timeout. "
-          "hibar's E_q counts a sender's first TCP window (%.0f B, `logp --burst`), not the "
-          "whole block: at the largest m, 4 x %.0f B = %.0f KB against q = %.0f KB, %s; A was "
-          "faster at %d of %d sizes.\n\n",
+    md(r,
+       "\n%s picked the faster pattern at %d of %d sizes on the bed. The paper's point is "
+       "the E_q·T_RTO term: A wins until what the n - 1 senders put into a node's port queue "
+       "at once overflows it, after which B's pairs avoid the retransmission timeout. "
+       "hibar's E_q counts a sender's first TCP window (%.0f B, `logp --burst`), not the "
+       "whole block: at the largest m, 4 x %.0f B = %.0f KB against q = %.0f KB, %s; A was "
+       "faster at %d of %d sizes.\n\n",
        ab.plogp ? "PlogP-BR" : "Hockney", a_bed, n_bed, S4_BURST, fmin(sz[nsz - 1], S4_BURST),
        inflight / 1000, q_delay / 1000,
        inflight > q_delay ? "E_q = 1 there: the model charges A a retransmission timeout"
