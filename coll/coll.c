@@ -4,9 +4,10 @@
 #include "hb_status.h"
 #include "coll.h"
 
-static const char *const op_names[HB_COLL_OP_COUNT] = {"scatter", "gather", "bcast", "allgather"};
+static const char *const op_names[HB_COLL_OP_COUNT] = {"scatter", "gather", "bcast", "allgather",
+                                                       "alltoall"};
 static const char *const alg_names[HB_COLL_ALG_COUNT] = {"flat", "binomial", "single-lane",
-                                                         "multi-lane"};
+                                                         "multi-lane", "pairwise"};
 
 const char *hb_coll_op_name(hb_coll_op_t op)
 {
@@ -42,4 +43,13 @@ int hb_coll_op_parse(const char *name, hb_coll_op_t *op_p)
         }
     }
     return HB_ERR_INVAL;
+}
+
+int hb_coll_alg_valid(hb_coll_op_t op, hb_coll_alg_t alg)
+{
+    if ((unsigned)op >= HB_COLL_OP_COUNT || (unsigned)alg >= HB_COLL_ALG_COUNT)
+        return 0;
+    if (op == HB_COLL_ALLTOALL)
+        return alg == HB_COLL_ALG_FLAT || alg == HB_COLL_ALG_PAIRWISE;
+    return alg != HB_COLL_ALG_PAIRWISE;
 }

@@ -15,6 +15,11 @@ typedef struct rseg {
     uint8_t phase;
 } rseg_t;
 
+/* Layout bytes [lo, hi) the node holds, at work + at. */
+typedef struct wrange {
+    uint64_t lo, hi, at;
+} wrange_t;
+
 /* Per-peer table: receive segments from (or sequence numbers to) one peer. */
 typedef struct ptab {
     uint32_t peer;
@@ -31,8 +36,10 @@ struct hb_coll_exec {
     uint32_t nst;
     const uint8_t *send_buf;
     uint8_t *recv_buf;
-    uint8_t *work; /* layout bytes [wlo, whi) */
-    uint64_t wlo, whi;
+    uint8_t *work; /* the layout ranges wr, packed */
+    wrange_t *wr;  /* [nwr] sorted, disjoint: one span, or (alltoall) the steps' ranges merged */
+    uint32_t nwr;
+    uint64_t wlen; /* bytes of work */
     /* HB_COLL_EXEC_IN_PLACE: the input is read where it is (no COPY_IN) when direct_in */
     int direct_in;
     uint64_t in_lo, in_hi; /* the COPY_IN step's layout range */
@@ -145,6 +152,7 @@ void hb_coll_exec_free(hb_coll_exec_t *x)
     if (x == NULL)
         return;
     free(x->work);
+    free(x->wr);
     free(x->lord);
     free(x->rs);
     free(x->rdone);
@@ -159,6 +167,71 @@ static int lkey_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b; /* lkey_t starts with off */
     return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Where the executor holds layout bytes [c, d): in work, or NULL when no range holds them all. */
+static uint8_t *wptr(const hb_coll_exec_t *x, uint64_t c, uint64_t d)
+{
+    uint32_t lo = 0, hi = x->nwr;
+    if (x->work == NULL)
+        return NULL;
+    while (hi - lo > 1) { /* the last range starting at or before c */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (x->wr[mid].lo <= c)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const wrange_t *r = &x->wr[lo];
+    if (hi == 0 || c < r->lo || d > r->hi || c > d)
+        return NULL;
+    return x->work + r->at + (c - r->lo);
+}
+
+static int wrange_cmp(const void *a, const void *b)
+{
+    const wrange_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : 0;
+}
+
+/*
+ * The layout ranges the node holds: every step's, but those it reads in place. One span from
+ * the lowest to the highest byte, or for alltoall, whose rows would make that span the whole
+ * n x n layout, the steps' ranges merged.
+ */
+static int work_ranges(hb_coll_exec_t *x)
+{
+    x->wr = calloc(x->nst ? x->nst : 1, sizeof(*x->wr));
+    if (x->wr == NULL)
+        return HB_ERR_NOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < x->nst; i++) {
+        const hb_coll_step_t *st = &x->st[i];
+        if (x->direct_in && st->off >= x->in_lo && st->off + st->len <= x->in_hi &&
+            st->kind != HB_COLL_STEP_RECV)
+            continue;
+        if (st->len > 0)
+            x->wr[k++] = (wrange_t){.lo = st->off, .hi = st->off + st->len};
+    }
+    qsort(x->wr, k, sizeof(*x->wr), wrange_cmp);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        if (m > 0 && (x->s->op != HB_COLL_ALLTOALL || x->wr[i].lo <= x->wr[m - 1].hi)) {
+            if (x->wr[i].hi > x->wr[m - 1].hi)
+                x->wr[m - 1].hi = x->wr[i].hi;
+        } else {
+            x->wr[m++] = x->wr[i];
+        }
+    }
+    x->nwr = m;
+    x->wlen = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        x->wr[i].at = x->wlen;
+        if (x->wr[i].hi - x->wr[i].lo > SIZE_MAX / 2 - x->wlen)
+            return HB_ERR_NOMEM;
+        x->wlen += x->wr[i].hi - x->wr[i].lo;
+    }
+    return 0;
 }
 
 /*
@@ -243,6 +316,9 @@ static void out_range(const hb_coll_exec_t *x, uint32_t v, uint64_t *lo, uint64_
     if (s->op == HB_COLL_BCAST) {
         *lo = 0;
         *hi = s->total;
+    } else if (s->op == HB_COLL_ALLTOALL) {
+        *lo = hb_coll_pair_loff(s, v, x->node);
+        *hi = *lo + hb_coll_pair_len(s, v, x->node);
     } else {
         *lo = s->loff[v];
         *hi = s->loff[v] + s->bytes[v];
@@ -257,8 +333,8 @@ const uint8_t *hb_coll_exec_block(const hb_coll_exec_t *x, uint32_t v, uint64_t 
         out_range(x, v, &lo, &hi);
         if (x->direct_in && lo >= x->in_lo && hi <= x->in_hi)
             p = in_map(x, lo, hi);
-        else if (x->work != NULL && lo >= x->wlo && hi <= x->whi)
-            p = x->work + (lo - x->wlo);
+        else
+            p = wptr(x, lo, hi);
     }
     if (len_p != NULL)
         *len_p = p != NULL ? hi - lo : 0;
@@ -273,7 +349,7 @@ int hb_coll_exec_input_in_place(const hb_coll_exec_t *x)
 const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p)
 {
     if (len_p != NULL)
-        *len_p = x != NULL && x->work != NULL ? x->whi - x->wlo : 0;
+        *len_p = x != NULL && x->work != NULL ? x->wlen : 0;
     return x != NULL ? x->work : NULL;
 }
 
@@ -319,7 +395,7 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
             goto err_;
         }
     }
-    if (in_place) {
+    if (in_place && s->op != HB_COLL_ALLTOALL) {
         /* nodes with bytes in layout order (blocks are disjoint) */
         typedef struct {
             uint64_t off;
@@ -341,24 +417,10 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
         x->direct_in = direct_in_ok(x);
     }
     /* the layout bytes this node holds: all its steps' but those read in place */
-    x->wlo = UINT64_MAX;
-    x->whi = 0;
-    for (uint32_t i = 0; i < x->nst; i++) {
-        const hb_coll_step_t *st = &x->st[i];
-        if (x->direct_in && st->off >= x->in_lo && st->off + st->len <= x->in_hi &&
-            st->kind != HB_COLL_STEP_RECV)
-            continue;
-        if (st->off < x->wlo)
-            x->wlo = st->off;
-        if (st->off + st->len > x->whi)
-            x->whi = st->off + st->len;
-    }
-    if (x->whi < x->wlo)
-        x->wlo = x->whi = 0;
-    if (!nodata && x->whi > x->wlo) {
-        if (x->whi - x->wlo > SIZE_MAX / 2)
-            goto err_;
-        x->work = malloc((size_t)(x->whi - x->wlo));
+    if (work_ranges(x) != 0)
+        goto err_;
+    if (!nodata && x->wlen > 0) {
+        x->work = malloc((size_t)x->wlen);
         if (x->work == NULL)
             goto err_;
     }
@@ -436,11 +498,25 @@ static void copy_io(hb_coll_exec_t *x, const hb_coll_step_t *st, int out)
     const hb_coll_sched_t *s = x->s;
     if (x->work == NULL || st->len == 0)
         return;
-    if (s->op == HB_COLL_BCAST) {
+    uint8_t *w = wptr(x, st->off, st->off + st->len);
+    if (s->op == HB_COLL_BCAST || (s->op == HB_COLL_ALLTOALL && !out)) {
         if (out)
-            memcpy(x->recv_buf, x->work + (st->off - x->wlo), st->len);
+            memcpy(x->recv_buf, w, st->len);
         else
-            memcpy(x->work + (st->off - x->wlo), x->send_buf, st->len);
+            memcpy(w, x->send_buf, st->len); /* alltoall: the node's row, in node order */
+        return;
+    }
+    if (s->op == HB_COLL_ALLTOALL) { /* a copy-out step per source: the last row starting at or
+                                        before it (nodes without ranks have empty rows) */
+        uint32_t lo = 0, hi = s->n_nodes;
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (s->loff[mid] <= st->off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        memcpy(x->recv_buf + hb_coll_pair_noff(s, x->node, lo), w, st->len);
         return;
     }
     /* input: scatter's root holds every block; output: gather's root and allgather get all */
@@ -451,7 +527,7 @@ static void copy_io(hb_coll_exec_t *x, const hb_coll_step_t *st, int out)
             continue;
         if (s->bytes[v] == 0)
             continue;
-        uint8_t *w = x->work + (s->loff[v] - x->wlo);
+        w = wptr(x, s->loff[v], s->loff[v] + s->bytes[v]);
         if (out)
             memcpy(x->recv_buf + (s->noff[v] - base), w, s->bytes[v]);
         else
@@ -529,8 +605,7 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
                            .len = d - c,
                            .wan = st->wan,
                            .data = x->direct_in && c >= x->in_lo && d <= x->in_hi ? in_map(x, c, d)
-                                   : x->work ? x->work + (c - x->wlo)
-                                             : NULL};
+                                                                                  : wptr(x, c, d)};
         if (!push(x, acts, max, n, &a))
             return;
         p->next++;
@@ -587,7 +662,7 @@ static int on_msg(hb_coll_exec_t *x, const hb_coll_ev_t *ev)
     if (x->work != NULL && e->len > 0) {
         if (ev->data == NULL)
             return HB_ERR_INVAL;
-        memcpy(x->work + (e->off - x->wlo), ev->data, e->len);
+        memcpy(wptr(x, e->off, e->off + e->len), ev->data, e->len);
     }
     x->rdone[i] = 1;
     x->n_rdone++;

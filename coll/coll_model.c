@@ -356,7 +356,14 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
 {
     if (!lanes_ok(p) || n0 == 0 || M < 0.0 || t_p == NULL || op >= HB_COLL_OP_COUNT)
         return HB_ERR_INVAL;
-    if (op == HB_COLL_ALLGATHER || (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL))
+    if (op == HB_COLL_ALLTOALL && hb_coll_alg_valid(op, alg) && n1 == 0) {
+        /* every node sends n - 1 messages and receives as many (full duplex), one after the
+         * other (pairwise) or posted at once (flat): the same start-ups and bytes */
+        *t_p = (double)(n0 - 1) * (p->alpha + M / p->b_lan);
+        return 0;
+    }
+    if (op == HB_COLL_ALLGATHER || op == HB_COLL_ALLTOALL ||
+        (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL))
         return HB_ERR_INVAL;
     double bw = n1 > 0 ? hb_model_bwan(p, 1) : 1.0;
     if (bw <= 0.0)
@@ -526,7 +533,8 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
 {
     if (p == NULL || p->n == 0 || p->m == NULL || p->g == NULL || n == 0 || m < 0.0 || t_p == NULL)
         return HB_ERR_INVAL;
-    if (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL)
+    if (!hb_coll_alg_valid(op, alg) ||
+        (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL && alg != HB_COLL_ALG_PAIRWISE))
         return HB_ERR_INVAL;
     if (n == 1) {
         *t_p = 0.0;
@@ -535,6 +543,17 @@ int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_a
     uint32_t d = ceil_log2(n);
     double t = 0.0;
     switch (op) {
+    case HB_COLL_ALLTOALL:
+        if (alg == HB_COLL_ALG_PAIRWISE) {
+            t = (double)(n - 1) * (hb_model_plogp_g(p, HB_MODEL_PAT_PAIR, m) + p->L);
+        } else {
+            double g1 = hb_model_plogp_g(p, HB_MODEL_PAT_ONE_TO_MANY, m),
+                   gn = hb_model_plogp_g(p, HB_MODEL_PAT_MANY_TO_ONE, m);
+            t = (double)(n - 1) * (g1 > gn ? g1 : gn) + p->L;
+            if (n >= 3)
+                t += (double)hb_model_plogp_eq(p, m, n) * p->t_rto;
+        }
+        break;
     case HB_COLL_SCATTER:
     case HB_COLL_GATHER:
         if (alg == HB_COLL_ALG_FLAT && op == HB_COLL_SCATTER) {
@@ -705,7 +724,13 @@ int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *param
         hb_coll_alg_t alg = (hb_coll_alg_t)a;
         double t = -1.0;
         int rc;
-        if (params->n1 == 0) {
+        if (!hb_coll_alg_valid(op, alg))
+            continue;
+        if (op == HB_COLL_ALLTOALL) { /* site-blind: one site of n0 + n1 */
+            uint32_t n = params->n0 + params->n1;
+            rc = params->plogp != NULL ? hb_model_plogp_predict(params->plogp, op, alg, n, size, &t)
+                                       : hb_model_tree(params->lanes, op, alg, n, 0, size, &t);
+        } else if (params->n1 == 0) {
             if (alg != HB_COLL_ALG_FLAT && alg != HB_COLL_ALG_BINOMIAL)
                 continue;
             if (params->plogp != NULL)

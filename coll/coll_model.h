@@ -142,7 +142,8 @@ int hb_model_popt_op(const hb_model_lanes_t *p, hb_coll_op_t op, uint32_t n0, ui
  * blocks arrive from L on). binomial: root-rotated
  * binomial tree over ranks 0..n0-1 (root site) and n0..n0+n1-1 (remote), larger subtree first;
  * every message costs its sender alpha + bytes/b (b_WAN(1) across the WAN), a WAN message
- * arrives L later.
+ * arrives L later. alltoall (one site, n1 = 0; flat or pairwise; M bytes per pair):
+ * (n0 - 1)(alpha + M/b_LAN) for both: Hockney cannot tell them apart.
  * HB_ERR_NOMEM possible for binomial (O(n) scratch).
  */
 int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg, uint32_t n0,
@@ -197,7 +198,10 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
  *   gather binomial   Σ_{k<d} (g(2^k·m, pair) + L)              (pairwise: no incast)
  *   bcast flat        (n-1)·g(m, 1→n) + L;   bcast binomial d·(g(m, pair) + L)
  *   allgather         gather(m) + bcast(n·m) of the same algorithm
- * Single- and multi-lane need sites: HB_ERR_INVAL.
+ *   alltoall flat     (n-1)·max(g(m, 1→n), g(m, n→1)) + L + E_q(m, n)·T_RTO   (every node sends
+ *                     to all and is the target of a many-to-one phase, all at once)
+ *   alltoall pairwise (n-1)·(g(m, pair) + L)    (n - 1 rounds of pair exchanges: no incast)
+ * (m bytes per pair for alltoall). Single- and multi-lane need sites: HB_ERR_INVAL.
  */
 int hb_model_plogp_predict(const hb_model_plogp_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
                            uint32_t n, double m, double *t_p);
@@ -248,6 +252,8 @@ typedef struct hb_model_choice {
  * total). One site: flat or binomial (PlogP(-BR) if params->plogp, else Hockney). Two sites:
  * flat, binomial, single-lane and multi-lane at P_opt, from hb_model_plogp_sites for scatter
  * and gather when params->plogp is set, else from the lane model; allgather is gather + bcast.
+ * alltoall: flat or pairwise on one site of n0 + n1 nodes (PlogP-BR if params->plogp, else
+ * Hockney, which ties them: flat).
  * Ties go to the simpler algorithm (enum order).
  */
 int hb_model_choose(hb_coll_op_t op, double size, const hb_model_params_t *params,

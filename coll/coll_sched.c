@@ -176,9 +176,15 @@ static int build_sites(bld_t *b)
 
 /* ---- flat ---- */
 
+static void build_alltoall(bld_t *b);
+
 static void build_flat(bld_t *b)
 {
     hb_coll_sched_t *s = b->s;
+    if (s->op == HB_COLL_ALLTOALL) {
+        build_alltoall(b);
+        return;
+    }
     uint32_t n = s->n_nodes, root = s->root, rsite = s->site_of[root];
     for (uint32_t p = 0; p < n; p++)
         b->ord[p] = p;
@@ -537,6 +543,52 @@ static void build_multi_lane(bld_t *b, uint32_t req)
     }
 }
 
+/* ---- alltoall ---- */
+
+/* Round k = 1..n-1: node v sends its block for v + k (transfers added round by round, so every
+ * node's steps are in round order; pairwise gates them in assemble). */
+static void build_alltoall(bld_t *b)
+{
+    const hb_coll_sched_t *s = b->s;
+    uint32_t n = s->n_nodes;
+    for (uint32_t k = 1; k < n; k++)
+        for (uint32_t v = 0; v < n; v++) {
+            uint32_t w = (uint32_t)(((uint64_t)v + k) % n);
+            add(b, v, w, hb_coll_pair_loff(s, v, w), hb_coll_pair_len(s, v, w), 0);
+        }
+}
+
+/* Node v's copy-out steps for alltoall: the block from each node (its own from its input). */
+static void alltoall_outputs(hb_coll_sched_t *s, uint32_t v, hb_coll_step_t *st)
+{
+    for (uint32_t a = 0; a < s->n_nodes; a++)
+        st[a] = (hb_coll_step_t){.kind = HB_COLL_STEP_COPY_OUT,
+                                 .peer = HB_COLL_NONE,
+                                 .off = hb_coll_pair_loff(s, a, v),
+                                 .len = hb_coll_pair_len(s, a, v),
+                                 .nseg = 1};
+}
+
+/* pairwise: the send of round k waits for the receive segments of rounds 1..k-1. Steps are in
+ * round order, one send and one receive a round, but within a round the receive may come first:
+ * the k-th send's gate is the segments of the first k - 1 receives. */
+static void pairwise_gates(hb_coll_sched_t *s, uint32_t v)
+{
+    uint32_t lo = s->step_start[v], hi = s->step_start[v + 1], r = lo, gate = 0;
+    int first = 1;
+    for (uint32_t i = lo; i < hi; i++) {
+        hb_coll_step_t *st = &s->steps[i];
+        if (st->kind != HB_COLL_STEP_SEND)
+            continue;
+        while (!first && r < hi && s->steps[r].kind != HB_COLL_STEP_RECV)
+            r++;
+        if (!first && r < hi)
+            gate += s->steps[r++].nseg; /* the previous round's receive */
+        st->gate = gate;
+        first = 0;
+    }
+}
+
 /* ---- assembly ---- */
 
 static int has_input(const hb_coll_sched_t *s, uint32_t v)
@@ -544,8 +596,11 @@ static int has_input(const hb_coll_sched_t *s, uint32_t v)
     return (s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST) ? v == s->root : 1;
 }
 
-static int has_output(const hb_coll_sched_t *s, uint32_t v)
+/* Copy-out steps of node v (alltoall: one per source node). */
+static uint32_t has_output(const hb_coll_sched_t *s, uint32_t v)
 {
+    if (s->op == HB_COLL_ALLTOALL)
+        return s->n_nodes;
     return s->op == HB_COLL_GATHER ? v == s->root : 1;
 }
 
@@ -583,7 +638,7 @@ static int assemble(bld_t *b)
     if (cnt == NULL || fill == NULL || p1segs == NULL)
         goto out_;
     for (uint32_t v = 0; v < n; v++)
-        cnt[v] = (uint32_t)(has_input(s, v) + has_output(s, v));
+        cnt[v] = (uint32_t)has_input(s, v) + has_output(s, v);
     for (size_t i = 0; i < b->n; i++) {
         cnt[b->x[i].from]++;
         cnt[b->x[i].to]++;
@@ -634,6 +689,13 @@ static int assemble(bld_t *b)
             p1segs[x->to] += nseg;
     }
     for (uint32_t v = 0; v < n; v++) {
+        if (s->op == HB_COLL_ALLTOALL) {
+            alltoall_outputs(s, v, &s->steps[s->step_start[v] + fill[v]]);
+            fill[v] += n;
+            if (s->alg == HB_COLL_ALG_PAIRWISE)
+                pairwise_gates(s, v);
+            continue;
+        }
         if (has_output(s, v)) {
             hb_coll_step_t *st = &s->steps[s->step_start[v] + fill[v]++];
             st->kind = HB_COLL_STEP_COPY_OUT;
@@ -670,9 +732,34 @@ void hb_coll_sched_free(hb_coll_sched_t *s)
     free(s->noff);
     free(s->loff);
     free(s->site_of);
+    free(s->rpre);
     free(s->step_start);
     free(s->steps);
     free(s);
+}
+
+/* alltoall: node v's row (its input: ranks_v·R·size bytes, R the ranks in all) in layout and
+ * node order, rpre, unit and the total R·R·size. */
+static int alltoall_rows(hb_coll_sched_t *s, const hb_coll_nodes_t *nodes, uint64_t size)
+{
+    uint32_t n = s->n_nodes;
+    s->rpre = calloc((size_t)n + 1, sizeof(*s->rpre));
+    if (s->rpre == NULL)
+        return HB_ERR_NOMEM;
+    for (uint32_t v = 0; v < n; v++)
+        s->rpre[v + 1] = s->rpre[v] + (nodes->ranks_of ? nodes->ranks_of[v] : 1u);
+    uint64_t R = s->rpre[n], row;
+    s->unit = size;
+    if (__builtin_mul_overflow(R, size, &row) || __builtin_mul_overflow(R, row, &s->total) ||
+        s->total > UINT64_MAX / 2) {
+        hb_log_error("coll: collective size overflows");
+        return HB_ERR_INVAL;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        s->bytes[v] = (s->rpre[v + 1] - s->rpre[v]) * row;
+        s->noff[v] = s->loff[v] = s->rpre[v] * row;
+    }
+    return 0;
 }
 
 int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args,
@@ -680,7 +767,8 @@ int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args
 {
     if (nodes == NULL || args == NULL || sched_p == NULL || nodes->n_nodes == 0 ||
         args->root >= nodes->n_nodes || (unsigned)args->op >= HB_COLL_OP_COUNT ||
-        (unsigned)args->alg >= HB_COLL_ALG_COUNT || (args->op == HB_COLL_BCAST && args->counts)) {
+        !hb_coll_alg_valid(args->op, args->alg) ||
+        ((args->op == HB_COLL_BCAST || args->op == HB_COLL_ALLTOALL) && args->counts)) {
         hb_log_error("coll: invalid schedule request");
         return HB_ERR_INVAL;
     }
@@ -723,6 +811,11 @@ int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args
         off += s->bytes[v];
     }
     s->total = args->op == HB_COLL_BCAST ? args->size : off;
+    if (args->op == HB_COLL_ALLTOALL) {
+        rc = alltoall_rows(s, nodes, args->size);
+        if (rc != 0)
+            goto err_;
+    }
     rc = build_sites(&b);
     if (rc != 0)
         goto err_;
@@ -740,6 +833,9 @@ int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args
         break;
     case HB_COLL_ALG_MULTI_LANE:
         build_multi_lane(&b, args->lanes);
+        break;
+    case HB_COLL_ALG_PAIRWISE:
+        build_alltoall(&b);
         break;
     default:
         break;

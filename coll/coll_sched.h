@@ -26,7 +26,9 @@ typedef struct hb_coll_nodes {
  * bytes, or counts[i] bytes for the -v forms. User buffers are in NODE ORDER: the
  * concatenation of the blocks of nodes 0..n-1 (scatter's send buffer at root, gather's receive
  * buffer at root, allgather's receive buffer everywhere). bcast moves `size` bytes, counts
- * unused.
+ * unused. alltoall: node a's block for node b (the pair (a, b)) is ranks_of[a]·ranks_of[b]·size
+ * bytes; node a's send buffer is its blocks for nodes 0..n-1 and its receive buffer the blocks
+ * from nodes 0..n-1, each in node order (hb_coll_pair_noff()); root is unused, counts refused.
  */
 typedef struct hb_coll_args {
     hb_coll_op_t op;
@@ -85,7 +87,26 @@ typedef struct hb_coll_sched {
     uint32_t *step_start; /* [n_nodes + 1] node v's steps are steps[step_start[v] .. [v+1]) */
     hb_coll_step_t *steps;
     uint32_t n_sites;
+    /* alltoall: rpre[v] ranks on the nodes before v ([n_nodes + 1]), unit the bytes per rank
+     * pair; bytes/noff/loff are then each node's row (its input), NULL otherwise */
+    uint64_t *rpre;
+    uint64_t unit;
 } hb_coll_sched_t;
+
+/* alltoall: bytes of the pair (a, b), its offset in the layout (rows by sender, node order) and
+ * in node a's node-order send buffer (= in node b's receive buffer, with a and b swapped). */
+static inline uint64_t hb_coll_pair_len(const hb_coll_sched_t *s, uint32_t a, uint32_t b)
+{
+    return (s->rpre[a + 1] - s->rpre[a]) * (s->rpre[b + 1] - s->rpre[b]) * s->unit;
+}
+static inline uint64_t hb_coll_pair_noff(const hb_coll_sched_t *s, uint32_t a, uint32_t b)
+{
+    return (s->rpre[a + 1] - s->rpre[a]) * s->rpre[b] * s->unit;
+}
+static inline uint64_t hb_coll_pair_loff(const hb_coll_sched_t *s, uint32_t a, uint32_t b)
+{
+    return s->loff[a] + hb_coll_pair_noff(s, a, b);
+}
 
 /*
  * Algorithms. A site's leader is its first node (the root in the root's site); for remote
@@ -104,13 +125,19 @@ typedef struct hb_coll_sched {
  *               via Dep_send j and Dep_recv j, which sends it to every other node of its site.
  *  allgather    (every algorithm) the gather to root, then each node gets what it lacks the
  *               same way down; multi-lane: a remote site's complement in P_k parts over lanes.
+ *  alltoall     flat (PlogP-BR's simultaneous exchange): node v sends its n - 1 blocks at once,
+ *               to v + 1, v + 2, ... (mod n), while receiving from every node: each node is the
+ *               target of a many-to-one phase. pairwise: n - 1 rounds; in round k node v sends
+ *               to v + k and receives from v - k (mod n), and starts round k + 1 once round k's
+ *               block has arrived: pair patterns only, no incast. The own block is copied.
+ *               Copy-out steps: one per source node, in node order.
  */
 
 /*
  * Build the schedule of one collective for every node. Deterministic: every daemon building
  * it from the same input gets the same schedule. Single- and multi-lane on one site are
  * valid and degenerate to flat. Errors: HB_ERR_INVAL (no nodes, root out of range, bad
- * op/alg, counts with bcast), HB_ERR_NOMEM.
+ * op/alg (hb_coll_alg_valid), counts with bcast or alltoall), HB_ERR_NOMEM.
  */
 int hb_coll_sched_build(const hb_coll_nodes_t *nodes, const hb_coll_args_t *args,
                         hb_coll_sched_t **sched_p);
@@ -191,13 +218,14 @@ typedef struct hb_coll_act {
  * stay valid and unchanged until the transport is done with it. The output is not copied
  * either: read it with hb_coll_exec_block() after DELIVER (recv_buf may be NULL).
  */
-#define HB_COLL_EXEC_IN_PLACE 2u
+#define HB_COLL_EXEC_IN_PLACE 2u /* alltoall: its input is always copied */
 
 /*
  * Create node v's executor for schedule s (which must outlive it). send_buf: the node's input
  * in node order (scatter root: all blocks; gather/allgather: its own block; bcast root: the
- * buffer; ignored elsewhere). recv_buf: its output (scatter: own block; gather root and
- * allgather: all blocks; bcast: the buffer). Not thread-safe; one executor per call and node.
+ * buffer; alltoall: its blocks for every node; ignored elsewhere). recv_buf: its output
+ * (scatter: own block; gather root and allgather: all blocks; bcast: the buffer; alltoall: the
+ * blocks from every node). Not thread-safe; one executor per call and node.
  * Errors: HB_ERR_INVAL, HB_ERR_NOMEM.
  */
 int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *send_buf,
@@ -205,14 +233,16 @@ int hb_coll_exec_create(const hb_coll_sched_t *s, uint32_t node, const void *sen
 void hb_coll_exec_free(hb_coll_exec_t *x);
 /*
  * The executor's layout buffer, which SEND actions point into: [*len_p bytes at the returned
- * address] (NULL, 0 if it has none). hb_coll_exec_detach_work hands it to the caller, who then
- * frees it with free() (e.g. after a transport that sends without copying is done with it);
- * the executor must not be stepped after that.
+ * address] (NULL, 0 if it has none); alltoall: only the layout ranges the node holds, packed.
+ * hb_coll_exec_detach_work hands it to the caller, who then frees it with free() (e.g. after a
+ * transport that sends without copying is done with it); the executor must not be stepped after
+ * that.
  */
 const uint8_t *hb_coll_exec_work(const hb_coll_exec_t *x, uint64_t *len_p);
 void *hb_coll_exec_detach_work(hb_coll_exec_t *x);
 /*
- * Node v's block of this node's output (bcast: the buffer, v ignored), where the executor
+ * Node v's block of this node's output (bcast: the buffer, v ignored; alltoall: the block
+ * from v), where the executor
  * holds it: in its layout buffer or, read in place, in send_buf. *len_p gets its length. NULL
  * (and 0) when this node holds no such bytes. Valid until the executor is freed or its layout
  * detached; meant for HB_COLL_EXEC_IN_PLACE after DELIVER.

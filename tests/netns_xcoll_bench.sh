@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# netns_xcoll_bench.sh: hibar-bench scatter|gather across the daemons of a 2 x 2 WAN test bed:
-# JSON rows (impl, lanes, predicted_us, CI) and the WAN lanes really used (the bed's counters).
+# netns_xcoll_bench.sh: hibar-bench scatter|gather|alltoall across the daemons of a 2 x 2 WAN test
+# bed: JSON rows (impl, lanes, predicted_us, CI) and the WAN lanes really used (the bed's counters).
 # Needs root (skip 77 otherwise) and python3 (to read the JSON). The daemons check the data of
 # every collective themselves (a row exists only if every daemon said check=ok).
 set -u
@@ -22,7 +22,18 @@ if [ "${1-}" = --inside ]; then
         fail "hibar-bench scatter failed"
     "$bench" gather --json --sizes 256K --alg single-lane,multi-lane --lanes 2 --min-reps 2 \
         --max-reps 2 >"$out.gather" || fail "hibar-bench gather failed"
-    cat "$out.scatter" "$out.gather"
+    # alltoall, flat and pairwise, across the bed's hosts (its WAN in the middle)
+    "$bench" alltoall --json --sizes 64K --min-reps 2 --max-reps 2 >"$out.alltoall" ||
+        fail "hibar-bench alltoall failed"
+    cat "$out.scatter" "$out.gather" "$out.alltoall"
+    python3 - "$out.alltoall" <<'EOF' || fail "alltoall rows"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert [r["impl"] for r in rows] == ["flat", "pairwise"], rows
+for r in rows:
+    assert (r["bench"], r["nodes"], r["size"], r["reps"]) == ("alltoall", 4, 65536, 2), r
+    assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"] and r["predicted_us"] > 0, r
+EOF
     # hibar-info --model: the same model, T(P) for every P and the choice
     HIBAR_MODEL_CACHE=none "$bld/tools/hibar-info" --config "$HIBAR_TESTBED_CONFIG" --json --model --size 256K \
         >"$out.info" || fail "hibar-info --model failed"

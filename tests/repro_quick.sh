@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # repro_quick.sh: hibar-bench reproduce --quick (issue 25) writes every section of the report
-# with its rows, and the report's numbers come from the run: two runs (the second without the
+# with its rows (section 4's A/B all-to-all, section 5's simulated alltoall and, with the bed,
+# the collectives' validation among them), and the report's numbers come from the run: two runs (the second without the
 # namespace bed), each section with measured or simulated rows, none of them equal to the
 # papers' figures, live measurements differing between the runs, and the report's cells the
 # rows' values. No time is asserted. As root the first run also measures the 2-site bed
@@ -64,13 +65,19 @@ for w in "ab":
                 f"run {w}: {k} = {v} is a paper figure"
     keys = {k for s, src, k, v in rs}
     for k in ("center_n2_us", "port_n2_us", "t_ib_us", "hockney_alpha_us", "L_us",
-              "sim_scmd_100000_us", "model_popt_1048576", "validate_scmd_us"):
+              "sim_scmd_100000_us", "model_popt_1048576", "validate_scmd_us",
+              "a2a_emu_flat_1024_us", "a2a_emu_pairwise_1024_us", "a2a_emu_pred_flat_1024_us",
+              "sim_alltoall_flat_100_1024_us", "sim_alltoall_pairwise_100_1024_us"):
         assert k in keys, f"run {w}: no row {k}"
     # the report's cells are the rows' values
     v = {k: val for s, src, k, val in rs}
     assert f"T_IB = {v['t_ib_us']:.2f} us" in md, "T_IB of the rows not in the report"
     assert f"alpha = {v['hockney_alpha_us']:.1f} us" in md, "Hockney alpha not in the report"
     assert "2.37" in md and "3.86" in md, "the paper's chassis figures are not quoted"
+    # section 4's A/B all-to-all: the measured cells of the table are the rows'
+    for m in (1024, 65536):
+        a, b = v[f"a2a_emu_flat_{m}_us"], v[f"a2a_emu_pairwise_{m}_us"]
+        assert f"| {m} | {a:.0f} | {b:.0f} | {a / b:.2f} |" in md, f"A/B row {m} not in the report"
 # live measurements differ between the two runs
 a = {k: v for s, src, k, v in runs["a"] if src == "measured"}
 b = {k: v for s, src, k, v in runs["b"] if src == "measured"}
@@ -82,7 +89,7 @@ assert len(differ) >= 3, f"two runs measured the same numbers: {common}"
 # take the measured T_IB and T_SR)
 sa = {k: v for s, src, k, v in runs["a"] if src == "sim"}
 sb = {k: v for s, src, k, v in runs["b"] if src == "sim"}
-fixed = [k for k in sa if k.startswith(("sim_scatter_", "sim_gather_", "sim_gain"))]
+fixed = [k for k in sa if k.startswith(("sim_scatter_", "sim_gather_", "sim_gain", "sim_alltoall_"))]
 assert fixed, "no multi-lane simulation rows"
 for k in fixed:
     assert sa[k] == sb.get(k), f"simulation {k} differs: {sa[k]} {sb.get(k)}"
@@ -91,6 +98,9 @@ bed_a = [k for k in a if k.startswith("bed_scatter_P")]
 if uid == 0 and "Not run" not in mds["a"].split("### Measured on the namespace bed")[1][:200]:
     assert len(bed_a) >= 4, bed_a
 assert not [k for k in b if k.startswith("bed_")], "run b used the bed"
+# with the bed, section 5 validated hibar-sim's collectives against section 2's rows
+if bed_a:
+    assert "validate_coll_within" in a, "no collective validation against the bed"
 print(f"ok: {len(runs['a'])} and {len(runs['b'])} rows; {len(differ)} of {len(common)} "
       f"measured cells differ between the runs; bed rows {len(bed_a)}")
 PY

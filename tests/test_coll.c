@@ -202,6 +202,17 @@ static int out_from_blocks(run_t *r, const hb_coll_sched_t *s, uint32_t v)
     const uint8_t *b;
     if (r->delivered[v] == 0)
         return 0;
+    if (s->op == HB_COLL_ALLTOALL) {
+        for (uint32_t w = 0; w < s->n_nodes; w++) {
+            uint64_t want = hb_coll_pair_len(s, w, v);
+            b = hb_coll_exec_block(r->x[v], w, &len);
+            if (want > 0 && (b == NULL || len != want))
+                return -1;
+            if (want > 0)
+                memcpy(r->rbuf[v] + hb_coll_pair_noff(s, v, w), b, want);
+        }
+        return 0;
+    }
     if (s->op == HB_COLL_BCAST || s->op == HB_COLL_SCATTER) {
         uint64_t want = s->op == HB_COLL_BCAST ? s->total : s->bytes[v];
         b = hb_coll_exec_block(r->x[v], v, &len);
@@ -250,9 +261,9 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
             slen = s->total;
         else if (s->op == HB_COLL_BCAST && v == s->root)
             slen = s->total;
-        else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER)
+        else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER || s->op == HB_COLL_ALLTOALL)
             slen = s->bytes[v];
-        if (s->op == HB_COLL_SCATTER)
+        if (s->op == HB_COLL_SCATTER || s->op == HB_COLL_ALLTOALL)
             r->rlen[v] = s->bytes[v];
         else if (s->op == HB_COLL_GATHER)
             r->rlen[v] = v == s->root ? s->total : 0;
@@ -269,6 +280,10 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
         } else if (s->op == HB_COLL_BCAST) {
             for (uint64_t i = 0; i < slen; i++)
                 r->sbuf[v][i] = pat(0, i, salt);
+        } else if (s->op == HB_COLL_ALLTOALL) {
+            for (uint32_t w = 0; w < n; w++)
+                for (uint64_t i = 0; i < hb_coll_pair_len(s, v, w); i++)
+                    r->sbuf[v][hb_coll_pair_noff(s, v, w) + i] = pat(v * 257 + w, i, salt);
         } else {
             for (uint64_t i = 0; i < slen; i++)
                 r->sbuf[v][i] = pat(v, i, salt);
@@ -350,6 +365,11 @@ static int check_data(const run_t *r, const hb_coll_sched_t *s, uint32_t salt)
                 for (uint64_t i = 0; i < s->bytes[w] && !wrong; i++)
                     wrong = out[s->noff[w] + i] != pat(w, i, salt);
             break;
+        case HB_COLL_ALLTOALL: /* the block from w, node v's in w's input */
+            for (uint32_t w = 0; w < s->n_nodes && !wrong; w++)
+                for (uint64_t i = 0; i < hb_coll_pair_len(s, w, v) && !wrong; i++)
+                    wrong = out[hb_coll_pair_noff(s, v, w) + i] != pat(w * 257 + v, i, salt);
+            break;
         default:
             wrong = 1;
         }
@@ -406,13 +426,14 @@ static void one_case(uint64_t seed, hb_coll_op_t op, hb_coll_alg_t alg, dlv_t mo
     shape_t sh;
     random_shape(&sh, 24);
     hb_coll_nodes_t nodes = {.n_nodes = sh.n, .site_of = sh.site_of, .ranks_of = sh.ranks_of};
-    hb_coll_args_t args = {.op = op,
-                           .alg = alg,
-                           .root = rnd(sh.n),
-                           .size = sizes[rnd(5)],
-                           .counts = (vform && op != HB_COLL_BCAST) ? sh.counts : NULL,
-                           .seg_size = segs[rnd(5)],
-                           .lanes = rnd(5)};
+    hb_coll_args_t args = {
+        .op = op,
+        .alg = alg,
+        .root = rnd(sh.n),
+        .size = sizes[rnd(5)],
+        .counts = (vform && op != HB_COLL_BCAST && op != HB_COLL_ALLTOALL) ? sh.counts : NULL,
+        .seg_size = segs[rnd(5)],
+        .lanes = rnd(5)};
     if (args.seg_size > 0 && args.seg_size < args.size / 8) /* bound the message count */
         args.seg_size = args.size / 8 + 1;
     hb_coll_sched_t *s = NULL;
@@ -454,10 +475,10 @@ static void test_random_all(void)
     for (uint64_t seed = 1; seed <= 30 && g_failures < 5; seed++)
         for (int op = 0; op < HB_COLL_OP_COUNT; op++)
             for (int alg = 0; alg < HB_COLL_ALG_COUNT; alg++)
-                for (int mode = 0; mode < DLV_COUNT; mode++)
+                for (int mode = 0; mode < DLV_COUNT && hb_coll_alg_valid(op, alg); mode++)
                     one_case(seed * 1000 + (uint64_t)(op * 100 + alg * 10 + mode), (hb_coll_op_t)op,
                              (hb_coll_alg_t)alg, (dlv_t)mode, (int)(seed & 1));
-    CU_ASSERT(g_cases >= 30 * 4 * 4 * 4 || g_failures > 0);
+    CU_ASSERT(g_cases >= 30 * (4 * 4 + 2) * 4 || g_failures > 0);
 }
 
 /* In place, a flat scatter's root sends every segment out of its send buffer and holds no
@@ -633,7 +654,7 @@ static void test_counts(void)
     {
         uint32_t st3[14] = {0, 1, 2, 0, 2, 1, 2, 0, 2, 1, 2, 0, 0, 2};
         hb_coll_nodes_t nodes3 = {.n_nodes = 14, .site_of = st3};
-        for (int op = 0; op < HB_COLL_OP_COUNT; op++) {
+        for (int op = 0; op < HB_COLL_ALLTOALL; op++) {
             hb_coll_args_t a3 = {.op = (hb_coll_op_t)op,
                                  .alg = HB_COLL_ALG_MULTI_LANE,
                                  .root = 3,
@@ -794,14 +815,16 @@ static void test_pipelining(void)
     hb_coll_sched_free(s);
 }
 
-/* ---- allgather with nothing to move still synchronizes ---- */
+/* ---- allgather (and alltoall) with nothing to move still synchronizes ---- */
 
 static void test_zero_sync(void)
 {
     uint32_t site_of[6] = {0, 1, 0, 1, 1, 0};
     for (int alg = 0; alg < HB_COLL_ALG_COUNT; alg++) {
         hb_coll_nodes_t nodes = {.n_nodes = 6, .site_of = site_of};
-        hb_coll_args_t args = {.op = HB_COLL_ALLGATHER, .alg = (hb_coll_alg_t)alg, .root = 2};
+        /* pairwise: a zero-byte alltoall */
+        hb_coll_op_t op = alg == HB_COLL_ALG_PAIRWISE ? HB_COLL_ALLTOALL : HB_COLL_ALLGATHER;
+        hb_coll_args_t args = {.op = op, .alg = (hb_coll_alg_t)alg, .root = 2};
         hb_coll_sched_t *s = NULL;
         CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes, &args, &s), 0);
         hb_coll_exec_t *x[6];
@@ -949,6 +972,86 @@ static void test_nodata_and_misc(void)
     CU_ASSERT_STRING_EQUAL(hb_coll_op_name(HB_COLL_ALLGATHER), "allgather");
 }
 
+/* ---- alltoall: PlogP-BR's two patterns ---- */
+
+/* Sends node v emits on START alone (nothing received yet). */
+static uint32_t first_sends(const hb_coll_sched_t *s, uint32_t v, uint8_t *in)
+{
+    hb_coll_exec_t *x = NULL;
+    hb_coll_act_t acts[64];
+    size_t na = 0;
+    uint32_t sends = 0;
+    CU_ASSERT_EQUAL_FATAL(hb_coll_exec_create(s, v, in, NULL, HB_COLL_EXEC_IN_PLACE, &x), 0);
+    hb_coll_ev_t ev = {.kind = HB_COLL_EV_START};
+    CU_ASSERT_EQUAL(hb_coll_exec_step(x, &ev, acts, 64, &na), 0);
+    for (size_t i = 0; i < na; i++)
+        sends += acts[i].kind == HB_COLL_ACT_SEND;
+    /* its layout holds its row and the blocks it receives, not the n x n layout */
+    uint64_t wl = 0;
+    (void)hb_coll_exec_work(x, &wl);
+    CU_ASSERT_EQUAL(wl, 2 * s->bytes[v] - hb_coll_pair_len(s, v, v));
+    hb_coll_exec_free(x);
+    return sends;
+}
+
+static void test_alltoall(void)
+{
+    uint32_t site_of[6] = {0, 0, 0, 1, 1, 1}, ranks_of[6] = {1, 2, 1, 3, 1, 2};
+    hb_coll_nodes_t nodes = {.n_nodes = 6, .site_of = site_of, .ranks_of = ranks_of};
+    uint8_t in[10 * 3 * 10];
+    memset(in, 1, sizeof(in));
+    for (int alg = 0; alg < HB_COLL_ALG_COUNT; alg++) {
+        hb_coll_args_t args = {.op = HB_COLL_ALLTOALL, .alg = (hb_coll_alg_t)alg, .size = 10};
+        hb_coll_sched_t *s = NULL;
+        int rc = hb_coll_sched_build(&nodes, &args, &s);
+        if (!hb_coll_alg_valid(HB_COLL_ALLTOALL, (hb_coll_alg_t)alg)) {
+            CU_ASSERT_EQUAL(rc, HB_ERR_INVAL);
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(hb_coll_sched_check(s, NULL, 0), 0);
+        CU_ASSERT_EQUAL(s->total, 10 * 10 * 10); /* 10 ranks: 100 rank pairs of 10 bytes */
+        CU_ASSERT_EQUAL(hb_coll_pair_len(s, 3, 5), 3 * 2 * 10);
+        CU_ASSERT_EQUAL(hb_coll_pair_noff(s, 3, 5), 3 * 8 * 10);
+        /* one message per ordered pair; flat sends all at once, pairwise one round at a time */
+        run_t r;
+        CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_RANDOM_ANY, 0, 3), 0);
+        CU_ASSERT_EQUAL(check_data(&r, s, 3), 0);
+        CU_ASSERT_EQUAL(r.total_msgs, 6 * 5);
+        for (uint32_t v = 0; v < 6; v++)
+            for (uint32_t w = 0; w < 6; w++)
+                CU_ASSERT_EQUAL(r.pair[v * 6 + w], v != w);
+        run_free(&r);
+        for (uint32_t v = 0; v < 6; v++)
+            CU_ASSERT_EQUAL(first_sends(s, v, in), alg == HB_COLL_ALG_FLAT ? 5u : 1u);
+        hb_coll_sched_free(s);
+    }
+    /* in segments, in place, LIFO (a later round's block may arrive first) */
+    hb_coll_args_t args = {
+        .op = HB_COLL_ALLTOALL, .alg = HB_COLL_ALG_PAIRWISE, .size = 100, .seg_size = 64};
+    hb_coll_sched_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(hb_coll_sched_build(&nodes, &args, &s), 0);
+    run_t r;
+    CU_ASSERT_EQUAL_FATAL(run_sched(&r, s, DLV_LIFO, HB_COLL_EXEC_IN_PLACE, 4), 0);
+    CU_ASSERT_EQUAL(check_data(&r, s, 4), 0);
+    run_free(&r);
+    hb_coll_sched_free(s);
+    /* counts, and pairwise for another op, are refused */
+    uint64_t counts[6] = {1, 2, 3, 4, 5, 6};
+    args.counts = counts;
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
+    args.counts = NULL;
+    args.op = HB_COLL_GATHER;
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
+    args.op = HB_COLL_ALLTOALL;
+    args.size = UINT64_MAX / 50; /* 10 x 10 rank pairs: the total overflows */
+    CU_ASSERT_EQUAL(hb_coll_sched_build(&nodes, &args, &s), HB_ERR_INVAL);
+    hb_coll_op_t op;
+    CU_ASSERT_EQUAL(hb_coll_op_parse("alltoall", &op), 0);
+    CU_ASSERT_EQUAL(op, HB_COLL_ALLTOALL);
+    CU_ASSERT_STRING_EQUAL(hb_coll_alg_name(HB_COLL_ALG_PAIRWISE), "pairwise");
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -960,7 +1063,8 @@ int main(void)
         CU_add_test(s, "in place: sends from the input, output in the layout", test_in_place) ==
             NULL ||
         CU_add_test(s, "pipelined forwarding, bad messages, peer lost", test_pipelining) == NULL ||
-        CU_add_test(s, "zero-byte allgather synchronizes", test_zero_sync) == NULL ||
+        CU_add_test(s, "zero-byte allgather and alltoall synchronize", test_zero_sync) == NULL ||
+        CU_add_test(s, "alltoall: flat and pairwise", test_alltoall) == NULL ||
         CU_add_test(s, "no-data mode, topology, bad input", test_nodata_and_misc) == NULL) {
         CU_cleanup_registry();
         return 99;

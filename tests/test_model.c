@@ -575,10 +575,56 @@ static void test_choose(void)
     lanes = base();
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_ALLGATHER, 1000.0, &pr, &c), 0);
     for (int a = 0; a < HB_COLL_ALG_COUNT; a++)
-        CU_ASSERT(c.alg_us[a] > 0.0);
+        CU_ASSERT(hb_coll_alg_valid(HB_COLL_ALLGATHER, a) ? c.alg_us[a] > 0.0 : c.alg_us[a] < 0.0);
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, NULL, &c), HB_ERR_INVAL);
     pr.lanes = NULL;
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 1.0, &pr, &c), HB_ERR_INVAL);
+}
+
+/* alltoall: Hockney ties flat and pairwise; PlogP-BR separates them by pattern and incast. */
+static void test_alltoall(void)
+{
+    hb_model_lanes_t lanes = base();
+    double t = 0.0;
+    /* 5 nodes, 1000 bytes a pair: 4 x (10 + 10) for both */
+    CU_ASSERT_EQUAL(hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_FLAT, 5, 0, 1000.0, &t), 0);
+    NEAR(t, 80.0);
+    CU_ASSERT_EQUAL(hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_PAIRWISE, 5, 0, 1000.0, &t),
+                    0);
+    NEAR(t, 80.0);
+    CU_ASSERT_EQUAL(hb_model_tree(&lanes, HB_COLL_ALLTOALL, HB_COLL_ALG_BINOMIAL, 5, 0, 1000.0, &t),
+                    HB_ERR_INVAL);
+    hb_model_plogp_t p = plogp();
+    static const double g_out[] = {6.0, 20.0, 110.0}, g_in[] = {8.0, 25.0, 120.0};
+    p.g_pat[HB_MODEL_PAT_ONE_TO_MANY] = g_out;
+    p.g_pat[HB_MODEL_PAT_MANY_TO_ONE] = g_in;
+    /* flat: 4 x max(20, 25) + 50, and the incast overflows the 1500-byte queue (4 x 1000) */
+    CU_ASSERT_EQUAL(hb_model_plogp_predict(&p, HB_COLL_ALLTOALL, HB_COLL_ALG_FLAT, 5, 1000.0, &t),
+                    0);
+    NEAR(t, 150.0 + 200000.0);
+    /* pairwise: 4 x (15 + 50), pair patterns only */
+    CU_ASSERT_EQUAL(
+        hb_model_plogp_predict(&p, HB_COLL_ALLTOALL, HB_COLL_ALG_PAIRWISE, 5, 1000.0, &t), 0);
+    NEAR(t, 260.0);
+    CU_ASSERT_EQUAL(
+        hb_model_plogp_predict(&p, HB_COLL_SCATTER, HB_COLL_ALG_PAIRWISE, 5, 1000.0, &t),
+        HB_ERR_INVAL);
+    /* the chooser: pairwise under incast, flat with flow control (one latency instead of 4) */
+    hb_model_params_t pr = {.n0 = 3, .n1 = 2, .lanes = &lanes, .plogp = &p};
+    hb_model_choice_t c;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_ALLTOALL, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_PAIRWISE);
+    NEAR(c.predicted_us, 260.0);
+    CU_ASSERT(c.alg_us[HB_COLL_ALG_BINOMIAL] < 0.0 && c.alg_us[HB_COLL_ALG_MULTI_LANE] < 0.0);
+    p.flow_control = 1;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_ALLTOALL, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    NEAR(c.predicted_us, 150.0);
+    /* Hockney alone: a tie, the simpler flat */
+    pr.plogp = NULL;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_ALLTOALL, 1000.0, &pr, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    NEAR(c.alg_us[HB_COLL_ALG_PAIRWISE], 80.0);
 }
 
 int main(void)
@@ -598,7 +644,8 @@ int main(void)
         CU_add_test(s, "flat and binomial trees", test_tree) == NULL ||
         CU_add_test(s, "PlogP and PlogP-BR", test_plogp) == NULL ||
         CU_add_test(s, "PlogP-BR on two sites", test_plogp_sites) == NULL ||
-        CU_add_test(s, "chooser", test_choose) == NULL) {
+        CU_add_test(s, "chooser", test_choose) == NULL ||
+        CU_add_test(s, "alltoall: Hockney and PlogP-BR", test_alltoall) == NULL) {
         CU_cleanup_registry();
         return 99;
     }

@@ -112,9 +112,11 @@ static void expect_refused(const hbd_wire_coll_t *c, uint32_t dlen, hbd_wire_rea
 static void test_refused(void)
 {
     hbd_wire_coll_t c;
-    c = good(), c.op = 4;
+    c = good(), c.op = 5;
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
-    c = good(), c.alg = 4;
+    c = good(), c.alg = 5;
+    expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
+    c = good(), c.op = 4, c.flags = HBD_WIRE_COLL_F_V; /* no alltoallv */
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
     c = good(), c.flags = 2;
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);

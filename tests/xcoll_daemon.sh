@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# xcoll_daemon.sh: collectives across daemons: every op x algorithm, random roots and sizes, on
-# the emulated 12-daemon two-site cluster and the 30-daemon one; each daemon checks its data.
+# xcoll_daemon.sh: collectives across daemons: every op x algorithm (alltoall: flat, pairwise),
+# random roots and sizes, on the emulated 12-daemon two-site cluster and the 30-daemon one; each
+# daemon checks its data.
 TEST_TAG=xcoll
 . "$(dirname "$0")/hb_test.sh"
 hb_use_cluster
@@ -45,6 +46,11 @@ run_all() {
             coll "$n" "$op" "$alg" $((RANDOM % n)) "$(osize "$op" "$n" "$max")"
         done
     done
+    # alltoall: every node receives n blocks of SIZE (its root argument is unused)
+    for alg in flat pairwise auto; do
+        coll "$n" alltoall "$alg" $((RANDOM % n)) $(($(rsize "$max") / n / 4))
+    done
+    coll "$n" alltoall pairwise 0 0
     coll "$n" scatter multi-lane 0 1048576 2
     coll "$n" gather multi-lane $((n - 1)) 1048576 3
     coll "$n" allgather single-lane 1 0
@@ -74,6 +80,13 @@ wait
 [ "$(cat "$RUN_DIR"/xc.* | grep -c ": err ")" -eq 12 ] || { cat "$RUN_DIR"/xc.*; fail "oversized collective not refused"; }
 rm -f "$RUN_DIR"/xc.*
 coll 12 bcast binomial 3 5000
+# an algorithm alltoall does not have: refused everywhere
+for ((i = 0; i < 12; i++)); do
+    cl ctl "$(printf 'n%02d' "$i")" coll alltoall multi-lane 0 100 >"$RUN_DIR/xc.$i" 2>&1 &
+done
+wait
+[ "$(cat "$RUN_DIR"/xc.* | grep -c ": err ")" -eq 12 ] || { cat "$RUN_DIR"/xc.*; fail "alltoall multi-lane not refused"; }
+rm -f "$RUN_DIR"/xc.*
 down
 check_clean
 export HIBAR_COLL_TIMEOUT_MS=5000 # read by the daemons at start

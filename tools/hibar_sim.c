@@ -85,6 +85,9 @@ static void usage(FILE *f)
         "  scatter    2 sites x 1000 nodes (--nodes: total): single-lane against multi-lane\n"
         "             at P = 2..64 (--lanes) and the model's P_opt, sizes 1K/64K/1M (--size),\n"
         "             scatter and gather, with the closed-form T(P) beside each\n"
+        "  alltoall   one site of 16/64/256/1000 nodes (--sweep, --nodes): flat (every node\n"
+        "             sends to all at once) against pairwise (n - 1 rounds), --size bytes\n"
+        "             per pair (1K/64K), with Hockney's prediction beside each\n"
         "  predict    barrier + fence + scatter\n"
         "  replay     feed each node's events recorded by hibard (HIBAR_TRACE_DIR) through\n"
         "             the simulator's driver and compare the actions line by line:\n"
@@ -1369,6 +1372,26 @@ static int mode_fence(opts_t *o)
 
 /* ---- scatter / gather: multi-lane against single-lane ----------------------------------- */
 
+/* One simulated collective, its progress (what) on the terminal; an error is printed. */
+static int sim_coll_shown(const opts_t *o, const hb_coll_nodes_t *nodes, const hb_coll_args_t *args,
+                          const char *what, hb_sim_result_t *r_p)
+{
+    hb_sim_opts_t so;
+    hb_sim_opts_init(&so);
+    if (!o->quiet) {
+        so.progress = progress;
+        so.progress_arg = (void *)what;
+        if (tty)
+            fprintf(stderr, "\r  %s ...", what);
+    }
+    int rc = hb_sim_coll(nodes, args, &o->p, &so, r_p);
+    if (!o->quiet)
+        progress_clear();
+    if (rc != 0)
+        fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+    return rc;
+}
+
 typedef struct sc_row {
     hb_coll_op_t op;
     hb_coll_alg_t alg;
@@ -1437,7 +1460,6 @@ static int mode_scatter(opts_t *o)
             for (k = 0; k <= nl + 3 && rc == 0; k++) {
                 hb_coll_args_t args;
                 hb_sim_result_t r;
-                hb_sim_opts_t so;
                 sc_row_t *row = &rows[nr];
                 char what[96];
                 int blind = k > nl + 1;
@@ -1460,22 +1482,11 @@ static int mode_scatter(opts_t *o)
                 args.size = (uint64_t)sizes[s];
                 args.seg_size = 65536;
                 args.lanes = P;
-                hb_sim_opts_init(&so);
                 snprintf(what, sizeof(what), "%s %s P=%" PRIu32 " %.0f B", hb_coll_op_name(args.op),
                          hb_coll_alg_name(args.alg), P, sizes[s]);
-                if (!o->quiet) {
-                    so.progress = progress;
-                    so.progress_arg = what;
-                    if (tty)
-                        fprintf(stderr, "\r  %s ...", what);
-                }
-                rc = hb_sim_coll(&nodes, &args, &o->p, &so, &r);
-                if (!o->quiet)
-                    progress_clear();
-                if (rc != 0) {
-                    fprintf(stderr, "hibar-sim: %s: %s\n", what, hibar_strerror(rc));
+                rc = sim_coll_shown(o, &nodes, &args, what, &r);
+                if (rc != 0)
                     break;
-                }
                 row->op = args.op;
                 row->alg = args.alg;
                 row->lanes = P;
@@ -1582,6 +1593,56 @@ static int mode_scatter(opts_t *o)
     }
     free(site_of);
     free(rows);
+    return rc;
+}
+
+/* ---- alltoall: PlogP-BR's two patterns, flat (all at once) and pairwise ------------------ */
+
+static int mode_alltoall(opts_t *o)
+{
+    static const double def_sizes[] = {1024, 65536};
+    static const uint32_t def_nodes[] = {16, 64, 256, 1000};
+    const double *sizes = o->n_sizes ? o->sizes : def_sizes;
+    uint32_t ns = o->n_sizes ? o->n_sizes : 2, nn = o->nodes > 0 ? 1 : o->n_sweep ? o->n_sweep : 4;
+    const uint32_t *counts = o->nodes > 0 ? &o->nodes : o->n_sweep ? o->sweep : def_nodes;
+    hb_model_lanes_t ml;
+    int rc = 0;
+
+    memset(&ml, 0, sizeof(ml));
+    ml.alpha = o->p.alpha;
+    ml.b_lan = o->p.b_lan;
+    print_params(o);
+    if (!o->json)
+        printf("# %-8s %-10s %7s %10s %14s %14s\n", "Op", "Algorithm", "Nodes", "Size(B)",
+               "Sim(us)", "Hockney(us)");
+    for (uint32_t c = 0; c < nn && rc == 0; c++)
+        for (uint32_t z = 0; z < ns && rc == 0; z++)
+            for (int k = 0; k < 2 && rc == 0; k++) {
+                hb_coll_nodes_t nodes = {.n_nodes = counts[c]};
+                hb_coll_args_t args = {.op = HB_COLL_ALLTOALL,
+                                       .alg = k ? HB_COLL_ALG_PAIRWISE : HB_COLL_ALG_FLAT,
+                                       .size = (uint64_t)sizes[z],
+                                       .seg_size = 65536};
+                hb_sim_result_t r;
+                double model = -1.0;
+                char what[96];
+                snprintf(what, sizeof(what), "alltoall %s %" PRIu32 " nodes %.0f B",
+                         hb_coll_alg_name(args.alg), counts[c], sizes[z]);
+                rc = sim_coll_shown(o, &nodes, &args, what, &r);
+                if (rc != 0)
+                    break;
+                hb_model_tree(&ml, args.op, args.alg, counts[c], 0, sizes[z], &model);
+                if (o->json)
+                    printf("{\"bench\": \"sim-alltoall\", \"impl\": \"%s\", \"nodes\": %" PRIu32
+                           ", \"ranks\": %" PRIu32 ", \"size\": %.0f, \"iters\": 1, "
+                           "\"predicted_us\": %.2f, \"model_us\": %.2f, \"sites\": 1}\n",
+                           hb_coll_alg_name(args.alg), counts[c], counts[c], sizes[z], r.latency_us,
+                           model);
+                else
+                    printf("  %-8s %-10s %7" PRIu32 " %10.0f %14.1f %14.1f\n", "alltoall",
+                           hb_coll_alg_name(args.alg), counts[c], sizes[z], r.latency_us, model);
+                fflush(stdout);
+            }
     return rc;
 }
 
@@ -2003,6 +2064,8 @@ int main(int argc, char **argv)
         rc = mode_fence(&o);
     else if (strcmp(o.mode, "scatter") == 0)
         rc = mode_scatter(&o);
+    else if (strcmp(o.mode, "alltoall") == 0)
+        rc = mode_alltoall(&o);
     else if (strcmp(o.mode, "predict") == 0) {
         rc = mode_barrier(&o);
         if (rc == 0)

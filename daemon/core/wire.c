@@ -234,8 +234,10 @@ static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t
     if (m.type == HBD_WIRE_COLL) {
         hbd_wire_coll_t c;
         hbd_wire_coll_unpack(m.payload, &c);
-        if (c.op >= 4 || c.alg >= 4 || (c.flags & ~HBD_WIRE_COLL_F_V) != 0 ||
-            (c.op == 2 && c.flags != 0) || (ctx != NULL && c.root >= ctx->n_nodes) ||
+        if (c.op >= HBD_WIRE_COLL_OPS || c.alg >= HBD_WIRE_COLL_ALGS ||
+            (c.flags & ~HBD_WIRE_COLL_F_V) != 0 ||
+            ((c.op == 2 || c.op == HBD_WIRE_COLL_ALLTOALL) && c.flags != 0) ||
+            (ctx != NULL && c.root >= ctx->n_nodes) ||
             c.off > UINT64_MAX - (m.len - HBD_WIRE_COLL_HDR))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);
     }

@@ -150,8 +150,11 @@ static inline uint32_t hbd_wire_inc32(uint64_t inc)
 /* COLL payload header: the collective's arguments (so a daemon can build the schedule from
  * the first frame, before its own ranks asked) and the segment's place in the layout. */
 #define HBD_WIRE_COLL_F_V 0x0001u /* -v form: node i's bytes = hbd_coll_vcount(size, i) */
+#define HBD_WIRE_COLL_OPS 5u      /* op below: HB_COLL_OP_COUNT (hbd_coll.c checks) */
+#define HBD_WIRE_COLL_ALGS 5u     /* alg below: HB_COLL_ALG_COUNT */
+#define HBD_WIRE_COLL_ALLTOALL 4u /* no -v form, as bcast (2) */
 typedef struct hbd_wire_coll {
-    uint8_t op, alg; /* hb_coll_op_t, hb_coll_alg_t: below 4 */
+    uint8_t op, alg; /* hb_coll_op_t, hb_coll_alg_t: below HBD_WIRE_COLL_OPS, _ALGS */
     uint16_t flags;  /* HBD_WIRE_COLL_F_*; other bits 0 */
     uint32_t root;   /* < n_nodes */
     uint64_t size;   /* bytes per node (bcast: in total) */

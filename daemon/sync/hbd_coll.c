@@ -20,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(HBD_WIRE_COLL_OPS == HB_COLL_OP_COUNT && HBD_WIRE_COLL_ALGS == HB_COLL_ALG_COUNT &&
+                   HBD_WIRE_COLL_ALLTOALL == HB_COLL_ALLTOALL,
+               "the wire's collective ops and algorithms are coll/'s");
+
 /*
  * A collective is named by its id: the daemons' "coll" commands are numbered from 0 in the
  * order each daemon receives them, so every daemon must be asked the same sequence (as with
@@ -403,7 +407,7 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
     }
     if ((s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST) && v == s->root)
         r->in_len = s->total;
-    else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER)
+    else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER || s->op == HB_COLL_ALLTOALL)
         r->in_len = s->bytes[v];
     r->in = malloc(r->in_len + 1);
     if (r->in == NULL) {
@@ -443,6 +447,10 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
     if (s->op == HB_COLL_SCATTER && v == s->root) {
         for (uint32_t w = 0; w < s->n_nodes; w++)
             pat_fill(r->in + s->noff[w], id, w, s->bytes[w]);
+    } else if (s->op == HB_COLL_ALLTOALL) { /* the block for w: pattern v·n + w */
+        for (uint32_t w = 0; w < s->n_nodes; w++)
+            pat_fill(r->in + hb_coll_pair_noff(s, v, w), id, v * s->n_nodes + w,
+                     hb_coll_pair_len(s, v, w));
     } else {
         pat_fill(r->in, id, s->op == HB_COLL_BCAST ? 0 : v, r->in_len);
     }
@@ -458,7 +466,10 @@ static int run_create(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, hbd_col
 /* Does node w's block of this node's output hold the pattern node `who` made? */
 static int block_check(const hbd_coll_run_t *r, uint32_t w, uint32_t who)
 {
-    uint64_t len = 0, want = r->s->op == HB_COLL_BCAST ? r->s->total : r->s->bytes[w];
+    const hb_coll_sched_t *s = r->s;
+    uint64_t len = 0, want = s->op == HB_COLL_BCAST      ? s->total
+                             : s->op == HB_COLL_ALLTOALL ? hb_coll_pair_len(s, w, r->me)
+                                                         : s->bytes[w];
     const uint8_t *b = hb_coll_exec_block(r->x, w, &len);
     if (want > 0 && (b == NULL || len != want))
         return 0;
@@ -485,6 +496,11 @@ static int run_check(const hbd_coll_run_t *r, uint32_t v)
     case HB_COLL_ALLGATHER:
         for (uint32_t w = 0; w < s->n_nodes; w++)
             if (!block_check(r, w, w))
+                return 0;
+        break;
+    case HB_COLL_ALLTOALL:
+        for (uint32_t w = 0; w < s->n_nodes; w++)
+            if (!block_check(r, w, w * s->n_nodes + v))
                 return 0;
         break;
     default:
@@ -889,8 +905,8 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
         (!auto_alg && hb_coll_alg_parse(tok[1], &alg) != 0) || v[0] >= d->topo->n_nodes ||
         v[1] > (1ull << 32) || v[3] > HBD_WIRE_COLL_MAX_DATA) {
         hbd_reply(conn,
-                  "err %d usage: coll scatter[v]|gather[v]|bcast|allgather[v] "
-                  "auto|flat|binomial|single-lane|multi-lane ROOT SIZE [LANES [SEG]]",
+                  "err %d usage: coll scatter[v]|gather[v]|bcast|allgather[v]|alltoall "
+                  "auto|flat|binomial|single-lane|multi-lane|pairwise ROOT SIZE [LANES [SEG]]",
                   HB_ERR_INVAL);
         return;
     }
@@ -966,7 +982,8 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
     int rc = 0;
     if (st == NULL)
         rc = HB_ERR_NOT_INIT;
-    else if (!(id & HBD_COLL_ID_JOB) || a->op < 0 || a->op >= HB_COLL_OP_COUNT ||
+    else if (!(id & HBD_COLL_ID_JOB) || a->op < 0 ||
+             a->op >= HB_COLL_ALLTOALL || /* ranks' alltoall: not in libhibar yet */
              a->root >= d->topo->n_nodes ||
              (a->vform && (a->counts == NULL || a->op == HB_COLL_BCAST)))
         rc = HB_ERR_INVAL;

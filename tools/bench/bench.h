@@ -91,6 +91,15 @@ void hb_bench_helper(const char *dir, const char *name, char *buf, size_t cap);
 int hb_bench_fork_ranks(const char *prog, uint32_t n, int (*rank)(uint32_t i, void *arg), void *arg,
                         int *status);
 
+/*
+ * Open MPI's side of --compare: hibar-mpi-bench (found beside this program) under mpirun with n
+ * ranks on this host, one row of `bench` at `size` bytes, iters repetitions after warmup; mca:
+ * more mpirun arguments ("" for none). Fills *st and *iters_p from the peer's JSON row. 0, or -1
+ * after saying why (bench_client.c).
+ */
+int hb_bench_mpi_peer(const char *bench, uint32_t n, size_t size, uint64_t iters, uint64_t warmup,
+                      const char *mca, hb_stats_t *st, uint64_t *iters_p);
+
 /* The modes (one file each). */
 int hb_bench_barrier_main(int argc, char **argv); /* barrier: bench_client.c */
 int hb_bench_scatter_main(int argc, char **argv); /* scatter: bench_client.c */

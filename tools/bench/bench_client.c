@@ -575,6 +575,12 @@ static int bc_peer_path(char *buf, size_t len)
 /* Run the Open MPI peer for one row; fills *st (median, min, max, p99, ci, mean). */
 static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *iters_p)
 {
+    return hb_bench_mpi_peer(o->bench, o->n, size, o->iters, o->warmup, "", st, iters_p);
+}
+
+int hb_bench_mpi_peer(const char *bench, uint32_t n, size_t size, uint64_t iters, uint64_t warmup,
+                      const char *mca, hb_stats_t *st, uint64_t *iters_p)
+{
     char peer[PATH_MAX], cmd[PATH_MAX + 512], line[1024];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     FILE *p;
@@ -584,7 +590,7 @@ static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *it
         fprintf(stderr,
                 "hibar-bench %s: --compare: hibar-mpi-bench not found (configure "
                 "found no mpicc?)\n",
-                o->bench);
+                bench);
         return -1;
     }
     if (geteuid() == 0) {
@@ -593,14 +599,14 @@ static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *it
     }
     /* The peer at its best: yield when idle if ranks outnumber cores, as mpirun does. */
     snprintf(cmd, sizeof(cmd),
-             "mpirun -n %u --oversubscribe%s %s --bench %s --sizes %zu --iters %llu "
+             "mpirun -n %u --oversubscribe%s %s %s --bench %s --sizes %zu --iters %llu "
              "--warmup %llu 2>&1",
-             (unsigned)o->n, (long)o->n > ncpu ? " --mca mpi_yield_when_idle 1" : "", peer,
-             o->bench, size, (unsigned long long)o->iters, (unsigned long long)o->warmup);
+             (unsigned)n, (long)n > ncpu ? " --mca mpi_yield_when_idle 1" : "", mca, peer, bench,
+             size, (unsigned long long)iters, (unsigned long long)warmup);
     fflush(stdout);
     p = popen(cmd, "r");
     if (p == NULL) {
-        fprintf(stderr, "hibar-bench %s: popen mpirun: %s\n", o->bench, strerror(errno));
+        fprintf(stderr, "hibar-bench %s: popen mpirun: %s\n", bench, strerror(errno));
         return -1;
     }
     while (fgets(line, sizeof(line), p) != NULL) {
@@ -624,7 +630,7 @@ static int bc_peer(const bc_opts_t *o, size_t size, hb_stats_t *st, uint64_t *it
     }
     status = pclose(p);
     if (!found || status != 0) {
-        fprintf(stderr, "hibar-bench %s: the Open MPI run failed (%s)\n", o->bench, cmd);
+        fprintf(stderr, "hibar-bench %s: the Open MPI run failed (%s)\n", bench, cmd);
         return -1;
     }
     return 0;

@@ -1,5 +1,5 @@
-/* bench_coll.c: hibar-bench scatter|gather across nodes: flat, single-lane, multi-lane vs the
- * model, the P sweep, plots. */
+/* bench_coll.c: hibar-bench scatter|gather|alltoall across nodes: flat, single-lane, multi-lane
+ * (alltoall: flat, pairwise) vs the model, the P sweep, plots, Open MPI beside them. */
 #include "hb_config.h" /* first: _GNU_SOURCE */
 #include "bench.h"
 
@@ -95,6 +95,7 @@ typedef struct bcoll_opts {
     const char *plot_dir;
     int lane_stats; /* -1 auto (when the bed's counters are there), 0, 1 */
     int keep;
+    int compare; /* --compare: Open MPI's collective under mpirun, ranks on this host */
     hb_bench_common_t common;
 } bcoll_opts_t;
 
@@ -106,13 +107,17 @@ static void usage(FILE *f, const char *mode)
             "         [--lanes P] [--sweep-lanes] [--sweep-size 4M] [--seg BYTES] [--min-reps 3]\n"
             "         [--max-reps 10] [--err 0.05] [--max-secs 30] [--plot DIR] [--lane-stats|"
             "--no-lane-stats]\n"
-            "         [--set KEY=VALUE]... [--keep] " HB_BENCH_COMMON_USAGE "\n"
+            "         [--set KEY=VALUE]... [--keep] [--compare] " HB_BENCH_COMMON_USAGE "\n"
             "Measures %s across the daemons of the cluster of --config (default inside\n"
             "tests/netns/testbed: $HIBAR_TESTBED_CONFIG; 1 rank per node; started unless running:\n"
             "on the bed's hosts inside the bed, else emulated on this host) with the model's\n"
             "prediction beside each row. --lanes: P of the multi-lane rows (default P_opt). "
             "--sweep-lanes: multi-lane for P = 1..min(n0, n1) at\n"
-            "--sweep-size, measured against predicted T(P). --plot DIR: gnuplot SVG and PNG.\n",
+            "--sweep-size, measured against predicted T(P). --plot DIR: gnuplot SVG and PNG.\n"
+            "alltoall: --alg flat,pairwise (PlogP-BR's A/B: all at once against n - 1 pair\n"
+            "rounds), predicted by PlogP-BR from the cached hibar-bench logp parameters, else\n"
+            "Hockney. --compare: also Open MPI's collective (hibar-mpi-bench under mpirun, one\n"
+            "rank per daemon on this host, TCP), in the same run, row impl open-mpi.\n",
             mode, mode);
 }
 
@@ -138,7 +143,7 @@ static int parse_algs(const char *arg, bcoll_opts_t *o)
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
          t = strtok_r(NULL, ",", &save)) {
         hb_coll_alg_t a;
-        if (hb_coll_alg_parse(t, &a) != 0)
+        if (hb_coll_alg_parse(t, &a) != 0 || !hb_coll_alg_valid(o->op, a))
             return -1;
         o->algs[a] = 1;
     }
@@ -287,6 +292,8 @@ typedef struct bcoll_model {
     uint32_t n0, n1;
     hb_params_t cached; /* the cluster's cached parameters: lanes.b_wan points here */
     int measured;       /* lanes use a measured b_WAN(P) table (hibar-bench lanes) */
+    int have_plogp;     /* cached holds PlogP(-BR) parameters (hibar-bench logp) */
+    hb_model_plogp_t plogp;
 } bcoll_model_t;
 
 /* The same parameters hibard's chooser uses (daemon/hbd_coll.c model_choose). */
@@ -315,8 +322,11 @@ static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t
                                   .queue = HB_MODEL_QUEUE_FRAMES *
                                            (double)(seg ? seg : BCOLL_SEG_DEFAULT)};
     char path[4096];
-    m->measured = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0 &&
-                  hb_model_lanes_view(&m->cached, &m->lanes);
+    int loaded = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0;
+    m->measured = loaded && hb_model_lanes_view(&m->cached, &m->lanes);
+    m->have_plogp = loaded && m->cached.n > 0;
+    if (m->have_plogp)
+        hb_model_plogp_view(&m->cached, &m->plogp);
 }
 
 /* Predicted time of alg at P lanes (multi-lane: the pipelined lane model the chooser uses,
@@ -326,6 +336,11 @@ static double model_predict(const bcoll_model_t *m, hb_coll_op_t op, hb_coll_alg
 {
     double t = -1.0;
     int rc = HIBAR_ERR_INVAL;
+    if (op == HB_COLL_ALLTOALL) { /* one site of every node, as the chooser sees it */
+        rc = m->have_plogp ? hb_model_plogp_predict(&m->plogp, op, alg, m->n0 + m->n1, M, &t)
+                           : hb_model_tree(&m->lanes, op, alg, m->n0 + m->n1, 0, M, &t);
+        return rc == 0 ? t : -1.0;
+    }
     switch (alg) {
     case HB_COLL_ALG_FLAT:
     case HB_COLL_ALG_BINOMIAL:
@@ -417,6 +432,7 @@ typedef struct bcoll_row {
     uint64_t size;
     uint32_t lanes;
     int sweep;
+    int peer; /* Open MPI's row (--compare): impl open-mpi, the maximum method, no model */
     hb_stats_t st;
     double predicted, formula, daemon_pred, skew_med; /* formula: T(P), multi-lane only */
     double cpu_ms, cpu_max_ms;                        /* medians per repetition; < 0: not known */
@@ -499,6 +515,7 @@ typedef struct bcoll_out {
     FILE *csv;
     uint32_t nodes, n0, n1;
     int header;
+    const char *model; /* what predicted_us comes from: "plogp-br", "hockney", "lanes" */
 } bcoll_out_t;
 
 static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
@@ -507,13 +524,15 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
     double ratio = r->predicted > 0 ? s->median / r->predicted : 0.0;
     if (out->o->common.json || out->o->common.osu) { /* the shared row writer */
         char extra[512];
-        int k = snprintf(extra, sizeof(extra),
-                         "\"lanes\": %" PRIu32 ", \"predicted_us\": %.1f, \"ratio\": %.3f, "
-                         "\"n0\": %" PRIu32 ", \"n1\": %" PRIu32 ", \"skew_us\": %.1f, "
-                         "\"daemon_predicted_us\": %.1f, \"sweep\": %s, \"method\": \"global\", "
-                         "\"driver\": \"daemons\"",
-                         r->lanes, r->predicted, ratio, out->n0, out->n1, r->skew_med,
-                         r->daemon_pred, r->sweep ? "true" : "false");
+        int k =
+            snprintf(extra, sizeof(extra),
+                     "\"lanes\": %" PRIu32 ", \"predicted_us\": %.1f, \"ratio\": %.3f, "
+                     "\"n0\": %" PRIu32 ", \"n1\": %" PRIu32 ", \"skew_us\": %.1f, "
+                     "\"daemon_predicted_us\": %.1f, \"sweep\": %s, \"method\": \"%s\", "
+                     "\"driver\": \"%s\", \"model\": \"%s\"",
+                     r->lanes, r->predicted, ratio, out->n0, out->n1, r->skew_med, r->daemon_pred,
+                     r->sweep ? "true" : "false", r->peer ? "maximum" : "global",
+                     r->peer ? "mpirun" : "daemons", r->peer ? "none" : out->model);
         if (r->formula >= 0 && k > 0 && (size_t)k < sizeof(extra))
             k += snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"formula_us\": %.1f",
                           r->formula);
@@ -523,7 +542,7 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
         if (r->lanes_busy >= 0 && k > 0 && (size_t)k < sizeof(extra))
             snprintf(extra + k, sizeof(extra) - (size_t)k, ", \"wan_lanes_busy\": %d",
                      r->lanes_busy);
-        hb_bench_row_t row = {.impl = hb_coll_alg_name(r->alg),
+        hb_bench_row_t row = {.impl = r->peer ? "open-mpi" : hb_coll_alg_name(r->alg),
                               .nodes = out->nodes,
                               .ranks = out->nodes,
                               .size = r->size,
@@ -544,8 +563,8 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
             snprintf(busy, sizeof(busy), "%d", r->lanes_busy);
         printf("%-10" PRIu64 " %-12s %5" PRIu32 " %13.1f %11.1f %11.1f %11.1f %5zu %10.1f %13.1f "
                "%6.2f %5s %9.1f %9.1f\n",
-               r->size, hb_coll_alg_name(r->alg), r->lanes, s->mean, s->min, s->max, s->median,
-               s->n, s->ci, r->predicted, ratio, busy, r->cpu_ms, r->cpu_max_ms);
+               r->size, r->peer ? "open-mpi" : hb_coll_alg_name(r->alg), r->lanes, s->mean, s->min,
+               s->max, s->median, s->n, s->ci, r->predicted, ratio, busy, r->cpu_ms, r->cpu_max_ms);
     }
     fflush(stdout);
     if (out->csv != NULL)
@@ -553,9 +572,9 @@ static void out_row(bcoll_out_t *out, const bcoll_row_t *r)
                 "%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%" PRIu32
                 ",%zu,%.3f,%.3f,%.3f,%.3f,%.3f,"
                 "%.4f,%.3f,%.1f,%d,%d\n",
-                hb_coll_op_name(out->o->op), hb_coll_alg_name(r->alg), out->nodes, out->nodes,
-                r->size, r->lanes, s->n, s->mean, s->median, s->min, s->max, s->p99, s->ci,
-                s->confidence, r->predicted, r->sweep, r->lanes_busy);
+                hb_coll_op_name(out->o->op), r->peer ? "open-mpi" : hb_coll_alg_name(r->alg),
+                out->nodes, out->nodes, r->size, r->lanes, s->n, s->mean, s->median, s->min, s->max,
+                s->p99, s->ci, s->confidence, r->predicted, r->sweep, r->lanes_busy);
 }
 
 static void note(const bcoll_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -714,10 +733,15 @@ static int run(const bcoll_opts_t *o)
         return 2;
     }
     model_init(&m, dm.cfg, topo, dm.root, o->seg);
+    if (o->op == HB_COLL_ALLTOALL)
+        note(o, "model: %s",
+             m.have_plogp ? "PlogP-BR (cached hibar-bench logp parameters)"
+                          : "Hockney (no cached PlogP parameters)");
     if (m.measured)
         note(o, "model: measured b_WAN(P), P = 1..%" PRIu32 " (hibar-bench lanes)",
              m.lanes.n_b_wan);
     out.nodes = topo->n_nodes;
+    out.model = o->op != HB_COLL_ALLTOALL ? "lanes" : m.have_plogp ? "plogp-br" : "hockney";
     out.n0 = m.n0;
     out.n1 = m.n1;
     if (topo->n_sites > 2)
@@ -767,7 +791,8 @@ static int run(const bcoll_opts_t *o)
          l->lan_bw_mbps, l->lan_lat_us, l->wan_lane_bw_mbps, l->wan_total_bw_mbps, l->wan_lat_us);
 
     /* size rows, then the sweep */
-    size_t n_plan = o->n_sizes * HB_COLL_ALG_COUNT + (o->sweep ? (m.n0 < m.n1 ? m.n0 : m.n1) : 0);
+    size_t n_plan =
+        o->n_sizes * (HB_COLL_ALG_COUNT + 1) + (o->sweep ? (m.n0 < m.n1 ? m.n0 : m.n1) : 0);
     cap = n_plan ? n_plan : 1;
     rows = calloc(cap, sizeof(*rows));
     if (rows == NULL) {
@@ -791,6 +816,26 @@ static int run(const bcoll_opts_t *o)
                 nrows++;
             }
         }
+        if (o->compare && rc == 0) {
+            bcoll_row_t *r = &rows[nrows];
+            uint64_t it = 0;
+            *r = (bcoll_row_t){.size = o->sizes[si],
+                               .peer = 1,
+                               .predicted = -1.0,
+                               .formula = -1.0,
+                               .daemon_pred = -1.0,
+                               .cpu_ms = -1.0,
+                               .cpu_max_ms = -1.0,
+                               .lanes_busy = -1};
+            /* TCP, as the daemons use it, and as many repetitions as the daemons' rows got */
+            if (hb_bench_mpi_peer(hb_coll_op_name(o->op), topo->n_nodes, o->sizes[si], o->max_reps,
+                                  2, "--mca btl self,tcp", &r->st, &it) != 0) {
+                rc = HIBAR_ERR_IO;
+                break;
+            }
+            out_row(&out, r);
+            nrows++;
+        }
     }
     size_t sweep0 = nrows;
     uint32_t pmax = m.n0 < m.n1 ? m.n0 : m.n1;
@@ -813,7 +858,7 @@ static int run(const bcoll_opts_t *o)
     for (size_t si = 0; si < o->n_sizes; si++) {
         const bcoll_row_t *sl = NULL, *ml = NULL, *fl = NULL;
         for (size_t i = 0; i < sweep0; i++) {
-            if (rows[i].size != o->sizes[si])
+            if (rows[i].size != o->sizes[si] || rows[i].peer)
                 continue;
             if (rows[i].alg == HB_COLL_ALG_SINGLE_LANE)
                 sl = &rows[i];
@@ -828,6 +873,22 @@ static int run(const bcoll_opts_t *o)
         if (fl != NULL && ml != NULL)
             note(o, "%zu bytes: flat / multi-lane (P %" PRIu32 ") = %.2f", o->sizes[si], ml->lanes,
                  fl->st.median / ml->st.median);
+        const bcoll_row_t *pw = NULL, *om = NULL;
+        for (size_t i = 0; i < sweep0; i++) {
+            if (rows[i].size == o->sizes[si] && rows[i].peer)
+                om = &rows[i];
+            else if (rows[i].size == o->sizes[si] && rows[i].alg == HB_COLL_ALG_PAIRWISE)
+                pw = &rows[i];
+        }
+        if (fl != NULL && pw != NULL)
+            note(o, "%zu bytes: flat / pairwise = %.2f measured, %.2f predicted", o->sizes[si],
+                 fl->st.median / pw->st.median,
+                 pw->predicted > 0 ? fl->predicted / pw->predicted : -1.0);
+        const bcoll_row_t *best =
+            fl != NULL && (pw == NULL || fl->st.median <= pw->st.median) ? fl : pw;
+        if (om != NULL && best != NULL)
+            note(o, "%zu bytes: Open MPI / hibar %s = %.2f", o->sizes[si],
+                 hb_coll_alg_name(best->alg), om->st.median / best->st.median);
     }
     if (nrows > sweep0) {
         const bcoll_row_t *sw = rows + sweep0;
@@ -881,9 +942,10 @@ out:
 
 int hb_bench_coll_wants(int argc, char **argv)
 {
-    if (argc < 1 || (strcmp(argv[0], "scatter") != 0 && strcmp(argv[0], "gather") != 0))
+    if (argc < 1 || (strcmp(argv[0], "scatter") != 0 && strcmp(argv[0], "gather") != 0 &&
+                     strcmp(argv[0], "alltoall") != 0))
         return 0;
-    if (strcmp(argv[0], "gather") == 0)
+    if (strcmp(argv[0], "gather") == 0 || strcmp(argv[0], "alltoall") == 0)
         return 1;
     int ranks = 0;
     for (int i = 1; i < argc; i++) {
@@ -902,16 +964,25 @@ int hb_bench_coll_main(int argc, char **argv)
         if (strcmp(argv[i], "--ranks") == 0 || strncmp(argv[i], "--ranks=", 8) == 0 ||
             strcmp(argv[i], "-n") == 0)
             return hb_bench_gather_main(argc, argv);
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"sizes", required_argument, NULL, 's'},
-        {"alg", required_argument, NULL, 'a'},      {"lanes", required_argument, NULL, 'P'},
-        {"sweep-lanes", no_argument, NULL, 'S'},    {"sweep-size", required_argument, NULL, 'Z'},
-        {"seg", required_argument, NULL, 'g'},      {"min-reps", required_argument, NULL, 'm'},
-        {"max-reps", required_argument, NULL, 'M'}, {"err", required_argument, NULL, 'e'},
-        {"max-secs", required_argument, NULL, 'T'}, {"plot", required_argument, NULL, 'p'},
-        {"lane-stats", no_argument, NULL, 'L'},     {"no-lane-stats", no_argument, NULL, 'N'},
-        {"set", required_argument, NULL, 'o'},      {"keep", no_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"sizes", required_argument, NULL, 's'},
+                                         {"alg", required_argument, NULL, 'a'},
+                                         {"lanes", required_argument, NULL, 'P'},
+                                         {"sweep-lanes", no_argument, NULL, 'S'},
+                                         {"sweep-size", required_argument, NULL, 'Z'},
+                                         {"seg", required_argument, NULL, 'g'},
+                                         {"min-reps", required_argument, NULL, 'm'},
+                                         {"max-reps", required_argument, NULL, 'M'},
+                                         {"err", required_argument, NULL, 'e'},
+                                         {"max-secs", required_argument, NULL, 'T'},
+                                         {"plot", required_argument, NULL, 'p'},
+                                         {"lane-stats", no_argument, NULL, 'L'},
+                                         {"no-lane-stats", no_argument, NULL, 'N'},
+                                         {"set", required_argument, NULL, 'o'},
+                                         {"keep", no_argument, NULL, 'k'},
+                                         {"compare", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bcoll_opts_t o = {.sweep_size = 4u << 20,
                       .min_reps = 3,
                       .max_reps = 10,
@@ -920,8 +991,14 @@ int hb_bench_coll_main(int argc, char **argv)
                       .lane_stats = -1};
     const char *mode = argv[0];
     int c;
-    o.op = strcmp(mode, "gather") == 0 ? HB_COLL_GATHER : HB_COLL_SCATTER;
-    o.algs[HB_COLL_ALG_FLAT] = o.algs[HB_COLL_ALG_SINGLE_LANE] = o.algs[HB_COLL_ALG_MULTI_LANE] = 1;
+    o.op = strcmp(mode, "gather") == 0     ? HB_COLL_GATHER
+           : strcmp(mode, "alltoall") == 0 ? HB_COLL_ALLTOALL
+                                           : HB_COLL_SCATTER;
+    if (o.op == HB_COLL_ALLTOALL)
+        o.algs[HB_COLL_ALG_FLAT] = o.algs[HB_COLL_ALG_PAIRWISE] = 1;
+    else
+        o.algs[HB_COLL_ALG_FLAT] = o.algs[HB_COLL_ALG_SINGLE_LANE] =
+            o.algs[HB_COLL_ALG_MULTI_LANE] = 1;
     parse_sizes("64K..8M", &o);
     if (hb_bench_common_parse(&argc, argv, &o.common) != 0)
         return 2;
@@ -942,7 +1019,7 @@ int hb_bench_coll_main(int argc, char **argv)
             if (parse_algs(optarg, &o) != 0) {
                 fprintf(stderr,
                         "hibar-bench: bad --alg '%s' (flat, binomial, single-lane, "
-                        "multi-lane)\n",
+                        "multi-lane; alltoall: flat, pairwise)\n",
                         optarg);
                 return 2;
             }
@@ -997,6 +1074,9 @@ int hb_bench_coll_main(int argc, char **argv)
             break;
         case 'k':
             o.keep = 1;
+            break;
+        case 'C':
+            o.compare = 1;
             break;
         case 'h':
             usage(stdout, mode);

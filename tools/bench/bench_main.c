@@ -22,6 +22,10 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      "scatter|gather across the daemons of --config: flat, single-lane, multi-lane, "
      "P sweep, vs the model (bench_coll.c); with --ranks N: libhibar's gather as scatter's",
      hb_bench_coll_main},
+    {"alltoall",
+     "alltoall across the daemons of --config: flat against pairwise (PlogP-BR's A/B) vs the "
+     "model; --compare: Open MPI's MPI_Alltoall in the same run",
+     hb_bench_coll_main},
     {"fence", "PMIx_Fence latency (no data, 1 KiB, 64 KiB per rank) on emulated clusters",
      hb_bench_fence_main},
     {"methods", "MPIBlib timing methods (global, maximum, root): cost and agreement, sweep",

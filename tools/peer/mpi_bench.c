@@ -2,10 +2,10 @@
  * doc/design.md section 6); built with HB_LIB_BENCH it is hibar-lib-bench, the same harness
  * on libhibar. */
 /*
- * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast and MPI_Allgather latency per
- * message size the way MPIBlib does (and, with --bench subset, a barrier of the even ranks
- * beside one of the odd ranks: hibar_barrier_subset, or MPI_Barrier on the halves'
- * communicators):
+ * Measures MPI_Barrier, MPI_Scatter, MPI_Gather, MPI_Bcast, MPI_Allgather and MPI_Alltoall
+ * (hibar-mpi-bench only: libhibar has no alltoall yet) latency per message size the way MPIBlib
+ * does (and, with --bench subset, a barrier of the even ranks beside one of the odd ranks:
+ * hibar_barrier_subset, or MPI_Barrier on the halves' communicators):
  *  - warm-up iterations (not timed; the first one also checks the data moved correctly, so
  *    --warmup 0 skips the check);
  *  - every timed repetition is isolated by an MPI_Barrier (no pipelining between reps);
@@ -54,11 +54,18 @@ typedef enum {
     MB_BCAST,
     MB_ALLGATHER,
     MB_SUBSET,
+    MB_ALLTOALL,
     MB_N_OPS
 } mb_op_t;
 
-static const char *const mb_op_names[MB_N_OPS] = {"barrier", "scatter",   "gather",
-                                                  "bcast",   "allgather", "subset"};
+#ifdef HB_LIB_BENCH
+#define MB_HAVE_ALLTOALL 0
+#else
+#define MB_HAVE_ALLTOALL 1
+#endif
+
+static const char *const mb_op_names[MB_N_OPS] = {"barrier",   "scatter", "gather",  "bcast",
+                                                  "allgather", "subset",  "alltoall"};
 
 typedef struct mb_opts {
     int ops[MB_N_OPS];
@@ -96,7 +103,8 @@ static double mb_now_us(void)
 static void mb_usage(FILE *f)
 {
     fprintf(f,
-            "usage: " MB_PROG " [--bench barrier,scatter,gather,bcast,allgather,subset|all]\n"
+            "usage: " MB_PROG
+            " [--bench barrier,scatter,gather,bcast,allgather,subset,alltoall|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
             "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
             "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
@@ -125,6 +133,8 @@ static int mb_parse_ops(const char *arg, mb_opts_t *o)
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int found = 0;
         for (int i = 0; i < MB_N_OPS; i++) {
+            if (i == MB_ALLTOALL && !MB_HAVE_ALLTOALL)
+                continue; /* "alltoall" alone: unknown here */
             /* all: every operation but subset (barriers of two halves at once) */
             if ((strcmp(tok, "all") == 0 && i != MB_SUBSET) || strcmp(tok, mb_op_names[i]) == 0) {
                 o->ops[i] = 1;
@@ -295,6 +305,10 @@ static int mb_run_op(mb_ctx_t *c, mb_op_t op, size_t size, int root)
 #else
         return MPI_Barrier(c->half_comm);
 #endif
+#if MB_HAVE_ALLTOALL
+    case MB_ALLTOALL:
+        return MPI_Alltoall(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, c->comm);
+#endif
     default:
         return MPI_ERR_ARG;
     }
@@ -328,6 +342,12 @@ static void mb_fill(mb_ctx_t *c, mb_op_t op, size_t size, int root)
         for (size_t i = 0; i < size; i++)
             c->sbuf[i] = c->rank == root ? mb_pattern(root, i) : 0xee;
         break;
+    case MB_ALLTOALL: /* block r for rank r: pattern rank·size + r */
+        for (int r = 0; r < c->size; r++)
+            for (size_t i = 0; i < size; i++)
+                c->sbuf[(size_t)r * size + i] = mb_pattern(c->rank * c->size + r, i);
+        memset(c->rbuf, 0xee, all);
+        break;
     default:
         break;
     }
@@ -343,6 +363,10 @@ static long mb_check(const mb_ctx_t *c, mb_op_t op, size_t size, int root)
     } else if (op == MB_BCAST) {
         for (size_t i = 0; i < size; i++)
             bad += c->sbuf[i] != mb_pattern(root, i);
+    } else if (op == MB_ALLTOALL) {
+        for (int r = 0; r < c->size; r++)
+            for (size_t i = 0; i < size; i++)
+                bad += c->rbuf[(size_t)r * size + i] != mb_pattern(r * c->size + c->rank, i);
     } else if (op == MB_ALLGATHER || (op == MB_GATHER && c->rank == root)) {
         for (int r = 0; r < c->size; r++)
             for (size_t i = 0; i < size; i++)
