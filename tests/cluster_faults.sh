@@ -108,14 +108,20 @@ kcase launch n05 'n[03-05]' 'n[09-11]' "$FC" --size 64 --iters 1000000
 
 # the origin: hibar-run's daemon (the first ready one, n00) is the one killed; B runs after,
 # through the next ready daemon
+# a_ends NAME SIGNAL VICTIM HOSTS: job A (fences) on HOSTS, VICTIM's daemon gets SIGNAL, A must end
+# with an error naming it
+a_ends() {
+    local rca=0 pa
+    R -H "$4" -N 1 "$FC" --size 256 --iters 1000000 >"$TMP/a.out" 2>"$TMP/a.err" &
+    pa=$!
+    wait_for 1 $pa
+    kill "-$2" "$(cat "$RUN_DIR/$3.pid")"
+    wait "$pa" || rca=$?
+    [ $rca -ne 0 ] && grep -q "$3" "$TMP/a.err" || fail "$1: job A did not end naming $3"
+}
+
 old=$(inc_of n00)
-R -H 'n[03-05]' -N 1 "$FC" --size 256 --iters 1000000 >"$TMP/a.out" 2>"$TMP/a.err" &
-pa=$!
-wait_for 1 $pa
-kill -KILL "$(cat "$RUN_DIR/n00.pid")"
-rca=0
-wait "$pa" || rca=$?
-[ $rca -ne 0 ] && grep -q "n00" "$TMP/a.err" || fail "origin: job A did not end naming n00"
+a_ends origin KILL n00 'n[03-05]'
 held_lost n00
 # the root of the live nodes (n01 now) gives slots: a job on other nodes, then one on all but n00
 run 0 --config "$CONFIG" "${SETS[@]}" -H 'n[06-11]' -N 1 "$FC" --size 256 --iters 50
@@ -130,13 +136,7 @@ echo "ok: origin (n00)"
 # a daemon stopped past the heartbeat timeout, then continued: taken for lost, it rejoins by
 # itself as a new incarnation; the job it was in ends
 old=$(inc_of n11)
-R -H 'n[09-11]' -N 1 "$FC" --size 256 --iters 1000000 >"$TMP/a.out" 2>"$TMP/a.err" &
-pa=$!
-wait_for 1 $pa
-kill -STOP "$(cat "$RUN_DIR/n11.pid")"
-rca=0
-wait "$pa" || rca=$?
-[ $rca -ne 0 ] || fail "stop: the job with the stopped node ended with status 0"
+a_ends stop STOP n11 'n[09-11]'
 held_lost n11
 kill -CONT "$(cat "$RUN_DIR/n11.pid")"
 for _ in $(seq 600); do

@@ -40,6 +40,26 @@ void hbd_slots_fini(hbd_slots_t *S)
     memset(S, 0, sizeof(*S));
 }
 
+/* A slot with no node yet, at the head of the list. NULL without memory. */
+static hbd_slot_t *slot_new(hbd_slots_t *S, uint32_t jobno, uint32_t base, uint32_t n, uint64_t id,
+                            uint32_t origin, uint32_t size, uint64_t now_ns)
+{
+    hbd_slot_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    *s = (hbd_slot_t){.jobno = jobno,
+                      .base = base,
+                      .n = n,
+                      .id = id,
+                      .origin = origin,
+                      .size = size,
+                      .t0_ns = now_ns,
+                      .next = S->list};
+    S->list = s;
+    S->n++;
+    return s;
+}
+
 /* Bits of the chassis the job's nodes are in, OR'ed: what the range must avoid. */
 static uint32_t taken(const hbd_slots_t *S, const hb_topo_t *t, const uint32_t *nodes,
                       uint32_t n_nodes, uint32_t *crowded_p)
@@ -94,28 +114,22 @@ int hbd_slots_alloc(hbd_slots_t *S, const hb_topo_t *t, const uint32_t *nodes, u
                  crowded, S->end - S->first);
         return HB_ERR_BUSY;
     }
-    hbd_slot_t *s = calloc(1, sizeof(*s));
-    if (s == NULL || (s->nodes = malloc(n_nodes * sizeof(uint32_t))) == NULL) {
-        free(s);
+    hbd_slot_t *s = slot_new(S, S->next_jobno, base, n, id, origin, size, now_ns);
+    uint32_t *copy = malloc(n_nodes * sizeof(uint32_t));
+    if (s == NULL || copy == NULL) {
+        free(copy);
+        if (s != NULL)
+            hbd_slots_free(S, t, s->jobno);
         return HB_ERR_NOMEM;
     }
-    memcpy(s->nodes, nodes, n_nodes * sizeof(uint32_t));
+    memcpy(copy, nodes, n_nodes * sizeof(uint32_t));
+    s->nodes = copy;
     s->n_nodes = n_nodes;
-    s->jobno = S->next_jobno++;
-    if (S->next_jobno == 0)
+    if (++S->next_jobno == 0)
         S->next_jobno = 1;
-    s->base = base;
-    s->n = n;
-    s->id = id;
-    s->origin = origin;
-    s->size = size;
-    s->t0_ns = now_ns;
     uint32_t range = ((1u << n) - 1) << base;
     for (uint32_t i = 0; i < n_nodes; i++)
         S->used[t->nodes[nodes[i]].chassis] |= range;
-    s->next = S->list;
-    S->list = s;
-    S->n++;
     *slot_p = s;
     return 0;
 }
@@ -127,20 +141,9 @@ int hbd_slots_claim(hbd_slots_t *S, const hb_topo_t *t, uint32_t jobno, uint32_t
         base < S->first || base + n > S->end)
         return HB_ERR_INVAL;
     hbd_slot_t *s = hbd_slots_find(S, jobno);
-    if (s == NULL) {
-        if (S->n >= HBD_SLOT_MAX || (s = calloc(1, sizeof(*s))) == NULL)
-            return HB_ERR_NOMEM;
-        s->jobno = jobno;
-        s->base = base;
-        s->n = n;
-        s->id = id;
-        s->origin = origin;
-        s->size = size;
-        s->t0_ns = now_ns;
-        s->next = S->list;
-        S->list = s;
-        S->n++;
-    }
+    if (s == NULL && (S->n >= HBD_SLOT_MAX ||
+                      (s = slot_new(S, jobno, base, n, id, origin, size, now_ns)) == NULL))
+        return HB_ERR_NOMEM;
     uint32_t i = 0;
     while (i < s->n_nodes && s->nodes[i] < node)
         i++;
