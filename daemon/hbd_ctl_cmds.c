@@ -49,7 +49,7 @@ static void cmd_status(hbd_t *d, hbd_reply_t *r, char *args)
               hb_topo_role_name(d->topo->chassis[d->topo->nodes[d->self].chassis].role),
               hb_cfg_protocol_name(d->cfg->protocol), d->hwb ? hb_hwb_name(d->hwb) : "none",
               d->endpoint, hbd_barrier_in_flight(d), hbd_barrier_next_coll(d),
-              hbd_pmix_wedged() ? "wedged" : "ok");
+              hbd_pmix_wedged(d) ? "wedged" : "ok");
 }
 
 static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)

@@ -31,6 +31,7 @@
 #include "hbd_net.h"
 #include "hbd_sock.h"
 #include "hbd_pmix.h"
+#include "hbd_step.h"
 #include "hbd_ranks.h"
 #include "hbd_relay.h"
 #include "hb_status.h"
@@ -294,6 +295,9 @@ int main(int argc, char **argv)
     int foreground = 0, c, rc, status = 1;
     size_t n_started = 0;
     char err[HB_CFG_ERRLEN];
+
+    if (argc > 1 && strcmp(argv[1], HBD_STEP_ARG) == 0) /* a job's PMIx step (hbd_step.h) */
+        return hbd_step_main(argc, argv);
     hbd_t dd, *d = &dd;
 
     memset(d, 0, sizeof(*d));

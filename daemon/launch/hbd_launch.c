@@ -305,6 +305,7 @@ static void reap(hbd_t *d)
                     rank_check_done(&j->local[k]); /* may free j: leave both loops */
                     goto next;
                 }
+        (void)hbd_pmix_reaped(d, pid, st); /* a job's PMIx step */
     next:;
     }
 }
@@ -562,7 +563,8 @@ static void job_registered(hbd_job_t *j, int rc)
         if (rc == HB_ERR_UNAVAIL)
             job_refuse(j,
                        "err %d the PMIx server of node %s is wedged (libpmix's thread stopped "
-                       "answering after a client died while connecting): restart hibard there\n",
+                       "answering after a client died while connecting): the job's PMIx step "
+                       "was killed, the next job gets a new one\n",
                        rc, d->name);
         else
             job_refuse(j, "err %d cannot register the job with the PMIx server\n", rc);
@@ -688,7 +690,17 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
     reap(arg);
 }
 
-static const hbd_job_ops_t job_ops = {.rank_abort = on_abort};
+/* The job cannot go on here (its PMIx step died): hibar-run is told, the job stops. */
+static void on_fail(hbd_job_t *j, const char *why)
+{
+    if (j->failed && j->killing)
+        return;
+    j->failed = 1;
+    job_send(j, "err %d %s\n", HB_ERR_INTERNAL, why);
+    hbd_launch_kill(j, why);
+}
+
+static const hbd_job_ops_t job_ops = {.rank_abort = on_abort, .fail = on_fail};
 
 int hbd_launch_start(hbd_t *d)
 {
