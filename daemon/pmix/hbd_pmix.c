@@ -1,7 +1,6 @@
 /* hbd_pmix.c: the PMIx side of hibard: each job's PMIx step process (hbd_step.h) started,
  * watched and answered; fences across daemons run here for it. */
 #include "hb_config.h"
-#include <dirent.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -74,9 +73,9 @@ struct px_step {
     struct evbuffer *in, *out;
     void (*done)(hbd_job_t *j, int rc); /* registration in progress */
     hbd_timer_t *timeout;
-    char *env;       /* REGISTERED's payload: each local rank's NAME=VALUE\0 ... \0 */
+    char *env; /* REGISTERED's payload: each local rank's NAME=VALUE\0 ... \0 */
     size_t env_len;
-    char **env_of;   /* [n_env] each rank's first string in env */
+    char **env_of; /* [n_env] each rank's first string in env */
     uint32_t n_env;
     px_call_t *calls;
     uint32_t next_id;
@@ -89,16 +88,16 @@ typedef struct fence_sig fence_sig_t;
 
 /* The module's state in the daemon context (d->px). */
 struct hbd_px {
-    px_op_t *fences;        /* in flight in the barrier engine */
-    fence_sig_t *sigs;      /* subset fences: sequence per (job, rank set) */
+    px_op_t *fences;   /* in flight in the barrier engine */
+    fence_sig_t *sigs; /* subset fences: sequence per (job, rank set) */
     uint32_t n_sigs, cap_sigs;
-    px_step_t *steps;       /* running or not reaped yet */
+    px_step_t *steps; /* running or not reaped yet */
     uint64_t next_serial;
-    uint64_t bad;           /* messages from steps dropped */
+    uint64_t bad; /* messages from steps dropped */
     uint32_t n_steps;
-    int wedged;             /* the last registration got no answer within HBD_PMIX_CALL_MS */
+    int wedged;                /* the last registration got no answer within HBD_PMIX_CALL_MS */
     hbd_pmix_dmodex_fn dmodex; /* the direct_modex upcall's handler (hbd_dmodex.c) */
-    char tmpdir[400];       /* RUN_DIR/NAME.pmix: the steps' tmp dirs are under it */
+    char tmpdir[400];          /* RUN_DIR/NAME.pmix: the steps' tmp dirs are under it */
 };
 
 /*
@@ -126,12 +125,8 @@ static void step_send(px_step_t *s, uint16_t type, uint32_t id, uint32_t rank, i
 {
     if (s->fd < 0)
         return;
-    hbd_pxmsg_t h = {.magic = HBD_PXMSG_MAGIC,
-                     .type = type,
-                     .id = id,
-                     .rank = rank,
-                     .st = st,
-                     .len = na + nb};
+    hbd_pxmsg_t h = {
+        .magic = HBD_PXMSG_MAGIC, .type = type, .id = id, .rank = rank, .st = st, .len = na + nb};
     if (evbuffer_add(s->out, &h, sizeof(h)) != 0 || (na > 0 && evbuffer_add(s->out, a, na)) ||
         (nb > 0 && evbuffer_add(s->out, b, nb))) {
         hb_log_error("job step %d: no memory for a message", (int)s->pid);
@@ -642,26 +637,6 @@ static void step_read_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- a step's life ---- */
 
-/* Remove what PMIx left in a tmp dir (its rendezvous files), then the dir. */
-static void tmpdir_remove(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    if (dp != NULL) {
-        struct dirent *e;
-        char p[700];
-        while ((e = readdir(dp)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-            if (unlink(p) != 0 && errno == EISDIR)
-                tmpdir_remove(p);
-        }
-        closedir(dp);
-    }
-    if (rmdir(dir) != 0 && errno != ENOENT)
-        hb_log_warn("cannot remove %s: %m", dir);
-}
-
 /* The job is done with its step: the socket closes (the step's EOF: it finalizes and exits);
  * the record stays until the step is reaped. What waits on it is answered. */
 static void step_close(px_step_t *s)
@@ -696,7 +671,7 @@ static void step_close(px_step_t *s)
 /* The registration is over: the job's start goes on with rc. */
 static void reg_end(px_step_t *s, int rc)
 {
-    void (*done)(hbd_job_t *j, int rc) = s->done;
+    void (*done)(hbd_job_t * j, int rc) = s->done;
     hbd_job_t *j = s->j;
     s->done = NULL;
     hbd_timer_cancel(s->timeout);
@@ -743,7 +718,7 @@ static void step_free(px_step_t *s)
     if (s->out != NULL)
         evbuffer_free(s->out);
     hbd_timer_free(s->timeout);
-    tmpdir_remove(s->tmpdir); /* the step's own removal is missing when it was killed */
+    hbd_step_rmdir(s->tmpdir); /* the step's own removal is missing when it was killed */
     free(s->env);
     free(s->env_of);
     free(s);
@@ -807,8 +782,8 @@ static void on_registered(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
             for (uint32_t k = 0; k < h->arg && rc == 0; k++) {
                 s->env_of[k] = s->env + off;
                 while (rc == 0 && off < h->len && pl[off] != '\0')
-                    if (hbd_pxm_str(pl, h->len, off, &next) != 0 || strchr(s->env + off, '=') ==
-                                                                       NULL)
+                    if (hbd_pxm_str(pl, h->len, off, &next) != 0 ||
+                        strchr(s->env + off, '=') == NULL)
                         rc = HB_ERR_PROTO;
                     else
                         off = next;
@@ -857,8 +832,8 @@ static int step_spawn(hbd_t *d, px_step_t *s)
     snprintf(rank_s, sizeof(rank_s), "%" PRIu32, d->self);
     snprintf(ppid_s, sizeof(ppid_s), "%d", (int)getpid());
     snprintf(nspace, sizeof(nspace), "hibard.%s.%s", d->cfg->cluster, d->name);
-    char *argv[] = {"hibard", HBD_STEP_ARG, fd_s, s->tmpdir, (char *)d->name, nspace,
-                    rank_s,   ppid_s,       NULL};
+    char *argv[] = {"hibard", HBD_STEP_ARG, fd_s,   s->tmpdir, (char *)d->name,
+                    nspace,   rank_s,       ppid_s, NULL};
     sigemptyset(&none);
     sigfillset(&all);
     sigdelset(&all, SIGKILL);
@@ -1052,8 +1027,7 @@ int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env)
     for (uint32_t i = 0; i < j->n_local; i++)
         k += j->local[i].rank < j->local[lr].rank;
     if (s == NULL || k >= s->n_env) {
-        hb_log_error("job %s: no PMIx environment for rank %" PRIu32, j->nspace,
-                     j->local[lr].rank);
+        hb_log_error("job %s: no PMIx environment for rank %" PRIu32, j->nspace, j->local[lr].rank);
         return HB_ERR_INTERNAL;
     }
     for (const char *e = s->env_of[k]; *e != '\0'; e += strlen(e) + 1) {
@@ -1115,13 +1089,13 @@ int hbd_pmix_start(hbd_t *d)
         hb_log_error("PMIx tmp dir path too long");
         return HB_ERR_CONFIG;
     }
-    tmpdir_remove(P->tmpdir); /* a crashed daemon's leftovers, its steps' included */
+    hbd_step_rmdir(P->tmpdir); /* a crashed daemon's leftovers, its steps' included */
     if (mkdir(P->tmpdir, 0700) != 0) {
         hb_log_error("cannot create %s: %m", P->tmpdir);
         return HB_ERR_IO;
     }
-    hb_log_info("PMIx: a step process per job (libpmix %s), tmp dirs under %s",
-                PMIx_Get_version(), P->tmpdir);
+    hb_log_info("PMIx: a step process per job (libpmix %s), tmp dirs under %s", PMIx_Get_version(),
+                P->tmpdir);
     return 0;
 }
 
@@ -1140,7 +1114,7 @@ void hbd_pmix_stop(hbd_t *d)
         }
         step_free(s);
     }
-    tmpdir_remove(P->tmpdir);
+    hbd_step_rmdir(P->tmpdir);
     free(P->sigs);
     free(P);
     d->px = NULL;

@@ -138,10 +138,8 @@ typedef struct st_state {
     unsigned bad;       /* messages dropped */
 } st_state_t;
 
-static st_state_t g_st = {.fd = -1,
-                          .wmu = PTHREAD_MUTEX_INITIALIZER,
-                          .mu = PTHREAD_MUTEX_INITIALIZER,
-                          .next_id = 1};
+static st_state_t g_st = {
+    .fd = -1, .wmu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
 
 /* One message to hibard: 0, or -1 once hibard is gone. */
 static int st_send(uint16_t type, uint16_t flags, uint32_t id, uint32_t rank, uint32_t arg,
@@ -418,7 +416,10 @@ static pmix_status_t wait_for(st_wait_t *w, pmix_status_t st)
     return w->st;
 }
 
-#define ST_WAIT_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
+#define ST_WAIT_INIT                                                                               \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0                                  \
+    }
 
 /* ---- the job's registration ---- */
 
@@ -564,8 +565,8 @@ static void st_register(const uint8_t *pl, size_t len)
     if ((info = job_info(&jb, &ninfo)) == NULL)
         goto out;
     st_wait_t w = ST_WAIT_INIT;
-    st = wait_for(&w, PMIx_server_register_nspace(jb.nspace, (int)n_local, info, ninfo, wait_cb,
-                                                  &w));
+    st = wait_for(&w,
+                  PMIx_server_register_nspace(jb.nspace, (int)n_local, info, ninfo, wait_cb, &w));
     if (st != PMIX_SUCCESS) {
         hb_log_error("job %s: PMIx_server_register_nspace: %s", jb.nspace, PMIx_Error_string(st));
         goto out;
@@ -578,8 +579,8 @@ static void st_register(const uint8_t *pl, size_t len)
         st_wait_t wc = ST_WAIT_INIT;
         char **e = NULL;
         PMIX_LOAD_PROCID(&p, jb.nspace, r);
-        st = wait_for(&wc, PMIx_server_register_client(&p, geteuid(), getegid(), NULL, wait_cb,
-                                                       &wc));
+        st = wait_for(&wc,
+                      PMIx_server_register_client(&p, geteuid(), getegid(), NULL, wait_cb, &wc));
         if (st != PMIX_SUCCESS) {
             hb_log_error("job %s: PMIx_server_register_client(%" PRIu32 "): %s", jb.nspace, r,
                          PMIx_Error_string(st));
@@ -601,8 +602,8 @@ static void st_register(const uint8_t *pl, size_t len)
 out:
     if (info != NULL)
         PMIX_INFO_FREE(info, ninfo);
-    (void)st_send(HBD_PXM_REGISTERED, 0, 0, 0, n_local, st, env, st == PMIX_SUCCESS ? el : 0,
-                  NULL, 0);
+    (void)st_send(HBD_PXM_REGISTERED, 0, 0, 0, n_local, st, env, st == PMIX_SUCCESS ? el : 0, NULL,
+                  0);
     free(env);
     hbd_step_job_free(&jb);
 }
@@ -615,15 +616,20 @@ static void release(void *cbdata)
 }
 
 /* The answer to a fence or direct modex of ours. */
-static void st_answer(const hbd_pxmsg_t *h, const uint8_t *pl, pd_kind_t kind)
+/* The call an answer of hibard's is for; NULL (dropped, counted, logged once) if none. */
+static st_pend_t *answered(const hbd_pxmsg_t *h, pd_kind_t kind)
 {
     st_pend_t *p = pend_take(h->id, kind);
-    if (p == NULL) {
-        if (g_st.bad++ == 0)
-            hb_log_warn("an answer from hibard to no call of ours (id %" PRIu32 "): dropped",
-                        h->id);
+    if (p == NULL && g_st.bad++ == 0)
+        hb_log_warn("an answer from hibard to no call of ours (id %" PRIu32 "): dropped", h->id);
+    return p;
+}
+
+static void st_answer(const hbd_pxmsg_t *h, const uint8_t *pl, pd_kind_t kind)
+{
+    st_pend_t *p = answered(h, kind);
+    if (p == NULL)
         return;
-    }
     pmix_status_t st = h->st;
     char *copy = NULL;
     if (st == PMIX_SUCCESS && h->len > 0) {
@@ -641,13 +647,9 @@ static void st_answer(const hbd_pxmsg_t *h, const uint8_t *pl, pd_kind_t kind)
 
 static void st_opdone(const hbd_pxmsg_t *h)
 {
-    st_pend_t *p = pend_take(h->id, PD_OP);
-    if (p == NULL) {
-        if (g_st.bad++ == 0)
-            hb_log_warn("an answer from hibard to no call of ours (id %" PRIu32 "): dropped",
-                        h->id);
+    st_pend_t *p = answered(h, PD_OP);
+    if (p == NULL)
         return;
-    }
     if (p->opcb != NULL)
         p->opcb(h->st, p->cbdata);
     free(p);
@@ -797,8 +799,7 @@ static void st_loop(void)
     free(pl);
 }
 
-/* Remove what PMIx left in its tmp dir (its rendezvous files), then the dir. */
-static void tmpdir_remove(const char *dir)
+void hbd_step_rmdir(const char *dir)
 {
     DIR *dp = opendir(dir);
     if (dp != NULL) {
@@ -809,11 +810,12 @@ static void tmpdir_remove(const char *dir)
                 continue;
             snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
             if (unlink(p) != 0 && errno == EISDIR)
-                tmpdir_remove(p);
+                hbd_step_rmdir(p);
         }
         closedir(dp);
     }
-    (void)rmdir(dir);
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        hb_log_warn("cannot remove %s: %m", dir);
 }
 
 static void *finalize_main(void *arg)
@@ -885,7 +887,7 @@ int hbd_step_main(int argc, char **argv)
     if (rc != PMIX_SUCCESS) {
         hb_log_error("PMIx_server_init: %s", PMIx_Error_string(rc));
         (void)st_send(HBD_PXM_REGISTERED, 0, 0, 0, 0, rc, NULL, 0, NULL, 0);
-        tmpdir_remove(g_st.tmpdir);
+        hbd_step_rmdir(g_st.tmpdir);
         return 1;
     }
     hb_log_debug("PMIx server up (libpmix %s), tmp dir %s", PMIx_Get_version(), g_st.tmpdir);
@@ -893,8 +895,8 @@ int hbd_step_main(int argc, char **argv)
     /* the job is over (or hibard gone): whatever waits is answered, then PMIx goes */
     g_st.broken = 1;
     st_cancel(PMIX_ERR_COMM_FAILURE);
-    tmpdir_remove(g_st.tmpdir); /* first: should finalize hang and the step be killed */
+    hbd_step_rmdir(g_st.tmpdir); /* first: should finalize hang and the step be killed */
     finalize_bounded();
-    tmpdir_remove(g_st.tmpdir);
+    hbd_step_rmdir(g_st.tmpdir);
     _exit(0);
 }

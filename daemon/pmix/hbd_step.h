@@ -81,13 +81,16 @@ int hbd_step_main(int argc, char **argv);
  */
 typedef struct hbd_step_job {
     uint32_t size, n_nodes, self;
-    const uint32_t *map;    /* [size], unaligned-safe copy made by unpack (malloc'd) */
-    const char *nspace;     /* in the payload */
-    const char **names;     /* [n_nodes] (malloc'd array into the payload) */
+    const uint32_t *map; /* [size], unaligned-safe copy made by unpack (malloc'd) */
+    const char *nspace;  /* in the payload */
+    const char **names;  /* [n_nodes] (malloc'd array into the payload) */
 } hbd_step_job_t;
 uint8_t *hbd_step_job_pack(const hbd_step_job_t *jb, size_t *len_p);
 int hbd_step_job_unpack(const uint8_t *p, size_t len, hbd_step_job_t *jb);
 void hbd_step_job_free(hbd_step_job_t *jb);
+
+/* Remove what PMIx left in a tmp dir (its rendezvous files), then the dir (both ends). */
+void hbd_step_rmdir(const char *dir);
 
 /* The NUL-terminated strings of a payload: the i-th one's offset, *next after it; -1 when the
  * payload ends before its NUL. */
