@@ -139,7 +139,8 @@ typedef struct st_state {
 } st_state_t;
 
 static st_state_t g_st = {
-    .fd = -1, .wmu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
+    .fd = -1, .wmu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1,
+    .reserve_n = 1};
 
 /* One message to hibard: 0, or -1 once hibard is gone. */
 static int st_send(uint16_t type, uint16_t flags, uint32_t id, uint32_t rank, uint32_t arg,
@@ -273,21 +274,34 @@ static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, co
  */
 #define ST_RESERVE (1u << 20)
 #define ST_RESERVE_EVERY 8
+/*
+ * A step is a fresh process: its heap has no page yet, and its first fences with data faulted
+ * their way through libpmix's first allocations (8 hosts x 1 rank, 1 KiB: the first fence 3.4
+ * times hibard's in-daemon server's). One arena for both threads (M_ARENA_MAX 1: PMIx's thread
+ * allocates from the main arena), pre-faulted by ST_WARM bytes once the job is registered, while
+ * its ranks start; and the first fence skips st_reserve (reserve_n starts at 1).
+ */
+#define ST_WARM (4u << 20)
 
-static void st_reserve(void)
+/* Take n bytes at the top of the arena, fault them in, give them back (the arena keeps them). */
+static void st_prefault(size_t n)
 {
-    if (g_st.reserve_n++ % ST_RESERVE_EVERY != 0)
-        return;
     long pg = sysconf(_SC_PAGESIZE);
-    uint8_t *p = malloc(ST_RESERVE);
+    uint8_t *p = malloc(n);
     if (p == NULL || pg <= 0)
         goto out;
     uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    uintptr_t e = ((uintptr_t)p + ST_RESERVE) & ~((uintptr_t)pg - 1);
+    uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
     if (e > a)
         (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE); /* best effort (Linux >= 5.14) */
 out:
     free(p);
+}
+
+static void st_reserve(void)
+{
+    if (g_st.reserve_n++ % ST_RESERVE_EVERY == 0)
+        st_prefault(ST_RESERVE);
 }
 
 /* PMIX_TIMEOUT among info, in seconds (0: none). */
@@ -606,6 +620,8 @@ out:
                   0);
     free(env);
     hbd_step_job_free(&jb);
+    if (st == PMIX_SUCCESS)
+        st_prefault(ST_WARM); /* while the ranks start */
 }
 
 /* ---- hibard's answers and requests: the main thread ---- */
@@ -861,6 +877,7 @@ int hbd_step_main(int argc, char **argv)
         return 1;
     signal(SIGPIPE, SIG_IGN);
     mallopt(M_TRIM_THRESHOLD, 256 << 20); /* keeps st_reserve's pages (as hbd_coll_init) */
+    mallopt(M_ARENA_MAX, 1);              /* before PMIx's thread: one arena, pre-faulted */
     g_st.fd = (int)fd;
     hb_log_set_ident("hibard-step");
     hb_log_set_sink(st_log_sink, NULL);
