@@ -138,9 +138,11 @@ typedef struct st_state {
     unsigned bad;       /* messages dropped */
 } st_state_t;
 
-static st_state_t g_st = {
-    .fd = -1, .wmu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1,
-    .reserve_n = 1};
+static st_state_t g_st = {.fd = -1,
+                          .wmu = PTHREAD_MUTEX_INITIALIZER,
+                          .mu = PTHREAD_MUTEX_INITIALIZER,
+                          .next_id = 1,
+                          .reserve_n = 1};
 
 /* One message to hibard: 0, or -1 once hibard is gone. */
 static int st_send(uint16_t type, uint16_t flags, uint32_t id, uint32_t rank, uint32_t arg,
