@@ -218,7 +218,7 @@ static int ctl_start(hbd_t *d)
  * The daemon's parts, started in this order and stopped in the reverse one. The services
  * register their frames and lost-node subscribers with the transport as they start; nothing
  * of them runs before the loop does. Stopping in reverse answers what is in flight while what
- * it needs still runs: barriers first (pending fences are answered while PMIx still runs),
+ * it needs still runs: barriers first (pending fences are answered while the steps still run),
  * the relay before the launcher (it tells hibar-run; the launcher then stops the ranks),
  * fences and dmodex before the jobs' namespaces go, the probes before the control socket.
  */

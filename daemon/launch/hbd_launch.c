@@ -47,9 +47,10 @@
  * A rank that has started but not yet connected to the PMIx server gets its SIGTERM once it
  * has connected, or HBD_KILL_CONNECT_WAIT_MS after the stop at the latest: libpmix 4.2.2
  * wedges its server thread for good (a lock left held in its error path) when a client dies
- * in the middle of its connection handshake: no later job can then be registered on the
- * node (seen in run_fail.sh, a rank stopped inside PMIx_Init; hbd_pmix.c then fails the jobs
- * with that reason). A program that never connects (no PMIx) is stopped after the wait.
+ * in the middle of its connection handshake (seen in run_fail.sh, a rank stopped inside
+ * PMIx_Init): the job's PMIx step then cannot finalize (bounded, it exits after 2 s), later
+ * jobs get steps of their own. A program that never connects (no PMIx) is stopped after the
+ * wait.
  */
 #define HBD_KILL_GRACE_MS 2000
 #define HBD_KILL_CONNECT_WAIT_MS 2000

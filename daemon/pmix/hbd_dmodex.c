@@ -30,17 +30,18 @@
  * PMIX_ERR_TIMEOUT after its PMIX_TIMEOUT (else the cluster's barrier_timeout_ms), or with
  * PMIX_ERR_COMM_FAILURE once that node is lost.
  *
- * Server: PMIx_server_dmodex_request for the process; libpmix answers once the process has
- * committed its data, whatever it holds then. The answer comes on PMIx's thread and is moved
- * to the loop (hbd_pmix_call_on_loop), then sent back (kind REPLY: id, status, blob). A blob
+ * Server: the job's PMIx step asks its libpmix (PMIx_server_dmodex_request, hbd_pmix_fetch),
+ * which answers once the process has committed its data, whatever it holds then. The answer
+ * comes back to the loop as a message of the step, then is sent on (kind REPLY: id, status,
+ * blob). A blob
  * larger than HBD_WIRE_DMODEX_MAX_DATA (32 KiB) is answered PMIX_ERR_NOT_SUPPORTED (logged).
  *
  * PMIX_REQUIRED_KEY (libpmix names the key its client's PMIx_Get asked for): the request
  * carries it (keylen bytes after the namespace). Data committed before the key was put would
  * be answered at once and the requester's PMIx_Get would end in PMIX_ERR_NOT_FOUND, so the
- * server first looks the key up in its own store (PMIx_Get_nb, PMIX_OPTIONAL: the server
- * holds what its clients committed; the answer comes on PMIx's thread and is moved to the
- * loop, which never waits on PMIx's thread: see hbd_pmix.c on a wedged libpmix). If it is not
+ * server first looks the key up in its own store (hbd_pmix_probe: the step's PMIx_Get_nb with
+ * PMIX_OPTIONAL, the server holding what its clients committed; the answer comes back as a
+ * message, the loop never waits for the step). If it is not
  * there yet the request waits: libpmix tells the host nothing when a client commits, so the
  * key is looked up again at growing intervals (1, 2, 4 ... 32 ms) until it is there (then
  * served as above), until the request's timeout
