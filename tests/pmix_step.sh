@@ -5,7 +5,7 @@
 # job, no daemon's rss_kb grows by more than BOUND_KB over the jobs (a memory bound, generous:
 # measured +40-80 KB; with the PMIx server inside hibard the same jobs added 18.5 MB to each
 # daemon), and after each job no step process and no step tmp dir is left. A step killed
-# mid-job ends that job with a clear error; the next job runs.
+# mid-job ends that job with a clear error; the next job runs. A step ends with its daemon.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 FC="$bld/tests/fence_client"
@@ -82,6 +82,23 @@ grep -q "node rt1: .*PMIx server process died (signal 9)\|node rt1: .*PMIx serve
 steps_gone "killed step"
 fence_job "after the killed step"
 "${CL[@]}" ctl rt1 status | grep -q " pmix=ok" || fail "rt1 status"
+
+# hibard killed while its job runs: its step does not outlive it (end of file on the socket,
+# and the parent-death signal)
+timeout -k 5 60 "$RUN" "${SETS[@]}" -n 8 "$FC" --size 10 --hang-rank 5 >"$OUT" 2>"$ERR" &
+job=$!
+s=
+for _ in $(seq 300); do
+    s=$(pgrep -f -- "--pmix-step 3 $RD/rt2.pmix/" || true)
+    [ -n "$s" ] && break
+    sleep 0.1
+done
+[ -n "$s" ] || fail "no PMIx step of the job on rt2"
+d=$(pgrep -f -- "--node rt2 .*cluster=$NAME") || fail "no daemon of rt2"
+kill -9 "$d"
+for _ in $(seq 200); do kill -0 "$s" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$s" 2>/dev/null || fail "rt2's PMIx step outlived its daemon"
+wait $job
 
 "${CL[@]}" down >/dev/null || fail "cluster down"
 LOG_DIR=
