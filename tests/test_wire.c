@@ -597,7 +597,11 @@ static void test_step_job(void)
 {
     uint32_t map[5] = {0, 1, 1, 2, 0};
     const char *names[3] = {"n0", "node-1", "n2"};
-    hbd_step_job_t jb = {.size = 5, .n_nodes = 3, .self = 1, .map = map, .nspace = "hibar.7",
+    hbd_step_job_t jb = {.size = 5,
+                         .n_nodes = 3,
+                         .self = 1,
+                         .map = map,
+                         .nspace = "hibar.7",
                          .names = names},
                    u;
     size_t len = 0, next;
