@@ -76,9 +76,12 @@ sleep 1 # the ranks are in their fence (not a check: the job fails the same eith
 kill -9 $s
 wait $job
 rc=$?
-[ $rc -eq 1 ] || fail "hibar-run exit $rc after its step was killed, expected 1"
-grep -q "node rt1: .*PMIx server process died (signal 9)\|node rt1: .*PMIx server process .*ended" \
-    "$ERR" || fail "the step's death is not reported"
+# the ranks of rt1 lose their server too: which of them and the daemon reports first varies,
+# the exit status with it (1, or a rank's)
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] ||
+    fail "hibar-run exit $rc after its step was killed"
+grep -q "PMIx server process died (signal 9)\|PMIx server process .*ended" "$ERR" "$RD/rt1.log" ||
+    fail "the step's death is not reported"
 steps_gone "killed step"
 fence_job "after the killed step"
 "${CL[@]}" ctl rt1 status | grep -q " pmix=ok" || fail "rt1 status"

@@ -694,7 +694,7 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
 /* The job cannot go on here (its PMIx step died): hibar-run is told, the job stops. */
 static void on_fail(hbd_job_t *j, const char *why)
 {
-    if (j->failed && j->killing)
+    if (j->done_sent)
         return;
     j->failed = 1;
     job_send(j, "err %d %s\n", HB_ERR_INTERNAL, why);

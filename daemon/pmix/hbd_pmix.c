@@ -80,6 +80,7 @@ struct px_step {
     px_call_t *calls;
     uint32_t next_id;
     int warned; /* a bad message was logged */
+    char nspace[HBD_JOB_NSLEN];
     char tmpdir[420];
     struct px_step *next;
 };
@@ -732,16 +733,16 @@ int hbd_pmix_reaped(hbd_t *d, pid_t pid, int status)
         if (s->pid != pid)
             continue;
         s->pid = -1;
-        if (s->j != NULL) {
-            char b[160];
-            if (WIFSIGNALED(status))
-                snprintf(b, sizeof(b), "its PMIx server process died (signal %d)",
-                         WTERMSIG(status));
-            else
-                snprintf(b, sizeof(b), "its PMIx server process exited (status %d)",
-                         WEXITSTATUS(status));
+        char b[160];
+        if (WIFSIGNALED(status))
+            snprintf(b, sizeof(b), "its PMIx server process died (signal %d)", WTERMSIG(status));
+        else
+            snprintf(b, sizeof(b), "its PMIx server process exited (status %d)",
+                     WEXITSTATUS(status));
+        if (s->j != NULL)
             step_lost(s, b);
-        }
+        else if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)
+            hb_log_warn("job %s: %s", s->nspace, b); /* after its job, or with it */
         hb_log_debug("PMIx step %d ended (status %#x)", (int)pid, status);
         step_free(s);
         return 1;
@@ -894,6 +895,7 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     s->fd = -1;
     s->pid = -1;
     s->serial = ++P->next_serial;
+    snprintf(s->nspace, sizeof(s->nspace), "%s", j->nspace);
     s->next_id = 1;
     if (snprintf(s->tmpdir, sizeof(s->tmpdir), "%s/%" PRIx64, P->tmpdir, sp->id) >=
         (int)sizeof(s->tmpdir)) {
