@@ -594,6 +594,13 @@ static void step_msg(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 
 static void step_lost(px_step_t *s, const char *why);
 
+/* SIGKILL to the step while it is not reaped (never kill(-1)). */
+static void step_kill(px_step_t *s)
+{
+    if (s->pid > 0)
+        kill(s->pid, SIGKILL);
+}
+
 static void step_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     px_step_t *s = arg;
@@ -614,7 +621,7 @@ static void step_read_cb(evutil_socket_t fd, short what, void *arg)
             s->d->px->bad++;
             hb_log_error("job %s: its PMIx step sent a broken message stream: stopping it",
                          s->j != NULL ? s->j->nspace : "?");
-            kill(s->pid, SIGKILL);
+            step_kill(s);
             step_lost(s, "its PMIx server process broke its message stream");
             return;
         }
@@ -624,7 +631,7 @@ static void step_read_cb(evutil_socket_t fd, short what, void *arg)
         uint8_t *pl = h.len > 0 ? evbuffer_pullup(s->in, (ev_ssize_t)h.len) : NULL;
         if (h.len > 0 && pl == NULL) {
             hb_log_error("job %s: no memory for a PMIx step's message", s->j ? s->j->nspace : "?");
-            kill(s->pid, SIGKILL);
+            step_kill(s);
             step_lost(s, "no memory for its PMIx server's messages");
             return;
         }
@@ -758,7 +765,7 @@ static void reg_timeout(hbd_t *d, void *arg)
                  "handshake); the job fails, the next one gets a new step",
                  s->j != NULL ? s->j->nspace : "?", HBD_PMIX_CALL_MS);
     d->px->wedged = 1;
-    kill(s->pid, SIGKILL);
+    step_kill(s);
     reg_end(s, HB_ERR_UNAVAIL);
 }
 
@@ -915,8 +922,9 @@ int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
     s->j = j;
     j->step = s;
     if (s->ev_rd == NULL || s->ev_wr == NULL || event_add(s->ev_rd, NULL) != 0) {
-        kill(s->pid, SIGKILL);
+        step_kill(s);
         step_close(s); /* freed once reaped */
+        s = NULL;
         rc = HB_ERR_NOMEM;
         goto out;
     }
@@ -1110,7 +1118,7 @@ void hbd_pmix_stop(hbd_t *d)
     while (P->steps != NULL) {
         px_step_t *s = P->steps;
         if (s->pid > 0) {
-            kill(s->pid, SIGKILL);
+            step_kill(s);
             while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
                 ;
         }
