@@ -79,7 +79,8 @@ struct px_step {
     uint32_t n_env;
     px_call_t *calls;
     uint32_t next_id;
-    int warned; /* a bad message was logged */
+    int warned;    /* a bad message was logged */
+    int cancelled; /* CANCEL sent: the step answered every fence it had sent */
     char nspace[HBD_JOB_NSLEN];
     char tmpdir[420];
     struct px_step *next;
@@ -453,6 +454,8 @@ static void on_rank_event(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 static void on_fence(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 {
     uint32_t n;
+    if (s->cancelled) /* the job is stopping: the step answered it (CANCEL, or at its end) */
+        return;
     if (h->len < 4 || (memcpy(&n, pl, 4), n > (h->len - 4) / 4) ||
         (n == 0 && !(h->flags & HBD_PXM_ALL))) {
         step_bad(s, h, "a fence that does not parse");
@@ -988,8 +991,10 @@ void hbd_pmix_job_cancel_fences(hbd_job_t *j)
             op_answer(op, PMIX_ERR_COMM_FAILURE, NULL, 0);
             op->job = NULL;
         }
-    if (j->step != NULL)
+    if (j->step != NULL) {
         step_send(j->step, HBD_PXM_CANCEL, 0, 0, 0, NULL, 0, NULL, 0);
+        j->step->cancelled = 1;
+    }
 }
 
 void hbd_pmix_job_deregister(hbd_job_t *j)
