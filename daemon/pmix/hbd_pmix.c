@@ -425,7 +425,7 @@ static void step_bad(px_step_t *s, const hbd_pxmsg_t *h, const char *why)
     s->d->px->bad++;
     if (s->warned++ == 0)
         hb_log_warn("job %s: a message from its PMIx step (type %u) dropped: %s",
-                    s->j != NULL ? s->j->nspace : "?", h->type, why);
+                    s->nspace, h->type, why);
 }
 
 static void on_registered(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl);
@@ -445,7 +445,8 @@ static void on_rank_event(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
         r->finalized = 1;
     } else {
         size_t n = h->len < sizeof(msg) - 1 ? (size_t)h->len : sizeof(msg) - 1;
-        memcpy(msg, pl, n);
+        if (n > 0)
+            memcpy(msg, pl, n);
         msg[n] = '\0';
         hbd_job_rank_abort(r, h->st, msg);
     }
@@ -557,8 +558,8 @@ static void on_log(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 {
     int n = h->len > 1000 ? 1000 : (int)h->len;
     hb_log_level_t lv = h->arg <= HB_LOG_DEBUG ? (hb_log_level_t)h->arg : HB_LOG_WARN;
-    hb_log_msg(lv, "job %s: PMIx step: %.*s", s->j != NULL ? s->j->nspace : "?", n,
-               (const char *)pl);
+    hb_log_msg(lv, "job %s: PMIx step: %.*s", s->nspace, n,
+               pl != NULL ? (const char *)pl : "");
 }
 
 /* One whole message from the step. */
@@ -623,7 +624,7 @@ static void step_read_cb(evutil_socket_t fd, short what, void *arg)
         if (h.magic != HBD_PXMSG_MAGIC || h.len > HBD_PXMSG_MAX_LEN) {
             s->d->px->bad++;
             hb_log_error("job %s: its PMIx step sent a broken message stream: stopping it",
-                         s->j != NULL ? s->j->nspace : "?");
+                         s->nspace);
             step_kill(s);
             step_lost(s, "its PMIx server process broke its message stream");
             return;
@@ -633,7 +634,7 @@ static void step_read_cb(evutil_socket_t fd, short what, void *arg)
         evbuffer_drain(s->in, sizeof(h));
         uint8_t *pl = h.len > 0 ? evbuffer_pullup(s->in, (ev_ssize_t)h.len) : NULL;
         if (h.len > 0 && pl == NULL) {
-            hb_log_error("job %s: no memory for a PMIx step's message", s->j ? s->j->nspace : "?");
+            hb_log_error("job %s: no memory for a PMIx step's message", s->nspace);
             step_kill(s);
             step_lost(s, "no memory for its PMIx server's messages");
             return;
@@ -766,7 +767,7 @@ static void reg_timeout(hbd_t *d, void *arg)
     hb_log_error("job %s: its PMIx step did not answer the registration within %d ms: it is "
                  "wedged (libpmix 4.2.2 does this after a client died during its connection "
                  "handshake); the job fails, the next one gets a new step",
-                 s->j != NULL ? s->j->nspace : "?", HBD_PMIX_CALL_MS);
+                 s->nspace, HBD_PMIX_CALL_MS);
     d->px->wedged = 1;
     step_kill(s);
     reg_end(s, HB_ERR_UNAVAIL);
@@ -786,7 +787,8 @@ static void on_registered(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
         if (s->env == NULL || s->env_of == NULL) {
             rc = HB_ERR_NOMEM;
         } else {
-            memcpy(s->env, pl, h->len);
+            if (h->len > 0)
+                memcpy(s->env, pl, h->len);
             s->env[h->len] = '\0';
             s->env_len = h->len;
             size_t off = 0, next;

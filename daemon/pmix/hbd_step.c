@@ -26,7 +26,7 @@
 
 int hbd_pxm_str(const uint8_t *p, size_t len, size_t off, size_t *next)
 {
-    if (off > len)
+    if (p == NULL || off >= len)
         return -1;
     const uint8_t *z = memchr(p + off, '\0', len - off);
     if (z == NULL)
