@@ -424,8 +424,8 @@ static void step_bad(px_step_t *s, const hbd_pxmsg_t *h, const char *why)
 {
     s->d->px->bad++;
     if (s->warned++ == 0)
-        hb_log_warn("job %s: a message from its PMIx step (type %u) dropped: %s",
-                    s->nspace, h->type, why);
+        hb_log_warn("job %s: a message from its PMIx step (type %u) dropped: %s", s->nspace,
+                    h->type, why);
 }
 
 static void on_registered(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl);
@@ -558,8 +558,7 @@ static void on_log(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 {
     int n = h->len > 1000 ? 1000 : (int)h->len;
     hb_log_level_t lv = h->arg <= HB_LOG_DEBUG ? (hb_log_level_t)h->arg : HB_LOG_WARN;
-    hb_log_msg(lv, "job %s: PMIx step: %.*s", s->nspace, n,
-               pl != NULL ? (const char *)pl : "");
+    hb_log_msg(lv, "job %s: PMIx step: %.*s", s->nspace, n, pl != NULL ? (const char *)pl : "");
 }
 
 /* One whole message from the step. */
