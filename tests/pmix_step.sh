@@ -56,9 +56,11 @@ for j in $(seq "$JOBS"); do
     fence_job "job $j"
 done
 mapfile -t after < <(rss)
+# a sanitizer build's daemon keeps freed memory in AddressSanitizer's quarantine: no bound there
+asan=$(ldd "$HIBARD" 2>/dev/null | grep -c libasan)
 for i in 0 1 2 3; do
     echo "rt$i: rss_kb ${before[i]} -> ${after[i]} over $((JOBS * ITERS)) fences with data"
-    [ $((after[i] - before[i])) -le "$BOUND_KB" ] ||
+    [ "$asan" -gt 0 ] || [ $((after[i] - before[i])) -le "$BOUND_KB" ] ||
         fail "rt$i grew by $((after[i] - before[i])) KB over $((JOBS * ITERS)) fences"
 done
 "${CL[@]}" ctl all stats | grep -q " pmix_steps=0 pmix_bad=0 " || fail "stats: steps or bad"
