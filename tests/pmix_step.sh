@@ -65,15 +65,22 @@ for i in 0 1 2 3; do
 done
 "${CL[@]}" ctl all stats | grep -q " pmix_steps=0 pmix_bad=0 " || fail "stats: steps or bad"
 
+# hang_job NODE: a job whose rank 5 never comes to its fence, in the background (job); s: its
+# PMIx step on NODE
+hang_job() {
+    timeout -k 5 60 "$RUN" "${SETS[@]}" -n 8 "$FC" --size 10 --hang-rank 5 >"$OUT" 2>"$ERR" &
+    job=$!
+    s=
+    for _ in $(seq 300); do
+        s=$(pgrep -f -- "--pmix-step 3 $RD/$1.pmix/" || true)
+        [ -n "$s" ] && return 0
+        sleep 0.1
+    done
+    fail "no PMIx step of the job on $1"
+}
+
 # a step killed while its job waits in a fence: the job ends with the reason, the next one runs
-timeout -k 5 60 "$RUN" "${SETS[@]}" -n 8 "$FC" --size 10 --hang-rank 5 >"$OUT" 2>"$ERR" &
-job=$!
-for _ in $(seq 300); do
-    s=$(pgrep -f -- "--pmix-step 3 $RD/rt1.pmix/" || true)
-    [ -n "$s" ] && break
-    sleep 0.1
-done
-[ -n "$s" ] || fail "no PMIx step of the job on rt1"
+hang_job rt1
 sleep 1 # the ranks are in their fence (not a check: the job fails the same either way)
 kill -9 $s
 wait $job
@@ -90,15 +97,7 @@ fence_job "after the killed step"
 
 # hibard killed while its job runs: its step does not outlive it (end of file on the socket,
 # and the parent-death signal)
-timeout -k 5 60 "$RUN" "${SETS[@]}" -n 8 "$FC" --size 10 --hang-rank 5 >"$OUT" 2>"$ERR" &
-job=$!
-s=
-for _ in $(seq 300); do
-    s=$(pgrep -f -- "--pmix-step 3 $RD/rt2.pmix/" || true)
-    [ -n "$s" ] && break
-    sleep 0.1
-done
-[ -n "$s" ] || fail "no PMIx step of the job on rt2"
+hang_job rt2
 d=$(pgrep -f -- "--node rt2 .*cluster=$NAME") || fail "no daemon of rt2"
 kill -9 "$d"
 for _ in $(seq 200); do kill -0 "$s" 2>/dev/null || break; sleep 0.1; done
