@@ -51,7 +51,7 @@ static void cmd_status(hbd_t *d, hbd_reply_t *r, char *args)
               hb_topo_role_name(d->topo->chassis[d->topo->nodes[d->self].chassis].role),
               hb_cfg_protocol_name(d->cfg->protocol), d->hwb ? hb_hwb_name(d->hwb) : "none",
               d->endpoint, hbd_barrier_in_flight(d), hbd_barrier_next_coll(d),
-              hbd_pmix_wedged() ? "wedged" : "ok");
+              hbd_pmix_wedged(d) ? "wedged" : "ok");
 }
 
 /* Every node as this daemon sees it: NAME:up|lost:INC (INC 0: not heard of yet). */
@@ -96,12 +96,13 @@ static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
             " relay_drop=%" PRIu64 " data_rx=%" PRIu64 " data_tx=%" PRIu64 " data_denied=%" PRIu64
             " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_bad=%" PRIu64
             " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rejoins=%" PRIu64
-            " self_rejoins=%" PRIu64 " rss_kb=%ld",
+            " self_rejoins=%" PRIu64 " pmix_steps=%" PRIu32 " pmix_bad=%" PRIu64 " rss_kb=%ld",
             s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
             s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d), hier_drop,
             hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), s->data_rx, s->data_tx,
             s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad, s->fast_denied,
-            s->rx_from_lost, s->rejoins, s->self_rejoins, hb_proc_rss_kb(getpid()));
+            s->rx_from_lost, s->rejoins, s->self_rejoins, hbd_pmix_steps(d), hbd_pmix_bad(d),
+            hb_proc_rss_kb(getpid()));
     hbd_reply(r, "%s", buf);
 }
 

@@ -31,6 +31,7 @@
 #include "hbd_net.h"
 #include "hbd_sock.h"
 #include "hbd_pmix.h"
+#include "hbd_step.h"
 #include "hbd_ranks.h"
 #include "hbd_relay.h"
 #include "hb_status.h"
@@ -220,7 +221,7 @@ static int ctl_start(hbd_t *d)
  * The daemon's parts, started in this order and stopped in the reverse one. The services
  * register their frames and lost-node subscribers with the transport as they start; nothing
  * of them runs before the loop does. Stopping in reverse answers what is in flight while what
- * it needs still runs: barriers first (pending fences are answered while PMIx still runs),
+ * it needs still runs: barriers first (pending fences are answered while the steps still run),
  * the relay before the launcher (it tells hibar-run; the launcher then stops the ranks),
  * fences and dmodex before the jobs' namespaces go, the probes before the control socket.
  */
@@ -307,6 +308,9 @@ int main(int argc, char **argv)
     int foreground = 0, c, rc, status = 1;
     size_t n_started = 0;
     char err[HB_CFG_ERRLEN];
+
+    if (argc > 1 && strcmp(argv[1], HBD_STEP_ARG) == 0) /* a job's PMIx step (hbd_step.h) */
+        return hbd_step_main(argc, argv);
     hbd_t dd, *d = &dd;
 
     memset(d, 0, sizeof(*d));

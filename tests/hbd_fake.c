@@ -460,16 +460,14 @@ void fk_advance(fk_cluster_t *c, uint64_t ns)
             (void)c->d[i].cron_fns[k](&c->d[i], fk_now);
 }
 
-/* ---- a fake PMIx server: answers and upcalls queued for the loop of their node ---- */
+/* ---- a fake PMIx step: answers queued for the loop of their node ---- */
 
 typedef struct fk_call {
     hbd_t *d;
-    void (*fn)(hbd_t *d, void *arg);
+    hbd_pmix_fetch_fn fetched; /* a hbd_pmix_fetch's answer, or NULL */
+    hbd_pmix_probe_fn probed;  /* a hbd_pmix_probe's answer */
+    uint32_t rank;
     void *arg;
-    pmix_modex_cbfunc_t mcb; /* a PMIx_server_dmodex_request's answer, or NULL */
-    pmix_value_cbfunc_t vcb; /* a PMIx_Get_nb's answer, or NULL */
-    pmix_proc_t proc;
-    void *cbdata;
     struct fk_call *next;
 } fk_call_t;
 
@@ -484,7 +482,7 @@ static void call_push(fk_call_t *x)
     fk_calls_tail = &x->next;
 }
 
-/* Run what is queued (PMIx's thread answering, then the loop): 1 if anything ran. */
+/* Run what is queued (the steps answering, on the loop): 1 if anything ran. */
 static int calls_run(void)
 {
     int ran = 0;
@@ -494,15 +492,14 @@ static int calls_run(void)
         if (fk_calls == NULL)
             fk_calls_tail = &fk_calls;
         fk_cur = x->d;
-        if (x->mcb != NULL) {
+        if (fk->dead[x->d->self]) {
+            /* a dead daemon answers nothing */
+        } else if (x->fetched != NULL) {
             char blob[64];
-            size_t n = fk_blob(x->proc.rank, blob, sizeof(blob));
-            x->mcb(PMIX_SUCCESS, blob, n, x->cbdata, NULL, NULL);
-        } else if (x->vcb != NULL) {
-            int found = x->proc.rank < sizeof(fk_committed) && fk_committed[x->proc.rank];
-            x->vcb(found ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, NULL, x->cbdata);
-        } else if (!fk->dead[x->d->self]) {
-            x->fn(x->d, x->arg);
+            size_t n = fk_blob(x->rank, blob, sizeof(blob));
+            x->fetched(x->d, x->arg, PMIX_SUCCESS, blob, n);
+        } else {
+            x->probed(x->d, x->arg, x->rank < sizeof(fk_committed) && fk_committed[x->rank]);
         }
         free(x);
         ran = 1;
@@ -565,47 +562,35 @@ static void jobs_free(fk_cluster_t *c)
     memset(fk_committed, 0, sizeof(fk_committed));
 }
 
-pmix_status_t PMIx_server_dmodex_request(const pmix_proc_t *proc, pmix_dmodex_response_fn_t cbfunc,
-                                         void *cbdata)
+int hbd_pmix_fetch(hbd_job_t *j, uint32_t rank, hbd_pmix_fetch_fn fn, void *arg)
 {
-    fk_call_t *x = calloc(1, sizeof(*x));
-    if (x == NULL)
-        return PMIX_ERR_NOMEM;
-    x->mcb = (pmix_modex_cbfunc_t)(void (*)(void))cbfunc;
-    x->proc = *proc;
-    x->cbdata = cbdata;
-    call_push(x);
-    return PMIX_SUCCESS;
-}
-
-pmix_status_t PMIx_Get_nb(const pmix_proc_t *proc, const pmix_key_t key, const pmix_info_t info[],
-                          size_t ninfo, pmix_value_cbfunc_t cbfunc, void *cbdata)
-{
-    (void)key;
-    (void)info;
-    (void)ninfo;
-    fk_call_t *x = calloc(1, sizeof(*x));
-    if (x == NULL)
-        return PMIX_ERR_NOMEM;
-    x->vcb = cbfunc;
-    x->proc = *proc;
-    x->cbdata = cbdata;
-    call_push(x);
-    return PMIX_SUCCESS;
-}
-
-int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
-{
+    (void)j;
     fk_call_t *x = calloc(1, sizeof(*x));
     if (x == NULL)
         return HIBAR_ERR_NOMEM;
-    x->fn = fn;
+    x->fetched = fn;
+    x->rank = rank;
     x->arg = arg;
     call_push(x);
     return 0;
 }
 
-void hbd_pmix_on_dmodex(hbd_pmix_dmodex_fn fn)
+int hbd_pmix_probe(hbd_job_t *j, uint32_t rank, const char *key, hbd_pmix_probe_fn fn, void *arg)
 {
+    (void)j;
+    (void)key;
+    fk_call_t *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return HIBAR_ERR_NOMEM;
+    x->probed = fn;
+    x->rank = rank;
+    x->arg = arg;
+    call_push(x);
+    return 0;
+}
+
+void hbd_pmix_on_dmodex(hbd_t *d, hbd_pmix_dmodex_fn fn)
+{
+    (void)d;
     (void)fn; /* the tests call hbd_dmodex_request themselves */
 }

@@ -8,6 +8,7 @@
 #include "wire.h"
 #include "hb_hash.h"
 #include "hb_test.h"
+#include "hbd_step.h"
 
 static const hbd_wire_ctx_t ctx = {.n_nodes = 30, .job_max = 0, .peer = 7};
 
@@ -615,6 +616,68 @@ static void test_names(void)
     CU_ASSERT_NOT_EQUAL(hbd_wire_tag("a"), hbd_wire_tag("b"));
 }
 
+/* A PMIx step's JOB message (hbd_step.h): round trip; every prefix, a map entry or self out of
+ * range, and bit flips are refused or parse within range, never read past the payload. */
+static void test_step_job(void)
+{
+    uint32_t map[5] = {0, 1, 1, 2, 0};
+    const char *names[3] = {"n0", "node-1", "n2"};
+    hbd_step_job_t jb = {.size = 5,
+                         .n_nodes = 3,
+                         .self = 1,
+                         .map = map,
+                         .nspace = "hibar.7",
+                         .names = names},
+                   u;
+    size_t len = 0, next;
+    uint8_t *p = hbd_step_job_pack(&jb, &len);
+    CU_ASSERT_FATAL(p != NULL);
+    CU_ASSERT_EQUAL_FATAL(hbd_step_job_unpack(p, len, &u), 0);
+    CU_ASSERT_EQUAL(u.size, 5);
+    CU_ASSERT_EQUAL(u.n_nodes, 3);
+    CU_ASSERT_EQUAL(u.self, 1);
+    CU_ASSERT_EQUAL(memcmp(u.map, map, sizeof(map)), 0);
+    CU_ASSERT_STRING_EQUAL(u.nspace, "hibar.7");
+    CU_ASSERT_STRING_EQUAL(u.names[1], "node-1");
+    CU_ASSERT_STRING_EQUAL(u.names[2], "n2");
+    hbd_step_job_free(&u);
+    for (size_t n = 0; n < len; n++) { /* every truncation */
+        uint8_t *q = malloc(n + 1);
+        CU_ASSERT_FATAL(q != NULL);
+        memcpy(q, p, n);
+        CU_ASSERT_EQUAL(hbd_step_job_unpack(q, n, &u), -1);
+        free(q);
+    }
+    uint8_t *q = malloc(len);
+    CU_ASSERT_FATAL(q != NULL);
+    memcpy(q, p, len);
+    q[12 + 4 * 3] = 3; /* rank 3's node: not one of the 3 */
+    CU_ASSERT_EQUAL(hbd_step_job_unpack(q, len, &u), -1);
+    memcpy(q, p, len);
+    q[8] = 3; /* self */
+    CU_ASSERT_EQUAL(hbd_step_job_unpack(q, len, &u), -1);
+    memcpy(q, p, len);
+    memset(q, 0xff, 4); /* size beyond the payload */
+    CU_ASSERT_EQUAL(hbd_step_job_unpack(q, len, &u), -1);
+    for (size_t bit = 0; bit < len * 8; bit++) {
+        memcpy(q, p, len);
+        q[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        if (hbd_step_job_unpack(q, len, &u) != 0)
+            continue;
+        CU_ASSERT(u.self < u.n_nodes);
+        for (uint32_t r = 0; r < u.size; r++)
+            CU_ASSERT(u.map[r] < u.n_nodes);
+        hbd_step_job_free(&u);
+    }
+    free(q);
+    free(p);
+    const uint8_t s2[] = {'a', 0, 'b', 'c'};
+    CU_ASSERT_EQUAL(hbd_pxm_str(s2, sizeof(s2), 0, &next), 0);
+    CU_ASSERT_EQUAL(next, 2);
+    CU_ASSERT_EQUAL(hbd_pxm_str(s2, sizeof(s2), 2, &next), -1); /* no NUL before the end */
+    CU_ASSERT_EQUAL(hbd_pxm_str(s2, sizeof(s2), 5, &next), -1);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -629,5 +692,6 @@ int main(void)
     CU_add_test(s, "prefixes and bit flips", test_all_prefixes_and_flips);
     CU_add_test(s, "names", test_names);
     CU_add_test(s, "FNV-1a (the cluster tag and the subset id)", test_hash);
+    CU_add_test(s, "PMIx step: the JOB message", test_step_job);
     return hb_test_run(CU_BRM_NORMAL);
 }

@@ -1,19 +1,16 @@
 /* hbd.h: the daemon context: hibard's state, passed to every part (net, services, main). */
 /*
  * Every module keeps its state here (or behind a pointer here that its init allocates), so a
- * test can run several daemons' engines in one process. The only file-scope state left:
- *   pmix/hbd_pmix.c   g_px       the PMIx server: libpmix is one per process, and its server
- *                                 module's upcalls (fence_nb, direct_modex, ...) get no
- *                                 context pointer (PMIx_server_init takes none), so its thread
- *                                 queues them here for the loop; behind hbd_pmix_start/stop
- *                     px_module  the upcall table handed to PMIx_server_init (never written;
- *                                 not const because PMIx takes it so)
+ * test can run several daemons' engines in one process. hibard has no file-scope state. The
+ * PMIx server of a job runs in a process of its own (pmix/hbd_step.c, hibard run again as the
+ * job's "PMIx step"), whose file-scope g_st and st_module are that process' only state:
+ * libpmix is one server per process and its upcalls get no context pointer.
  *
  * The one periodic place: every deadline is an hbd_timer_t (core/hbd_timer.h), the cron's tick
  * (net/hbd_cron.h) included. What stays a libevent event of its own, and why:
  *   fd readiness       sockets, pipes, eventfds and signals wait for the kernel, not for a
  *                      time: ZeroMQ and data sockets, the fast lane's links and listener, the
- *                      control and ranks sockets, the PMIx upcall eventfd, the doorbells, the
+ *                      control and ranks sockets, the PMIx steps' sockets, the doorbells, the
  *                      ranks' output pipes, SIGCHLD / SIGTERM / SIGHUP
  *   sync/hbd_barrier.c the yield stage's zero timer (ev_yield): a device of the poll loop,
  *                      run once per loop iteration after the ready events, not a deadline
@@ -219,6 +216,7 @@ struct hbd {
     struct hbd_relay *relay;       /* launch forwarding (hbd_relay.c) */
     struct hbd_fence_state *fence; /* fences in flight (hbd_fence.c) */
     struct hbd_dmodex *dmodex;     /* direct modex requests (hbd_dmodex.c) */
+    struct hbd_px *px;             /* the jobs' PMIx steps, their fences (hbd_pmix.c) */
 
     hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
 

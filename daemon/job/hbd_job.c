@@ -73,6 +73,13 @@ void hbd_job_rank_abort(hbd_rank_t *r, int status, const char *msg)
         ops->rank_abort(r, status, msg);
 }
 
+void hbd_job_fail(hbd_job_t *j, const char *why)
+{
+    const hbd_job_ops_t *ops = j->d->jobs.ops;
+    if (ops != NULL && ops->fail != NULL)
+        ops->fail(j, why);
+}
+
 /* ---- the spec file ---- */
 
 void hbd_job_spec_free(hbd_job_spec_t *s)

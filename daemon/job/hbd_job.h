@@ -91,7 +91,7 @@ typedef struct hbd_job {
     struct hbd_timer *kill_timer; /* SIGTERM (deferred), then SIGKILL escalation */
     uint64_t kill_ns;            /* when the job was asked to stop */
     struct hbd_ranks_job *ranks; /* the libhibar segment and epochs (hbd_ranks.c), or NULL */
-    struct px_reg *reg;          /* its registration with PMIx while it runs (hbd_pmix.c) */
+    struct px_step *step;        /* its PMIx step process while it runs (hbd_pmix.c) */
     struct hbd_job *next;
 } hbd_job_t;
 
@@ -103,6 +103,8 @@ typedef struct hbd_job {
 typedef struct hbd_job_ops {
     /* The rank called PMIx_Abort: the job stops. */
     void (*rank_abort)(hbd_rank_t *r, int status, const char *msg);
+    /* The job cannot go on here (why: a sentence, e.g. its PMIx step died): it stops. */
+    void (*fail)(struct hbd_job *j, const char *why);
 } hbd_job_ops_t;
 void hbd_jobs_set_ops(hbd_t *d, const hbd_job_ops_t *ops);
 /* Enter j (built, not in the registry yet) into the registry. */
@@ -117,5 +119,7 @@ hbd_job_t *hbd_job_find(const hbd_t *d, const char *nspace);
 hbd_rank_t *hbd_job_rank(hbd_job_t *j, uint32_t rank);
 /* A rank called PMIx_Abort (the launcher's rank_abort; ignored without one). */
 void hbd_job_rank_abort(hbd_rank_t *r, int status, const char *msg);
+/* The job cannot go on here (the launcher's fail; ignored without one). */
+void hbd_job_fail(hbd_job_t *j, const char *why);
 
 #endif

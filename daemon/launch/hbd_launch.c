@@ -51,9 +51,10 @@
  * A rank that has started but not yet connected to the PMIx server gets its SIGTERM once it
  * has connected, or HBD_KILL_CONNECT_WAIT_MS after the stop at the latest: libpmix 4.2.2
  * wedges its server thread for good (a lock left held in its error path) when a client dies
- * in the middle of its connection handshake: no later job can then be registered on the
- * node (seen in run_fail.sh, a rank stopped inside PMIx_Init; hbd_pmix.c then fails the jobs
- * with that reason). A program that never connects (no PMIx) is stopped after the wait.
+ * in the middle of its connection handshake (seen in run_fail.sh, a rank stopped inside
+ * PMIx_Init): the job's PMIx step then cannot finalize (bounded, it exits after 2 s), later
+ * jobs get steps of their own. A program that never connects (no PMIx) is stopped after the
+ * wait.
  */
 #define HBD_KILL_GRACE_MS 2000
 #define HBD_KILL_CONNECT_WAIT_MS 2000
@@ -332,6 +333,7 @@ static void reap(hbd_t *d)
                     rank_check_done(&j->local[k]); /* may free j: leave both loops */
                     goto next;
                 }
+        (void)hbd_pmix_reaped(d, pid, st); /* a job's PMIx step */
     next:;
     }
 }
@@ -590,7 +592,8 @@ static void job_registered(hbd_job_t *j, int rc)
         if (rc == HB_ERR_UNAVAIL)
             job_refuse(j,
                        "err %d the PMIx server of node %s is wedged (libpmix's thread stopped "
-                       "answering after a client died while connecting): restart hibard there\n",
+                       "answering after a client died while connecting): the job's PMIx step "
+                       "was killed, the next job gets a new one\n",
                        rc, d->name);
         else
             job_refuse(j, "err %d cannot register the job with the PMIx server\n", rc);
@@ -717,7 +720,17 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
     reap(arg);
 }
 
-static const hbd_job_ops_t job_ops = {.rank_abort = on_abort};
+/* The job cannot go on here (its PMIx step died): hibar-run is told, the job stops. */
+static void on_fail(hbd_job_t *j, const char *why)
+{
+    if (j->done_sent)
+        return;
+    j->failed = 1;
+    job_send(j, "err %d %s\n", HB_ERR_INTERNAL, why);
+    hbd_launch_kill(j, why);
+}
+
+static const hbd_job_ops_t job_ops = {.rank_abort = on_abort, .fail = on_fail};
 
 int hbd_launch_start(hbd_t *d)
 {

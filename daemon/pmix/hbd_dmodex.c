@@ -30,17 +30,18 @@
  * PMIX_ERR_TIMEOUT after its PMIX_TIMEOUT (else the cluster's barrier_timeout_ms), or with
  * PMIX_ERR_COMM_FAILURE once that node is lost.
  *
- * Server: PMIx_server_dmodex_request for the process; libpmix answers once the process has
- * committed its data, whatever it holds then. The answer comes on PMIx's thread and is moved
- * to the loop (hbd_pmix_call_on_loop), then sent back (kind REPLY: id, status, blob). A blob
+ * Server: the job's PMIx step asks its libpmix (PMIx_server_dmodex_request, hbd_pmix_fetch),
+ * which answers once the process has committed its data, whatever it holds then. The answer
+ * comes back to the loop as a message of the step, then is sent on (kind REPLY: id, status,
+ * blob). A blob
  * larger than HBD_WIRE_DMODEX_MAX_DATA (32 KiB) is answered PMIX_ERR_NOT_SUPPORTED (logged).
  *
  * PMIX_REQUIRED_KEY (libpmix names the key its client's PMIx_Get asked for): the request
  * carries it (keylen bytes after the namespace). Data committed before the key was put would
  * be answered at once and the requester's PMIx_Get would end in PMIX_ERR_NOT_FOUND, so the
- * server first looks the key up in its own store (PMIx_Get_nb, PMIX_OPTIONAL: the server
- * holds what its clients committed; the answer comes on PMIx's thread and is moved to the
- * loop, which never waits on PMIx's thread: see hbd_pmix.c on a wedged libpmix). If it is not
+ * server first looks the key up in its own store (hbd_pmix_probe: the step's PMIx_Get_nb with
+ * PMIX_OPTIONAL, the server holding what its clients committed; the answer comes back as a
+ * message, the loop never waits for the step). If it is not
  * there yet the request waits: libpmix tells the host nothing when a client commits, so the
  * key is looked up again at growing intervals (1, 2, 4 ... 32 ms) until it is there (then
  * served as above), until the request's timeout
@@ -73,10 +74,9 @@ typedef struct dm_srv {
     uint64_t deadline_ns;                  /* waiting for the key: give up then (0: never) */
     uint64_t next_ns;                      /* ... look again then */
     uint32_t ivl_ms;
-    int probing;     /* a look-up of the key is on PMIx's thread (s must live until it ends) */
-    int found;       /* ... and it found the key */
-    int dead;        /* answered, or dropped, while probing: the probe's end frees s */
-    pmix_info_t opt; /* PMIX_OPTIONAL, read by PMIx until the probe's answer */
+    int probing; /* a look-up of the key is with the job's step (s must live until it ends) */
+    int found;   /* ... and it found the key */
+    int dead;    /* answered, or dropped, while probing: the probe's end frees s */
     pmix_status_t st;
     char *data;
     size_t len;
@@ -252,10 +252,10 @@ static void served_on_loop(hbd_t *d, void *arg)
     free(s);
 }
 
-/* PMIx's thread */
-static void served(pmix_status_t status, char *data, size_t sz, void *cbdata)
+/* The step's answer: the process' data. */
+static void served(hbd_t *d, void *arg, int status, const char *data, size_t sz)
 {
-    dm_srv_t *s = cbdata;
+    dm_srv_t *s = arg;
     s->st = status;
     if (status == PMIX_SUCCESS && sz > 0) {
         s->data = malloc(sz);
@@ -265,10 +265,7 @@ static void served(pmix_status_t status, char *data, size_t sz, void *cbdata)
             memcpy(s->data, data, sz);
         s->len = sz;
     }
-    if (hbd_pmix_call_on_loop(served_on_loop, s) != 0) {
-        free(s->data);
-        free(s);
-    }
+    served_on_loop(d, s);
 }
 
 /* Is s's process (hosted here) still a rank of a job of this node? */
@@ -278,45 +275,27 @@ static int srv_known(const hbd_t *d, const dm_srv_t *s)
     return j != NULL && s->rank < j->spec->size && j->spec->map[s->rank] == d->self;
 }
 
-static void probe_done(hbd_t *d, void *arg);
+static void probe_done(hbd_t *d, void *arg, int found);
 static void wait_arm(hbd_t *d);
 
-/* PMIx's thread: the answer of a look-up of s's key, to the loop. */
-static void probed(pmix_status_t st, pmix_value_t *v, void *cbdata)
+/* Has s's process committed its required key? Asked of its job's PMIx step (its server's own
+ * store, PMIX_OPTIONAL: never the host). The answer comes to probe_done. */
+static void probe(hbd_t *d, dm_srv_t *s)
 {
-    dm_srv_t *s = cbdata;
-    s->found = st == PMIX_SUCCESS;
-    if (v != NULL)
-        PMIX_VALUE_RELEASE(v); /* the callback's to release (libpmix 4.2 pmix_client_get.c) */
-    /* without memory for the hand-off s stays "probing": its deadline still ends it, and s
-     * is then left (never freed under a thread that might still write it) */
-    (void)hbd_pmix_call_on_loop(probe_done, s);
-}
-
-/* Has s's process committed its required key? Asked of the server's own store (what its
- * clients committed; PMIX_OPTIONAL: never ask the host, i.e. this daemon, for it). The answer
- * comes to probe_done. */
-static void probe(dm_srv_t *s)
-{
-    pmix_proc_t p;
-    bool yes = true;
-    PMIX_LOAD_PROCID(&p, s->nspace, s->rank);
-    PMIX_INFO_LOAD(&s->opt, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    hbd_job_t *j = hbd_job_find(d, s->nspace);
     s->probing = 1;
     s->found = 0;
-    pmix_status_t st = PMIx_Get_nb(&p, s->key, &s->opt, 1, probed, s);
-    if (st != PMIX_SUCCESS) /* refused: no answer comes; a miss, looked at again later */
-        s->probing = 0;
+    if (j == NULL || hbd_pmix_probe(j, s->rank, s->key, probe_done, s) != 0)
+        s->probing = 0; /* refused: no answer comes; a miss, looked at again later */
 }
 
-/* Ask libpmix for the process' data; the answer comes through served(). */
+/* Ask the job's PMIx step for the process' data; the answer comes through served(). */
 static void srv_fetch(hbd_t *d, dm_srv_t *s)
 {
-    pmix_proc_t p;
-    PMIX_LOAD_PROCID(&p, s->nspace, s->rank);
-    pmix_status_t st = PMIx_server_dmodex_request(&p, served, s);
-    if (st != PMIX_SUCCESS) {
-        s->st = st;
+    hbd_job_t *j = hbd_job_find(d, s->nspace);
+    int rc = j != NULL ? hbd_pmix_fetch(j, s->rank, served, s) : HB_ERR_NOT_FOUND;
+    if (rc != 0) {
+        s->st = rc == HB_ERR_NOMEM ? PMIX_ERR_NOMEM : PMIX_ERR_NOT_FOUND;
         served_on_loop(d, s);
     }
 }
@@ -346,10 +325,11 @@ static void srv_fail(hbd_t *d, dm_srv_t *s, pmix_status_t st)
 }
 
 /* A look-up of s's key ended: serve s if its key is there; else it waits on. */
-static void probe_done(hbd_t *d, void *arg)
+static void probe_done(hbd_t *d, void *arg, int found)
 {
     dm_srv_t *s = arg;
     s->probing = 0;
+    s->found = found;
     if (s->dead) {
         free(s->data);
         free(s);
@@ -379,7 +359,7 @@ static void wait_cb(hbd_t *d, void *arg)
             if (now >= s->next_ns && !s->probing) {
                 s->ivl_ms = s->ivl_ms * 2 > DM_WAIT_MAX_MS ? DM_WAIT_MAX_MS : s->ivl_ms * 2;
                 s->next_ns = now + (uint64_t)s->ivl_ms * 1000000ull;
-                probe(s); /* may answer (probe_done) only from the loop: s stays listed */
+                probe(d, s); /* may answer (probe_done) only from the loop: s stays listed */
             }
             pp = &s->next;
             continue;
@@ -440,7 +420,7 @@ static void serve(hbd_t *d, uint32_t from, const hbd_wire_dmodex_t *x, const uin
     D->waiting = s;
     hb_log_debug("direct modex of %s rank %" PRIu32 " for node %" PRIu32 ": looking for key %s",
                  s->nspace, s->rank, from, s->key);
-    probe(s);
+    probe(d, s);
     wait_arm(d);
 }
 
@@ -533,7 +513,7 @@ int hbd_dmodex_init(hbd_t *d)
     if (D->tick == NULL || D->wait == NULL)
         return HB_ERR_NOMEM;
     hbd_hooks_frame(d, HBD_WIRE_DMODEX, on_msg, NULL);
-    hbd_pmix_on_dmodex(hbd_dmodex_request);
+    hbd_pmix_on_dmodex(d, hbd_dmodex_request);
     return 0;
 }
 
@@ -553,11 +533,11 @@ void hbd_dmodex_fini(hbd_t *d)
         dm_srv_t *s = D->waiting;
         D->waiting = s->next;
         if (s->probing)
-            s->dead = 1; /* PMIx may still answer into it: left to probe_done */
+            s->dead = 1; /* the step may still answer into it: left to probe_done */
         else
             free(s);
     }
-    hbd_pmix_on_dmodex(NULL);
+    hbd_pmix_on_dmodex(d, NULL);
     hbd_timer_free(D->tick);
     hbd_timer_free(D->wait);
     free(D);

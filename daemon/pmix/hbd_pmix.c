@@ -1,21 +1,20 @@
-/* hbd_pmix.c: hibard as its node's PMIx server: init, namespace registration, upcalls handed to the
- * loop. */
+/* hbd_pmix.c: the PMIx side of hibard: each job's PMIx step process (hbd_step.h) started,
+ * watched and answered; fences across daemons run here for it. */
 #include "hb_config.h"
-#include <dirent.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pmix.h>
-#include <pmix_server.h>
-#include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hb_hash.h"
@@ -23,276 +22,148 @@
 #include "hbd_barrier.h"
 #include "hbd_fence.h"
 #include "hbd_pmix.h"
+#include "hbd_step.h"
 #include "hbd_timer.h"
 #include "hb_status.h"
 
 /*
- * PMIx calls the server module on its own progress thread. Each upcall copies what it needs
- * into an op, appends it to a locked queue and rings an eventfd that the daemon's libevent
- * loop watches; the loop runs the op (it owns all job state) and calls PMIx's callback from
- * there (PMIx's callbacks may be called from any thread: they shift to PMIx's own). The
- * module has no context pointer, so the server state is this process' single g_px.
+ * libpmix 4.2.2's server leaks about one copy of every fence's data (doc/fence.md), so hibard
+ * holds no PMIx server: each job with ranks here gets its own, a "PMIx step" (hibard run again
+ * with HBD_STEP_ARG, hbd_step.c) that ends with the job, as Slurm's slurmstepd does. The step
+ * hands every upcall to this loop over a socket pair (one message each way per fence); this
+ * file runs them as hibard ran PMIx's upcalls before (fences across daemons, direct modex) and
+ * sends the answers back. Its state is d->px; the step's one per process.
  */
-typedef enum { OP_CONNECTED, OP_FINALIZED, OP_ABORT, OP_FENCE, OP_DMODEX, OP_CALL } op_kind_t;
+typedef struct px_step px_step_t;
 
+/* A fence of a step, in the barrier engine or hbd_fence.c. */
 typedef struct px_op {
-    op_kind_t kind;
-    pmix_proc_t proc;
-    int status;
-    char *msg;
-    char *data; /* fence: this node's contribution (libpmix's buffer, ours) */
-    size_t ndata;
+    hbd_t *d;
+    px_step_t *step; /* answer to (NULL once answered) */
+    uint32_t sid;    /* the step's id of the fence */
     int collect;
-    int all;            /* fence: the procs array covers the whole namespace */
-    pmix_proc_t *procs; /* fence: the procs array (copy) */
-    size_t nprocs;
-    uint32_t timeout_s;                /* fence: PMIX_TIMEOUT, 0 if none */
-    hbd_timer_t *timeout;              /* fence in the barrier engine with a timeout */
-    void (*call)(hbd_t *d, void *arg); /* OP_CALL: run on the loop */
-    void *call_arg;
-    pmix_op_cbfunc_t opcb;
-    pmix_modex_cbfunc_t mcb;
-    void *cbdata;
+    int all;         /* the whole namespace */
+    uint32_t *ranks; /* else these ranks */
+    uint32_t nranks;
+    uint32_t timeout_s;   /* PMIX_TIMEOUT, 0 if none */
+    hbd_timer_t *timeout; /* fence in the barrier engine with a timeout */
+    char *data;           /* this node's contribution, then the result */
+    size_t ndata;
     hbd_job_t *job;      /* fence in flight: its job (NULL once answered early) */
-    struct px_op *next;  /* queue */
     struct px_op *fnext; /* fences in flight */
 } px_op_t;
 
-typedef struct hbd_px {
+/* A call of ours to a step (PROBE, FETCH), answered by PROBED / FETCHED. */
+typedef struct px_call {
+    uint32_t id;
+    uint16_t answer; /* the message type that answers it */
+    hbd_pmix_probe_fn probed;
+    hbd_pmix_fetch_fn fetched;
+    void *arg;
+    struct px_call *next;
+} px_call_t;
+
+struct px_step {
     hbd_t *d;
-    int up;
-    pthread_mutex_t mu;
-    px_op_t *head, *tail;
-    int efd;
-    struct event *ev_q;
-    px_op_t *fences;        /* in flight in the barrier engine (loop thread only) */
-    struct fence_sig *sigs; /* subset fences: sequence per (job, rank set) */
-    uint32_t n_sigs, cap_sigs;
-    char tmpdir[400];
-    int wedged;                /* PMIx's thread did not answer a call within HBD_PMIX_CALL_MS */
-    unsigned reserve_n;        /* px_reserve calls (PMIx's thread only) */
-    hbd_pmix_dmodex_fn dmodex; /* the direct_modex upcall's handler (hbd_dmodex.c) */
-} hbd_px_t;
-
-static hbd_px_t g_px = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
-
-/* ---- upcalls: PMIx's thread ---- */
-
-static pmix_status_t op_queue(px_op_t *op)
-{
-    uint64_t one = 1;
-    pthread_mutex_lock(&g_px.mu);
-    if (g_px.tail != NULL)
-        g_px.tail->next = op;
-    else
-        g_px.head = op;
-    g_px.tail = op;
-    pthread_mutex_unlock(&g_px.mu);
-    if (write(g_px.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        hb_log_warn("PMIx upcall queue: eventfd write: %m");
-    return PMIX_SUCCESS;
-}
-
-static px_op_t *op_new(op_kind_t kind, const pmix_proc_t *proc)
-{
-    px_op_t *op = calloc(1, sizeof(*op));
-    if (op == NULL)
-        return NULL;
-    op->kind = kind;
-    if (proc != NULL)
-        memcpy(&op->proc, proc, sizeof(op->proc));
-    return op;
-}
-
-/* An operation that needs nothing but its process and a pmix_op_cbfunc_t, queued. */
-static pmix_status_t op_submit(op_kind_t kind, const pmix_proc_t *proc, pmix_op_cbfunc_t cbfunc,
-                               void *cbdata)
-{
-    px_op_t *op = op_new(kind, proc);
-    if (op == NULL)
-        return PMIX_ERR_NOMEM;
-    op->opcb = cbfunc;
-    op->cbdata = cbdata;
-    return op_queue(op);
-}
-
-static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_info_t info[],
-                                  size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-    (void)obj;
-    (void)info;
-    (void)ninfo;
-    return op_submit(OP_CONNECTED, proc, cbfunc, cbdata);
-}
-
-static pmix_status_t up_finalized(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cbfunc,
-                                  void *cbdata)
-{
-    (void)obj;
-    return op_submit(OP_FINALIZED, proc, cbfunc, cbdata);
-}
-
-static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],
-                              pmix_proc_t procs[], size_t nprocs, pmix_op_cbfunc_t cbfunc,
-                              void *cbdata)
-{
-    (void)obj;
-    (void)procs;
-    (void)nprocs; /* any subset: hibar aborts the whole job */
-    px_op_t *op = op_new(OP_ABORT, proc);
-    if (op == NULL)
-        return PMIX_ERR_NOMEM;
-    op->status = status;
-    op->msg = strdup(msg != NULL ? msg : "");
-    op->opcb = cbfunc;
-    op->cbdata = cbdata;
-    return op_queue(op);
-}
-
-/*
- * libpmix 4.2.2's server leaks about one copy of a fence's collected data on every fence with
- * data (pmix_gds_base_store_modex: heaptrack on hibard, 32 ranks x 1 KiB: 44 KB per fence and
- * daemon, all allocated on PMIx's thread). Every leaked page is a fresh one, so each fence
- * page-faulted its way through new heap on the release's critical path (sysmalloc and its
- * faults: a quarter of the daemons' CPU in perf). PMIx's thread keeps a reserve instead: every
- * HBD_PX_RESERVE_EVERY fences it takes HBD_PX_RESERVE bytes at the top of its arena,
- * pre-faults them in one madvise(MADV_POPULATE_WRITE) and gives them back; the arena keeps
- * them (hbd_coll_init's trim threshold), and the leak eats into pages already there.
- *
- * That saves the guest's page faults, not the whole cost on a VM with shadow page tables (the
- * test machine): the kernel fills the pages through its own mapping, so the thread's first
- * write to each still exits to the hypervisor, unseen by any guest counter (perf: 10 % of a
- * daemon's samples on one store of _int_malloc, the header of the new top chunk). Writing the
- * pages from this thread instead, right after the fence is handed to the loop, was slower:
- * steady ratio to Open MPI 0.66 against 0.51 (doc/fence.md).
- */
-#define HBD_PX_RESERVE (1u << 20)
-#define HBD_PX_RESERVE_EVERY 8
-
-static void px_reserve(void) /* PMIx's thread */
-{
-    if (g_px.reserve_n++ % HBD_PX_RESERVE_EVERY != 0)
-        return;
-    long pg = sysconf(_SC_PAGESIZE);
-    uint8_t *p = malloc(HBD_PX_RESERVE);
-    if (p == NULL || pg <= 0)
-        goto out;
-    uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    uintptr_t e = ((uintptr_t)p + HBD_PX_RESERVE) & ~((uintptr_t)pg - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE); /* best effort (Linux >= 5.14) */
-out:
-    free(p);
-}
-
-static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
-                              size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc,
-                              void *cbdata)
-{
-    if (nprocs == 0 || procs == NULL)
-        return PMIX_ERR_BAD_PARAM;
-    if (g_px.d != NULL)
-        hbd_fence_prof(g_px.d, "upcall", 0);
-    if (ndata > 0)
-        px_reserve();
-    px_op_t *op = op_new(OP_FENCE, &procs[0]);
-    if (op == NULL)
-        return PMIX_ERR_NOMEM;
-    op->all = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
-    op->procs = malloc(nprocs * sizeof(pmix_proc_t));
-    if (op->procs == NULL) {
-        free(op);
-        return PMIX_ERR_NOMEM;
-    }
-    memcpy(op->procs, procs, nprocs * sizeof(pmix_proc_t));
-    op->nprocs = nprocs;
-    for (size_t i = 0; i < ninfo; i++) {
-        if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA))
-            op->collect = PMIX_INFO_TRUE(&info[i]);
-        else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT &&
-                 info[i].value.data.integer > 0)
-            op->timeout_s = (uint32_t)info[i].value.data.integer;
-        else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_UINT32)
-            op->timeout_s = info[i].value.data.uint32;
-    }
-    if (op->timeout_s > 1000000)
-        op->timeout_s = 1000000;
-    op->mcb = cbfunc;
-    op->cbdata = cbdata;
-    /*
-     * The node's blob is ours from a successful return on: libpmix unloads its buffer into
-     * this bare pointer and never frees it (heaptrack on hibard: 5 KB lost per fence with 4
-     * ranks x 1 KiB when it was copied here; openpmix's server code says so too). Taken, not
-     * copied; freed with the op, or handed on to hbd_fence.c. Error returns above leave it to
-     * libpmix.
-     */
-    op->data = data;
-    op->ndata = data != NULL ? ndata : 0;
-    return op_queue(op);
-}
-
-static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
-                               pmix_modex_cbfunc_t cbfunc, void *cbdata)
-{
-    px_op_t *op = op_new(OP_DMODEX, proc);
-    if (op == NULL)
-        return PMIX_ERR_NOMEM;
-    for (size_t i = 0; i < ninfo; i++) {
-        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT &&
-            info[i].value.data.integer > 0)
-            op->timeout_s = (uint32_t)info[i].value.data.integer;
-        else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_UINT32)
-            op->timeout_s = info[i].value.data.uint32;
-        else if (PMIX_CHECK_KEY(&info[i], PMIX_REQUIRED_KEY) && info[i].value.type == PMIX_STRING &&
-                 info[i].value.data.string != NULL && op->msg == NULL) {
-            /* the key the requester waits for: the hosting daemon answers once it is there */
-            op->msg = strndup(info[i].value.data.string, PMIX_MAX_KEYLEN);
-            if (op->msg == NULL) {
-                free(op);
-                return PMIX_ERR_NOMEM;
-            }
-        }
-    }
-    if (op->timeout_s > 1000000)
-        op->timeout_s = 1000000;
-    op->mcb = cbfunc;
-    op->cbdata = cbdata;
-    return op_queue(op);
-}
-
-static pmix_server_module_t px_module = {
-    .client_connected2 = up_connected,
-    .client_finalized = up_finalized,
-    .abort = up_abort,
-    .fence_nb = up_fence,
-    .direct_modex = up_dmodex,
+    hbd_job_t *j; /* NULL once the job is done with it */
+    uint64_t serial;
+    pid_t pid; /* -1 once reaped */
+    int fd;    /* -1 once closed */
+    struct event *ev_rd, *ev_wr;
+    struct evbuffer *in, *out;
+    void (*done)(hbd_job_t *j, int rc); /* registration in progress */
+    hbd_timer_t *timeout;
+    char *env; /* REGISTERED's payload: each local rank's NAME=VALUE\0 ... \0 */
+    size_t env_len;
+    char **env_of; /* [n_env] each rank's first string in env */
+    uint32_t n_env;
+    px_call_t *calls;
+    uint32_t next_id;
+    int warned;    /* a bad message was logged */
+    int cancelled; /* CANCEL sent: the step answered every fence it had sent */
+    char nspace[HBD_JOB_NSLEN];
+    char tmpdir[420];
+    struct px_step *next;
 };
 
-void hbd_pmix_on_dmodex(hbd_pmix_dmodex_fn fn)
-{
-    g_px.dmodex = fn;
-}
+typedef struct fence_sig fence_sig_t;
 
-int hbd_pmix_call_on_loop(void (*fn)(hbd_t *d, void *arg), void *arg)
-{
-    px_op_t *op = op_new(OP_CALL, NULL);
-    if (op == NULL)
-        return HB_ERR_NOMEM;
-    op->call = fn;
-    op->call_arg = arg;
-    op_queue(op);
-    return 0;
-}
+/* The module's state in the daemon context (d->px). */
+struct hbd_px {
+    px_op_t *fences;   /* in flight in the barrier engine */
+    fence_sig_t *sigs; /* subset fences: sequence per (job, rank set) */
+    uint32_t n_sigs, cap_sigs;
+    px_step_t *steps; /* running or not reaped yet */
+    uint64_t next_serial;
+    uint64_t bad; /* messages from steps dropped */
+    uint32_t n_steps;
+    int wedged;                /* the last registration got no answer within HBD_PMIX_CALL_MS */
+    hbd_pmix_dmodex_fn dmodex; /* the direct_modex upcall's handler (hbd_dmodex.c) */
+    char tmpdir[400];          /* RUN_DIR/NAME.pmix: the steps' tmp dirs are under it */
+};
 
-/* ---- the loop side ---- */
+/*
+ * A step that does not answer its registration within HBD_PMIX_CALL_MS is wedged (libpmix
+ * 4.2.2 wedges its server thread when a client dies inside the connection handshake): the job
+ * fails with that reason and its step is killed; the next job gets a new one.
+ */
+#define HBD_PMIX_CALL_MS 10000
 
 static void op_free(px_op_t *op)
 {
     hbd_timer_free(op->timeout);
-    free(op->procs);
-    free(op->msg);
+    free(op->ranks);
     free(op->data);
     free(op);
+}
+
+/* ---- the socket to a step ---- */
+
+static void step_write_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Queue one message for the step and write what the socket takes now. */
+static void step_send(px_step_t *s, uint16_t type, uint32_t id, uint32_t rank, int32_t st,
+                      const void *a, size_t na, const void *b, size_t nb)
+{
+    if (s->fd < 0)
+        return;
+    hbd_pxmsg_t h = {
+        .magic = HBD_PXMSG_MAGIC, .type = type, .id = id, .rank = rank, .st = st, .len = na + nb};
+    if (evbuffer_add(s->out, &h, sizeof(h)) != 0 || (na > 0 && evbuffer_add(s->out, a, na)) ||
+        (nb > 0 && evbuffer_add(s->out, b, nb))) {
+        hb_log_error("job step %d: no memory for a message", (int)s->pid);
+        return;
+    }
+    step_write_cb(s->fd, EV_WRITE, s);
+}
+
+static void step_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    px_step_t *s = arg;
+    (void)what;
+    while (evbuffer_get_length(s->out) > 0) {
+        int n = evbuffer_write(s->out, fd);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n <= 0) { /* the step is gone: its EOF or SIGCHLD tells */
+            evbuffer_drain(s->out, evbuffer_get_length(s->out));
+            break;
+        }
+    }
+    if (evbuffer_get_length(s->out) > 0)
+        event_add(s->ev_wr, NULL);
+    else
+        event_del(s->ev_wr);
+}
+
+/* Answer a fence to its step (once). */
+static void op_answer(px_op_t *op, pmix_status_t st, const char *data, size_t n)
+{
+    if (op->step != NULL)
+        step_send(op->step, HBD_PXM_FENCE_DONE, op->sid, 0, st, data, n, NULL, 0);
+    op->step = NULL;
 }
 
 typedef struct fence_sig {
@@ -300,15 +171,10 @@ typedef struct fence_sig {
     uint32_t seq;
 } fence_sig_t;
 
-static void fence_release(void *cbdata)
-{
-    free(cbdata);
-}
-
-/* Hand the fence's result to PMIx; the op's data goes with it (freed by fence_release). */
+/* Hand the fence's result to the step (its PMIx answers the participants). */
 static void fence_finish(px_op_t *op, pmix_status_t st)
 {
-    for (px_op_t **pp = &g_px.fences; *pp != NULL; pp = &(*pp)->fnext)
+    for (px_op_t **pp = &op->d->px->fences; *pp != NULL; pp = &(*pp)->fnext)
         if (*pp == op) {
             *pp = op->fnext;
             break;
@@ -320,11 +186,9 @@ static void fence_finish(px_op_t *op, pmix_status_t st)
         n = op->ndata;
         op->data = NULL;
     }
-    hbd_fence_prof(g_px.d, "mcb", 0);
-    if (op->mcb != NULL)
-        op->mcb(st, data, n, op->cbdata, data ? fence_release : NULL, data);
-    else
-        free(data);
+    hbd_fence_prof(op->d, "mcb", 0);
+    op_answer(op, st, data, n);
+    free(data);
     op_free(op);
 }
 
@@ -371,12 +235,11 @@ static void fence_timeout_cb(hbd_t *d, void *arg)
 {
     px_op_t *op = arg;
     (void)d;
-    if (op->mcb == NULL)
+    if (op->step == NULL)
         return;
     hb_log_warn("fence of job %s: no release within its PMIX_TIMEOUT of %" PRIu32 " s",
-                op->proc.nspace, op->timeout_s);
-    op->mcb(PMIX_ERR_TIMEOUT, NULL, 0, op->cbdata, NULL, NULL);
-    op->mcb = NULL;
+                op->job != NULL ? op->job->nspace : "?", op->timeout_s);
+    op_answer(op, PMIX_ERR_TIMEOUT, NULL, 0);
     op->job = NULL;
 }
 
@@ -392,8 +255,8 @@ static void dfence_start(hbd_t *d, hbd_job_t *j, px_op_t *op, uint64_t id, const
                          uint32_t nn, const char *what)
 {
     op->job = j;
-    op->fnext = g_px.fences;
-    g_px.fences = op;
+    op->fnext = d->px->fences;
+    d->px->fences = op;
     void *mine = op->data;
     size_t n_mine = op->ndata;
     op->data = NULL;
@@ -417,31 +280,18 @@ static void dfence_start(hbd_t *d, hbd_job_t *j, px_op_t *op, uint64_t id, const
 static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
 {
     const hbd_job_spec_t *s = j->spec;
-    uint32_t *ranks = malloc(op->nprocs * sizeof(uint32_t)), *nodes = NULL, n = 0, nn = 0;
+    struct hbd_px *P = d->px;
+    uint32_t *ranks = malloc(op->nranks * sizeof(uint32_t) + 1), *nodes = NULL, n = 0, nn = 0;
     uint8_t *on = calloc(d->topo->n_nodes, 1);
     pmix_status_t st = PMIX_ERR_NOMEM;
     if (ranks == NULL || on == NULL)
         goto out_fail;
-    for (size_t i = 0; i < op->nprocs; i++) {
-        const pmix_proc_t *p = &op->procs[i];
-        if (!PMIX_CHECK_NSPACE(p->nspace, j->nspace)) {
-            hb_log_warn("job %s: a fence across namespaces (%s) is not supported", j->nspace,
-                        p->nspace);
-            st = PMIX_ERR_NOT_SUPPORTED;
-            goto out_fail;
-        }
-        if (p->rank == PMIX_RANK_WILDCARD) { /* with other entries: still the whole job */
-            free(ranks);
-            free(on);
-            op->all = 1;
-            fence_run(d, op);
-            return;
-        }
-        if (p->rank >= s->size) {
+    for (uint32_t i = 0; i < op->nranks; i++) { /* nspace and wildcard: the step's */
+        if (op->ranks[i] >= s->size) {
             st = PMIX_ERR_BAD_PARAM;
             goto out_fail;
         }
-        ranks[n++] = p->rank;
+        ranks[n++] = op->ranks[i];
     }
     qsort(ranks, n, sizeof(uint32_t), cmp_u32);
     uint64_t h = HB_FNV64_BASIS ^ s->id;
@@ -474,19 +324,19 @@ static void subset_run(hbd_t *d, hbd_job_t *j, px_op_t *op)
         goto out;
     }
     fence_sig_t *sg = NULL;
-    for (uint32_t i = 0; i < g_px.n_sigs; i++)
-        if (g_px.sigs[i].job == s->id && g_px.sigs[i].sig == h)
-            sg = &g_px.sigs[i];
+    for (uint32_t i = 0; i < P->n_sigs; i++)
+        if (P->sigs[i].job == s->id && P->sigs[i].sig == h)
+            sg = &P->sigs[i];
     if (sg == NULL) {
-        if (g_px.n_sigs == g_px.cap_sigs) {
-            uint32_t nc = g_px.cap_sigs ? 2 * g_px.cap_sigs : 8;
-            fence_sig_t *ns = realloc(g_px.sigs, nc * sizeof(*ns));
+        if (P->n_sigs == P->cap_sigs) {
+            uint32_t nc = P->cap_sigs ? 2 * P->cap_sigs : 8;
+            fence_sig_t *ns = realloc(P->sigs, nc * sizeof(*ns));
             if (ns == NULL)
                 goto out_fail;
-            g_px.sigs = ns;
-            g_px.cap_sigs = nc;
+            P->sigs = ns;
+            P->cap_sigs = nc;
         }
-        sg = &g_px.sigs[g_px.n_sigs++];
+        sg = &P->sigs[P->n_sigs++];
         sg->job = s->id;
         sg->sig = h;
         sg->seq = 0;
@@ -508,7 +358,8 @@ out:
 static void fence_run(hbd_t *d, px_op_t *op)
 {
     hbd_fence_prof(d, "loop", 0);
-    hbd_job_t *j = hbd_job_find(d, op->proc.nspace);
+    hbd_job_t *j = op->job;
+    op->job = NULL;
     if (j == NULL) {
         fence_finish(op, PMIX_ERR_NOT_FOUND);
         return;
@@ -549,8 +400,8 @@ static void fence_run(hbd_t *d, px_op_t *op)
     }
     uint64_t coll = j->fence_seq++;
     op->job = j;
-    op->fnext = g_px.fences;
-    g_px.fences = op;
+    op->fnext = d->px->fences;
+    d->px->fences = op;
     /* PMIX_TIMEOUT: the participants are answered then; the barrier itself goes on and ends
      * (or fails on the cluster's barrier timeout) on its own, only freeing the op. Armed
      * first: the barrier may complete, and the op be freed, before hbd_barrier_start returns. */
@@ -566,600 +417,721 @@ static void fence_run(hbd_t *d, px_op_t *op)
     }
 }
 
-static void op_run(hbd_t *d, px_op_t *op)
+/* ---- a step's messages ---- */
+
+/* A message that does not fit: dropped, counted, logged once per step. */
+static void step_bad(px_step_t *s, const hbd_pxmsg_t *h, const char *why)
 {
-    hbd_job_t *j = hbd_job_find(d, op->proc.nspace);
-    hbd_rank_t *r = j ? hbd_job_rank(j, op->proc.rank) : NULL;
-    switch (op->kind) {
-    case OP_CONNECTED:
-        if (r != NULL)
-            r->connected = 1;
-        break;
-    case OP_FINALIZED:
-        if (r != NULL)
-            r->finalized = 1;
-        break;
-    case OP_ABORT:
-        if (r != NULL)
-            hbd_job_rank_abort(r, op->status, op->msg);
-        break;
-    case OP_FENCE:
-        fence_run(d, op);
+    s->d->px->bad++;
+    if (s->warned++ == 0)
+        hb_log_warn("job %s: a message from its PMIx step (type %u) dropped: %s", s->nspace,
+                    h->type, why);
+}
+
+static void on_registered(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl);
+
+/* CONNECTED, FINALIZED, ABORT: the rank's state; OPDONE answers. */
+static void on_rank_event(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
+{
+    hbd_rank_t *r = hbd_job_rank(s->j, h->rank);
+    char msg[256];
+    step_send(s, HBD_PXM_OPDONE, h->id, h->rank, r != NULL ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND,
+              NULL, 0, NULL, 0);
+    if (r == NULL)
         return;
-    case OP_DMODEX:
-        if (g_px.dmodex != NULL)
-            g_px.dmodex(d, &op->proc, op->msg, op->timeout_s * 1000u, (hbd_fn_t)op->mcb,
-                        op->cbdata);
-        else
-            op->mcb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, op->cbdata, NULL, NULL);
-        op_free(op);
+    if (h->type == HBD_PXM_CONNECTED) {
+        r->connected = 1;
+    } else if (h->type == HBD_PXM_FINALIZED) {
+        r->finalized = 1;
+    } else {
+        size_t n = h->len < sizeof(msg) - 1 ? (size_t)h->len : sizeof(msg) - 1;
+        if (n > 0)
+            memcpy(msg, pl, n);
+        msg[n] = '\0';
+        hbd_job_rank_abort(r, h->st, msg);
+    }
+}
+
+static void on_fence(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
+{
+    uint32_t n;
+    if (s->cancelled) /* the job is stopping: the step answered it (CANCEL, or at its end) */
         return;
-    case OP_CALL:
-        op->call(d, op->call_arg);
-        op_free(op);
-        return;
-    }
-    if (op->opcb != NULL)
-        op->opcb(r != NULL ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, op->cbdata);
-    op_free(op);
-}
-
-static void queue_cb(evutil_socket_t fd, short what, void *arg)
-{
-    hbd_t *d = arg;
-    uint64_t v;
-    (void)what;
-    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-        hb_log_warn("PMIx upcall queue: eventfd read: %m");
-    for (;;) {
-        pthread_mutex_lock(&g_px.mu);
-        px_op_t *op = g_px.head;
-        if (op != NULL) {
-            g_px.head = op->next;
-            if (g_px.head == NULL)
-                g_px.tail = NULL;
-        }
-        pthread_mutex_unlock(&g_px.mu);
-        if (op == NULL)
-            break;
-        op->next = NULL;
-        op_run(d, op);
-    }
-}
-
-/* Remove what PMIx left in its tmp dir (its rendezvous files), then the dir. */
-static void tmpdir_remove(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    if (dp != NULL) {
-        struct dirent *e;
-        char p[700];
-        while ((e = readdir(dp)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-            if (unlink(p) != 0 && errno == EISDIR) {
-                tmpdir_remove(p);
-            } else if (errno == EISDIR) {
-                tmpdir_remove(p);
-            }
-        }
-        closedir(dp);
-    }
-    if (rmdir(dir) != 0 && errno != ENOENT)
-        hb_log_warn("cannot remove %s: %m", dir);
-}
-
-int hbd_pmix_start(hbd_t *d)
-{
-    char nspace[PMIX_MAX_NSLEN + 1];
-    pmix_info_t *info;
-    pmix_rank_t myrank = d->self;
-    int rc;
-
-    g_px.d = d;
-    if (snprintf(g_px.tmpdir, sizeof(g_px.tmpdir), "%s/%s.pmix", d->run_dir, d->name) >=
-        (int)sizeof(g_px.tmpdir)) {
-        hb_log_error("PMIx tmp dir path too long");
-        return HB_ERR_CONFIG;
-    }
-    tmpdir_remove(g_px.tmpdir); /* a crashed daemon's leftovers */
-    if (mkdir(g_px.tmpdir, 0700) != 0) {
-        hb_log_error("cannot create %s: %m", g_px.tmpdir);
-        return HB_ERR_IO;
-    }
-    g_px.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (g_px.efd < 0) {
-        hb_log_error("eventfd: %m");
-        goto err_dir;
-    }
-    g_px.ev_q = event_new(d->base, g_px.efd, EV_READ | EV_PERSIST, queue_cb, d);
-    if (g_px.ev_q == NULL || event_add(g_px.ev_q, NULL) != 0) {
-        hb_log_error("cannot watch the PMIx upcall queue");
-        goto err_ev;
-    }
-    /*
-     * PMIx's shared-memory data store (gds ds12/ds21) keeps process-shared mutexes in a
-     * segment the clients map; a client killed while it holds one (a rank stopped because
-     * its job failed) leaves it locked and the server hangs on it for ever (openpmix issue
-     * 1233; seen here in PMIx_server_finalize). The hash store has no such lock; job info is
-     * small. The user can still choose with PMIX_MCA_gds.
-     */
-    setenv("PMIX_MCA_gds", "hash", 0);
-    snprintf(nspace, sizeof(nspace), "hibard.%s.%s", d->cfg->cluster, d->name);
-    PMIX_INFO_CREATE(info, 6);
-    PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, g_px.tmpdir, PMIX_STRING);
-    PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, g_px.tmpdir, PMIX_STRING);
-    PMIX_INFO_LOAD(&info[2], PMIX_HOSTNAME, d->name, PMIX_STRING);
-    PMIX_INFO_LOAD(&info[3], PMIX_SERVER_NSPACE, nspace, PMIX_STRING);
-    PMIX_INFO_LOAD(&info[4], PMIX_SERVER_RANK, &myrank, PMIX_PROC_RANK);
-    bool no = false;
-    PMIX_INFO_LOAD(&info[5], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
-    rc = PMIx_server_init(&px_module, info, 6);
-    PMIX_INFO_FREE(info, 6);
-    if (rc != PMIX_SUCCESS) {
-        hb_log_error("PMIx_server_init: %s", PMIx_Error_string(rc));
-        goto err_ev;
-    }
-    g_px.up = 1;
-    hb_log_info("PMIx server up (libpmix %s), tmp dir %s, hostname %s", PMIx_Get_version(),
-                g_px.tmpdir, d->name);
-    return 0;
-err_ev:
-    if (g_px.ev_q != NULL)
-        event_free(g_px.ev_q);
-    g_px.ev_q = NULL;
-    close(g_px.efd);
-    g_px.efd = -1;
-err_dir:
-    tmpdir_remove(g_px.tmpdir);
-    return HB_ERR_INTERNAL;
-}
-
-static void *finalize_main(void *arg)
-{
-    (void)arg;
-    PMIx_server_finalize();
-    return NULL;
-}
-
-/*
- * PMIx_server_finalize, but never a daemon that does not stop: after clients were killed
- * mid-job, libpmix 4.2.2 sometimes blocks in it for ever on one of its own mutexes (left
- * locked, or freed, by its handling of the lost clients). It runs on a helper thread; if it
- * has not returned after HBD_PMIX_FINI_MS the daemon goes on exiting without it.
- */
-#define HBD_PMIX_FINI_MS 2000
-static void finalize_bounded(void)
-{
-    pthread_t t;
-    struct timespec ts;
-    if (pthread_create(&t, NULL, finalize_main, NULL) != 0) {
-        PMIx_server_finalize();
+    if (h->len < 4 || (memcpy(&n, pl, 4), n > (h->len - 4) / 4) ||
+        (n == 0 && !(h->flags & HBD_PXM_ALL))) {
+        step_bad(s, h, "a fence that does not parse");
         return;
     }
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += HBD_PMIX_FINI_MS / 1000;
-    ts.tv_nsec += (HBD_PMIX_FINI_MS % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
-        hb_log_warn("PMIx_server_finalize did not return within %d ms (a libpmix lock left "
-                    "by a killed client); exiting without it",
-                    HBD_PMIX_FINI_MS);
-        pthread_detach(t);
-    }
-}
-
-void hbd_pmix_stop(hbd_t *d)
-{
-    if (g_px.d == NULL)
+    px_op_t *op = calloc(1, sizeof(*op));
+    size_t nd = h->len - 4 - (size_t)n * 4;
+    if (op == NULL || (n > 0 && (op->ranks = malloc((size_t)n * 4)) == NULL) ||
+        (nd > 0 && (op->data = malloc(nd)) == NULL)) {
+        if (op != NULL)
+            op_free(op);
+        step_send(s, HBD_PXM_FENCE_DONE, h->id, 0, PMIX_ERR_NOMEM, NULL, 0, NULL, 0);
         return;
-    /* the fences and dmodex requests were answered, the jobs stopped, before (hbd_main.c) */
-    /* first: should PMIx hang in finalize (see hbd_pmix_start) and the daemon be killed,
-     * nothing of it is left in the run dir */
-    tmpdir_remove(g_px.tmpdir);
-    if (g_px.up)
-        finalize_bounded();
-    g_px.up = 0;
-    /* PMIx's thread is gone: ops it queued since are answered by nobody */
-    while (g_px.head != NULL) {
-        px_op_t *op = g_px.head;
-        g_px.head = op->next;
-        op_free(op);
     }
-    g_px.tail = NULL;
-    free(g_px.sigs);
-    g_px.sigs = NULL;
-    g_px.n_sigs = g_px.cap_sigs = 0;
-    if (g_px.ev_q != NULL)
-        event_free(g_px.ev_q);
-    g_px.ev_q = NULL;
-    if (g_px.efd >= 0)
-        close(g_px.efd);
-    g_px.efd = -1;
-    tmpdir_remove(g_px.tmpdir);
-    g_px.d = NULL;
+    op->d = s->d;
+    op->step = s;
+    op->sid = h->id;
+    op->collect = (h->flags & HBD_PXM_COLLECT) != 0;
+    op->all = (h->flags & HBD_PXM_ALL) != 0;
+    op->nranks = n;
+    if (n > 0)
+        memcpy(op->ranks, pl + 4, (size_t)n * 4);
+    if (nd > 0)
+        memcpy(op->data, pl + 4 + (size_t)n * 4, nd);
+    op->ndata = nd;
+    op->timeout_s = h->arg > 1000000 ? 1000000 : h->arg;
+    op->job = s->j;
+    fence_run(s->d, op);
 }
 
-/* ---- namespace registration ---- */
+/* A direct modex request's answer (hbd_dmodex.c calls it exactly once), to its step if that is
+ * still there. */
+typedef struct px_dm {
+    hbd_t *d;
+    uint64_t serial;
+    uint32_t id;
+} px_dm_t;
 
-static void info_u32(pmix_info_t *i, const char *key, uint32_t v)
+static void dm_answer(pmix_status_t st, const char *data, size_t n, void *cbdata,
+                      pmix_release_cbfunc_t rel, void *relarg)
 {
-    PMIX_INFO_LOAD(i, key, &v, PMIX_UINT32);
+    px_dm_t *m = cbdata;
+    for (px_step_t *s = m->d->px->steps; s != NULL; s = s->next)
+        if (s->serial == m->serial)
+            step_send(s, HBD_PXM_DMODEX_DONE, m->id, 0, st, data, data ? n : 0, NULL, 0);
+    if (rel != NULL)
+        rel(relarg);
+    free(m);
 }
 
-static void info_u16(pmix_info_t *i, const char *key, uint16_t v)
+static void on_dmodex(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 {
-    PMIX_INFO_LOAD(i, key, &v, PMIX_UINT16);
-}
-
-static void info_rank(pmix_info_t *i, const char *key, pmix_rank_t v)
-{
-    PMIX_INFO_LOAD(i, key, &v, PMIX_PROC_RANK);
-}
-
-/* Append s to a growing string. */
-static int sb_add(char **buf, size_t *len, size_t *cap, const char *s)
-{
-    size_t n = strlen(s);
-    if (*len + n + 1 > *cap) {
-        size_t nc = (*cap + n + 1) * 2;
-        char *nb = realloc(*buf, nc);
-        if (nb == NULL)
-            return HB_ERR_NOMEM;
-        *buf = nb;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, s, n + 1);
-    *len += n;
-    return 0;
-}
-
-/*
- * Registration of a job with the PMIx server runs on PMIx's thread; the loop does not wait for
- * it. libpmix 4.2.2 can wedge that thread for good (a lock its error path leaves held when a
- * client dies inside the connection handshake, see hbd_launch.c): its blocking calls then
- * never return, and a loop blocked in one stopped answering the other daemons (they took the
- * node for lost). So the namespace and then each client are registered in the callback form;
- * every answer comes back to the loop as an OP_CALL (px_reg_ans_t), and the job's start goes
- * on from there (px_reg_t.done). Without all answers within HBD_PMIX_CALL_MS the PMIx server
- * is wedged (hbd_pmix_wedged): the job fails with that reason and later jobs are refused at
- * once. A px_reg_t lives until its job is done with it and every call was answered; one whose
- * calls are never answered is left (with the info array PMIx may still read).
- */
-#define HBD_PMIX_CALL_MS 10000
-
-typedef struct px_reg {
-    hbd_job_t *j; /* NULL once the job is done with it (done called, or the job freed) */
-    void (*done)(hbd_job_t *j, int rc);
-    char nspace[PMIX_MAX_NSLEN + 1];
-    pmix_info_t *info; /* the namespace's: PMIx reads it until it answers */
-    size_t ninfo;
-    uint32_t pending; /* calls PMIx has not answered */
-    int ns_done;      /* the namespace is registered; the clients' turn */
-    int rc;           /* first failure */
-    hbd_timer_t *timeout;
-} px_reg_t;
-
-typedef struct px_reg_ans {
-    px_reg_t *reg;
-    px_op_t *op; /* queued with the answer: runs reg_answer on the loop */
-    pmix_status_t st;
-    int ns; /* the namespace's answer (else a client's) */
-} px_reg_ans_t;
-
-static void reg_answer(hbd_t *d, void *arg);
-static void dereg_done(pmix_status_t st, void *cbdata);
-
-static void reg_free_if_unused(px_reg_t *g)
-{
-    if (g->j != NULL || g->pending > 0)
+    size_t k0, end;
+    pmix_proc_t p;
+    if (hbd_pxm_str(pl, h->len, 0, &k0) != 0 || k0 > PMIX_MAX_NSLEN + 1 ||
+        hbd_pxm_str(pl, h->len, k0, &end) != 0 || end - k0 > PMIX_MAX_KEYLEN + 1) {
+        step_bad(s, h, "a direct modex request that does not parse");
         return;
-    hbd_timer_free(g->timeout);
-    if (g->info != NULL)
-        PMIX_INFO_FREE(g->info, g->ninfo);
-    free(g);
-}
-
-/* The job is done with g: its start goes on with rc. */
-static void reg_end(px_reg_t *g, int rc)
-{
-    hbd_job_t *j = g->j;
-    g->j = NULL;
-    j->reg = NULL;
-    hbd_timer_cancel(g->timeout);
-    g->done(j, rc);
-    reg_free_if_unused(g);
-}
-
-/* PMIx's thread: an answer, to the loop. */
-static void reg_cb(pmix_status_t st, void *cbdata)
-{
-    px_reg_ans_t *a = cbdata;
-    a->st = st;
-    op_queue(a->op);
-}
-
-/* A call made with reg_cb and a: what it returned. Every call gets exactly one answer on the
- * loop: PMIx's callback, or (it answered at once, or refused) queued here. */
-static void reg_called(px_reg_ans_t *a, pmix_status_t st)
-{
-    if (st == PMIX_SUCCESS)
+    }
+    px_dm_t *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        step_send(s, HBD_PXM_DMODEX_DONE, h->id, 0, PMIX_ERR_NOMEM, NULL, 0, NULL, 0);
         return;
-    a->st = st == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : st;
-    op_queue(a->op);
-}
-
-static px_reg_ans_t *reg_ans_new(px_reg_t *g, int ns)
-{
-    px_reg_ans_t *a = calloc(1, sizeof(*a));
-    if (a == NULL || (a->op = op_new(OP_CALL, NULL)) == NULL) {
-        free(a);
-        return NULL;
     }
-    a->reg = g;
-    a->ns = ns;
-    a->op->call = reg_answer;
-    a->op->call_arg = a;
-    g->pending++;
-    return a;
-}
-
-static void reg_clients(px_reg_t *g)
-{
-    hbd_job_t *j = g->j;
-    g->ns_done = 1;
-    for (uint32_t k = 0; k < j->n_local; k++) {
-        pmix_proc_t p;
-        px_reg_ans_t *a = reg_ans_new(g, 0);
-        if (a == NULL) {
-            g->rc = HB_ERR_NOMEM;
-            break;
-        }
-        PMIX_LOAD_PROCID(&p, j->nspace, j->local[k].rank);
-        reg_called(a,
-                   PMIx_server_register_client(&p, geteuid(), getegid(), &j->local[k], reg_cb, a));
-    }
-}
-
-static void reg_answer(hbd_t *d, void *arg)
-{
-    px_reg_ans_t *a = arg;
-    px_reg_t *g = a->reg;
-    (void)d;
-    g->pending--;
-    if (a->st != PMIX_SUCCESS) {
-        hb_log_error("job %s: %s: %s", g->nspace,
-                     a->ns ? "PMIx_server_register_nspace" : "PMIx_server_register_client",
-                     PMIx_Error_string(a->st));
-        if (g->rc == 0)
-            g->rc = HB_ERR_INTERNAL;
-    }
-    if (a->ns) {
-        PMIX_INFO_FREE(g->info, g->ninfo);
-        g->info = NULL;
-        if (a->st == PMIX_SUCCESS && g->j != NULL)
-            g->j->registered = 1;
-        else if (a->st == PMIX_SUCCESS) /* the job went meanwhile */
-            PMIx_server_deregister_nspace(g->nspace, dereg_done, NULL);
-    }
-    int ns = a->ns;
-    free(a);
-    if (g->j != NULL && ns && g->rc == 0)
-        reg_clients(g);
-    if (g->j != NULL && g->pending == 0)
-        reg_end(g, g->rc);
+    m->d = s->d;
+    m->serial = s->serial;
+    m->id = h->id;
+    PMIX_LOAD_PROCID(&p, (const char *)pl, h->rank);
+    const char *key = (const char *)pl + k0;
+    uint32_t to_s = h->arg > 1000000 ? 1000000 : h->arg;
+    if (s->d->px->dmodex != NULL)
+        s->d->px->dmodex(s->d, &p, key[0] ? key : NULL, to_s * 1000u, (hbd_fn_t)dm_answer, m);
     else
-        reg_free_if_unused(g);
+        dm_answer(PMIX_ERR_NOT_SUPPORTED, NULL, 0, m, NULL, NULL);
+}
+
+/* PROBED, FETCHED: the answer to a call of ours. */
+static void on_call_answer(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
+{
+    px_call_t *c = NULL;
+    for (px_call_t **pp = &s->calls; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->id == h->id && (*pp)->answer == h->type) {
+            c = *pp;
+            *pp = c->next;
+            break;
+        }
+    if (c == NULL) {
+        step_bad(s, h, "an answer to no call");
+        return;
+    }
+    if (c->probed != NULL)
+        c->probed(s->d, c->arg, h->st == 0);
+    else
+        c->fetched(s->d, c->arg, h->st, (const char *)pl, h->len);
+    free(c);
+}
+
+static void on_log(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
+{
+    int n = h->len > 1000 ? 1000 : (int)h->len;
+    hb_log_level_t lv = h->arg <= HB_LOG_DEBUG ? (hb_log_level_t)h->arg : HB_LOG_WARN;
+    hb_log_msg(lv, "job %s: PMIx step: %.*s", s->nspace, n, pl != NULL ? (const char *)pl : "");
+}
+
+/* One whole message from the step. */
+static void step_msg(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
+{
+    if (h->type == HBD_PXM_LOG) {
+        on_log(s, h, pl);
+        return;
+    }
+    if (s->j == NULL) /* the job is over: nothing to answer */
+        return;
+    switch (h->type) {
+    case HBD_PXM_REGISTERED:
+        on_registered(s, h, pl);
+        return;
+    case HBD_PXM_CONNECTED:
+    case HBD_PXM_FINALIZED:
+    case HBD_PXM_ABORT:
+        on_rank_event(s, h, pl);
+        return;
+    case HBD_PXM_FENCE:
+        hbd_fence_prof(s->d, "upcall", 0);
+        on_fence(s, h, pl);
+        return;
+    case HBD_PXM_DMODEX:
+        on_dmodex(s, h, pl);
+        return;
+    case HBD_PXM_PROBED:
+    case HBD_PXM_FETCHED:
+        on_call_answer(s, h, pl);
+        return;
+    default:
+        step_bad(s, h, "a type a step does not send");
+    }
+}
+
+static void step_lost(px_step_t *s, const char *why);
+
+/* SIGKILL to the step while it is not reaped (never kill(-1)). */
+static void step_kill(px_step_t *s)
+{
+    if (s->pid > 0)
+        kill(s->pid, SIGKILL);
+}
+
+static void step_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    px_step_t *s = arg;
+    (void)what;
+    int eof = 0;
+    for (;;) {
+        int n = evbuffer_read(s->in, fd, 1 << 20);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+        break;
+    }
+    hbd_pxmsg_t h;
+    while (s->fd >= 0 && evbuffer_copyout(s->in, &h, sizeof(h)) == (ev_ssize_t)sizeof(h)) {
+        if (h.magic != HBD_PXMSG_MAGIC || h.len > HBD_PXMSG_MAX_LEN) {
+            s->d->px->bad++;
+            hb_log_error("job %s: its PMIx step sent a broken message stream: stopping it",
+                         s->nspace);
+            step_kill(s);
+            step_lost(s, "its PMIx server process broke its message stream");
+            return;
+        }
+        if (evbuffer_get_length(s->in) < sizeof(h) + h.len)
+            break;
+        evbuffer_drain(s->in, sizeof(h));
+        uint8_t *pl = h.len > 0 ? evbuffer_pullup(s->in, (ev_ssize_t)h.len) : NULL;
+        if (h.len > 0 && pl == NULL) {
+            hb_log_error("job %s: no memory for a PMIx step's message", s->nspace);
+            step_kill(s);
+            step_lost(s, "no memory for its PMIx server's messages");
+            return;
+        }
+        step_msg(s, &h, pl);
+        if (s->fd >= 0) /* else the buffer went with the step's close */
+            evbuffer_drain(s->in, h.len);
+    }
+    if (eof && s->fd >= 0)
+        step_lost(s, "its PMIx server process (hibard --pmix-step) ended");
+}
+
+/* ---- a step's life ---- */
+
+/* The job is done with its step: the socket closes (the step's EOF: it finalizes and exits);
+ * the record stays until the step is reaped. What waits on it is answered. */
+static void step_close(px_step_t *s)
+{
+    hbd_job_t *j = s->j;
+    if (j != NULL) {
+        j->step = NULL;
+        j->registered = 0;
+    }
+    s->j = NULL;
+    s->done = NULL;
+    hbd_timer_cancel(s->timeout);
+    if (s->fd >= 0) {
+        event_del(s->ev_rd);
+        event_del(s->ev_wr);
+        close(s->fd);
+        s->fd = -1;
+    }
+    while (s->calls != NULL) { /* their handler is gone once hibard stops (hbd_dmodex_fini) */
+        px_call_t *c = s->calls;
+        s->calls = c->next;
+        if (s->d->px->dmodex == NULL)
+            ;
+        else if (c->probed != NULL)
+            c->probed(s->d, c->arg, 0);
+        else
+            c->fetched(s->d, c->arg, PMIX_ERR_NOT_FOUND, NULL, 0);
+        free(c);
+    }
+}
+
+/* The registration is over: the job's start goes on with rc. */
+static void reg_end(px_step_t *s, int rc)
+{
+    void (*done)(hbd_job_t * j, int rc) = s->done;
+    hbd_job_t *j = s->j;
+    s->done = NULL;
+    hbd_timer_cancel(s->timeout);
+    if (done != NULL && j != NULL)
+        done(j, rc);
+}
+
+/* The step died or broke while its job runs: the job ends with why. */
+static void step_lost(px_step_t *s, const char *why)
+{
+    hbd_job_t *j = s->j;
+    if (j == NULL) {
+        step_close(s);
+        return;
+    }
+    hb_log_error("job %s: %s", j->nspace, why);
+    hbd_pmix_job_cancel_fences(j);
+    if (s->done != NULL) {
+        reg_end(s, HB_ERR_INTERNAL); /* may free j (and close s) */
+    } else {
+        char b[300];
+        snprintf(b, sizeof(b), "%s on node %s", why, s->d->name);
+        hbd_job_fail(j, b);
+    }
+    step_close(s);
+}
+
+static void step_free(px_step_t *s)
+{
+    struct hbd_px *P = s->d->px;
+    step_close(s);
+    for (px_step_t **pp = &P->steps; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    P->n_steps--;
+    if (s->ev_rd != NULL)
+        event_free(s->ev_rd);
+    if (s->ev_wr != NULL)
+        event_free(s->ev_wr);
+    if (s->in != NULL)
+        evbuffer_free(s->in);
+    if (s->out != NULL)
+        evbuffer_free(s->out);
+    hbd_timer_free(s->timeout);
+    hbd_step_rmdir(s->tmpdir); /* the step's own removal is missing when it was killed */
+    free(s->env);
+    free(s->env_of);
+    free(s);
+}
+
+int hbd_pmix_reaped(hbd_t *d, pid_t pid, int status)
+{
+    if (d->px == NULL)
+        return 0;
+    for (px_step_t *s = d->px->steps; s != NULL; s = s->next) {
+        if (s->pid != pid)
+            continue;
+        s->pid = -1;
+        char b[160];
+        if (WIFSIGNALED(status))
+            snprintf(b, sizeof(b), "its PMIx server process died (signal %d)", WTERMSIG(status));
+        else
+            snprintf(b, sizeof(b), "its PMIx server process exited (status %d)",
+                     WEXITSTATUS(status));
+        if (s->j != NULL)
+            step_lost(s, b);
+        else if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)
+            hb_log_warn("job %s: %s", s->nspace, b); /* after its job, or with it */
+        hb_log_debug("PMIx step %d ended (status %#x)", (int)pid, status);
+        step_free(s);
+        return 1;
+    }
+    return 0;
 }
 
 static void reg_timeout(hbd_t *d, void *arg)
 {
-    px_reg_t *g = arg;
-    (void)d;
-    if (!g_px.wedged)
-        hb_log_error("job %s: libpmix's server thread did not answer the %s registration within "
-                     "%d ms: it is wedged (libpmix 4.2.2 does this after a client died during "
-                     "its connection handshake); no job can run on this node until hibard is "
-                     "restarted",
-                     g->nspace, g->ns_done ? "clients'" : "namespace's", HBD_PMIX_CALL_MS);
-    g_px.wedged = 1;
-    reg_end(g, HB_ERR_UNAVAIL);
+    px_step_t *s = arg;
+    hb_log_error("job %s: its PMIx step did not answer the registration within %d ms: it is "
+                 "wedged (libpmix 4.2.2 does this after a client died during its connection "
+                 "handshake); the job fails, the next one gets a new step",
+                 s->nspace, HBD_PMIX_CALL_MS);
+    d->px->wedged = 1;
+    step_kill(s);
+    reg_end(s, HB_ERR_UNAVAIL);
 }
 
-void hbd_pmix_job_register_cancel(hbd_job_t *j)
+static void on_registered(px_step_t *s, const hbd_pxmsg_t *h, const uint8_t *pl)
 {
-    px_reg_t *g = j->reg;
-    if (g == NULL)
+    if (s->done == NULL) {
+        step_bad(s, h, "a second registration answer");
         return;
-    g->j = NULL;
-    j->reg = NULL;
-    hbd_timer_cancel(g->timeout);
-    reg_free_if_unused(g);
+    }
+    int rc = h->st == PMIX_SUCCESS ? 0 : HB_ERR_INTERNAL;
+    if (rc == 0 && h->arg == s->j->n_local) {
+        /* each local rank's environment: strings, an empty one ends the rank's */
+        s->env = malloc(h->len + 1);
+        s->env_of = calloc(h->arg + 1, sizeof(char *));
+        if (s->env == NULL || s->env_of == NULL) {
+            rc = HB_ERR_NOMEM;
+        } else {
+            if (h->len > 0)
+                memcpy(s->env, pl, h->len);
+            s->env[h->len] = '\0';
+            s->env_len = h->len;
+            size_t off = 0, next;
+            for (uint32_t k = 0; k < h->arg && rc == 0; k++) {
+                s->env_of[k] = s->env + off;
+                while (rc == 0 && off < h->len && pl[off] != '\0')
+                    if (hbd_pxm_str(pl, h->len, off, &next) != 0 ||
+                        strchr(s->env + off, '=') == NULL)
+                        rc = HB_ERR_PROTO;
+                    else
+                        off = next;
+                if (off >= h->len)
+                    rc = HB_ERR_PROTO;
+                off++;
+            }
+            s->n_env = h->arg;
+        }
+        if (rc != 0)
+            step_bad(s, h, "a registration answer that does not parse");
+    } else if (rc == 0) {
+        step_bad(s, h, "a registration answer for another number of ranks");
+        rc = HB_ERR_PROTO;
+    }
+    if (rc == 0) {
+        s->j->registered = 1;
+        s->d->px->wedged = 0;
+    } else {
+        hb_log_error("job %s: its PMIx step could not register it: %s", s->j->nspace,
+                     h->st != PMIX_SUCCESS ? PMIx_Error_string(h->st) : hb_status_str(rc));
+    }
+    reg_end(s, rc);
 }
 
-int hbd_pmix_wedged(void)
+/* Start the job's step: hibard itself again (/proc/self/exe) with HBD_STEP_ARG, the socket pair's
+ * other end as its descriptor 3. 0 or an error (logged). */
+static int step_spawn(hbd_t *d, px_step_t *s)
 {
-    return g_px.wedged;
+    int sv[2], cfd = -1, rc = HB_ERR_IO;
+    char fd_s[16], rank_s[16], ppid_s[24], nspace[PMIX_MAX_NSLEN + 1];
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, all;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        hb_log_error("PMIx step: socketpair: %m");
+        return HB_ERR_IO;
+    }
+    cfd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10); /* never 3 itself: dup2 onto 3 clears CLOEXEC */
+    close(sv[1]);
+    if (cfd < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0) {
+        hb_log_error("PMIx step: descriptors: %m");
+        goto out;
+    }
+    snprintf(fd_s, sizeof(fd_s), "3");
+    snprintf(rank_s, sizeof(rank_s), "%" PRIu32, d->self);
+    snprintf(ppid_s, sizeof(ppid_s), "%d", (int)getpid());
+    snprintf(nspace, sizeof(nspace), "hibard.%s.%s", d->cfg->cluster, d->name);
+    char *argv[] = {"hibard", HBD_STEP_ARG, fd_s,   s->tmpdir, (char *)d->name,
+                    nspace,   rank_s,       ppid_s, NULL};
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_adddup2(&fa, cfd, 3);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    extern char **environ;
+    int e = posix_spawn(&s->pid, "/proc/self/exe", &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (e != 0) {
+        hb_log_error("PMIx step: cannot start hibard again (/proc/self/exe): %s", strerror(e));
+        goto out;
+    }
+    s->fd = sv[0];
+    sv[0] = -1;
+    rc = 0;
+out:
+    if (sv[0] >= 0)
+        close(sv[0]);
+    if (cfd >= 0)
+        close(cfd);
+    return rc;
 }
 
 int hbd_pmix_job_register(hbd_job_t *j, void (*done)(hbd_job_t *j, int rc))
 {
     hbd_t *d = j->d;
-    const hbd_job_spec_t *s = j->spec;
-    char *hosts = NULL, *ppn = NULL, *peers = NULL, *regex = NULL, *pregex = NULL, num[32];
-    size_t hl = 0, hc = 0, pl = 0, pc = 0, el = 0, ec = 0;
-    uint32_t *node_idx = NULL, *lrank = NULL, *nrank = NULL, *count = NULL;
-    pmix_info_t *info = NULL;
-    size_t ninfo = 0;
+    struct hbd_px *P = d->px;
+    const hbd_job_spec_t *sp = j->spec;
     int rc = HB_ERR_NOMEM;
-    if (g_px.wedged)
-        return HB_ERR_UNAVAIL; /* nothing would answer */
-
-    /* index of each cluster node among the job's nodes, ranks' local/node ranks */
-    node_idx = calloc(d->topo->n_nodes, sizeof(uint32_t));
-    lrank = calloc(s->size, sizeof(uint32_t));
-    count = calloc(j->n_nodes, sizeof(uint32_t));
-    nrank = lrank;
-    if (node_idx == NULL || lrank == NULL || count == NULL)
+    uint32_t *node_idx = calloc(d->topo->n_nodes, sizeof(uint32_t));
+    uint32_t *map = calloc(sp->size, sizeof(uint32_t));
+    const char **names = calloc(j->n_nodes, sizeof(char *));
+    px_step_t *s = calloc(1, sizeof(*s));
+    uint8_t *pl = NULL;
+    size_t len = 0;
+    if (node_idx == NULL || map == NULL || names == NULL || s == NULL)
         goto out;
-    for (uint32_t k = 0; k < j->n_nodes; k++)
-        node_idx[j->nodes[k]] = k;
-    for (uint32_t r = 0; r < s->size; r++)
-        lrank[r] = count[node_idx[s->map[r]]]++;
-    /* "n0,n1,..." and "0,1;2,3" */
+    hbd_step_job_t jb = {.size = sp->size, .n_nodes = j->n_nodes, .nspace = j->nspace};
     for (uint32_t k = 0; k < j->n_nodes; k++) {
-        if ((k > 0 && sb_add(&hosts, &hl, &hc, ",")) ||
-            sb_add(&hosts, &hl, &hc, d->cfg->nodes[j->nodes[k]].name))
-            goto out;
-        if (k > 0 && sb_add(&ppn, &pl, &pc, ";"))
-            goto out;
-        int first = 1;
-        for (uint32_t r = 0; r < s->size; r++) {
-            if (s->map[r] != j->nodes[k])
-                continue;
-            snprintf(num, sizeof(num), "%s%" PRIu32, first ? "" : ",", r);
-            first = 0;
-            if (sb_add(&ppn, &pl, &pc, num))
-                goto out;
-            if (j->nodes[k] == d->self && sb_add(&peers, &el, &ec, num))
-                goto out;
-        }
+        node_idx[j->nodes[k]] = k;
+        names[k] = d->cfg->nodes[j->nodes[k]].name;
+        if (j->nodes[k] == d->self)
+            jb.self = k;
     }
-    if (PMIx_generate_regex(hosts, &regex) != PMIX_SUCCESS ||
-        PMIx_generate_ppn(ppn, &pregex) != PMIX_SUCCESS) {
-        hb_log_error("job %s: cannot generate the node/proc maps", j->nspace);
-        rc = HB_ERR_INTERNAL;
+    for (uint32_t r = 0; r < sp->size; r++)
+        map[r] = node_idx[sp->map[r]];
+    jb.map = map;
+    jb.names = names;
+    if ((pl = hbd_step_job_pack(&jb, &len)) == NULL)
+        goto out;
+    s->d = d;
+    s->fd = -1;
+    s->pid = -1;
+    s->serial = ++P->next_serial;
+    snprintf(s->nspace, sizeof(s->nspace), "%s", j->nspace);
+    s->next_id = 1;
+    if (snprintf(s->tmpdir, sizeof(s->tmpdir), "%s/%" PRIx64, P->tmpdir, sp->id) >=
+        (int)sizeof(s->tmpdir)) {
+        rc = HB_ERR_CONFIG;
         goto out;
     }
-    size_t njob = 12;
-    PMIX_INFO_CREATE(info, njob + s->size);
-    if (info == NULL)
-        goto out;
-    ninfo = njob + s->size;
-    uint32_t i = 0;
-    PMIX_INFO_LOAD(&info[i++], PMIX_JOBID, j->nspace, PMIX_STRING);
-    info_u32(&info[i++], PMIX_UNIV_SIZE, s->size);
-    info_u32(&info[i++], PMIX_JOB_SIZE, s->size);
-    info_u32(&info[i++], PMIX_MAX_PROCS, s->size);
-    info_u32(&info[i++], PMIX_NUM_NODES, j->n_nodes);
-    info_u32(&info[i++], PMIX_JOB_NUM_APPS, 1);
-    info_u32(&info[i++], PMIX_LOCAL_SIZE, j->n_local);
-    PMIX_INFO_LOAD(&info[i++], PMIX_LOCAL_PEERS, peers ? peers : "", PMIX_STRING);
-    info_rank(&info[i++], PMIX_LOCALLDR, j->n_local ? j->local[0].rank : PMIX_RANK_UNDEF);
-    PMIX_INFO_LOAD(&info[i++], PMIX_NODE_MAP, regex, PMIX_REGEX);
-    PMIX_INFO_LOAD(&info[i++], PMIX_PROC_MAP, pregex, PMIX_REGEX);
-    info_u32(&info[i++], PMIX_APPNUM, 0);
-    for (uint32_t r = 0; r < s->size; r++, i++) {
-        pmix_data_array_t *da;
-        PMIX_DATA_ARRAY_CREATE(da, 8, PMIX_INFO);
-        if (da == NULL)
-            goto out;
-        pmix_info_t *pi = da->array;
-        info_rank(&pi[0], PMIX_RANK, r);
-        info_u16(&pi[1], PMIX_LOCAL_RANK, (uint16_t)lrank[r]);
-        info_u16(&pi[2], PMIX_NODE_RANK, (uint16_t)nrank[r]);
-        info_u32(&pi[3], PMIX_APPNUM, 0);
-        PMIX_INFO_LOAD(&pi[4], PMIX_HOSTNAME, d->cfg->nodes[s->map[r]].name, PMIX_STRING);
-        info_u32(&pi[5], PMIX_NODEID, node_idx[s->map[r]]);
-        info_rank(&pi[6], PMIX_GLOBAL_RANK, r);
-        info_rank(&pi[7], PMIX_APP_RANK, r);
-        snprintf(info[i].key, sizeof(info[i].key), "%s", PMIX_PROC_DATA);
-        info[i].value.type = PMIX_DATA_ARRAY;
-        info[i].value.data.darray = da;
-    }
-    px_reg_t *g = calloc(1, sizeof(*g));
-    px_reg_ans_t *a = g != NULL ? reg_ans_new(g, 1) : NULL;
-    if (a == NULL || (g->timeout = hbd_timer_new(d, reg_timeout, g)) == NULL) {
-        if (a != NULL) {
-            op_free(a->op);
-            free(a);
-        }
-        free(g);
+    if ((s->in = evbuffer_new()) == NULL || (s->out = evbuffer_new()) == NULL ||
+        (s->timeout = hbd_timer_new(d, reg_timeout, s)) == NULL)
+        goto out_s;
+    if ((rc = step_spawn(d, s)) != 0)
+        goto out_s;
+    s->ev_rd = event_new(d->base, s->fd, EV_READ | EV_PERSIST, step_read_cb, s);
+    s->ev_wr = event_new(d->base, s->fd, EV_WRITE, step_write_cb, s);
+    s->next = P->steps;
+    P->steps = s;
+    P->n_steps++;
+    s->j = j;
+    j->step = s;
+    if (s->ev_rd == NULL || s->ev_wr == NULL || event_add(s->ev_rd, NULL) != 0) {
+        step_kill(s);
+        step_close(s); /* freed once reaped */
+        s = NULL;
+        rc = HB_ERR_NOMEM;
         goto out;
     }
-    g->j = j;
-    g->done = done;
-    snprintf(g->nspace, sizeof(g->nspace), "%s", j->nspace);
-    g->info = info; /* PMIx's until it answers */
-    g->ninfo = ninfo;
-    info = NULL;
-    j->reg = g;
-    hbd_timer_arm(g->timeout, HBD_PMIX_CALL_MS * 1000ull, 1);
+    s->done = done;
+    hbd_timer_arm(s->timeout, HBD_PMIX_CALL_MS * 1000ull, 1);
     hbd_fence_prelink(d); /* links the job's first fence will use, made while it starts */
-    reg_called(
-        a, PMIx_server_register_nspace(j->nspace, (int)j->n_local, g->info, g->ninfo, reg_cb, a));
+    step_send(s, HBD_PXM_JOB, 0, 0, 0, pl, len, NULL, 0);
+    s = NULL;
     rc = 0;
+    goto out;
+out_s:
+    if (s->in != NULL)
+        evbuffer_free(s->in);
+    if (s->out != NULL)
+        evbuffer_free(s->out);
+    hbd_timer_free(s->timeout);
 out:
-    if (info != NULL)
-        PMIX_INFO_FREE(info, ninfo);
-    free(regex);
-    free(pregex);
-    free(hosts);
-    free(ppn);
-    free(peers);
+    free(s);
+    free(pl);
     free(node_idx);
-    free(lrank);
-    free(count);
+    free(map);
+    free(names);
     return rc;
 }
 
-static void dereg_done(pmix_status_t st, void *cbdata)
+void hbd_pmix_job_register_cancel(hbd_job_t *j)
 {
-    (void)st;
-    (void)cbdata;
+    px_step_t *s = j->step;
+    if (s == NULL)
+        return;
+    s->done = NULL;
+    hbd_timer_cancel(s->timeout);
+}
+
+int hbd_pmix_wedged(const hbd_t *d)
+{
+    return d->px != NULL && d->px->wedged;
+}
+
+uint32_t hbd_pmix_steps(const hbd_t *d)
+{
+    return d->px != NULL ? d->px->n_steps : 0;
+}
+
+uint64_t hbd_pmix_bad(const hbd_t *d)
+{
+    return d->px != NULL ? d->px->bad : 0;
 }
 
 void hbd_pmix_job_cancel_fences(hbd_job_t *j)
 {
     /*
      * A fence still in flight (the job is being stopped while some nodes were in it) is
-     * answered now with an error, while its clients live and PMIx still knows the
-     * namespace: answering after PMIx dropped its tracker (namespace gone) would touch freed
-     * memory, and libpmix 4.2.2 was seen to deadlock when clients die inside a fence the
-     * host has not answered. The barrier's own completion, whenever it comes, only frees
-     * the op.
+     * answered now with an error, while its clients live: libpmix 4.2.2 was seen to deadlock
+     * when clients die inside a fence the host has not answered. The step answers those it
+     * sent and this loop has not read yet (CANCEL). The barrier's own completion, whenever it
+     * comes, only frees the op.
      */
-    for (px_op_t *op = g_px.fences; op != NULL; op = op->fnext)
-        if (op->job == j && op->mcb != NULL) {
-            op->mcb(PMIX_ERR_COMM_FAILURE, NULL, 0, op->cbdata, NULL, NULL);
-            op->mcb = NULL;
+    for (px_op_t *op = j->d->px->fences; op != NULL; op = op->fnext)
+        if (op->job == j) {
+            op_answer(op, PMIX_ERR_COMM_FAILURE, NULL, 0);
             op->job = NULL;
         }
+    if (j->step != NULL) {
+        step_send(j->step, HBD_PXM_CANCEL, 0, 0, 0, NULL, 0, NULL, 0);
+        j->step->cancelled = 1;
+    }
 }
 
 void hbd_pmix_job_deregister(hbd_job_t *j)
 {
-    if (!j->registered || !g_px.up)
+    struct hbd_px *P = j->d->px;
+    if (j->step == NULL)
         return;
     hbd_pmix_job_cancel_fences(j);
-    for (uint32_t i = 0; i < g_px.n_sigs;)
-        if (g_px.sigs[i].job == j->spec->id)
-            g_px.sigs[i] = g_px.sigs[--g_px.n_sigs];
+    for (uint32_t i = 0; i < P->n_sigs;)
+        if (P->sigs[i].job == j->spec->id)
+            P->sigs[i] = P->sigs[--P->n_sigs];
         else
             i++;
-    /*
-     * Not the blocking form (NULL callback): with libpmix 4.2.2 a blocking
-     * PMIx_server_deregister_client after a client was killed mid-fence sometimes never
-     * returns (PMIx's thread waits on one of its own locks). Dropping the namespace drops its
-     * clients too, and nothing here needs to wait for it.
-     */
-    PMIx_server_deregister_nspace(j->nspace, dereg_done, NULL);
-    j->registered = 0;
+    step_close(j->step); /* the step drops the namespace, finalizes and exits */
+}
+
+/* NAME=VALUE into a malloc'd NULL-terminated environment, replacing NAME's entry if any. */
+static int env_put(char ***env, const char *kv)
+{
+    size_t nl = (size_t)(strchr(kv, '=') - kv), n = 0;
+    char *c = strdup(kv);
+    if (c == NULL)
+        return HB_ERR_NOMEM;
+    for (; (*env)[n] != NULL; n++)
+        if (strncmp((*env)[n], kv, nl + 1) == 0) {
+            free((*env)[n]);
+            (*env)[n] = c;
+            return 0;
+        }
+    char **ne = realloc(*env, (n + 2) * sizeof(char *));
+    if (ne == NULL) {
+        free(c);
+        return HB_ERR_NOMEM;
+    }
+    ne[n] = c;
+    ne[n + 1] = NULL;
+    *env = ne;
+    return 0;
 }
 
 int hbd_pmix_setup_fork(hbd_job_t *j, uint32_t lr, char ***env)
 {
-    pmix_proc_t p;
-    PMIX_LOAD_PROCID(&p, j->nspace, j->local[lr].rank);
-    pmix_status_t st = PMIx_server_setup_fork(&p, env);
-    if (st != PMIX_SUCCESS) {
-        hb_log_error("job %s: PMIx_server_setup_fork(%" PRIu32 "): %s", j->nspace,
-                     j->local[lr].rank, PMIx_Error_string(st));
+    px_step_t *s = j->step;
+    uint32_t k = 0; /* the step answers in rank order */
+    for (uint32_t i = 0; i < j->n_local; i++)
+        k += j->local[i].rank < j->local[lr].rank;
+    if (s == NULL || k >= s->n_env) {
+        hb_log_error("job %s: no PMIx environment for rank %" PRIu32, j->nspace, j->local[lr].rank);
         return HB_ERR_INTERNAL;
     }
+    for (const char *e = s->env_of[k]; *e != '\0'; e += strlen(e) + 1) {
+        int rc = env_put(env, e);
+        if (rc != 0)
+            return rc;
+    }
     return 0;
+}
+
+/* A call to the job's step; its answer comes to fn (or a failure once the step goes). */
+static int step_call(hbd_job_t *j, uint16_t type, uint16_t answer, uint32_t rank, const char *key,
+                     hbd_pmix_probe_fn probed, hbd_pmix_fetch_fn fetched, void *arg)
+{
+    px_step_t *s = j->step;
+    if (s == NULL || s->fd < 0)
+        return HB_ERR_NOT_FOUND;
+    px_call_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return HB_ERR_NOMEM;
+    c->id = s->next_id++;
+    c->answer = answer;
+    c->probed = probed;
+    c->fetched = fetched;
+    c->arg = arg;
+    c->next = s->calls;
+    s->calls = c;
+    step_send(s, type, c->id, rank, 0, j->nspace, strlen(j->nspace) + 1, key,
+              key != NULL ? strlen(key) + 1 : 0);
+    return 0;
+}
+
+int hbd_pmix_probe(hbd_job_t *j, uint32_t rank, const char *key, hbd_pmix_probe_fn fn, void *arg)
+{
+    return step_call(j, HBD_PXM_PROBE, HBD_PXM_PROBED, rank, key, fn, NULL, arg);
+}
+
+int hbd_pmix_fetch(hbd_job_t *j, uint32_t rank, hbd_pmix_fetch_fn fn, void *arg)
+{
+    return step_call(j, HBD_PXM_FETCH, HBD_PXM_FETCHED, rank, NULL, NULL, fn, arg);
+}
+
+void hbd_pmix_on_dmodex(hbd_t *d, hbd_pmix_dmodex_fn fn)
+{
+    if (d->px != NULL)
+        d->px->dmodex = fn;
+}
+
+/* ---- the module ---- */
+
+int hbd_pmix_start(hbd_t *d)
+{
+    struct hbd_px *P = calloc(1, sizeof(*P));
+    if (P == NULL)
+        return HB_ERR_NOMEM;
+    d->px = P;
+    if (snprintf(P->tmpdir, sizeof(P->tmpdir), "%s/%s.pmix", d->run_dir, d->name) >=
+        (int)sizeof(P->tmpdir)) {
+        hb_log_error("PMIx tmp dir path too long");
+        return HB_ERR_CONFIG;
+    }
+    hbd_step_rmdir(P->tmpdir); /* a crashed daemon's leftovers, its steps' included */
+    if (mkdir(P->tmpdir, 0700) != 0) {
+        hb_log_error("cannot create %s: %m", P->tmpdir);
+        return HB_ERR_IO;
+    }
+    hb_log_info("PMIx: a step process per job (libpmix %s), tmp dirs under %s", PMIx_Get_version(),
+                P->tmpdir);
+    return 0;
+}
+
+void hbd_pmix_stop(hbd_t *d)
+{
+    struct hbd_px *P = d->px;
+    if (P == NULL)
+        return;
+    /* the jobs were stopped before (hbd_main.c): their steps are ending; none outlives this */
+    while (P->steps != NULL) {
+        px_step_t *s = P->steps;
+        if (s->pid > 0) {
+            step_kill(s);
+            while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+        step_free(s);
+    }
+    hbd_step_rmdir(P->tmpdir);
+    free(P->sigs);
+    free(P);
+    d->px = NULL;
 }
