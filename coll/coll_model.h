@@ -198,8 +198,9 @@ int hb_model_plogp_eq(const hb_model_plogp_t *p, double m, uint32_t n);
  *   gather binomial   Σ_{k<d} (g(2^k·m, pair) + L)              (pairwise: no incast)
  *   bcast flat        (n-1)·g(m, 1→n) + L;   bcast binomial d·(g(m, pair) + L)
  *   allgather         gather(m) + bcast(n·m) of the same algorithm
- *   alltoall flat     (n-1)·max(g(m, 1→n), g(m, n→1)) + L + E_q(m, n)·T_RTO   (every node sends
- *                     to all and is the target of a many-to-one phase, all at once)
+ *   alltoall flat     (n-1)·max(g(m, 1→n), g(m, n→1)) + L + E_q(m, n)·T_RTO
+ *                     (every node sends to all and is the target of a many-to-one phase, all
+ *                     at once)
  *   alltoall pairwise (n-1)·(g(m, pair) + L)    (n - 1 rounds of pair exchanges: no incast)
  * (m bytes per pair for alltoall). Single- and multi-lane need sites: HB_ERR_INVAL.
  */

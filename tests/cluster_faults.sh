@@ -2,33 +2,28 @@
 # cluster_faults.sh: daemons killed and stopped on a running cluster (doc/design.md section 5.1,
 # membership). examples/local.yaml as a chain (fanout 1): 12 nodes, chassis n[00-02] (the root,
 # Center n00), then n[03-05] and n[06-08] (inter-level, Centers n03 and n06), then n[09-11]
-# (low-end, Center n09), each below a port node of the one before. Each case kills one
-# daemon (SIGKILL) while job A, which has a rank on that node, runs an operation, and job B runs
-# on other nodes:
+# (low-end, Center n09), each below a port node of the one before. Each case kills one daemon
+# (SIGKILL) while job A, which has a rank on that node, runs an operation, and job B runs on other
+# nodes:
 #   - A ends with an error naming the node (hibar-run exit != 0), B ends with its data checked;
 #   - every daemon left holds the node lost ("hibar-cluster status");
 #   - "hibar-cluster restart" brings it back under a new incarnation, and a job with a rank on
 #     every node runs (its data checked).
-# Cases: a low-end port idle; an inter-level Center in a barrier (the other job's frames cross
-# its chassis: they go through a stand-in); a root port node in a fence with data; a low-end Center in collectives' data; a port while its job
-# starts; the root Center as the origin of a job (hibar-run's daemon); the root killed and not
-# restarted (a new root gives new jobs their slots). Then a daemon stopped (SIGSTOP) past the
-# heartbeat timeout and continued rejoins by itself, its job ended. The time bounds below are
-# bounds against hangs only.
+# Cases: a low-end port idle; an inter-level Center in a barrier (the other job's frames cross its
+# chassis: they go through a stand-in); a root port node in a fence with data; a low-end Center in
+# collectives' data; a port while its job starts; the root Center as the origin of a job
+# (hibar-run's daemon); the root killed and not restarted (a new root gives new jobs their slots).
+# Then a daemon stopped (SIGSTOP) past the heartbeat timeout and continued rejoins by itself, its
+# job ended. The time bounds below are bounds against hangs only.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 TEST_TAG=cf
 HIBAR_TEST_CONFIG=$src/examples/local.yaml
 hb_use_cluster
 SETS+=(--set fanout=1)
-for p in fence_client xrank_check; do
-    [ -x "$bld/tests/$p" ] || { echo "SKIP: $p not built"; exit 77; }
-    cp "$bld/tests/$p" "$TMP/$p"
-done
-EX="$bld/examples/hibar-example"
-[ -x "$EX" ] || { echo "SKIP: hibar-example not built"; exit 77; }
-FC="$TMP/fence_client"
-XC="$TMP/xrank_check"
+hb_prog FC tests/fence_client
+hb_prog XC tests/xrank_check
+hb_prog EX examples/hibar-example
 on_fail 'cat "$TMP"/a.err "$TMP"/b.out "$TMP"/b.err 2>/dev/null | tail -20; cl status'
 up
 R() { timeout -k 5 120 "$RUN" --config "$CONFIG" "${SETS[@]}" "$@"; }

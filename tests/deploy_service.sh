@@ -88,12 +88,14 @@ for _ in $(seq 100); do
     cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:lost:" && break
     sleep 0.1
 done
-cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:lost:" || fail "the killed daemon not held lost"
+cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:lost:" ||
+    fail "the killed daemon not held lost"
 on 2 "$hibard" --foreground --config "$etc/hibar.yaml" >"$tmp/d2b.log" 2>&1 &
 pids[2]=$!
 for _ in $(seq 150); do
     inc_after=$(cl_svc ctl "${hosts[2]}" status 2>/dev/null | tr ' ' '\n' | sed -n 's/^inc=//p')
-    [ -n "$inc_after" ] && cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:up:$inc_after" &&
+    [ -n "$inc_after" ] &&
+        cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:up:$inc_after" &&
         cl_svc status >/dev/null 2>&1 && break
     sleep 0.2
 done

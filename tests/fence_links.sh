@@ -5,10 +5,7 @@
 # concatenation going down every tree edge exactly once, on the plain data plane (stats data_rx).
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-FC="$bld/tests/fence_client"
-[ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
-cp "$FC" "$TMP/fence_client"
-FC="$TMP/fence_client"
+hb_prog FC tests/fence_client
 cat > "$TMP/sixteen.yaml" <<YAML
 cluster: hbfl$$
 nodes: fl[0-15]

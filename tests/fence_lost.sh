@@ -4,10 +4,7 @@
 # heartbeats (the barrier timeout is 2 minutes, so only the loss can end it), never a hang.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-FC="$bld/tests/fence_client"
-[ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
-cp "$FC" "$TMP/fence_client"
-FC="$TMP/fence_client"
+hb_prog FC tests/fence_client
 RD=/tmp/hibar-$(id -u)-hbfk$$
 sed -e "s/^cluster: .*/cluster: hbfk$$/" -e 's/^barrier_timeout_ms: .*/barrier_timeout_ms: 120000/' \
     "$FOUR" >"$TMP/lost.yaml"

@@ -4,10 +4,7 @@
 # PMIX_TIMEOUT (every participant gets PMIX_ERR_TIMEOUT), direct modex (PMIX_REQUIRED_KEY).
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-FC="$bld/tests/fence_client"
-[ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
-cp "$FC" "$TMP/fence_client"
-FC="$TMP/fence_client"
+hb_prog FC tests/fence_client
 EM=(--per-node 2 --emulate "$FOUR")
 
 count_ok() { grep -c '^ok rank' "$OUT"; }

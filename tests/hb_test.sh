@@ -12,7 +12,8 @@
 # and installs the only EXIT trap (INT and TERM exit 130 and 143 through it): a test never
 # sets an EXIT trap or defines fail itself. Then, as the test needs them:
 #   hb_use_cluster   a private emulated cluster (cl, up, down, stat_of, check_clean)
-#   hb_use_run       hibar-run jobs on emulated clusters (run, check_clean, FOUR, OUT, ERR)
+#   hb_use_run       hibar-run jobs on emulated clusters (run, check_clean, FOUR, OUT, ERR,
+#                    hb_prog)
 #   hb_use_bed NAME  a cluster bootstrapped on the namespace test bed (bed_done, stop_daemons,
 #                    wait_up, wait_gone)
 #   bed_daemons      inside the bed: one hibard per host, stopped on exit
@@ -149,6 +150,14 @@ heartbeat:
 barrier_timeout_ms: 20000
 YAML
     FOUR="$TMP/four.yaml"
+}
+
+# hb_prog VAR PROG: a private copy in TMP of the program PROG of the build tree (tests/NAME,
+# examples/NAME...), its path in VAR (so pgrep sees this test's ranks only); 77 when not built
+hb_prog() {
+    [ -x "$bld/$2" ] || { echo "SKIP: $2 not built"; exit 77; }
+    cp "$bld/$2" "$TMP/${2##*/}" || exit 99
+    printf -v "$1" '%s' "$TMP/${2##*/}"
 }
 
 hb_run_show() {

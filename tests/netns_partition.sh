@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # netns_partition.sh: a partition on the network-namespace bed (doc/design.md section 5.1). One
 # site of 4 hosts, one hibard each (heartbeat 200 ms, timeout 1 s). A job on every host runs
-# fences with data; the last host's switch port drops everything for 5 s (the port is taken
-# down: a pulled cable; no reset reaches either side, the traffic just stops). The job ends with an error
-# naming that host; the others hold it lost, it holds them lost; once the port forwards again
-# the two sides meet, the cut-off host gives way and rejoins as a new incarnation by itself,
-# and a job on every host runs again with its data checked. Needs root (exit 77 without).
-# About 20 s; the waits below are bounds against hangs, not measurements.
+# fences with data; the last host's switch port drops everything for 5 s (the port is taken down:
+# a pulled cable; no reset reaches either side, the traffic just stops). The job ends with an
+# error naming that host; the others hold it lost, it holds them lost; once the port forwards
+# again the two sides meet, the cut-off host gives way and rejoins as a new incarnation by itself,
+# and a job on every host runs again with its data checked. Needs root (exit 77 without). About
+# 20 s; the waits below are bounds against hangs, not measurements.
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${top_builddir:-$src}
@@ -19,7 +19,9 @@ if [ "${1-}" = --inside ]; then
     mkdir -p "$DIR" || exit 99
     SETS=(--set "cluster=$NAME" --set "run_dir=$DIR")
     on_exit 'rm -rf "$DIR" /dev/shm/hibar-"$(id -u)"-"$NAME"-*'
-    on_fail 'for l in "$DIR"/*.log; do [ -f "$l" ] && { echo "== $l (last 15 lines)" >&2; tail -n 15 "$l" >&2; }; done'
+    on_fail 'for l in "$DIR"/*.log; do
+        [ -f "$l" ] && { echo "== $l (last 15 lines)" >&2; tail -n 15 "$l" >&2; }
+    done'
     sw=$HIBAR_TESTBED_PREFIX-sw0
     # the port back to forwarding whatever happens (the bed goes anyway, but not before us)
     on_exit 'ip -n "$sw" link set dev h3 up 2>/dev/null'

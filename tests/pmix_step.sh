@@ -8,10 +8,7 @@
 # mid-job ends that job with a clear error; the next job runs. A step ends with its daemon.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-FC="$bld/tests/fence_client"
-[ -x "$FC" ] || { echo "SKIP: fence_client not built"; exit 77; }
-cp "$FC" "$TMP/fence_client"
-FC="$TMP/fence_client"
+hb_prog FC tests/fence_client
 NAME="hbps$$"
 RD="/tmp/hibar-$(id -u)-$NAME"
 CL=(env "HIBARD=$HIBARD" "$bld/tools/hibar-cluster" --config "$FOUR" --set "cluster=$NAME"

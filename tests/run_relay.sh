@@ -49,7 +49,8 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 stats
-[ "$(stat_of bad_inc)" = "$want_inc" ] || fail "rl0 counted $(stat_of bad_inc) stale frames, expected $want_inc"
+[ "$(stat_of bad_inc)" = "$want_inc" ] ||
+    fail "rl0 counted $(stat_of bad_inc) stale frames, expected $want_inc"
 [ "$(stat_of bad)" = $((want_bad + want_inc)) ] || fail "rl0 counted other frames as malformed"
 kill -0 $dp 2>/dev/null || { cat "$TMP/rl0.log"; fail "daemon gone"; }
 "$bld/tools/hibar-cluster" --config "$TMP/two.yaml" ctl rl0 ping | grep -q 'ok pong' || fail "daemon does not answer"

@@ -23,11 +23,8 @@ hb_use_run
 TEST_TAG=sk
 HIBAR_TEST_CONFIG=$FOUR
 hb_use_cluster
-LB="$bld/tools/peer/hibar-lib-bench"
-FC="$bld/tests/fence_client"
-for p in "$LB" "$FC"; do [ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }; done
-cp "$LB" "$TMP/hibar-lib-bench" && cp "$FC" "$TMP/fence_client" || exit 99
-LB="$TMP/hibar-lib-bench" FC="$TMP/fence_client"
+hb_prog LB tools/peer/hibar-lib-bench
+hb_prog FC tests/fence_client
 up
 NODES=$(sed -n 's/^nodes: *//p' "$CONFIG")
 R() { run 0 --config "$CONFIG" "${SETS[@]}" -n 8 -N 2 "$@"; }
@@ -49,7 +46,8 @@ for ((j = 0; j < JOBS; j++)); do
 done
 rss >"$TMP/rss1"
 echo "rss_kb after warm-up, after $BARRIERS barriers and $FENCES fences in $JOBS jobs each:"
-join "$TMP/rss0" "$TMP/rss1" | tee "$TMP/rss" | awk '{ printf "  %s %s -> %s (%+.1f %%)\n", $1, $2, $3, ($3 - $2) * 100 / $2 }'
+join "$TMP/rss0" "$TMP/rss1" | tee "$TMP/rss" |
+    awk '{ printf "  %s %s -> %s (%+.1f %%)\n", $1, $2, $3, ($3 - $2) * 100 / $2 }'
 awk '$3 > $2 * 1.05 + 1024 { bad = 1; print "FAIL: " $1 " grew from " $2 " to " $3 " kB" }
      END { exit bad }' "$TMP/rss" >&2 || fail "a daemon's resident size grew"
 down

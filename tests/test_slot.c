@@ -37,7 +37,8 @@ static void test_alloc(void)
     hbd_slots_t S;
     CU_ASSERT_EQUAL_FATAL(hbd_slots_init(&S, t, 4, 15, 1), 0);
     const uint32_t a[] = {0, 2}, b[] = {1}, c[] = {4, 5}, d[] = {0};
-    hbd_slot_t *sa = alloc(&S, t, a, 2, 0), *sb = alloc(&S, t, b, 1, 0), *sc = alloc(&S, t, c, 2, 0);
+    hbd_slot_t *sa = alloc(&S, t, a, 2, 0), *sb = alloc(&S, t, b, 1, 0),
+               *sc = alloc(&S, t, c, 2, 0);
     CU_ASSERT_FATAL(sa != NULL && sb != NULL && sc != NULL);
     CU_ASSERT_EQUAL(sa->jobno, 1);
     CU_ASSERT_EQUAL(sb->jobno, 2);
