@@ -43,11 +43,16 @@ wait_for() {
     fail "$want jobs did not start"
 }
 
-# held_lost NODE: every running daemon holds NODE lost
+# held_lost NODE: every running daemon holds NODE lost (the flood takes its time on a loaded
+# host: waited for, bounded)
 held_lost() {
     local n
     for n in $(ls "$RUN_DIR" | sed -n 's/\.pid$//p'); do
         [ "$n" = "$1" ] && continue
+        for _ in $(seq 300); do
+            cl ctl "$n" members | grep -q " $1:lost:" && break
+            sleep 0.1
+        done
         cl ctl "$n" members | grep -q " $1:lost:" || fail "node $n does not hold $1 lost"
     done
 }

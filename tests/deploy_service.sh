@@ -84,7 +84,7 @@ cl_svc() { "$bld/tools/hibar-cluster" --config "$etc/hibar.yaml" "$@"; }
 inc_before=$(cl_svc ctl "${hosts[2]}" status | tr ' ' '\n' | sed -n 's/^inc=//p')
 kill -KILL "$(cat "$run_dir/${hosts[2]}.pid")" || fail "no pid file of ${hosts[2]}"
 wait "${pids[2]}" 2>/dev/null
-for _ in $(seq 100); do
+for _ in $(seq 300); do
     cl_svc ctl "${hosts[0]}" members | grep -q " ${hosts[2]}:lost:" && break
     sleep 0.1
 done

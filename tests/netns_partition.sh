@@ -47,9 +47,9 @@ if [ "${1-}" = --inside ]; then
     grep -q "$cut" "$DIR/a.err" || { cat "$DIR/a.err"; fail "the job's error does not name $cut"; }
     # both sides: the others hold it lost (it answers no heartbeat)
     first=$(echo "$HIBAR_TESTBED_HOSTS" | tr ' ' '\n' | sed -n '1s/:.*//p')
-    for _ in $(seq 100); do
+    for _ in $(seq 300); do
         "${CL[@]}" ctl "$first" members | grep -q " $cut:lost:" && break
-        sleep 0.05
+        sleep 0.1
     done
     "${CL[@]}" ctl "$first" members | grep -q " $cut:lost:" || fail "$first does not hold $cut lost"
     sleep 4
