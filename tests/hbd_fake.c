@@ -347,6 +347,7 @@ void fk_cluster_fini(fk_cluster_t *c)
         if (c->d[i].base != NULL)
             event_base_free(c->d[i].base);
         free(c->d[i].lost_set);
+        hb_topo_free(c->d[i].live); /* the tree of the live nodes (hbd_route_update) */
         if (fk_hwb[i].fd >= 0)
             close(fk_hwb[i].fd);
     }
