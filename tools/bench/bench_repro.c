@@ -1063,8 +1063,10 @@ static void s3_run(rp_t *r, const rp_lines_t *logp)
     lines_free(&o);
     md(r, "## 3. MPIBlib: timing methods and the Hockney parameters\n\n");
     md(r,
-       "`hibar-bench methods --ranks 2` (libhibar ranks of one node: the multi-node client "
-       "path is not there yet, so not across namespace hosts), %s, adaptive repetitions to "
+       "`hibar-bench methods --ranks 2` (libhibar ranks forked on one node and joined through "
+       "a segment of its own: the methods' core has no callbacks for a libhibar job across "
+       "hosts yet; across hosts below, MPI ranks, MPIBlib's own setting), %s, adaptive "
+       "repetitions to "
        "a 2.5 %% CI. Cost: the wall time of the sweep per method; agreement: sizes whose "
        "median is within 10 %% of global's.\n\n"
        "| op | method | sweep cost (ms) | vs global | within 10 %% of global | mean "
