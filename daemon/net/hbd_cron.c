@@ -12,7 +12,7 @@ int hbd_cron_run(hbd_t *d, uint64_t now)
     for (uint32_t i = 0; i < d->n_cron; i++)
         busy |= d->cron_fns[i](d, now);
     hbd_net_check_ready(d); /* a fast link that did not come up in time settles here */
-    /* an idle, linked daemon needs no timer at all (hbd_cron_arm starts it again) */
+    /* an idle daemon, its peers all linked, needs no timer (hbd_cron_arm starts it again) */
     if (d->ready && !busy) {
         hbd_net_heartbeat_idle(d);
         return 0;

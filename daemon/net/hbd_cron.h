@@ -9,9 +9,10 @@
 
 /*
  * The tick runs while something needs it: until the daemon is ready (every 20 ms: the
- * transport's retries), and while some registered work says it has something in flight
- * (every heartbeat interval, 10 ms to 1 s: its timeouts, then the transport's heartbeats). An
- * idle, linked daemon has no timer at all; hbd_cron_arm starts the tick again. The work is
+ * transport's retries), and while some registered work says it has something in flight or a
+ * peer is lost or not linked (every heartbeat interval, 10 ms to 1 s: its timeouts, the HELLO
+ * a peer may come back through, then the transport's heartbeats). An idle daemon whose peers
+ * are all linked has no timer at all; hbd_cron_arm starts the tick again. The work is
  * registered with hbd_hooks_cron (hbd_hooks.h): fn(d, now) checks its deadlines against now and
  * returns 1 while it has something in flight.
  */
