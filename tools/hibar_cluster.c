@@ -139,8 +139,10 @@ static int cmd_status(const hb_cfg_t *cfg)
 static int cmd_jobs(const hb_cfg_t *cfg)
 {
     char *reply = NULL;
-    int rc = hbd_cluster_jobs(cfg, &reply, NULL, NULL);
+    uint8_t *lost = calloc(cfg->n_nodes, 1);
+    int rc = lost == NULL ? HIBAR_ERR_NOMEM : hbd_cluster_jobs(cfg, &reply, NULL, lost);
     if (rc != 0) {
+        free(lost);
         fprintf(stderr,
                 "hibar-cluster: the cluster's root daemon does not answer on this host: %s\n",
                 hibar_strerror(rc));
@@ -176,10 +178,12 @@ static int cmd_jobs(const hb_cfg_t *cfg)
         char agebuf[32], sync[24];
         snprintf(agebuf, sizeof(agebuf), "%.1fs", (double)age / 1e3);
         snprintf(sync, sizeof(sync), "%lu+%lu", base, nsync);
-        printf("%-6lu %-20llu %-8s %-6lu %-8s %-8s %s\n", jobno, id, "running", size, agebuf, sync,
+        /* a job whose origin is gone (a new root found it in its census) only drains */
+        const char *state = origin >= cfg->n_nodes || lost[origin] ? "draining" : "running";
+        printf("%-6lu %-20llu %-8s %-6lu %-8s %-8s %s\n", jobno, id, state, size, agebuf, sync,
                names);
-        (void)origin;
     }
+    free(lost);
     const char *l = strstr(reply, " lost=");
     if (l != NULL)
         printf("lost nodes (ids): %s\n", l + 6);
