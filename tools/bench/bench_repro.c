@@ -158,8 +158,9 @@ static int jtrue(const char *l, const char *key)
 /* One number of the report into --rows. */
 static void row(rp_t *r, int sec, const char *src, const char *key, double v)
 {
+    /* the exact double: a check that formats a row as the report does gets the same text */
     if (r->rows != NULL && isfinite(v))
-        fprintf(r->rows, "%d %s %s %.6g\n", sec, src, key, v);
+        fprintf(r->rows, "%d %s %s %.17g\n", sec, src, key, v);
 }
 
 static void md(rp_t *r, const char *f, ...) __attribute__((format(printf, 2, 3)));
