@@ -55,10 +55,8 @@ typedef struct hbd_peer {
     int hello_ack;      /* it answered our HELLO (our link to it works) */
     int lost;           /* found dead */
     int warned;         /* a malformed frame from it was logged */
-    int neighbour;      /* a tree or chassis neighbour (not an on-demand link): probed while lost */
     uint64_t inc;       /* its incarnation, from its HELLO (0: none yet) */
     uint64_t hello_try_ns; /* lost: when HELLO was last tried (hbd_net_rejoin) */
-    uint64_t revived_ns;   /* when this incarnation's link came up after a loss, or 0 */
     uint32_t zgen, dgen;   /* connections we made to it anew (hbd_net.c, peer_id) */
     uint64_t last_rx_ns;
     uint64_t probe_ns;      /* first unanswered heartbeat probe (accepted links), or 0 */

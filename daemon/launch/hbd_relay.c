@@ -1200,19 +1200,20 @@ static void root_check(hbd_t *d)
         }
         hb_log_warn("node %s is the cluster's root now: it gives jobs their slots", d->name);
         R->census_done = 0;
-    } else {
-        hbd_slots_fini(&R->slots);
-        free(R->census_wait);
-        R->census_wait = NULL;
-        while (R->allocq != NULL) { /* the new root answers them (they ask again) */
-            rl_alloc_t *q = R->allocq;
-            R->allocq = q->next;
-            alloc_answer(d, q->id, q->src, q->size, NULL);
-            free(q->member);
-            free(q);
-        }
+        R->is_root = 1;
+        return;
     }
-    R->is_root = now;
+    R->is_root = 0;
+    hbd_slots_fini(&R->slots);
+    free(R->census_wait);
+    R->census_wait = NULL;
+    while (R->allocq != NULL) { /* refused, naming the new root (hibar-run reports it) */
+        rl_alloc_t *q = R->allocq;
+        R->allocq = q->next;
+        alloc_answer(d, q->id, q->src, q->size, q->member);
+        free(q->member);
+        free(q);
+    }
 }
 
 static void on_join(hbd_t *d, uint32_t node, uint64_t inc)

@@ -42,7 +42,7 @@
  */
 
 #define HBD_HELLO_RESEND_NS (200ull * 1000000ull)
-/* A neighbour that is lost or not linked: HELLO tried again this often (it may come back). */
+/* A peer that is lost or not linked: HELLO tried again this often (it may come back). */
 #define HBD_REJOIN_NS (500ull * 1000000ull)
 #define HBD_MON_ENDPOINT_FMT "inproc://hibar-monitor-%u"
 
@@ -464,8 +464,8 @@ void hbd_net_check_ready(hbd_t *d)
     check_ready(d);
 }
 
-/* Tell every linked, live neighbour (but `skip`) that `node` is lost (ABORT) or up (MEMBER), at
- * the incarnation known here. */
+/* Tell peer p that `node` is lost (ABORT) or up (MEMBER), at the incarnation known here (never
+ * a node about itself). */
 static void tell(hbd_t *d, hbd_peer_t *p, uint8_t type, uint32_t node, int status)
 {
     uint8_t pl[16];
@@ -481,6 +481,7 @@ static void tell(hbd_t *d, hbd_peer_t *p, uint8_t type, uint32_t node, int statu
         (void)hbd_net_send(d, p->node, type, 0, 0, pl, 16);
 }
 
+/* Tell every linked, live peer (the flood: each passes on what is news to it, once). */
 static void flood(hbd_t *d, uint8_t type, uint32_t node, int status)
 {
     for (uint32_t i = 0; i < d->n_peers; i++)
@@ -620,7 +621,6 @@ static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t 
         hb_log_info("node %" PRIu32 " (%s) is back as a new incarnation", from,
                     d->cfg->nodes[from].name);
         peer_restart(d, p);
-        p->revived_ns = hb_time_now_ns();
         revived = 1;
     } else if (p->lost) {
         /* an on-demand link lost before its first HELLO came */
@@ -1349,8 +1349,6 @@ int hbd_net_start(hbd_t *d)
         add_peer(d, hb_topo_center_of(t, me->children[i]));
     for (uint32_t i = 0; i < ch->n_nodes; i++)
         add_peer(d, ch->nodes[i]);
-    for (uint32_t i = 0; i < d->n_peers; i++)
-        d->peers[i].neighbour = 1;
 
     d->zctx = zmq_ctx_new();
     if (d->zctx == NULL) {

@@ -62,8 +62,8 @@ void hbd_net_check_ready(hbd_t *d);
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
 /* The cron's calls (hbd_cron.c, the one periodic place). Until the daemon is ready: connect
  * the links that are not up yet, resend HELLO every 200 ms (retries). Once ready: HELLO every
- * 500 ms to each neighbour that is lost or not linked (a restarted, stopped or cut-off node
- * comes back through it). 1 while there is such a neighbour (the cron keeps ticking). */
+ * 500 ms to each peer that is lost or not linked (a restarted, stopped or cut-off node comes
+ * back through it). 1 while there is such a peer (the cron keeps ticking). */
 int hbd_net_retry(hbd_t *d, uint64_t now);
 /* While collectives are in flight: a HEARTBEAT to each accepted link quiet for the interval; a
  * peer that answers nothing for the heartbeat timeout is lost. */
