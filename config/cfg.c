@@ -180,8 +180,8 @@ static const cfg_key_t cfg_keys[] = {
     ENV("nbar.flat_max", K_UINT, 1024, NULL, 0, "4", "libhibar: flat barrier up to N ranks"),
     ENV("nbar.hwloc", K_BOOL, 0, NULL, 0, "on", "libhibar: tree by hwloc locality"),
     ENV("cma", K_BOOL, 0, NULL, 0, "on", "libhibar: cross-memory attach copies"),
-    /* libclient/ncoll.h HB_NCOLL_PULL_MIN_DEFAULT */
-    ENV("cma_pull_min", K_UINT, UINT32_MAX, NULL, 0, "16384",
+    /* libclient/ncoll.h HB_NCOLL_PULL_MIN_DEFAULT, _SCARCE */
+    ENV("cma_pull_min", K_UINT, UINT32_MAX, NULL, 0, "16384 (32768: more ranks than cores)",
         "libhibar: scatter/bcast receivers pull from N bytes on"),
 };
 #define N_KEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

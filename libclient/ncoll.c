@@ -72,8 +72,11 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar)
     c->grank = c->rank;
     c->gsize = c->nranks;
     c->cma_all = 1;
-    if (hb_env_u64("HIBAR_CMA_PULL_MIN", UINT64_MAX, &c->pull_min) != 0)
-        c->pull_min = HB_NCOLL_PULL_MIN_DEFAULT;
+    if (hb_env_u64("HIBAR_CMA_PULL_MIN", UINT64_MAX, &c->pull_min) != 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN); /* the node's: every rank decides alike */
+        c->pull_min = ncpu > 0 && c->nranks > (uint64_t)ncpu ? HB_NCOLL_PULL_MIN_SCARCE
+                                                             : HB_NCOLL_PULL_MIN_DEFAULT;
+    }
     for (r = 0; r < c->nranks; r++)
         c->cma_all &= hb_seg_ctl(seg, r)->cma_ok == 1;
     if (!c->cma_all && c->rank == 0 && !ncoll_env_off("HIBAR_CMA"))

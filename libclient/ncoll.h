@@ -67,13 +67,14 @@ void hb_ncoll_probe_publish(hb_seg_t *seg, uint32_t rank);
 /* Check that this rank can read its neighbour (after the init barrier) and publish it. */
 void hb_ncoll_probe_run(hb_seg_t *seg, uint32_t rank);
 
+/* Defaults of cma_pull_min (HIBAR_CMA_PULL_MIN, bytes), by the waiting rule (doc/design.md
+ * 6.1): 16 KiB where every rank of the node has a core (the receivers pull at once), 32 KiB
+ * where ranks outnumber the cores (pulling receivers then wait for each other's turn, and
+ * staging by the root is cheaper up to there). */
+#define HB_NCOLL_PULL_MIN_DEFAULT (16u << 10)
+#define HB_NCOLL_PULL_MIN_SCARCE (32u << 10)
+
 /* After every rank ran the probe and a barrier: set up. */
-/* Default of cma.pull_min (HIBAR_CMA_PULL_MIN): 16 KiB. */
-#define HB_NCOLL_PULL_MIN_DEFAULT (16u << 10)
-
-/* Default of cma.pull_min (HIBAR_CMA_PULL_MIN, bytes). */
-#define HB_NCOLL_PULL_MIN_DEFAULT (16u << 10)
-
 int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
 
 /*
