@@ -78,8 +78,11 @@
 #define HBD_RELAY_JOB_NSYNC 1          /* sync numbers a job gets: 11 jobs share a chassis */
 #define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
 
+/* The relay's part of a job (the job object's relay, hbd_job.h): from hibar-run's "run" at the
+ * origin, or the first JOB SPEC chunk elsewhere, until job_free. */
 typedef struct rl_job {
     hbd_t *d;
+    hbd_job_t *job; /* the job object that holds this record */
     uint64_t id;
     uint32_t origin;
     /* spec reassembly (other nodes) */
@@ -103,8 +106,7 @@ typedef struct rl_job {
     uint32_t size; /* ranks */
     char *raw;     /* the spec as hibar-run wrote it, until the slot comes */
     size_t raw_len;
-    uint32_t jobno;     /* its slot (0: not given yet) */
-    uint32_t engine;    /* its job number here (its barrier engine), from the spec */
+    uint32_t jobno;     /* origin: the slot it holds (0: not given yet, or given back) */
     int end_wait;       /* the part ended: the engine waits for its drain (then CLEAN) */
     struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END) */
     int drain_sent;     /* origin: the verdicts went out */
@@ -116,7 +118,6 @@ typedef struct rl_job {
     uint32_t n_ended;
     uint32_t lost_node;
     uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
-    struct rl_job *next;
 } rl_job_t;
 
 /* A node's chassis-round counts on the job's sync numbers (END). */
@@ -142,7 +143,6 @@ typedef struct rl_alloc {
 
 /* The relay's state in the daemon context (d->relay). */
 struct hbd_relay {
-    rl_job_t *jobs;
     hbd_slots_t slots; /* the cluster's job slots (on the root only) */
     int is_root;
     /* root: the census that tells a new root (or a restarted one) the running jobs' slots */
@@ -172,28 +172,39 @@ uint64_t hbd_relay_drops(const hbd_t *d)
 uint32_t hbd_relay_n_jobs(const hbd_t *d)
 {
     uint32_t n = 0;
-    for (rl_job_t *j = d->relay != NULL ? d->relay->jobs : NULL; j != NULL; j = j->next)
-        n++;
+    for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
+        n += j->relay != NULL;
     return n;
 }
 
+/* The relay's record of job id from origin, or NULL. */
 static rl_job_t *job_find(hbd_t *d, uint64_t id, uint32_t origin)
 {
-    rl_state_t *R = d->relay;
-    for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
-        if (j->id == id && j->origin == origin)
-            return j;
-    return NULL;
+    hbd_job_t *j = hbd_job_get(d, id);
+    return j != NULL && j->relay != NULL && j->relay->origin == origin ? j->relay : NULL;
 }
 
+/* A record for job id from origin, held by its job object (found, or made). NULL: no memory. */
+static rl_job_t *job_new(hbd_t *d, uint64_t id, uint32_t origin)
+{
+    hbd_job_t *j = NULL;
+    rl_job_t *J = calloc(1, sizeof(*J));
+    if (J == NULL || hbd_job_open(d, id, &j) != 0) {
+        free(J);
+        return NULL;
+    }
+    J->d = d;
+    J->job = j;
+    J->id = id;
+    J->origin = origin;
+    j->relay = J;
+    return J;
+}
+
+/* The record goes, then its job object unless another part (the launcher's) still holds it. */
 static void job_free(rl_job_t *J)
 {
-    rl_state_t *R = J->d->relay;
-    for (rl_job_t **pp = &R->jobs; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == J) {
-            *pp = J->next;
-            break;
-        }
+    hbd_job_t *j = J->job;
     if (J->part != NULL)
         bufferevent_free(J->part); /* the launcher sees EOF: it stops the job's ranks */
     if (J->run != NULL)
@@ -206,6 +217,16 @@ static void job_free(rl_job_t *J)
     free(J->out_next);
     free(J->owed);
     free(J);
+    j->relay = NULL;
+    hbd_job_release(j);
+}
+
+/* The relay's record of the next job of the registry from j on (j included), or NULL. */
+static rl_job_t *job_next(hbd_job_t *j)
+{
+    while (j != NULL && j->relay == NULL)
+        j = j->next;
+    return j != NULL ? j->relay : NULL;
 }
 
 /* ---- frames to other daemons ---- */
@@ -269,7 +290,7 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     if (R->outq_bytes > HBD_RELAY_QUEUE_MAX && !R->reading_paused) {
         /* the links are behind: stop reading the ranks' output until they catch up */
         R->reading_paused = 1;
-        for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
+        for (rl_job_t *j = job_next(d->jobs.head); j != NULL; j = job_next(j->job->next))
             if (j->part != NULL)
                 bufferevent_disable(j->part, EV_READ);
     }
@@ -455,7 +476,7 @@ static void send_drain(rl_job_t *J)
             continue; /* its engine here is gone already */
         J->clean_wait++;
         if (m == d->self)
-            hbd_barrier_job_drain(d, J->engine, bits);
+            hbd_barrier_job_drain(d, J->job->jobno, bits);
         else
             send_simple(d, J, m, HBD_WIRE_JOB_DRAIN, bits);
     }
@@ -517,9 +538,9 @@ static void part_end(rl_job_t *J)
     part_read_cb(J->part, J);
     bufferevent_free(J->part);
     J->part = NULL;
-    if (hbd_barrier_job_counts(d, J->engine, &c.base, &c.n, c.c) != 0)
+    if (hbd_barrier_job_counts(d, J->job->jobno, &c.base, &c.n, c.c) != 0)
         c.n = 0;
-    J->end_wait = hbd_barrier_job_busy(d, J->engine);
+    J->end_wait = hbd_barrier_job_busy(d, J->job->jobno);
     if (J->origin == d->self) {
         if (J->cnt != NULL)
             J->cnt[d->self] = c;
@@ -691,7 +712,7 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     uint32_t n = d->topo->n_nodes;
     char line[96], path[400];
     int rc = 0;
-    J->jobno = J->engine = jobno;
+    J->jobno = J->job->jobno = jobno;
     J->cnt = calloc(n, sizeof(*J->cnt));
     int ll = snprintf(line, sizeof(line), "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", jobno, base,
                       n_sync);
@@ -834,7 +855,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   HB_ERR_NOT_INIT, d->name);
         goto out;
     }
-    if (job_find(d, spec->id, d->self) != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
+    hbd_job_t *old = hbd_job_get(d, spec->id);
+    if (old != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
         hbd_reply(conn, "err %d job %" PRIu64 " exists, or this daemon relays %d jobs already",
                   HB_ERR_EXISTS, spec->id, HBD_RELAY_MAX_JOBS);
         goto out;
@@ -875,11 +897,14 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         close(fd);
         goto out;
     }
+    if (hbd_job_open(d, J->id, &J->job) != 0) {
+        bufferevent_free(J->run);
+        goto out;
+    }
+    J->job->relay = J; /* the job object holds the record from here on */
     J->raw = raw;
     J->raw_len = raw_len;
     raw = NULL;
-    J->next = R->jobs;
-    R->jobs = J;
     bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
     bufferevent_setwatermark(J->run, EV_WRITE, HBD_RELAY_RUN_LOW, 0);
     bufferevent_enable(J->run, EV_READ | EV_WRITE);
@@ -941,39 +966,52 @@ static uint32_t spec_jobno(const uint8_t *spec, uint64_t len)
     return 0;
 }
 
-/* A remote part could not start: tell the origin why, and that it ended. */
-static void remote_fail(rl_job_t *J, int rc, const char *text)
+/* A remote part cannot start: tell the origin why, and that it ended. */
+static void remote_refuse(rl_job_t *J, int rc, const char *text)
 {
     char line[256];
     int n = snprintf(line, sizeof(line), "err %d %s", rc, text);
     part_line(J, line, (size_t)n);
     out_flush(J);
     send_simple(J->d, J, J->origin, HBD_WIRE_JOB_END, 0);
+}
+
+/* ... and the record goes. */
+static void remote_fail(rl_job_t *J, int rc, const char *text)
+{
+    remote_refuse(J, rc, text);
     job_free(J);
 }
 
 static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_t *data,
                     uint32_t dlen)
 {
-    rl_state_t *R = d->relay;
     rl_job_t *J = job_find(d, id, x->src);
     if (x->seq == 0) {
         if (J != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
             drop(d, J != NULL ? "job exists" : "too many jobs", id, x->src);
             return;
         }
-        J = calloc(1, sizeof(*J));
+        if (hbd_job_get(d, id) != NULL) {
+            /* from another origin, or launched here: its part would be refused, so the origin
+             * hears it now (a record of its own, not the job's) */
+            rl_job_t *T = calloc(1, sizeof(*T));
+            drop(d, "job exists", id, x->src);
+            if (T == NULL)
+                return;
+            *T = (rl_job_t){.d = d, .id = id, .origin = x->src};
+            remote_refuse(T, HB_ERR_EXISTS, "a job with this id exists on this node");
+            free(T);
+            return;
+        }
+        J = job_new(d, id, x->src);
         if (J == NULL || (J->spec = malloc(x->arg)) == NULL) {
-            free(J);
+            if (J != NULL)
+                job_free(J);
             drop(d, "no memory", id, x->src);
             return;
         }
-        J->d = d;
-        J->id = id;
-        J->origin = x->src;
         J->spec_len = x->arg;
-        J->next = R->jobs;
-        R->jobs = J;
     } else if (J == NULL || J->spec == NULL || x->seq != J->spec_seq || x->arg != J->spec_len) {
         drop(d, "spec chunk out of order", id, x->src);
         if (J != NULL && J->spec != NULL)
@@ -986,7 +1024,7 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
         return;
     /* complete: the launcher reads it from a file of ours, as from hibar-run; the origin put
      * the slot line last */
-    J->engine = spec_jobno(J->spec, J->spec_len);
+    J->job->jobno = spec_jobno(J->spec, J->spec_len);
     char path[400];
     int wrc = spec_file(d, id, J->spec, J->spec_len, path, sizeof(path));
     free(J->spec);
@@ -1117,7 +1155,6 @@ static void alloc_request(hbd_t *d, uint64_t id, uint32_t src, uint32_t size, co
 /* CENSUS from the root: the jobs whose sync numbers this node holds. */
 static void census_answer(hbd_t *d, uint32_t root)
 {
-    rl_state_t *R = d->relay;
     uint8_t recs[HBD_WIRE_JOB_HOLD_MAX * HBD_WIRE_JOB_HOLD_REC];
     uint32_t jobs[HBD_WIRE_JOB_HOLD_MAX], k = 0;
     /* the barrier engines: a job whose part ended here holds its sync numbers until drained */
@@ -1126,9 +1163,8 @@ static void census_answer(hbd_t *d, uint32_t root)
         uint32_t base, n, counts[HB_HWB_NSYNC];
         if (hbd_barrier_job_counts(d, jobs[i], &base, &n, counts) != 0)
             continue;
-        const rl_job_t *J = R->jobs;
-        while (J != NULL && J->engine != jobs[i])
-            J = J->next;
+        const hbd_job_t *j = hbd_job_by_no(d, jobs[i]);
+        const rl_job_t *J = j != NULL ? j->relay : NULL;
         uint64_t id = J != NULL ? J->id : 0;
         uint8_t *r = recs + (size_t)k++ * HBD_WIRE_JOB_HOLD_REC;
         hbd_wire_put32(r, jobs[i]);
@@ -1271,7 +1307,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         return;
     case HBD_WIRE_JOB_DRAIN:
         if ((J = job_find(d, id, x.src)) != NULL && J->end_wait) {
-            hbd_barrier_job_drain(d, J->engine, x.arg);
+            hbd_barrier_job_drain(d, J->job->jobno, x.arg);
             tick_arm(d, 1);
         }
         return;
@@ -1339,7 +1375,7 @@ static int job_involves(hbd_t *d, const rl_job_t *J, uint32_t node)
         return 1;
     if (J->member != NULL)
         return J->member[node];
-    return hbd_barrier_job_has(d, J->engine, node);
+    return hbd_barrier_job_has(d, J->job->jobno, node);
 }
 
 /* A lost node: the jobs it is part of stop here; the origin reports it. The others go on: their
@@ -1361,9 +1397,10 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             hbd_slots_free(&R->slots, d->topo, sl->jobno);
         }
     }
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (!job_involves(d, J, node))
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next; /* j may go with J */
+        if (J == NULL || !job_involves(d, J, node))
             continue; /* its frames go around the lost node (hbd_route_next_hop) */
         if (J->origin == node) {
             J->origin_lost = 1;
@@ -1394,7 +1431,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
         }
         check_done(J);
     }
-    if (R->jobs != NULL)
+    if (job_next(d->jobs.head) != NULL)
         tick_arm(d, 0);
 }
 
@@ -1439,25 +1476,27 @@ static void tick_cb(hbd_t *d, void *arg)
     }
     if (R->reading_paused && R->outq_bytes < HBD_RELAY_QUEUE_MAX / 2) {
         R->reading_paused = 0;
-        for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
-            part_reading(j);
+        for (rl_job_t *J = job_next(d->jobs.head); J != NULL; J = job_next(J->job->next))
+            part_reading(J);
     }
     /* parts whose end waits for the engine's drain */
     int waiting = 0;
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (!J->end_wait)
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next; /* j may go with J */
+        if (J == NULL || !J->end_wait)
             continue;
-        if (hbd_barrier_job_busy(d, J->engine))
+        if (hbd_barrier_job_busy(d, j->jobno))
             waiting = 1;
         else
             part_clean(J); /* may free J */
     }
     /* origins: verdicts that are not answered (the engines give up after the barrier timeout) */
     uint64_t clean_lim = ((uint64_t)d->cfg->barrier_timeout_ms + 5000) * 1000000ull;
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (J->origin != d->self || !J->drain_sent || J->finishing)
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next;
+        if (J == NULL || J->origin != d->self || !J->drain_sent || J->finishing)
             continue;
         if (now - J->drain_ns > clean_lim) {
             hb_log_warn("job %" PRIu64 ": %" PRIu32 " nodes did not report clean sync numbers",
@@ -1470,9 +1509,10 @@ static void tick_cb(hbd_t *d, void *arg)
     }
     int fast = waiting;
     /* origins: nodes that never report after a loss */
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (J->origin != d->self || J->finishing)
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next;
+        if (J == NULL || J->origin != d->self || J->finishing)
             continue;
         if (J->lost_ns != 0 && now - J->lost_ns > HBD_RELAY_LOST_WAIT_MS * 1000000ull) {
             for (uint32_t i = 0; i < d->topo->n_nodes; i++)
@@ -1575,8 +1615,8 @@ void hbd_relay_fini(hbd_t *d)
     rl_state_t *R = d->relay;
     if (R == NULL)
         return;
-    while (R->jobs != NULL) {
-        rl_job_t *J = R->jobs;
+    rl_job_t *J;
+    while ((J = job_next(d->jobs.head)) != NULL) {
         if (J->run != NULL && !J->finishing) {
             struct evbuffer *out = bufferevent_get_output(J->run);
             evbuffer_add_printf(out, "%" PRIu32 " err %d daemon shutting down\n", d->self,
