@@ -8,6 +8,7 @@
 #include "hb_status.h"
 #include "hb_test.h"
 #include "hbd_job.h"
+#include "topo.h"
 
 /*
  * The parts as their modules set them: the relay (launch/hbd_relay.c) points j->relay at its
@@ -155,6 +156,38 @@ static void test_launch_first_and_subparts(void)
     CU_ASSERT_EQUAL(d.jobs.n_jobs, 0);
 }
 
+/* The nodes and member set: from the first part that reads the spec, checked by a later one, and
+ * freed with the job. */
+static void test_nodes(void)
+{
+    hbd_t d;
+    hb_topo_t t;
+    memset(&d, 0, sizeof(d));
+    memset(&t, 0, sizeof(t));
+    t.n_nodes = 6;
+    d.topo = &t;
+    const uint32_t map[] = {4, 1, 4, 2}, other[] = {4, 1, 4, 3}, outside[] = {1, 6};
+    uint32_t bad = 0;
+    hbd_job_t *j = open_job(&d, 12);
+    relay_on(j); /* the origin's run */
+    CU_ASSERT_EQUAL(hbd_job_set_nodes(j, outside, 2, &bad), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(bad, 1); /* rank 1 is on no node of the cluster */
+    CU_ASSERT_PTR_NULL(j->member);
+    CU_ASSERT_EQUAL_FATAL(hbd_job_set_nodes(j, map, 4, &bad), 0);
+    CU_ASSERT_EQUAL_FATAL(j->n_nodes, 3);
+    CU_ASSERT(j->nodes[0] == 1 && j->nodes[1] == 2 && j->nodes[2] == 4);
+    CU_ASSERT(j->member[1] && j->member[2] && j->member[4] && !j->member[0] && !j->member[3]);
+    CU_ASSERT_EQUAL(hbd_job_set_nodes(j, map, 4, &bad), 0); /* the launcher, the same spec */
+    CU_ASSERT_EQUAL(hbd_job_set_nodes(j, other, 4, &bad), HB_ERR_INVAL);
+    CU_ASSERT_EQUAL(bad, UINT32_MAX);
+    CU_ASSERT_EQUAL(j->n_nodes, 3);
+    launch_on(j, 1);
+    relay_off(j);
+    CU_ASSERT_EQUAL(j->n_nodes, 3); /* the job's, not the relay's: still there */
+    launch_off(j);
+    CU_ASSERT_PTR_NULL(hbd_job_get(&d, 12));
+}
+
 /* Several jobs: one going leaves the others where they are. */
 static void test_several(void)
 {
@@ -192,6 +225,7 @@ int main(void)
     CU_add_test(s, "relay and launcher, the relay last", test_both_relay_last);
     CU_add_test(s, "relay and launcher, the launcher last", test_both_launch_last);
     CU_add_test(s, "launcher first; ranks hold it too", test_launch_first_and_subparts);
+    CU_add_test(s, "nodes and member set", test_nodes);
     CU_add_test(s, "several jobs", test_several);
     return hb_test_run(CU_BRM_NORMAL);
 }

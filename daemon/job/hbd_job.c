@@ -59,7 +59,44 @@ void hbd_job_release(hbd_job_t *j)
             break;
         }
     js->n_local_ranks -= j->counted;
+    free(j->nodes);
+    free(j->member);
     free(j);
+}
+
+int hbd_job_set_nodes(hbd_job_t *j, const uint32_t *map, uint32_t size, uint32_t *bad_p)
+{
+    uint32_t n = j->d->topo->n_nodes, n_nodes = 0;
+    uint8_t *member = calloc(n ? n : 1, 1);
+    if (member == NULL)
+        return HB_ERR_NOMEM;
+    for (uint32_t r = 0; r < size; r++) {
+        if (map[r] >= n) {
+            free(member);
+            *bad_p = r;
+            return HB_ERR_INVAL;
+        }
+        n_nodes += !member[map[r]];
+        member[map[r]] = 1;
+    }
+    if (j->member != NULL) { /* known from another part: the same spec */
+        int same = memcmp(member, j->member, n) == 0;
+        free(member);
+        *bad_p = UINT32_MAX;
+        return same ? 0 : HB_ERR_INVAL;
+    }
+    uint32_t *nodes = calloc(n_nodes ? n_nodes : 1, sizeof(uint32_t));
+    if (nodes == NULL) {
+        free(member);
+        return HB_ERR_NOMEM;
+    }
+    for (uint32_t i = 0, k = 0; i < n; i++)
+        if (member[i])
+            nodes[k++] = i;
+    j->member = member;
+    j->nodes = nodes;
+    j->n_nodes = n_nodes;
+    return 0;
 }
 
 void hbd_job_count(hbd_job_t *j)

@@ -75,7 +75,7 @@ typedef struct hbd_rank {
  *   relay     the relay's record (launch/hbd_relay.c): at the origin from hibar-run's "run" to
  *             the job's last CLEAN (also for a job with no rank on this node); elsewhere from
  *             the first JOB SPEC chunk to the part's CLEAN
- *   launched  the launcher's part (launch/hbd_launch.c): the spec, the nodes, the local ranks,
+ *   launched  the launcher's part (launch/hbd_launch.c): the spec, the local ranks,
  *             hibar-run's (or the relay's) connection, the kill timer, the barrier engine
  *             (closed with the part; the relay holds the job until the engine drained);
  *             within it ranks (launch/hbd_ranks.c) and step (pmix/hbd_pmix.c)
@@ -86,11 +86,12 @@ typedef struct hbd_job {
     uint64_t id;    /* the spec's id (unique in the cluster) */
     uint32_t jobno; /* the wire's job number (its slot, hbd_slot.h), 0 until known here */
     char nspace[HBD_JOB_NSLEN];
+    uint32_t *nodes;  /* cluster node ids hosting ranks, ascending (hbd_job_set_nodes), or NULL */
+    uint32_t n_nodes; /* job nodes */
+    uint8_t *member;  /* [cluster nodes] 1 for the job's nodes, or NULL while not known here */
     struct rl_job *relay; /* the relay's record, or NULL */
     int launched;         /* the launcher's part runs here (the fields below until next) */
     hbd_job_spec_t *spec;
-    uint32_t *nodes;  /* cluster node ids hosting ranks, ascending */
-    uint32_t n_nodes; /* job nodes */
     hbd_rank_t *local;
     uint32_t n_local;
     uint32_t counted;    /* of n_local, counted in the registry's n_local_ranks */
@@ -129,6 +130,11 @@ hbd_job_t *hbd_job_get(const hbd_t *d, uint64_t id);
 /* The job `id`: found, or made with no part and entered into the registry. The caller sets its
  * part, or calls hbd_job_release if it takes none. 0 or NOMEM. */
 int hbd_job_open(hbd_t *d, uint64_t id, hbd_job_t **j_p);
+/* The job's nodes and member set from its rank map (node of each of size ranks), set by the
+ * first part that reads the job's spec; a later part's map must give the same set. 0, INVAL (a
+ * rank on a node not in the cluster: *bad_p is the rank; UINT32_MAX: another set than the one
+ * known), NOMEM. */
+int hbd_job_set_nodes(hbd_job_t *j, const uint32_t *map, uint32_t size, uint32_t *bad_p);
 /* A part let go of j (it cleared its pointer or flag): j is taken out and freed once no part
  * holds it (relay, launched, ranks, step); its launcher fields must be released already. */
 void hbd_job_release(hbd_job_t *j);

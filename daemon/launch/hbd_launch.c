@@ -127,13 +127,11 @@ static void job_free(hbd_job_t *j)
     else if (j->fd >= 0)
         close(j->fd);
     free(j->local);
-    free(j->nodes);
     hbd_job_spec_free(j->spec);
     /* clean for the object's other parts (and a later part of the launcher's, if any) */
     j->spec = NULL;
-    j->nodes = NULL;
     j->local = NULL;
-    j->n_nodes = j->n_local = j->n_running = 0;
+    j->n_local = j->n_running = 0;
     j->registered = j->killing = j->failed = j->done_sent = j->out_paused = 0;
     j->fd = -1;
     j->bev = NULL;
@@ -511,46 +509,39 @@ out:
     return rc;
 }
 
-/* The launcher's part of j from spec (taken over on success): nodes and local ranks. 0, or
- * INVAL or NOMEM with err filled and j as it was. */
+/* The launcher's part of j from spec (taken over on success): the job's nodes (if no other part
+ * set them) and its local ranks. 0, or INVAL or NOMEM with err filled and the part not taken. */
 static int job_build(hbd_t *d, hbd_job_t *j, hbd_job_spec_t *spec, char *err, size_t cap)
 {
-    uint32_t n = d->topo->n_nodes, n_nodes = 0, n_local = 0;
-    uint8_t *used = calloc(n, 1);
-    if (used == NULL)
-        return HB_ERR_NOMEM;
-    for (uint32_t r = 0; r < spec->size; r++) {
-        if (spec->map[r] >= n) {
-            snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster", r,
-                     spec->map[r]);
-            goto err_inval;
-        }
-        n_nodes += !used[spec->map[r]];
-        used[spec->map[r]] = 1;
-        n_local += spec->map[r] == d->self;
+    uint32_t n_local = 0, bad = 0;
+    int rc = hbd_job_set_nodes(j, spec->map, spec->size, &bad);
+    if (rc == HB_ERR_INVAL && bad == UINT32_MAX) {
+        snprintf(err, cap, "job %s runs here on other nodes than this spec names", j->nspace);
+        return rc;
     }
-    if (n_nodes > 1 && spec->jobno == 0) {
+    if (rc == HB_ERR_INVAL) {
+        snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster", bad,
+                 spec->map[bad]);
+        return rc;
+    }
+    if (rc != 0)
+        return rc;
+    for (uint32_t r = 0; r < spec->size; r++)
+        n_local += spec->map[r] == d->self;
+    if (j->n_nodes > 1 && spec->jobno == 0) {
         snprintf(err, cap,
                  "a job on %" PRIu32 " nodes needs its number and sync numbers from the cluster: "
                  "start it with \"run\" (hibar-run), not \"launch\"",
-                 n_nodes);
-        goto err_inval;
+                 j->n_nodes);
+        return HB_ERR_INVAL;
     }
     if (n_local == 0) {
         snprintf(err, cap, "no rank of the job is placed on node %s", d->name);
-        goto err_inval;
+        return HB_ERR_INVAL;
     }
-    uint32_t *nodes = calloc(n_nodes, sizeof(uint32_t));
     hbd_rank_t *local = calloc(n_local, sizeof(hbd_rank_t));
-    if (nodes == NULL || local == NULL) {
-        free(used);
-        free(nodes);
-        free(local);
+    if (local == NULL)
         return HB_ERR_NOMEM;
-    }
-    for (uint32_t i = 0, k = 0; i < n; i++)
-        if (used[i])
-            nodes[k++] = i;
     for (uint32_t r = 0, k = 0; r < spec->size; r++)
         if (spec->map[r] == d->self) {
             hbd_rank_t *x = &local[k];
@@ -559,19 +550,13 @@ static int job_build(hbd_t *d, hbd_job_t *j, hbd_job_spec_t *spec, char *err, si
             x->local_rank = k++;
             x->out_fd[0] = x->out_fd[1] = -1;
         }
-    free(used);
     j->spec = spec;
     j->jobno = spec->jobno;
-    j->nodes = nodes;
-    j->n_nodes = n_nodes;
     j->local = local;
     j->n_local = n_local;
     j->fd = -1;
     j->launched = 1;
     return 0;
-err_inval:
-    free(used);
-    return HB_ERR_INVAL;
 }
 
 /* The job's part could not start: one err line, nothing runs, the job goes once it is out. */
@@ -690,14 +675,8 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     }
     if (j->spec->jobno != 0) {
         /* its barrier engine, before any rank can call a barrier */
-        uint8_t *member = calloc(d->topo->n_nodes, 1);
-        rc = member == NULL ? HB_ERR_NOMEM : 0;
-        for (uint32_t i = 0; member != NULL && i < j->n_nodes; i++)
-            member[j->nodes[i]] = 1;
-        if (rc == 0)
-            rc = hbd_barrier_job_open(d, j->spec->jobno, member, j->spec->sync_base,
-                                      j->spec->n_sync, err, sizeof(err));
-        free(member);
+        rc = hbd_barrier_job_open(d, j->spec->jobno, j->member, j->spec->sync_base,
+                                  j->spec->n_sync, err, sizeof(err));
         if (rc != 0) {
             hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
             job_free(j);

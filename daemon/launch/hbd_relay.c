@@ -101,8 +101,6 @@ typedef struct rl_job {
     struct bufferevent *run; /* hibar-run */
     int finishing;           /* every node ended: closing hibar-run's connection */
     int killed;
-    uint8_t *member; /* [n_nodes] the job's nodes */
-    uint32_t n_members;
     uint32_t size; /* ranks */
     char *raw;     /* the spec as hibar-run wrote it, until the slot comes */
     size_t raw_len;
@@ -211,7 +209,6 @@ static void job_free(rl_job_t *J)
         bufferevent_free(J->run);
     free(J->spec);
     free(J->ended);
-    free(J->member);
     free(J->cnt);
     free(J->raw);
     free(J->out_next);
@@ -364,14 +361,14 @@ static void relay_kill(rl_job_t *J, const char *why)
         run_hold(J, 0); /* its lines go nowhere now: nothing to wait for */
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
     for (uint32_t n = 0, shown = 0; n < d->topo->n_nodes && shown < 16; n++)
-        if (J->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
+        if (J->job->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
             hb_log_info("job %" PRIu64 ": node %s had not reported its end%s", J->id,
                         d->cfg->nodes[n].name,
                         n == d->self ? (J->part != NULL ? " (its part here still runs)" : "") : "");
     if (J->part != NULL)
         evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
     for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-        if (n != d->self && J->member[n] && !J->ended[n])
+        if (n != d->self && J->job->member[n] && !J->ended[n])
             send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
 }
 
@@ -413,7 +410,7 @@ static void send_drain(rl_job_t *J);
 /* Every node of the job ended: the sync numbers are cleaned, then finish. */
 static void check_done(rl_job_t *J)
 {
-    if (J->n_ended < J->n_members || J->finishing)
+    if (J->n_ended < J->job->n_nodes || J->finishing)
         return;
     if (!J->drain_sent) {
         send_drain(J);
@@ -429,7 +426,7 @@ static void check_done(rl_job_t *J)
 
 static void node_ended(rl_job_t *J, uint32_t node)
 {
-    if (J->ended[node] || !J->member[node])
+    if (J->ended[node] || !J->job->member[node])
         return;
     J->ended[node] = 1;
     J->n_ended++;
@@ -456,13 +453,13 @@ static void send_drain(rl_job_t *J)
         return;
     for (uint32_t m = 0; m < n; m++) {
         const rl_cnt_t *cm = &J->cnt[m];
-        if (!J->member[m] || cm->n == 0)
+        if (!J->job->member[m] || cm->n == 0)
             continue;
         uint64_t bits = 0;
         for (uint32_t k = 0; k < cm->n; k++) {
             uint32_t most = cm->c[k];
             for (uint32_t o = 0; o < n; o++)
-                if (J->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
+                if (J->job->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
                     d->topo->nodes[o].chassis == d->topo->nodes[m].chassis && J->cnt[o].c[k] > most)
                     most = J->cnt[o].c[k];
             if (most > cm->c[k])
@@ -728,10 +725,10 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     size_t raw_len = J->raw_len + (size_t)ll;
     hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks on %" PRIu32 " nodes, job number %" PRIu32
                 ", sync %" PRIu32 "+%" PRIu32 ": forwarding its spec (%zu bytes)",
-                J->id, J->size, J->n_members, jobno, base, n_sync, raw_len);
+                J->id, J->size, J->job->n_nodes, jobno, base, n_sync, raw_len);
     /* the spec first, to every other node of the job: they start their parts as it arrives */
     for (uint32_t i = 0; i < n; i++) {
-        if (i == d->self || !J->member[i])
+        if (i == d->self || !J->job->member[i])
             continue;
         for (uint64_t off = 0, seq = 0; off < raw_len; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
             uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
@@ -753,7 +750,7 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
             rc = 0;
         }
     }
-    if (!J->member[d->self]) {
+    if (!J->job->member[d->self]) {
         free(raw);
         if (J->killed) {
             J->killed = 0;
@@ -861,20 +858,24 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   HB_ERR_EXISTS, spec->id, HBD_RELAY_MAX_JOBS);
         goto out;
     }
-    J = calloc(1, sizeof(*J));
-    if (J == NULL || (J->ended = calloc(n, 1)) == NULL || (J->member = calloc(n, 1)) == NULL ||
+    J = job_new(d, spec->id, d->self); /* from here on, job_free undoes it */
+    if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
         (J->out_next = calloc(n, sizeof(uint32_t))) == NULL ||
         (J->owed = calloc(n, sizeof(uint64_t))) == NULL) {
         hbd_reply(conn, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
         goto out;
     }
-    for (uint32_t r = 0; r < spec->size; r++) {
-        if (spec->map[r] >= n) {
+    uint32_t bad = 0;
+    if ((rc = hbd_job_set_nodes(J->job, spec->map, spec->size, &bad)) != 0) {
+        if (rc == HB_ERR_INVAL)
             hbd_reply(conn,
                       "err %d rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
-                      HB_ERR_INVAL, r, spec->map[r]);
-            goto out;
-        }
+                      HB_ERR_INVAL, bad, spec->map[bad]);
+        else
+            hbd_reply(conn, "err %d %s", rc, hb_status_str(rc));
+        goto out;
+    }
+    for (uint32_t r = 0; r < spec->size; r++)
         if (hbd_node_lost(d, spec->map[r])) {
             hbd_reply(conn,
                       "err %d node %s of the job is lost (its daemon died or cannot be "
@@ -882,12 +883,6 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                       HB_ERR_PEER_LOST, d->cfg->nodes[spec->map[r]].name);
             goto out;
         }
-        J->n_members += !J->member[spec->map[r]];
-        J->member[spec->map[r]] = 1;
-    }
-    J->d = d;
-    J->id = spec->id;
-    J->origin = d->self;
     J->size = spec->size;
     int fd = hbd_reply_detach(conn);
     if (fd < 0)
@@ -897,11 +892,6 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         close(fd);
         goto out;
     }
-    if (hbd_job_open(d, J->id, &J->job) != 0) {
-        bufferevent_free(J->run);
-        goto out;
-    }
-    J->job->relay = J; /* the job object holds the record from here on */
     J->raw = raw;
     J->raw_len = raw_len;
     raw = NULL;
@@ -911,7 +901,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     rl_job_t *keep = J;
     J = NULL;
     if (R->is_root) {
-        alloc_request(d, keep->id, d->self, keep->size, keep->member);
+        alloc_request(d, keep->id, d->self, keep->size, keep->job->member);
     } else {
         /* ask the root: the member bitmap */
         uint32_t bl = (n + 7) / 8;
@@ -919,7 +909,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         hbd_wire_job_t x = {
             .kind = HBD_WIRE_JOB_ALLOC, .src = UINT32_MAX, .dest = root_node(d), .arg = keep->size};
         for (uint32_t i = 0; bits != NULL && i < n; i++)
-            if (keep->member[i])
+            if (keep->job->member[i])
                 bits[i / 8] |= (uint8_t)(1u << (i % 8));
         rc = bits == NULL                 ? HB_ERR_NOMEM
              : bl > HBD_WIRE_JOB_MAX_DATA ? HB_ERR_INVAL
@@ -933,13 +923,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         }
     }
 out:
-    if (J != NULL) {
-        free(J->ended);
-        free(J->member);
-        free(J->out_next);
-        free(J->owed);
-        free(J);
-    }
+    if (J != NULL)
+        job_free(J);
     free(raw);
     hbd_job_spec_free(spec);
 }
@@ -1336,7 +1321,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     }
     /* OUT, END (from a node still running its part): for a job this node originated */
     J = job_find(d, id, d->self);
-    if (J == NULL || J->ended == NULL || J->finishing || !J->member[x.src] || J->ended[x.src]) {
+    if (J == NULL || J->ended == NULL || J->finishing || !J->job->member[x.src] || J->ended[x.src]) {
         drop(d, "not a running job of this origin", id, x.src);
         return;
     }
@@ -1367,14 +1352,14 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 /* ---- lost nodes, timers ---- */
 
-/* Is node `node` part of J (a member, or its origin)? Elsewhere than at the origin the job's
- * engine knows its members. */
+/* Is node `node` part of J (a member, or its origin)? The job object knows its members once a
+ * part read its spec (the origin's run, a member's launcher); before, its engine (if any). */
 static int job_involves(hbd_t *d, const rl_job_t *J, uint32_t node)
 {
     if (node >= d->topo->n_nodes || J->origin == node)
         return 1;
-    if (J->member != NULL)
-        return J->member[node];
+    if (J->job->member != NULL)
+        return J->job->member[node];
     return hbd_barrier_job_has(d, J->job->jobno, node);
 }
 
@@ -1423,7 +1408,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             J->lost_node = node;
         }
         relay_kill(J, "a node was lost");
-        if (node < d->topo->n_nodes && J->member[node] && !J->ended[node]) {
+        if (node < d->topo->n_nodes && J->job->member[node] && !J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
                        node, name, hb_status_str(status));
             J->ended[node] = 1;
@@ -1516,7 +1501,7 @@ static void tick_cb(hbd_t *d, void *arg)
             continue;
         if (J->lost_ns != 0 && now - J->lost_ns > HBD_RELAY_LOST_WAIT_MS * 1000000ull) {
             for (uint32_t i = 0; i < d->topo->n_nodes; i++)
-                if (J->member[i] && !J->ended[i]) {
+                if (J->job->member[i] && !J->ended[i]) {
                     run_printf(J,
                                "%" PRIu32 " lost node %s reported no end within %d s after node "
                                "%s was lost\n",
