@@ -63,7 +63,7 @@ static void test_relay_alone(void)
     CU_ASSERT_PTR_EQUAL(hbd_job_get(&d, 7), j);
     CU_ASSERT_STRING_EQUAL(j->nspace, "hibar.7");
     CU_ASSERT_EQUAL(d.jobs.n_jobs, 1);
-    CU_ASSERT_EQUAL(d.jobs.n_local_ranks, 0);  /* the waiting rule counts no rank of it */
+    CU_ASSERT_EQUAL(d.jobs.n_local_ranks, 0);        /* the waiting rule counts no rank of it */
     CU_ASSERT_PTR_NULL(hbd_job_find(&d, "hibar.7")); /* PMIx and dmodex: no ranks here */
     j->jobno = 3;
     CU_ASSERT_PTR_EQUAL(hbd_job_by_no(&d, 3), j);

@@ -675,8 +675,8 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     }
     if (j->spec->jobno != 0) {
         /* its barrier engine, before any rank can call a barrier */
-        rc = hbd_barrier_job_open(d, j->spec->jobno, j->member, j->spec->sync_base,
-                                  j->spec->n_sync, err, sizeof(err));
+        rc = hbd_barrier_job_open(d, j->spec->jobno, j->member, j->spec->sync_base, j->spec->n_sync,
+                                  err, sizeof(err));
         if (rc != 0) {
             hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
             job_free(j);

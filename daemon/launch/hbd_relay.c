@@ -69,6 +69,12 @@
  * A stopped job's output stays under the same control while hibar-run reads it; once hibar-run
  * is gone the origin drops the lines and gives their bytes back at once, and a node whose
  * origin is lost reads its part to the end without sending it.
+ *
+ * The relay's record of a job (rl_job_t) is the job object's relay part (hbd_job.h): made with
+ * the object by "run" at the origin (also for a job with no rank here) or by the first SPEC chunk
+ * elsewhere, found through the registry by id (and origin) or job number, and let go (job_free,
+ * then hbd_job_release) at the origin's finish or a member's CLEAN; the job's nodes and member
+ * set are the object's.
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
@@ -1321,7 +1327,8 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     }
     /* OUT, END (from a node still running its part): for a job this node originated */
     J = job_find(d, id, d->self);
-    if (J == NULL || J->ended == NULL || J->finishing || !J->job->member[x.src] || J->ended[x.src]) {
+    if (J == NULL || J->ended == NULL || J->finishing || !J->job->member[x.src] ||
+        J->ended[x.src]) {
         drop(d, "not a running job of this origin", id, x.src);
         return;
     }
