@@ -987,9 +987,10 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
             /* from another origin, or launched here: its part would be refused, so the origin
              * hears it now (a record of its own, not the job's) */
             rl_job_t *T = calloc(1, sizeof(*T));
-            drop(d, "job exists", id, x->src);
-            if (T == NULL)
+            if (T == NULL) {
+                drop(d, "no memory", id, x->src);
                 return;
+            }
             *T = (rl_job_t){.d = d, .id = id, .origin = x->src};
             remote_refuse(T, HB_ERR_EXISTS, "a job with this id exists on this node");
             free(T);
