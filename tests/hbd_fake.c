@@ -528,18 +528,17 @@ void fk_key_commit(uint32_t rank)
 void fk_job_add(fk_cluster_t *c, uint32_t n_ranks)
 {
     for (uint32_t i = 0; i < c->n; i++) {
-        hbd_job_t *j = calloc(1, sizeof(*j));
+        hbd_job_t *j = NULL;
         hbd_job_spec_t *sp = calloc(1, sizeof(*sp));
-        if (j == NULL || sp == NULL || (sp->map = calloc(n_ranks, sizeof(uint32_t))) == NULL)
+        if (sp == NULL || (sp->map = calloc(n_ranks, sizeof(uint32_t))) == NULL ||
+            hbd_job_open(&c->d[i], 1, &j) != 0) /* its namespace: FK_NSPACE */
             abort();
         sp->id = 1;
         sp->size = n_ranks;
         for (uint32_t r = 0; r < n_ranks; r++)
             sp->map[r] = r % c->n;
-        j->d = &c->d[i];
         j->spec = sp;
-        snprintf(j->nspace, sizeof(j->nspace), "%s", FK_NSPACE);
-        hbd_job_add(&c->d[i], j);
+        j->launched = 1; /* as the launcher's part */
         fk_jobs[i] = j;
     }
 }
@@ -548,10 +547,11 @@ static void jobs_free(fk_cluster_t *c)
 {
     for (uint32_t i = 0; i < c->n; i++)
         if (fk_jobs[i] != NULL) {
-            hbd_job_remove(fk_jobs[i]);
             free(fk_jobs[i]->spec->map);
             free(fk_jobs[i]->spec);
-            free(fk_jobs[i]);
+            fk_jobs[i]->spec = NULL;
+            fk_jobs[i]->launched = 0;
+            hbd_job_release(fk_jobs[i]);
             fk_jobs[i] = NULL;
         }
     while (fk_calls != NULL) {

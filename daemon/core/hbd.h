@@ -96,8 +96,8 @@ typedef struct hbd_stats {
 
 typedef struct hbd hbd_t;
 
-/* The jobs this daemon runs (job/hbd_job.c: the registry; job/hbd_job.h: the job object). Today
- * the cluster runs one job at a time; the registry already holds several. */
+/* The jobs this daemon knows (job/hbd_job.c: the registry; job/hbd_job.h: the job object): the
+ * ones with ranks here, and the ones it relays (an origin's job may have no rank here). */
 typedef struct hbd_jobs {
     struct hbd_job *head;
     uint32_t n_jobs;

@@ -1,5 +1,5 @@
-/* hbd_job.c: job specs, the file hibar-run hands to every daemon of a job (format in hbd_job.h).
- */
+/* hbd_job.c: the job object and its registry; job specs, the file hibar-run hands to every daemon
+ * of a job (format in hbd_job.h). */
 #include "hb_config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,26 +21,89 @@ void hbd_jobs_set_ops(hbd_t *d, const hbd_job_ops_t *ops)
     d->jobs.ops = ops;
 }
 
-void hbd_job_add(hbd_t *d, hbd_job_t *j)
+hbd_job_t *hbd_job_get(const hbd_t *d, uint64_t id)
 {
-    j->next = d->jobs.head;
-    d->jobs.head = j;
-    d->jobs.n_jobs++;
-    j->counted = j->done_sent ? 0 : j->n_local;
-    d->jobs.n_local_ranks += j->counted;
+    for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
+        if (j->id == id)
+            return j;
+    return NULL;
 }
 
-void hbd_job_remove(hbd_job_t *j)
+int hbd_job_open(hbd_t *d, uint64_t id, hbd_job_t **j_p)
 {
+    hbd_job_t *j = hbd_job_get(d, id);
+    if (j == NULL) {
+        if ((j = calloc(1, sizeof(*j))) == NULL)
+            return HB_ERR_NOMEM;
+        j->d = d;
+        j->id = id;
+        j->fd = -1;
+        snprintf(j->nspace, sizeof(j->nspace), "hibar.%" PRIu64, id);
+        j->next = d->jobs.head;
+        d->jobs.head = j;
+        d->jobs.n_jobs++;
+    }
+    *j_p = j;
+    return 0;
+}
+
+void hbd_job_release(hbd_job_t *j)
+{
+    if (j->relay != NULL || j->launched || j->ranks != NULL || j->step != NULL)
+        return;
     hbd_jobs_t *js = &j->d->jobs;
     for (hbd_job_t **pp = &js->head; *pp != NULL; pp = &(*pp)->next)
         if (*pp == j) {
             *pp = j->next;
             js->n_jobs--;
-            js->n_local_ranks -= j->counted;
-            j->counted = 0;
-            return;
+            break;
         }
+    js->n_local_ranks -= j->counted;
+    free(j->nodes);
+    free(j->member);
+    free(j);
+}
+
+int hbd_job_set_nodes(hbd_job_t *j, const uint32_t *map, uint32_t size, uint32_t *bad_p)
+{
+    uint32_t n = j->d->topo->n_nodes, n_nodes = 0;
+    uint8_t *member = calloc(n ? n : 1, 1);
+    if (member == NULL)
+        return HB_ERR_NOMEM;
+    for (uint32_t r = 0; r < size; r++) {
+        if (map[r] >= n) {
+            free(member);
+            *bad_p = r;
+            return HB_ERR_INVAL;
+        }
+        n_nodes += !member[map[r]];
+        member[map[r]] = 1;
+    }
+    if (j->member != NULL) { /* known from another part: the same spec */
+        int same = memcmp(member, j->member, n) == 0;
+        free(member);
+        *bad_p = UINT32_MAX;
+        return same ? 0 : HB_ERR_INVAL;
+    }
+    uint32_t *nodes = calloc(n_nodes ? n_nodes : 1, sizeof(uint32_t));
+    if (nodes == NULL) {
+        free(member);
+        return HB_ERR_NOMEM;
+    }
+    for (uint32_t i = 0, k = 0; i < n; i++)
+        if (member[i])
+            nodes[k++] = i;
+    j->member = member;
+    j->nodes = nodes;
+    j->n_nodes = n_nodes;
+    return 0;
+}
+
+void hbd_job_count(hbd_job_t *j)
+{
+    j->d->jobs.n_local_ranks -= j->counted;
+    j->counted = j->done_sent ? 0 : j->n_local;
+    j->d->jobs.n_local_ranks += j->counted;
 }
 
 void hbd_job_done(hbd_job_t *j)
@@ -53,7 +116,15 @@ void hbd_job_done(hbd_job_t *j)
 hbd_job_t *hbd_job_find(const hbd_t *d, const char *nspace)
 {
     for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
-        if (strncmp(j->nspace, nspace, sizeof(j->nspace)) == 0)
+        if (j->launched && strncmp(j->nspace, nspace, sizeof(j->nspace)) == 0)
+            return j;
+    return NULL;
+}
+
+hbd_job_t *hbd_job_by_no(const hbd_t *d, uint32_t jobno)
+{
+    for (hbd_job_t *j = jobno != 0 ? d->jobs.head : NULL; j != NULL; j = j->next)
+        if (j->jobno == jobno)
             return j;
     return NULL;
 }

@@ -11,6 +11,7 @@
 struct event;
 struct hbd_timer;
 struct bufferevent;
+struct rl_job;
 
 #define HBD_JOB_NSLEN 256 /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
 #define HBD_JOB_LINE 1800 /* longest forwarded output chunk, before escaping */
@@ -67,13 +68,30 @@ typedef struct hbd_rank {
     int termed; /* SIGTERM sent (hbd_launch_kill) */
 } hbd_rank_t;
 
-/* A job as this daemon sees it. */
+/*
+ * A job as this daemon sees it: the job object. It exists from the first part that makes the
+ * job known here until the last part lets it go, and each part is a pointer (or flag) here that
+ * its module sets and clears:
+ *   relay     the relay's record (launch/hbd_relay.c): at the origin from hibar-run's "run" to
+ *             the job's last CLEAN (also for a job with no rank on this node); elsewhere from
+ *             the first JOB SPEC chunk to the part's CLEAN
+ *   launched  the launcher's part (launch/hbd_launch.c): the spec, the local ranks,
+ *             hibar-run's (or the relay's) connection, the kill timer, the barrier engine
+ *             (closed with the part; the relay holds the job until the engine drained);
+ *             within it ranks (launch/hbd_ranks.c) and step (pmix/hbd_pmix.c)
+ * Teardown is the reverse of setup: each part clears its pointer, then hbd_job_release.
+ */
 typedef struct hbd_job {
     hbd_t *d;
-    hbd_job_spec_t *spec;
+    uint64_t id;    /* the spec's id (unique in the cluster) */
+    uint32_t jobno; /* the wire's job number (its slot, hbd_slot.h), 0 until known here */
     char nspace[HBD_JOB_NSLEN];
-    uint32_t *nodes;  /* cluster node ids hosting ranks, ascending */
+    uint32_t *nodes;  /* cluster node ids hosting ranks, ascending (hbd_job_set_nodes), or NULL */
     uint32_t n_nodes; /* job nodes */
+    uint8_t *member;  /* [cluster nodes] 1 for the job's nodes, or NULL while not known here */
+    struct rl_job *relay; /* the relay's record, or NULL */
+    int launched;         /* the launcher's part runs here (the fields below until next) */
+    hbd_job_spec_t *spec;
     hbd_rank_t *local;
     uint32_t n_local;
     uint32_t counted;    /* of n_local, counted in the registry's n_local_ranks */
@@ -107,14 +125,27 @@ typedef struct hbd_job_ops {
     void (*fail)(struct hbd_job *j, const char *why);
 } hbd_job_ops_t;
 void hbd_jobs_set_ops(hbd_t *d, const hbd_job_ops_t *ops);
-/* Enter j (built, not in the registry yet) into the registry. */
-void hbd_job_add(hbd_t *d, hbd_job_t *j);
-/* Take j out (no-op when it is not in). */
-void hbd_job_remove(hbd_job_t *j);
+/* The job `id` here (whatever parts it has), or NULL. */
+hbd_job_t *hbd_job_get(const hbd_t *d, uint64_t id);
+/* The job `id`: found, or made with no part and entered into the registry. The caller sets its
+ * part, or calls hbd_job_release if it takes none. 0 or NOMEM. */
+int hbd_job_open(hbd_t *d, uint64_t id, hbd_job_t **j_p);
+/* The job's nodes and member set from its rank map (node of each of size ranks), set by the
+ * first part that reads the job's spec; a later part's map must give the same set. 0, INVAL (a
+ * rank on a node not in the cluster: *bad_p is the rank; UINT32_MAX: another set than the one
+ * known), NOMEM. */
+int hbd_job_set_nodes(hbd_job_t *j, const uint32_t *map, uint32_t size, uint32_t *bad_p);
+/* A part let go of j (it cleared its pointer or flag): j is taken out and freed once no part
+ * holds it (relay, launched, ranks, step); its launcher fields must be released already. */
+void hbd_job_release(hbd_job_t *j);
+/* The launcher's part started: its n_local ranks count for the waiting rule until done. */
+void hbd_job_count(hbd_job_t *j);
 /* The job's last line is queued: its ranks no longer count as this node's. */
 void hbd_job_done(hbd_job_t *j);
-/* The job of a namespace, or NULL. */
+/* The job of a namespace with ranks here (the launcher's part), or NULL. */
 hbd_job_t *hbd_job_find(const hbd_t *d, const char *nspace);
+/* The job of wire job number `jobno` (> 0) here, or NULL. */
+hbd_job_t *hbd_job_by_no(const hbd_t *d, uint32_t jobno);
 /* Its local rank of global rank `rank`, or NULL. */
 hbd_rank_t *hbd_job_rank(hbd_job_t *j, uint32_t rank);
 /* A rank called PMIx_Abort (the launcher's rank_abort; ignored without one). */

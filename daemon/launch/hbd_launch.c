@@ -102,11 +102,15 @@ static void job_send_text(hbd_job_t *j, const char *s, size_t n)
     evbuffer_add(bufferevent_get_output(j->bev), buf, o);
 }
 
+/* The launcher's part of j ends here (in the reverse of its start): its engine closes, its
+ * ranks no longer count, its PMIx step and segment close, its pipes, timer and connection
+ * go; then the job object, which other parts (the relay) may still hold. */
 static void job_free(hbd_job_t *j)
 {
     if (j->engine)
         hbd_barrier_job_close(j->d, j->spec->jobno);
-    hbd_job_remove(j);
+    j->engine = 0;
+    hbd_job_done(j);
     hbd_pmix_job_register_cancel(j);
     hbd_pmix_job_deregister(j);
     hbd_ranks_job_close(j);
@@ -123,9 +127,18 @@ static void job_free(hbd_job_t *j)
     else if (j->fd >= 0)
         close(j->fd);
     free(j->local);
-    free(j->nodes);
     hbd_job_spec_free(j->spec);
-    free(j);
+    /* clean for the object's other parts (and a later part of the launcher's, if any) */
+    j->spec = NULL;
+    j->local = NULL;
+    j->n_local = j->n_running = 0;
+    j->registered = j->killing = j->failed = j->done_sent = j->out_paused = 0;
+    j->fd = -1;
+    j->bev = NULL;
+    j->kill_timer = NULL;
+    j->kill_ns = 0;
+    j->launched = 0;
+    hbd_job_release(j);
 }
 
 static void kill_all(hbd_job_t *j)
@@ -496,71 +509,54 @@ out:
     return rc;
 }
 
-static int job_build(hbd_t *d, hbd_job_spec_t *spec, hbd_job_t **j_p, char *err, size_t cap)
+/* The launcher's part of j from spec (taken over on success): the job's nodes (if no other part
+ * set them) and its local ranks. 0, or INVAL or NOMEM with err filled and the part not taken. */
+static int job_build(hbd_t *d, hbd_job_t *j, hbd_job_spec_t *spec, char *err, size_t cap)
 {
-    uint32_t n = d->topo->n_nodes;
-    uint8_t *used = calloc(n, 1);
-    hbd_job_t *j = calloc(1, sizeof(*j));
-    if (used == NULL || j == NULL) {
-        free(used);
-        free(j);
-        return HB_ERR_NOMEM;
+    uint32_t n_local = 0, bad = 0;
+    int rc = hbd_job_set_nodes(j, spec->map, spec->size, &bad);
+    if (rc == HB_ERR_INVAL && bad == UINT32_MAX) {
+        snprintf(err, cap, "job %s runs here on other nodes than this spec names", j->nspace);
+        return rc;
     }
-    j->d = d;
-    j->spec = spec;
-    j->fd = -1;
-    snprintf(j->nspace, sizeof(j->nspace), "hibar.%" PRIu64, spec->id);
-    for (uint32_t r = 0; r < spec->size; r++) {
-        if (spec->map[r] >= n) {
-            snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster", r,
-                     spec->map[r]);
-            goto err_inval;
-        }
-        j->n_nodes += !used[spec->map[r]];
-        used[spec->map[r]] = 1;
-        j->n_local += spec->map[r] == d->self;
+    if (rc == HB_ERR_INVAL) {
+        snprintf(err, cap, "rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster", bad,
+                 spec->map[bad]);
+        return rc;
     }
+    if (rc != 0)
+        return rc;
+    for (uint32_t r = 0; r < spec->size; r++)
+        n_local += spec->map[r] == d->self;
     if (j->n_nodes > 1 && spec->jobno == 0) {
         snprintf(err, cap,
                  "a job on %" PRIu32 " nodes needs its number and sync numbers from the cluster: "
                  "start it with \"run\" (hibar-run), not \"launch\"",
                  j->n_nodes);
-        goto err_inval;
+        return HB_ERR_INVAL;
     }
-    if (j->n_local == 0) {
+    if (n_local == 0) {
         snprintf(err, cap, "no rank of the job is placed on node %s", d->name);
-        goto err_inval;
+        return HB_ERR_INVAL;
     }
-    j->nodes = calloc(j->n_nodes, sizeof(uint32_t));
-    j->local = calloc(j->n_local ? j->n_local : 1, sizeof(hbd_rank_t));
-    if (j->nodes == NULL || j->local == NULL)
-        goto err_nomem;
-    for (uint32_t i = 0, k = 0; i < n; i++)
-        if (used[i])
-            j->nodes[k++] = i;
+    hbd_rank_t *local = calloc(n_local, sizeof(hbd_rank_t));
+    if (local == NULL)
+        return HB_ERR_NOMEM;
     for (uint32_t r = 0, k = 0; r < spec->size; r++)
         if (spec->map[r] == d->self) {
-            hbd_rank_t *x = &j->local[k];
+            hbd_rank_t *x = &local[k];
             x->job = j;
             x->rank = r;
             x->local_rank = k++;
             x->out_fd[0] = x->out_fd[1] = -1;
         }
-    free(used);
-    *j_p = j;
+    j->spec = spec;
+    j->jobno = spec->jobno;
+    j->local = local;
+    j->n_local = n_local;
+    j->fd = -1;
+    j->launched = 1;
     return 0;
-err_inval:
-    free(used);
-    j->spec = NULL;
-    free(j);
-    return HB_ERR_INVAL;
-err_nomem:
-    free(used);
-    free(j->nodes);
-    free(j->local);
-    j->spec = NULL;
-    free(j);
-    return HB_ERR_NOMEM;
 }
 
 /* The job's part could not start: one err line, nothing runs, the job goes once it is out. */
@@ -648,60 +644,54 @@ void hbd_launch_request(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
         return;
     }
-    if ((rc = job_build(d, spec, &j, err, sizeof(err))) != 0) {
-        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
+    if ((rc = hbd_job_open(d, spec->id, &j)) != 0) {
+        hbd_reply(conn, "err %d %s", rc, hb_status_str(rc));
         hbd_job_spec_free(spec);
         return;
     }
-    if (hbd_job_find(d, j->nspace) != NULL) {
+    if (j->launched) {
         hbd_reply(conn, "err %d job %s exists", HB_ERR_EXISTS, j->nspace);
-        j->n_local = 0;
-        job_free(j);
+        hbd_job_spec_free(spec);
+        return;
+    }
+    if ((rc = job_build(d, j, spec, err, sizeof(err))) != 0) {
+        hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
+        hbd_job_spec_free(spec);
+        hbd_job_release(j); /* made here: no part holds it */
         return;
     }
     for (uint32_t i = 0; i < j->n_nodes; i++)
         if (hbd_node_lost(d, j->nodes[i])) {
             hbd_reply(conn, "err %d node %s of the job is lost", HB_ERR_PEER_LOST,
                       d->cfg->nodes[j->nodes[i]].name);
-            j->n_local = 0;
             job_free(j);
             return;
         }
     if (!d->ready && d->topo->n_nodes > 1) {
         hbd_reply(conn, "err %d node %s is not linked to all its neighbours yet", HB_ERR_NOT_INIT,
                   d->name);
-        j->n_local = 0;
         job_free(j);
         return;
     }
     if (j->spec->jobno != 0) {
         /* its barrier engine, before any rank can call a barrier */
-        uint8_t *member = calloc(d->topo->n_nodes, 1);
-        rc = member == NULL ? HB_ERR_NOMEM : 0;
-        for (uint32_t i = 0; member != NULL && i < j->n_nodes; i++)
-            member[j->nodes[i]] = 1;
-        if (rc == 0)
-            rc = hbd_barrier_job_open(d, j->spec->jobno, member, j->spec->sync_base,
-                                      j->spec->n_sync, err, sizeof(err));
-        free(member);
+        rc = hbd_barrier_job_open(d, j->spec->jobno, j->member, j->spec->sync_base, j->spec->n_sync,
+                                  err, sizeof(err));
         if (rc != 0) {
             hbd_reply(conn, "err %d %s", rc, err[0] ? err : hb_status_str(rc));
-            j->n_local = 0;
             job_free(j);
             return;
         }
         j->engine = 1;
     }
-    hbd_job_add(d, j);
+    hbd_job_count(j);
     j->fd = hbd_reply_detach(conn);
     if (j->fd < 0) {
-        j->n_local = 0;
         job_free(j);
         return;
     }
     j->bev = bufferevent_socket_new(d->base, j->fd, BEV_OPT_CLOSE_ON_FREE);
     if (j->bev == NULL) {
-        j->n_local = 0;
         job_free(j);
         return;
     }
@@ -745,8 +735,12 @@ int hbd_launch_start(hbd_t *d)
 
 void hbd_launch_stop(hbd_t *d)
 {
-    while (d->jobs.head != NULL) {
+    for (;;) { /* the jobs with a part here (job_free may free one) */
         hbd_job_t *j = d->jobs.head;
+        while (j != NULL && !j->launched)
+            j = j->next;
+        if (j == NULL)
+            break;
         for (uint32_t k = 0; k < j->n_local; k++)
             if (j->local[k].pid > 0) {
                 kill(-j->local[k].pid, SIGKILL);

@@ -69,6 +69,12 @@
  * A stopped job's output stays under the same control while hibar-run reads it; once hibar-run
  * is gone the origin drops the lines and gives their bytes back at once, and a node whose
  * origin is lost reads its part to the end without sending it.
+ *
+ * The relay's record of a job (rl_job_t) is the job object's relay part (hbd_job.h): made with
+ * the object by "run" at the origin (also for a job with no rank here) or by the first SPEC chunk
+ * elsewhere, found through the registry by id (and origin) or job number, and let go (job_free,
+ * then hbd_job_release) at the origin's finish or a member's CLEAN; the job's nodes and member
+ * set are the object's.
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
@@ -78,8 +84,11 @@
 #define HBD_RELAY_JOB_NSYNC 1          /* sync numbers a job gets: 11 jobs share a chassis */
 #define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
 
+/* The relay's part of a job (the job object's relay, hbd_job.h): from hibar-run's "run" at the
+ * origin, or the first JOB SPEC chunk elsewhere, until job_free. */
 typedef struct rl_job {
     hbd_t *d;
+    hbd_job_t *job; /* the job object that holds this record */
     uint64_t id;
     uint32_t origin;
     /* spec reassembly (other nodes) */
@@ -98,13 +107,10 @@ typedef struct rl_job {
     struct bufferevent *run; /* hibar-run */
     int finishing;           /* every node ended: closing hibar-run's connection */
     int killed;
-    uint8_t *member; /* [n_nodes] the job's nodes */
-    uint32_t n_members;
     uint32_t size; /* ranks */
     char *raw;     /* the spec as hibar-run wrote it, until the slot comes */
     size_t raw_len;
-    uint32_t jobno;     /* its slot (0: not given yet) */
-    uint32_t engine;    /* its job number here (its barrier engine), from the spec */
+    uint32_t jobno;     /* origin: the slot it holds (0: not given yet, or given back) */
     int end_wait;       /* the part ended: the engine waits for its drain (then CLEAN) */
     struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END) */
     int drain_sent;     /* origin: the verdicts went out */
@@ -116,7 +122,6 @@ typedef struct rl_job {
     uint32_t n_ended;
     uint32_t lost_node;
     uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
-    struct rl_job *next;
 } rl_job_t;
 
 /* A node's chassis-round counts on the job's sync numbers (END). */
@@ -142,7 +147,6 @@ typedef struct rl_alloc {
 
 /* The relay's state in the daemon context (d->relay). */
 struct hbd_relay {
-    rl_job_t *jobs;
     hbd_slots_t slots; /* the cluster's job slots (on the root only) */
     int is_root;
     /* root: the census that tells a new root (or a restarted one) the running jobs' slots */
@@ -172,40 +176,60 @@ uint64_t hbd_relay_drops(const hbd_t *d)
 uint32_t hbd_relay_n_jobs(const hbd_t *d)
 {
     uint32_t n = 0;
-    for (rl_job_t *j = d->relay != NULL ? d->relay->jobs : NULL; j != NULL; j = j->next)
-        n++;
+    for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
+        n += j->relay != NULL;
     return n;
 }
 
+/* The relay's record of job id from origin, or NULL. */
 static rl_job_t *job_find(hbd_t *d, uint64_t id, uint32_t origin)
 {
-    rl_state_t *R = d->relay;
-    for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
-        if (j->id == id && j->origin == origin)
-            return j;
-    return NULL;
+    hbd_job_t *j = hbd_job_get(d, id);
+    return j != NULL && j->relay != NULL && j->relay->origin == origin ? j->relay : NULL;
 }
 
+/* A record for job id from origin, held by its job object (found, or made). NULL: no memory. */
+static rl_job_t *job_new(hbd_t *d, uint64_t id, uint32_t origin)
+{
+    hbd_job_t *j = NULL;
+    rl_job_t *J = calloc(1, sizeof(*J));
+    if (J == NULL || hbd_job_open(d, id, &j) != 0) {
+        free(J);
+        return NULL;
+    }
+    J->d = d;
+    J->job = j;
+    J->id = id;
+    J->origin = origin;
+    j->relay = J;
+    return J;
+}
+
+/* The record goes, then its job object unless another part (the launcher's) still holds it. */
 static void job_free(rl_job_t *J)
 {
-    rl_state_t *R = J->d->relay;
-    for (rl_job_t **pp = &R->jobs; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == J) {
-            *pp = J->next;
-            break;
-        }
+    hbd_job_t *j = J->job;
     if (J->part != NULL)
         bufferevent_free(J->part); /* the launcher sees EOF: it stops the job's ranks */
     if (J->run != NULL)
         bufferevent_free(J->run);
     free(J->spec);
     free(J->ended);
-    free(J->member);
     free(J->cnt);
     free(J->raw);
     free(J->out_next);
     free(J->owed);
     free(J);
+    j->relay = NULL;
+    hbd_job_release(j);
+}
+
+/* The relay's record of the next job of the registry from j on (j included), or NULL. */
+static rl_job_t *job_next(hbd_job_t *j)
+{
+    while (j != NULL && j->relay == NULL)
+        j = j->next;
+    return j != NULL ? j->relay : NULL;
 }
 
 /* ---- frames to other daemons ---- */
@@ -269,7 +293,7 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     if (R->outq_bytes > HBD_RELAY_QUEUE_MAX && !R->reading_paused) {
         /* the links are behind: stop reading the ranks' output until they catch up */
         R->reading_paused = 1;
-        for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
+        for (rl_job_t *j = job_next(d->jobs.head); j != NULL; j = job_next(j->job->next))
             if (j->part != NULL)
                 bufferevent_disable(j->part, EV_READ);
     }
@@ -343,14 +367,14 @@ static void relay_kill(rl_job_t *J, const char *why)
         run_hold(J, 0); /* its lines go nowhere now: nothing to wait for */
     hb_log_info("job %" PRIu64 ": stopping it on every node (%s)", J->id, why);
     for (uint32_t n = 0, shown = 0; n < d->topo->n_nodes && shown < 16; n++)
-        if (J->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
+        if (J->job->member[n] && !J->ended[n] && ++shown) /* the first 16 of them */
             hb_log_info("job %" PRIu64 ": node %s had not reported its end%s", J->id,
                         d->cfg->nodes[n].name,
                         n == d->self ? (J->part != NULL ? " (its part here still runs)" : "") : "");
     if (J->part != NULL)
         evbuffer_add(bufferevent_get_output(J->part), "kill\n", 5);
     for (uint32_t n = 0; n < d->topo->n_nodes; n++)
-        if (n != d->self && J->member[n] && !J->ended[n])
+        if (n != d->self && J->job->member[n] && !J->ended[n])
             send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
 }
 
@@ -392,7 +416,7 @@ static void send_drain(rl_job_t *J);
 /* Every node of the job ended: the sync numbers are cleaned, then finish. */
 static void check_done(rl_job_t *J)
 {
-    if (J->n_ended < J->n_members || J->finishing)
+    if (J->n_ended < J->job->n_nodes || J->finishing)
         return;
     if (!J->drain_sent) {
         send_drain(J);
@@ -408,7 +432,7 @@ static void check_done(rl_job_t *J)
 
 static void node_ended(rl_job_t *J, uint32_t node)
 {
-    if (J->ended[node] || !J->member[node])
+    if (J->ended[node] || !J->job->member[node])
         return;
     J->ended[node] = 1;
     J->n_ended++;
@@ -435,13 +459,13 @@ static void send_drain(rl_job_t *J)
         return;
     for (uint32_t m = 0; m < n; m++) {
         const rl_cnt_t *cm = &J->cnt[m];
-        if (!J->member[m] || cm->n == 0)
+        if (!J->job->member[m] || cm->n == 0)
             continue;
         uint64_t bits = 0;
         for (uint32_t k = 0; k < cm->n; k++) {
             uint32_t most = cm->c[k];
             for (uint32_t o = 0; o < n; o++)
-                if (J->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
+                if (J->job->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
                     d->topo->nodes[o].chassis == d->topo->nodes[m].chassis && J->cnt[o].c[k] > most)
                     most = J->cnt[o].c[k];
             if (most > cm->c[k])
@@ -455,7 +479,7 @@ static void send_drain(rl_job_t *J)
             continue; /* its engine here is gone already */
         J->clean_wait++;
         if (m == d->self)
-            hbd_barrier_job_drain(d, J->engine, bits);
+            hbd_barrier_job_drain(d, J->job->jobno, bits);
         else
             send_simple(d, J, m, HBD_WIRE_JOB_DRAIN, bits);
     }
@@ -517,9 +541,9 @@ static void part_end(rl_job_t *J)
     part_read_cb(J->part, J);
     bufferevent_free(J->part);
     J->part = NULL;
-    if (hbd_barrier_job_counts(d, J->engine, &c.base, &c.n, c.c) != 0)
+    if (hbd_barrier_job_counts(d, J->job->jobno, &c.base, &c.n, c.c) != 0)
         c.n = 0;
-    J->end_wait = hbd_barrier_job_busy(d, J->engine);
+    J->end_wait = hbd_barrier_job_busy(d, J->job->jobno);
     if (J->origin == d->self) {
         if (J->cnt != NULL)
             J->cnt[d->self] = c;
@@ -691,7 +715,7 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     uint32_t n = d->topo->n_nodes;
     char line[96], path[400];
     int rc = 0;
-    J->jobno = J->engine = jobno;
+    J->jobno = J->job->jobno = jobno;
     J->cnt = calloc(n, sizeof(*J->cnt));
     int ll = snprintf(line, sizeof(line), "slot %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", jobno, base,
                       n_sync);
@@ -707,10 +731,10 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     size_t raw_len = J->raw_len + (size_t)ll;
     hb_log_info("job %" PRIu64 ": %" PRIu32 " ranks on %" PRIu32 " nodes, job number %" PRIu32
                 ", sync %" PRIu32 "+%" PRIu32 ": forwarding its spec (%zu bytes)",
-                J->id, J->size, J->n_members, jobno, base, n_sync, raw_len);
+                J->id, J->size, J->job->n_nodes, jobno, base, n_sync, raw_len);
     /* the spec first, to every other node of the job: they start their parts as it arrives */
     for (uint32_t i = 0; i < n; i++) {
-        if (i == d->self || !J->member[i])
+        if (i == d->self || !J->job->member[i])
             continue;
         for (uint64_t off = 0, seq = 0; off < raw_len; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
             uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
@@ -732,7 +756,7 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
             rc = 0;
         }
     }
-    if (!J->member[d->self]) {
+    if (!J->job->member[d->self]) {
         free(raw);
         if (J->killed) {
             J->killed = 0;
@@ -834,25 +858,30 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                   HB_ERR_NOT_INIT, d->name);
         goto out;
     }
-    if (job_find(d, spec->id, d->self) != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
+    hbd_job_t *old = hbd_job_get(d, spec->id);
+    if (old != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
         hbd_reply(conn, "err %d job %" PRIu64 " exists, or this daemon relays %d jobs already",
                   HB_ERR_EXISTS, spec->id, HBD_RELAY_MAX_JOBS);
         goto out;
     }
-    J = calloc(1, sizeof(*J));
-    if (J == NULL || (J->ended = calloc(n, 1)) == NULL || (J->member = calloc(n, 1)) == NULL ||
+    J = job_new(d, spec->id, d->self); /* from here on, job_free undoes it */
+    if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
         (J->out_next = calloc(n, sizeof(uint32_t))) == NULL ||
         (J->owed = calloc(n, sizeof(uint64_t))) == NULL) {
         hbd_reply(conn, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
         goto out;
     }
-    for (uint32_t r = 0; r < spec->size; r++) {
-        if (spec->map[r] >= n) {
+    uint32_t bad = 0;
+    if ((rc = hbd_job_set_nodes(J->job, spec->map, spec->size, &bad)) != 0) {
+        if (rc == HB_ERR_INVAL)
             hbd_reply(conn,
                       "err %d rank %" PRIu32 " placed on node %" PRIu32 ", not in the cluster",
-                      HB_ERR_INVAL, r, spec->map[r]);
-            goto out;
-        }
+                      HB_ERR_INVAL, bad, spec->map[bad]);
+        else
+            hbd_reply(conn, "err %d %s", rc, hb_status_str(rc));
+        goto out;
+    }
+    for (uint32_t r = 0; r < spec->size; r++)
         if (hbd_node_lost(d, spec->map[r])) {
             hbd_reply(conn,
                       "err %d node %s of the job is lost (its daemon died or cannot be "
@@ -860,12 +889,6 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
                       HB_ERR_PEER_LOST, d->cfg->nodes[spec->map[r]].name);
             goto out;
         }
-        J->n_members += !J->member[spec->map[r]];
-        J->member[spec->map[r]] = 1;
-    }
-    J->d = d;
-    J->id = spec->id;
-    J->origin = d->self;
     J->size = spec->size;
     int fd = hbd_reply_detach(conn);
     if (fd < 0)
@@ -878,15 +901,13 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     J->raw = raw;
     J->raw_len = raw_len;
     raw = NULL;
-    J->next = R->jobs;
-    R->jobs = J;
     bufferevent_setcb(J->run, run_read_cb, run_write_cb, run_event_cb, J);
     bufferevent_setwatermark(J->run, EV_WRITE, HBD_RELAY_RUN_LOW, 0);
     bufferevent_enable(J->run, EV_READ | EV_WRITE);
     rl_job_t *keep = J;
     J = NULL;
     if (R->is_root) {
-        alloc_request(d, keep->id, d->self, keep->size, keep->member);
+        alloc_request(d, keep->id, d->self, keep->size, keep->job->member);
     } else {
         /* ask the root: the member bitmap */
         uint32_t bl = (n + 7) / 8;
@@ -894,7 +915,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         hbd_wire_job_t x = {
             .kind = HBD_WIRE_JOB_ALLOC, .src = UINT32_MAX, .dest = root_node(d), .arg = keep->size};
         for (uint32_t i = 0; bits != NULL && i < n; i++)
-            if (keep->member[i])
+            if (keep->job->member[i])
                 bits[i / 8] |= (uint8_t)(1u << (i % 8));
         rc = bits == NULL                 ? HB_ERR_NOMEM
              : bl > HBD_WIRE_JOB_MAX_DATA ? HB_ERR_INVAL
@@ -908,13 +929,8 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
         }
     }
 out:
-    if (J != NULL) {
-        free(J->ended);
-        free(J->member);
-        free(J->out_next);
-        free(J->owed);
-        free(J);
-    }
+    if (J != NULL)
+        job_free(J);
     free(raw);
     hbd_job_spec_free(spec);
 }
@@ -941,39 +957,53 @@ static uint32_t spec_jobno(const uint8_t *spec, uint64_t len)
     return 0;
 }
 
-/* A remote part could not start: tell the origin why, and that it ended. */
-static void remote_fail(rl_job_t *J, int rc, const char *text)
+/* A remote part cannot start: tell the origin why, and that it ended. */
+static void remote_refuse(rl_job_t *J, int rc, const char *text)
 {
     char line[256];
     int n = snprintf(line, sizeof(line), "err %d %s", rc, text);
     part_line(J, line, (size_t)n);
     out_flush(J);
     send_simple(J->d, J, J->origin, HBD_WIRE_JOB_END, 0);
+}
+
+/* ... and the record goes. */
+static void remote_fail(rl_job_t *J, int rc, const char *text)
+{
+    remote_refuse(J, rc, text);
     job_free(J);
 }
 
 static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_t *data,
                     uint32_t dlen)
 {
-    rl_state_t *R = d->relay;
     rl_job_t *J = job_find(d, id, x->src);
     if (x->seq == 0) {
         if (J != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
             drop(d, J != NULL ? "job exists" : "too many jobs", id, x->src);
             return;
         }
-        J = calloc(1, sizeof(*J));
+        if (hbd_job_get(d, id) != NULL) {
+            /* from another origin, or launched here: its part would be refused, so the origin
+             * hears it now (a record of its own, not the job's) */
+            rl_job_t *T = calloc(1, sizeof(*T));
+            if (T == NULL) {
+                drop(d, "no memory", id, x->src);
+                return;
+            }
+            *T = (rl_job_t){.d = d, .id = id, .origin = x->src};
+            remote_refuse(T, HB_ERR_EXISTS, "a job with this id exists on this node");
+            free(T);
+            return;
+        }
+        J = job_new(d, id, x->src);
         if (J == NULL || (J->spec = malloc(x->arg)) == NULL) {
-            free(J);
+            if (J != NULL)
+                job_free(J);
             drop(d, "no memory", id, x->src);
             return;
         }
-        J->d = d;
-        J->id = id;
-        J->origin = x->src;
         J->spec_len = x->arg;
-        J->next = R->jobs;
-        R->jobs = J;
     } else if (J == NULL || J->spec == NULL || x->seq != J->spec_seq || x->arg != J->spec_len) {
         drop(d, "spec chunk out of order", id, x->src);
         if (J != NULL && J->spec != NULL)
@@ -986,7 +1016,7 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
         return;
     /* complete: the launcher reads it from a file of ours, as from hibar-run; the origin put
      * the slot line last */
-    J->engine = spec_jobno(J->spec, J->spec_len);
+    J->job->jobno = spec_jobno(J->spec, J->spec_len);
     char path[400];
     int wrc = spec_file(d, id, J->spec, J->spec_len, path, sizeof(path));
     free(J->spec);
@@ -1117,7 +1147,6 @@ static void alloc_request(hbd_t *d, uint64_t id, uint32_t src, uint32_t size, co
 /* CENSUS from the root: the jobs whose sync numbers this node holds. */
 static void census_answer(hbd_t *d, uint32_t root)
 {
-    rl_state_t *R = d->relay;
     uint8_t recs[HBD_WIRE_JOB_HOLD_MAX * HBD_WIRE_JOB_HOLD_REC];
     uint32_t jobs[HBD_WIRE_JOB_HOLD_MAX], k = 0;
     /* the barrier engines: a job whose part ended here holds its sync numbers until drained */
@@ -1126,9 +1155,8 @@ static void census_answer(hbd_t *d, uint32_t root)
         uint32_t base, n, counts[HB_HWB_NSYNC];
         if (hbd_barrier_job_counts(d, jobs[i], &base, &n, counts) != 0)
             continue;
-        const rl_job_t *J = R->jobs;
-        while (J != NULL && J->engine != jobs[i])
-            J = J->next;
+        const hbd_job_t *j = hbd_job_by_no(d, jobs[i]);
+        const rl_job_t *J = j != NULL ? j->relay : NULL;
         uint64_t id = J != NULL ? J->id : 0;
         uint8_t *r = recs + (size_t)k++ * HBD_WIRE_JOB_HOLD_REC;
         hbd_wire_put32(r, jobs[i]);
@@ -1271,7 +1299,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         return;
     case HBD_WIRE_JOB_DRAIN:
         if ((J = job_find(d, id, x.src)) != NULL && J->end_wait) {
-            hbd_barrier_job_drain(d, J->engine, x.arg);
+            hbd_barrier_job_drain(d, J->job->jobno, x.arg);
             tick_arm(d, 1);
         }
         return;
@@ -1300,7 +1328,8 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     }
     /* OUT, END (from a node still running its part): for a job this node originated */
     J = job_find(d, id, d->self);
-    if (J == NULL || J->ended == NULL || J->finishing || !J->member[x.src] || J->ended[x.src]) {
+    if (J == NULL || J->ended == NULL || J->finishing || !J->job->member[x.src] ||
+        J->ended[x.src]) {
         drop(d, "not a running job of this origin", id, x.src);
         return;
     }
@@ -1331,15 +1360,15 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
 
 /* ---- lost nodes, timers ---- */
 
-/* Is node `node` part of J (a member, or its origin)? Elsewhere than at the origin the job's
- * engine knows its members. */
+/* Is node `node` part of J (a member, or its origin)? The job object knows its members once a
+ * part read its spec (the origin's run, a member's launcher); before, its engine (if any). */
 static int job_involves(hbd_t *d, const rl_job_t *J, uint32_t node)
 {
     if (node >= d->topo->n_nodes || J->origin == node)
         return 1;
-    if (J->member != NULL)
-        return J->member[node];
-    return hbd_barrier_job_has(d, J->engine, node);
+    if (J->job->member != NULL)
+        return J->job->member[node];
+    return hbd_barrier_job_has(d, J->job->jobno, node);
 }
 
 /* A lost node: the jobs it is part of stop here; the origin reports it. The others go on: their
@@ -1361,9 +1390,10 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             hbd_slots_free(&R->slots, d->topo, sl->jobno);
         }
     }
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (!job_involves(d, J, node))
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next; /* j may go with J */
+        if (J == NULL || !job_involves(d, J, node))
             continue; /* its frames go around the lost node (hbd_route_next_hop) */
         if (J->origin == node) {
             J->origin_lost = 1;
@@ -1386,7 +1416,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             J->lost_node = node;
         }
         relay_kill(J, "a node was lost");
-        if (node < d->topo->n_nodes && J->member[node] && !J->ended[node]) {
+        if (node < d->topo->n_nodes && J->job->member[node] && !J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
                        node, name, hb_status_str(status));
             J->ended[node] = 1;
@@ -1394,7 +1424,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
         }
         check_done(J);
     }
-    if (R->jobs != NULL)
+    if (job_next(d->jobs.head) != NULL)
         tick_arm(d, 0);
 }
 
@@ -1439,25 +1469,27 @@ static void tick_cb(hbd_t *d, void *arg)
     }
     if (R->reading_paused && R->outq_bytes < HBD_RELAY_QUEUE_MAX / 2) {
         R->reading_paused = 0;
-        for (rl_job_t *j = R->jobs; j != NULL; j = j->next)
-            part_reading(j);
+        for (rl_job_t *J = job_next(d->jobs.head); J != NULL; J = job_next(J->job->next))
+            part_reading(J);
     }
     /* parts whose end waits for the engine's drain */
     int waiting = 0;
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (!J->end_wait)
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next; /* j may go with J */
+        if (J == NULL || !J->end_wait)
             continue;
-        if (hbd_barrier_job_busy(d, J->engine))
+        if (hbd_barrier_job_busy(d, j->jobno))
             waiting = 1;
         else
             part_clean(J); /* may free J */
     }
     /* origins: verdicts that are not answered (the engines give up after the barrier timeout) */
     uint64_t clean_lim = ((uint64_t)d->cfg->barrier_timeout_ms + 5000) * 1000000ull;
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (J->origin != d->self || !J->drain_sent || J->finishing)
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next;
+        if (J == NULL || J->origin != d->self || !J->drain_sent || J->finishing)
             continue;
         if (now - J->drain_ns > clean_lim) {
             hb_log_warn("job %" PRIu64 ": %" PRIu32 " nodes did not report clean sync numbers",
@@ -1470,13 +1502,14 @@ static void tick_cb(hbd_t *d, void *arg)
     }
     int fast = waiting;
     /* origins: nodes that never report after a loss */
-    for (rl_job_t *J = R->jobs, *next; J != NULL; J = next) {
-        next = J->next;
-        if (J->origin != d->self || J->finishing)
+    for (hbd_job_t *j = d->jobs.head, *nx; j != NULL; j = nx) {
+        rl_job_t *J = j->relay;
+        nx = j->next;
+        if (J == NULL || J->origin != d->self || J->finishing)
             continue;
         if (J->lost_ns != 0 && now - J->lost_ns > HBD_RELAY_LOST_WAIT_MS * 1000000ull) {
             for (uint32_t i = 0; i < d->topo->n_nodes; i++)
-                if (J->member[i] && !J->ended[i]) {
+                if (J->job->member[i] && !J->ended[i]) {
                     run_printf(J,
                                "%" PRIu32 " lost node %s reported no end within %d s after node "
                                "%s was lost\n",
@@ -1575,8 +1608,8 @@ void hbd_relay_fini(hbd_t *d)
     rl_state_t *R = d->relay;
     if (R == NULL)
         return;
-    while (R->jobs != NULL) {
-        rl_job_t *J = R->jobs;
+    rl_job_t *J;
+    while ((J = job_next(d->jobs.head)) != NULL) {
         if (J->run != NULL && !J->finishing) {
             struct evbuffer *out = bufferevent_get_output(J->run);
             evbuffer_add_printf(out, "%" PRIu32 " err %d daemon shutting down\n", d->self,
