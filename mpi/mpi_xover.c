@@ -1,6 +1,8 @@
 /* mpi_xover.c: the Open MPI component's crossover table (defaults, names, the decision). */
 #include "mpi_xover.h"
 
+#include <stdio.h>
+
 static const char *const xover_ops[HB_MPI_N_OPS] = {"barrier", "bcast", "scatter", "gather",
                                                     "allgather"};
 static const char *const xover_regimes[HB_MPI_N_REGIMES] = {"node", "nodes"};
@@ -55,4 +57,21 @@ int hb_mpi_xover_takes(const hb_mpi_xover_t *x, hb_mpi_op_t op, hb_mpi_regime_t 
     if (op == HB_MPI_BARRIER)
         return max != 0;
     return max < 0 || (max > 0 && bytes <= (size_t)max);
+}
+
+const char *hb_mpi_xover_fmt(hb_mpi_op_t op, long max, char *buf, size_t n)
+{
+    if (op == HB_MPI_BARRIER)
+        snprintf(buf, n, "%s", max != 0 ? "yes" : "no");
+    else if (max < 0)
+        snprintf(buf, n, "every size");
+    else if (max == 0)
+        snprintf(buf, n, "none");
+    else if (max % (1L << 20) == 0)
+        snprintf(buf, n, "<= %ldM", max >> 20);
+    else if (max % (1L << 10) == 0)
+        snprintf(buf, n, "<= %ldK", max >> 10);
+    else
+        snprintf(buf, n, "<= %ld B", max);
+    return buf;
 }

@@ -44,4 +44,8 @@ const char *hb_mpi_force_name(int force);
 int hb_mpi_xover_takes(const hb_mpi_xover_t *x, hb_mpi_op_t op, hb_mpi_regime_t regime,
                        size_t bytes);
 
+/* One entry of the table as text: "every size", "none", "64K", "1000 B"; for the barrier
+ * "yes" / "no". Returns buf. */
+const char *hb_mpi_xover_fmt(hb_mpi_op_t op, long max, char *buf, size_t n);
+
 #endif /* HB_MPI_XOVER_H */
