@@ -712,8 +712,12 @@ int main(int argc, char **argv)
     if (getenv("OMPI_MCA_mpi_yield_when_idle") == NULL && cores > 0 && max_host > (uint32_t)cores)
         extra[n_extra++] = "OMPI_MCA_mpi_yield_when_idle=1";
     /* emulated nodes share this host under different hostnames: Open MPI's shared-memory
-     * transport (vader) then crashes between them (checked here); TCP over loopback works */
-    if (getenv("OMPI_MCA_btl") == NULL && cfg->bootstrap == HB_CFG_BOOT_LOCAL && cfg->n_nodes > 1)
+     * transport (vader) then crashes between them (checked here); TCP over loopback works. A
+     * job on one of them keeps vader, as under mpirun */
+    int several = 0;
+    for (long r = 1; r < np && !several; r++)
+        several = R.map[r] != R.map[0];
+    if (getenv("OMPI_MCA_btl") == NULL && cfg->bootstrap == HB_CFG_BOOT_LOCAL && several)
         extra[n_extra++] = "OMPI_MCA_btl=self,tcp";
     const char *comp = ompi_component_path(comp_path, sizeof comp_path);
     if (comp != NULL)
