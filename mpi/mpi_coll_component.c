@@ -12,6 +12,7 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/runtime/mpiruntime.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
 static int hb_mpi_register(void);
@@ -87,23 +88,34 @@ static int hb_mpi_register(void)
         return rc;
     for (int op = 0; op < HB_MPI_N_OPS; op++) {
         for (int r = 0; r < HB_MPI_N_REGIMES; r++) {
+            const char *on = r == HB_MPI_ONE_NODE ? "one node" : "several nodes";
+            char opname[16];
+
+            snprintf(opname, sizeof opname, "MPI_%c%s", hb_mpi_op_name(op)[0] - 'a' + 'A',
+                     hb_mpi_op_name(op) + 1);
             snprintf(name, sizeof name, "%s_max_%s", hb_mpi_op_name(op), hb_mpi_regime_name(r));
             if (op == HB_MPI_BARRIER)
                 snprintf(what, sizeof what,
-                         "Whether hibar takes MPI_Barrier when the job is on %s (0: the "
-                         "component below takes it; any other value: hibar)",
-                         r == HB_MPI_ONE_NODE ? "one node" : "several nodes");
+                         "Whether hibar takes MPI_Barrier and MPI_Ibarrier when the job is on "
+                         "%s (0: the component below takes them; any other value: hibar)",
+                         on);
             else
                 snprintf(what, sizeof what,
-                         "Largest MPI_%c%s (bytes%s) hibar takes when the job is on %s; larger "
-                         "ones go to the component below (-1: every size, 0: none)",
-                         hb_mpi_op_name(op)[0] - 'a' + 'A', hb_mpi_op_name(op) + 1,
-                         op == HB_MPI_BCAST ? "" : " per rank",
-                         r == HB_MPI_ONE_NODE ? "one node" : "several nodes");
+                         "Largest %s (bytes%s) hibar takes when the job is on %s; larger ones "
+                         "go to the component below (-1: no bound, 0: none)",
+                         opname, op == HB_MPI_BCAST ? "" : " per rank", on);
             rc = hb_mpi_register_int(name, what, MCA_BASE_VAR_TYPE_LONG, NULL, &C.xover.max[op][r]);
-            if (rc != OMPI_SUCCESS)
-                return rc;
+            if (rc != OMPI_SUCCESS || op == HB_MPI_BARRIER)
+                continue;
+            snprintf(name, sizeof name, "%s_min_%s", hb_mpi_op_name(op), hb_mpi_regime_name(r));
+            snprintf(what, sizeof what,
+                     "Smallest %s (bytes%s) hibar takes when the job is on %s; smaller ones go "
+                     "to the component below",
+                     opname, op == HB_MPI_BCAST ? "" : " per rank", on);
+            rc = hb_mpi_register_int(name, what, MCA_BASE_VAR_TYPE_LONG, NULL, &C.xover.min[op][r]);
         }
+        if (rc != OMPI_SUCCESS)
+            return rc;
     }
     return OMPI_SUCCESS;
 }
@@ -211,6 +223,9 @@ int hb_mpi_join(struct ompi_communicator_t *world)
 /* MPI_Finalize: every rank leaves the job (hibar_finalize is a barrier with every rank). */
 static int hb_mpi_close(void)
 {
+    if (C.progress)
+        opal_progress_unregister(hb_mpi_progress);
+    C.progress = 0;
     if (C.h)
         hibar_finalize(&C.h);
     hibar_set_log_callback(NULL, NULL);

@@ -9,6 +9,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/group/group.h"
 #include "ompi/mca/rte/rte.h"
+#include "opal/runtime/opal_progress.h"
 
 #define C mca_coll_hibar_component
 
@@ -22,6 +23,8 @@ typedef struct hb_mpi_module {
     int n;
     mca_coll_base_module_barrier_fn_t prev_barrier;
     mca_coll_base_module_t *prev_barrier_module;
+    mca_coll_base_module_ibarrier_fn_t prev_ibarrier;
+    mca_coll_base_module_t *prev_ibarrier_module;
     mca_coll_base_module_bcast_fn_t prev_bcast;
     mca_coll_base_module_t *prev_bcast_module;
     mca_coll_base_module_scatter_fn_t prev_scatter;
@@ -39,9 +42,9 @@ static void hb_mpi_module_construct(hb_mpi_module_t *m)
 
 static void hb_mpi_module_destruct(hb_mpi_module_t *m)
 {
-    mca_coll_base_module_t *prev[] = {m->prev_barrier_module, m->prev_bcast_module,
-                                      m->prev_scatter_module, m->prev_gather_module,
-                                      m->prev_allgather_module};
+    mca_coll_base_module_t *prev[] = {m->prev_barrier_module, m->prev_ibarrier_module,
+                                      m->prev_bcast_module,   m->prev_scatter_module,
+                                      m->prev_gather_module,  m->prev_allgather_module};
 
     for (size_t i = 0; i < sizeof prev / sizeof prev[0]; i++)
         if (prev[i])
@@ -95,13 +98,61 @@ static size_t hb_mpi_bytes(struct ompi_datatype_t *dt, int count)
     return count > 0 ? size * (size_t)count : 0;
 }
 
+OBJ_CLASS_INSTANCE(hb_mpi_request_t, ompi_request_t, NULL, NULL);
+
+/* Complete the MPI_Ibarrier in flight with hibar's status rc. */
+static void hb_mpi_ibarrier_done(int rc)
+{
+    hb_mpi_request_t *r = C.pending;
+
+    C.pending = NULL;
+    r->super.req_status.MPI_ERROR = hb_mpi_error("hibar_barrier_test", rc);
+    ompi_request_complete(&r->super, true);
+}
+
+int hb_mpi_progress(void)
+{
+    int rc;
+
+    if (!C.pending)
+        return 0;
+    rc = hibar_barrier_test(C.h, C.pending->epoch);
+    if (rc == HIBAR_ERR_WOULD_BLOCK)
+        return 0;
+    hb_mpi_ibarrier_done(rc);
+    return 1;
+}
+
+/* Before any other hibar call: the MPI_Ibarrier in flight ends first (hibar allows one
+ * split-phase barrier and nothing else until its wait). Every rank has arrived at it already:
+ * each called MPI_Ibarrier before this call, in the order of its communicator. */
+static void hb_mpi_settle(void)
+{
+    if (C.pending)
+        hb_mpi_ibarrier_done(hibar_barrier_wait(C.h, C.pending->epoch));
+}
+
+/* MPI_Request_free of a nonblocking collective is erroneous while it runs (MPI 3.0, 5.12). */
+static int hb_mpi_request_free(ompi_request_t **req)
+{
+    if (!REQUEST_COMPLETE(*req))
+        return MPI_ERR_REQUEST;
+    OMPI_REQUEST_FINI(*req);
+    OBJ_RELEASE(*req);
+    *req = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
 /* Whether hibar takes this call. The same answer on every rank: the size agreed by the type
  * signatures, the table, the job's regime. A rank that then cannot take it (a derived datatype,
  * no memory) declines by passing a NULL buffer: hibar returns HIBAR_ERR_INVAL to every rank of
  * the call, before any data moves, and every rank passes the call down. */
 static int hb_mpi_takes(hb_mpi_module_t *m, hb_mpi_op_t op, size_t bytes)
 {
-    return m->ident && bytes > 0 && hb_mpi_xover_takes(&C.xover, op, C.regime, bytes);
+    if (!m->ident || bytes == 0 || !hb_mpi_xover_takes(&C.xover, op, C.regime, bytes))
+        return 0;
+    hb_mpi_settle();
+    return 1;
 }
 
 static int hb_mpi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -110,9 +161,46 @@ static int hb_mpi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module
 
     if (!hb_mpi_xover_takes(&C.xover, HB_MPI_BARRIER, C.regime, 0))
         return m->prev_barrier(comm, m->prev_barrier_module);
+    hb_mpi_settle();
     if (m->whole)
         return hb_mpi_error("hibar_barrier", hibar_barrier(C.h));
     return hb_mpi_error("hibar_barrier_subset", hibar_barrier_subset(C.h, m->ranks, m->n));
+}
+
+/* MPI_Ibarrier of the whole job on hibar's split-phase barrier; opal_progress (MPI_Test,
+ * MPI_Wait, any MPI call that progresses) completes it. */
+static int hb_mpi_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    hb_mpi_module_t *m = (hb_mpi_module_t *)module;
+    hb_mpi_request_t *r;
+    int rc;
+
+    if (!m->whole || !hb_mpi_xover_takes(&C.xover, HB_MPI_BARRIER, C.regime, 0))
+        return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
+    hb_mpi_settle();
+    if (!C.progress) {
+        if (opal_progress_register(hb_mpi_progress) != OPAL_SUCCESS)
+            return MPI_ERR_INTERN;
+        C.progress = 1;
+    }
+    r = OBJ_NEW(hb_mpi_request_t);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    rc = hibar_barrier_arrive(C.h, &r->epoch);
+    if (rc != HIBAR_SUCCESS) {
+        OBJ_RELEASE(r);
+        return hb_mpi_error("hibar_barrier_arrive", rc);
+    }
+    OMPI_REQUEST_INIT(&r->super, false);
+    r->super.req_type = OMPI_REQUEST_COLL;
+    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.req_free = hb_mpi_request_free;
+    r->super.req_mpi_object.comm = comm;
+    C.pending = r;
+    hb_mpi_progress(); /* the last rank to arrive completes it at once */
+    *request = &r->super;
+    return MPI_SUCCESS;
 }
 
 static int hb_mpi_bcast(void *buf, int count, struct ompi_datatype_t *dt, int root,
@@ -231,6 +319,7 @@ static int hb_mpi_enable(mca_coll_base_module_t *module, struct ompi_communicato
     hb_mpi_module_t *m = (hb_mpi_module_t *)module;
 
     HB_MPI_KEEP(m, comm, barrier);
+    HB_MPI_KEEP(m, comm, ibarrier);
     HB_MPI_KEEP(m, comm, bcast);
     HB_MPI_KEEP(m, comm, scatter);
     HB_MPI_KEEP(m, comm, gather);
@@ -288,6 +377,8 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
     }
     m->super.coll_module_enable = hb_mpi_enable;
     m->super.coll_barrier = hb_mpi_barrier;
+    if (m->whole)
+        m->super.coll_ibarrier = hb_mpi_ibarrier;
     if (m->ident) {
         m->super.coll_bcast = hb_mpi_bcast;
         m->super.coll_scatter = hb_mpi_scatter;
@@ -295,8 +386,8 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
         m->super.coll_allgather = hb_mpi_allgather;
     }
     hb_mpi_verbose(10, "communicator %s (%d ranks): %s", comm->c_name, n,
-                   m->ident   ? "barrier, bcast, scatter, gather, allgather"
-                   : m->whole ? "barrier (the whole job in another order)"
+                   m->ident   ? "barrier, ibarrier, bcast, scatter, gather, allgather"
+                   : m->whole ? "barrier, ibarrier (the whole job in another order)"
                               : "barrier (a subset of the job)");
     *priority = C.priority;
     return &m->super;

@@ -8,12 +8,22 @@ static const char *const xover_ops[HB_MPI_N_OPS] = {"barrier", "bcast", "scatter
 static const char *const xover_regimes[HB_MPI_N_REGIMES] = {"node", "nodes"};
 static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
 
-/* Measured on the 2-core development machine (doc/results.md, "Open MPI component"), hibar
- * against the component below it (Open MPI's tuned over shared memory on one node, over TCP
- * between nodes). One node: the barrier and every collective up to the sizes below. Several
+/* Measured on the 2-core development machine with scripts/mpi-coll-bench (README, Results),
+ * hibar against the component below it on the same ranks (Open MPI's tuned, over shared memory
+ * on one node). One node: the barrier, and each collective from the size where hibar's
+ * single copy through the segment beats Open MPI's pipelined point-to-point (below it hibar's
+ * fixed cost, about 15 us at 4 ranks on 2 cores, loses to Open MPI's eager path). Several
  * nodes: the barrier only; each data collective's daemon hop costs more than Open MPI's
- * point-to-point at every size where a rank has a core (issue 19's figures), so it goes down. */
+ * point-to-point where a rank has a core (issue 19's figures), so it goes down. */
+#define K 1024L
 static const hb_mpi_xover_t xover_defaults = {
+    .min =
+        {
+            [HB_MPI_BCAST] = {1024 * K, 0},
+            [HB_MPI_SCATTER] = {1024 * K, 0},
+            [HB_MPI_GATHER] = {16 * K, 0},
+            [HB_MPI_ALLGATHER] = {1 * K, 0},
+        },
     .max =
         {
             [HB_MPI_BARRIER] = {HB_MPI_XOVER_ALL, HB_MPI_XOVER_ALL},
@@ -24,6 +34,7 @@ static const hb_mpi_xover_t xover_defaults = {
         },
     .force = HB_MPI_FORCE_AUTO,
 };
+#undef K
 
 void hb_mpi_xover_defaults(hb_mpi_xover_t *x)
 {
@@ -48,30 +59,41 @@ const char *hb_mpi_force_name(int force)
 int hb_mpi_xover_takes(const hb_mpi_xover_t *x, hb_mpi_op_t op, hb_mpi_regime_t regime,
                        size_t bytes)
 {
-    long max = x->max[op][regime];
+    long min = x->min[op][regime], max = x->max[op][regime];
 
     if (x->force == HB_MPI_FORCE_HIBAR)
         return 1;
-    if (x->force == HB_MPI_FORCE_OMPI)
+    if (x->force == HB_MPI_FORCE_OMPI || max == 0)
         return 0;
     if (op == HB_MPI_BARRIER)
-        return max != 0;
-    return max < 0 || (max > 0 && bytes <= (size_t)max);
+        return 1;
+    return (min <= 0 || bytes >= (size_t)min) && (max < 0 || bytes <= (size_t)max);
 }
 
-const char *hb_mpi_xover_fmt(hb_mpi_op_t op, long max, char *buf, size_t n)
+/* "64K", "1M", "1000" */
+static void xover_size(long v, char *buf, size_t n)
 {
+    if (v >= 1L << 20 && v % (1L << 20) == 0)
+        snprintf(buf, n, "%ldM", v >> 20);
+    else if (v >= 1L << 10 && v % (1L << 10) == 0)
+        snprintf(buf, n, "%ldK", v >> 10);
+    else
+        snprintf(buf, n, "%ld", v);
+}
+
+const char *hb_mpi_xover_fmt(hb_mpi_op_t op, long min, long max, char *buf, size_t n)
+{
+    char a[24], b[24];
+
+    xover_size(min, a, sizeof a);
+    xover_size(max, b, sizeof b);
     if (op == HB_MPI_BARRIER)
         snprintf(buf, n, "%s", max != 0 ? "yes" : "no");
-    else if (max < 0)
-        snprintf(buf, n, "every size");
-    else if (max == 0)
+    else if (max == 0 || (max > 0 && min > max))
         snprintf(buf, n, "none");
-    else if (max % (1L << 20) == 0)
-        snprintf(buf, n, "<= %ldM", max >> 20);
-    else if (max % (1L << 10) == 0)
-        snprintf(buf, n, "<= %ldK", max >> 10);
+    else if (max < 0)
+        snprintf(buf, n, min <= 0 ? "every size" : ">= %s", a);
     else
-        snprintf(buf, n, "<= %ld B", max);
+        snprintf(buf, n, "%s..%s", min <= 0 ? "0" : a, b);
     return buf;
 }

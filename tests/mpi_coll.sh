@@ -1,12 +1,13 @@
 #!/bin/bash
 # mpi_coll.sh: mca_coll_hibar, Open MPI's coll component on hibar. An unmodified MPI program
-# (mpi_coll_check.c: barrier ordering on the world, a reordered split and a dup; collectives
-# with random sizes, roots, types and MPI_IN_PLACE checked bit for bit against Open MPI's own in
-# the same job; derived datatypes, passed down; a split's subset barrier) under hibar-run on
-# 1 node x 4 ranks and 4 emulated nodes x 2 ranks, by the table and with every call forced to
-# hibar; the same results with OMPI_MCA_coll=^hibar (the component not even opened); under
-# mpirun without hibard the component is not selected and says nothing. Skipped (77) when the
-# component (Open MPI's coll headers) or mpirun is missing. HIBAR_TEST_SEED repeats a run.
+# (mpi_coll_check.c: barrier ordering on the world (MPI_Barrier, MPI_Ibarrier), a reordered
+# split, a dup and the halves of a split (hibar's subset barrier); collectives with random sizes, roots, types and
+# MPI_IN_PLACE checked bit for bit against Open MPI's own in the same job; derived datatypes,
+# passed down) under hibar-run on 1 node x 4 ranks and 4 emulated nodes x 2 ranks, by the table
+# and with every call forced to hibar; the same results with OMPI_MCA_coll=^hibar (the
+# component not even opened); under mpirun without hibard the component is not selected and
+# says nothing. Skipped (77) when the component (Open MPI's coll headers) or mpirun is
+# missing. HIBAR_TEST_SEED repeats a run.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 [ -e "$bld/mpi/.libs/mca_coll_hibar.so" ] ||
@@ -16,7 +17,7 @@ hb_prog PROG tests/mpi_coll_check
 export HIBAR_OMPI_COMPONENT_DIR="$bld/mpi/.libs"
 on_exit '[ -z "$(pgrep -f -- "$PROG" || true)" ] || fail "MPI ranks left behind"'
 CTR="$TMP/hibar-barrier-counter" # the barrier ordering's shared counter
-truncate -s 8 "$CTR" || exit 99
+truncate -s 8 "$CTR" "$CTR.0" "$CTR.1" || exit 99
 SEED=${HIBAR_TEST_SEED:-$RANDOM}
 echo "seed $SEED (HIBAR_TEST_SEED=$SEED repeats it)"
 ROUNDS=20
@@ -37,7 +38,7 @@ mpi() {
 selected() {
     [ "$(grep -c "coll:hibar: joined the hibar job ($3)" "$ERR")" -eq "$2" ] ||
         fail "$1: the component did not join the job on every rank ($3)"
-    [ "$(grep -c "coll:hibar: communicator MPI_COMM_WORLD ($2 ranks): barrier, bcast" "$ERR")" \
+    [ "$(grep -c "coll:hibar: communicator MPI_COMM_WORLD ($2 ranks): barrier, ibarrier, bcast" "$ERR")" \
         -eq "$2" ] || fail "$1: MPI_COMM_WORLD not served by hibar on every rank"
 }
 
@@ -50,8 +51,13 @@ mpi one 4 -n 4 --per-node 4 --emulate "$src/examples/local.yaml"
 selected one 4 "one node"
 OMPI_MCA_coll_hibar_force=hibar mpi one-hibar 4 -n 4 --per-node 4 --emulate "$src/examples/local.yaml"
 selected one-hibar 4 "one node"
+# a crossover inside the sizes drawn: each collective goes both ways in one job
+OMPI_MCA_coll_hibar_bcast_min_node=100000 OMPI_MCA_coll_hibar_scatter_min_node=100000 \
+    OMPI_MCA_coll_hibar_gather_max_node=100000 OMPI_MCA_coll_hibar_allgather_max_node=100000 \
+    mpi one-mixed 4 -n 4 --per-node 4 --emulate "$src/examples/local.yaml"
 same one-ompi one
 same one-ompi one-hibar
+same one-ompi one-mixed
 echo "1 node x 4: the same results with and without hibar"
 
 # 2. 4 emulated nodes x 2 ranks

@@ -1,6 +1,8 @@
 /* mpi_coll_check.c: an unmodified MPI program for Open MPI's coll component on hibar: barrier
  * ordering, collectives with random sizes, roots and types checked bit for bit against Open
- * MPI's own in the same job, derived datatypes, sub-communicators (tests/mpi_coll.sh). */
+ * MPI's own in the same job, derived datatypes, sub-communicators (tests/mpi_coll.sh).
+ *   mpi_coll_check [FILE [ROUNDS [MAX_BYTES [SEED]]]]
+ * FILE, FILE.0 and FILE.1: 8-byte files, the barrier ordering's counters (none: no ordering). */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -57,7 +59,7 @@ static void fill(void *p, size_t n, uint64_t seed)
 /* Barrier ordering: each round every rank adds one to a counter in a shared file, then enters
  * the barrier; after it the counter holds at least every rank's adds of this round and less
  * than the next round's of every rank (none can pass the next barrier before this rank). */
-static void barrier_order(MPI_Comm comm, const char *file, int rounds)
+static void barrier_order(MPI_Comm comm, const char *file, int rounds, int nonblocking)
 {
     int n, fd = open(file, O_RDWR);
     CHECK(fd >= 0, "open %s", file);
@@ -72,7 +74,17 @@ static void barrier_order(MPI_Comm comm, const char *file, int rounds)
         if ((k + me) % 3 == 0) /* some ranks late, others early */
             usleep((useconds_t)(500 + 300 * (me % 4)));
         __atomic_fetch_add(ctr, 1, __ATOMIC_SEQ_CST);
-        MPI_Barrier(comm);
+        if (nonblocking) { /* MPI_Ibarrier, tested until done, or waited for */
+            MPI_Request req;
+            int done = 0;
+            MPI_Ibarrier(comm, &req);
+            for (int t = 0; t < 3 && !done; t++)
+                MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+            if (!done)
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Barrier(comm);
+        }
         long v = __atomic_load_n(ctr, __ATOMIC_SEQ_CST) - base;
         CHECK(v >= (long)(k + 1) * n && v < (long)(k + 2) * n + 1,
               "barrier round %d: counter %ld, want %ld..%ld", k, v, (long)(k + 1) * n,
@@ -219,11 +231,20 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, 0, np - 1 - me, &rev);
     MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
     if (file) {
-        barrier_order(MPI_COMM_WORLD, file, rounds);
-        barrier_order(rev, file, rounds);
+        barrier_order(MPI_COMM_WORLD, file, rounds, 0);
+        barrier_order(MPI_COMM_WORLD, file, rounds, 1);
+        barrier_order(rev, file, rounds, 0);
         MPI_Comm dup;
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-        barrier_order(dup, file, rounds);
+        barrier_order(dup, file, rounds, 0);
+        /* an MPI_Ibarrier in flight while a blocking collective runs */
+        MPI_Request req;
+        int v = me, sum = 0;
+        MPI_Ibarrier(MPI_COMM_WORLD, &req);
+        MPI_Bcast(&v, 1, MPI_INT, 0, dup);
+        MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, dup);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        CHECK(v == 0 && sum == np * (np - 1) / 2, "bcast and allreduce under an ibarrier");
         MPI_Comm_free(&dup);
     }
     for (int k = 0; k < rounds; k++)
@@ -232,8 +253,11 @@ int main(int argc, char **argv)
         int hn, hr, v = me, sum = 0;
         MPI_Comm_size(half, &hn);
         MPI_Comm_rank(half, &hr);
-        for (int k = 0; k < rounds; k++)
-            MPI_Barrier(half);
+        if (file) { /* each half its own counter, FILE.0 and FILE.1 */
+            char hf[4096];
+            snprintf(hf, sizeof hf, "%s.%d", file, me % 2);
+            barrier_order(half, hf, rounds, 0);
+        }
         MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, half);
         int want = 0;
         for (int i = me % 2; i < np; i += 2)

@@ -661,30 +661,39 @@ static int info_view(const hb_cfg_t *cfg, const char *hostlist, hb_topo_t **topo
     return 0;
 }
 
-/* OMPI_MCA_coll_hibar_<op>_max_<regime> and _force of the environment over the built-in
+/* One OMPI_MCA_coll_hibar_<op>_<bound>_<regime> of the environment into *v (untouched when
+ * unset). 0, or -1 with a message for a bad value. */
+static int info_mpi_var(int op, const char *bound, int r, long *v)
+{
+    char name[96], *end;
+    const char *s;
+
+    snprintf(name, sizeof(name), "OMPI_MCA_coll_hibar_%s_%s_%s", hb_mpi_op_name(op), bound,
+             hb_mpi_regime_name(r));
+    if ((s = getenv(name)) == NULL)
+        return 0;
+    errno = 0;
+    long m = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || m < -1) {
+        fprintf(stderr, "hibar-info: %s='%s': not -1, 0 or a size in bytes\n", name, s);
+        return -1;
+    }
+    *v = m;
+    return 0;
+}
+
+/* OMPI_MCA_coll_hibar_<op>_{min,max}_<regime> and _force of the environment over the built-in
  * table, as Open MPI reads them (a file of MCA parameters is not read here: ompi_info --param
  * coll hibar shows what a process gets). 0, or -1 with a message for a bad value. */
 static int info_mpi_env(hb_mpi_xover_t *x)
 {
-    char name[96];
     const char *v;
 
-    for (int op = 0; op < HB_MPI_N_OPS; op++) {
-        for (int r = 0; r < HB_MPI_N_REGIMES; r++) {
-            char *end;
-            snprintf(name, sizeof(name), "OMPI_MCA_coll_hibar_%s_max_%s", hb_mpi_op_name(op),
-                     hb_mpi_regime_name(r));
-            if ((v = getenv(name)) == NULL)
-                continue;
-            errno = 0;
-            long m = strtol(v, &end, 10);
-            if (errno != 0 || end == v || *end != '\0' || m < -1) {
-                fprintf(stderr, "hibar-info: %s='%s': not -1, 0 or a size in bytes\n", name, v);
+    for (int op = 0; op < HB_MPI_N_OPS; op++)
+        for (int r = 0; r < HB_MPI_N_REGIMES; r++)
+            if (info_mpi_var(op, "min", r, &x->min[op][r]) != 0 ||
+                info_mpi_var(op, "max", r, &x->max[op][r]) != 0)
                 return -1;
-            }
-            x->max[op][r] = m;
-        }
-    }
     if ((v = getenv("OMPI_MCA_coll_hibar_force")) != NULL) {
         int f = -1;
         for (int i = HB_MPI_FORCE_AUTO; i <= HB_MPI_FORCE_OMPI; i++)
@@ -715,19 +724,21 @@ static int info_mpi(FILE *f, int json)
         for (int op = 0; op < HB_MPI_N_OPS; op++) {
             json_t *e = json_object();
             for (int r = 0; r < HB_MPI_N_REGIMES; r++)
-                json_object_set_new(e, hb_mpi_regime_name(r), json_integer(x.max[op][r]));
+                json_object_set_new(e, hb_mpi_regime_name(r),
+                                    json_pack("{s:I,s:I}", "min", (json_int_t)x.min[op][r], "max",
+                                              (json_int_t)x.max[op][r]));
             json_object_set_new(ops, hb_mpi_op_name(op), e);
         }
-        json_object_set_new(root, "max_bytes", ops);
+        json_object_set_new(root, "bytes", ops);
         json_dumpf(root, f, JSON_INDENT(2));
         fputc('\n', f);
         json_decref(root);
         return 0;
     }
     fprintf(f,
-            "Open MPI coll component mca_coll_hibar: hibar takes a call up to these sizes "
-            "(bytes per rank;\nbcast: the buffer), the component below it takes larger "
-            "ones. force=%s%s\n",
+            "Open MPI coll component mca_coll_hibar: hibar takes a call of these sizes "
+            "(bytes per rank;\nbcast: the buffer), the component below it takes the others. "
+            "force=%s%s\n",
             hb_mpi_force_name(x.force),
             x.force == HB_MPI_FORCE_HIBAR  ? " (every call hibar can take)"
             : x.force == HB_MPI_FORCE_OMPI ? " (every call to Open MPI)"
@@ -741,9 +752,10 @@ static int info_mpi(FILE *f, int json)
     fprintf(f, "%-10s %-14s %-14s %s\n", "operation", "one node", "several nodes",
             "MCA parameters");
     for (int op = 0; op < HB_MPI_N_OPS; op++)
-        fprintf(f, "%-10s %-14s %-14s coll_hibar_%s_max_node, _nodes\n", hb_mpi_op_name(op),
-                hb_mpi_xover_fmt(op, x.max[op][HB_MPI_ONE_NODE], a, sizeof(a)),
-                hb_mpi_xover_fmt(op, x.max[op][HB_MPI_NODES], b, sizeof(b)), hb_mpi_op_name(op));
+        fprintf(f, "%-10s %-14s %-14s coll_hibar_%s_%s_node, _nodes\n", hb_mpi_op_name(op),
+                hb_mpi_xover_fmt(op, x.min[op][0], x.max[op][0], a, sizeof(a)),
+                hb_mpi_xover_fmt(op, x.min[op][1], x.max[op][1], b, sizeof(b)), hb_mpi_op_name(op),
+                op == HB_MPI_BARRIER ? "max" : "{min,max}");
     return 0;
 }
 
