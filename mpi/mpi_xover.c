@@ -8,11 +8,12 @@ static const char *const xover_ops[HB_MPI_N_OPS] = {"barrier", "bcast", "scatter
 static const char *const xover_regimes[HB_MPI_N_REGIMES] = {"node", "nodes"};
 static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
 
-/* Measured on the 2-core development machine with scripts/mpi-coll-bench (README, Results),
- * hibar against the component below it on the same ranks (Open MPI's tuned, over shared memory
- * on one node). One node: the barrier, and each collective from the size where hibar's
- * single copy through the segment beats Open MPI's pipelined point-to-point (below it hibar's
- * fixed cost, about 15 us at 4 ranks on 2 cores, loses to Open MPI's eager path). Several
+/* Measured on the 2-core development machine with scripts/mpi-coll-bench, 4 ranks on one node
+ * (doc/results.md, "Open MPI programs: mca_coll_hibar"), hibar against the component below it
+ * on the same ranks (Open MPI's tuned over shared memory): kept where hibar won in every run.
+ * One node: the barrier; bcast and scatter from 1 MiB, gather from 16 KiB, allgather from 16
+ * to 256 KiB (below those hibar's fixed cost of a collective loses to Open MPI's eager path;
+ * above 256 KiB allgather swung from 0.1x to 3.6x between runs of the loaded machine). Several
  * nodes: the barrier only; each data collective's daemon hop costs more than Open MPI's
  * point-to-point where a rank has a core (issue 19's figures), so it goes down. */
 #define K 1024L
@@ -22,7 +23,7 @@ static const hb_mpi_xover_t xover_defaults = {
             [HB_MPI_BCAST] = {1024 * K, 0},
             [HB_MPI_SCATTER] = {1024 * K, 0},
             [HB_MPI_GATHER] = {16 * K, 0},
-            [HB_MPI_ALLGATHER] = {1 * K, 0},
+            [HB_MPI_ALLGATHER] = {16 * K, 0},
         },
     .max =
         {
@@ -30,7 +31,7 @@ static const hb_mpi_xover_t xover_defaults = {
             [HB_MPI_BCAST] = {HB_MPI_XOVER_ALL, 0},
             [HB_MPI_SCATTER] = {HB_MPI_XOVER_ALL, 0},
             [HB_MPI_GATHER] = {HB_MPI_XOVER_ALL, 0},
-            [HB_MPI_ALLGATHER] = {HB_MPI_XOVER_ALL, 0},
+            [HB_MPI_ALLGATHER] = {256 * K, 0},
         },
     .force = HB_MPI_FORCE_AUTO,
 };
