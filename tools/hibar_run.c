@@ -426,14 +426,17 @@ static const char *ompi_component_path(char *buf, size_t n)
 
     if (dir == NULL || *dir == '\0')
         dir = HB_OMPI_COMPONENT_DIR;
-    if (getenv("OMPI_MCA_mca_base_component_path") != NULL || strcmp(dir, HB_OMPI_PKGLIBDIR) == 0)
+    /* without Open MPI's own directory (configure found no ompi_info) the path would hide
+     * Open MPI's components: leave it alone */
+    if (getenv("OMPI_MCA_mca_base_component_path") != NULL || *HB_OMPI_PKGLIBDIR == '\0' ||
+        strcmp(dir, HB_OMPI_PKGLIBDIR) == 0)
         return NULL;
     snprintf(so, sizeof so, "%s/mca_coll_hibar.so", dir);
     if (access(so, R_OK) != 0)
         return NULL;
     /* Open MPI's default path first: its own components, then ours, then the user's */
-    int k = snprintf(buf, n, "OMPI_MCA_mca_base_component_path=%s%s%s%s%s", HB_OMPI_PKGLIBDIR,
-                     *HB_OMPI_PKGLIBDIR ? ":" : "", dir, home ? ":" : "", home ? home : "");
+    int k = snprintf(buf, n, "OMPI_MCA_mca_base_component_path=%s:%s%s%s", HB_OMPI_PKGLIBDIR, dir,
+                     home ? ":" : "", home ? home : "");
     if (k < 0 || (size_t)k >= n || (home && (size_t)k + sizeof "/.openmpi/components" > n))
         return NULL;
     if (home)
