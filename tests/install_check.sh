@@ -6,7 +6,8 @@
 # installed hibard reads its file, logs with ISO-8601 stamps, tells systemd it is ready, and
 # survives SIGHUP (re-reading the file, re-opening the log); pkg-config hibar builds a client;
 # hibar-bench fence runs from the installed tree, hibar-bench --osu prints the OSU
-# micro-benchmarks' table, and (as root) hibar-bench --per-node runs the installed test bed.
+# micro-benchmarks' table, and (as root) hibar-bench --per-node runs the installed test bed;
+# Open MPI's coll component on hibar, where built, is installed and Open MPI loads it.
 # About 20 s.
 set -u
 bld=${top_builddir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -24,7 +25,7 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # install what make install installs, without the tests/ directory (its check programs are
 # being built and run beside this script)
-for d in common config hwbarrier hier libclient coll sim daemon tools systemd; do
+for d in common config hwbarrier hier libclient mpi coll sim daemon tools systemd; do
     make -s -C "$bld/$d" install DESTDIR="$dest" >"$tmp/install.log" 2>&1 ||
         { cat "$tmp/install.log"; echo "FAIL make install in $d"; exit 1; }
 done
@@ -247,6 +248,23 @@ else
     else
         bad "scatter --per-node --osu (exit $rc): $(cat "$tmp/pnosu"; tail -5 "$tmp/err")"
     fi
+fi
+
+# mca_coll_hibar (built when configure found Open MPI's coll headers): installed, and Open MPI
+# lists it from there (ompi_info with the directory that hibar-run adds)
+comp=$(grep -q '^#define HB_HAVE_OMPI_COLL 1' "$bld/hb_config.h" &&
+    find "$dest" -name mca_coll_hibar.so | head -1)
+if [ -n "$comp" ] && command -v ompi_info >/dev/null; then
+    pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+    if LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        OMPI_MCA_mca_base_component_path="$pkglib:$(dirname "$comp")" ompi_info 2>&1 |
+        grep -q "MCA coll: hibar"; then
+        ok "mca_coll_hibar installed ($comp), listed by ompi_info"
+    else
+        bad "ompi_info does not list the installed mca_coll_hibar ($comp)"
+    fi
+elif grep -q '^#define HB_HAVE_OMPI_COLL 1' "$bld/hb_config.h"; then
+    bad "mca_coll_hibar built but not installed"
 fi
 
 [ $fails -eq 0 ] || { echo "$fails failures"; exit 1; }

@@ -2,6 +2,7 @@
  */
 #include "hb_config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "hb_cli.h"
 #include "hb_log.h"
 #include "hb_status.h"
+#include "mpi_xover.h"
 #include "coll_model.h"
 #include "coll_params.h"
 #include "hb_params.h"
@@ -38,6 +40,7 @@ typedef struct {
     double sizes[32]; /* --size LIST */
     int n_sizes;
     const char *members; /* --members HOSTLIST: the view of a job on these nodes */
+    int mpi;             /* --mpi: mca_coll_hibar's crossover table */
 } info_opts_t;
 
 static void info_usage(FILE *f)
@@ -53,6 +56,9 @@ static void info_usage(FILE *f)
             "                     (hibar-bench lanes, or the configuration's), and the\n"
             "                     algorithm the daemons choose per operation and size\n"
             "      --size LIST    sizes for --model, e.g. 1K,64K,1M (default 1K,16K,64K,256K,1M)\n"
+            "      --mpi          the crossover table of Open MPI's coll component on hibar\n"
+            "                     (mca_coll_hibar): which calls hibar takes, by size, with\n"
+            "                     the OMPI_MCA_coll_hibar_* settings of the environment\n"
             "      --members LIST the tree and predictions of a job on these nodes only\n"
             "                     (hostlist, e.g. n[03-05,08]): pruned chassis, stand-in Centers\n"
             "  -o KEY=VALUE       override a configuration key (see hibar.yaml(5))\n"
@@ -655,15 +661,119 @@ static int info_view(const hb_cfg_t *cfg, const char *hostlist, hb_topo_t **topo
     return 0;
 }
 
+/* One OMPI_MCA_coll_hibar_<op>_<bound>_<regime> of the environment into *v (untouched when
+ * unset). 0, or -1 with a message for a bad value. */
+static int info_mpi_var(int op, const char *bound, int r, long *v)
+{
+    char name[96], *end;
+    const char *s;
+
+    snprintf(name, sizeof(name), "OMPI_MCA_coll_hibar_%s_%s_%s", hb_mpi_op_name(op), bound,
+             hb_mpi_regime_name(r));
+    if ((s = getenv(name)) == NULL)
+        return 0;
+    errno = 0;
+    long m = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || m < -1) {
+        fprintf(stderr, "hibar-info: %s='%s': not -1, 0 or a size in bytes\n", name, s);
+        return -1;
+    }
+    *v = m;
+    return 0;
+}
+
+/* OMPI_MCA_coll_hibar_<op>_{min,max}_<regime> and _force of the environment over the built-in
+ * table, as Open MPI reads them (a file of MCA parameters is not read here: ompi_info --param
+ * coll hibar shows what a process gets). 0, or -1 with a message for a bad value. */
+static int info_mpi_env(hb_mpi_xover_t *x)
+{
+    const char *v;
+
+    for (int op = 0; op < HB_MPI_N_OPS; op++)
+        for (int r = 0; r < HB_MPI_N_REGIMES; r++)
+            if (info_mpi_var(op, "min", r, &x->min[op][r]) != 0 ||
+                info_mpi_var(op, "max", r, &x->max[op][r]) != 0)
+                return -1;
+    if ((v = getenv("OMPI_MCA_coll_hibar_force")) != NULL) {
+        int f = -1;
+        for (int i = HB_MPI_FORCE_AUTO; i <= HB_MPI_FORCE_OMPI; i++)
+            if (strcmp(v, hb_mpi_force_name(i)) == 0 || (v[0] == '0' + i && v[1] == '\0'))
+                f = i;
+        if (f < 0) {
+            fprintf(stderr, "hibar-info: OMPI_MCA_coll_hibar_force='%s': not auto, hibar or ompi\n",
+                    v);
+            return -1;
+        }
+        x->force = f;
+    }
+    return 0;
+}
+
+/* --mpi: which calls mca_coll_hibar gives hibar, per operation, size and regime. */
+static int info_mpi(FILE *f, int json)
+{
+    hb_mpi_xover_t x;
+    char a[32], b[32];
+
+    hb_mpi_xover_defaults(&x);
+    if (info_mpi_env(&x) != 0)
+        return INFO_EXIT_CONFIG;
+    if (json) {
+        json_t *root = json_object(), *ops = json_object();
+        json_object_set_new(root, "force", json_string(hb_mpi_force_name(x.force)));
+        for (int op = 0; op < HB_MPI_N_OPS; op++) {
+            json_t *e = json_object();
+            for (int r = 0; r < HB_MPI_N_REGIMES; r++)
+                json_object_set_new(e, hb_mpi_regime_name(r),
+                                    json_pack("{s:I,s:I}", "min", (json_int_t)x.min[op][r], "max",
+                                              (json_int_t)x.max[op][r]));
+            json_object_set_new(ops, hb_mpi_op_name(op), e);
+        }
+        json_object_set_new(root, "bytes", ops);
+        json_dumpf(root, f, JSON_INDENT(2));
+        fputc('\n', f);
+        json_decref(root);
+        return 0;
+    }
+    fprintf(f,
+            "Open MPI coll component mca_coll_hibar: hibar takes a call of these sizes "
+            "(bytes per rank;\nbcast: the buffer), the component below it takes the others. "
+            "force=%s%s\n",
+            hb_mpi_force_name(x.force),
+            x.force == HB_MPI_FORCE_HIBAR  ? " (every call hibar can take)"
+            : x.force == HB_MPI_FORCE_OMPI ? " (every call to Open MPI)"
+                                           : "");
+    const char *coll = getenv("OMPI_MCA_coll");
+    if (coll != NULL && coll[0] == '^' && strstr(coll, "hibar") != NULL)
+        fprintf(f, "OMPI_MCA_coll=%s: the component is off\n", coll);
+#ifndef HB_HAVE_OMPI_COLL
+    fprintf(f, "(this build has no component: configure found no Open MPI coll headers)\n");
+#endif
+    fprintf(f, "%-10s %-14s %-14s %s\n", "operation", "one node", "several nodes",
+            "MCA parameters");
+    for (int op = 0; op < HB_MPI_N_OPS; op++)
+        fprintf(f, "%-10s %-14s %-14s coll_hibar_%s_%s_node, _nodes\n", hb_mpi_op_name(op),
+                hb_mpi_xover_fmt(op, x.min[op][0], x.max[op][0], a, sizeof(a)),
+                hb_mpi_xover_fmt(op, x.min[op][1], x.max[op][1], b, sizeof(b)), hb_mpi_op_name(op),
+                op == HB_MPI_BARRIER ? "max" : "{min,max}");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},  {"json", no_argument, NULL, 'j'},
-        {"t-ib", required_argument, NULL, 'I'},    {"t-sr", required_argument, NULL, 'S'},
-        {"model", no_argument, NULL, 'M'},         {"size", required_argument, NULL, 'z'},
-        {"members", required_argument, NULL, 'm'}, {"verbose", no_argument, NULL, 'v'},
-        {"version", no_argument, NULL, 'V'},       {"help", no_argument, NULL, 'h'},
-        {"all", no_argument, NULL, 'a'},           {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"t-ib", required_argument, NULL, 'I'},
+                                             {"t-sr", required_argument, NULL, 'S'},
+                                             {"model", no_argument, NULL, 'M'},
+                                             {"size", required_argument, NULL, 'z'},
+                                             {"members", required_argument, NULL, 'm'},
+                                             {"verbose", no_argument, NULL, 'v'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"all", no_argument, NULL, 'a'},
+                                             {"mpi", no_argument, NULL, 'P'},
+                                             {NULL, 0, NULL, 0}};
     info_opts_t o = {0};
     hb_cfg_t *cfg = NULL;
     hb_topo_t *topo = NULL;
@@ -705,6 +815,9 @@ int main(int argc, char **argv)
         case 'a':
             o.all = 1;
             break;
+        case 'P':
+            o.mpi = 1;
+            break;
         case 'z':
             if (info_sizes(optarg, &o) != 0)
                 goto out_usage;
@@ -737,6 +850,10 @@ int main(int argc, char **argv)
     }
     if (verbose > 0)
         hb_log_set_level(verbose > 1 ? HB_LOG_DEBUG : HB_LOG_INFO);
+    if (o.mpi) { /* no cluster needed */
+        free(o.over);
+        return info_mpi(stdout, o.json);
+    }
 
     rc = hb_cfg_load(o.config, o.over, o.n_over, &cfg, err, sizeof(err));
     if (rc != 0) {

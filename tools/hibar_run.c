@@ -414,6 +414,41 @@ static int open_origin(const hb_cfg_t *cfg, int timeout_ms, int *fd_p, uint32_t 
     return HIBAR_ERR_UNAVAIL;
 }
 
+/* OMPI_MCA_mca_base_component_path=... that adds the directory of mca_coll_hibar.so (Open
+ * MPI's coll component on hibar) to Open MPI's own, into buf; NULL where Open MPI finds it
+ * already (installed among its components), where it is not there, or where the user set the
+ * path. The directory: $HIBAR_OMPI_COMPONENT_DIR (a build tree), else where it was installed. */
+static const char *ompi_component_path(char *buf, size_t n)
+{
+#ifdef HB_HAVE_OMPI_COLL
+    const char *dir = getenv("HIBAR_OMPI_COMPONENT_DIR"), *home = getenv("HOME");
+    char so[PATH_MAX];
+
+    if (dir == NULL || *dir == '\0')
+        dir = HB_OMPI_COMPONENT_DIR;
+    /* without Open MPI's own directory (configure found no ompi_info) the path would hide
+     * Open MPI's components: leave it alone */
+    if (getenv("OMPI_MCA_mca_base_component_path") != NULL || *HB_OMPI_PKGLIBDIR == '\0' ||
+        strcmp(dir, HB_OMPI_PKGLIBDIR) == 0)
+        return NULL;
+    snprintf(so, sizeof so, "%s/mca_coll_hibar.so", dir);
+    if (access(so, R_OK) != 0)
+        return NULL;
+    /* Open MPI's default path first: its own components, then ours, then the user's */
+    int k = snprintf(buf, n, "OMPI_MCA_mca_base_component_path=%s:%s%s%s", HB_OMPI_PKGLIBDIR, dir,
+                     home ? ":" : "", home ? home : "");
+    if (k < 0 || (size_t)k >= n || (home && (size_t)k + sizeof "/.openmpi/components" > n))
+        return NULL;
+    if (home)
+        strcat(buf, "/.openmpi/components");
+    return buf;
+#else
+    (void)buf;
+    (void)n;
+    return NULL;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -658,7 +693,8 @@ int main(int argc, char **argv)
     size_t n_env = 0;
     while (environ[n_env] != NULL)
         n_env++;
-    char *extra[5];
+    char *extra[6];
+    char comp_path[3 * PATH_MAX];
     size_t n_extra = 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t max_host = 0;
@@ -679,9 +715,16 @@ int main(int argc, char **argv)
     if (getenv("OMPI_MCA_mpi_yield_when_idle") == NULL && cores > 0 && max_host > (uint32_t)cores)
         extra[n_extra++] = "OMPI_MCA_mpi_yield_when_idle=1";
     /* emulated nodes share this host under different hostnames: Open MPI's shared-memory
-     * transport (vader) then crashes between them (checked here); TCP over loopback works */
-    if (getenv("OMPI_MCA_btl") == NULL && cfg->bootstrap == HB_CFG_BOOT_LOCAL && cfg->n_nodes > 1)
+     * transport (vader) then crashes between them (checked here); TCP over loopback works. A
+     * job on one of them keeps vader, as under mpirun */
+    int several = 0;
+    for (long r = 1; r < np && !several; r++)
+        several = R.map[r] != R.map[0];
+    if (getenv("OMPI_MCA_btl") == NULL && cfg->bootstrap == HB_CFG_BOOT_LOCAL && several)
         extra[n_extra++] = "OMPI_MCA_btl=self,tcp";
+    const char *comp = ompi_component_path(comp_path, sizeof comp_path);
+    if (comp != NULL)
+        extra[n_extra++] = (char *)comp;
     char **env = calloc(n_env + n_extra + 1, sizeof(char *));
     if (env == NULL)
         goto out;
