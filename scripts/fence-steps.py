@@ -12,13 +12,15 @@
 # PMIx_Fence ("last call" = 0); per step the table gives, over the fences, the median of the
 # earliest node, of the median node and of the latest node reaching it (us). Steps:
 #   call        a rank calls PMIx_Fence (its node's last rank; "first call" = the earliest rank)
-#   upcall      libpmix's thread hands hibard the node's contribution (fence_nb)
+#   st_up       libpmix's thread in the job's PMIx step calls fence_nb (the node's contribution)
+#   upcall      hibard reads it from the step's socket
 #   loop        hibard's event loop takes it (the hand-off between the two threads)
 #   send_up     the node's blob (its subtree's) goes to its parent; release: the root has all
 #   rx_up       the root received a child's blob (per child)
 #   sent        the root queued the release on every edge
 #   rx_down     a node received the release
-#   done/mcb    hibard completes the fence / calls libpmix's modex callback
+#   done/mcb    hibard completes the fence / sends the result to the step
+#   st_rx       the step has it and calls libpmix's modex callback
 #   ret         a rank's PMIx_Fence returned (its node's last rank)
 import collections
 import glob
@@ -72,10 +74,12 @@ def main():
         per = {}
         for n, lst in ev.items():
             fences, cur = [], None
+            # a fence starts at its step's upcall (st_up) where the step profiles, else hibard's
+            cut = 'st_up' if any(st == 'st_up' for _, st in lst) else 'upcall'
             for t, st in lst:
                 if t < start - 1 or t > end + 1:
                     continue
-                if st == 'upcall':
+                if st == cut:
                     cur = collections.defaultdict(list)
                     fences.append(cur)
                 if cur is not None:
@@ -109,8 +113,8 @@ def main():
                 rows[st].append((ts[0], med(ts), ts[-1]))
     if not rows:
         sys.exit('fence-steps: no profiled hibar fences in %s' % d)
-    order = ['first call', 'call', 'upcall', 'loop', 'send_up', 'rx_up0', 'rx_up', 'release',
-             'sent', 'rx_down0', 'rx_down', 'done', 'mcb', 'ret first', 'ret']
+    order = ['first call', 'call', 'st_up', 'upcall', 'loop', 'send_up', 'rx_up0', 'rx_up',
+             'release', 'sent', 'rx_down0', 'rx_down', 'done', 'mcb', 'st_rx', 'ret first', 'ret']
     print('# %d fences; rank 0 call-to-return median %.0f us; times from the last call (us)' %
           (len(cycle), med(cycle)))
     print('%-11s %9s %9s %9s %6s' % ('step', 'earliest', 'median', 'latest', 'n'))
