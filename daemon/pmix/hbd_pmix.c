@@ -188,7 +188,6 @@ static void fence_finish(px_op_t *op, pmix_status_t st)
     }
     hbd_fence_prof(op->d, "mcb", 0);
     op_answer(op, st, data, n);
-    hbd_poll_rest(op->d); /* the next fence comes from the ranks, through the step */
     free(data);
     op_free(op);
 }

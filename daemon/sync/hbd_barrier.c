@@ -609,14 +609,6 @@ void hbd_poll_kick(hbd_t *d)
     yield_arm(d);
 }
 
-void hbd_poll_rest(hbd_t *d)
-{
-    hbd_barrier_state_t *b = d->bar;
-    if (b == NULL || b->n_pend > 0 || poll_mode(d) == HBD_POLL_SPIN)
-        return;
-    b->active_t0 = 0; /* poll_wanted: no more; the zero timer runs once more and stops */
-}
-
 void hbd_barrier_on_hwb(hbd_t *d)
 {
     if (d->bar == NULL)

@@ -86,12 +86,6 @@ void hbd_barrier_on_hwb(hbd_t *d);
 /* Something of a collective happened (a frame, a doorbell): the loop polls for the policy's
  * yield time from now on (the poll stage, doc/design.md section 6.1) instead of sleeping. */
 void hbd_poll_kick(hbd_t *d);
-/* The activity the poll stage was for is over (a PMIx fence answered to its step): where
- * cores are scarce (the loop yields between turns) and no barrier round is pending, the loop
- * sleeps from now on instead of polling out the yield time: the node's ranks, whose next
- * call the loop waits for, need the cores. Where the loop spins (a core each) nothing
- * changes. */
-void hbd_poll_rest(hbd_t *d);
 /* Barriers in flight (for stats). */
 uint32_t hbd_barrier_in_flight(const hbd_t *d);
 /* Messages the barrier engine dropped (wrong job/epoch, role, duplicate, order, stale,
