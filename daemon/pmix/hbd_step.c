@@ -139,7 +139,7 @@ typedef struct st_state {
     uint32_t next_id;
     char nspace[PMIX_MAX_NSLEN + 1];
     char tmpdir[400];
-    int up, registered;
+    int job_seen; /* a JOB message came: another one is refused (PMIx's thread must not block) */
     int broken;         /* hibard is gone: nothing more is sent */
     unsigned reserve_n; /* st_reserve calls (PMIx's thread only) */
     unsigned bad;       /* messages dropped */
@@ -594,7 +594,7 @@ static void st_register(const uint8_t *pl, size_t len)
     uint32_t n_local = 0;
     pmix_info_t *info = NULL;
     size_t ninfo = 0;
-    if (g_st.registered || hbd_step_job_unpack(pl, len, &jb) != 0) {
+    if (g_st.job_seen++ > 0 || hbd_step_job_unpack(pl, len, &jb) != 0) {
         hb_log_error("a JOB message that does not parse (or a second one): refused");
         (void)st_send(HBD_PXM_REGISTERED, 0, 0, 0, 0, PMIX_ERR_BAD_PARAM, NULL, 0, NULL, 0);
         return;
@@ -612,7 +612,6 @@ static void st_register(const uint8_t *pl, size_t len)
         hb_log_error("job %s: PMIx_server_register_nspace: %s", jb.nspace, PMIx_Error_string(st));
         goto out;
     }
-    g_st.registered = 1;
     for (uint32_t r = 0; r < jb.size && st == PMIX_SUCCESS; r++) {
         if (jb.map[r] != jb.self)
             continue;
