@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <pmix.h>
 #include <pmix_server.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -888,6 +889,7 @@ static void st_readable(evutil_socket_t fd, short what, void *arg)
     if (rc == 0)
         return;
     event_del(g_st.ev); /* the end: the main thread goes on (st_detach) */
+    (void)shutdown(g_st.fd, SHUT_RDWR); /* a broken stream: its poll sees it too */
     pthread_mutex_lock(&g_st.mu);
     g_st.ended = 1;
     pthread_cond_signal(&g_st.end_cv);
@@ -931,13 +933,33 @@ static int st_attach(st_rx_t *rx)
     return 0;
 }
 
-/* Wait until the reader on PMIx's thread saw the end; its event goes (before finalize). */
+/*
+ * Wait for the end: hibard closed the socket (or the reader shut it down on a broken stream),
+ * seen here without reading (POLLRDHUP), then the reader on PMIx's thread seeing it too, for
+ * at most ST_END_MS; its event goes before finalize. libpmix 4.2.2 sometimes wedges its thread
+ * (a client dying inside its handshake; tests/run_wedge.sh): then nobody reads, and the step
+ * ends without it, leaving the event alone.
+ */
+#define ST_END_MS 2000
 static void st_detach(void)
 {
+    struct pollfd pf = {.fd = g_st.fd, .events = POLLRDHUP};
+    struct timespec ts;
+    while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+        ;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ST_END_MS / 1000;
     pthread_mutex_lock(&g_st.mu);
-    while (!g_st.ended)
-        pthread_cond_wait(&g_st.end_cv, &g_st.mu);
+    while (!g_st.ended && pthread_cond_timedwait(&g_st.end_cv, &g_st.mu, &ts) == 0)
+        ;
+    int ended = g_st.ended;
     pthread_mutex_unlock(&g_st.mu);
+    if (!ended) {
+        hb_log_warn("libpmix's thread did not read hibard's last messages within %d ms (wedged?): "
+                    "ending without it",
+                    ST_END_MS);
+        return;
+    }
     event_free(g_st.ev); /* waits for st_readable, should it still run on PMIx's thread */
     g_st.ev = NULL;
 }
