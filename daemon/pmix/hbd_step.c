@@ -1067,7 +1067,8 @@ int hbd_step_main(int argc, char **argv)
         else
             st_loop(&rx, 0);
     }
-    free(rx.pl);
+    if (g_st.ev == NULL) /* else a wedged reader still holds rx: left to the exit */
+        free(rx.pl);
     /* the job is over (or hibard gone): whatever waits is answered, then PMIx goes */
     g_st.broken = 1;
     st_cancel(PMIX_ERR_COMM_FAILURE);
