@@ -913,6 +913,9 @@ static int st_attach(st_rx_t *rx)
     const char *e = getenv("HIBAR_STEP_READER");
     if (e != NULL && strcmp(e, "main") == 0)
         return -1;
+#if PMIX_VERSION_MAJOR != 4
+    return -1; /* not libpmix's public API: its reference counting is known from 4.x (4.2.2) */
+#endif
     *(void **)&init = dlsym(RTLD_DEFAULT, "pmix_progress_thread_init");
     *(void **)&stop = dlsym(RTLD_DEFAULT, "pmix_progress_thread_stop");
     if (init == NULL || stop == NULL)
