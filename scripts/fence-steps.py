@@ -10,15 +10,18 @@
 # For every steady-state fence (IT >= 0; with --first: each job's first fence with data, IT
 # -2, after the aligning fence without data, IT -3), times are taken from the moment the last rank called
 # PMIx_Fence ("last call" = 0); per step the table gives, over the fences, the median of the
-# earliest node, of the median node and of the latest node reaching it (us). Steps:
+# earliest node, of the median node and of the latest node reaching it, and when the node of
+# the last caller reaches it ("lastnode"; us). Steps:
 #   call        a rank calls PMIx_Fence (its node's last rank; "first call" = the earliest rank)
-#   upcall      libpmix's thread hands hibard the node's contribution (fence_nb)
+#   st_up       libpmix's thread in the job's PMIx step calls fence_nb (the node's contribution)
+#   upcall      hibard reads it from the step's socket
 #   loop        hibard's event loop takes it (the hand-off between the two threads)
 #   send_up     the node's blob (its subtree's) goes to its parent; release: the root has all
 #   rx_up       the root received a child's blob (per child)
 #   sent        the root queued the release on every edge
 #   rx_down     a node received the release
-#   done/mcb    hibard completes the fence / calls libpmix's modex callback
+#   done/mcb    hibard completes the fence / sends the result to the step
+#   st_rx       the step has it and calls libpmix's modex callback
 #   ret         a rank's PMIx_Fence returned (its node's last rank)
 import collections
 import glob
@@ -53,6 +56,7 @@ def main():
         ev[n].sort()
     jobs = sorted(glob.glob(os.path.join(d, 'job-hibar*-*.out')))
     rows = collections.defaultdict(list)  # step -> [(min, med, max) per fence]
+    rows_last = collections.defaultdict(list)  # step -> [the last caller's node, per fence]
     cycle = []
     for jf in jobs:
         size = jf.rsplit('-', 2)[-2]
@@ -72,10 +76,12 @@ def main():
         per = {}
         for n, lst in ev.items():
             fences, cur = [], None
+            # a fence starts at its step's upcall (st_up) where the step profiles, else hibard's
+            cut = 'st_up' if any(st == 'st_up' for _, st in lst) else 'upcall'
             for t, st in lst:
                 if t < start - 1 or t > end + 1:
                     continue
-                if st == 'upcall':
+                if st == cut:
                     cur = collections.defaultdict(list)
                     fences.append(cur)
                 if cur is not None:
@@ -91,10 +97,15 @@ def main():
             nodes = collections.defaultdict(list)
             for r, (t0, t1) in ranks.items():
                 nodes[r // ppn].append((t0, t1))
+            last = max(ranks, key=lambda r: ranks[r][0]) // ppn  # the last caller's node
+            at_last = {}
             for n, l in nodes.items():
                 steps['call'].append(max(t0 for t0, _ in l))
                 steps['ret'].append(max(t1 for _, t1 in l))
                 steps['ret first'].append(min(t1 for _, t1 in l))
+                if n == last:
+                    at_last.update({'call': steps['call'][-1], 'ret': steps['ret'][-1],
+                                    'ret first': steps['ret first'][-1]})
             for n, fences in per.items():
                 if k >= len(fences):
                     continue
@@ -103,23 +114,28 @@ def main():
                         steps[st] += ts
                     else:
                         steps[st].append(ts[0])
+                        if n == last:
+                            at_last[st] = ts[0]
             cycle.append(ranks.get(0, (0, 0))[1] - ranks.get(0, (0, 0))[0])
             for st, ts in steps.items():
                 ts = sorted(t - t_last for t in ts)
                 rows[st].append((ts[0], med(ts), ts[-1]))
+            for st, t in at_last.items():
+                rows_last[st].append(t - t_last)
     if not rows:
         sys.exit('fence-steps: no profiled hibar fences in %s' % d)
-    order = ['first call', 'call', 'upcall', 'loop', 'send_up', 'rx_up0', 'rx_up', 'release',
-             'sent', 'rx_down0', 'rx_down', 'done', 'mcb', 'ret first', 'ret']
+    order = ['first call', 'call', 'st_up', 'upcall', 'loop', 'send_up', 'rx_up0', 'rx_up',
+             'release', 'sent', 'rx_down0', 'rx_down', 'done', 'mcb', 'st_rx', 'ret first', 'ret']
     print('# %d fences; rank 0 call-to-return median %.0f us; times from the last call (us)' %
           (len(cycle), med(cycle)))
-    print('%-11s %9s %9s %9s %6s' % ('step', 'earliest', 'median', 'latest', 'n'))
+    print('%-11s %9s %9s %9s %9s %6s' % ('step', 'earliest', 'median', 'latest', 'lastnode', 'n'))
     for st in order + sorted(set(rows) - set(order)):
         if st not in rows:
             continue
         r = rows[st]
-        print('%-11s %9.0f %9.0f %9.0f %6d' % (st, med([x[0] for x in r]), med([x[1] for x in r]),
-                                               med([x[2] for x in r]), len(r)))
+        print('%-11s %9.0f %9.0f %9.0f %9.0f %6d' %
+              (st, med([x[0] for x in r]), med([x[1] for x in r]), med([x[2] for x in r]),
+               med(rows_last[st]), len(r)))
 
 
 if __name__ == '__main__':

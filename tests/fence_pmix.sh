@@ -17,6 +17,9 @@ HIBAR_FENCE_DIRECT_MAX=8 run 0 -n 8 "${EM[@]}" "$FC" --size 1024 --iters 3
 [ "$(count_ok)" -eq 8 ] || fail "whole job with data, direct exchange"
 HIBAR_FENCE_DIRECT_MAX=8 run 0 -n 8 "${EM[@]}" "$FC" --no-data --iters 3
 [ "$(count_ok)" -eq 8 ] || fail "whole job without data, direct exchange"
+# the steps' fallback: hibard's answers read on each step's main thread, not libpmix's
+HIBAR_STEP_READER=main run 0 -n 8 "${EM[@]}" "$FC" --size 1024 --iters 3
+[ "$(count_ok)" -eq 8 ] || fail "whole job with data, steps reading on their main thread"
 check_clean
 # subset: ranks 0, 3, 6 (nodes rt0, rt1, rt3; rt2 takes no part)
 run 0 -n 8 "${EM[@]}" "$FC" --size 2000 --stride 3 --iters 2

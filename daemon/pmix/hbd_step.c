@@ -1,11 +1,14 @@
 /* hbd_step.c: a job's PMIx step process: the PMIx server of the job's local ranks (hbd_step.h). */
 #include "hb_config.h"
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <pmix.h>
 #include <pmix_server.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -109,10 +113,14 @@ void hbd_step_job_free(hbd_step_job_t *jb)
 /*
  * libpmix's server module gets no context pointer (PMIx_server_init takes none), and there is
  * one PMIx server per process: the step's state is this file's g_st, in the step process only
- * (hibard never touches it). Two threads: PMIx's progress thread runs the upcalls, which send
- * their message to hibard and remember how to answer; the main thread reads hibard's messages
- * (blocking: the step has nothing else to do) and answers PMIx from there (PMIx's callbacks
- * may be called from any thread). Sends are whole messages under a lock.
+ * (hibard never touches it). PMIx's progress thread runs the upcalls, which send their message
+ * to hibard and remember how to answer. hibard's messages are read by the main thread until
+ * the job is registered (registering blocks on PMIx's callbacks), then by PMIx's progress
+ * thread itself: the socket is an event of libpmix's own event base (st_attach), so an answer
+ * wakes one thread, the one that hands it to the ranks (libpmix's modex callback shifts its
+ * work onto that thread: there it runs in the same turn of its loop). Without that base (a
+ * libpmix that does not export it, or HIBAR_STEP_READER=main) the main thread reads on,
+ * blocking, and answers PMIx from there. Sends are whole messages under a lock.
  */
 typedef enum { PD_OP, PD_FENCE, PD_DMODEX } pd_kind_t;
 typedef struct st_pend {
@@ -132,17 +140,34 @@ typedef struct st_state {
     uint32_t next_id;
     char nspace[PMIX_MAX_NSLEN + 1];
     char tmpdir[400];
-    int up, registered;
+    int job_seen; /* a JOB message came: another one is refused (PMIx's thread must not block) */
     int broken;         /* hibard is gone: nothing more is sent */
     unsigned reserve_n; /* st_reserve calls (PMIx's thread only) */
     unsigned bad;       /* messages dropped */
+    int prof;           /* HIBAR_FENCE_PROF: stderr lines as hbd_fence_prof's */
+    const char *node;   /* this node's index (the profile's lines) */
+    struct event *ev;   /* the socket on PMIx's event base (st_attach), or NULL */
+    pthread_cond_t end_cv; /* the reader on PMIx's thread saw the end (under mu) */
+    int ended;
 } st_state_t;
 
 static st_state_t g_st = {.fd = -1,
                           .wmu = PTHREAD_MUTEX_INITIALIZER,
                           .mu = PTHREAD_MUTEX_INITIALIZER,
+                          .end_cv = PTHREAD_COND_INITIALIZER,
                           .next_id = 1,
                           .reserve_n = 1};
+
+/* HIBAR_FENCE_PROF: "fprof NODE STAGE 0 T_NS" on stderr (hibard's log), as hbd_fence_prof. */
+static void st_prof(const char *stage)
+{
+    struct timespec ts;
+    if (!g_st.prof)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fprintf(stderr, "fprof %s %s 0 %" PRIu64 "\n", g_st.node, stage,
+            (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec);
+}
 
 /* One message to hibard: 0, or -1 once hibard is gone. */
 static int st_send(uint16_t type, uint16_t flags, uint32_t id, uint32_t rank, uint32_t arg,
@@ -326,6 +351,7 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
                               void *cbdata)
 {
     uint16_t flags = 0;
+    st_prof("st_up");
     if (nprocs == 0 || procs == NULL || nprocs > UINT32_MAX / 4 - 1)
         return PMIX_ERR_BAD_PARAM;
     for (size_t i = 0; i < nprocs; i++) {
@@ -569,7 +595,7 @@ static void st_register(const uint8_t *pl, size_t len)
     uint32_t n_local = 0;
     pmix_info_t *info = NULL;
     size_t ninfo = 0;
-    if (g_st.registered || hbd_step_job_unpack(pl, len, &jb) != 0) {
+    if (g_st.job_seen++ > 0 || hbd_step_job_unpack(pl, len, &jb) != 0) {
         hb_log_error("a JOB message that does not parse (or a second one): refused");
         (void)st_send(HBD_PXM_REGISTERED, 0, 0, 0, 0, PMIX_ERR_BAD_PARAM, NULL, 0, NULL, 0);
         return;
@@ -587,7 +613,6 @@ static void st_register(const uint8_t *pl, size_t len)
         hb_log_error("job %s: PMIx_server_register_nspace: %s", jb.nspace, PMIx_Error_string(st));
         goto out;
     }
-    g_st.registered = 1;
     for (uint32_t r = 0; r < jb.size && st == PMIX_SUCCESS; r++) {
         if (jb.map[r] != jb.self)
             continue;
@@ -643,23 +668,20 @@ static st_pend_t *answered(const hbd_pxmsg_t *h, pd_kind_t kind)
     return p;
 }
 
-static void st_answer(const hbd_pxmsg_t *h, const uint8_t *pl, pd_kind_t kind)
+/* pl (malloc'd, the message's payload) goes to libpmix as it is: no copy; it frees it. */
+static void st_answer(const hbd_pxmsg_t *h, uint8_t *pl, pd_kind_t kind)
 {
     st_pend_t *p = answered(h, kind);
+    if (p == NULL || p->mcb == NULL || h->st != PMIX_SUCCESS || h->len == 0) {
+        free(pl);
+        pl = NULL;
+    }
     if (p == NULL)
         return;
-    pmix_status_t st = h->st;
-    char *copy = NULL;
-    if (st == PMIX_SUCCESS && h->len > 0) {
-        if ((copy = malloc(h->len)) == NULL)
-            st = PMIX_ERR_NOMEM;
-        else
-            memcpy(copy, pl, h->len);
-    }
+    if (kind == PD_FENCE)
+        st_prof("st_rx");
     if (p->mcb != NULL)
-        p->mcb(st, copy, copy ? h->len : 0, p->cbdata, copy ? release : NULL, copy);
-    else
-        free(copy);
+        p->mcb(h->st, (char *)pl, pl ? h->len : 0, p->cbdata, pl ? release : NULL, pl);
     free(p);
 }
 
@@ -756,65 +778,193 @@ static void st_request(const hbd_pxmsg_t *h, const uint8_t *pl)
                   h->type == HBD_PXM_PROBE ? -1 : st, NULL, 0, NULL, 0);
 }
 
-static int read_full(int fd, void *buf, size_t n)
+/* A message from hibard being read: its header, then its payload (malloc'd). */
+typedef struct st_rx {
+    hbd_pxmsg_t h;
+    size_t hgot;
+    uint8_t *pl;
+    size_t pgot;
+} st_rx_t;
+
+/*
+ * Read on into rx (flags: 0 blocks, MSG_DONTWAIT does not). 1: a whole message, rx->h and
+ * rx->pl (the caller's now; NULL when len is 0); 0: not yet (MSG_DONTWAIT); -1: the socket
+ * closed or failed, or the stream is broken (logged).
+ */
+static int st_recv(st_rx_t *rx, int flags)
 {
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
+    while (rx->hgot < sizeof(rx->h) || rx->pgot < rx->h.len) {
+        uint8_t *at;
+        size_t want;
+        if (rx->hgot < sizeof(rx->h)) {
+            at = (uint8_t *)&rx->h + rx->hgot;
+            want = sizeof(rx->h) - rx->hgot;
+        } else {
+            at = rx->pl + rx->pgot;
+            want = rx->h.len - rx->pgot;
+        }
+        ssize_t n = recv(g_st.fd, at, want, flags);
+        if (n < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && flags != 0)
+            return 0;
+        if (n <= 0)
             return -1;
-        p += r;
-        n -= (size_t)r;
+        if (rx->hgot < sizeof(rx->h)) {
+            rx->hgot += (size_t)n;
+            if (rx->hgot < sizeof(rx->h))
+                continue;
+            if (rx->h.magic != HBD_PXMSG_MAGIC || rx->h.len > HBD_PXMSG_MAX_LEN) {
+                hb_log_error("a message from hibard with a bad header: the stream is lost");
+                return -1;
+            }
+            if (rx->h.len > 0 && (rx->pl = malloc(rx->h.len)) == NULL) {
+                hb_log_error("no memory for a message of %" PRIu64 " bytes", rx->h.len);
+                return -1;
+            }
+        } else {
+            rx->pgot += (size_t)n;
+        }
+    }
+    rx->hgot = 0;
+    rx->pgot = 0;
+    return 1;
+}
+
+/* One message of hibard's; pl (malloc'd or NULL) is taken over. */
+static void st_msg(const hbd_pxmsg_t *h, uint8_t *pl)
+{
+    switch (h->type) {
+    case HBD_PXM_JOB:
+        st_register(pl, h->len);
+        break;
+    case HBD_PXM_OPDONE:
+        st_opdone(h);
+        break;
+    case HBD_PXM_FENCE_DONE:
+        st_answer(h, pl, PD_FENCE);
+        return;
+    case HBD_PXM_DMODEX_DONE:
+        st_answer(h, pl, PD_DMODEX);
+        return;
+    case HBD_PXM_PROBE:
+    case HBD_PXM_FETCH:
+        st_request(h, pl);
+        break;
+    case HBD_PXM_CANCEL:
+        st_cancel(PMIX_ERR_COMM_FAILURE);
+        break;
+    default:
+        if (g_st.bad++ == 0)
+            hb_log_warn("a message of unknown type %u from hibard: dropped", h->type);
+    }
+    free(pl);
+}
+
+/* Read and handle hibard's messages, blocking, until it closes the socket (or breaks the
+ * stream: 0), or, with until_job, until the JOB message was handled (1). */
+static int st_loop(st_rx_t *rx, int until_job)
+{
+    while (st_recv(rx, 0) == 1) {
+        uint16_t type = rx->h.type;
+        st_msg(&rx->h, rx->pl);
+        rx->pl = NULL;
+        if (until_job && type == HBD_PXM_JOB)
+            return 1;
     }
     return 0;
 }
 
-/* Read and handle hibard's messages until it closes the socket (or breaks the stream). */
-static void st_loop(void)
+/* PMIx's progress thread: the socket is readable. */
+static void st_readable(evutil_socket_t fd, short what, void *arg)
 {
-    hbd_pxmsg_t h;
-    uint8_t *pl = NULL;
-    while (read_full(g_st.fd, &h, sizeof(h)) == 0) {
-        if (h.magic != HBD_PXMSG_MAGIC || h.len > HBD_PXMSG_MAX_LEN) {
-            hb_log_error("a message from hibard with a bad header: the stream is lost");
-            return;
-        }
-        free(pl);
-        pl = h.len > 0 ? malloc(h.len) : NULL;
-        if (h.len > 0 && pl == NULL) {
-            hb_log_error("no memory for a message of %" PRIu64 " bytes", h.len);
-            return;
-        }
-        if (h.len > 0 && read_full(g_st.fd, pl, h.len) != 0)
-            break;
-        switch (h.type) {
-        case HBD_PXM_JOB:
-            st_register(pl, h.len);
-            break;
-        case HBD_PXM_OPDONE:
-            st_opdone(&h);
-            break;
-        case HBD_PXM_FENCE_DONE:
-            st_answer(&h, pl, PD_FENCE);
-            break;
-        case HBD_PXM_DMODEX_DONE:
-            st_answer(&h, pl, PD_DMODEX);
-            break;
-        case HBD_PXM_PROBE:
-        case HBD_PXM_FETCH:
-            st_request(&h, pl);
-            break;
-        case HBD_PXM_CANCEL:
-            st_cancel(PMIX_ERR_COMM_FAILURE);
-            break;
-        default:
-            if (g_st.bad++ == 0)
-                hb_log_warn("a message of unknown type %u from hibard: dropped", h.type);
-        }
+    st_rx_t *rx = arg;
+    int rc;
+    (void)fd;
+    (void)what;
+    while ((rc = st_recv(rx, MSG_DONTWAIT)) == 1) {
+        st_msg(&rx->h, rx->pl);
+        rx->pl = NULL;
     }
-    free(pl);
+    if (rc == 0)
+        return;
+    event_del(g_st.ev); /* the end: the main thread goes on (st_detach) */
+    (void)shutdown(g_st.fd, SHUT_RDWR); /* a broken stream: its poll sees it too */
+    pthread_mutex_lock(&g_st.mu);
+    g_st.ended = 1;
+    pthread_cond_signal(&g_st.end_cv);
+    pthread_mutex_unlock(&g_st.mu);
+}
+
+/*
+ * Hand the socket to PMIx's progress thread: an event on libpmix's own event base, which
+ * libpmix 4 exports as pmix_progress_thread_init (NULL: the shared thread's base, a reference
+ * taken, given back at once by pmix_progress_thread_stop: the thread ends with
+ * PMIx_server_finalize as before). hibard links libevent itself, the library libpmix's base
+ * lives in (one copy per process), made thread-safe by libpmix (evthread_use_pthreads). 0, or
+ * -1 when that base is not there (the main thread reads on).
+ */
+static int st_attach(st_rx_t *rx)
+{
+    typedef struct event_base *(*init_fn)(const char *);
+    typedef int (*stop_fn)(const char *);
+    init_fn init;
+    stop_fn stop;
+    const char *e = getenv("HIBAR_STEP_READER");
+    if (e != NULL && strcmp(e, "main") == 0)
+        return -1;
+#if PMIX_VERSION_MAJOR != 4
+    return -1; /* not libpmix's public API: its reference counting is known from 4.x (4.2.2) */
+#endif
+    *(void **)&init = dlsym(RTLD_DEFAULT, "pmix_progress_thread_init");
+    *(void **)&stop = dlsym(RTLD_DEFAULT, "pmix_progress_thread_stop");
+    if (init == NULL || stop == NULL)
+        return -1;
+    struct event_base *base = init(NULL);
+    if (base == NULL)
+        return -1;
+    (void)stop(NULL); /* the reference init took: the thread still runs, PMIx's own holds */
+    g_st.ev = event_new(base, g_st.fd, EV_READ | EV_PERSIST, st_readable, rx);
+    if (g_st.ev == NULL || event_add(g_st.ev, NULL) != 0) {
+        hb_log_warn("cannot read hibard's messages on PMIx's thread: on the main thread");
+        if (g_st.ev != NULL)
+            event_free(g_st.ev);
+        g_st.ev = NULL;
+        return -1;
+    }
+    hb_log_debug("hibard's messages are read on PMIx's progress thread");
+    return 0;
+}
+
+/*
+ * Wait for the end: hibard closed the socket (or the reader shut it down on a broken stream),
+ * seen here without reading (POLLRDHUP), then the reader on PMIx's thread seeing it too, for
+ * at most ST_END_MS; its event goes before finalize. libpmix 4.2.2 sometimes wedges its thread
+ * (a client dying inside its handshake; tests/run_wedge.sh): then nobody reads, and the step
+ * ends without it, leaving the event alone.
+ */
+#define ST_END_MS 2000
+static void st_detach(void)
+{
+    struct pollfd pf = {.fd = g_st.fd, .events = POLLRDHUP};
+    struct timespec ts;
+    while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+        ;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ST_END_MS / 1000;
+    pthread_mutex_lock(&g_st.mu);
+    while (!g_st.ended && pthread_cond_timedwait(&g_st.end_cv, &g_st.mu, &ts) == 0)
+        ;
+    int ended = g_st.ended;
+    pthread_mutex_unlock(&g_st.mu);
+    if (!ended) {
+        hb_log_warn("libpmix's thread did not read hibard's last messages within %d ms (wedged?): "
+                    "ending without it",
+                    ST_END_MS);
+        return;
+    }
+    event_free(g_st.ev); /* waits for st_readable, should it still run on PMIx's thread */
+    g_st.ev = NULL;
 }
 
 void hbd_step_rmdir(const char *dir)
@@ -881,6 +1031,9 @@ int hbd_step_main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 256 << 20); /* keeps st_reserve's pages (as hbd_coll_init) */
     mallopt(M_ARENA_MAX, 1);              /* before PMIx's thread: one arena, pre-faulted */
     g_st.fd = (int)fd;
+    g_st.node = argv[6];
+    const char *prof = getenv("HIBAR_FENCE_PROF");
+    g_st.prof = prof != NULL && *prof != '\0' && *prof != '0';
     hb_log_set_ident("hibard-step");
     hb_log_set_sink(st_log_sink, NULL);
     snprintf(g_st.tmpdir, sizeof(g_st.tmpdir), "%s", argv[3]);
@@ -910,7 +1063,15 @@ int hbd_step_main(int argc, char **argv)
         return 1;
     }
     hb_log_debug("PMIx server up (libpmix %s), tmp dir %s", PMIx_Get_version(), g_st.tmpdir);
-    st_loop();
+    st_rx_t rx = {.hgot = 0};
+    if (st_loop(&rx, 1) == 1) { /* registered (or refused): the rest never blocks */
+        if (st_attach(&rx) == 0)
+            st_detach();
+        else
+            st_loop(&rx, 0);
+    }
+    if (g_st.ev == NULL) /* else a wedged reader still holds rx: left to the exit */
+        free(rx.pl);
     /* the job is over (or hibard gone): whatever waits is answered, then PMIx goes */
     g_st.broken = 1;
     st_cancel(PMIX_ERR_COMM_FAILURE);
