@@ -26,6 +26,7 @@
 #include "hbd_coll.h"
 #include "hbd_fence.h"
 #include "hbd_job.h"
+#include "hbd_prof.h"
 #include "hbd_ranks.h"
 #include "hbd_sock.h"
 #include "hbd_timer.h"
@@ -378,6 +379,8 @@ static void xop_finish(hbd_xop_t *op, int status)
                 (double)(hb_time_now_ns() - last) / 1e3);
         }
         hb_seg_release_status(&rj->seg, op->epoch, status);
+        hbd_prof(op->d, HBD_PROF_COLL, "cprof", op->cnt != NULL ? "release" : "release_bar",
+                 op->epoch);
     }
     xop_free(op);
 }
@@ -660,8 +663,8 @@ static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
                           void *arg)
 {
     hbd_xop_t *op = arg;
-    (void)d;
     op->t_ns[3] = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "data", op->epoch);
     if (status == 0 && op->rj == NULL)
         status = HB_ERR_PEER_LOST;
     /* overlapped: the output goes out before the verdict; a verdict that fails the epoch
@@ -824,6 +827,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
 {
     hbd_xop_t *op = arg;
     op->t_ns[2] = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "agreed", op->epoch);
     if (op->overlap) {
         if (status == 0 && op->rj == NULL)
             status = HB_ERR_PEER_LOST;
@@ -958,6 +962,7 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
     if (verdict == 0)
         verdict = xop_read_input(op);
     op->t_ns[1] = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "read", op->epoch);
     /* Overlap: where this node's view gives every node's bytes (the forms without -v), the
      * data run starts now, beside the agreement; every node whose ranks agree does the same,
      * so the schedules match. A node that sees a mismatch starts none: the others' runs wait
@@ -1009,6 +1014,7 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
     uint32_t n_at = 0;
     for (uint32_t k = 0; k < j->n_local; k++)
         n_at += hb_seg_ctl(&rj->seg, k)->epoch == epoch;
+    hbd_prof(j->d, HBD_PROF_COLL, "cprof", n_at > 0 ? "ring" : "ring_bar", epoch);
     if (n_at > 0) {
         xop_coll_begin(op, n_at);
         return;
