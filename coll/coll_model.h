@@ -55,6 +55,13 @@ typedef struct hb_model_lanes {
      * scatter share larger than this holds back the shares and the root's own lane behind it.
      */
     double queue;
+    /*
+     * µs a relay of a tree (binomial) spends between a message's arrival and its own first send
+     * (LogP's receive overhead plus the wake-up of a node that forwards: a daemon's turn); 0:
+     * none, Hockney's tree as the literature states it. hibard charges alpha: on the 4-host bed
+     * a binomial level cost about a hop more than the models said, and flat won at 4-64 KiB.
+     */
+    double relay;
 } hb_model_lanes_t;
 
 /* b_WAN(P) in bytes/µs; 0 if P == 0 or the parameters give no bandwidth. */

@@ -358,6 +358,13 @@ static void test_tree(void)
     NEAR(t, 150.0);
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 16, 0, 0.0, &t), 0);
     NEAR(t, 40.0);
+    /* a relay's turn (alpha) before it forwards: 0 -> 8 -> 12 -> 14 -> 15, three relays */
+    p.relay = p.alpha;
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 16, 0, 0.0, &t), 0);
+    NEAR(t, 70.0);
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 16, 0, 0.0, &t), 0);
+    NEAR(t, 150.0);
+    p.relay = 0.0;
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 2, 2, 0.0, &t),
                     HB_ERR_INVAL);
 }
@@ -569,6 +576,15 @@ static void test_choose(void)
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 4194304.0, &four, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    /* with a relay's turn charged (hibard's alpha), 4 nodes' small scatter ties: flat; 16
+     * nodes' bcast keeps the tree (70 against 150) */
+    lanes.relay = lanes.alpha;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 0.0, &four, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 0.0, &big, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    NEAR(c.predicted_us, 70.0);
+    lanes.relay = 0.0;
 
     /* allgather = gather + bcast; every candidate is reported */
     pr.n0 = pr.n1 = 8;

@@ -432,7 +432,8 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
                            .lan_startup = 1,
                            .pipeline = 1,
                            .seg = INFO_SEG,
-                           .queue = HB_MODEL_QUEUE_FRAMES * INFO_SEG};
+                           .queue = HB_MODEL_QUEUE_FRAMES * INFO_SEG,
+                           .relay = cfg->links.lan_lat_us};
     int measured = rc == 0 && hb_model_lanes_view(&p, &ml);
     uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0, ptab = pmax;
     if (measured && p.n_bwan > ptab)

@@ -843,7 +843,8 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, const uint32_t *ranks_o
                            .lan_startup = 1,
                            .pipeline = 1,
                            .seg = (double)key->seg_size,
-                           .queue = HB_MODEL_QUEUE_FRAMES * (double)key->seg_size};
+                           .queue = HB_MODEL_QUEUE_FRAMES * (double)key->seg_size,
+                           .relay = l->lan_lat_us};
     const char *src;
     hb_model_params_t p = {.n0 = n0,
                            .n1 = n1,

@@ -320,7 +320,8 @@ static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t
                                   .pipeline = 1,
                                   .seg = (double)(seg ? seg : BCOLL_SEG_DEFAULT),
                                   .queue = HB_MODEL_QUEUE_FRAMES *
-                                           (double)(seg ? seg : BCOLL_SEG_DEFAULT)};
+                                           (double)(seg ? seg : BCOLL_SEG_DEFAULT),
+                                  .relay = l->lan_lat_us};
     char path[4096];
     int loaded = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0;
     m->measured = loaded && hb_model_lanes_view(&m->cached, &m->lanes);
