@@ -979,21 +979,25 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
         op->overlap = 1;
         op->refs = 2;
         op->run = run;
-        hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
     }
+    /* The agreement's blob goes out first: of the two rounds it is the longer (a tree's two
+     * hops against the data's one), and ahead of the data on the same link it does not wait
+     * behind a node's segments. Its callback may come at once (the other blobs came first); a
+     * failure then marks the run failed before it starts, and starting it ends it. */
     int whole = j->n_nodes == d->topo->n_nodes;
     uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, whole);
     int rc = hbd_fence_start(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob, off,
                              xop_agree_done, op);
     free(blob);
-    if (rc != 0 && op->overlap) {
+    if (rc != 0 && run != NULL) {
         op->agree_status = rc;
-        if (op->run != NULL)
-            hbd_coll_job_cancel(d, op->run, rc);
-        xop_put(op);
+        hbd_coll_job_cancel(d, run, rc);
+        xop_put(op); /* the agreement's reference; the run's callback drops the other */
     } else if (rc != 0) {
         xop_finish(op, rc);
     }
+    if (run != NULL)
+        hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
 }
 
 /* The node's ranks completed `epoch` locally: run it across the nodes. */
