@@ -1000,6 +1000,14 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
         hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
 }
 
+/* Tell the ranks how to wait for the epochs this daemon runs (hb_seg_hdr_t.ranks_sleep): where
+ * its loop does not spin, they sleep (the waiting rule, doc/design.md section 6.1). */
+static void hbd_ranks_sleep_rule(hbd_ranks_job_t *rj)
+{
+    uint32_t v = hbd_barrier_poll_mode(rj->j->d) != HBD_POLL_SPIN;
+    atomic_store_explicit(&hb_seg_hdr(&rj->seg)->ranks_sleep, v, memory_order_relaxed);
+}
+
 /* The node's ranks completed `epoch` locally: run it across the nodes. */
 static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
 {
@@ -1015,6 +1023,7 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
     op->t_ns[0] = hb_time_now_ns();
     op->next = rj->ops;
     rj->ops = op;
+    hbd_ranks_sleep_rule(rj);
     uint32_t n_at = 0;
     for (uint32_t k = 0; k < j->n_local; k++)
         n_at += hb_seg_ctl(&rj->seg, k)->epoch == epoch;
@@ -1243,6 +1252,7 @@ int hbd_ranks_job_open(hbd_job_t *j)
                        rj->node_idx, j->n_nodes, size, &rj->seg);
     if (rc != 0)
         goto err;
+    hbd_ranks_sleep_rule(rj);
     rj->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (rj->doorbell < 0) {
         hb_log_error("eventfd: %m");

@@ -539,6 +539,11 @@ static int poll_mode(hbd_t *d)
     return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
 }
 
+int hbd_barrier_poll_mode(hbd_t *d)
+{
+    return poll_mode(d);
+}
+
 /* Poll stage: for the policy's yield time after the last barrier or collective activity
  * (arrival, completion, frame, doorbell: hbd_poll_kick) the loop keeps polling its sockets and
  * the doorbells (epoll with a zero timeout) instead of sleeping, spinning or yielding between
