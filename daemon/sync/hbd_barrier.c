@@ -518,7 +518,8 @@ static int yield_spent(const hbd_barrier_state_t *b)
  * loop spins where every busy process of the node has a core -- hibard has one set aside
  * (cpu.reserved), or cores >= daemons + their running ranks (an emulated cluster's daemons all
  * share this host's cores) -- and yields between turns where cores are scarce. `poll` forces
- * one way (sleep: no poll stage at all). Chosen again at every barrier arrival.
+ * one way (sleep: no poll stage at all). Chosen again at every barrier arrival and every kick
+ * of the poll stage (hbd_poll_kick).
  */
 static int poll_mode(hbd_t *d)
 {
@@ -611,6 +612,7 @@ void hbd_poll_kick(hbd_t *d)
     if (b == NULL)
         return;
     b->active_t0 = hb_time_now_ns();
+    b->poll_mode = poll_mode(d); /* a job that runs only collectives arrives at no barrier */
     yield_arm(d);
 }
 
