@@ -20,7 +20,9 @@
 #   read          the node's input is read (root) and its agreement blob made
 #   start         the data run starts (hbd_coll: the node's first sends go out)
 #   tx / rx       the node sends / receives a data segment (first and last)
-#   send_up ...   the agreement's fence steps (HIBAR_FENCE_PROF: hbd_fence.c)
+#   send_up ...   the agreement's fence steps (HIBAR_FENCE_PROF: hbd_fence.c): a node's blob
+#                 goes up, the root has the last child's (rx_up), releases and has sent the
+#                 concatenation down (release_f, sent), a node has it (rx_down)
 #   done          the data run is over on the node
 #   data          the output is written into the ranks (or there is none)
 #   agreed        the agreement's verdict is known on the node
@@ -91,29 +93,35 @@ def main():
             steps = {'bar_call': max(v[0] for v in mine), 'call': min(v[1] for v in mine),
                      'return': max(v[2] for v in mine)}
             lo, hi = max(v[0] for v in mine), t_end + 1.0
-            # the daemon's steps between this node's barrier call and the repetition's end
+            # the daemon's steps between this node's barrier call and the repetition's end; the
+            # epoch's own steps (ids: the epoch) after the first barrier and collective rings
+            # there: a release can be logged after the rank it woke has gone on (it preempted
+            # the daemon), so a line is matched by its epoch, not by its place in time
+            win = [e for e in ev[node] if lo - 1.0 <= e[0] <= hi]
+            bar = next((e[3] for e in win if e[1] == 'c' and e[2] == 'ring_bar'), None)
+            col = next((e[3] for e in win if e[1] == 'c' and e[2] == 'ring'), None)
             for t, kind, stage, i in ev[node]:
+                if kind == 'c' and stage in ('ring_bar', 'release_bar'):
+                    if i == bar and t >= lo - 1.0:
+                        steps.setdefault('bar_' + stage.split('_')[0], t)
+                    continue
+                if kind == 'c' and stage in ('ring', 'read', 'data', 'agreed', 'release'):
+                    if i == col and t >= lo - 1.0:
+                        steps.setdefault(stage, t)
+                    continue
                 if t < lo - 1.0 or t > hi:
                     continue
-                name = stage
-                if kind == 'c' and stage == 'ring_bar':
-                    name = 'bar_ring'
-                elif kind == 'c' and stage == 'release_bar':
-                    name = 'bar_release'
-                elif kind == 'f' and stage == 'release':
-                    name = 'release_f'
-                elif kind == 'f' and stage in ('rx_up0', 'rx_down0', 'done', 'mcb', 'upcall',
-                                                'loop'):
-                    continue
-                elif kind == 'c' and stage in ('tx', 'rx'):
+                if kind == 'c' and stage in ('tx', 'rx'):
                     steps.setdefault(stage + '0', t)  # the first one
                     steps[stage + '1'] = t  # the last one
                     continue
-                if kind == 'c' and stage in ('ring', 'read', 'start', 'done', 'data', 'agreed',
-                                             'release') and name in steps:
-                    continue  # a later epoch's
-                if name in ('bar_ring', 'bar_release') and name in steps:
+                if kind == 'f' and stage in ('rx_up0', 'rx_down0', 'done', 'mcb', 'upcall',
+                                             'loop'):
                     continue
+                if kind == 'f' and stage == 'rx_up':
+                    steps['rx_up'] = t  # the last child's
+                    continue
+                name = 'release_f' if kind == 'f' and stage == 'release' else stage
                 steps.setdefault(name, t)
             for s, t in steps.items():
                 table[(s, node)].append(t - t_first)
