@@ -11,6 +11,21 @@ double hb_model_hockney(double alpha, double beta, double m)
     return alpha + m / beta;
 }
 
+hb_model_lanes_t hb_model_lanes_links(double wan_lat_us, double lan_lat_us, double lan_mbps,
+                                      double lane_mbps, double total_mbps, double seg)
+{
+    return (hb_model_lanes_t){.L = wan_lat_us,
+                              .alpha = lan_lat_us,
+                              .b_lan = HB_MODEL_MBIT(lan_mbps),
+                              .b_lane = HB_MODEL_MBIT(lane_mbps),
+                              .B_wan = HB_MODEL_MBIT(total_mbps),
+                              .lan_startup = 1,
+                              .pipeline = 1,
+                              .seg = seg,
+                              .queue = HB_MODEL_QUEUE_FRAMES * seg,
+                              .relay = lan_lat_us};
+}
+
 double hb_model_bwan(const hb_model_lanes_t *p, uint32_t P)
 {
     if (p == NULL || P == 0)

@@ -835,16 +835,9 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, const uint32_t *ranks_o
             n1++;
         }
     }
-    hb_model_lanes_t ml = {.L = l->wan_lat_us,
-                           .alpha = l->lan_lat_us,
-                           .b_lan = HB_MODEL_MBIT(l->lan_bw_mbps),
-                           .b_lane = HB_MODEL_MBIT(l->wan_lane_bw_mbps),
-                           .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
-                           .lan_startup = 1,
-                           .pipeline = 1,
-                           .seg = (double)key->seg_size,
-                           .queue = HB_MODEL_QUEUE_FRAMES * (double)key->seg_size,
-                           .relay = l->lan_lat_us};
+    hb_model_lanes_t ml =
+        hb_model_lanes_links(l->wan_lat_us, l->lan_lat_us, l->lan_bw_mbps, l->wan_lane_bw_mbps,
+                             l->wan_total_bw_mbps, (double)key->seg_size);
     const char *src;
     hb_model_params_t p = {.n0 = n0,
                            .n1 = n1,
