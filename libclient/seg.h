@@ -116,7 +116,7 @@ typedef struct hb_seg_hdr {
     hb_wait_word_t attach_wake;
     /* Written by the daemon: 1 while its loop yields or sleeps (cores are scarce, doc/design.md
      * section 6.1): a rank waiting for the release of an epoch that the daemon runs across
-     * nodes sleeps at once instead of spinning and yielding, leaving the cores to the daemon. */
+     * nodes sleeps after its spin stage instead of yielding, leaving the cores to the daemon. */
     _Atomic uint32_t ranks_sleep;
     _Alignas(HB_SEG_LINE) _Atomic uint64_t release; /* last released barrier epoch */
     /* Its own line: bumping it must not steal the release line from the pollers. */
