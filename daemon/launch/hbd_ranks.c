@@ -400,6 +400,42 @@ static int xop_cma(pid_t pid, void *local, uint64_t remote, uint64_t len, int wr
     return hb_ncoll_cma((int)pid, local, remote, (size_t)len, write);
 }
 
+/* Pieces to move between this daemon and one rank, gathered and moved 64 at a time in one
+ * system call each (hb_ncoll_cmav): a gather's root takes every node's blocks, a scatter's root
+ * gives its blocks, one call for all of them instead of one per block. */
+typedef struct xop_batch {
+    void *local[64];
+    uint64_t remote[64];
+    size_t len[64];
+    size_t n;
+    pid_t pid;
+    int write;
+} xop_batch_t;
+
+static int xop_batch_flush(xop_batch_t *b)
+{
+    int rc = b->n > 0 ? hb_ncoll_cmav((int)b->pid, b->local, b->remote, b->len, b->n, b->write) : 0;
+    b->n = 0;
+    return rc;
+}
+
+static int xop_batch_add(xop_batch_t *b, void *local, uint64_t remote, uint64_t len)
+{
+    if (len > SIZE_MAX)
+        return HB_ERR_INVAL;
+    if (len == 0)
+        return 0;
+    if (b->n == sizeof(b->len) / sizeof(b->len[0])) {
+        int rc = xop_batch_flush(b);
+        if (rc != 0)
+            return rc;
+    }
+    b->local[b->n] = local;
+    b->remote[b->n] = remote;
+    b->len[b->n++] = (size_t)len;
+    return 0;
+}
+
 static int op_has_root(uint32_t op)
 {
     return op != HB_NCOLL_ALLGATHER;
@@ -503,15 +539,16 @@ static int xop_read_range(void *arg, uint64_t off, uint8_t *dst, uint64_t len)
         else
             hi = mid;
     }
+    xop_batch_t bt = {.n = 0, .pid = op->in_pid, .write = 0};
     for (uint32_t i = lo; i < op->npc && op->pc[i].off < off + len; i++) {
         const struct xop_piece *p = &op->pc[i];
         uint64_t a = p->off > off ? p->off : off;
         uint64_t b = p->off + p->len < off + len ? p->off + p->len : off + len;
-        int rc = xop_cma(op->in_pid, dst + (a - off), p->remote + (a - p->off), b - a, 0);
+        int rc = xop_batch_add(&bt, dst + (a - off), p->remote + (a - p->off), b - a);
         if (rc != 0)
             return rc;
     }
-    return 0;
+    return xop_batch_flush(&bt);
 }
 
 /* This node's input for the data phase: the root's whole send buffer regrouped in node order
@@ -631,6 +668,7 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
             if (s->op == HB_COLL_GATHER && j->local[k].rank != (uint32_t)op->root)
                 continue;
+            xop_batch_t bt = {.n = 0, .pid = rj->pid[k], .write = 1};
             for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
                 uint64_t off = 0;
                 b = hb_coll_exec_block(x, w, &blen);
@@ -641,12 +679,14 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
                     uint64_t at =
                         s->op == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
                     if (n > 0)
-                        rc = off + n > blen ? HB_ERR_INTERNAL
-                                            : xop_cma(rj->pid[k], (void *)(b + off),
-                                                      op->rec_recv[k] + at, n, 1);
+                        rc = off + n > blen
+                                 ? HB_ERR_INTERNAL
+                                 : xop_batch_add(&bt, (void *)(b + off), op->rec_recv[k] + at, n);
                     off += n;
                 }
             }
+            if (rc == 0)
+                rc = xop_batch_flush(&bt);
         }
         return rc;
     }
