@@ -11,6 +11,21 @@ double hb_model_hockney(double alpha, double beta, double m)
     return alpha + m / beta;
 }
 
+hb_model_lanes_t hb_model_lanes_links(double wan_lat_us, double lan_lat_us, double lan_mbps,
+                                      double lane_mbps, double total_mbps, double seg)
+{
+    return (hb_model_lanes_t){.L = wan_lat_us,
+                              .alpha = lan_lat_us,
+                              .b_lan = HB_MODEL_MBIT(lan_mbps),
+                              .b_lane = HB_MODEL_MBIT(lane_mbps),
+                              .B_wan = HB_MODEL_MBIT(total_mbps),
+                              .lan_startup = 1,
+                              .pipeline = 1,
+                              .seg = seg,
+                              .queue = HB_MODEL_QUEUE_FRAMES * seg,
+                              .relay = lan_lat_us};
+}
+
 double hb_model_bwan(const hb_model_lanes_t *p, uint32_t P)
 {
     if (p == NULL || P == 0)
@@ -313,10 +328,11 @@ typedef void (*msg_cost_fn)(const void *ctx, double b, int wan, double *occ, dou
 
 /*
  * Root-rotated binomial tree over ranks 0..n0-1 (root's site) and n0..n0+n1-1, larger subtree
- * first; a node sends once it has its data. Returns the last arrival, or < 0 without memory.
+ * first; a node sends once it has its data, and a node that forwards (has children) relay µs
+ * after that. Returns the last arrival, or < 0 without memory.
  */
-static double binomial_walk(uint32_t n0, uint32_t n1, double M, int per_node, msg_cost_fn cost,
-                            const void *ctx)
+static double binomial_walk(uint32_t n0, uint32_t n1, double M, int per_node, double relay,
+                            msg_cost_fn cost, const void *ctx)
 {
     uint32_t n = n0 + n1;
     double *ready = calloc(n, sizeof(*ready));
@@ -337,7 +353,7 @@ static double binomial_walk(uint32_t n0, uint32_t n1, double M, int per_node, ms
             double occ, lat;
             cost(ctx, per_node ? (double)sub * M : M, (r < n0) != (c < n0), &occ, &lat);
             t += occ;
-            ready[c] = t + lat;
+            ready[c] = t + lat + (sub > 1 ? relay : 0.0);
         }
     }
     free(ready);
@@ -399,7 +415,7 @@ int hb_model_tree(const hb_model_lanes_t *p, hb_coll_op_t op, hb_coll_alg_t alg,
         *t_p = local > end ? local : end;
         return 0;
     }
-    double end = binomial_walk(n0, n1, M, per_node, hockney_cost, p);
+    double end = binomial_walk(n0, n1, M, per_node, p->relay, hockney_cost, p);
     if (end < 0.0)
         return HB_ERR_NOMEM;
     *t_p = end;
@@ -667,7 +683,7 @@ int hb_model_plogp_sites(const hb_model_plogp_t *lan, const hb_model_lanes_t *wa
         break;
     }
     case HB_COLL_ALG_BINOMIAL:
-        t = binomial_walk(n0, n1, m, 1, sites_cost, &c);
+        t = binomial_walk(n0, n1, m, 1, 0.0, sites_cost, &c);
         if (t < 0.0)
             return HB_ERR_NOMEM;
         break;

@@ -55,7 +55,21 @@ typedef struct hb_model_lanes {
      * scatter share larger than this holds back the shares and the root's own lane behind it.
      */
     double queue;
+    /*
+     * µs a relay of a tree (binomial) spends between a message's arrival and its own first send
+     * (LogP's receive overhead plus the wake-up of a node that forwards: a daemon's turn); 0:
+     * none, Hockney's tree as the literature states it. hibard charges alpha: on the 4-host bed
+     * a binomial level cost about a hop more than the models said, and flat won at 4-64 KiB.
+     */
+    double relay;
 } hb_model_lanes_t;
+
+/* The lanes model hibard's chooser uses (and the tools that show or predict its choice), from a
+ * cluster's configured links (latencies in µs, bandwidths in Mbit/s) and the pipelining segment
+ * (bytes): a start-up per LAN message, pipelined lanes, a peer queue of HB_MODEL_QUEUE_FRAMES
+ * segments, a tree's relay charged alpha. No measured b_WAN(P). */
+hb_model_lanes_t hb_model_lanes_links(double wan_lat_us, double lan_lat_us, double lan_mbps,
+                                      double lane_mbps, double total_mbps, double seg);
 
 /* b_WAN(P) in bytes/µs; 0 if P == 0 or the parameters give no bandwidth. */
 double hb_model_bwan(const hb_model_lanes_t *p, uint32_t P);

@@ -487,7 +487,15 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
                 break;
         }
     } else {
-        rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &b->pol, deadline);
+        hb_wait_policy_t pol = b->pol;
+        /* Across nodes the release comes from the daemon, a network round away at least: where
+         * the daemon's loop yields (it says so in the segment) every turn this rank takes is
+         * one the daemon waits for, so sleep after the spin stage, without yielding; the
+         * daemon wakes the sleepers as it releases. */
+        if (b->seg->nnodes > 1 &&
+            atomic_load_explicit(&hb_seg_hdr(b->seg)->ranks_sleep, memory_order_relaxed))
+            pol.yield_ns = 0;
+        rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &pol, deadline);
     }
     if (rc == 0 && epoch > b->done)
         b->done = epoch;

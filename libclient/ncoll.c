@@ -112,6 +112,43 @@ int hb_ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int write)
     return 0;
 }
 
+int hb_ncoll_cmav(int pid, void *const *local, const uint64_t *remote, const size_t *len, size_t n,
+                  int write)
+{
+    struct iovec l[64], r[64];
+    while (n > 0) {
+        size_t k = n < 64 ? n : 64, total = 0;
+        for (size_t i = 0; i < k; i++) {
+            l[i] = (struct iovec){local[i], len[i]};
+            r[i] = (struct iovec){(void *)(uintptr_t)remote[i], len[i]};
+            total += len[i];
+        }
+        ssize_t got =
+            write ? process_vm_writev(pid, l, k, r, k, 0) : process_vm_readv(pid, l, k, r, k, 0);
+        if (got < 0)
+            got = 0; /* hb_ncoll_cma below finds and reports the error */
+        /* what did not go (a partial transfer, or an error): piece by piece from there */
+        for (size_t i = 0; i < k && (size_t)got < total; i++) {
+            if ((size_t)got >= len[i]) {
+                got -= (ssize_t)len[i];
+                total -= len[i];
+                continue;
+            }
+            int rc = hb_ncoll_cma(pid, (char *)local[i] + got, remote[i] + (uint64_t)got,
+                                  len[i] - (size_t)got, write);
+            if (rc != 0)
+                return rc;
+            total -= len[i];
+            got = 0;
+        }
+        local += k;
+        remote += k;
+        len += k;
+        n -= k;
+    }
+    return 0;
+}
+
 /* A private copy of everyone's record, taken after the first barrier. */
 typedef struct ncoll_rec {
     uint64_t seq, count, sendbuf, recvbuf, epoch;

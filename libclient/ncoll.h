@@ -62,6 +62,13 @@ typedef struct hb_ncoll {
  * address), PERM, IO; logged once. Used by the ranks and by hibard. */
 int hb_ncoll_cma(int pid, void *local, uint64_t remote, size_t len, int write);
 
+/* A run of pieces between this process and process `pid`: piece i is len[i] bytes at local[i]
+ * here and at remote[i] there, one system call per 64 pieces (a call per piece costs a system
+ * call and a lock of the other's memory map apiece); a partial transfer is continued piece by
+ * piece. Same results as hb_ncoll_cma. */
+int hb_ncoll_cmav(int pid, void *const *local, const uint64_t *remote, const size_t *len, size_t n,
+                  int write);
+
 /* Publish this process's CMA probe (before the init barrier). */
 void hb_ncoll_probe_publish(hb_seg_t *seg, uint32_t rank);
 /* Check that this rank can read its neighbour (after the init barrier) and publish it. */

@@ -114,6 +114,10 @@ typedef struct hb_seg_hdr {
     _Atomic int32_t lost_rank;                    /* first rank found dead, or -1 */
     _Atomic uint32_t attached;                    /* ranks that finished attaching */
     hb_wait_word_t attach_wake;
+    /* Written by the daemon: 1 while its loop yields or sleeps (cores are scarce, doc/design.md
+     * section 6.1): a rank waiting for the release of an epoch that the daemon runs across
+     * nodes sleeps after its spin stage instead of yielding, leaving the cores to the daemon. */
+    _Atomic uint32_t ranks_sleep;
     _Alignas(HB_SEG_LINE) _Atomic uint64_t release; /* last released barrier epoch */
     /* Its own line: bumping it must not steal the release line from the pollers. */
     _Alignas(HB_SEG_LINE) hb_wait_word_t release_wake;

@@ -23,6 +23,7 @@
 #include "client.h"
 #include "conn.h"
 #include "hibar.h"
+#include "ncoll.h"
 #include "seg.h"
 #include "test_client.h"
 
@@ -54,6 +55,7 @@ typedef struct harness {
     uint32_t nnodes;   /* > 1: this process plays the daemon for the inter-node release */
     int killed_rank;   /* this rank is expected to die by SIGKILL, or -1 */
     int bind;          /* bind rank r to CPU r % CPUs before it attaches */
+    int ranks_sleep;   /* the stand-in daemon tells the ranks to sleep for its releases */
     unsigned releases; /* epochs released by the stand-in daemon */
 } harness_t;
 
@@ -112,6 +114,7 @@ static int run_ranks(harness_t *hs, rank_fn fn, void *arg)
     if (hs->n > 64 || hb_seg_create((uint32_t)hs->n, HB_SEG_DEFAULT_DEPTH, HB_SEG_DEFAULT_BUF,
                                     (uint64_t)getpid(), 0, hs->nnodes, 0, &seg) != 0)
         return -1;
+    atomic_store(&hb_seg_hdr(&seg)->ranks_sleep, (uint32_t)hs->ranks_sleep);
     if (hs->nnodes > 1) {
         db = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (db < 0) {
@@ -772,16 +775,65 @@ static void test_doorbell(void)
     harness_t h1 = {.n = 1, .nnodes = 2, .killed_rank = -1};
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    CU_ASSERT_EQUAL(run_ranks(&h3, rank_barrier, c), 0);
-    /* 300 barriers + the init barrier + finalize's: each released by the daemon */
-    CU_ASSERT_EQUAL(h3.releases, 302);
-    memset(c, 0, 128 * sizeof(*c));
-    CU_ASSERT_EQUAL(run_ranks(&h3, rank_split, c), 0);
-    CU_ASSERT_EQUAL(h3.releases, 202);
+    /* then as for a daemon whose loop yields: the ranks sleep for its releases, which wake them */
+    for (int sleep = 0; sleep <= 1; sleep++) {
+        h3.ranks_sleep = sleep;
+        memset(c, 0, 128 * sizeof(*c));
+        CU_ASSERT_EQUAL(run_ranks(&h3, rank_barrier, c), 0);
+        /* 300 barriers + the init barrier + finalize's: each released by the daemon */
+        CU_ASSERT_EQUAL(h3.releases, 302);
+        memset(c, 0, 128 * sizeof(*c));
+        CU_ASSERT_EQUAL(run_ranks(&h3, rank_split, c), 0);
+        CU_ASSERT_EQUAL(h3.releases, 202);
+    }
     memset(c, 0, 128 * sizeof(*c));
     CU_ASSERT_EQUAL(run_ranks(&h1, rank_barrier, c), 0);
     CU_ASSERT_EQUAL(h1.releases, 302);
     munmap(c, 128 * sizeof(pad_counter_t));
+}
+
+/* ---- hibard's copies: cross-memory attach in pieces ---- */
+
+static void test_cma_pieces(void)
+{
+    /* this process is both ends (process_vm_* on its own pid): 150 pieces, three calls' worth,
+     * some empty, copied out of order into `to` and back */
+    enum { N = 150 };
+    uint8_t *from = malloc(N * 64), *to = calloc(N * 64, 1), *back = calloc(N * 64, 1);
+    void *local[N];
+    uint64_t remote[N];
+    size_t len[N];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(to);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    for (int i = 0; i < N * 64; i++)
+        from[i] = (uint8_t)(i * 7 + 3);
+    for (int i = 0; i < N; i++) {
+        int j = (i * 37) % N; /* piece i lands at slot j */
+        local[i] = from + i * 64;
+        remote[i] = (uint64_t)(uintptr_t)(to + j * 64);
+        len[i] = i % 10 == 9 ? 0 : (size_t)(1 + i % 64);
+    }
+    CU_ASSERT_EQUAL(hb_ncoll_cmav((int)getpid(), local, remote, len, N, 1), 0);
+    for (int i = 0; i < N; i++) {
+        int j = (i * 37) % N;
+        CU_ASSERT_EQUAL(memcmp(to + j * 64, from + i * 64, len[i]), 0);
+        local[i] = back + i * 64;
+    }
+    CU_ASSERT_EQUAL(hb_ncoll_cmav((int)getpid(), local, remote, len, N, 0), 0);
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_EQUAL(memcmp(back + i * 64, from + i * 64, len[i]), 0);
+    /* a bad address in the middle: the pieces before it are copied, then INVAL */
+    memset(to, 0, N * 64);
+    for (int i = 0; i < N; i++)
+        local[i] = from + i * 64;
+    remote[100] = 8;
+    len[100] = 16;
+    CU_ASSERT_EQUAL(hb_ncoll_cmav((int)getpid(), local, remote, len, N, 1), HIBAR_ERR_INVAL);
+    CU_ASSERT_EQUAL(memcmp(to + (99 * 37 % N) * 64, from + 99 * 64, len[99]), 0);
+    free(from);
+    free(to);
+    free(back);
 }
 
 /* ---- hibar_init through the daemon's socket, and the singleton ---- */
@@ -1024,6 +1076,7 @@ int hb_test_client_ranks_register(void)
     if (s == NULL)
         return -1;
     if (CU_add_test(s, "calls before init", test_before_init) == NULL ||
+        CU_add_test(s, "cross-memory attach in pieces", test_cma_pieces) == NULL ||
         CU_add_test(s, "singleton", test_singleton) == NULL ||
         CU_add_test(s, "barrier, split-phase, subset (1,2,3,8 ranks)", test_barrier) == NULL ||
         CU_add_test(s, "barrier with hwloc keys", test_barrier_bound) == NULL ||

@@ -358,6 +358,13 @@ static void test_tree(void)
     NEAR(t, 150.0);
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 16, 0, 0.0, &t), 0);
     NEAR(t, 40.0);
+    /* a relay's turn (alpha) before it forwards: 0 -> 8 -> 12 -> 14 -> 15, three relays */
+    p.relay = p.alpha;
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_BINOMIAL, 16, 0, 0.0, &t), 0);
+    NEAR(t, 70.0);
+    CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_FLAT, 16, 0, 0.0, &t), 0);
+    NEAR(t, 150.0);
+    p.relay = 0.0;
     CU_ASSERT_EQUAL(hb_model_tree(&p, HB_COLL_SCATTER, HB_COLL_ALG_MULTI_LANE, 2, 2, 0.0, &t),
                     HB_ERR_INVAL);
 }
@@ -568,6 +575,33 @@ static void test_choose(void)
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 0.0, &four, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
     CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 4194304.0, &four, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    /* with a relay's turn charged (hibard's alpha), 4 nodes' small scatter ties: flat; 16
+     * nodes' bcast keeps the tree (70 against 150) */
+    lanes.relay = lanes.alpha;
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_SCATTER, 0.0, &four, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 0.0, &big, &c), 0);
+    CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
+    NEAR(c.predicted_us, 70.0);
+    lanes.relay = 0.0;
+    /* hibard's model from the configuration's default links (WAN 5000 us, LAN 50 us and 1000
+     * Mbit/s): 4 nodes' 4 KiB and 64 KiB scatter and gather go flat, 16 nodes' 4 KiB bcast by
+     * the tree */
+    hb_model_lanes_t cl = hb_model_lanes_links(5000.0, 50.0, 1000.0, 250.0, 1000.0, 262144.0);
+    NEAR(cl.alpha, 50.0);
+    NEAR(cl.relay, 50.0);
+    NEAR(cl.b_lan, 125.0);
+    NEAR(cl.queue, 1000.0 * 262144.0);
+    hb_model_params_t cl4 = {.n0 = 4, .n1 = 0, .lanes = &cl};
+    for (int op = HB_COLL_SCATTER; op <= HB_COLL_GATHER; op++) {
+        CU_ASSERT_EQUAL(hb_model_choose((hb_coll_op_t)op, 4096.0, &cl4, &c), 0);
+        CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+        CU_ASSERT_EQUAL(hb_model_choose((hb_coll_op_t)op, 65536.0, &cl4, &c), 0);
+        CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_FLAT);
+    }
+    hb_model_params_t cl16 = {.n0 = 16, .n1 = 0, .lanes = &cl};
+    CU_ASSERT_EQUAL(hb_model_choose(HB_COLL_BCAST, 4096.0, &cl16, &c), 0);
     CU_ASSERT_EQUAL(c.alg, HB_COLL_ALG_BINOMIAL);
 
     /* allgather = gather + bcast; every candidate is reported */

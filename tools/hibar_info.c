@@ -430,15 +430,9 @@ static void info_model(FILE *f, const hb_cfg_t *cfg, const info_opts_t *o)
         have = 1;
         hb_model_plogp_view(&p, &v);
     }
-    hb_model_lanes_t ml = {.L = cfg->links.wan_lat_us,
-                           .alpha = cfg->links.lan_lat_us,
-                           .b_lan = HB_MODEL_MBIT(cfg->links.lan_bw_mbps),
-                           .b_lane = HB_MODEL_MBIT(cfg->links.wan_lane_bw_mbps),
-                           .B_wan = HB_MODEL_MBIT(cfg->links.wan_total_bw_mbps),
-                           .lan_startup = 1,
-                           .pipeline = 1,
-                           .seg = INFO_SEG,
-                           .queue = HB_MODEL_QUEUE_FRAMES * INFO_SEG};
+    const hb_cfg_links_t *l = &cfg->links;
+    hb_model_lanes_t ml = hb_model_lanes_links(l->wan_lat_us, l->lan_lat_us, l->lan_bw_mbps,
+                                               l->wan_lane_bw_mbps, l->wan_total_bw_mbps, INFO_SEG);
     int measured = rc == 0 && hb_model_lanes_view(&p, &ml);
     uint32_t pmax = n1 > 0 ? (n0 < n1 ? n0 : n1) : 0, ptab = pmax;
     if (measured && p.n_bwan > ptab)

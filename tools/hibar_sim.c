@@ -1447,6 +1447,7 @@ static int mode_scatter(opts_t *o)
     ml.pipeline = 1; /* the model the chooser uses: the schedule's pipelined lanes */
     ml.seg = 65536;  /* the segment simulated below */
     ml.queue = HB_MODEL_QUEUE_FRAMES * ml.seg;
+    ml.relay = ml.alpha; /* as hibard charges a tree's relays */
     print_params(o);
     for (op = 0; op < 2 && rc == 0; op++) {
         for (s = 0; s < ns && rc == 0; s++) {

@@ -219,6 +219,7 @@ struct hbd {
     hbd_jobs_t jobs; /* the job registry (hbd_job.h) */
 
     hbd_stats_t st;
+    unsigned prof; /* HBD_PROF_* bits: profiling lines on stderr (core/hbd_prof.h) */
 };
 
 /* Hand a validated frame to the service registered for its type (the transport's receive

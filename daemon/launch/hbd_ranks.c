@@ -26,6 +26,7 @@
 #include "hbd_coll.h"
 #include "hbd_fence.h"
 #include "hbd_job.h"
+#include "hbd_prof.h"
 #include "hbd_ranks.h"
 #include "hbd_sock.h"
 #include "hbd_timer.h"
@@ -378,6 +379,8 @@ static void xop_finish(hbd_xop_t *op, int status)
                 (double)(hb_time_now_ns() - last) / 1e3);
         }
         hb_seg_release_status(&rj->seg, op->epoch, status);
+        hbd_prof(op->d, HBD_PROF_COLL, "cprof", op->cnt != NULL ? "release" : "release_bar",
+                 op->epoch);
     }
     xop_free(op);
 }
@@ -395,6 +398,42 @@ static int xop_cma(pid_t pid, void *local, uint64_t remote, uint64_t len, int wr
     if (len > SIZE_MAX)
         return HB_ERR_INVAL;
     return hb_ncoll_cma((int)pid, local, remote, (size_t)len, write);
+}
+
+/* Pieces to move between this daemon and one rank, gathered and moved 64 at a time in one
+ * system call each (hb_ncoll_cmav): a gather's root takes every node's blocks, a scatter's root
+ * gives its blocks, one call for all of them instead of one per block. */
+typedef struct xop_batch {
+    void *local[64];
+    uint64_t remote[64];
+    size_t len[64];
+    size_t n;
+    pid_t pid;
+    int write;
+} xop_batch_t;
+
+static int xop_batch_flush(xop_batch_t *b)
+{
+    int rc = b->n > 0 ? hb_ncoll_cmav((int)b->pid, b->local, b->remote, b->len, b->n, b->write) : 0;
+    b->n = 0;
+    return rc;
+}
+
+static int xop_batch_add(xop_batch_t *b, void *local, uint64_t remote, uint64_t len)
+{
+    if (len > SIZE_MAX)
+        return HB_ERR_INVAL;
+    if (len == 0)
+        return 0;
+    if (b->n == sizeof(b->len) / sizeof(b->len[0])) {
+        int rc = xop_batch_flush(b);
+        if (rc != 0)
+            return rc;
+    }
+    b->local[b->n] = local;
+    b->remote[b->n] = remote;
+    b->len[b->n++] = (size_t)len;
+    return 0;
 }
 
 static int op_has_root(uint32_t op)
@@ -500,15 +539,16 @@ static int xop_read_range(void *arg, uint64_t off, uint8_t *dst, uint64_t len)
         else
             hi = mid;
     }
+    xop_batch_t bt = {.n = 0, .pid = op->in_pid, .write = 0};
     for (uint32_t i = lo; i < op->npc && op->pc[i].off < off + len; i++) {
         const struct xop_piece *p = &op->pc[i];
         uint64_t a = p->off > off ? p->off : off;
         uint64_t b = p->off + p->len < off + len ? p->off + p->len : off + len;
-        int rc = xop_cma(op->in_pid, dst + (a - off), p->remote + (a - p->off), b - a, 0);
+        int rc = xop_batch_add(&bt, dst + (a - off), p->remote + (a - p->off), b - a);
         if (rc != 0)
             return rc;
     }
-    return 0;
+    return xop_batch_flush(&bt);
 }
 
 /* This node's input for the data phase: the root's whole send buffer regrouped in node order
@@ -628,6 +668,7 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
             if (s->op == HB_COLL_GATHER && j->local[k].rank != (uint32_t)op->root)
                 continue;
+            xop_batch_t bt = {.n = 0, .pid = rj->pid[k], .write = 1};
             for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
                 uint64_t off = 0;
                 b = hb_coll_exec_block(x, w, &blen);
@@ -638,12 +679,14 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
                     uint64_t at =
                         s->op == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
                     if (n > 0)
-                        rc = off + n > blen ? HB_ERR_INTERNAL
-                                            : xop_cma(rj->pid[k], (void *)(b + off),
-                                                      op->rec_recv[k] + at, n, 1);
+                        rc = off + n > blen
+                                 ? HB_ERR_INTERNAL
+                                 : xop_batch_add(&bt, (void *)(b + off), op->rec_recv[k] + at, n);
                     off += n;
                 }
             }
+            if (rc == 0)
+                rc = xop_batch_flush(&bt);
         }
         return rc;
     }
@@ -660,8 +703,8 @@ static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
                           void *arg)
 {
     hbd_xop_t *op = arg;
-    (void)d;
     op->t_ns[3] = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "data", op->epoch);
     if (status == 0 && op->rj == NULL)
         status = HB_ERR_PEER_LOST;
     /* overlapped: the output goes out before the verdict; a verdict that fails the epoch
@@ -824,6 +867,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
 {
     hbd_xop_t *op = arg;
     op->t_ns[2] = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "agreed", op->epoch);
     if (op->overlap) {
         if (status == 0 && op->rj == NULL)
             status = HB_ERR_PEER_LOST;
@@ -958,6 +1002,7 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
     if (verdict == 0)
         verdict = xop_read_input(op);
     op->t_ns[1] = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "read", op->epoch);
     /* Overlap: where this node's view gives every node's bytes (the forms without -v), the
      * data run starts now, beside the agreement; every node whose ranks agree does the same,
      * so the schedules match. A node that sees a mismatch starts none: the others' runs wait
@@ -974,21 +1019,33 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
         op->overlap = 1;
         op->refs = 2;
         op->run = run;
-        hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
     }
+    /* The agreement's blob goes out first: of the two rounds it is the longer (a tree's two
+     * hops against the data's one), and ahead of the data on the same link it does not wait
+     * behind a node's segments. Its callback may come at once (the other blobs came first); a
+     * failure then marks the run failed before it starts, and starting it ends it. */
     int whole = j->n_nodes == d->topo->n_nodes;
     uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, whole);
     int rc = hbd_fence_start(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob, off,
                              xop_agree_done, op);
     free(blob);
-    if (rc != 0 && op->overlap) {
+    if (rc != 0 && run != NULL) {
         op->agree_status = rc;
-        if (op->run != NULL)
-            hbd_coll_job_cancel(d, op->run, rc);
-        xop_put(op);
+        hbd_coll_job_cancel(d, run, rc);
+        xop_put(op); /* the agreement's reference; the run's callback drops the other */
     } else if (rc != 0) {
         xop_finish(op, rc);
     }
+    if (run != NULL)
+        hbd_coll_job_start(d, run, xop_data_done, op); /* may call back at once */
+}
+
+/* Tell the ranks how to wait for the epochs this daemon runs (hb_seg_hdr_t.ranks_sleep): where
+ * its loop does not spin, they sleep (the waiting rule, doc/design.md section 6.1). */
+static void hbd_ranks_sleep_rule(hbd_ranks_job_t *rj)
+{
+    uint32_t v = hbd_barrier_poll_mode(rj->j->d) != HBD_POLL_SPIN;
+    atomic_store_explicit(&hb_seg_hdr(&rj->seg)->ranks_sleep, v, memory_order_relaxed);
 }
 
 /* The node's ranks completed `epoch` locally: run it across the nodes. */
@@ -1006,9 +1063,11 @@ static void xop_start(hbd_ranks_job_t *rj, uint64_t epoch)
     op->t_ns[0] = hb_time_now_ns();
     op->next = rj->ops;
     rj->ops = op;
+    hbd_ranks_sleep_rule(rj);
     uint32_t n_at = 0;
     for (uint32_t k = 0; k < j->n_local; k++)
         n_at += hb_seg_ctl(&rj->seg, k)->epoch == epoch;
+    hbd_prof(j->d, HBD_PROF_COLL, "cprof", n_at > 0 ? "ring" : "ring_bar", epoch);
     if (n_at > 0) {
         xop_coll_begin(op, n_at);
         return;
@@ -1233,6 +1292,7 @@ int hbd_ranks_job_open(hbd_job_t *j)
                        rj->node_idx, j->n_nodes, size, &rj->seg);
     if (rc != 0)
         goto err;
+    hbd_ranks_sleep_rule(rj);
     rj->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (rj->doorbell < 0) {
         hb_log_error("eventfd: %m");

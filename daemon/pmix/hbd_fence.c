@@ -16,6 +16,7 @@
 #include "hbd_cron.h"
 #include "hbd_fence.h"
 #include "hbd_net.h"
+#include "hbd_prof.h"
 #include "hb_status.h"
 
 /*
@@ -116,7 +117,6 @@ struct hbd_fence_state {
     out_t *outs, **outs_tail;
     hbd_timer_t *check, *retry;
     link_ctr_t *links;   /* [n_nodes] */
-    int prof;            /* HIBAR_FENCE_PROF */
     uint32_t direct_max; /* HIBAR_FENCE_DIRECT_MAX */
     int warned;          /* an unexpected data frame was logged */
 };
@@ -129,9 +129,7 @@ static void retry_arm(hbd_t *d);
  * CLOCK_MONOTONIC time, shared by the namespace hosts of the test bed), for profiling. */
 void hbd_fence_prof(const hbd_t *d, const char *stage, uint64_t coll)
 {
-    if (d->fence != NULL && d->fence->prof)
-        fprintf(stderr, "fprof %" PRIu32 " %s %" PRIx64 " %" PRIu64 "\n", d->self, stage, coll,
-                hb_time_now_ns());
+    hbd_prof(d, HBD_PROF_FENCE, "fprof", stage, coll);
 }
 
 static link_ctr_t *link_of(hbd_t *d, uint32_t node)
@@ -694,7 +692,8 @@ int hbd_fence_init(hbd_t *d)
         return HB_ERR_NOMEM;
     d->fence = S;
     S->outs_tail = &S->outs;
-    S->prof = e != NULL && *e != '\0' && *e != '0';
+    if (e != NULL && *e != '\0' && *e != '0')
+        d->prof |= HBD_PROF_FENCE;
     (void)hb_env_u64("HIBAR_FENCE_DIRECT_MAX", 4096, &v);
     S->direct_max = (uint32_t)v;
     S->check = hbd_timer_new(d, check_cb, NULL);

@@ -518,7 +518,8 @@ static int yield_spent(const hbd_barrier_state_t *b)
  * loop spins where every busy process of the node has a core -- hibard has one set aside
  * (cpu.reserved), or cores >= daemons + their running ranks (an emulated cluster's daemons all
  * share this host's cores) -- and yields between turns where cores are scarce. `poll` forces
- * one way (sleep: no poll stage at all). Chosen again at every barrier arrival.
+ * one way (sleep: no poll stage at all). Chosen again at every barrier arrival and every kick
+ * of the poll stage (hbd_poll_kick).
  */
 static int poll_mode(hbd_t *d)
 {
@@ -537,6 +538,11 @@ static int poll_mode(hbd_t *d)
     uint64_t daemons = d->cfg->bootstrap == HB_CFG_BOOT_LOCAL ? d->topo->n_nodes : 1;
     uint64_t busy = daemons * (1 + (uint64_t)d->jobs.n_local_ranks);
     return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
+}
+
+int hbd_barrier_poll_mode(hbd_t *d)
+{
+    return poll_mode(d);
 }
 
 /* Poll stage: for the policy's yield time after the last barrier or collective activity
@@ -606,6 +612,7 @@ void hbd_poll_kick(hbd_t *d)
     if (b == NULL)
         return;
     b->active_t0 = hb_time_now_ns();
+    b->poll_mode = poll_mode(d); /* a job that runs only collectives arrives at no barrier */
     yield_arm(d);
 }
 

@@ -11,6 +11,7 @@
 #include "hbd_barrier.h"
 #include "hbd_model.h"
 #include "hbd_net.h"
+#include "hbd_prof.h"
 #include "hb_status.h"
 
 #include <event2/event.h>
@@ -168,9 +169,11 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first);
 int hbd_coll_init(hbd_t *d)
 {
     hbd_coll_state_t *st = calloc(1, sizeof(*st));
-    const char *to = getenv("HIBAR_COLL_TIMEOUT_MS");
+    const char *to = getenv("HIBAR_COLL_TIMEOUT_MS"), *prof = getenv("HIBAR_COLL_PROF");
     if (st == NULL)
         return HB_ERR_NOMEM;
+    if (prof != NULL && *prof != '\0' && *prof != '0')
+        d->prof |= HBD_PROF_COLL;
     st->site_of = calloc(d->topo->n_nodes, sizeof(uint32_t));
     if (st->site_of == NULL ||
         hb_coll_nodes_from_topo(d->topo, NULL, st->site_of, &st->nodes) != 0) {
@@ -520,6 +523,7 @@ static void run_maybe_finish(hbd_t *d, hbd_coll_run_t *r)
     if (!r->started || !(r->failed || (r->complete && r->qhead == r->nq)))
         return;
     r->t_done = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", r->failed ? "failed" : "done", r->id);
     if (r->cb != NULL) {
         if (!r->failed && r->read != NULL) {
             int rc = run_read(r, 0, r->in_len); /* what was not sent: this node's own block */
@@ -683,6 +687,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
             run_fail(r, rc);
             return;
         }
+        hbd_prof(d, HBD_PROF_COLL, "cprof", "tx", r->id);
         r->frames_tx++;
         r->qhead++;
     }
@@ -830,15 +835,9 @@ static void model_choose(hbd_t *d, hbd_wire_coll_t *key, const uint32_t *ranks_o
             n1++;
         }
     }
-    hb_model_lanes_t ml = {.L = l->wan_lat_us,
-                           .alpha = l->lan_lat_us,
-                           .b_lan = HB_MODEL_MBIT(l->lan_bw_mbps),
-                           .b_lane = HB_MODEL_MBIT(l->wan_lane_bw_mbps),
-                           .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
-                           .lan_startup = 1,
-                           .pipeline = 1,
-                           .seg = (double)key->seg_size,
-                           .queue = HB_MODEL_QUEUE_FRAMES * (double)key->seg_size};
+    hb_model_lanes_t ml =
+        hb_model_lanes_links(l->wan_lat_us, l->lan_lat_us, l->lan_bw_mbps, l->wan_lane_bw_mbps,
+                             l->wan_total_bw_mbps, (double)key->seg_size);
     const char *src;
     hb_model_params_t p = {.n0 = n0,
                            .n1 = n1,
@@ -952,6 +951,7 @@ static void run_start(hbd_t *d, hbd_coll_run_t *r)
 {
     r->started = 1;
     r->t_start = hb_time_now_ns();
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "start", r->id);
     /* bring up the links this node's steps need before the first send */
     uint32_t ns;
     const hb_coll_step_t *steps = hb_coll_sched_steps(r->s, r->me, &ns);
@@ -1154,6 +1154,7 @@ static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
     hbd_poll_kick(d);
     if (st == NULL)
         return;
+    hbd_prof(d, HBD_PROF_COLL, "cprof", "rx", m->coll_id);
     hbd_wire_coll_unpack(m->payload, &c);
     hbd_coll_run_t *r = run_find(st, m->coll_id);
     if (r == NULL && (m->coll_id & HBD_COLL_ID_JOB)) {

@@ -40,7 +40,8 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
                         uint64_t in_len, hbd_coll_run_t **r_p);
 void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg);
 /* Fail a started run that has not called back yet: its callback comes before this returns,
- * with `status` (a run whose part is already over here calls back with its own outcome). */
+ * with `status` (a run whose part is already over here calls back with its own outcome). A run
+ * created but not started yet is only marked: hbd_coll_job_start then calls back at once. */
 void hbd_coll_job_cancel(hbd_t *d, hbd_coll_run_t *r, int status);
 int hbd_coll_init(hbd_t *d);
 void hbd_coll_fini(hbd_t *d);

@@ -311,16 +311,9 @@ static void model_init(bcoll_model_t *m, const hb_cfg_t *cfg, const hb_topo_t *t
             m->n1++;
         }
     }
-    m->lanes = (hb_model_lanes_t){.L = l->wan_lat_us,
-                                  .alpha = l->lan_lat_us,
-                                  .b_lan = HB_MODEL_MBIT(l->lan_bw_mbps),
-                                  .b_lane = HB_MODEL_MBIT(l->wan_lane_bw_mbps),
-                                  .B_wan = HB_MODEL_MBIT(l->wan_total_bw_mbps),
-                                  .lan_startup = 1,
-                                  .pipeline = 1,
-                                  .seg = (double)(seg ? seg : BCOLL_SEG_DEFAULT),
-                                  .queue = HB_MODEL_QUEUE_FRAMES *
-                                           (double)(seg ? seg : BCOLL_SEG_DEFAULT)};
+    m->lanes =
+        hb_model_lanes_links(l->wan_lat_us, l->lan_lat_us, l->lan_bw_mbps, l->wan_lane_bw_mbps,
+                             l->wan_total_bw_mbps, (double)(seg ? seg : BCOLL_SEG_DEFAULT));
     char path[4096];
     int loaded = hb_params_load(cfg->cluster, &m->cached, path, sizeof(path), NULL, 0) == 0;
     m->measured = loaded && hb_model_lanes_view(&m->cached, &m->lanes);

@@ -378,13 +378,16 @@ static long mb_check(const mb_ctx_t *c, mb_op_t op, size_t size, int root)
 /* Measure one (operation, size); rank 0 fills *st. Returns 0 or -1 (MPI error, bad data). */
 static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, mb_stats_t *st)
 {
-    double *local = NULL, *maxed = NULL, *all = NULL;
-    long n_all = 0, bad = 0, bad_sum = 0;
+    double *local = NULL, *maxed = NULL, *all = NULL, *prof = NULL;
+    long n_all = 0, n_all_rank = 0, bad = 0, bad_sum = 0;
     int rc = -1, go = 1;
+    const char *pe = getenv("HIBAR_BENCH_PROF");
 
     local = malloc(sizeof(double) * MB_BATCH_MAX);
     maxed = malloc(sizeof(double) * MB_BATCH_MAX);
     all = c->rank == 0 ? malloc(sizeof(double) * (size_t)o->max_iters) : NULL;
+    if (pe != NULL && *pe != '\0' && *pe != '0')
+        prof = malloc(sizeof(double) * 3 * MB_BATCH_MAX);
     if (!local || !maxed || (c->rank == 0 && !all)) {
         fprintf(stderr, MB_PROG ": out of memory\n");
         goto out;
@@ -411,12 +414,24 @@ static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, 
     while (go) {
         long next[2] = {0, 0}; /* go on?, next batch: decided by rank 0 for everyone */
         for (long i = 0; i < batch; i++) {
+            double tb = prof != NULL ? mb_now_us() : 0;
             MPI_Barrier(c->comm); /* isolate the repetition */
             double t0 = mb_now_us();
             if (mb_run_op(c, op, size, o->root) != MPI_SUCCESS)
                 goto out;
             local[i] = mb_now_us() - t0;
+            if (prof != NULL) {
+                prof[3 * i] = tb;
+                prof[3 * i + 1] = t0;
+                prof[3 * i + 2] = t0 + local[i];
+            }
         }
+        /* HIBAR_BENCH_PROF: every repetition's times (CLOCK_MONOTONIC, us), for
+         * scripts/coll-steps.py: "tbench RANK OP SIZE IT BARRIER_CALL OP_CALL OP_RETURN" */
+        for (long i = 0; prof != NULL && i < batch; i++)
+            fprintf(stderr, "tbench %d %s %zu %ld %.3f %.3f %.3f\n", c->rank, mb_op_names[op], size,
+                    n_all_rank + i, prof[3 * i], prof[3 * i + 1], prof[3 * i + 2]);
+        n_all_rank += batch;
         MPI_Reduce(local, maxed, (int)batch, MPI_DOUBLE, MPI_MAX, 0, c->comm);
         if (c->rank == 0) {
             double mean, ci, spent;
@@ -443,6 +458,7 @@ out:
     free(local);
     free(maxed);
     free(all);
+    free(prof);
     return rc;
 }
 
