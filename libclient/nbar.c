@@ -301,6 +301,7 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, ui
     b->timeout_ns = timeout_ns;
     b->flat = seg->nnodes <= 1 && b->nranks <= flat_max;
     b->pol = *hb_wait_policy_default();
+    b->yield_set = getenv("HIBAR_WAIT_YIELD_US") != NULL;
     if (getenv("HIBAR_WAIT_SPIN_US") == NULL && ncpu > 0 && b->nranks > (uint32_t)ncpu)
         b->pol.spin_ns = 0;
     keys = malloc(b->nranks * sizeof(*keys));
@@ -492,7 +493,7 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
          * the daemon's loop yields (it says so in the segment) every turn this rank takes is
          * one the daemon waits for, so sleep after the spin stage, without yielding; the
          * daemon wakes the sleepers as it releases. */
-        if (b->seg->nnodes > 1 &&
+        if (b->seg->nnodes > 1 && !b->yield_set &&
             atomic_load_explicit(&hb_seg_hdr(b->seg)->ranks_sleep, memory_order_relaxed))
             pol.yield_ns = 0;
         rc = hb_wait_until(&hb_seg_hdr(b->seg)->release_wake, nbar_poll, &a, &pol, deadline);

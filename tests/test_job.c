@@ -201,11 +201,13 @@ static void test_several(void)
     launch_on(c, 1);
     CU_ASSERT_EQUAL(d.jobs.n_jobs, 3);
     CU_ASSERT_EQUAL(d.jobs.n_local_ranks, 5);
+    CU_ASSERT_EQUAL(d.jobs.n_local_jobs, 2);
     launch_off(b);
     CU_ASSERT_PTR_NULL(hbd_job_get(&d, 2));
     CU_ASSERT_PTR_EQUAL(hbd_job_get(&d, 1), a);
     CU_ASSERT_PTR_EQUAL(hbd_job_get(&d, 3), c);
     CU_ASSERT_EQUAL(d.jobs.n_local_ranks, 1);
+    CU_ASSERT_EQUAL(d.jobs.n_local_jobs, 1);
     relay_off(a);
     relay_off(c);
     CU_ASSERT_PTR_EQUAL(hbd_job_get(&d, 3), c);

@@ -102,6 +102,7 @@ typedef struct hbd_jobs {
     struct hbd_job *head;
     uint32_t n_jobs;
     uint32_t n_local_ranks;        /* ranks here of the jobs not done (the waiting rule) */
+    uint32_t n_local_jobs;         /* those jobs: a PMIx step each (the waiting rule) */
     const struct hbd_job_ops *ops; /* the launcher's answers to rank events, or NULL */
 } hbd_jobs_t;
 /* A frame of a wire type a service registered (hbd_hooks_frame), validated by

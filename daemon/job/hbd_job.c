@@ -59,6 +59,7 @@ void hbd_job_release(hbd_job_t *j)
             break;
         }
     js->n_local_ranks -= j->counted;
+    js->n_local_jobs -= j->counted != 0;
     free(j->nodes);
     free(j->member);
     free(j);
@@ -101,15 +102,19 @@ int hbd_job_set_nodes(hbd_job_t *j, const uint32_t *map, uint32_t size, uint32_t
 
 void hbd_job_count(hbd_job_t *j)
 {
-    j->d->jobs.n_local_ranks -= j->counted;
+    hbd_jobs_t *js = &j->d->jobs;
+    js->n_local_ranks -= j->counted;
+    js->n_local_jobs -= j->counted != 0;
     j->counted = j->done_sent ? 0 : j->n_local;
-    j->d->jobs.n_local_ranks += j->counted;
+    js->n_local_ranks += j->counted;
+    js->n_local_jobs += j->counted != 0;
 }
 
 void hbd_job_done(hbd_job_t *j)
 {
     j->done_sent = 1;
     j->d->jobs.n_local_ranks -= j->counted;
+    j->d->jobs.n_local_jobs -= j->counted != 0;
     j->counted = 0;
 }
 

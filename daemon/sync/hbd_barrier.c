@@ -516,10 +516,10 @@ static int yield_spent(const hbd_barrier_state_t *b)
 /*
  * The waiting rule for the daemon (doc/design.md section 6.1). While barriers are busy the
  * loop spins where every busy process of the node has a core -- hibard has one set aside
- * (cpu.reserved), or cores >= daemons + their running ranks (an emulated cluster's daemons all
- * share this host's cores) -- and yields between turns where cores are scarce. `poll` forces
- * one way (sleep: no poll stage at all). Chosen again at every barrier arrival and every kick
- * of the poll stage (hbd_poll_kick).
+ * (cpu.reserved), or cores >= daemons + their running ranks + those jobs' PMIx steps (an
+ * emulated cluster's daemons all share this host's cores) -- and yields between turns where
+ * cores are scarce. `poll` forces one way (sleep: no poll stage at all). Chosen again at every
+ * barrier arrival and every kick of the poll stage (hbd_poll_kick).
  */
 static int poll_mode(hbd_t *d)
 {
@@ -536,7 +536,8 @@ static int poll_mode(hbd_t *d)
     if (d->cfg->cpu_reserved > 0)
         return HBD_POLL_SPIN;
     uint64_t daemons = d->cfg->bootstrap == HB_CFG_BOOT_LOCAL ? d->topo->n_nodes : 1;
-    uint64_t busy = daemons * (1 + (uint64_t)d->jobs.n_local_ranks);
+    /* the daemon, its running ranks and their jobs' PMIx steps (busy in every fence) */
+    uint64_t busy = daemons * (1 + (uint64_t)d->jobs.n_local_ranks + d->jobs.n_local_jobs);
     return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
 }
 
