@@ -1041,10 +1041,11 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
 }
 
 /* Tell the ranks how to wait for the epochs this daemon runs (hb_seg_hdr_t.ranks_sleep): where
- * its loop does not spin, they sleep (the waiting rule, doc/design.md section 6.1). */
+ * its loop yields with at least two busy processes to a core, they sleep (the waiting rule,
+ * doc/design.md section 6.1). */
 static void hbd_ranks_sleep_rule(hbd_ranks_job_t *rj)
 {
-    uint32_t v = hbd_barrier_poll_mode(rj->j->d) != HBD_POLL_SPIN;
+    uint32_t v = (uint32_t)hbd_barrier_ranks_sleep(rj->j->d);
     atomic_store_explicit(&hb_seg_hdr(&rj->seg)->ranks_sleep, v, memory_order_relaxed);
 }
 

@@ -521,7 +521,7 @@ static int yield_spent(const hbd_barrier_state_t *b)
  * cores are scarce. `poll` forces one way (sleep: no poll stage at all). Chosen again at every
  * barrier arrival and every kick of the poll stage (hbd_poll_kick).
  */
-static int poll_mode(hbd_t *d)
+static int poll_mode_busy(hbd_t *d, uint64_t *busy_p)
 {
     switch (d->cfg->poll) {
     case HB_CFG_POLL_SPIN:
@@ -538,12 +538,24 @@ static int poll_mode(hbd_t *d)
     uint64_t daemons = d->cfg->bootstrap == HB_CFG_BOOT_LOCAL ? d->topo->n_nodes : 1;
     /* the daemon, its running ranks and their jobs' PMIx steps (busy in every fence) */
     uint64_t busy = daemons * (1 + (uint64_t)d->jobs.n_local_ranks + d->jobs.n_local_jobs);
+    if (busy_p != NULL)
+        *busy_p = busy;
     return busy <= d->bar->cores ? HBD_POLL_SPIN : HBD_POLL_YIELD;
 }
 
-int hbd_barrier_poll_mode(hbd_t *d)
+static int poll_mode(hbd_t *d)
 {
-    return poll_mode(d);
+    return poll_mode_busy(d, NULL);
+}
+
+int hbd_barrier_ranks_sleep(hbd_t *d)
+{
+    uint64_t busy = 0;
+    int mode = poll_mode_busy(d, &busy);
+    if (mode == HBD_POLL_SPIN)
+        return 0;
+    /* forced by `poll`, or at least two busy processes to a core */
+    return busy == 0 || busy >= 2 * (uint64_t)d->bar->cores;
 }
 
 /* Poll stage: for the policy's yield time after the last barrier or collective activity

@@ -86,9 +86,10 @@ void hbd_barrier_on_hwb(hbd_t *d);
 /* Something of a collective happened (a frame, a doorbell): the loop polls for the policy's
  * yield time from now on (the poll stage, doc/design.md section 6.1) instead of sleeping. */
 void hbd_poll_kick(hbd_t *d);
-/* How the loop waits by the rule now (HBD_POLL_*: spin, yield, or sleep): cores for every busy
- * process of the node or not (doc/design.md section 6.1). */
-int hbd_barrier_poll_mode(hbd_t *d);
+/* Whether the ranks should sleep (not yield) while this daemon runs their epochs: its loop does
+ * not spin, and `poll` says so or the node has at least two busy processes to a core
+ * (doc/design.md section 6.1). */
+int hbd_barrier_ranks_sleep(hbd_t *d);
 /* Barriers in flight (for stats). */
 uint32_t hbd_barrier_in_flight(const hbd_t *d);
 /* Messages the barrier engine dropped (wrong job/epoch, role, duplicate, order, stale,
