@@ -12,9 +12,9 @@ static void test_defaults(void)
 
     hb_mpi_xover_defaults(&x);
     CU_ASSERT_EQUAL(x.force, HB_MPI_FORCE_AUTO);
-    /* the barrier everywhere; no data collective across nodes */
+    /* the barrier on one node; nothing across nodes */
     CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_ONE_NODE, 0));
-    CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
+    CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
     for (int op = HB_MPI_BCAST; op < HB_MPI_N_OPS; op++)
         for (size_t b = 1; b <= (64u << 20); b *= 4)
             CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, op, HB_MPI_NODES, b));
@@ -38,6 +38,8 @@ static void test_ranges(void)
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_SCATTER, HB_MPI_ONE_NODE, 2001));
     x.max[HB_MPI_SCATTER][HB_MPI_ONE_NODE] = 0; /* none */
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_SCATTER, HB_MPI_ONE_NODE, 1500));
+    x.max[HB_MPI_BARRIER][HB_MPI_NODES] = HB_MPI_XOVER_ALL;
+    CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
     x.max[HB_MPI_BARRIER][HB_MPI_NODES] = 0;
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
     /* forced: every call to hibar, or none */
