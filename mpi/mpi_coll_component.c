@@ -88,7 +88,7 @@ static int hb_mpi_register(void)
         return rc;
     for (int op = 0; op < HB_MPI_N_OPS; op++) {
         for (int r = 0; r < HB_MPI_N_REGIMES; r++) {
-            const char *on = r == HB_MPI_ONE_NODE ? "one node" : "several nodes";
+            const char *on = hb_mpi_regime_desc(r);
             char opname[16];
 
             snprintf(opname, sizeof opname, "MPI_%c%s", hb_mpi_op_name(op)[0] - 'a' + 'A',
@@ -158,6 +158,22 @@ static uint64_t hb_mpi_node_hash(void)
     return x;
 }
 
+static int hb_mpi_cmp_node(const void *a, const void *b)
+{
+    uint64_t x = ((const hb_mpi_whoami_t *)a)->node, y = ((const hb_mpi_whoami_t *)b)->node;
+    return (x > y) - (x < y);
+}
+
+/* Whether no two ranks share a node (sorts all by node). */
+static int hb_mpi_one_per_node(hb_mpi_whoami_t *all, int size)
+{
+    qsort(all, (size_t)size, sizeof *all, hb_mpi_cmp_node);
+    for (int i = 1; i < size; i++)
+        if (all[i].node == all[i - 1].node)
+            return 0;
+    return 1;
+}
+
 /* Check the job: hibar's ranks are MPI_COMM_WORLD's (same size, same order). */
 static int hb_mpi_check_job(struct ompi_communicator_t *world)
 {
@@ -184,6 +200,8 @@ static int hb_mpi_check_job(struct ompi_communicator_t *world)
         if (all[i].node != all[0].node)
             C.regime = HB_MPI_NODES;
     }
+    if (C.regime == HB_MPI_NODES && hb_mpi_one_per_node(all, size))
+        C.regime = HB_MPI_NODES1;
     free(all);
     if (!ok) {
         hb_mpi_verbose(1, "not used: hibar's ranks are not MPI_COMM_WORLD's");
@@ -215,8 +233,7 @@ int hb_mpi_join(struct ompi_communicator_t *world)
         hibar_finalize(&C.h);
         return -1;
     }
-    hb_mpi_verbose(10, "joined the hibar job (%s)",
-                   C.regime == HB_MPI_ONE_NODE ? "one node" : "several nodes");
+    hb_mpi_verbose(10, "joined the hibar job (%s)", hb_mpi_regime_desc(C.regime));
     return 0;
 }
 

@@ -5,7 +5,9 @@
 
 static const char *const xover_ops[HB_MPI_N_OPS] = {"barrier", "bcast", "scatter", "gather",
                                                     "allgather"};
-static const char *const xover_regimes[HB_MPI_N_REGIMES] = {"node", "nodes"};
+static const char *const xover_regimes[HB_MPI_N_REGIMES] = {"node", "nodes", "nodes1"};
+static const char *const xover_regime_desc[HB_MPI_N_REGIMES] = {
+    "one node", "several nodes", "several nodes, one rank each"};
 static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
 
 /* Measured on the 2-core development machine with scripts/mpi-coll-bench, 4 ranks on one node
@@ -14,12 +16,11 @@ static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
  * One node: the barrier; bcast and scatter from 1 MiB, gather from 16 KiB, allgather from 16
  * to 256 KiB (below those hibar's fixed cost of a collective loses to Open MPI's eager path;
  * above 256 KiB allgather swung from 0.1x to 3.6x between runs of the loaded machine). Several
- * nodes: nothing. Each data collective's daemon hop costs more than Open MPI's point-to-point
- * where a rank has a core (issue 19's figures), and the barrier through the component lost to
- * Open MPI's own under hibar-run at 4 hosts x 1 rank on both machines (2-core bed 2.51x,
- * 16-core bed 1.97x) and at 4 x 4 on the 16-core bed (1.41x; won 0.29x on the 2-core bed):
- * `coll_hibar_barrier_max_nodes` or `coll_hibar_force` hand it to hibar where a site measured
- * that it wins. */
+ * nodes: the barrier where a node has several ranks (4 hosts x 4 ranks: libhibar's barrier
+ * 0.71-0.81x Open MPI's on the 16-core bed, 0.29x through the component on the 2-core one), not
+ * with one rank per node (4 x 1: 0.95-1.23x on the 16-core bed, and through the component
+ * 1.28x Open MPI's own under hibar-run on the 2-core one); no data collective (each one's daemon
+ * hop costs more than Open MPI's point-to-point where a rank has a core: issue 19's figures). */
 #define K 1024L
 static const hb_mpi_xover_t xover_defaults = {
     .min =
@@ -31,7 +32,7 @@ static const hb_mpi_xover_t xover_defaults = {
         },
     .max =
         {
-            [HB_MPI_BARRIER] = {HB_MPI_XOVER_ALL, 0},
+            [HB_MPI_BARRIER] = {HB_MPI_XOVER_ALL, HB_MPI_XOVER_ALL, 0},
             [HB_MPI_BCAST] = {HB_MPI_XOVER_ALL, 0},
             [HB_MPI_SCATTER] = {HB_MPI_XOVER_ALL, 0},
             [HB_MPI_GATHER] = {HB_MPI_XOVER_ALL, 0},
@@ -54,6 +55,11 @@ const char *hb_mpi_op_name(hb_mpi_op_t op)
 const char *hb_mpi_regime_name(hb_mpi_regime_t regime)
 {
     return regime < HB_MPI_N_REGIMES ? xover_regimes[regime] : "?";
+}
+
+const char *hb_mpi_regime_desc(hb_mpi_regime_t regime)
+{
+    return regime < HB_MPI_N_REGIMES ? xover_regime_desc[regime] : "?";
 }
 
 const char *hb_mpi_force_name(int force)

@@ -15,8 +15,9 @@ typedef enum {
     HB_MPI_N_OPS
 } hb_mpi_op_t;
 
-/* Where the job runs: every rank on one node, or ranks on several nodes. */
-typedef enum { HB_MPI_ONE_NODE, HB_MPI_NODES, HB_MPI_N_REGIMES } hb_mpi_regime_t;
+/* Where the job runs: every rank on one node; several nodes, some with several ranks; several
+ * nodes with one rank each. */
+typedef enum { HB_MPI_ONE_NODE, HB_MPI_NODES, HB_MPI_NODES1, HB_MPI_N_REGIMES } hb_mpi_regime_t;
 
 /* Who serves a call: the table, or one side for every size (MCA parameter coll_hibar_force). */
 typedef enum { HB_MPI_FORCE_AUTO, HB_MPI_FORCE_HIBAR, HB_MPI_FORCE_OMPI } hb_mpi_force_t;
@@ -34,10 +35,12 @@ typedef struct hb_mpi_xover {
 /* The built-in table (measured with hibar-bench: doc/results.md, "Open MPI component"). */
 void hb_mpi_xover_defaults(hb_mpi_xover_t *x);
 
-/* "barrier", "bcast", ...; "node" / "nodes": the MCA parameters of (op, regime) are
- * coll_hibar_<op>_min_<regime> and coll_hibar_<op>_max_<regime>. */
+/* "barrier", "bcast", ...; "node" / "nodes" / "nodes1": the MCA parameters of (op, regime) are
+ * coll_hibar_<op>_min_<regime> and coll_hibar_<op>_max_<regime>; the regime in words ("one
+ * node", "several nodes", "several nodes, one rank each"). */
 const char *hb_mpi_op_name(hb_mpi_op_t op);
 const char *hb_mpi_regime_name(hb_mpi_regime_t regime);
+const char *hb_mpi_regime_desc(hb_mpi_regime_t regime);
 const char *hb_mpi_force_name(int force);
 
 /* Whether hibar takes op of `bytes` in regime. Pure; the same answer on every rank that has the

@@ -68,6 +68,12 @@ OMPI_MCA_coll_hibar_force=hibar mpi four-hibar 8 -n 8 --per-node 2 --emulate "$F
 same four-ompi four
 same four-ompi four-hibar
 echo "4 nodes x 2: the same results with and without hibar"
+# 4 nodes x 1: the regime with one rank a node (its own row of the table)
+OMPI_MCA_coll='^hibar' mpi four1-ompi 4 -n 4 --per-node 1 --emulate "$FOUR"
+mpi four1 4 -n 4 --per-node 1 --emulate "$FOUR"
+selected four1 4 "several nodes, one rank each"
+same four1-ompi four1
+echo "4 nodes x 1: the same results with and without hibar"
 
 # 3. without hibard (Open MPI's mpirun, the component on its path): not selected, not a word
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -12,12 +12,15 @@ static void test_defaults(void)
 
     hb_mpi_xover_defaults(&x);
     CU_ASSERT_EQUAL(x.force, HB_MPI_FORCE_AUTO);
-    /* the barrier on one node; nothing across nodes */
+    /* the barrier, but not with one rank per node; no data collective across nodes */
     CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_ONE_NODE, 0));
-    CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
+    CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
+    CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES1, 0));
     for (int op = HB_MPI_BCAST; op < HB_MPI_N_OPS; op++)
-        for (size_t b = 1; b <= (64u << 20); b *= 4)
+        for (size_t b = 1; b <= (64u << 20); b *= 4) {
             CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, op, HB_MPI_NODES, b));
+            CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, op, HB_MPI_NODES1, b));
+        }
     /* one node: from the measured crossovers on */
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BCAST, HB_MPI_ONE_NODE, 8));
     CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BCAST, HB_MPI_ONE_NODE, 4 << 20));
@@ -38,8 +41,8 @@ static void test_ranges(void)
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_SCATTER, HB_MPI_ONE_NODE, 2001));
     x.max[HB_MPI_SCATTER][HB_MPI_ONE_NODE] = 0; /* none */
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_SCATTER, HB_MPI_ONE_NODE, 1500));
-    x.max[HB_MPI_BARRIER][HB_MPI_NODES] = HB_MPI_XOVER_ALL;
-    CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
+    x.max[HB_MPI_BARRIER][HB_MPI_NODES1] = HB_MPI_XOVER_ALL;
+    CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES1, 0));
     x.max[HB_MPI_BARRIER][HB_MPI_NODES] = 0;
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
     /* forced: every call to hibar, or none */
@@ -57,6 +60,8 @@ static void test_names(void)
 
     CU_ASSERT_STRING_EQUAL(hb_mpi_op_name(HB_MPI_ALLGATHER), "allgather");
     CU_ASSERT_STRING_EQUAL(hb_mpi_regime_name(HB_MPI_NODES), "nodes");
+    CU_ASSERT_STRING_EQUAL(hb_mpi_regime_name(HB_MPI_NODES1), "nodes1");
+    CU_ASSERT_STRING_EQUAL(hb_mpi_regime_desc(HB_MPI_NODES1), "several nodes, one rank each");
     CU_ASSERT_STRING_EQUAL(hb_mpi_force_name(HB_MPI_FORCE_OMPI), "ompi");
     CU_ASSERT_STRING_EQUAL(hb_mpi_force_name(7), "?");
     CU_ASSERT_STRING_EQUAL(hb_mpi_xover_fmt(HB_MPI_BARRIER, 0, -1, b, sizeof b), "yes");

@@ -707,7 +707,7 @@ static int info_mpi_env(hb_mpi_xover_t *x)
 static int info_mpi(FILE *f, int json)
 {
     hb_mpi_xover_t x;
-    char a[32], b[32];
+    char a[32], b[32], c[32];
 
     hb_mpi_xover_defaults(&x);
     if (info_mpi_env(&x) != 0)
@@ -743,12 +743,13 @@ static int info_mpi(FILE *f, int json)
 #ifndef HB_HAVE_OMPI_COLL
     fprintf(f, "(this build has no component: configure found no Open MPI coll headers)\n");
 #endif
-    fprintf(f, "%-10s %-14s %-14s %s\n", "operation", "one node", "several nodes",
-            "MCA parameters");
+    fprintf(f, "%-10s %-14s %-14s %-14s %s\n", "operation", "one node", "several nodes",
+            "one rank each", "MCA parameters");
     for (int op = 0; op < HB_MPI_N_OPS; op++)
-        fprintf(f, "%-10s %-14s %-14s coll_hibar_%s_%s_node, _nodes\n", hb_mpi_op_name(op),
-                hb_mpi_xover_fmt(op, x.min[op][0], x.max[op][0], a, sizeof(a)),
-                hb_mpi_xover_fmt(op, x.min[op][1], x.max[op][1], b, sizeof(b)), hb_mpi_op_name(op),
+        fprintf(f, "%-10s %-14s %-14s %-14s coll_hibar_%s_%s_node, _nodes, _nodes1\n",
+                hb_mpi_op_name(op), hb_mpi_xover_fmt(op, x.min[op][0], x.max[op][0], a, sizeof(a)),
+                hb_mpi_xover_fmt(op, x.min[op][1], x.max[op][1], b, sizeof(b)),
+                hb_mpi_xover_fmt(op, x.min[op][2], x.max[op][2], c, sizeof(c)), hb_mpi_op_name(op),
                 op == HB_MPI_BARRIER ? "max" : "{min,max}");
     return 0;
 }
