@@ -6,8 +6,8 @@
 static const char *const xover_ops[HB_MPI_N_OPS] = {"barrier", "bcast", "scatter", "gather",
                                                     "allgather"};
 static const char *const xover_regimes[HB_MPI_N_REGIMES] = {"node", "nodes", "nodes1"};
-static const char *const xover_regime_desc[HB_MPI_N_REGIMES] = {
-    "one node", "several nodes", "several nodes, one rank each"};
+static const char *const xover_regime_desc[HB_MPI_N_REGIMES] = {"one node", "several nodes",
+                                                                "several nodes, one rank each"};
 static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
 
 /* Measured on the 2-core development machine with scripts/mpi-coll-bench, 4 ranks on one node
