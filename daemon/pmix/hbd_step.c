@@ -418,12 +418,30 @@ static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[]
     return PMIX_SUCCESS;
 }
 
+/*
+ * Job control: hibar does none for its clients (hibar-run and hibard stop jobs). But libpmix
+ * takes a client's cleanup registrations (PMIX_REGISTER_CLEANUP, PMIX_REGISTER_CLEANUP_DIR:
+ * Open MPI registers each rank's job session directory, /tmp/ompi.HOST.UID/jf.N/M, and its
+ * shared-memory files so) only from a server whose module has this upcall: it keeps them
+ * itself, removes them when the client goes, and calls here only for what is left. Without it
+ * every Open MPI job left its session directory behind (Open MPI leaves the empty jf.N).
+ */
+static pmix_status_t up_job_control(const pmix_proc_t *requestor, const pmix_proc_t targets[],
+                                    size_t ntargets, const pmix_info_t directives[], size_t ndirs,
+                                    pmix_info_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)requestor, (void)targets, (void)ntargets, (void)directives, (void)ndirs;
+    (void)cbfunc, (void)cbdata;
+    return PMIX_ERR_NOT_SUPPORTED;
+}
+
 static pmix_server_module_t st_module = {
     .client_connected2 = up_connected,
     .client_finalized = up_finalized,
     .abort = up_abort,
     .fence_nb = up_fence,
     .direct_modex = up_dmodex,
+    .job_control = up_job_control,
 };
 
 /* ---- blocking calls of the main thread ---- */
