@@ -123,6 +123,12 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
     (void)hbd_hooks_lost_run(d, node, status);
 }
 
+/* The fake daemons never rejoin by themselves: their own judgement is a loss. */
+void hbd_net_peer_suspect(hbd_t *d, uint32_t node)
+{
+    hbd_net_peer_lost(d, node, HIBAR_ERR_PEER_LOST);
+}
+
 int hbd_net_send2(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t coll_id,
                   const void *p1, uint32_t l1, const void *p2, uint32_t l2)
 {

@@ -89,6 +89,7 @@ typedef struct hbd_stats {
     uint64_t rx_from_lost;     /* frames from a node already taken for lost (dropped) */
     uint64_t rejoins;          /* nodes that came back (a new incarnation, or rejoined) */
     uint64_t self_rejoins;     /* this daemon found itself taken for lost and rejoined */
+    uint64_t suspects_held;    /* its own loss judgements held back after a self-rejoin */
     uint64_t barriers_done, barriers_failed;
     uint64_t peers_lost;
     uint64_t hwb_rounds;
@@ -138,6 +139,7 @@ struct hbd {
     uint32_t epoch; /* the barrier engines' epoch (hier.h): 1 */
     uint64_t inc;   /* this daemon's incarnation: when it started (ns), larger at every start and
                      * at every rejoin; frames carry hbd_wire_inc32 of it */
+    uint64_t rejoin_ns; /* its last self-rejoin (monotonic ns; hbd_net_peer_suspect), or 0 */
     uint32_t tag; /* hash of the cluster name, in HELLO */
     /* what SIGHUP reads again (hb_cfg_reload): main's arguments, alive as long as the daemon */
     const char *hup_config;

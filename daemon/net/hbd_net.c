@@ -522,6 +522,7 @@ static void self_rejoin(hbd_t *d, uint32_t by)
                 "as a new incarnation",
                 d->name, by);
     d->st.self_rejoins++;
+    d->rejoin_ns = hb_time_now_ns();
     (void)hbd_hooks_lost_run(d, d->self, HB_ERR_PEER_LOST);
     hbd_hooks_lost_forget(d);
     uint64_t now = real_ns();
@@ -574,6 +575,29 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
     flood(d, HBD_WIRE_ABORT, node, status);
     if (d->tick != NULL) /* the cron tries the lost neighbour's HELLO again (hbd_net_retry) */
         hbd_timer_arm(d->tick, HBD_REJOIN_NS / 1000, 0);
+}
+
+/*
+ * This node's own judgement that `node` is gone (its connection closed, its heartbeats
+ * unanswered, an engine's timeout): a loss, except for one heartbeat timeout after this node
+ * rejoined by itself. It was stopped or cut off then: its connections and timers are stale
+ * (a neighbour closed the connection while it slept, a probe sent before the stop is "late"),
+ * and what is really lost its neighbours tell it (ABORT). Meanwhile the link starts over.
+ */
+void hbd_net_peer_suspect(hbd_t *d, uint32_t node)
+{
+    uint64_t grace = (uint64_t)d->cfg->heartbeat_timeout_ms * 1000000ull;
+    hbd_peer_t *p = peer_get(d, node);
+    if (d->rejoin_ns != 0 && hb_time_now_ns() - d->rejoin_ns < grace && p != NULL) {
+        hb_log_info("node %" PRIu32 " looks lost, right after this node rejoined: its link "
+                    "starts over instead (the cluster says what is lost)",
+                    node);
+        d->st.suspects_held++;
+        peer_restart(d, p);
+        send_hello(d, p, 0);
+        return;
+    }
+    hbd_net_peer_lost(d, node, HB_ERR_PEER_LOST);
 }
 
 /* ---- receive ---- */
@@ -1020,7 +1044,7 @@ static void mon_cb(evutil_socket_t fd, short what, void *arg)
                         hb_log_info("connection to node %" PRIu32 " (%s) closed", p->node,
                                     p->endpoint);
                         if (!d->stopping)
-                            hbd_net_peer_lost(d, p->node, HB_ERR_PEER_LOST);
+                            hbd_net_peer_suspect(d, p->node);
                     }
                 }
             }
@@ -1093,7 +1117,7 @@ void hbd_net_heartbeat(hbd_t *d, uint64_t now)
         if (p->probe_ns != 0 && now - p->probe_ns > to) {
             hb_log_warn("node %" PRIu32 " answered no heartbeat for %" PRIu32 " ms", p->node,
                         d->cfg->heartbeat_timeout_ms);
-            hbd_net_peer_lost(d, p->node, HB_ERR_PEER_LOST);
+            hbd_net_peer_suspect(d, p->node);
             return;
         }
         if (now - p->last_rx_ns >= ivl && now - p->probe_last_ns >= ivl) {

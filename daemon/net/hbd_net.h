@@ -60,6 +60,10 @@ void hbd_net_check_ready(hbd_t *d);
  * incarnation). It comes back when a new incarnation of it (or the same one, after it gave way:
  * doc/design.md section 5.1) says HELLO. */
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status);
+/* This node judges `node` gone (connection closed, heartbeats unanswered, an engine's timeout):
+ * hbd_net_peer_lost, except within one heartbeat timeout of this node's own rejoin, when its
+ * judgement is stale: the link starts over instead (doc/design.md 5.1). */
+void hbd_net_peer_suspect(hbd_t *d, uint32_t node);
 /* The cron's calls (hbd_cron.c, the one periodic place). Until the daemon is ready: connect
  * the links that are not up yet, resend HELLO every 200 ms (retries). Once ready: HELLO every
  * 500 ms to each peer that is lost or not linked (a restarted, stopped or cut-off node comes

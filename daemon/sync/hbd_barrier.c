@@ -455,7 +455,7 @@ static void drain(hbd_t *d)
             if (ev.kind == HB_HIER_EV_PEER_LOST) {
                 /* the whole daemon learns it (and floods it) once; that feeds hier below */
                 b->draining = 0;
-                hbd_net_peer_lost(d, ev.from, HB_ERR_PEER_LOST);
+                hbd_net_peer_suspect(d, ev.from);
                 b->draining = 1;
                 continue;
             }
