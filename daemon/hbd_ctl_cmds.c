@@ -103,8 +103,7 @@ static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
                  hier_drop, hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), s->data_rx,
                  s->data_tx, s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_bad,
                  s->fast_denied, s->rx_from_lost, s->rejoins, s->self_rejoins, s->suspects_held,
-                 hbd_pmix_steps(d),
-                 hbd_pmix_bad(d), hb_proc_rss_kb(getpid()));
+                 hbd_pmix_steps(d), hbd_pmix_bad(d), hb_proc_rss_kb(getpid()));
     hbd_reply(r, "%s", buf);
 }
 
