@@ -127,6 +127,9 @@ hb_use_run() {
         { echo "SKIP: hibar-run, hibard or pmix_hello not built"; exit 77; }
     [ -w /dev/shm ] || { echo "SKIP: /dev/shm not writable"; exit 77; }
     TMP=$(mktemp -d /tmp/hibar-runtest.XXXXXX) || exit 99
+    # the jobs' temporary files inside TMP (Open MPI leaves its empty session directories,
+    # TMPDIR/ompi.HOST.UID/jf.N, behind: removed with TMP)
+    mkdir -p "$TMP/tmp" && export TMPDIR="$TMP/tmp"
     OUT="$TMP/out"
     ERR="$TMP/err"
     LOG_DIR=

@@ -15,6 +15,8 @@ if [ "${1-}" = --inside ]; then
     DIR=/tmp/hibar-$(id -u)-mc$$
     mkdir -p "$DIR" || exit 99
     TMP=$(mktemp -d /tmp/hibar-mpicoll.XXXXXX) || exit 99
+    # Open MPI's session directories (TMPDIR/ompi.HOST.UID) inside TMP: removed with it
+    mkdir -p "$TMP/tmp" && export TMPDIR="$TMP/tmp"
     on_exit 'rm -rf "$DIR" "$TMP" /dev/shm/hibar-"$(id -u)"-"$NAME"-*'
     on_fail 'for l in "$DIR"/*.log; do [ -f "$l" ] && { echo "== $l" >&2; tail -n 20 "$l" >&2; }; done'
     on_fail 'echo "--- stderr" >&2; grep -v "^\[" "$TMP/err" | tail -n 20 >&2'

@@ -24,13 +24,13 @@ int main(int argc, char **argv)
 }
 C
 mpicc -o "$TMP/mpi_hello" "$TMP/mpi_hello.c" || { echo "SKIP: mpicc cannot build"; exit 77; }
-# Open MPI's session directory (TMPDIR/ompi.HOST.UID/jf.N/M) goes with the job: Open MPI
-# registers it for cleanup with the PMIx server, which removes it when the rank finalizes
-mkdir -p "$TMP/tmpdir"
-TMPDIR=$TMP/tmpdir run 0 -n 4 "$TMP/mpi_hello"
+# Open MPI's session directory (TMPDIR/ompi.HOST.UID/jf.N/M; hb_use_run's TMPDIR is the
+# test's own) goes with the job: Open MPI registers it for cleanup with the PMIx server, which
+# removes it when the rank finalizes
+run 0 -n 4 "$TMP/mpi_hello"
 [ "$(grep -c '^mpi rank [0-3] of 4 sum 6$' "$OUT")" -eq 4 ] || fail "Open MPI 1x4"
-[ -n "$(find "$TMP/tmpdir" -maxdepth 2 -name 'jf.*')" ] || fail "no Open MPI session dir seen"
-left=$(find "$TMP/tmpdir" -mindepth 3 -path '*/ompi.*/jf.*/*')
+[ -n "$(find "$TMPDIR" -maxdepth 2 -name 'jf.*')" ] || fail "no Open MPI session dir seen"
+left=$(find "$TMPDIR" -mindepth 3 -path '*/ompi.*/jf.*/*')
 [ -z "$left" ] || fail "Open MPI's job session dirs left behind: $left"
 run 0 -n 8 --emulate "$FOUR" "$TMP/mpi_hello"
 [ "$(grep -c '^mpi rank [0-7] of 8 sum 28$' "$OUT")" -eq 8 ] || fail "Open MPI 4x2"
