@@ -61,6 +61,8 @@ typedef struct hbd_peer {
     uint64_t last_rx_ns;
     uint64_t probe_ns;      /* first unanswered heartbeat probe (accepted links), or 0 */
     uint64_t probe_last_ns; /* last probe sent */
+    uint64_t suspect_ns;    /* its loss held back (hbd_net_peer_suspect): taken for lost if its
+                             * link is not back one heartbeat timeout later; 0: none */
     /* plain data plane (data_plane: plain): what it told us in HELLO, what we told it */
     uint32_t data_port;                      /* its data socket's port, 0: none */
     uint8_t data_token[HBD_WIRE_TOKEN_LEN];  /* to present there */

@@ -502,7 +502,7 @@ static void peer_restart(hbd_t *d, hbd_peer_t *p)
 {
     p->lost = 0;
     p->hello_rx = p->hello_ack = 0;
-    p->probe_ns = p->probe_last_ns = p->hello_try_ns = 0;
+    p->probe_ns = p->probe_last_ns = p->hello_try_ns = p->suspect_ns = 0;
     p->warned = 0;
     p->last_rx_ns = hb_time_now_ns();
     data_unlink(d, p);
@@ -582,7 +582,8 @@ void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)
  * unanswered, an engine's timeout): a loss, except for one heartbeat timeout after this node
  * rejoined by itself. It was stopped or cut off then: its connections and timers are stale
  * (a neighbour closed the connection while it slept, a probe sent before the stop is "late"),
- * and what is really lost its neighbours tell it (ABORT). Meanwhile the link starts over.
+ * and what is really lost its neighbours tell it (ABORT). Meanwhile the link starts over; a
+ * node whose link is not back one heartbeat timeout later is lost after all (hbd_net_retry).
  */
 void hbd_net_peer_suspect(hbd_t *d, uint32_t node)
 {
@@ -594,6 +595,7 @@ void hbd_net_peer_suspect(hbd_t *d, uint32_t node)
                     node);
         d->st.suspects_held++;
         peer_restart(d, p);
+        p->suspect_ns = hb_time_now_ns();
         send_hello(d, p, 0);
         return;
     }
@@ -670,6 +672,7 @@ static hbd_wire_reason_t hello_in(hbd_t *d, hbd_peer_t *p, const hbd_wire_msg_t 
     }
     /* the accepting side links on HELLO, the connecting side on its answer */
     p->hello_rx = p->hello_ack = 1;
+    p->suspect_ns = 0;
     if (!(m->flags & HBD_WIRE_F_REPLY)) {
         hb_log_debug("HELLO from node %" PRIu32 " on fd %d", from, fd);
         p->fd = fd;
@@ -1157,8 +1160,15 @@ int hbd_net_retry(hbd_t *d, uint64_t now)
          * found no connection yet): HELLO now and then, so a restarted node, or one that was
          * stopped or cut off, comes back */
         int pending = 0;
+        uint64_t to = (uint64_t)d->cfg->heartbeat_timeout_ms * 1000000ull;
         for (uint32_t i = 0; i < d->n_peers; i++) {
             hbd_peer_t *p = &d->peers[i];
+            if (p->suspect_ns != 0 && !p->lost && now - p->suspect_ns >= to) {
+                /* held back after our rejoin, and its link did not come back: lost */
+                p->suspect_ns = 0;
+                hbd_net_peer_lost(d, p->node, HB_ERR_PEER_LOST);
+                return 1;
+            }
             if (!p->lost && p->hello_rx && p->hello_ack)
                 continue;
             pending = 1;
