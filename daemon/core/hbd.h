@@ -92,6 +92,7 @@ typedef struct hbd_stats {
     uint64_t rejoins;          /* nodes that came back (a new incarnation, or rejoined) */
     uint64_t self_rejoins;     /* this daemon found itself taken for lost and rejoined */
     uint64_t suspects_held;    /* its own loss judgements held back after a self-rejoin */
+    uint64_t hb_stalls;        /* probes' clocks started over: this daemon itself was late */
     uint64_t barriers_done, barriers_failed;
     uint64_t peers_lost;
     uint64_t hwb_rounds;
@@ -172,6 +173,8 @@ struct hbd {
     struct hbd_timer *tick;
     hbd_cron_fn cron_fns[HBD_CRON_MAX];
     uint32_t n_cron;
+    uint64_t cron_hb_ns; /* the last heartbeat check while busy, or 0 (its own stalls) */
+    uint64_t hb_reset_ns; /* when a stall last started the probes' clocks over */
 
     /* ZeroMQ */
     void *zctx, *router, *zap, *mon;

@@ -6,6 +6,14 @@
 #include "hbd_net.h"
 #include "hb_status.h"
 
+/* While something is in flight: every heartbeat interval, 10 ms to 1 s (in us). */
+static uint64_t tick_period(const hbd_t *d)
+{
+    uint32_t ms = d->cfg->heartbeat_interval_ms;
+    ms = ms < 10 ? 10 : (ms > 1000 ? 1000 : ms);
+    return (uint64_t)ms * 1000;
+}
+
 int hbd_cron_run(hbd_t *d, uint64_t now)
 {
     int busy = hbd_net_retry(d, now);
@@ -15,19 +23,18 @@ int hbd_cron_run(hbd_t *d, uint64_t now)
     /* an idle daemon, its peers all linked, needs no timer (hbd_cron_arm starts it again) */
     if (d->ready && !busy) {
         hbd_net_heartbeat_idle(d);
+        d->cron_hb_ns = 0;
         return 0;
     }
-    if (d->ready)
-        hbd_net_heartbeat(d, now);
+    if (d->ready) {
+        /* late by more than a quarter of the timeout: this daemon itself did not run
+         * (hbd_net.c) */
+        uint64_t due = d->cron_hb_ns + tick_period(d) * 1000 +
+                       (uint64_t)d->cfg->heartbeat_timeout_ms * 250000ull;
+        hbd_net_heartbeat(d, now, d->cron_hb_ns != 0 && now > due ? now - d->cron_hb_ns : 0);
+        d->cron_hb_ns = now;
+    }
     return 1;
-}
-
-/* While something is in flight: every heartbeat interval, 10 ms to 1 s (in us). */
-static uint64_t tick_period(const hbd_t *d)
-{
-    uint32_t ms = d->cfg->heartbeat_interval_ms;
-    ms = ms < 10 ? 10 : (ms > 1000 ? 1000 : ms);
-    return (uint64_t)ms * 1000;
 }
 
 static void tick_cb(hbd_t *d, void *arg)

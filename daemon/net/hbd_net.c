@@ -834,17 +834,15 @@ static int sock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *part, int max, uint64
     return parts;
 }
 
-static void router_cb(evutil_socket_t fd, short what, void *arg)
+/* What the ROUTER holds, up to a bounded batch (so control clients are not starved);
+ * 1 when more may be waiting. */
+static int router_batch(hbd_t *d)
 {
-    hbd_t *d = arg;
-    (void)fd;
-    (void)what;
-    /* bounded batch per callback so control clients are not starved; the rest via rearm */
     for (int batch = 0; batch < 256; batch++) {
         zmq_msg_t id, body;
         int parts = sock_recv(d->router, &id, &body, 1, &d->rx_t0_ns);
         if (parts < 0)
-            return;
+            return 0;
         uint32_t from = id_parse(zmq_msg_data(&id), zmq_msg_size(&id));
         if (parts == 1) {
             frame_in(d, from, zmq_msg_data(&body), zmq_msg_size(&body),
@@ -856,9 +854,27 @@ static void router_cb(evutil_socket_t fd, short what, void *arg)
         zmq_msg_close(&body);
         zmq_msg_close(&id);
         if (d->stopping)
-            return;
+            return 0;
     }
-    event_active(d->ev_router, EV_READ, 0);
+    return 1;
+}
+
+static void router_cb(evutil_socket_t fd, short what, void *arg)
+{
+    hbd_t *d = arg;
+    (void)fd;
+    (void)what;
+    if (router_batch(d))
+        event_active(d->ev_router, EV_READ, 0); /* the rest on the next turn */
+}
+
+/* Everything the ROUTER holds now (the heartbeat check: answers waiting behind a stall). */
+static void router_drain(hbd_t *d)
+{
+    if (d->router == NULL)
+        return;
+    while (router_batch(d) && !d->stopping)
+        ;
 }
 
 /* A frame on the plain data socket (whole, or a COLL header and its data): collective segments
@@ -1108,16 +1124,50 @@ static int peer_connect(hbd_t *d, hbd_peer_t *p)
  * its next PING is never timed out. While barriers are in flight (the only time a hung peer
  * matters), the daemon therefore probes those peers itself: a HEARTBEAT every interval, and
  * a peer that answers nothing for the heartbeat timeout is lost. Idle daemons send nothing.
+ *
+ * A probe unanswered is judged only by a daemon that was itself running. When this check
+ * comes late (`stalled_ns`, hbd_cron.c: more than a quarter of the timeout past its tick; the
+ * daemon was not scheduled on a loaded host, or its loop was held) the answers may still be on
+ * their way through its own I/O thread: it takes what its socket holds and starts the probes'
+ * clocks over (stat hb_stalls), at most once per timeout, so a dead peer is still found within
+ * twice the timeout by a daemon that is always late. Before any verdict it reads what its
+ * socket holds (design.md 5.1).
  */
-void hbd_net_heartbeat(hbd_t *d, uint64_t now)
+static int probe_overdue(const hbd_peer_t *p, uint64_t now, uint64_t to)
+{
+    return !p->outgoing && p->hello_ack && !p->lost && p->probe_ns != 0 && now - p->probe_ns > to;
+}
+
+void hbd_net_heartbeat(hbd_t *d, uint64_t now, uint64_t stalled_ns)
 {
     uint64_t ivl = (uint64_t)d->cfg->heartbeat_interval_ms * 1000000ull;
     uint64_t to = (uint64_t)d->cfg->heartbeat_timeout_ms * 1000000ull;
+    if (stalled_ns != 0 && now - d->hb_reset_ns >= to) {
+        hb_log_warn("this daemon ran %" PRIu64 " ms late (not scheduled, or its loop held): "
+                    "its heartbeat probes start over",
+                    stalled_ns / 1000000u);
+        d->hb_reset_ns = now;
+        d->st.hb_stalls++;
+        router_drain(d);
+        if (d->stopping)
+            return;
+        for (uint32_t i = 0; i < d->n_peers; i++)
+            if (d->peers[i].probe_ns != 0)
+                d->peers[i].probe_ns = now;
+    }
+    for (uint32_t i = 0; i < d->n_peers; i++) {
+        if (probe_overdue(&d->peers[i], now, to)) {
+            router_drain(d); /* its answer may be waiting here: the verdict on what is read */
+            if (d->stopping)
+                return;
+            break;
+        }
+    }
     for (uint32_t i = 0; i < d->n_peers; i++) {
         hbd_peer_t *p = &d->peers[i];
         if (p->outgoing || !p->hello_ack || p->lost)
             continue;
-        if (p->probe_ns != 0 && now - p->probe_ns > to) {
+        if (probe_overdue(p, now, to)) {
             hb_log_warn("node %" PRIu32 " answered no heartbeat for %" PRIu32 " ms", p->node,
                         d->cfg->heartbeat_timeout_ms);
             hbd_net_peer_suspect(d, p->node);

@@ -70,8 +70,9 @@ void hbd_net_peer_suspect(hbd_t *d, uint32_t node);
  * back through it). 1 while there is such a peer (the cron keeps ticking). */
 int hbd_net_retry(hbd_t *d, uint64_t now);
 /* While collectives are in flight: a HEARTBEAT to each accepted link quiet for the interval; a
- * peer that answers nothing for the heartbeat timeout is lost. */
-void hbd_net_heartbeat(hbd_t *d, uint64_t now);
+ * peer that answers nothing for the heartbeat timeout is lost. stalled_ns: how long since the
+ * last check, when this daemon itself ran late (else 0): the probes start over (hbd_net.c). */
+void hbd_net_heartbeat(hbd_t *d, uint64_t now, uint64_t stalled_ns);
 /* Nothing in flight: no probe is pending. */
 void hbd_net_heartbeat_idle(hbd_t *d);
 
