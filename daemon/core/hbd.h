@@ -173,7 +173,7 @@ struct hbd {
     struct hbd_timer *tick;
     hbd_cron_fn cron_fns[HBD_CRON_MAX];
     uint32_t n_cron;
-    uint64_t cron_hb_ns; /* the last heartbeat check while busy, or 0 (its own stalls) */
+    uint64_t cron_hb_ns;  /* the last heartbeat check while busy, or 0 (its own stalls) */
     uint64_t hb_reset_ns; /* when a stall last started the probes' clocks over */
 
     /* ZeroMQ */
