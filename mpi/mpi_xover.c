@@ -221,8 +221,8 @@ int hb_mpi_xover_read(hb_mpi_xover_t *x, const char *path, hb_mpi_xover_src_t *s
     return set;
 }
 
-int hb_mpi_xover_load(hb_mpi_xover_t *x, hb_mpi_xover_src_t *src, const char *sysconfdir,
-                      char *err, size_t n)
+int hb_mpi_xover_load(hb_mpi_xover_t *x, hb_mpi_xover_src_t *src, const char *sysconfdir, char *err,
+                      size_t n)
 {
     char list[4096], *files[HB_MPI_XOVER_MAX_FILES];
     const char *e = getenv("OMPI_MCA_mca_base_param_files");
@@ -267,8 +267,7 @@ int hb_mpi_xover_load(hb_mpi_xover_t *x, hb_mpi_xover_src_t *src, const char *sy
 }
 
 void hb_mpi_xover_from_medians(hb_mpi_xover_t *x, hb_mpi_op_t op, hb_mpi_regime_t regime,
-                               const size_t *sizes, const double *hibar, const double *below,
-                               int n)
+                               const size_t *sizes, const double *hibar, const double *below, int n)
 {
     int best = -1, best_len = 0;
 

@@ -85,8 +85,8 @@ int hb_mpi_xover_read(hb_mpi_xover_t *x, const char *path, hb_mpi_xover_src_t *s
 
 /* The table a process started now would get: defaults, files, environment (above). sysconfdir:
  * Open MPI's (ompi_info --path sysconfdir), "" if unknown. 0, or -1 with err filled. */
-int hb_mpi_xover_load(hb_mpi_xover_t *x, hb_mpi_xover_src_t *src, const char *sysconfdir,
-                      char *err, size_t n);
+int hb_mpi_xover_load(hb_mpi_xover_t *x, hb_mpi_xover_src_t *src, const char *sysconfdir, char *err,
+                      size_t n);
 
 /*
  * Crossovers from measurements (hibar-bench mpi --crossover): n sizes in increasing order, with
