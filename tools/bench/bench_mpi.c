@@ -71,31 +71,31 @@ static bm_cell_t cells[HB_MPI_N_OPS][BM_MAX_SIZES][N_WAYS];
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hibar-bench mpi [-n N (4)] [--per-node K (N)] [--config FILE]\n"
-            "         [--bench LIST (barrier,bcast,scatter,gather,allgather)]\n"
-            "         [--sizes LIST (8,1K,16K,64K,256K,1M,4M)] [--reps R (3)]\n"
-            "         [--force auto|hibar|ompi] [--no-mpirun] [--crossover FILE]\n"
-            "         " HB_BENCH_COMMON_USAGE " [-- HIBAR-MPI-BENCH OPTIONS]\n"
-            "       hibar-bench mpi --bed HOSTS [--per-node K (1)] [-n N (HOSTS x K)]\n"
-            "         [--bed-name NAME (hbmpi)] [--bed-net A.B (10.234)] ...   (root)\n"
-            "  the same MPI program (hibar-mpi-bench) three ways, interleaved, R times each: under\n"
-            "  Open MPI's mpirun alone, under hibar-run with mca_coll_hibar, under hibar-run with\n"
-            "  OMPI_MCA_coll=^hibar; per operation and size the medians, the component's ratios\n"
-            "  to the other two, the fastest, and the side the component's table gives the call\n"
-            "  -n N            ranks (one node: on this host, hibar-run --emulate FILE)\n"
-            "  --config FILE   the emulated cluster of hibar-run (examples/local.yaml)\n"
-            "  --bed HOSTS     on a network-namespace test bed of HOSTS hosts, one hibard each,\n"
-            "                  mpirun over the same hosts; K ranks per host\n"
-            "  --force MODE    the component's side: auto (its table), hibar, ompi\n"
-            "  --no-mpirun     only the two hibar-run ways\n"
-            "  --crossover FILE  force the component's side to hibar, and write the sizes where\n"
-            "                  hibar beat ^hibar as the crossover table of this run's regime into\n"
-            "                  FILE (Open MPI's MCA parameter syntax; its other lines kept): copy\n"
-            "                  it to $HOME/.openmpi/mca-params.conf or Open MPI's\n"
-            "                  openmpi-mca-params.conf, or name it in\n"
-            "                  OMPI_MCA_mca_base_param_files; hibar-info --mpi shows the result\n"
-            "  after --: hibar-mpi-bench's options (e.g. --max-secs 1 --min-iters 50)\n");
+    fprintf(
+        f, "usage: hibar-bench mpi [-n N (4)] [--per-node K (N)] [--config FILE]\n"
+           "         [--bench LIST (barrier,bcast,scatter,gather,allgather)]\n"
+           "         [--sizes LIST (8,1K,16K,64K,256K,1M,4M)] [--reps R (3)]\n"
+           "         [--force auto|hibar|ompi] [--no-mpirun] [--crossover FILE]\n"
+           "         " HB_BENCH_COMMON_USAGE " [-- HIBAR-MPI-BENCH OPTIONS]\n"
+           "       hibar-bench mpi --bed HOSTS [--per-node K (1)] [-n N (HOSTS x K)]\n"
+           "         [--bed-name NAME (hbmpi)] [--bed-net A.B (10.234)] ...   (root)\n"
+           "  the same MPI program (hibar-mpi-bench) three ways, interleaved, R times each: under\n"
+           "  Open MPI's mpirun alone, under hibar-run with mca_coll_hibar, under hibar-run with\n"
+           "  OMPI_MCA_coll=^hibar; per operation and size the medians, the component's ratios\n"
+           "  to the other two, the fastest, and the side the component's table gives the call\n"
+           "  -n N            ranks (one node: on this host, hibar-run --emulate FILE)\n"
+           "  --config FILE   the emulated cluster of hibar-run (examples/local.yaml)\n"
+           "  --bed HOSTS     on a network-namespace test bed of HOSTS hosts, one hibard each,\n"
+           "                  mpirun over the same hosts; K ranks per host\n"
+           "  --force MODE    the component's side: auto (its table), hibar, ompi\n"
+           "  --no-mpirun     only the two hibar-run ways\n"
+           "  --crossover FILE  force the component's side to hibar, and write the sizes where\n"
+           "                  hibar beat ^hibar as the crossover table of this run's regime into\n"
+           "                  FILE (Open MPI's MCA parameter syntax; its other lines kept): copy\n"
+           "                  it to $HOME/.openmpi/mca-params.conf or Open MPI's\n"
+           "                  openmpi-mca-params.conf, or name it in\n"
+           "                  OMPI_MCA_mca_base_param_files; hibar-info --mpi shows the result\n"
+           "  after --: hibar-mpi-bench's options (e.g. --max-secs 1 --min-iters 50)\n");
 }
 
 static int op_index(const char *name)
@@ -192,8 +192,8 @@ static void print_table(const bm_opts_t *o, const hb_mpi_xover_t *table)
                         fprintf(out.csv,
                                 "%s,%s,%u,%u,%zu,%llu,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.3f\n",
                                 out.bench, row.impl, row.nodes, row.ranks, size,
-                                (unsigned long long)row.iters, (unsigned long long)row.reps,
-                                s.mean, s.median, s.min, s.max, s.p99, s.ci, s.confidence);
+                                (unsigned long long)row.iters, (unsigned long long)row.reps, s.mean,
+                                s.median, s.min, s.max, s.p99, s.ci, s.confidence);
                 }
                 if (o->common.json || o->common.osu)
                     continue;
@@ -205,8 +205,8 @@ static void print_table(const bm_opts_t *o, const hb_mpi_xover_t *table)
                 printf("# %s, %u ranks%s: medians of %u runs (us); vs: the component's median / "
                        "the other's\n",
                        title, o->n, o->hosts ? " on the bed" : " on one node", o->reps);
-                printf("# %-8s %12s %12s %12s %10s %10s %10s %6s\n", "Size", "mpirun",
-                       "hibar-run", "^hibar", "vs mpirun", "vs ^hibar", "fastest", "table");
+                printf("# %-8s %12s %12s %12s %10s %10s %10s %6s\n", "Size", "mpirun", "hibar-run",
+                       "^hibar", "vs mpirun", "vs ^hibar", "fastest", "table");
                 header = 1;
             }
             printf("%-10zu %12.2f %12.2f %12.2f %10.2f %10.2f %10s %6s\n", size, m[WAY_MPIRUN],
@@ -230,10 +230,11 @@ static int replaced(const bm_opts_t *o, hb_mpi_regime_t regime, const char *line
             continue;
         for (int b = 0; b < 2; b++) {
             size_t k;
-            snprintf(want, sizeof want, "coll_hibar_%s_%s_%s", hb_mpi_op_name(op), b ? "max" : "min",
-                     hb_mpi_regime_name(regime));
+            snprintf(want, sizeof want, "coll_hibar_%s_%s_%s", hb_mpi_op_name(op),
+                     b ? "max" : "min", hb_mpi_regime_name(regime));
             k = strlen(want);
-            if (strncmp(line, want, k) == 0 && (line[k] == ' ' || line[k] == '=' || line[k] == '\t'))
+            if (strncmp(line, want, k) == 0 &&
+                (line[k] == ' ' || line[k] == '=' || line[k] == '\t'))
                 return 1;
         }
         snprintf(want, sizeof want, "# hibar-bench mpi: %s %s:", hb_mpi_op_name(op),
@@ -283,8 +284,9 @@ static int write_crossover(const bm_opts_t *o)
 
         if (!o->ops[op])
             continue;
-        fprintf(f, "# hibar-bench mpi: %s %s: %s on %s, %u ranks, %u per node, %u runs; "
-                   "medians hibar/^hibar (us):",
+        fprintf(f,
+                "# hibar-bench mpi: %s %s: %s on %s, %u ranks, %u per node, %u runs; "
+                "medians hibar/^hibar (us):",
                 hb_mpi_op_name(op), hb_mpi_regime_name(regime), date, un.nodename, o->n, o->ppn,
                 o->reps);
         for (int i = 0; i < ns; i++) {
