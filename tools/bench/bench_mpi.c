@@ -202,15 +202,21 @@ static void print_table(const bm_opts_t *o, const hb_mpi_xover_t *table)
                 char title[16];
                 snprintf(title, sizeof title, "MPI_%c%s", hb_mpi_op_name(op)[0] - 'a' + 'A',
                          hb_mpi_op_name(op) + 1);
-                printf("# %s, %u ranks%s: medians of %u runs (us); vs: the component's median / "
-                       "the other's\n",
-                       title, o->n, o->hosts ? " on the bed" : " on one node", o->reps);
+                printf("# %s, %u ranks, %u per node%s: medians of %u run%s (us); vs: the "
+                       "component's median / the other's\n",
+                       title, o->n, o->ppn, o->hosts ? " on the bed" : " on one node", o->reps,
+                       o->reps == 1 ? "" : "s");
                 printf("# %-8s %12s %12s %12s %10s %10s %10s %6s\n", "Size", "mpirun", "hibar-run",
                        "^hibar", "vs mpirun", "vs ^hibar", "fastest", "table");
                 header = 1;
             }
-            printf("%-10zu %12.2f %12.2f %12.2f %10.2f %10.2f %10s %6s\n", size, m[WAY_MPIRUN],
-                   m[WAY_HIBAR], m[WAY_BELOW], vm, vb, way_title[fastest], side);
+            char t[N_WAYS][24], r[2][24];
+            for (int w = 0; w < N_WAYS; w++)
+                snprintf(t[w], sizeof t[w], m[w] > 0 ? "%.2f" : "-", m[w]);
+            snprintf(r[0], sizeof r[0], vm > 0 ? "%.3g" : "-", vm);
+            snprintf(r[1], sizeof r[1], vb > 0 ? "%.3g" : "-", vb);
+            printf("%-10zu %12s %12s %12s %10s %10s %10s %6s\n", size, t[WAY_MPIRUN],
+                   t[WAY_HIBAR], t[WAY_BELOW], r[0], r[1], way_title[fastest], side);
         }
     }
     fflush(stdout);
