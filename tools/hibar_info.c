@@ -729,18 +729,19 @@ static int info_mpi(FILE *f, int json)
                     fprintf(f, "Not from the built-in table:\n");
                 others = 1;
                 fprintf(f, "  coll_hibar_%s_%s_%s = %ld  (%s%s)\n", hb_mpi_op_name(op),
-                        bd ? "max" : "min", hb_mpi_regime_name(r),
-                        bd ? x.max[op][r] : x.min[op][r],
+                        bd ? "max" : "min", hb_mpi_regime_name(r), bd ? x.max[op][r] : x.min[op][r],
                         i == HB_MPI_XOVER_SRC_ENV ? "" : "file ", src.name[i]);
             }
-    fprintf(f, "%s the built-in table (mpi/mpi_xover.c, measured on the 2-core development "
-               "machine).\n",
+    fprintf(f,
+            "%s the built-in table (mpi/mpi_xover.c, measured on the 2-core development "
+            "machine).\n",
             others ? "The others:" : "Every entry:");
     fprintf(f, "Files of MCA parameters read:");
     for (int i = 2; i < src.n; i++)
         fprintf(f, " %s", src.name[i]);
-    fprintf(f, "%s\n(measure this machine's: hibar-bench mpi --crossover FILE; "
-               "ompi_info --param coll hibar --level 9 shows what Open MPI reads)\n",
+    fprintf(f,
+            "%s\n(measure this machine's: hibar-bench mpi --crossover FILE; "
+            "ompi_info --param coll hibar --level 9 shows what Open MPI reads)\n",
             src.n > 2 ? "" : " none");
     return 0;
 }

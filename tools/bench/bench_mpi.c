@@ -215,8 +215,8 @@ static void print_table(const bm_opts_t *o, const hb_mpi_xover_t *table)
                 snprintf(t[w], sizeof t[w], m[w] > 0 ? "%.2f" : "-", m[w]);
             snprintf(r[0], sizeof r[0], vm > 0 ? "%.3g" : "-", vm);
             snprintf(r[1], sizeof r[1], vb > 0 ? "%.3g" : "-", vb);
-            printf("%-10zu %12s %12s %12s %10s %10s %10s %6s\n", size, t[WAY_MPIRUN],
-                   t[WAY_HIBAR], t[WAY_BELOW], r[0], r[1], way_title[fastest], side);
+            printf("%-10zu %12s %12s %12s %10s %10s %10s %6s\n", size, t[WAY_MPIRUN], t[WAY_HIBAR],
+                   t[WAY_BELOW], r[0], r[1], way_title[fastest], side);
         }
     }
     fflush(stdout);
