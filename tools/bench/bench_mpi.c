@@ -200,12 +200,17 @@ static void print_table(const bm_opts_t *o, const hb_mpi_xover_t *table)
             }
             if (!header) {
                 char title[16];
+                size_t runs = o->reps;
+                for (int k = 0; k < ns; k++) /* fewer where a run failed or was cut short */
+                    for (int w = 0; w < N_WAYS; w++)
+                        if (cells[op][k][w].n > 0 && cells[op][k][w].n < runs)
+                            runs = cells[op][k][w].n;
                 snprintf(title, sizeof title, "MPI_%c%s", hb_mpi_op_name(op)[0] - 'a' + 'A',
                          hb_mpi_op_name(op) + 1);
-                printf("# %s, %u ranks, %u per node%s: medians of %u run%s (us); vs: the "
+                printf("# %s, %u ranks, %u per node%s: medians of %zu run%s (us); vs: the "
                        "component's median / the other's\n",
-                       title, o->n, o->ppn, o->hosts ? " on the bed" : " on one node", o->reps,
-                       o->reps == 1 ? "" : "s");
+                       title, o->n, o->ppn, o->hosts ? " on the bed" : " on one node", runs,
+                       runs == 1 ? "" : "s");
                 printf("# %-8s %12s %12s %12s %10s %10s %10s %6s\n", "Size", "mpirun", "hibar-run",
                        "^hibar", "vs mpirun", "vs ^hibar", "fastest", "table");
                 header = 1;
