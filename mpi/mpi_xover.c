@@ -24,7 +24,9 @@ static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
  * 0.71-0.81x Open MPI's on the 16-core bed, 0.29x through the component on the 2-core one), not
  * with one rank per node (4 x 1: 0.95-1.23x on the 16-core bed, and through the component
  * 1.28x Open MPI's own under hibar-run on the 2-core one); no data collective (each one's daemon
- * hop costs more than Open MPI's point-to-point where a rank has a core: issue 19's figures). */
+ * hop costs more than Open MPI's point-to-point where a rank has a core: issue 19's figures).
+ * A site measures its own with hibar-bench mpi --crossover, which writes the entries as MCA
+ * parameters into a file Open MPI reads (hb_mpi_xover_load reads them back the same way). */
 #define K 1024L
 static const hb_mpi_xover_t xover_defaults = {
     .min =
