@@ -1,6 +1,7 @@
 /* mpi_coll_module.c: mca_coll_hibar's module: which communicators and calls hibar serves; the
  * rest goes to the module below, whose functions it keeps. */
 #include "mpi_coll.h"
+#include "mpi_err.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,21 +59,9 @@ OBJ_CLASS_INSTANCE(hb_mpi_module_t, mca_coll_base_module_t, hb_mpi_module_constr
 /* hibar's status as an MPI error class (the communicator's error handler gets it). */
 static int hb_mpi_error(const char *op, int rc)
 {
-    if (rc == HIBAR_SUCCESS)
-        return MPI_SUCCESS;
-    hb_mpi_verbose(1, "%s: %s", op, hibar_strerror(rc));
-    switch (rc) {
-    case HIBAR_ERR_NOMEM:
-        return MPI_ERR_NO_MEM;
-    case HIBAR_ERR_TRUNCATED:
-        return MPI_ERR_TRUNCATE;
-    case HIBAR_ERR_MISMATCH:
-        return MPI_ERR_ARG;
-    case HIBAR_ERR_INTERNAL:
-        return MPI_ERR_INTERN;
-    default:
-        return MPI_ERR_OTHER;
-    }
+    if (rc != HIBAR_SUCCESS)
+        hb_mpi_verbose(1, "%s: %s", op, hibar_strerror(rc));
+    return hb_mpi_error_class(rc);
 }
 
 /* count items of dt as plain bytes: a predefined type without gaps, starting at the buffer. */

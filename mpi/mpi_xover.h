@@ -52,4 +52,52 @@ int hb_mpi_xover_takes(const hb_mpi_xover_t *x, hb_mpi_op_t op, hb_mpi_regime_t 
  * "yes" / "no". Returns buf. */
 const char *hb_mpi_xover_fmt(hb_mpi_op_t op, long min, long max, char *buf, size_t n);
 
+/*
+ * Where the table a process gets comes from, as Open MPI reads the MCA parameters (hibar-info
+ * --mpi, hibar-bench mpi; the component itself gets them from Open MPI's MCA system): the
+ * built-in table; under it the files of MCA parameters (mca_base_param_files: by default
+ * $HOME/.openmpi/mca-params.conf, then the system's openmpi-mca-params.conf; an earlier file
+ * wins over a later one); over them the environment (OMPI_MCA_coll_hibar_*: what mpirun --mca
+ * and hibar-run's environment give the ranks). hibar-bench mpi --crossover writes such a file.
+ */
+#define HB_MPI_XOVER_SRC_BUILTIN 0
+#define HB_MPI_XOVER_SRC_ENV 1
+#define HB_MPI_XOVER_MAX_FILES 8
+typedef struct hb_mpi_xover_src {
+    /* per entry (bound 0: min, 1: max) and force: an index into name[] */
+    unsigned char of[HB_MPI_N_OPS][HB_MPI_N_REGIMES][2];
+    unsigned char force;
+    int n; /* names in use: "built-in table", "environment", then the files read */
+    char name[2 + HB_MPI_XOVER_MAX_FILES][256];
+} hb_mpi_xover_src_t;
+
+/* The parameter `name` ("coll_hibar_gather_min_node", "coll_hibar_force"; with or without
+ * the OMPI_MCA_ prefix) set to `value` in x, its source recorded as src_index (src may be
+ * NULL). 1: set; 0: not a parameter of the table; -1: a bad value (nothing set). */
+int hb_mpi_xover_set(hb_mpi_xover_t *x, const char *name, const char *value,
+                     hb_mpi_xover_src_t *src, int src_index);
+
+/* The table's parameters of one file of MCA parameters (Open MPI's syntax: "name = value",
+ * '#' comments) over x, their source recorded as the file. The number set, 0 for a missing
+ * file; -1 for a bad value (its line in err). */
+int hb_mpi_xover_read(hb_mpi_xover_t *x, const char *path, hb_mpi_xover_src_t *src, char *err,
+                      size_t n);
+
+/* The table a process started now would get: defaults, files, environment (above). sysconfdir:
+ * Open MPI's (ompi_info --path sysconfdir), "" if unknown. 0, or -1 with err filled. */
+int hb_mpi_xover_load(hb_mpi_xover_t *x, hb_mpi_xover_src_t *src, const char *sysconfdir, char *err,
+                      size_t n);
+
+/*
+ * Crossovers from measurements (hibar-bench mpi --crossover): n sizes in increasing order, with
+ * hibar's median (every call to hibar) and the component below's (OMPI_MCA_coll=^hibar) at
+ * each, in microseconds (<= 0: not measured). Sets x's entry of (op, regime): the longest run of
+ * consecutive sizes where hibar is faster, from its first size (0 when it starts at the first
+ * size measured) to its last (no bound when it ends at the last size measured); none when hibar
+ * is never faster. For the barrier (one size) yes or no.
+ */
+void hb_mpi_xover_from_medians(hb_mpi_xover_t *x, hb_mpi_op_t op, hb_mpi_regime_t regime,
+                               const size_t *sizes, const double *hibar, const double *below,
+                               int n);
+
 #endif /* HB_MPI_XOVER_H */

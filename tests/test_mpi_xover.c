@@ -1,7 +1,10 @@
 /* test_mpi_xover.c: the crossover table of Open MPI's coll component (mpi/mpi_xover.c): which
  * calls hibar takes, per operation, size and regime, and the forced sides. */
 #include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hb_test.h"
 #include "mpi_xover.h"
@@ -75,6 +78,106 @@ static void test_names(void)
     CU_ASSERT_STRING_EQUAL(hb_mpi_xover_fmt(HB_MPI_GATHER, 0, 0, b, sizeof b), "none");
 }
 
+/* One MCA parameter by name: the table's, with or without OMPI_MCA_, bad values refused. */
+static void test_set(void)
+{
+    hb_mpi_xover_t x;
+    hb_mpi_xover_src_t src;
+
+    hb_mpi_xover_defaults(&x);
+    memset(&src, 0, sizeof src);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_gather_min_nodes", "4096", &src, 3), 1);
+    CU_ASSERT_EQUAL(x.min[HB_MPI_GATHER][HB_MPI_NODES], 4096);
+    CU_ASSERT_EQUAL(src.of[HB_MPI_GATHER][HB_MPI_NODES][0], 3);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "OMPI_MCA_coll_hibar_barrier_max_nodes1", "-1", &src, 1),
+                    1);
+    CU_ASSERT_EQUAL(x.max[HB_MPI_BARRIER][HB_MPI_NODES1], HB_MPI_XOVER_ALL);
+    CU_ASSERT_EQUAL(src.of[HB_MPI_BARRIER][HB_MPI_NODES1][1], 1);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_force", "ompi", &src, 2), 1);
+    CU_ASSERT_EQUAL(x.force, HB_MPI_FORCE_OMPI);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_force", "1", NULL, 0), 1);
+    CU_ASSERT_EQUAL(x.force, HB_MPI_FORCE_HIBAR);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_priority", "50", &src, 2), 0);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_gather_min_node", "4k", &src, 2), -1);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_gather_min_node", "-2", &src, 2), -1);
+    CU_ASSERT_EQUAL(hb_mpi_xover_set(&x, "coll_hibar_force", "maybe", &src, 2), -1);
+}
+
+/* Files of MCA parameters and the environment, in Open MPI's order: an earlier file over a
+ * later one, the environment over both; each entry's source. */
+static void test_load(void)
+{
+    char dir[] = "/tmp/hibar-test-xover-XXXXXX", a[128], b[128], list[300], err[256];
+    hb_mpi_xover_t x;
+    hb_mpi_xover_src_t src;
+    FILE *f;
+
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    snprintf(a, sizeof a, "%s/a.conf", dir);
+    snprintf(b, sizeof b, "%s/b.conf", dir);
+    f = fopen(a, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "# measured\ncoll_hibar_bcast_min_node = 65536 # a comment\n"
+               "  coll_hibar_bcast_max_node=-1\nbtl = ^openib\n");
+    fclose(f);
+    f = fopen(b, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "coll_hibar_bcast_min_node = 8\ncoll_hibar_scatter_min_node = 1024\n");
+    fclose(f);
+    snprintf(list, sizeof list, "%s,%s/missing.conf,%s", a, dir, b);
+    setenv("OMPI_MCA_mca_base_param_files", list, 1);
+    setenv("OMPI_MCA_coll_hibar_gather_max_node", "0", 1);
+    CU_ASSERT_EQUAL_FATAL(hb_mpi_xover_load(&x, &src, "", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(x.min[HB_MPI_BCAST][HB_MPI_ONE_NODE], 65536); /* a.conf over b.conf */
+    CU_ASSERT_STRING_EQUAL(src.name[src.of[HB_MPI_BCAST][HB_MPI_ONE_NODE][0]], a);
+    CU_ASSERT_EQUAL(x.min[HB_MPI_SCATTER][HB_MPI_ONE_NODE], 1024);
+    CU_ASSERT_STRING_EQUAL(src.name[src.of[HB_MPI_SCATTER][HB_MPI_ONE_NODE][0]], b);
+    CU_ASSERT_EQUAL(x.max[HB_MPI_GATHER][HB_MPI_ONE_NODE], 0);
+    CU_ASSERT_EQUAL(src.of[HB_MPI_GATHER][HB_MPI_ONE_NODE][1], HB_MPI_XOVER_SRC_ENV);
+    CU_ASSERT_EQUAL(src.of[HB_MPI_ALLGATHER][HB_MPI_ONE_NODE][1], HB_MPI_XOVER_SRC_BUILTIN);
+    CU_ASSERT_STRING_EQUAL(src.name[HB_MPI_XOVER_SRC_BUILTIN], "built-in table");
+    /* a bad value: its file and line */
+    f = fopen(b, "a");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "coll_hibar_gather_min_nodes = lots\n");
+    fclose(f);
+    CU_ASSERT_EQUAL(hb_mpi_xover_load(&x, &src, "", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "b.conf:3"));
+    unsetenv("OMPI_MCA_mca_base_param_files");
+    unsetenv("OMPI_MCA_coll_hibar_gather_max_node");
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
+/* Crossovers from medians: the longest run of sizes where hibar wins. */
+static void test_from_medians(void)
+{
+    static const size_t sz[] = {8, 1024, 65536, 1 << 20, 4 << 20};
+    static const double below[] = {10, 10, 10, 10, 10};
+    static const double late[] = {20, 20, 5, 5, 5}, mid[] = {20, 5, 5, 20, 5},
+                        all[] = {1, 1, 1, 1, 1}, none[] = {20, 20, 20, 20, 20};
+    hb_mpi_xover_t x;
+
+    hb_mpi_xover_defaults(&x);
+    hb_mpi_xover_from_medians(&x, HB_MPI_GATHER, HB_MPI_NODES, sz, late, below, 5);
+    CU_ASSERT_EQUAL(x.min[HB_MPI_GATHER][HB_MPI_NODES], 65536);
+    CU_ASSERT_EQUAL(x.max[HB_MPI_GATHER][HB_MPI_NODES], HB_MPI_XOVER_ALL);
+    hb_mpi_xover_from_medians(&x, HB_MPI_GATHER, HB_MPI_NODES, sz, mid, below, 5);
+    CU_ASSERT_EQUAL(x.min[HB_MPI_GATHER][HB_MPI_NODES], 1024);
+    CU_ASSERT_EQUAL(x.max[HB_MPI_GATHER][HB_MPI_NODES], 65536);
+    hb_mpi_xover_from_medians(&x, HB_MPI_BCAST, HB_MPI_ONE_NODE, sz, all, below, 5);
+    CU_ASSERT_EQUAL(x.min[HB_MPI_BCAST][HB_MPI_ONE_NODE], 0);
+    CU_ASSERT_EQUAL(x.max[HB_MPI_BCAST][HB_MPI_ONE_NODE], HB_MPI_XOVER_ALL);
+    hb_mpi_xover_from_medians(&x, HB_MPI_BCAST, HB_MPI_ONE_NODE, sz, none, below, 5);
+    CU_ASSERT_EQUAL(x.max[HB_MPI_BCAST][HB_MPI_ONE_NODE], 0);
+    CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BCAST, HB_MPI_ONE_NODE, 8));
+    hb_mpi_xover_from_medians(&x, HB_MPI_BARRIER, HB_MPI_NODES1, sz, all, below, 1);
+    CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES1, 0));
+    hb_mpi_xover_from_medians(&x, HB_MPI_BARRIER, HB_MPI_NODES1, sz, none, below, 1);
+    CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES1, 0));
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -83,5 +186,8 @@ int main(void)
     CU_add_test(s, "defaults", test_defaults);
     CU_add_test(s, "size ranges, forced sides", test_ranges);
     CU_add_test(s, "names and text", test_names);
+    CU_add_test(s, "MCA parameters by name", test_set);
+    CU_add_test(s, "files of MCA parameters, environment", test_load);
+    CU_add_test(s, "crossovers from medians", test_from_medians);
     return hb_test_run(CU_BRM_NORMAL);
 }

@@ -655,75 +655,40 @@ static int info_view(const hb_cfg_t *cfg, const char *hostlist, hb_topo_t **topo
     return 0;
 }
 
-/* One OMPI_MCA_coll_hibar_<op>_<bound>_<regime> of the environment into *v (untouched when
- * unset). 0, or -1 with a message for a bad value. */
-static int info_mpi_var(int op, const char *bound, int r, long *v)
-{
-    char name[96], *end;
-    const char *s;
-
-    snprintf(name, sizeof(name), "OMPI_MCA_coll_hibar_%s_%s_%s", hb_mpi_op_name(op), bound,
-             hb_mpi_regime_name(r));
-    if ((s = getenv(name)) == NULL)
-        return 0;
-    errno = 0;
-    long m = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || m < -1) {
-        fprintf(stderr, "hibar-info: %s='%s': not -1, 0 or a size in bytes\n", name, s);
-        return -1;
-    }
-    *v = m;
-    return 0;
-}
-
-/* OMPI_MCA_coll_hibar_<op>_{min,max}_<regime> and _force of the environment over the built-in
- * table, as Open MPI reads them (a file of MCA parameters is not read here: ompi_info --param
- * coll hibar shows what a process gets). 0, or -1 with a message for a bad value. */
-static int info_mpi_env(hb_mpi_xover_t *x)
-{
-    const char *v;
-
-    for (int op = 0; op < HB_MPI_N_OPS; op++)
-        for (int r = 0; r < HB_MPI_N_REGIMES; r++)
-            if (info_mpi_var(op, "min", r, &x->min[op][r]) != 0 ||
-                info_mpi_var(op, "max", r, &x->max[op][r]) != 0)
-                return -1;
-    if ((v = getenv("OMPI_MCA_coll_hibar_force")) != NULL) {
-        int f = -1;
-        for (int i = HB_MPI_FORCE_AUTO; i <= HB_MPI_FORCE_OMPI; i++)
-            if (strcmp(v, hb_mpi_force_name(i)) == 0 || (v[0] == '0' + i && v[1] == '\0'))
-                f = i;
-        if (f < 0) {
-            fprintf(stderr, "hibar-info: OMPI_MCA_coll_hibar_force='%s': not auto, hibar or ompi\n",
-                    v);
-            return -1;
-        }
-        x->force = f;
-    }
-    return 0;
-}
-
-/* --mpi: which calls mca_coll_hibar gives hibar, per operation, size and regime. */
+/* --mpi: which calls mca_coll_hibar gives hibar, per operation, size and regime: the table a
+ * job started now gets, as Open MPI reads its MCA parameters (mpi/mpi_xover.h:
+ * hb_mpi_xover_load: the built-in table, the files of MCA parameters -- where hibar-bench mpi
+ * --crossover writes measured crossovers --, the environment), and where each entry comes
+ * from. */
 static int info_mpi(FILE *f, int json)
 {
     hb_mpi_xover_t x;
-    char a[32], b[32], c[32];
+    hb_mpi_xover_src_t src;
+    char a[32], b[32], c[32], err[512];
+    int others = 0;
 
-    hb_mpi_xover_defaults(&x);
-    if (info_mpi_env(&x) != 0)
+    if (hb_mpi_xover_load(&x, &src, HB_OMPI_SYSCONFDIR, err, sizeof(err)) != 0) {
+        fprintf(stderr, "hibar-info: %s\n", err);
         return INFO_EXIT_CONFIG;
+    }
     if (json) {
-        json_t *root = json_object(), *ops = json_object();
+        json_t *root = json_object(), *ops = json_object(), *files = json_array();
         json_object_set_new(root, "force", json_string(hb_mpi_force_name(x.force)));
+        json_object_set_new(root, "force_source", json_string(src.name[src.force]));
         for (int op = 0; op < HB_MPI_N_OPS; op++) {
             json_t *e = json_object();
             for (int r = 0; r < HB_MPI_N_REGIMES; r++)
                 json_object_set_new(e, hb_mpi_regime_name(r),
-                                    json_pack("{s:I,s:I}", "min", (json_int_t)x.min[op][r], "max",
-                                              (json_int_t)x.max[op][r]));
+                                    json_pack("{s:I,s:I,s:s,s:s}", "min", (json_int_t)x.min[op][r],
+                                              "max", (json_int_t)x.max[op][r], "min_source",
+                                              src.name[src.of[op][r][0]], "max_source",
+                                              src.name[src.of[op][r][1]]));
             json_object_set_new(ops, hb_mpi_op_name(op), e);
         }
         json_object_set_new(root, "bytes", ops);
+        for (int i = 2; i < src.n; i++)
+            json_array_append_new(files, json_string(src.name[i]));
+        json_object_set_new(root, "files", files);
         json_dumpf(root, f, JSON_INDENT(2));
         fputc('\n', f);
         json_decref(root);
@@ -732,11 +697,13 @@ static int info_mpi(FILE *f, int json)
     fprintf(f,
             "Open MPI coll component mca_coll_hibar: hibar takes a call of these sizes "
             "(bytes per rank;\nbcast: the buffer), the component below it takes the others. "
-            "force=%s%s\n",
+            "force=%s%s%s%s\n",
             hb_mpi_force_name(x.force),
             x.force == HB_MPI_FORCE_HIBAR  ? " (every call hibar can take)"
             : x.force == HB_MPI_FORCE_OMPI ? " (every call to Open MPI)"
-                                           : "");
+                                           : "",
+            src.force != HB_MPI_XOVER_SRC_BUILTIN ? ", from " : "",
+            src.force != HB_MPI_XOVER_SRC_BUILTIN ? src.name[src.force] : "");
     const char *coll = getenv("OMPI_MCA_coll");
     if (coll != NULL && coll[0] == '^' && strstr(coll, "hibar") != NULL)
         fprintf(f, "OMPI_MCA_coll=%s: the component is off\n", coll);
@@ -751,6 +718,31 @@ static int info_mpi(FILE *f, int json)
                 hb_mpi_xover_fmt(op, x.min[op][1], x.max[op][1], b, sizeof(b)),
                 hb_mpi_xover_fmt(op, x.min[op][2], x.max[op][2], c, sizeof(c)), hb_mpi_op_name(op),
                 op == HB_MPI_BARRIER ? "max" : "{min,max}");
+    /* where each entry comes from */
+    for (int op = 0; op < HB_MPI_N_OPS; op++)
+        for (int r = 0; r < HB_MPI_N_REGIMES; r++)
+            for (int bd = 0; bd < 2; bd++) {
+                int i = src.of[op][r][bd];
+                if (i == HB_MPI_XOVER_SRC_BUILTIN || (op == HB_MPI_BARRIER && bd == 0))
+                    continue;
+                if (!others)
+                    fprintf(f, "Not from the built-in table:\n");
+                others = 1;
+                fprintf(f, "  coll_hibar_%s_%s_%s = %ld  (%s%s)\n", hb_mpi_op_name(op),
+                        bd ? "max" : "min", hb_mpi_regime_name(r), bd ? x.max[op][r] : x.min[op][r],
+                        i == HB_MPI_XOVER_SRC_ENV ? "" : "file ", src.name[i]);
+            }
+    fprintf(f,
+            "%s the built-in table (mpi/mpi_xover.c, measured on the 2-core development "
+            "machine).\n",
+            others ? "The others:" : "Every entry:");
+    fprintf(f, "Files of MCA parameters read:");
+    for (int i = 2; i < src.n; i++)
+        fprintf(f, " %s", src.name[i]);
+    fprintf(f,
+            "%s\n(measure this machine's: hibar-bench mpi --crossover FILE; "
+            "ompi_info --param coll hibar --level 9 shows what Open MPI reads)\n",
+            src.n > 2 ? "" : " none");
     return 0;
 }
 

@@ -67,8 +67,9 @@ void hb_bench_shell_quote(char *out, size_t cap, const char *s);
  * (root): hb_bench_bed_script checks root (77) and that SCRIPT and the bed exist (2, after
  * saying why), then gives the script's quoted path to start the arguments with;
  * hb_bench_bed_cmd wraps the arguments in the bed of `hosts` hosts (or runs them in the bed
- * this process is in), with top_builddir for the build tree's tools next to `dir` (this
- * executable's directory), or, installed, the programs beside it in the environment.
+ * this process is in; hosts 0: on this host, no bed), with top_builddir for the build tree's tools
+ * next to `dir` (this executable's directory), or, installed, the programs beside it in the
+ * environment.
  */
 int hb_bench_bed_script(const char *who, const char *script, char *qscript, size_t cap);
 void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, const char *bed_net,
@@ -131,6 +132,7 @@ int hb_bench_lanes_main(int argc, char **argv);   /* lanes: bench_lanes.c */
 int hb_bench_subset_main(int argc, char **argv);  /* subset: bench_subset.c */
 int hb_bench_methods_main(int argc, char **argv); /* methods: bench_methods.c */
 int hb_bench_repro_main(int argc, char **argv);   /* reproduce: bench_repro.c */
+int hb_bench_mpi_main(int argc, char **argv);     /* mpi: bench_mpi.c */
 
 /* Sizes: comma-separated N[K|M|G] or FROM..TO[:STEP] (no step: powers of two), each at most
  * 1G (hb_size_list_parse). 0 or -1 after printing what is wrong. bench_plot.c. */

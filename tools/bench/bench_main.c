@@ -36,6 +36,10 @@ static const hb_bench_mode_t hb_bench_modes[] = {
      hb_bench_lanes_main},
     {"subset", "a job's barrier on k of N nodes vs those k as a cluster, and beside another job",
      hb_bench_subset_main},
+    {"mpi",
+     "an MPI program under mpirun, hibar-run with mca_coll_hibar, and ^hibar, interleaved; "
+     "--crossover: the component's crossovers measured",
+     hb_bench_mpi_main},
     {"reproduce", "the seed papers' experiments on this machine, doc/reproduction.md (--quick)",
      hb_bench_repro_main},
 };

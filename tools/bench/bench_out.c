@@ -297,7 +297,7 @@ void hb_bench_bed_cmd(const char *dir, const char *args, const char *bed_name, c
         hb_bench_shell_quote(qbld, sizeof(qbld), bld);
         snprintf(env, sizeof(env), "top_builddir=%s ", qbld);
     }
-    if (getenv("HIBAR_TESTBED_CONFIG") != NULL) { /* inside a bed: its hosts */
+    if (getenv("HIBAR_TESTBED_CONFIG") != NULL || hosts == 0) { /* inside a bed: its hosts */
         snprintf(cmd, cap, "%s%s 2>&1", env, args);
         return;
     }
