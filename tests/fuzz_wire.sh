@@ -28,6 +28,9 @@ hdr 2 0 >"$work/corpus/heartbeat"
 # JOB frames (launch forwarding): a one-chunk SPEC of 4 bytes (node 2 -> 5) and an OUT line
 { hdr 9 28; printf '\001\001\000\000\002\000\000\000\005\000\000\000\000\000\000\000\004\000\000\000\000\000\000\000abcd'; } >"$work/corpus/job-spec"
 { hdr 9 33; printf '\003\000\000\000\002\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000x 1 0 ok\n'; } >"$work/corpus/job-out"
+# a census answer (HOLD: node 4 -> the root, one record of 24 bytes)
+{ hdr 9 48; printf '\014\000\000\000\004\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000\000\000\000\000'
+  printf '\001\000\000\000\000\001\000\000\004\000\000\000\000\000\065\000\000\000\011\000\000\000\004\000'; } >"$work/corpus/job-hold"
 "$work/fuzz_wire" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$work/" \
     "$work/corpus" 2>"$work/log"
 rc=$?

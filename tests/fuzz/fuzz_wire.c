@@ -57,7 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  (dl == 0 || dt[dl - 1] != '\n' || memchr(dt, 0, dl) != NULL)) ||
                 (x.kind != HBD_WIRE_JOB_SPEC && x.kind != HBD_WIRE_JOB_OUT &&
                  x.kind != HBD_WIRE_JOB_ALLOC && x.kind != HBD_WIRE_JOB_SLOT &&
-                 x.kind != HBD_WIRE_JOB_END && dl != 0) ||
+                 x.kind != HBD_WIRE_JOB_END && x.kind != HBD_WIRE_JOB_HOLD && dl != 0) ||
+                (x.kind == HBD_WIRE_JOB_HOLD &&
+                 (x.arg > HBD_WIRE_JOB_HOLD_MAX || dl != x.arg * HBD_WIRE_JOB_HOLD_REC)) ||
                 (x.kind == HBD_WIRE_JOB_END && dl != (x.arg & 0xff) * 4) ||
                 (x.kind == HBD_WIRE_JOB_ALLOC && dl == 0) ||
                 (x.kind == HBD_WIRE_JOB_FREE && (x.arg == 0 || x.arg > UINT32_MAX)))
