@@ -22,6 +22,11 @@
  *              is a warm-up then (not timed), so --iters N makes N + 1 fences
  * --first      before those: one fence without data (aligns the ranks after their start-up,
  *              not timed), then one timed fence like the others; rank 0 prints "first US"
+ * --sync-check MS  then one more fence like the others, which the set's lowest rank calls MS ms
+ *              late; every rank prints "tsync RANK T0_NS T1_NS" (its call and return,
+ *              CLOCK_MONOTONIC). A fence that is a barrier returns nowhere before the late rank
+ *              called: on one machine (emulated nodes, the namespace bed) every T1 is after the
+ *              lowest rank's T0, which the caller checks (no time limit involved)
  * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex) and checks it; with
  *              --hang-rank size-1 that rank never puts it (sleeps --timeout + 3 s) and rank 0
  *              must get PMIX_ERR_TIMEOUT after --timeout s ("dmodex timeout"); then a key of
@@ -121,7 +126,7 @@ static int late_key(const pmix_proc_t *me, uint32_t n, long late_ms, long tmo, l
 int main(int argc, char **argv)
 {
     pmix_proc_t me, job;
-    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1, late = -1;
+    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1, late = -1, sync_ms = -1;
     int split = 0, nodata = 0, dmodex = 0, samples = 0, first = 0, ret = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -162,6 +167,8 @@ int main(int argc, char **argv)
             hang = v;
         else if (strcmp(a, "--late-key") == 0)
             late = v;
+        else if (strcmp(a, "--sync-check") == 0)
+            sync_ms = v;
         else {
             fprintf(stderr, "fence_client: unknown option %s\n", a);
             return 2;
@@ -300,6 +307,21 @@ int main(int argc, char **argv)
                    me.rank, t0 * 1e3, (t0 + first_us) * 1e3);
         if (rc != PMIX_SUCCESS) {
             fprintf(stderr, "rank %u: first fence: %s\n", me.rank, PMIx_Error_string(rc));
+            ret = 4;
+        }
+    }
+    if (sync_ms >= 0 && in && ret == 0 && hang < 0) {
+        uint32_t low = set[0].rank == PMIX_RANK_WILDCARD ? 0 : set[0].rank;
+        for (size_t k = 1; k < ns; k++)
+            low = set[k].rank < low ? set[k].rank : low;
+        if (me.rank == low)
+            usleep((useconds_t)sync_ms * 1000);
+        double t0 = now_us();
+        pmix_status_t rc = PMIx_Fence(set, ns, info, ninfo);
+        double t1 = now_us();
+        printf("tsync %u %.0f %.0f\n", me.rank, t0 * 1e3, t1 * 1e3);
+        if (rc != PMIX_SUCCESS) {
+            fprintf(stderr, "rank %u: sync-check fence: %s\n", me.rank, PMIx_Error_string(rc));
             ret = 4;
         }
     }
