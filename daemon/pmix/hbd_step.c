@@ -145,7 +145,7 @@ typedef struct st_state {
     unsigned reserve_n; /* st_reserve calls (PMIx's thread only) */
     unsigned bad;       /* messages dropped */
     int prof;           /* HIBAR_FENCE_PROF: stderr lines as hbd_fence_prof's */
-    int local_fence;    /* the job has this node only: its fences answered here (up_fence) */
+    int local_fence; /* the job has this node only: its fences answered here (up_fence) */
     const char *node;   /* this node's index (the profile's lines) */
     struct event *ev;   /* the socket on PMIx's event base (st_attach), or NULL */
     pthread_cond_t end_cv; /* the reader on PMIx's thread saw the end (under mu) */
