@@ -822,9 +822,8 @@ static const char *const cfg_env_other[] = {
     /* helper programs (tests, development trees) and debugging */
     "HIBAR_BOOT", "HIBAR_RUN", "HIBAR_BENCH", "HIBAR_FENCE_CLIENT", "HIBAR_SRCDIR",
     "HIBAR_FENCE_PROF", "HIBAR_COLL_PROF", "HIBAR_BENCH_PROF",
-    /* the PMIx step: read hibard's messages on its main thread, send a one-node job's fences
-     * to hibard (hibard(8)) */
-    "HIBAR_STEP_READER", "HIBAR_STEP_LOCAL_FENCE",
+    /* the PMIx step: read hibard's messages on its main thread (hibard(8)) */
+    "HIBAR_STEP_READER",
     /* hibar-run: where mca_coll_hibar.so is (a build tree; hibar-run(1)) */
     "HIBAR_OMPI_COMPONENT_DIR",
     /* the test suite and its network-namespace test bed */

@@ -33,16 +33,6 @@ for a in --no-data "--size 64"; do
     [ "$early" = 0 ] || fail "$early ranks' fences ($a) returned before the late rank called"
 done
 check_clean
-# a job on one node: its PMIx step answers the fences itself, with this node's data (every rank
-# checks every key), without hibard; HIBAR_STEP_LOCAL_FENCE=0 sends them to hibard as before
-for lf in 1 0; do
-    HIBAR_STEP_LOCAL_FENCE=$lf run 0 -n 4 "$FC" --size 1024 --iters 3 --sync-check 100
-    [ "$(count_ok)" -eq 4 ] || fail "one node, with data (HIBAR_STEP_LOCAL_FENCE=$lf)"
-    HIBAR_STEP_LOCAL_FENCE=$lf run 0 -n 4 "$FC" --no-data --iters 3 --stride 2
-    [ "$(count_ok)" -eq 2 ] || fail "one node, subset without data (HIBAR_STEP_LOCAL_FENCE=$lf)"
-done
-grep -q "HIBAR_STEP_LOCAL_FENCE: no such setting" "$ERR" && fail "HIBAR_STEP_LOCAL_FENCE unknown"
-check_clean
 # subset: ranks 0, 3, 6 (nodes rt0, rt1, rt3; rt2 takes no part)
 run 0 -n 8 "${EM[@]}" "$FC" --size 2000 --stride 3 --iters 2
 [ "$(count_ok)" -eq 3 ] || fail "subset of ranks 0,3,6"

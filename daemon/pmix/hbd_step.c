@@ -145,7 +145,6 @@ typedef struct st_state {
     unsigned reserve_n; /* st_reserve calls (PMIx's thread only) */
     unsigned bad;       /* messages dropped */
     int prof;           /* HIBAR_FENCE_PROF: stderr lines as hbd_fence_prof's */
-    int local_fence; /* the job has this node only: its fences answered here (up_fence) */
     const char *node;   /* this node's index (the profile's lines) */
     struct event *ev;   /* the socket on PMIx's event base (st_attach), or NULL */
     pthread_cond_t end_cv; /* the reader on PMIx's thread saw the end (under mu) */
@@ -347,8 +346,6 @@ static uint32_t info_timeout(const pmix_info_t info[], size_t ninfo)
     return t > 1000000 ? 1000000 : t;
 }
 
-static void release(void *cbdata);
-
 static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
                               size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc,
                               void *cbdata)
@@ -370,21 +367,6 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
             flags |= HBD_PXM_COLLECT;
     if (ndata > 0)
         st_reserve();
-    if (g_st.local_fence) {
-        /*
-         * The job has this node only: libpmix calls here once every local participant has
-         * arrived, which is the whole fence; its data is this node's blob, all there is. hibard
-         * would answer at once (hbd_pmix.c fence_run) after two hops and two wake-ups. libpmix's
-         * callback shifts to its own thread before it does anything (libpmix 4.2.2 calls it from
-         * inside the upcall itself on PMIX_OPERATION_SUCCEEDED), so it is called here.
-         */
-        int keep = (flags & HBD_PXM_COLLECT) && data != NULL && ndata > 0;
-        if (!keep)
-            free(data);
-        cbfunc(PMIX_SUCCESS, keep ? data : NULL, keep ? ndata : 0, cbdata, keep ? release : NULL,
-               keep ? data : NULL);
-        return PMIX_SUCCESS;
-    }
     uint32_t n = flags & HBD_PXM_ALL ? 0 : (uint32_t)nprocs;
     uint32_t *head = malloc((1 + (size_t)n) * 4);
     st_pend_t *p = head != NULL ? pend_add(PD_FENCE, cbdata) : NULL;
@@ -637,9 +619,6 @@ static void st_register(const uint8_t *pl, size_t len)
         return;
     }
     snprintf(g_st.nspace, sizeof(g_st.nspace), "%s", jb.nspace);
-    const char *lf = getenv("HIBAR_STEP_LOCAL_FENCE");
-    /* before libpmix knows the job: its thread reads it in up_fence */
-    g_st.local_fence = jb.n_nodes == 1 && !(lf != NULL && strcmp(lf, "0") == 0);
     for (uint32_t r = 0; r < jb.size; r++)
         n_local += jb.map[r] == jb.self;
     st = PMIX_ERR_NOMEM;
