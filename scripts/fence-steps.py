@@ -8,10 +8,11 @@
 # output (job-IMPL-SIZE-K.out: tfence RANK IT T0_NS T1_NS lines of fence_client). Rank r runs
 # on node r // ppn (hibar-run -N ppn places by block).
 # For every steady-state fence (IT >= 0; with --first: each job's first fence with data, IT
-# -2, after the aligning fence without data, IT -3), times are taken from the moment the last rank called
-# PMIx_Fence ("last call" = 0); per step the table gives, over the fences, the median of the
-# earliest node, of the median node and of the latest node reaching it, and when the node of
-# the last caller reaches it ("lastnode"; us). Steps:
+# -2, after the aligning fence without data, IT -3; the sync check's two fences, tsync lines, are
+# counted in the order the fences ran and not shown), times are taken from the moment the last
+# rank called PMIx_Fence ("last call" = 0); per step the table gives, over the fences, the
+# median of the earliest node, of the median node and of the latest node reaching it, and when
+# the node of the last caller reaches it ("lastnode"; us). Steps:
 #   call        a rank calls PMIx_Fence (its node's last rank; "first call" = the earliest rank)
 #   st_up       libpmix's thread in the job's PMIx step calls fence_nb (the node's contribution)
 #   upcall      hibard reads it from the step's socket
@@ -32,6 +33,7 @@ import sys
 
 FPROF = re.compile(r'fprof (\d+) (\S+) ([0-9a-f]+) (\d+)$')
 TF = re.compile(r'tfence (\d+) (-?\d+) (\d+) (\d+)$')
+TS = re.compile(r'tsync (\d+) (\d+) (\d+) (\d+)$')  # fence_client --sync-check: RANK K T0 T1
 
 
 def med(v):
@@ -67,9 +69,14 @@ def main():
             m = TF.match(ln.strip())
             if m:
                 tf[int(m.group(2))][int(m.group(1))] = (int(m.group(3)) / 1e3, int(m.group(4)) / 1e3)
+            m = TS.match(ln.strip())
+            if m:  # the sync check's fences (IT -10 - K): counted, never shown
+                tf[-10 - int(m.group(2))][int(m.group(1))] = (int(m.group(3)) / 1e3,
+                                                              int(m.group(4)) / 1e3)
         if not tf or -1 not in tf:
             continue
-        its = sorted(tf)
+        # in the order the fences ran, as the daemons' events are cut into fences
+        its = sorted(tf, key=lambda it: min(t0 for t0, _ in tf[it].values()))
         start = min(t0 for t0, _ in tf[its[0]].values())
         end = max(t1 for _, t1 in tf[its[-1]].values())
         # per node: its fprof events inside the job, cut into fences at each "upcall"

@@ -22,6 +22,14 @@
  *              is a warm-up then (not timed), so --iters N makes N + 1 fences
  * --first      before those: one fence without data (aligns the ranks after their start-up,
  *              not timed), then one timed fence like the others; rank 0 prints "first US"
+ * --sync-check MS  then two more fences like the others, which the set's lowest (K 0), then its
+ *              highest rank (K 1) calls MS ms late; every rank prints "tsync RANK K T0_NS T1_NS"
+ *              (its call and return, CLOCK_MONOTONIC). A fence that is a barrier returns
+ *              nowhere before the late rank called: on one machine (emulated nodes, the
+ *              namespace bed) every T1 of fence K is after the late rank's T0, which the caller
+ *              checks (no time limit involved). Two, because a peer that is no barrier lets its
+ *              hosts drift apart: ranks already MS ms behind the late one would pass one check,
+ *              but they cannot be behind both the lowest and the highest rank
  * --dmodex     no fence: rank 0 gets rank size-1's key (direct modex) and checks it; with
  *              --hang-rank size-1 that rank never puts it (sleeps --timeout + 3 s) and rank 0
  *              must get PMIX_ERR_TIMEOUT after --timeout s ("dmodex timeout"); then a key of
@@ -121,7 +129,7 @@ static int late_key(const pmix_proc_t *me, uint32_t n, long late_ms, long tmo, l
 int main(int argc, char **argv)
 {
     pmix_proc_t me, job;
-    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1, late = -1;
+    long size = 1024, iters = 1, stride = 1, tmo = 0, hang = -1, late = -1, sync_ms = -1;
     int split = 0, nodata = 0, dmodex = 0, samples = 0, first = 0, ret = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -162,6 +170,8 @@ int main(int argc, char **argv)
             hang = v;
         else if (strcmp(a, "--late-key") == 0)
             late = v;
+        else if (strcmp(a, "--sync-check") == 0)
+            sync_ms = v;
         else {
             fprintf(stderr, "fence_client: unknown option %s\n", a);
             return 2;
@@ -301,6 +311,27 @@ int main(int argc, char **argv)
         if (rc != PMIX_SUCCESS) {
             fprintf(stderr, "rank %u: first fence: %s\n", me.rank, PMIx_Error_string(rc));
             ret = 4;
+        }
+    }
+    if (sync_ms >= 0 && in && ret == 0 && hang < 0) {
+        uint32_t low = set[0].rank == PMIX_RANK_WILDCARD ? 0 : set[0].rank, high = low;
+        if (set[0].rank == PMIX_RANK_WILDCARD)
+            high = n - 1;
+        for (size_t k = 1; k < ns; k++) {
+            low = set[k].rank < low ? set[k].rank : low;
+            high = set[k].rank > high ? set[k].rank : high;
+        }
+        for (int k = 0; k < 2 && ret == 0; k++) {
+            if (me.rank == (k == 0 ? low : high))
+                usleep((useconds_t)sync_ms * 1000);
+            double t0 = now_us();
+            pmix_status_t rc = PMIx_Fence(set, ns, info, ninfo);
+            double t1 = now_us();
+            printf("tsync %u %d %.0f %.0f\n", me.rank, k, t0 * 1e3, t1 * 1e3);
+            if (rc != PMIX_SUCCESS) {
+                fprintf(stderr, "rank %u: sync-check fence: %s\n", me.rank, PMIx_Error_string(rc));
+                ret = 4;
+            }
         }
     }
     for (long it = -samples; in && ret == 0 && it < iters; it++) {
