@@ -721,7 +721,7 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
     for (uint32_t w = 0; w < s->n_nodes; w++)
         blk[w].p = hb_coll_exec_block(x, w, &blk[w].len);
     int rc = s->n_nodes != op->rj->j->n_nodes ? HB_ERR_INTERNAL
-                                               : xop_write_blocks(op, s->op, blk, s->root);
+                                              : xop_write_blocks(op, s->op, blk, s->root);
     free(blk);
     return rc;
 }
@@ -1188,8 +1188,8 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
      * failure then marks the run failed before it starts, and starting it ends it. */
     int whole = j->n_nodes == d->topo->n_nodes;
     uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, whole);
-    int rc = hbd_fence_start_owned(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0,
-                                   blob, off, xop_agree_done, op); /* takes the blob over */
+    int rc = hbd_fence_start_owned(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob,
+                                   off, xop_agree_done, op); /* takes the blob over */
     if (rc != 0 && run != NULL) {
         op->agree_status = rc;
         hbd_coll_job_cancel(d, run, rc);
