@@ -59,7 +59,9 @@
  *     both are over, with (1)'s verdict first: a verdict that fails it cancels the data run
  *     (whose peers' late segments expire from hbd_coll's stash), and the ranks' receive
  *     buffers are then undefined, as after an MPI error. The time of the two rounds becomes
- *     the longer of them (measured: doc/design.md section 7.4).
+ *     the longer of them (measured: doc/design.md section 7.4). A small collective (forms
+ *     without -v, at most coll_inline_max bytes of data in all) has no (2): its data rides
+ *     (1)'s blobs and every node writes its output from the agreement (xop_inline).
  *   - some ranks did and others did not: the node's verdict is HB_ERR_MISMATCH and it
  *     takes part in the collective's agreement (nodes whose ranks all called a barrier wait
  *     in the barrier until its timeout).
