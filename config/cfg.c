@@ -123,6 +123,8 @@ static const cfg_key_t cfg_keys[] = {
     {"fast_lane", K_ENUM, OFF(fast_lane), 0, onoff_names, 0, NULL, "polled TCP token links"},
     {"coll_overlap", K_ENUM, OFF(coll_overlap), 0, onoff_names, 0, NULL,
      "data moves while nodes agree"},
+    {"coll_inline_max", K_UINT, OFF(coll_inline_max), 262144, NULL, 0, NULL,
+     "collectives up to this many bytes: data inside the agreement"},
     {"poll", K_ENUM, OFF(poll), 0, poll_names, 0, NULL, "how hibard waits while busy"},
     {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL, 0, NULL, "cores set aside for hibard"},
     {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL, 0, NULL, "cores of the node (0: affinity)"},
@@ -549,6 +551,7 @@ int hb_cfg_create(hb_cfg_t **cfg_p)
     cfg->data_plane = HB_CFG_DATA_PLAIN; /* like MPI's own traffic; curve for untrusted fabrics */
     cfg->fast_lane = 1;
     cfg->coll_overlap = 1;
+    cfg->coll_inline_max = 32768;
     cfg->heartbeat_interval_ms = 500;
     cfg->heartbeat_timeout_ms = 2000;
     cfg->barrier_timeout_ms = 30000;

@@ -24,7 +24,7 @@
  * Keys (doc/hibar.yaml.5 documents each, with its default); dotted paths are nested mappings
  * in the file, env names are HIBAR_ + the path uppercased with '.' -> '_':
  *   cluster, nodes, chassis, sites, port, hwbarrier, protocol, fanout, bootstrap, data_plane,
- *   fast_lane, coll_overlap, poll, cpu.reserved, cpu.count,
+ *   fast_lane, coll_overlap, coll_inline_max, poll, cpu.reserved, cpu.count,
  *   heartbeat.interval_ms, heartbeat.timeout_ms, barrier_timeout_ms, key_file, run_dir,
  *   links.lan.bandwidth_mbps, links.lan.latency_us, links.wan.lane_bandwidth_mbps,
  *   links.wan.total_bandwidth_mbps, links.wan.latency_us, scic.vendor, scic.device, scic.uio
@@ -95,6 +95,8 @@ typedef struct hb_cfg {
     hb_cfg_data_plane_t data_plane; /* default plain */
     int fast_lane;         /* tokens, plain data: on a polled TCP link (hbd_fast.c); default 1 */
     int coll_overlap;      /* ranks' collectives: data moves while the agreement runs; default 1 */
+    uint32_t coll_inline_max; /* ranks' collectives up to this many bytes in all: the data
+                               * inside the agreement, no data run; default 32768 */
     int poll;              /* hb_cfg_poll_t: how hibard waits while barriers are busy */
     uint32_t cpu_reserved; /* cores set aside for hibard (CoreSpecCount); default 0 */
     uint32_t cpu_count;    /* cores of the node; 0 (default): hibard's CPU affinity */

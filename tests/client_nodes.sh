@@ -1,8 +1,9 @@
 #!/bin/bash
 # client_nodes.sh: libhibar across nodes under hibar-run: every operation's data checked with
 # random sizes and roots on 1 node x 8 ranks, 4 emulated nodes x 4 ranks (block and chassis
-# placement) and 30 emulated nodes x 1 rank; misuse reported on every rank; a rank that dies
-# ends the job with its name, never a hang.
+# placement) and 30 emulated nodes x 1 rank, the small ones' data inside the agreement and
+# not; misuse reported on every rank; a rank that dies ends the job with its name, never a
+# hang.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 
@@ -26,6 +27,18 @@ check_clean
 # between the daemons on the encrypted links (data_plane curve; the cases above use plain)
 run 0 -n 16 --map-by chassis -o data_plane=curve --emulate "$FOUR" "$XC" --ops 40 --seed 3
 ok 40 16 "4x4 map-by chassis, data_plane curve"
+check_clean
+
+# the data inside the agreement (coll_inline_max) for every form without -v up to 16 KiB a
+# rank (16 ranks: 256 KiB), non-consecutive ranks per node; and for none (every collective
+# with a data run); misuse reported on every rank either way
+run 0 -n 16 --map-by chassis -o coll_inline_max=262144 --emulate "$FOUR" "$XC" --ops 60 --errors \
+    --unreadable --seed 6 --max 16384
+ok 60 16 "4x4 map-by chassis, coll_inline_max 256 KiB"
+check_clean
+run 0 -n 16 --per-node 4 -o coll_inline_max=0 --emulate "$FOUR" "$XC" --ops 60 --errors \
+    --unreadable --seed 7
+ok 60 16 "4x4, coll_inline_max 0"
 check_clean
 
 # 30 nodes x 1 rank (the paper's 10 chassis x 3)

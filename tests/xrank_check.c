@@ -124,10 +124,46 @@ static int run_errors(hibar_t *h, int unreadable)
     return 0;
 }
 
+/* Daemons that disagree on coll_inline_max (netns_inline_split.sh: one daemon with 0, the
+ * others with the default): a small collective, carried inside the agreement by some nodes and
+ * not by others, fails with MISMATCH on every rank, never a hang; a large one (no node carries
+ * it inside) and barriers still work, before and after. */
+static int run_inline_split(hibar_t *h)
+{
+    size_t big = 65536, bytes = 8;
+    unsigned char *s = malloc(big * (size_t)np + 1), *r = malloc(big * (size_t)np + 1);
+    int rc, bad = 0;
+    if (s == NULL || r == NULL)
+        return fail("malloc", -10, HIBAR_ERR_NOMEM);
+    for (int k = 0; k < 3 && !bad; k++) {
+        if (me == 0)
+            for (int q = 0; q < np; q++)
+                fill(s + (size_t)q * big, big, 100 + k, q);
+        memset(r, GUARD, big + 1);
+        rc = hibar_scatter(h, s, r, big, 0);
+        if (rc != 0)
+            bad = fail("large scatter", -10 - k, rc);
+        else
+            bad = check(r, big, 100 + k, me, "large scatter", k) || r[big] != GUARD;
+        if (!bad && (rc = hibar_scatter(h, s, r, bytes, 0)) != HIBAR_ERR_MISMATCH)
+            bad = fail("small scatter across the split", -20 - k, rc ? rc : HIBAR_ERR_INTERNAL);
+        if (!bad && (rc = hibar_barrier(h)) != 0)
+            bad = fail("barrier after the split", -30 - k, rc);
+        fill(s, bytes, 200 + k, me);
+        if (!bad && (rc = hibar_allgather(h, s, r, bytes)) != HIBAR_ERR_MISMATCH)
+            bad = fail("small allgather across the split", -40 - k, rc ? rc : HIBAR_ERR_INTERNAL);
+        if (!bad && (rc = hibar_barrier(h)) != 0)
+            bad = fail("barrier after the split", -50 - k, rc);
+    }
+    free(s);
+    free(r);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
-    int n_ops = 40, errors = 0, unreadable = 0, rc, die_rank = -1, die_at = -1;
+    int n_ops = 40, errors = 0, unreadable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1;
     size_t max = 4u << 20, max_total = 32u << 20;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -147,9 +183,12 @@ int main(int argc, char **argv)
             errors = 1;
         else if (strcmp(argv[i], "--unreadable") == 0)
             unreadable = 1;
+        else if (strcmp(argv[i], "--inline-split") == 0)
+            inline_split = 1;
         else {
             fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
-                            "[--seed S] [--errors [--unreadable]] [--die-rank R --die-at K]\n");
+                            "[--seed S] [--errors [--unreadable]] [--inline-split] "
+                            "[--die-rank R --die-at K]\n");
             return 2;
         }
     }
@@ -170,6 +209,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int bad = errors ? run_errors(h, unreadable) : 0;
+    if (!bad && inline_split)
+        bad = run_inline_split(h);
     for (int k = 0; k < n_ops && !bad; k++) {
         int kind = (int)(rnd() % 10), root = (int)(rnd() % (uint64_t)np);
         /* sizes: often small, sometimes up to max */

@@ -59,7 +59,9 @@
  *     both are over, with (1)'s verdict first: a verdict that fails it cancels the data run
  *     (whose peers' late segments expire from hbd_coll's stash), and the ranks' receive
  *     buffers are then undefined, as after an MPI error. The time of the two rounds becomes
- *     the longer of them (measured: doc/design.md section 7.4).
+ *     the longer of them (measured: doc/design.md section 7.4). A small collective (forms
+ *     without -v, at most coll_inline_max bytes of data in all) has no (2): its data rides
+ *     (1)'s blobs and every node writes its output from the agreement (xop_inline).
  *   - some ranks did and others did not: the node's verdict is HB_ERR_MISMATCH and it
  *     takes part in the collective's agreement (nodes whose ranks all called a barrier wait
  *     in the barrier until its timeout).
@@ -131,6 +133,7 @@ struct hbd_xop {
      * both have called back (refs), with the agreement's verdict first */
     int overlap, refs, agree_status, data_status;
     hbd_coll_run_t *run; /* the data run while it has not called back */
+    int inl;             /* the data inside the agreement (coll_inline_max), no data run */
 };
 
 /* ---- the ranks socket ---- */
@@ -628,22 +631,38 @@ static int xop_read_input(hbd_xop_t *op)
     }
 }
 
-/* Write this node's output into the ranks' buffers, from where the executor holds it. */
-static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_coll_exec_t *x)
+/* A node's block of a collective's output, by the job's node index w (cluster node
+ * j->nodes[w]): where the executor holds it, or inside the agreement (inline). */
+typedef struct xop_blk {
+    const uint8_t *p;
+    uint64_t len;
+} xop_blk_t;
+
+/* This node's index among the job's nodes. */
+static uint32_t xop_self_index(const hbd_job_t *j)
 {
-    hbd_ranks_job_t *rj = op->rj;
-    hbd_job_t *j = rj->j;
-    /* the schedule runs over the job's nodes: index w is cluster node j->nodes[w] */
     uint32_t self = 0;
     while (self < j->n_nodes && j->nodes[self] != j->d->self)
         self++;
+    return self;
+}
+
+/* Write this node's output into the ranks' buffers from the nodes' blocks blk[w] (scatter:
+ * this node's; bcast: the data at blk[0]; gather at the root's node, allgather: every node's)
+ * of collective `cop` whose root is on the job's node root_w. */
+static int xop_write_blocks(hbd_xop_t *op, hb_coll_op_t cop, const xop_blk_t *blk, uint32_t root_w)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    uint32_t self = xop_self_index(j);
     uint64_t blen = 0;
     const uint8_t *b;
     int rc = 0;
-    switch (s->op) {
+    switch (cop) {
     case HB_COLL_SCATTER: {
         uint64_t off = 0;
-        b = hb_coll_exec_block(x, self, &blen);
+        b = blk[self].p;
+        blen = blk[self].len;
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
             uint32_t gr = j->local[k].rank;
             if (op->cnt[gr] > 0)
@@ -655,7 +674,8 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
         return rc;
     }
     case HB_COLL_BCAST:
-        b = hb_coll_exec_block(x, 0, &blen);
+        b = blk[0].p;
+        blen = blk[0].len;
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
             if (j->local[k].rank != (uint32_t)op->root && op->size > 0)
                 rc = blen < op->size ? HB_ERR_INTERNAL
@@ -663,21 +683,22 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
         return rc;
     case HB_COLL_GATHER:
     default: /* allgather: every block to every local rank, at its job rank's place */
-        if (s->op == HB_COLL_GATHER && self != s->root)
+        if (cop == HB_COLL_GATHER && self != root_w)
             return 0;
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
-            if (s->op == HB_COLL_GATHER && j->local[k].rank != (uint32_t)op->root)
+            if (cop == HB_COLL_GATHER && j->local[k].rank != (uint32_t)op->root)
                 continue;
             xop_batch_t bt = {.n = 0, .pid = rj->pid[k], .write = 1};
-            for (uint32_t w = 0; w < s->n_nodes && rc == 0; w++) {
+            for (uint32_t w = 0; w < j->n_nodes && rc == 0; w++) {
                 uint64_t off = 0;
-                b = hb_coll_exec_block(x, w, &blen);
+                b = blk[w].p;
+                blen = blk[w].len;
                 uint32_t cw = j->nodes[w];
                 for (uint32_t i = rj->node_off[cw]; i < rj->node_off[cw + 1] && rc == 0; i++) {
                     uint32_t gr = rj->node_granks[i];
-                    uint64_t n = s->op == HB_COLL_GATHER ? op->cnt[gr] : op->size;
+                    uint64_t n = cop == HB_COLL_GATHER ? op->cnt[gr] : op->size;
                     uint64_t at =
-                        s->op == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
+                        cop == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
                     if (n > 0)
                         rc = off + n > blen
                                  ? HB_ERR_INTERNAL
@@ -690,6 +711,21 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
         }
         return rc;
     }
+}
+
+/* Write this node's output from where the executor holds it (the schedule runs over the
+ * job's nodes: its index w is cluster node j->nodes[w]). */
+static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_coll_exec_t *x)
+{
+    xop_blk_t *blk = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(*blk));
+    if (blk == NULL)
+        return HB_ERR_NOMEM;
+    for (uint32_t w = 0; w < s->n_nodes; w++)
+        blk[w].p = hb_coll_exec_block(x, w, &blk[w].len);
+    int rc = s->n_nodes != op->rj->j->n_nodes ? HB_ERR_INTERNAL
+                                              : xop_write_blocks(op, s->op, blk, s->root);
+    free(blk);
+    return rc;
 }
 
 /* One of an overlapped epoch's two parts called back: the epoch ends with the second. */
@@ -724,16 +760,18 @@ static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
  * The agreement blob of one node, little-endian host order (every daemon runs on the same
  * architecture as its peers; the fields are checked anyway):
  *   u32 magic, u32 node, u32 op, i32 root, u64 seq, u64 size, i32 verdict, u32 n_ranks,
- *   u32 root_table (0 or the job size), u32 pad,
+ *   u32 root_table (0 or the job size), u32 mode (0: data run, 1: inline), u64 data_len,
  *   n_ranks x { u32 grank, u32 pad, u64 bytes },
- *   root_table x u64 (the root's counts, from the node hosting the root of a -v form)
+ *   root_table x u64 (the root's counts, from the node hosting the root of a -v form),
+ *   data_len bytes (inline: the node's input, see xop_inline)
  */
 typedef struct xagree_hdr {
     uint32_t magic, node, op;
     int32_t root;
     uint64_t seq, size;
     int32_t verdict;
-    uint32_t n_ranks, root_table, pad;
+    uint32_t n_ranks, root_table, mode;
+    uint64_t data_len;
 } xagree_hdr_t;
 
 typedef struct xagree_rank {
@@ -741,8 +779,48 @@ typedef struct xagree_rank {
     uint64_t bytes;
 } xagree_rank_t;
 
-/* Parse every node's blob into op's table; same verdict on every node. */
-static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
+/*
+ * Inline (coll_inline_max): a small collective's data travels inside its agreement, so the
+ * epoch is one round of the agreement's tree (two hops) and nothing else: every node's blob
+ * carries its input (scatter, bcast: the root's node, the root's buffer in node order;
+ * gather, allgather: every node, its ranks' blocks), and the concatenation every node gets
+ * holds every node's input. Each node writes its output from it once the verdict is known, as
+ * after a data run. Against an agreement beside a data run (coll_overlap): 6 frames instead
+ * of 9 for a scatter on 4 nodes, no schedule, executor or early-segment stash, and a verdict
+ * that fails the call leaves no data in flight. Chosen for the forms without -v whose data,
+ * all nodes' together, is at most coll_inline_max bytes: what every node knows from its own
+ * ranks' arguments, so every node whose ranks agree chooses alike; a node with another
+ * setting (a cluster whose daemons disagree on coll_inline_max) makes the verdict MISMATCH.
+ */
+static int xop_inline(const hbd_t *d, uint32_t op, uint64_t size, uint32_t job_size)
+{
+    uint64_t max = d->cfg->coll_inline_max;
+    if (op_is_v(op) || op < HB_NCOLL_BCAST || op > HB_NCOLL_ALLGATHER)
+        return 0;
+    if (op_coll(op) == HB_COLL_BCAST)
+        return size <= max;
+    return job_size > 0 && size <= max / job_size;
+}
+
+/* The bytes node `node`'s blob carries inline (op's table agreed). */
+static uint64_t xop_inline_len(const hbd_xop_t *op, uint32_t node)
+{
+    const hbd_ranks_job_t *rj = op->rj;
+    const hbd_job_t *j = rj->j;
+    switch (op_coll(op->op)) {
+    case HB_COLL_SCATTER:
+        return j->spec->map[op->root] == node ? op->size * j->spec->size : 0;
+    case HB_COLL_BCAST:
+        return j->spec->map[op->root] == node ? op->size : 0;
+    default:
+        return op->size * rj->ranks_of[node];
+    }
+}
+
+/* Parse every node's blob into op's table; same verdict on every node. Inline: dat[node]
+ * points at node's data inside `data` (dlen[node] bytes), checked against the table. */
+static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len, const uint8_t **dat,
+                           uint64_t *dlen)
 {
     hbd_job_t *j = op->rj->j;
     uint32_t size = j->spec->size, n_nodes = j->d->topo->n_nodes, seen_nodes = 0;
@@ -764,7 +842,7 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
         memcpy(&h, data + off, sizeof(h));
         off += sizeof(h);
         if (h.magic != HBD_RANKS_AGREE_MAGIC || h.node >= n_nodes || node_seen[h.node] ||
-            h.n_ranks > size || (h.root_table != 0 && h.root_table != size) ||
+            h.n_ranks > size || (h.root_table != 0 && h.root_table != size) || h.mode > 1 ||
             (len - off) / sizeof(xagree_rank_t) < h.n_ranks) {
             rc = HB_ERR_PROTO;
             goto out;
@@ -781,6 +859,11 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
             (!op_is_v(h.op) && h.size != first.size)) {
             if (verdict == 0)
                 verdict = HB_ERR_MISMATCH;
+        } else if (h.mode != first.mode && verdict == 0) {
+            hb_log_error("job %s: epoch %" PRIu64 ": nodes %" PRIu32 " and %" PRIu32
+                         " disagree on carrying the data inside the agreement (coll_inline_max)",
+                         j->nspace, op->epoch, first.node, h.node);
+            verdict = HB_ERR_MISMATCH;
         }
         for (uint32_t i = 0; i < h.n_ranks; i++) {
             xagree_rank_t r;
@@ -801,6 +884,15 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
             root_table = (const uint64_t *)(data + off);
             off += (size_t)h.root_table * sizeof(uint64_t);
         }
+        if ((h.mode == 0 && h.data_len != 0) || len - off < h.data_len) {
+            rc = HB_ERR_PROTO;
+            goto out;
+        }
+        if (dat != NULL) {
+            dat[h.node] = data + off;
+            dlen[h.node] = h.data_len;
+        }
+        off += (size_t)h.data_len;
     }
     if (seen_nodes != j->n_nodes || memchr(seen, 0, size) != NULL) {
         rc = HB_ERR_PROTO;
@@ -813,6 +905,18 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len)
     op->op = first.op;
     op->root = first.root;
     op->size = first.size;
+    if (first.mode != (uint32_t)op->inl) {
+        rc = HB_ERR_PROTO; /* our own blob is among them */
+        goto out;
+    }
+    for (uint32_t w = 0; op->inl && w < j->n_nodes; w++) {
+        uint32_t cw = j->nodes[w];
+        if ((op_has_root(op->op) && (op->root < 0 || (uint32_t)op->root >= size)) ||
+            dlen[cw] != xop_inline_len(op, cw)) {
+            rc = HB_ERR_PROTO;
+            goto out;
+        }
+    }
     if (op_is_v(op->op)) {
         /* the root's table must agree with every rank's own count */
         if (root_table == NULL) {
@@ -863,16 +967,61 @@ static int xop_data_create(hbd_xop_t *op, hbd_coll_run_t **run_p)
     return rc;
 }
 
+/* Inline: the agreement holds every node's input; write this node's output from it. */
+static int xop_inline_done(hbd_xop_t *op, const uint8_t *data, size_t len)
+{
+    hbd_job_t *j = op->rj->j;
+    uint32_t n = j->d->topo->n_nodes;
+    const uint8_t **dat = calloc(n, sizeof(*dat));
+    uint64_t *dlen = calloc(n, sizeof(*dlen));
+    xop_blk_t *blk = calloc(j->n_nodes ? j->n_nodes : 1, sizeof(*blk));
+    int rc = dat == NULL || dlen == NULL || blk == NULL ? HB_ERR_NOMEM : 0;
+    if (rc == 0)
+        rc = xop_agree_parse(op, data, len, dat, dlen);
+    hb_coll_op_t cop = op_coll(op->op);
+    uint32_t root_w = 0;
+    for (uint32_t w = 0; rc == 0 && w < j->n_nodes; w++) {
+        uint32_t cw = j->nodes[w];
+        if (op_has_root(op->op) && j->spec->map[op->root] == cw)
+            root_w = w;
+        if (cop == HB_COLL_GATHER || cop == HB_COLL_ALLGATHER)
+            blk[w] = (xop_blk_t){dat[cw], dlen[cw]};
+    }
+    if (rc == 0 && cop == HB_COLL_SCATTER) { /* the root's buffer in node order */
+        uint32_t self = xop_self_index(j), cr = j->nodes[root_w], cs = j->d->self;
+        uint64_t at = (uint64_t)op->rj->node_off[cs] * op->size;
+        blk[self] = (xop_blk_t){dat[cr] + at, (uint64_t)op->rj->ranks_of[cs] * op->size};
+    } else if (rc == 0 && cop == HB_COLL_BCAST) {
+        blk[0] = (xop_blk_t){dat[j->nodes[root_w]], dlen[j->nodes[root_w]]};
+    }
+    op->t_ns[3] = hb_time_now_ns();
+    if (rc == 0)
+        rc = xop_write_blocks(op, cop, blk, root_w);
+    free(dat);
+    free(dlen);
+    free(blk);
+    return rc;
+}
+
 static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
 {
     hbd_xop_t *op = arg;
     op->t_ns[2] = hb_time_now_ns();
     hbd_prof(d, HBD_PROF_COLL, "cprof", "agreed", op->epoch);
+    if (op->inl) {
+        if (status == 0 && op->rj == NULL)
+            status = HB_ERR_PEER_LOST;
+        if (status == 0)
+            status = xop_inline_done(op, data, len);
+        free(data);
+        xop_finish(op, status);
+        return;
+    }
     if (op->overlap) {
         if (status == 0 && op->rj == NULL)
             status = HB_ERR_PEER_LOST;
         if (status == 0)
-            status = xop_agree_parse(op, data, len);
+            status = xop_agree_parse(op, data, len, NULL, NULL);
         free(data);
         op->agree_status = status;
         if (status != 0 && op->run != NULL)
@@ -885,7 +1034,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
         xop_finish(op, status != 0 ? status : HB_ERR_PEER_LOST);
         return;
     }
-    status = xop_agree_parse(op, data, len);
+    status = xop_agree_parse(op, data, len, NULL, NULL);
     free(data);
     if (status != 0) {
         xop_finish(op, status);
@@ -1003,12 +1152,27 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
         verdict = xop_read_input(op);
     op->t_ns[1] = hb_time_now_ns();
     hbd_prof(d, HBD_PROF_COLL, "cprof", "read", op->epoch);
+    /* Inline (xop_inline): this node's input goes inside its blob (read in full: the limit is
+     * below HBD_RANKS_EAGER_READ), and no data run starts. */
+    op->inl = xop_inline(d, op0, size0, size);
+    h.mode = (uint32_t)op->inl;
+    if (verdict == 0 && op->inl && op->in_len > 0) {
+        uint8_t *b2 = op->pc == NULL ? realloc(blob, off + op->in_len) : NULL;
+        if (b2 == NULL) {
+            verdict = op->pc == NULL ? HB_ERR_NOMEM : HB_ERR_INTERNAL;
+        } else {
+            blob = b2;
+            memcpy(blob + off, op->in, op->in_len);
+            off += op->in_len;
+            h.data_len = op->in_len;
+        }
+    }
     /* Overlap: where this node's view gives every node's bytes (the forms without -v), the
      * data run starts now, beside the agreement; every node whose ranks agree does the same,
      * so the schedules match. A node that sees a mismatch starts none: the others' runs wait
      * until the agreement's verdict cancels them. */
     hbd_coll_run_t *run = NULL;
-    if (verdict == 0 && d->cfg->coll_overlap && !op_is_v(op0)) {
+    if (verdict == 0 && d->cfg->coll_overlap && !op_is_v(op0) && !op->inl) {
         for (uint32_t gr = 0; gr < size; gr++)
             op->cnt[gr] = size0;
         verdict = xop_data_create(op, &run);
@@ -1026,9 +1190,8 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
      * failure then marks the run failed before it starts, and starting it ends it. */
     int whole = j->n_nodes == d->topo->n_nodes;
     uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, whole);
-    int rc = hbd_fence_start(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob, off,
-                             xop_agree_done, op);
-    free(blob);
+    int rc = hbd_fence_start_owned(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob,
+                                   off, xop_agree_done, op); /* takes the blob over */
     if (rc != 0 && run != NULL) {
         op->agree_status = rc;
         hbd_coll_job_cancel(d, run, rc);
