@@ -219,13 +219,13 @@ static void test_wait_sleeps(void)
 }
 
 /* Adaptive spin: waits that outlast the spin stage halve it (to the floor); one that ends
- * inside it restores the ceiling. */
-static uint64_t t_until;
-static int t_poll_time(void *arg, int slow)
+ * inside it restores the ceiling. Which stage a wait ends in is decided by the calls, not by
+ * the clock (a preempted test must not end a wait inside the spin stage): the spin stage only
+ * ever polls with slow = 0, so a poll that succeeds at the first slow call ends outside it. */
+static int t_poll_slow(void *arg, int slow)
 {
     (void)arg;
-    (void)slow;
-    return hb_time_now_ns() >= t_until ? 0 : HB_ERR_WOULD_BLOCK;
+    return slow ? 0 : HB_ERR_WOULD_BLOCK;
 }
 
 static int t_poll_second(void *arg, int slow)
@@ -241,10 +241,8 @@ static void test_wait_adaptive(void)
         .spin_ns = 4000, .yield_ns = 10000000, .slice_ns = 1000000, .spin_max_ns = 64000};
     hb_wait_adapt_t ad = {0, 0};
     int calls = 0;
-    for (int i = 0; i < 6; i++) {
-        t_until = hb_time_now_ns() + 500000; /* 0.5 ms: beyond any spin budget */
-        CU_ASSERT_EQUAL(hb_wait_until_adaptive(NULL, t_poll_time, NULL, &pol, &ad, UINT64_MAX), 0);
-    }
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(hb_wait_until_adaptive(NULL, t_poll_slow, NULL, &pol, &ad, UINT64_MAX), 0);
     CU_ASSERT_EQUAL(ad.spin_ns, 4000); /* 64 -> 32 -> 16 -> 8 -> 4 -> 4 (floor) us */
     /* second poll: inside the spin stage */
     CU_ASSERT_EQUAL(hb_wait_until_adaptive(NULL, t_poll_second, &calls, &pol, &ad, UINT64_MAX), 0);
