@@ -527,6 +527,17 @@ int hibar_set_timeout(hibar_t *h, unsigned ms)
     return 0;
 }
 
+int hibar_set_progress(hibar_t *h, hibar_progress_fn fn, void *arg)
+{
+    int rc = client_enter(h);
+    if (rc != 0)
+        return rc;
+    h->bar.progress = fn;
+    h->bar.progress_arg = fn != NULL ? arg : NULL;
+    client_leave(h);
+    return 0;
+}
+
 static hibar_log_fn client_log_fn;
 static void *client_log_arg;
 

@@ -140,6 +140,17 @@ int hibar_allgather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes
 /* Bound every later wait of this handle to ms milliseconds (0: no bound). Non-blocking. */
 int hibar_set_timeout(hibar_t *h, unsigned ms);
 
+/* Called while a call of the handle waits for other ranks or the daemon: what must keep
+ * running meanwhile in this process (an MPI library's progress engine: the point-to-point
+ * messages of another communicator's collective, that ranks waiting here must send on).
+ * Returns anything (ignored). */
+typedef int (*hibar_progress_fn)(void *arg);
+/* While a call of this handle waits, call fn(arg) about every HIBAR_PROGRESS_US microseconds
+ * (and never sleep longer than that between calls); NULL: none (the default). The function
+ * must not call into this handle. Non-blocking. */
+#define HIBAR_PROGRESS_US 1000
+int hibar_set_progress(hibar_t *h, hibar_progress_fn fn, void *arg);
+
 /* Log levels passed to the callback. */
 #define HIBAR_LOG_ERROR 0
 #define HIBAR_LOG_WARN 1

@@ -253,8 +253,15 @@ int hb_nbar_find_lost(hb_nbar_t *b)
  */
 static int nbar_slow_check(hb_nbar_t *b, hb_wait_poll_fn poll, void *arg)
 {
-    uint64_t now = hb_time_now_ns();
+    uint64_t now;
     int lost;
+
+    if (b->progress != NULL) { /* hibar_set_progress: the process's other work goes on */
+        (void)b->progress(b->progress_arg);
+        if (poll(arg, 0) == 0)
+            return 0;
+    }
+    now = hb_time_now_ns();
 
     if (now - b->last_check_ns < HB_NBAR_CHECK_NS)
         return HIBAR_ERR_WOULD_BLOCK;
@@ -278,6 +285,17 @@ static int nbar_slow_check(hb_nbar_t *b, hb_wait_poll_fn poll, void *arg)
 static uint64_t nbar_deadline(const hb_nbar_t *b)
 {
     return b->timeout_ns == 0 ? UINT64_MAX : hb_time_now_ns() + b->timeout_ns;
+}
+
+/* A wait's policy: the rank's, with no sleep longer than HIBAR_PROGRESS_US where a progress
+ * function must keep running (every wake-up of the sleep stage makes a slow poll, and the
+ * yield stage makes one every millisecond: nbar_slow_check calls it). */
+static hb_wait_policy_t nbar_pol(const hb_nbar_t *b)
+{
+    hb_wait_policy_t pol = b->pol;
+    if (b->progress != NULL && pol.slice_ns > HIBAR_PROGRESS_US * 1000ull)
+        pol.slice_ns = HIBAR_PROGRESS_US * 1000ull;
+    return pol;
 }
 
 /* ---- the barrier ---- */
@@ -475,6 +493,7 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
 {
     nbar_wait_arg_t a = {b, epoch, 0};
     uint64_t deadline = nbar_deadline(b);
+    hb_wait_policy_t pol = nbar_pol(b);
     int rc = 0;
 
     if (b->flat) {
@@ -483,12 +502,11 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
         /* Wait for each missing rank in turn, asleep (if need be) on its own wake word. */
         while ((a.missing = nbar_flat_missing(b, epoch, a.missing)) < b->nranks) {
             rc = hb_wait_until(&hb_seg_ctl(b->seg, a.missing)->bar_wake, nbar_flat_poll, &a,
-                               &b->pol, deadline);
+                               &pol, deadline);
             if (rc != 0)
                 break;
         }
     } else {
-        hb_wait_policy_t pol = b->pol;
         /* Across nodes the release comes from the daemon, a network round away at least: where
          * the daemon's loop yields (it says so in the segment) every turn this rank takes is
          * one the daemon waits for, so sleep after the spin stage, without yielding; the
@@ -663,6 +681,7 @@ static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uin
 {
     nbar_xsub_arg_t a = {b, 0};
     hb_seg_desc_t d;
+    hb_wait_policy_t pol;
     uint64_t one = 1;
     uint32_t epoch;
     int rc = nbar_sub_epoch(b, hash, &epoch);
@@ -687,7 +706,8 @@ static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uin
     }
     /* The daemon reads `sorted` from our memory until it answers: wait even past a timeout
      * is not possible, so a timed-out wait leaves the answer to be ignored later. */
-    rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_xsub_poll, &a, &b->pol,
+    pol = nbar_pol(b);
+    rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_xsub_poll, &a, &pol,
                        nbar_deadline(b));
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: subset barrier of %zu ranks across nodes timed out", n);
@@ -697,6 +717,7 @@ static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uin
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
 {
     nbar_sub_arg_t a;
+    hb_wait_policy_t pol;
     uint32_t *sorted, epoch;
     uint64_t hash = HB_FNV64_BASIS;
     size_t i;
@@ -742,9 +763,10 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     a.ranks = sorted;
     a.n = n;
     a.val = ((uint64_t)((uint32_t)(hash ^ (hash >> 32)) & 0x7fffffffu) << 32) | epoch;
+    pol = nbar_pol(b);
     if (sorted[0] == b->rank) {
         rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_leader, &a,
-                           &b->pol, nbar_deadline(b));
+                           &pol, nbar_deadline(b));
         if (rc == HIBAR_ERR_MISMATCH)
             nbar_sub_fail(&a);
         if (rc != 0)
@@ -760,7 +782,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
         atomic_store_explicit(&mine->sub_leader, sorted[0], memory_order_relaxed);
         atomic_store_explicit(&mine->sub_pending, 1, memory_order_release);
         hb_wait_word_wake(&hb_seg_ctl(b->seg, sorted[0])->sub_wake);
-        rc = hb_wait_until(&mine->sub_wake, nbar_sub_poll_member, &a, &b->pol, nbar_deadline(b));
+        rc = hb_wait_until(&mine->sub_wake, nbar_sub_poll_member, &a, &pol, nbar_deadline(b));
         atomic_store_explicit(&mine->sub_pending, 0, memory_order_release);
     }
     if (rc == HIBAR_ERR_TIMEOUT)

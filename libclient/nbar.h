@@ -78,6 +78,8 @@ typedef struct hb_nbar {
     int wake_pending; /* flat: bar_wake still to be bumped for our last arrival */
     hb_wait_policy_t pol;
     int yield_set; /* the user set HIBAR_WAIT_YIELD_US: ranks_sleep does not apply */
+    int (*progress)(void *arg); /* hibar_set_progress: called while a wait lasts, or NULL */
+    void *progress_arg;
     hb_nbar_sub_t *subs; /* subset barriers seen: hash of the rank set -> epoch */
     size_t nsubs, cap;
     int daemon_pid;                  /* the hibard that launched us (0: none to watch) */

@@ -28,6 +28,7 @@ typedef struct hb_mpi_component {
     hb_mpi_regime_t regime;    /* every rank on one node, or several nodes (the same everywhere) */
     hb_mpi_request_t *pending; /* the MPI_Ibarrier in flight, completed by hb_mpi_progress */
     int progress;              /* hb_mpi_progress is registered with opal_progress */
+    int in_wait;               /* inside a hibar call's wait, running opal_progress */
 } hb_mpi_component_t;
 
 extern hb_mpi_component_t mca_coll_hibar_component;
@@ -40,8 +41,15 @@ int hb_mpi_join(struct ompi_communicator_t *world);
 mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int *priority);
 
 /* opal_progress's callback: completes the MPI_Ibarrier in flight once hibar's split-phase
- * barrier has (1 when it did). */
+ * barrier has (1 when it did); nothing while a hibar call of this process waits (its handle
+ * is busy: the wait itself runs opal_progress, hb_mpi_wait_progress). */
 int hb_mpi_progress(void);
+
+/* hibar_set_progress's function: while a hibar call waits, Open MPI's progress engine runs.
+ * Ranks waiting in hibar may still owe other ranks the point-to-point messages of a
+ * collective another component ran before (a bcast on a communicator hibar does not serve):
+ * without this, under load, those ranks never arrive and hibar's call times out. */
+int hb_mpi_wait_progress(void *arg);
 
 /* Verbose output on coll_base_verbose's stream (level 1: why the component is not used, 10:
  * each communicator's choice). */

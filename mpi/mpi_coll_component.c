@@ -233,6 +233,7 @@ int hb_mpi_join(struct ompi_communicator_t *world)
         hibar_finalize(&C.h);
         return -1;
     }
+    hibar_set_progress(C.h, hb_mpi_wait_progress, NULL);
     hb_mpi_verbose(10, "joined the hibar job (%s)", hb_mpi_regime_desc(C.regime));
     return 0;
 }
@@ -243,8 +244,11 @@ static int hb_mpi_close(void)
     if (C.progress)
         opal_progress_unregister(hb_mpi_progress);
     C.progress = 0;
-    if (C.h)
+    if (C.h) {
+        /* MPI_Finalize has taken the point-to-point layer down: no progress from here on */
+        hibar_set_progress(C.h, NULL, NULL);
         hibar_finalize(&C.h);
+    }
     hibar_set_log_callback(NULL, NULL);
     return OMPI_SUCCESS;
 }

@@ -103,13 +103,24 @@ int hb_mpi_progress(void)
 {
     int rc;
 
-    if (!C.pending)
+    if (!C.pending || C.in_wait)
         return 0;
     rc = hibar_barrier_test(C.h, C.pending->epoch);
     if (rc == HIBAR_ERR_WOULD_BLOCK)
         return 0;
     hb_mpi_ibarrier_done(rc);
     return 1;
+}
+
+int hb_mpi_wait_progress(void *arg)
+{
+    (void)arg;
+    if (C.in_wait) /* a callback of opal_progress called MPI: hibar's handle is busy */
+        return 0;
+    C.in_wait = 1;
+    opal_progress();
+    C.in_wait = 0;
+    return 0;
 }
 
 /* Before any other hibar call: the MPI_Ibarrier in flight ends first (hibar allows one

@@ -1,6 +1,7 @@
 /* mpi_coll_check.c: an unmodified MPI program for Open MPI's coll component on hibar: barrier
  * ordering, collectives with random sizes, roots and types checked bit for bit against Open
- * MPI's own in the same job, derived datatypes, sub-communicators (tests/mpi_coll.sh).
+ * MPI's own in the same job, derived datatypes, sub-communicators, a point-to-point send still
+ * owed when a hibar barrier starts (tests/mpi_coll.sh, tests/netns_mpi_coll.sh).
  *   mpi_coll_check [FILE [ROUNDS [MAX_BYTES [SEED]]]]
  * FILE, FILE.0 and FILE.1: 8-byte files, the barrier ordering's counters (none: no ordering). */
 #include <fcntl.h>
@@ -95,6 +96,41 @@ static void barrier_order(MPI_Comm comm, const char *file, int rounds, int nonbl
 
 static const MPI_Datatype types[] = {MPI_BYTE, MPI_INT, MPI_DOUBLE, MPI_LONG_LONG};
 static const int tsizes[] = {1, sizeof(int), sizeof(double), sizeof(long long)};
+
+/* A send whose data the sender still owes when it enters a collective hibar takes: rank 0's
+ * MPI_Isend of 4 MiB (past every eager limit: a rendezvous the sender must progress) to the
+ * last rank, then a barrier of the whole job, then its wait; the last rank receives first.
+ * Across hosts the last rank gets the data only while rank 0 waits in the barrier: hibar's
+ * wait must run Open MPI's progress engine (hibar_set_progress), or the barrier never
+ * completes (the job's barrier_timeout_ms ends it with an error). */
+static void owed_send(void)
+{
+    const int n = 4 << 20;
+    unsigned char *buf = malloc(n);
+    CHECK(buf != NULL, "out of memory");
+    if (np < 2) {
+        free(buf);
+        return;
+    }
+    if (me == 0) {
+        MPI_Request req;
+        fill(buf, n, 4242);
+        MPI_Isend(buf, n, MPI_BYTE, np - 1, 7, MPI_COMM_WORLD, &req);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else if (me == np - 1) {
+        unsigned char *want = malloc(n);
+        CHECK(want != NULL, "out of memory");
+        fill(want, n, 4242);
+        MPI_Recv(buf, n, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(memcmp(buf, want, n) == 0, "the owed send's data differ");
+        free(want);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    free(buf);
+}
 
 /* One round of each collective on world against the reverse-order communicator rev. */
 static void coll_round(MPI_Comm rev, size_t maxb, int k)
@@ -247,6 +283,7 @@ int main(int argc, char **argv)
         CHECK(v == 0 && sum == np * (np - 1) / 2, "bcast and allreduce under an ibarrier");
         MPI_Comm_free(&dup);
     }
+    owed_send();
     for (int k = 0; k < rounds; k++)
         coll_round(rev, maxb, k);
     if (np > 2) { /* a split: each half's barrier (hibar's subset barrier) and collectives */
