@@ -501,8 +501,8 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
         nbar_flat_wake(b);
         /* Wait for each missing rank in turn, asleep (if need be) on its own wake word. */
         while ((a.missing = nbar_flat_missing(b, epoch, a.missing)) < b->nranks) {
-            rc = hb_wait_until(&hb_seg_ctl(b->seg, a.missing)->bar_wake, nbar_flat_poll, &a,
-                               &pol, deadline);
+            rc = hb_wait_until(&hb_seg_ctl(b->seg, a.missing)->bar_wake, nbar_flat_poll, &a, &pol,
+                               deadline);
             if (rc != 0)
                 break;
         }
@@ -765,8 +765,8 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     a.val = ((uint64_t)((uint32_t)(hash ^ (hash >> 32)) & 0x7fffffffu) << 32) | epoch;
     pol = nbar_pol(b);
     if (sorted[0] == b->rank) {
-        rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_leader, &a,
-                           &pol, nbar_deadline(b));
+        rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_sub_poll_leader, &a, &pol,
+                           nbar_deadline(b));
         if (rc == HIBAR_ERR_MISMATCH)
             nbar_sub_fail(&a);
         if (rc != 0)
