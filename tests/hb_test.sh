@@ -163,6 +163,19 @@ hb_prog() {
     printf -v "$1" '%s' "$TMP/${2##*/}"
 }
 
+# hb_use_mpi [PROG]: what the MPI tests share, after hb_use_run: skipped (77) without the
+# component (mca_coll_hibar) or mpirun; the ranks find the build's component; with PROG
+# (tests/NAME), its copy in $PROG, and no rank of it may be left behind.
+hb_use_mpi() {
+    [ -e "$bld/mpi/.libs/mca_coll_hibar.so" ] ||
+        { echo "SKIP: mca_coll_hibar not built (configure found no Open MPI coll headers)"; exit 77; }
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi-bin)"; exit 77; }
+    export HIBAR_OMPI_COMPONENT_DIR="$bld/mpi/.libs"
+    [ $# -gt 0 ] || return 0
+    hb_prog PROG "$1"
+    on_exit '[ -z "$(pgrep -f -- "$PROG" || true)" ] || fail "MPI ranks left behind"'
+}
+
 hb_run_show() {
     local f
     echo "--- stdout"; tail -n 20 "$OUT" 2>/dev/null

@@ -10,12 +10,7 @@
 # missing. HIBAR_TEST_SEED repeats a run.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-[ -e "$bld/mpi/.libs/mca_coll_hibar.so" ] ||
-    { echo "SKIP: mca_coll_hibar not built (configure found no Open MPI coll headers)"; exit 77; }
-command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi-bin)"; exit 77; }
-hb_prog PROG tests/mpi_coll_check
-export HIBAR_OMPI_COMPONENT_DIR="$bld/mpi/.libs"
-on_exit '[ -z "$(pgrep -f -- "$PROG" || true)" ] || fail "MPI ranks left behind"'
+hb_use_mpi tests/mpi_coll_check
 CTR="$TMP/hibar-barrier-counter" # the barrier ordering's shared counter
 truncate -s 8 "$CTR" "$CTR.0" "$CTR.1" || exit 99
 SEED=${HIBAR_TEST_SEED:-$RANDOM}

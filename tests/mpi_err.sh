@@ -9,12 +9,7 @@
 # hang only. Skipped (77) when the component or mpirun is missing.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-[ -e "$bld/mpi/.libs/mca_coll_hibar.so" ] ||
-    { echo "SKIP: mca_coll_hibar not built (configure found no Open MPI coll headers)"; exit 77; }
-command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi-bin)"; exit 77; }
-hb_prog PROG tests/mpi_err_check
-export HIBAR_OMPI_COMPONENT_DIR="$bld/mpi/.libs"
-on_exit '[ -z "$(pgrep -f -- "$PROG" || true)" ] || fail "MPI ranks left behind"'
+hb_use_mpi tests/mpi_err_check
 
 # errs NAME N ARGS...: the program under hibar-run, every call forced to hibar
 errs() {

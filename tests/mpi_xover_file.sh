@@ -9,10 +9,8 @@
 # checked: the sizes hibar wins at depend on the machine and its load.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
-[ -e "$bld/mpi/.libs/mca_coll_hibar.so" ] ||
-    { echo "SKIP: mca_coll_hibar not built (configure found no Open MPI coll headers)"; exit 77; }
-command -v mpirun >/dev/null && command -v ompi_info >/dev/null ||
-    { echo "SKIP: no mpirun or ompi_info (apt-get install openmpi-bin)"; exit 77; }
+hb_use_mpi
+command -v ompi_info >/dev/null || { echo "SKIP: no ompi_info (apt-get install openmpi-bin)"; exit 77; }
 [ -x "$bld/tools/hibar-bench" ] && [ -x "$bld/tools/peer/hibar-mpi-bench" ] ||
     { echo "SKIP: hibar-bench or hibar-mpi-bench not built"; exit 77; }
 export HOME=$TMP/home
