@@ -26,8 +26,13 @@ wait $job
 rc=$?
 [ $rc -ne 124 ] || fail "the job hung after a daemon died"
 [ $rc -ne 0 ] || fail "the job succeeded without a daemon"
+# every rank of rt0..rt2 that left the fence did so on the loss; once the first one exits
+# with an error hibar-run stops the job, so a rank whose daemon learned of the loss later (a
+# loaded host) may be stopped before it says so: at least one, and no other verdict
 n=$(grep -cE 'rank [0-5]: fence: .*(COMM|LOST)' "$ERR")
-[ "$n" -eq 6 ] || fail "ranks 0-5: $n left the fence with COMM_FAILURE/LOST_CONNECTION"
+all=$(grep -cE 'rank [0-5]: fence: ' "$ERR")
+[ "$n" -ge 1 ] && [ "$n" -eq "$all" ] ||
+    fail "ranks 0-5: $n of $all that left the fence did so with COMM_FAILURE/LOST_CONNECTION"
 grep -q 'TIMEOUT' "$ERR" && fail "a fence timed out instead of failing on the loss"
 "${CL[@]}" down >/dev/null 2>&1
 EXTRA_CLEANUP='rm -rf "$RD"'

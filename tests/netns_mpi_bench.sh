@@ -19,7 +19,7 @@ TMP=$(mktemp -d /tmp/hibar-mpibench-test.XXXXXX) || exit 99
 on_exit 'rm -rf "$TMP"'
 on_fail 'echo "--- stdout" >&2; cat "$TMP/out" >&2; echo "--- stderr" >&2; tail -n 30 "$TMP/err" >&2'
 export HOME=$TMP # no user's mca-params.conf
-timeout -k 10 900 "$bld/tools/hibar-bench" mpi --bed 3 --per-node 1 --bed-name hbmbt \
+timeout -k 10 900 "$bld/tools/hibar-bench" mpi --bed 3 --per-node 1 --bed-name "hbmb$$" \
     --bed-net 10.241 --bench barrier,gather --sizes 8 --reps 1 -- --max-secs 0.5 --min-iters 5 \
     >"$TMP/out" 2>"$TMP/err" || fail "hibar-bench mpi --bed: exit $?"
 grep -q "^# 3 ranks, 1 per host on 3 namespace hosts" "$TMP/out" || fail "no note of the bed"
@@ -28,6 +28,6 @@ grep -Eq "^0 +$row +below$" "$TMP/out" || fail "no barrier row passed down (one 
 grep -Eq "^8 +$row +(below|hibar)$" "$TMP/out" || fail "no gather row of 8 bytes"
 pk=$(sed -n 's/^# Open MPI alone sent \([0-9]*\) packets across the bed in 1 runs*$/\1/p' "$TMP/out")
 [ -n "$pk" ] && [ "$pk" -ge 100 ] || fail "Open MPI alone did not cross the bed (packets: '$pk')"
-! ip netns list | grep -q "hbmbt" || fail "the bed's namespaces were left"
-[ -z "$(pgrep -f -- "cluster=hibar-hbmbt" || true)" ] || fail "the bed's daemons were left"
+! ip netns list | grep -q "hbmb$$" || fail "the bed's namespaces were left"
+[ -z "$(pgrep -f -- "cluster=hibar-hbmb$$" || true)" ] || fail "the bed's daemons were left"
 echo "PASS: netns_mpi_bench (Open MPI alone sent $pk packets across the bed)"
