@@ -518,8 +518,15 @@ int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch)
     }
     if (rc == 0 && epoch > b->done)
         b->done = epoch;
-    if (rc == 0 && b->seg->nnodes > 1)
+    if (rc == 0 && b->seg->nnodes > 1) {
         rc = hb_seg_epoch_status(b->seg, epoch); /* the daemon's verdict on the epoch */
+        if (rc == HIBAR_ERR_TIMEOUT) {
+            hb_log_error("nbar: epoch %llu timed out across the nodes (hibard's verdict: the "
+                         "cluster's barrier_timeout_ms passed before every node arrived)",
+                         (unsigned long long)epoch);
+            return rc;
+        }
+    }
     if (rc == HIBAR_ERR_TIMEOUT)
         hb_log_error("nbar: barrier epoch %llu not released within %llu ms",
                      (unsigned long long)epoch, (unsigned long long)(b->timeout_ns / 1000000));
