@@ -102,8 +102,10 @@ check_bed_gone "after a failing command"
 # A signal: TERM to the bed while its command runs.
 "$tb" --sites 1 --nodes 2 --name "$name" -- sleep 60 &
 bed=$!
-for _ in $(seq 100); do
-    [ -z "$(ip netns list 2>/dev/null | grep "^$pfx-s0-n1")" ] || break
+# once the bed runs its command (a signal in the middle of bash's own set-up, inside a command
+# substitution, once made bash report a syntax error in the trap and go on)
+for _ in $(seq 300); do
+    pgrep -P "$bed" -x sleep >/dev/null && break
     sleep 0.1
 done
 kill -TERM $bed
