@@ -43,31 +43,17 @@ wait_for() {
     fail "$want jobs did not start"
 }
 
-# held_lost NODE: every running daemon holds NODE lost (the flood takes its time on a loaded
-# host: waited for, bounded)
-held_lost() {
+# held NODE lost|up: every running daemon holds NODE lost (a loss), or up again (its new
+# incarnation's MEMBER flood); both floods take their time on a loaded host: waited for, bounded
+held() {
     local n
     for n in $(ls "$RUN_DIR" | sed -n 's/\.pid$//p'); do
         [ "$n" = "$1" ] && continue
         for _ in $(seq 300); do
-            cl ctl "$n" members | grep -q " $1:lost:" && break
+            cl ctl "$n" members | grep -q " $1:$2:" && break
             sleep 0.1
         done
-        cl ctl "$n" members | grep -q " $1:lost:" || fail "node $n does not hold $1 lost"
-    done
-}
-
-# held_up NODE: every running daemon holds NODE up again (its new incarnation's MEMBER flood
-# takes its time on a loaded host: waited for, bounded)
-held_up() {
-    local n
-    for n in $(ls "$RUN_DIR" | sed -n 's/\.pid$//p'); do
-        [ "$n" = "$1" ] && continue
-        for _ in $(seq 300); do
-            cl ctl "$n" members | grep -q " $1:up:" && break
-            sleep 0.1
-        done
-        cl ctl "$n" members | grep -q " $1:up:" || fail "node $n does not hold $1 up"
+        cl ctl "$n" members | grep -q " $1:$2:" || fail "node $n does not hold $1 $2"
     done
 }
 
@@ -108,7 +94,7 @@ kcase() {
     wait "$pb" || rcb=$?
     [ $rcb -eq 0 ] || fail "$name: job B (without $victim) exit $rcb"
     grep -q "^fence size=256 ranks=.* iters=300" "$TMP/b.out" || fail "$name: job B: no result"
-    held_lost "$victim"
+    held "$victim" lost
     back "$victim" "$old"
     everyone "$name"
     echo "ok: $name ($victim)"
@@ -136,7 +122,7 @@ a_ends() {
 
 old=$(inc_of n00)
 a_ends origin KILL n00 'n[03-05]'
-held_lost n00
+held n00 lost
 # the root of the live nodes (n01 now) gives slots: a job on other nodes, then one on all but n00
 run 0 --config "$CONFIG" "${SETS[@]}" -H 'n[06-11]' -N 1 "$FC" --size 256 --iters 50
 grep -q "^fence size=256 ranks=6 .*iters=50" "$OUT" || fail "origin: a job after the root's loss"
@@ -151,7 +137,7 @@ echo "ok: origin (n00)"
 # itself as a new incarnation; the job it was in ends
 old=$(inc_of n11)
 a_ends stop STOP n11 'n[09-11]'
-held_lost n11
+held n11 lost
 kill -CONT "$(cat "$RUN_DIR/n11.pid")"
 for _ in $(seq 600); do
     cl status >/dev/null && [ "$(inc_of n11)" != "$old" ] && break
@@ -159,7 +145,7 @@ for _ in $(seq 600); do
 done
 cl status >/dev/null || { cl status; fail "stop: n11 did not rejoin"; }
 [ "$(stat_of n11 self_rejoins)" -ge 1 ] || fail "stop: n11 did not count its rejoin"
-held_up n11
+held n11 up
 everyone stop
 echo "ok: stop (n11)"
 
