@@ -128,6 +128,10 @@ typedef struct hbd_net_rx {
 /* Periodic work (hbd_hooks_cron): timeouts of what is in flight; 1 while something is. */
 typedef int (*hbd_cron_fn)(hbd_t *d, uint64_t now);
 #define HBD_CRON_MAX 8
+/* A link that refused data frames (WOULD_BLOCK) has room again: resend what waits
+ * (hbd_hooks_room). */
+typedef void (*hbd_room_fn)(hbd_t *d);
+#define HBD_ROOM_MAX 4
 
 struct hbd {
     /* configuration */
@@ -173,6 +177,8 @@ struct hbd {
     struct hbd_timer *tick;
     hbd_cron_fn cron_fns[HBD_CRON_MAX];
     uint32_t n_cron;
+    hbd_room_fn room_fns[HBD_ROOM_MAX]; /* senders of data frames (hbd_hooks_room) */
+    uint32_t n_room;
     uint64_t cron_hb_ns;  /* the last heartbeat check while busy, or 0 (its own stalls) */
     uint64_t hb_reset_ns; /* when a stall last started the probes' clocks over */
 

@@ -102,3 +102,17 @@ int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn)
     d->cron_fns[d->n_cron++] = fn;
     return 0;
 }
+
+int hbd_hooks_room(hbd_t *d, hbd_room_fn fn)
+{
+    if (d->n_room == HBD_ROOM_MAX)
+        return HB_ERR_NOMEM;
+    d->room_fns[d->n_room++] = fn;
+    return 0;
+}
+
+void hbd_hooks_room_run(hbd_t *d)
+{
+    for (uint32_t i = 0; i < d->n_room; i++)
+        d->room_fns[i](d);
+}

@@ -29,5 +29,11 @@ int hbd_hooks_join_run(hbd_t *d, uint32_t node, uint64_t inc);
 void hbd_hooks_lost_forget(hbd_t *d);
 /* Periodic work for the cron (hbd_cron.h). 0, or NOMEM when the table is full. */
 int hbd_hooks_cron(hbd_t *d, hbd_cron_fn fn);
+/* A sender of data frames (collective segments, fence data) that queues what a link refused
+ * with WOULD_BLOCK: told as soon as a link has room again, instead of at its retry timer. 0,
+ * or NOMEM when the table is full. */
+int hbd_hooks_room(hbd_t *d, hbd_room_fn fn);
+/* Some link that refused a data frame has room again (the transport calls it). */
+void hbd_hooks_room_run(hbd_t *d);
 
 #endif

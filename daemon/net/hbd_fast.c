@@ -19,6 +19,7 @@
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hbd_fast.h"
+#include "hbd_hooks.h"
 #include "hbd_sock.h"
 #include "hbd_timer.h"
 #include "hb_status.h"
@@ -60,13 +61,14 @@
 #define HBD_FAST_AUTH_LEN 28
 #define HBD_FAST_AUTH_MS 5000   /* an accepted link must authenticate within this */
 #define HBD_FAST_MAX_PENDING 64 /* accepted links still to authenticate; more are refused */
-/* Unsent bytes kept per link: collective data is refused (WOULD_BLOCK: its sender retries)
- * beyond the soft limit, barrier tokens only beyond the hard one (then the link fails). */
-#define HBD_FAST_OBUF_SOFT (4u << 20)
-#define HBD_FAST_OBUF_MAX (HBD_FAST_OBUF_SOFT + HBD_WIRE_COLL_MAX_FRAME + 65536u)
 /* The largest frame a link takes: a barrier token, or a collective or fence data chunk */
 #define HBD_FAST_IBUF_HIER (HBD_WIRE_HDR_LEN + HBD_WIRE_MAX_PAYLOAD)
 #define HBD_FAST_IBUF_DATA (HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_MAX_PAYLOAD + 64u)
+/* Unsent bytes kept per link. The kernel's send buffer is the queue: a data frame goes only
+ * when nothing is kept (else WOULD_BLOCK, and the sender hears of the room through
+ * hbd_hooks_room), so what is kept is at most the tail of one data frame that the socket did
+ * not take whole, plus barrier tokens behind it up to the hard limit (then the link fails). */
+#define HBD_FAST_OBUF_MAX (HBD_FAST_IBUF_DATA + 65536u)
 enum { CL_HIER = 0, CL_DATA = 1 };
 
 /* An accepted connection still to authenticate. */
@@ -95,7 +97,8 @@ struct hbd_fast_link {
     uint8_t *ibuf;
     size_t ihave, icap;
     uint8_t *obuf;
-    size_t ohave, ocap;
+    size_t ooff, ohave, ocap; /* unsent: obuf[ooff, ooff + ohave) */
+    int refused;              /* a data frame got WOULD_BLOCK: call the room hooks once drained */
 };
 
 struct hbd_fast {
@@ -124,7 +127,7 @@ static void link_close(hbd_fast_link_t *l, const char *why)
                     l->node, why);
     l->up = l->connecting = 0;
     l->failed = 1;
-    l->ihave = l->ohave = 0;
+    l->ihave = l->ooff = l->ohave = 0;
 }
 
 static int set_nodelay(int fd)
@@ -212,16 +215,17 @@ static void link_read_cb(evutil_socket_t fd, short what, void *arg)
 static int link_flush(hbd_fast_link_t *l)
 {
     while (l->ohave > 0) {
-        ssize_t n = send(l->fd, l->obuf, l->ohave, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t n = send(l->fd, l->obuf + l->ooff, l->ohave, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n < 0)
             return -1;
-        memmove(l->obuf, l->obuf + n, l->ohave - (size_t)n);
+        l->ooff += (size_t)n;
         l->ohave -= (size_t)n;
     }
+    l->ooff = 0;
     return 0;
 }
 
@@ -234,15 +238,25 @@ static void link_write_cb(evutil_socket_t fd, short what, void *arg)
         link_close(l, strerror(errno));
         return;
     }
-    if (l->ohave == 0)
-        event_del(l->ev_wr);
+    if (l->ohave > 0)
+        return;
+    event_del(l->ev_wr);
+    if (l->refused) {
+        l->refused = 0;
+        hbd_hooks_room_run(l->d); /* may write to this link again */
+    }
 }
 
-/* Keep bytes for later. 0, or -1 (beyond the hard limit: the peer reads nothing). */
+/* Keep bytes for later, behind what is kept. 0, or -1 (beyond the hard limit: the peer reads
+ * nothing). */
 static int link_keep(hbd_fast_link_t *l, const uint8_t *buf, size_t len)
 {
     if (HBD_FAST_OBUF_MAX - l->ohave < len)
         return -1;
+    if (l->ocap - l->ooff - l->ohave < len && l->ooff > 0) {
+        memmove(l->obuf, l->obuf + l->ooff, l->ohave); /* rare: tokens behind a data tail */
+        l->ooff = 0;
+    }
     if (l->ocap - l->ohave < len) {
         size_t cap = l->ocap ? l->ocap : 65536;
         while (cap - l->ohave < len)
@@ -253,7 +267,7 @@ static int link_keep(hbd_fast_link_t *l, const uint8_t *buf, size_t len)
         l->obuf = b;
         l->ocap = cap;
     }
-    memcpy(l->obuf + l->ohave, buf, len);
+    memcpy(l->obuf + l->ooff + l->ohave, buf, len);
     l->ohave += len;
     return 0;
 }
@@ -303,8 +317,10 @@ int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIR
         (type != HBD_WIRE_HIER && type != HBD_WIRE_COLL && type != HBD_WIRE_FENCE))
         return HB_ERR_UNAVAIL;
     hbd_fast_link_t *l = p->fast;
-    if (cl == CL_DATA && l->ohave >= HBD_FAST_OBUF_SOFT)
-        return HB_ERR_WOULD_BLOCK; /* the sender retries when its timer comes */
+    if (cl == CL_DATA && l->ohave > 0) {
+        l->refused = 1; /* the sender retries when the room hooks or its timer come */
+        return HB_ERR_WOULD_BLOCK;
+    }
     if (l1 > UINT32_MAX - l2 || l1 + l2 > HBD_FAST_IBUF_DATA - HBD_WIRE_HDR_LEN)
         return HB_ERR_INVAL;
     struct iovec iov[3] = {{(void *)hdr, HBD_WIRE_HDR_LEN}, {(void *)p1, l1}, {(void *)p2, l2}};

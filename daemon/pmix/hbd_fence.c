@@ -371,6 +371,13 @@ static void retry_cb(hbd_t *d, void *arg)
         retry_arm(d);
 }
 
+/* A link that refused fence data has room again: send on at once (the timer is the fallback). */
+static void on_room(hbd_t *d)
+{
+    if (d->fence->outs != NULL)
+        retry_cb(d, NULL);
+}
+
 static void retry_arm(hbd_t *d)
 {
     fence_state_t *S = d->fence;
@@ -701,7 +708,7 @@ int hbd_fence_init(hbd_t *d)
     if (S->check == NULL || S->retry == NULL)
         return HB_ERR_NOMEM;
     hbd_hooks_frame(d, HBD_WIRE_FENCE, on_msg, NULL);
-    return 0;
+    return hbd_hooks_room(d, on_room);
 }
 
 void hbd_fence_fini(hbd_t *d)

@@ -80,7 +80,8 @@ struct hbd_coll_run {
     hbd_zc_t *work_zc; /* owns the executor's layout buffer once it lent ZeroMQ a segment */
     hbd_zc_t *in_zc;   /* owns `in` once it lent ZeroMQ a segment */
     uint64_t in_len;
-    hb_coll_act_t *q; /* pending sends, FIFO */
+    hb_coll_act_t *q; /* pending sends: FIFO per destination (run_flush) */
+    uint8_t *qsent;   /* [qcap] q[i] went out (behind the head: another link was full) */
     size_t qhead, nq, qcap;
     hbd_reply_t *conn;
     int started, complete, failed, status, delivered, warned;
@@ -165,6 +166,7 @@ static int pat_check(const uint8_t *buf, uint64_t id, uint32_t node, uint64_t le
 static void on_msg(hbd_t *d, const hbd_wire_msg_t *m);
 static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data);
 static void on_lost(hbd_t *d, uint32_t lost, int status, int first);
+static void on_room(hbd_t *d);
 
 int hbd_coll_init(hbd_t *d)
 {
@@ -195,7 +197,8 @@ int hbd_coll_init(hbd_t *d)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
     d->coll = st;
     hbd_hooks_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
-    return hbd_hooks_lost(d, on_lost, 30);
+    int rc = hbd_hooks_room(d, on_room);
+    return rc != 0 ? rc : hbd_hooks_lost(d, on_lost, 30);
 }
 
 static void run_free(hbd_coll_run_t *r)
@@ -218,6 +221,7 @@ static void run_free(hbd_coll_run_t *r)
     else
         free(r->in);
     free(r->q);
+    free(r->qsent);
     free(r);
 }
 
@@ -643,45 +647,59 @@ static hbd_zc_t *run_holder(hbd_t *d, hbd_coll_run_t *r, const uint8_t *p, uint6
     return NULL;
 }
 
-/* Send what the links and queues allow, in order. */
+#define HBD_COLL_BLOCKED_MAX 32 /* destinations set aside in one pass of run_flush */
+
+/* Send what the links allow: in queue order for each destination, but a full link (or one
+ * not up yet) does not hold the frames for the others (a flat scatter's root queues node 1's
+ * segments, then node 2's, ...: every link is kept busy, not one at a time). */
 static void run_flush(hbd_t *d, hbd_coll_run_t *r)
 {
     uint8_t pl[HBD_WIRE_COLL_HDR];
     uint64_t now = hb_time_now_ns();
-    while (!r->failed && r->qhead < r->nq) {
-        const hb_coll_act_t *a = &r->q[r->qhead];
-        uint32_t to = run_node(r, a->to);
+    uint32_t blocked[HBD_COLL_BLOCKED_MAX], n_blocked = 0;
+    int stalled = 0;
+    for (size_t i = r->qhead; !r->failed && i < r->nq; i++) {
+        const hb_coll_act_t *a = &r->q[i];
+        uint32_t to = run_node(r, a->to), b = 0;
+        while (b < n_blocked && blocked[b] != to)
+            b++;
+        if (r->qsent[i] || b < n_blocked)
+            continue;
+        int rc = 0;
         if (!hbd_net_peer_up(d, to)) {
+            rc = HB_ERR_WOULD_BLOCK;
             if (now - r->last_link_ns >= HBD_COLL_LINK_NS) {
                 r->last_link_ns = now;
-                int rc = hbd_net_link(d, to);
+                rc = hbd_net_link(d, to);
                 if (rc != 0 && rc != HB_ERR_WOULD_BLOCK) {
                     run_fail(r, rc);
                     return;
                 }
-                if (rc == 0)
-                    continue;
-            }
-            return;
-        }
-        hbd_wire_coll_t c = r->key;
-        c.seq = a->seq;
-        c.off = a->off;
-        hbd_wire_coll_pack(&c, pl);
-        if (inside(a->data, a->len, r->in, r->in_len)) {
-            int rr = run_read(r, (uint64_t)((const uint8_t *)a->data - r->in), a->len);
-            if (rr != 0) {
-                run_fail(r, rr);
-                return;
+                if (rc == 0 && !hbd_net_peer_up(d, to))
+                    rc = HB_ERR_WOULD_BLOCK;
             }
         }
-        int rc = hbd_net_send_coll(d, to, r->id, pl, a->data, (uint32_t)a->len,
+        if (rc == 0) {
+            hbd_wire_coll_t c = r->key;
+            c.seq = a->seq;
+            c.off = a->off;
+            hbd_wire_coll_pack(&c, pl);
+            if (inside(a->data, a->len, r->in, r->in_len)) {
+                int rr = run_read(r, (uint64_t)((const uint8_t *)a->data - r->in), a->len);
+                if (rr != 0) {
+                    run_fail(r, rr);
+                    return;
+                }
+            }
+            rc = hbd_net_send_coll(d, to, r->id, pl, a->data, (uint32_t)a->len,
                                    run_holder(d, r, a->data, a->len));
+        }
         if (rc == HB_ERR_WOULD_BLOCK) {
-            rc = run_read_ahead(r);
-            if (rc != 0)
-                run_fail(r, rc);
-            return;
+            stalled = 1;
+            if (n_blocked == HBD_COLL_BLOCKED_MAX)
+                break;
+            blocked[n_blocked++] = to;
+            continue;
         }
         if (rc != 0) {
             run_fail(r, rc);
@@ -689,10 +707,17 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
         }
         hbd_prof(d, HBD_PROF_COLL, "cprof", "tx", r->id);
         r->frames_tx++;
-        r->qhead++;
+        r->qsent[i] = 1;
     }
+    while (r->qhead < r->nq && r->qsent[r->qhead])
+        r->qhead++;
     if (r->qhead == r->nq)
         r->qhead = r->nq = 0;
+    if (stalled && !r->failed) {
+        int rc = run_read_ahead(r); /* while the links are full */
+        if (rc != 0)
+            run_fail(r, rc);
+    }
 }
 
 static int run_queue(hbd_coll_run_t *r, const hb_coll_act_t *a)
@@ -705,11 +730,15 @@ static int run_queue(hbd_coll_run_t *r, const hb_coll_act_t *a)
     if (r->nq == r->qcap) {
         size_t cap = r->qcap ? r->qcap * 2 : 64;
         hb_coll_act_t *q = realloc(r->q, cap * sizeof(*q));
-        if (q == NULL)
+        if (q != NULL)
+            r->q = q;
+        uint8_t *sent = q != NULL ? realloc(r->qsent, cap) : NULL;
+        if (sent == NULL)
             return HB_ERR_NOMEM;
-        r->q = q;
+        r->qsent = sent;
         r->qcap = cap;
     }
+    r->qsent[r->nq] = 0;
     r->q[r->nq++] = *a;
     return 0;
 }
@@ -797,6 +826,19 @@ static void timer_cb(hbd_t *d, void *arg)
         free(e);
     }
     timer_arm(d);
+}
+
+/* A link that refused a segment has room again: send on at once (the timer is the fallback). */
+static void on_room(hbd_t *d)
+{
+    hbd_coll_run_t *r = d->coll->runs, *next;
+    for (; r != NULL; r = next) {
+        next = r->next;
+        if (r->failed || r->qhead == r->nq)
+            continue;
+        run_flush(d, r);
+        run_maybe_finish(d, r);
+    }
 }
 
 static void timer_arm(hbd_t *d)
