@@ -125,6 +125,10 @@ static const cfg_key_t cfg_keys[] = {
      "data moves while nodes agree"},
     {"coll_inline_max", K_UINT, OFF(coll_inline_max), 262144, NULL, 0, NULL,
      "collectives up to this many bytes: data inside the agreement"},
+    {"coll_bulk_min", K_UINT, OFF(coll_bulk_min), 1u << 30, NULL, 0, NULL,
+     "collectives from this many bytes: data through ZeroMQ's I/O threads (0: never)"},
+    {"data_threads", K_UINT, OFF(data_threads), 16, NULL, 0, NULL,
+     "ZeroMQ I/O threads (0: by the node's cores)"},
     {"poll", K_ENUM, OFF(poll), 0, poll_names, 0, NULL, "how hibard waits while busy"},
     {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL, 0, NULL, "cores set aside for hibard"},
     {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL, 0, NULL, "cores of the node (0: affinity)"},
@@ -552,6 +556,7 @@ int hb_cfg_create(hb_cfg_t **cfg_p)
     cfg->fast_lane = 1;
     cfg->coll_overlap = 1;
     cfg->coll_inline_max = 32768;
+    cfg->coll_bulk_min = 4u << 20;
     cfg->heartbeat_interval_ms = 500;
     cfg->heartbeat_timeout_ms = 2000;
     cfg->barrier_timeout_ms = 30000;

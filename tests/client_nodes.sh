@@ -41,6 +41,13 @@ run 0 -n 16 --per-node 4 -o coll_inline_max=0 --emulate "$FOUR" "$XC" --ops 60 -
 ok 60 16 "4x4, coll_inline_max 0"
 check_clean
 
+# every collective's data through ZeroMQ's I/O threads (coll_bulk_min 1; 3 of them), none
+# inside the agreement: the fast lane carries only the agreements and tokens
+run 0 -n 16 --map-by chassis -o coll_inline_max=0 -o coll_bulk_min=1 -o data_threads=3 \
+    --emulate "$FOUR" "$XC" --ops 60 --errors --unreadable --seed 8
+ok 60 16 "4x4 map-by chassis, coll_bulk_min 1, data_threads 3"
+check_clean
+
 # 30 nodes x 1 rank (the paper's 10 chassis x 3)
 sed -e "s/^cluster: .*/cluster: hbxc$$/" "$src/examples/scmd-30.yaml" >"$TMP/thirty.yaml"
 grep -q "^cluster: hbxc$$" "$TMP/thirty.yaml" || echo "cluster: hbxc$$" >>"$TMP/thirty.yaml"

@@ -179,9 +179,10 @@ int hbd_net_send(hbd_t *d, uint32_t to, uint8_t type, uint16_t flags, uint64_t c
 }
 
 int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
-                      uint32_t dlen, hbd_zc_t *hold)
+                      uint32_t dlen, hbd_zc_t *hold, int bulk)
 {
     (void)hold; /* copied: the queue owns its frames */
+    (void)bulk; /* one path: the fake transport keeps every sender's order */
     return hbd_net_send2(d, to, HBD_WIRE_COLL, 0, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
 }
 

@@ -140,6 +140,10 @@ tx=0
 for ((i = 0; i < 12; i++)); do tx=$((tx + $(stat_of "$(printf 'n%02d' "$i")" data_tx))); done
 rx3=$(stat_of n03 data_rx)
 [ "$tx" -gt 0 ] && [ "$rx3" -gt 0 ] || fail "data plane: data_tx $tx, n03 data_rx $rx3"
+# collectives of coll_bulk_min (4 MiB) or more sent their frames through ZeroMQ's I/O threads
+btx=0
+for ((i = 0; i < 12; i++)); do btx=$((btx + $(stat_of "$(printf 'n%02d' "$i")" bulk_tx))); done
+[ "$btx" -gt 0 ] && [ "$btx" -lt "$tx" ] || fail "data plane: bulk_tx $btx of data_tx $tx"
 out=$("$bld/tests/hbd_inject" --config "$CONFIG" "${SETS[@]}" --target n03 --mode data --as n04) ||
     fail "hbd_inject --mode data: $out"
 denied=$(stat_of n03 data_denied)
@@ -182,7 +186,7 @@ PY
 [ "$(stat_of n03 fast_denied)" -eq $((fden + 1)) ] || fail "fast lane: a silent connection not counted"
 fden=$((fden + 1))
 coll 12 scatter flat 3 100000
-echo "data plane plain: $NCOLL collectives ok, $tx frames on it ($ftx on the fast lane), intruders refused ($denied, fast lane $fden)"
+echo "data plane plain: $NCOLL collectives ok, $tx frames on it ($ftx on the fast lane, $btx bulk), intruders refused ($denied, fast lane $fden)"
 down
 check_clean
 SETS=("${SETS0[@]}")

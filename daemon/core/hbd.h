@@ -82,6 +82,7 @@ typedef struct hbd_stats {
     uint64_t rx_unknown_peer;  /* frames from a routing id that is no neighbour */
     uint64_t auth_denied;      /* CurveZMQ clients refused by the ZAP handler */
     uint64_t data_rx, data_tx; /* collective frames on the plain data plane */
+    uint64_t bulk_tx;          /* of data_tx: large collectives' frames through ZeroMQ */
     uint64_t data_denied;      /* data-socket connections refused (wrong or no token) */
     uint64_t data_bad;         /* frames refused on the data socket (not COLL, wrong sender) */
     uint64_t fast_rx, fast_tx; /* frames on the fast lane (tokens; data with a plain plane) */
@@ -261,6 +262,10 @@ static inline void hbd_peer_heard(hbd_peer_t *p, uint64_t now)
     p->last_rx_ns = now;
     p->probe_ns = 0;
 }
+
+/* The node's cores for the waiting rule (doc/design.md 6.1): cpu.count, else the daemon's
+ * CPU affinity (hbd_hooks.c). */
+uint32_t hbd_node_cores(const hbd_t *d);
 
 /* Is node `node` known lost? An unknown node (a loss nobody could name) counts as every node. */
 static inline int hbd_node_lost(const hbd_t *d, uint32_t node)

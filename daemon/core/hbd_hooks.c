@@ -1,6 +1,10 @@
-/* hbd_hooks.c: the tables through which a lower layer reaches the layers above. */
+/* hbd_hooks.c: the tables through which a lower layer reaches the layers above, and the
+ * node's cores that the layers' waiting rules share. */
+#include "hb_config.h" /* first: _GNU_SOURCE for sched_getaffinity */
+
 #include "hbd_hooks.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,4 +119,12 @@ void hbd_hooks_room_run(hbd_t *d)
 {
     for (uint32_t i = 0; i < d->n_room; i++)
         d->room_fns[i](d);
+}
+
+uint32_t hbd_node_cores(const hbd_t *d)
+{
+    cpu_set_t set;
+    if (d->cfg->cpu_count > 0)
+        return d->cfg->cpu_count;
+    return sched_getaffinity(0, sizeof(set), &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
 }

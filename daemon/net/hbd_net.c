@@ -358,10 +358,10 @@ static void zc_done(void *data, void *hint)
 }
 
 int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
-                      uint32_t dlen, hbd_zc_t *hold)
+                      uint32_t dlen, hbd_zc_t *hold, int bulk)
 {
     hbd_peer_t *p = peer_get(d, to);
-    if (hold == NULL || d->data_out == NULL || dlen == 0 || p == NULL || p->lost)
+    if (d->data_out == NULL || p == NULL || p->lost || (!bulk && (hold == NULL || dlen == 0)))
         return hbd_net_send2(d, to, HBD_WIRE_COLL, 0, coll_id, hdr, HBD_WIRE_COLL_HDR, data, dlen);
     uint8_t head[HBD_WIRE_HDR_LEN + HBD_WIRE_COLL_HDR];
     hbd_wire_msg_t m = {.type = HBD_WIRE_COLL,
@@ -371,9 +371,12 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
                         .len = HBD_WIRE_COLL_HDR + dlen};
     if (hbd_wire_encode_hdr(&m, head) != 0)
         return HB_ERR_INVAL;
-    int rc = fast_first(d, to, HBD_WIRE_COLL, head, hdr, HBD_WIRE_COLL_HDR, data, dlen);
-    if (rc != HB_ERR_UNAVAIL)
-        return rc;
+    int rc;
+    if (!bulk) {
+        rc = fast_first(d, to, HBD_WIRE_COLL, head, hdr, HBD_WIRE_COLL_HDR, data, dlen);
+        if (rc != HB_ERR_UNAVAIL)
+            return rc;
+    }
     rc = data_link(d, p);
     if (rc != 0)
         return rc;
@@ -381,13 +384,22 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     char id[HBD_ID_MAX];
     peer_id(p, 1, id);
     zmq_msg_t body;
-    atomic_fetch_add(&hold->refs, 1); /* the message's, dropped by zc_done */
-    if (zmq_msg_init_data(&body, (void *)data, dlen, zc_done, hold) != 0) {
-        hbd_zc_put(hold);
-        return HB_ERR_NOMEM;
+    int two = hold != NULL && dlen > 0; /* the data as a second frame, not copied */
+    if (two) {
+        atomic_fetch_add(&hold->refs, 1); /* the message's, dropped by zc_done */
+        if (zmq_msg_init_data(&body, (void *)data, dlen, zc_done, hold) != 0) {
+            hbd_zc_put(hold);
+            return HB_ERR_NOMEM;
+        }
+    } else {
+        if (zmq_msg_init_size(&body, sizeof(head) + (size_t)dlen) != 0)
+            return HB_ERR_NOMEM;
+        memcpy(zmq_msg_data(&body), head, sizeof(head));
+        if (dlen > 0)
+            memcpy((uint8_t *)zmq_msg_data(&body) + sizeof(head), data, dlen);
     }
     rc = z_send(d->data_out, id, strlen(id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    if (rc >= 0)
+    if (rc >= 0 && two)
         rc = z_send(d->data_out, head, sizeof(head), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
         rc = z_msg_send(&body, d->data_out, ZMQ_DONTWAIT);
@@ -402,6 +414,7 @@ int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hd
     }
     d->st.tx_frames++;
     d->st.data_tx++;
+    d->st.bulk_tx += bulk != 0;
     return 0;
 }
 
@@ -1408,6 +1421,18 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
     return 0;
 }
 
+/* ZeroMQ's I/O threads: data_threads, or one per 4 cores of the node (1 to 4). Each link
+ * (connection) is served by one of them, so a large collective's links to several nodes are
+ * written at once where the cores allow. */
+static uint32_t io_threads(const hbd_t *d)
+{
+    uint32_t n = d->cfg->data_threads;
+    if (n > 0)
+        return n;
+    n = hbd_node_cores(d) / 4;
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
 int hbd_net_start(hbd_t *d)
 {
     const hb_topo_t *t = d->topo;
@@ -1441,7 +1466,7 @@ int hbd_net_start(hbd_t *d)
         hb_log_error("zmq_ctx_new: %s", zmq_strerror(errno));
         return HB_ERR_INTERNAL;
     }
-    zmq_ctx_set(d->zctx, ZMQ_IO_THREADS, 1);
+    zmq_ctx_set(d->zctx, ZMQ_IO_THREADS, (int)io_threads(d));
     zmq_ctx_set(d->zctx, ZMQ_BLOCKY, 0);
 
     /* the ZAP handler must exist before the first connection is accepted */

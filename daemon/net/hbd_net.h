@@ -41,9 +41,12 @@ hbd_zc_t *hbd_zc_new(void *buf);
 void hbd_zc_put(hbd_zc_t *z);
 /* A COLL frame: the 40-byte collective header and dlen bytes of data. On the plain data plane
  * with `hold` (which must own the memory data points into) the data goes as a second
- * ZeroMQ frame without being copied; otherwise as hbd_net_send2. Same results. */
+ * ZeroMQ frame without being copied; otherwise as hbd_net_send2. Same results. `bulk` (plain
+ * data plane only): on the data plane's ZeroMQ link even where the fast lane is up, so that
+ * ZeroMQ's I/O thread writes it while the loop goes on (doc/design.md 7.4); a caller sends
+ * all of one collective's frames to a node the same way (each path keeps its order). */
 int hbd_net_send_coll(hbd_t *d, uint32_t to, uint64_t coll_id, const uint8_t *hdr, const void *data,
-                      uint32_t dlen, hbd_zc_t *hold);
+                      uint32_t dlen, hbd_zc_t *hold, int bulk);
 /* Link to any node on demand (collectives): 0 once linked both ways, HB_ERR_WOULD_BLOCK
  * while the link comes up (call again: it resends HELLO), HB_ERR_PEER_LOST, HB_ERR_IO.
  * hbd_net_send returns HB_ERR_WOULD_BLOCK (nothing sent, nothing logged) when the link is

@@ -1526,11 +1526,7 @@ int hbd_barrier_init(hbd_t *d)
             0u, d->epoch, (uint64_t)0, 0u, (uint32_t)HBD_CLUSTER_NSYNC, b->trace_t0);
         fflush(b->trace);
     }
-    b->cores = d->cfg->cpu_count;
-    if (b->cores == 0) {
-        cpu_set_t set;
-        b->cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
-    }
+    b->cores = hbd_node_cores(d);
     b->poll_mode = poll_mode(d);
     b->ev_yield = evtimer_new(d->base, yield_cb, d);
     b->retry = hbd_timer_new(d, retry_cb, NULL);

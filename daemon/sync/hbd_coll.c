@@ -85,6 +85,7 @@ struct hbd_coll_run {
     size_t qhead, nq, qcap;
     hbd_reply_t *conn;
     int started, complete, failed, status, delivered, warned;
+    int bulk; /* every frame on the data plane's ZeroMQ link (coll_bulk_min) */
     double predicted_us;
     uint64_t t_created, t_start, t_done, last_link_ns;
     uint64_t frames_tx, frames_rx;
@@ -412,6 +413,8 @@ static int run_build(hbd_t *d, uint64_t id, const hbd_wire_coll_t *key, const ui
         rc = HB_ERR_INVAL;
         goto err_free;
     }
+    /* large ones: the data through ZeroMQ's I/O thread, which writes while the loop reads on */
+    r->bulk = d->data_out != NULL && d->cfg->coll_bulk_min > 0 && s->total >= d->cfg->coll_bulk_min;
     if ((s->op == HB_COLL_SCATTER || s->op == HB_COLL_BCAST) && v == s->root)
         r->in_len = s->total;
     else if (s->op == HB_COLL_GATHER || s->op == HB_COLL_ALLGATHER || s->op == HB_COLL_ALLTOALL)
@@ -692,7 +695,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
                 }
             }
             rc = hbd_net_send_coll(d, to, r->id, pl, a->data, (uint32_t)a->len,
-                                   run_holder(d, r, a->data, a->len));
+                                   run_holder(d, r, a->data, a->len), r->bulk);
         }
         if (rc == HB_ERR_WOULD_BLOCK) {
             stalled = 1;
