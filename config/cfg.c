@@ -128,7 +128,7 @@ static const cfg_key_t cfg_keys[] = {
     {"coll_bulk_min", K_UINT, OFF(coll_bulk_min), 1u << 30, NULL, 0, NULL,
      "collectives from this many bytes: data through ZeroMQ's I/O threads (0: never)"},
     {"data_threads", K_UINT, OFF(data_threads), 16, NULL, 0, NULL,
-     "ZeroMQ I/O threads (0: by the node's cores)"},
+     "ZeroMQ I/O threads (0: the node's cores, 1-4)"},
     {"poll", K_ENUM, OFF(poll), 0, poll_names, 0, NULL, "how hibard waits while busy"},
     {"cpu.reserved", K_UINT, OFF(cpu_reserved), 4096, NULL, 0, NULL, "cores set aside for hibard"},
     {"cpu.count", K_UINT, OFF(cpu_count), 65536, NULL, 0, NULL, "cores of the node (0: affinity)"},

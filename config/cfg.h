@@ -100,7 +100,7 @@ typedef struct hb_cfg {
                                * inside the agreement, no data run; default 32768 */
     uint32_t coll_bulk_min;   /* collectives of at least this many bytes in all send their data
                                * through ZeroMQ's I/O threads, not the fast lane; 0: never */
-    uint32_t data_threads;    /* ZeroMQ I/O threads; 0 (default): by the node's cores */
+    uint32_t data_threads;    /* ZeroMQ I/O threads; 0 (default): the node's cores, 1-4 */
     int poll;              /* hb_cfg_poll_t: how hibard waits while barriers are busy */
     uint32_t cpu_reserved; /* cores set aside for hibard (CoreSpecCount); default 0 */
     uint32_t cpu_count;    /* cores of the node; 0 (default): hibard's CPU affinity */

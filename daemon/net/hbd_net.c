@@ -1421,15 +1421,15 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
     return 0;
 }
 
-/* ZeroMQ's I/O threads: data_threads, or one per 4 cores of the node (1 to 4). Each link
- * (connection) is served by one of them, so a large collective's links to several nodes are
- * written at once where the cores allow. */
+/* ZeroMQ's I/O threads: data_threads, or one per core of the node up to 4. Each connection
+ * is served by one of them, so a large collective's links to several nodes (coll_bulk_min)
+ * are written and read at once where the cores allow; idle, they sleep in epoll. */
 static uint32_t io_threads(const hbd_t *d)
 {
     uint32_t n = d->cfg->data_threads;
     if (n > 0)
         return n;
-    n = hbd_node_cores(d) / 4;
+    n = hbd_node_cores(d);
     return n < 1 ? 1 : n > 4 ? 4 : n;
 }
 
