@@ -134,6 +134,8 @@ struct hbd_xop {
     int overlap, refs, agree_status, data_status;
     hbd_coll_run_t *run; /* the data run while it has not called back */
     int inl;             /* the data inside the agreement (coll_inline_max), no data run */
+    uint64_t *wdone;     /* [job nodes] bytes of each node's output block written as its
+                          * segments arrived (xop_on_seg), or NULL */
 };
 
 /* ---- the ranks socket ---- */
@@ -355,6 +357,7 @@ static void xop_free(hbd_xop_t *op)
     free(op->rec_recv);
     free(op->in);
     free(op->pc);
+    free(op->wdone);
     free(op);
 }
 
@@ -647,70 +650,124 @@ static uint32_t xop_self_index(const hbd_job_t *j)
     return self;
 }
 
-/* Write this node's output into the ranks' buffers from the nodes' blocks blk[w] (scatter:
- * this node's; bcast: the data at blk[0]; gather at the root's node, allgather: every node's)
- * of collective `cop` whose root is on the job's node root_w. */
-static int xop_write_blocks(hbd_xop_t *op, hb_coll_op_t cop, const xop_blk_t *blk, uint32_t root_w)
+/* Intersect [lo, lo + n) with [from, to): its start in *s0 and length, 0 if none. */
+static uint64_t xop_clip(uint64_t lo, uint64_t n, uint64_t from, uint64_t to, uint64_t *s0)
+{
+    uint64_t a = lo > from ? lo : from, e = lo + n < to ? lo + n : to;
+    *s0 = a;
+    return e > a ? e - a : 0;
+}
+
+/* Does this node write node w's block of collective `cop` into its ranks (the root's node of a
+ * gather being the job's node root_w)? Scatter: its own; bcast: the one block (w 0); gather at
+ * the root's node, allgather: every node's. */
+static int xop_outputs(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32_t root_w)
+{
+    uint32_t self = xop_self_index(op->rj->j);
+    switch (cop) {
+    case HB_COLL_SCATTER:
+        return w == self;
+    case HB_COLL_BCAST:
+        return w == 0;
+    case HB_COLL_GATHER:
+        return self == root_w;
+    default:
+        return 1;
+    }
+}
+
+/* Write bytes [from, to) of node w's block of the output (src: those bytes) into this node's
+ * ranks' buffers, where xop_outputs says it does. The whole block after the data run or
+ * inline; a segment's part of it as the segment arrives (xop_on_seg). */
+static int xop_write_part(hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32_t root_w,
+                          const uint8_t *src, uint64_t from, uint64_t to)
 {
     hbd_ranks_job_t *rj = op->rj;
     hbd_job_t *j = rj->j;
-    uint32_t self = xop_self_index(j);
-    uint64_t blen = 0;
-    const uint8_t *b;
+    uint64_t s0, n;
     int rc = 0;
+    if (from >= to || !xop_outputs(op, cop, w, root_w))
+        return 0;
     switch (cop) {
     case HB_COLL_SCATTER: {
         uint64_t off = 0;
-        b = blk[self].p;
-        blen = blk[self].len;
-        for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
+        for (uint32_t k = 0; k < j->n_local && rc == 0 && off < to; k++) {
             uint32_t gr = j->local[k].rank;
-            if (op->cnt[gr] > 0)
-                rc = off + op->cnt[gr] > blen
-                         ? HB_ERR_INTERNAL
-                         : xop_cma(rj->pid[k], (void *)(b + off), op->rec_recv[k], op->cnt[gr], 1);
+            if ((n = xop_clip(off, op->cnt[gr], from, to, &s0)) > 0)
+                rc = xop_cma(rj->pid[k], (void *)(src + (s0 - from)), op->rec_recv[k] + (s0 - off),
+                             n, 1);
             off += op->cnt[gr];
         }
         return rc;
     }
     case HB_COLL_BCAST:
-        b = blk[0].p;
-        blen = blk[0].len;
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++)
-            if (j->local[k].rank != (uint32_t)op->root && op->size > 0)
-                rc = blen < op->size ? HB_ERR_INTERNAL
-                                     : xop_cma(rj->pid[k], (void *)b, op->rec_send[k], op->size, 1);
+            if (j->local[k].rank != (uint32_t)op->root)
+                rc = xop_cma(rj->pid[k], (void *)src, op->rec_send[k] + from, to - from, 1);
         return rc;
     case HB_COLL_GATHER:
-    default: /* allgather: every block to every local rank, at its job rank's place */
-        if (cop == HB_COLL_GATHER && self != root_w)
-            return 0;
+    default: { /* allgather: every block to every local rank, at its job rank's place */
+        uint32_t cw = j->nodes[w];
         for (uint32_t k = 0; k < j->n_local && rc == 0; k++) {
             if (cop == HB_COLL_GATHER && j->local[k].rank != (uint32_t)op->root)
                 continue;
             xop_batch_t bt = {.n = 0, .pid = rj->pid[k], .write = 1};
-            for (uint32_t w = 0; w < j->n_nodes && rc == 0; w++) {
-                uint64_t off = 0;
-                b = blk[w].p;
-                blen = blk[w].len;
-                uint32_t cw = j->nodes[w];
-                for (uint32_t i = rj->node_off[cw]; i < rj->node_off[cw + 1] && rc == 0; i++) {
-                    uint32_t gr = rj->node_granks[i];
-                    uint64_t n = cop == HB_COLL_GATHER ? op->cnt[gr] : op->size;
-                    uint64_t at =
-                        cop == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
-                    if (n > 0)
-                        rc = off + n > blen
-                                 ? HB_ERR_INTERNAL
-                                 : xop_batch_add(&bt, (void *)(b + off), op->rec_recv[k] + at, n);
-                    off += n;
-                }
+            uint64_t off = 0;
+            for (uint32_t i = rj->node_off[cw]; i < rj->node_off[cw + 1] && rc == 0 && off < to;
+                 i++) {
+                uint32_t gr = rj->node_granks[i];
+                uint64_t len = cop == HB_COLL_GATHER ? op->cnt[gr] : op->size;
+                uint64_t at =
+                    cop == HB_COLL_GATHER ? xop_root_off(op, gr) : (uint64_t)gr * op->size;
+                if ((n = xop_clip(off, len, from, to, &s0)) > 0)
+                    rc = xop_batch_add(&bt, (void *)(src + (s0 - from)),
+                                       op->rec_recv[k] + at + (s0 - off), n);
+                off += len;
             }
             if (rc == 0)
                 rc = xop_batch_flush(&bt);
         }
         return rc;
     }
+    }
+}
+
+/* The bytes of node w's block that xop_write_part reads for this node's ranks. */
+static uint64_t xop_block_need(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w)
+{
+    hbd_ranks_job_t *rj = op->rj;
+    hbd_job_t *j = rj->j;
+    uint64_t need = 0;
+    if (cop == HB_COLL_BCAST)
+        return op->size;
+    if (cop == HB_COLL_SCATTER) {
+        for (uint32_t k = 0; k < j->n_local; k++)
+            need += op->cnt[j->local[k].rank];
+        return need;
+    }
+    uint32_t cw = j->nodes[w];
+    for (uint32_t i = rj->node_off[cw]; i < rj->node_off[cw + 1]; i++)
+        need += cop == HB_COLL_GATHER ? op->cnt[rj->node_granks[i]] : op->size;
+    return need;
+}
+
+/* Write this node's output into the ranks' buffers from the nodes' blocks blk[w] (scatter:
+ * this node's; bcast: the data at blk[0]; gather at the root's node, allgather: every node's)
+ * of collective `cop` whose root is on the job's node root_w; blocks that arrived whole in
+ * segments were written then (op->wdone). */
+static int xop_write_blocks(hbd_xop_t *op, hb_coll_op_t cop, const xop_blk_t *blk, uint32_t root_w)
+{
+    hbd_job_t *j = op->rj->j;
+    int rc = 0;
+    for (uint32_t w = 0; w < j->n_nodes && rc == 0; w++) {
+        if (blk[w].p == NULL || !xop_outputs(op, cop, w, root_w) ||
+            (op->wdone != NULL && op->wdone[w] == blk[w].len))
+            continue;
+        if (blk[w].len < xop_block_need(op, cop, w))
+            return HB_ERR_INTERNAL;
+        rc = xop_write_part(op, cop, w, root_w, blk[w].p, 0, blk[w].len);
+    }
+    return rc;
 }
 
 /* Write this node's output from where the executor holds it (the schedule runs over the
@@ -726,6 +783,33 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
                                               : xop_write_blocks(op, s->op, blk, s->root);
     free(blk);
     return rc;
+}
+
+/* A segment of the data run arrived: bytes [lo, lo + len) of the output's layout (node
+ * blocks in the job's node order, s->loff) are final, so the parts of them this node outputs
+ * go to the ranks now, while the rest of the run is still on the wire, instead of all after
+ * it. Blocks written whole so are skipped at the end (op->wdone). */
+static int xop_on_seg(void *arg, const hb_coll_sched_t *s, uint64_t lo, uint64_t len,
+                      const uint8_t *data)
+{
+    hbd_xop_t *op = arg;
+    if (op->rj == NULL || op->wdone == NULL || op->agree_status != 0 || len == 0 ||
+        s->n_nodes != op->rj->j->n_nodes || s->op == HB_COLL_ALLTOALL)
+        return 0;
+    for (uint32_t w = 0; w < s->n_nodes; w++) {
+        uint64_t blo = s->op == HB_COLL_BCAST ? 0 : s->loff[w];
+        uint64_t bn = s->op == HB_COLL_BCAST ? s->total : s->bytes[w], s0;
+        uint64_t n = xop_clip(blo, bn, lo, lo + len, &s0);
+        if (n == 0 || !xop_outputs(op, s->op, w, s->root))
+            continue;
+        int rc = xop_write_part(op, s->op, w, s->root, data + (s0 - lo), s0 - blo, s0 - blo + n);
+        if (rc != 0)
+            return rc;
+        op->wdone[w] += n;
+        if (s->op == HB_COLL_BCAST)
+            break;
+    }
+    return 0;
 }
 
 /* One of an overlapped epoch's two parts called back: the epoch ends with the second. */
@@ -958,7 +1042,15 @@ static int xop_data_create(hbd_xop_t *op, hbd_coll_run_t **run_p)
                              .ranks_of = rj->ranks_of,
                              .counts = node_bytes,
                              .read = op->pc != NULL ? xop_read_range : NULL,
-                             .read_arg = op};
+                             .read_arg = op,
+                             .on_seg = xop_on_seg,
+                             .seg_arg = op};
+    free(op->wdone);
+    op->wdone = calloc(j->n_nodes ? j->n_nodes : 1, sizeof(uint64_t));
+    if (op->wdone == NULL) {
+        free(node_bytes);
+        return HB_ERR_NOMEM;
+    }
     uint64_t id =
         HBD_COLL_ID_JOB | ((j->spec->id & 0xffffffffffull) << 20) | (op->epoch & 0xfffffull);
     int rc = hbd_coll_job_create(j->d, id, &a, op->in, op->in_len, run_p);

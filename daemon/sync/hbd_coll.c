@@ -102,6 +102,10 @@ struct hbd_coll_run {
     void *read_arg;
     uint8_t *rd_done;
     uint64_t rd_next; /* read-ahead cursor, in chunks */
+    /* every segment received, once the executor took it (hbd_coll_job_args_t.on_seg) */
+    int (*on_seg)(void *seg_arg, const hb_coll_sched_t *s, uint64_t lo, uint64_t len,
+                  const uint8_t *data);
+    void *seg_arg;
 };
 
 typedef struct hbd_coll_state {
@@ -766,6 +770,8 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
             }
             return;
         }
+        if (rc == 0 && ev->kind == HB_COLL_EV_MSG && r->on_seg != NULL && ev->len > 0)
+            rc = r->on_seg(r->seg_arg, r->s, ev->off, ev->len, ev->data);
         if (rc != 0) {
             run_fail(r, rc);
             return;
@@ -1091,6 +1097,8 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
         r->read = a->read;
         r->read_arg = a->read_arg;
     }
+    r->on_seg = a->on_seg;
+    r->seg_arg = a->seg_arg;
     r->predicted_us = pred;
     if (hb_log_get_level() >= HB_LOG_DEBUG) {
         char buf[200];

@@ -25,6 +25,13 @@ typedef struct hbd_coll_job_args {
      * reading the input overlaps sending it; 0 or an error, which fails the run. */
     int (*read)(void *read_arg, uint64_t off, uint8_t *dst, uint64_t len);
     void *read_arg;
+    /* NULL, or called for every segment this node receives, once the executor took it:
+     * bytes [lo, lo + len) of the layout (node blocks in node order, s->loff) are final and
+     * are `data` (valid during the call), so that the caller can write them out while the
+     * run goes on; 0 or an error, which fails the run. */
+    int (*on_seg)(void *seg_arg, const struct hb_coll_sched *s, uint64_t lo, uint64_t len,
+                  const uint8_t *data);
+    void *seg_arg;
 } hbd_coll_job_args_t;
 /* Called once when this node's part is over: status 0 and the executor, whose output blocks
  * hb_coll_exec_block() gives (valid during the call), or an error and NULL. */
