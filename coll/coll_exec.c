@@ -643,6 +643,20 @@ static void drain(hb_coll_exec_t *x, hb_coll_act_t *acts, size_t max, size_t *n)
         x->completed = 1;
 }
 
+/* HB_COLL_EXEC_OUT_BY_CALLER: are layout bytes [lo, hi), just received, the caller's alone
+ * (no SEND step of this node reads them)? */
+static int out_by_caller(const hb_coll_exec_t *x, uint64_t lo, uint64_t hi)
+{
+    if (!(x->flags & HB_COLL_EXEC_OUT_BY_CALLER) || !(x->flags & HB_COLL_EXEC_IN_PLACE) ||
+        x->s->op == HB_COLL_ALLTOALL)
+        return 0;
+    for (uint32_t i = 0; i < x->nst; i++)
+        if (x->st[i].kind == HB_COLL_STEP_SEND && x->st[i].off < hi &&
+            lo < x->st[i].off + x->st[i].len)
+            return 0;
+    return 1;
+}
+
 /* Handle one arriving segment; state unchanged on error. */
 static int on_msg(hb_coll_exec_t *x, const hb_coll_ev_t *ev)
 {
@@ -662,7 +676,8 @@ static int on_msg(hb_coll_exec_t *x, const hb_coll_ev_t *ev)
     if (x->work != NULL && e->len > 0) {
         if (ev->data == NULL)
             return HB_ERR_INVAL;
-        memcpy(wptr(x, e->off, e->off + e->len), ev->data, e->len);
+        if (!out_by_caller(x, e->off, e->off + e->len))
+            memcpy(wptr(x, e->off, e->off + e->len), ev->data, e->len);
     }
     x->rdone[i] = 1;
     x->n_rdone++;

@@ -219,6 +219,14 @@ typedef struct hb_coll_act {
  * either: read it with hb_coll_exec_block() after DELIVER (recv_buf may be NULL).
  */
 #define HB_COLL_EXEC_IN_PLACE 2u /* alltoall: its input is always copied */
+/*
+ * With HB_COLL_EXEC_IN_PLACE, not for alltoall: the caller writes out every segment it feeds
+ * from the MSG event's data itself (hibard writes it to the ranks as it arrives), so a
+ * segment that none of this node's SEND steps reads is not copied into the layout:
+ * hb_coll_exec_block() then holds undefined bytes where such segments landed, and the
+ * caller's own copy is the output there.
+ */
+#define HB_COLL_EXEC_OUT_BY_CALLER 4u
 
 /*
  * Create node v's executor for schedule s (which must outlive it). send_buf: the node's input

@@ -67,6 +67,10 @@ typedef struct run {
     uint32_t *delivered, *completed, *failed;
     int proto_errors;
     size_t total_msgs;
+    /* HB_COLL_EXEC_OUT_BY_CALLER: every node's copy of what it received, in layout order (as
+     * hibard writes it to the ranks), and how many bytes of each node's block it got */
+    uint8_t **mine;
+    uint64_t *got; /* [n * n] */
 } run_t;
 
 static void run_free(run_t *r)
@@ -75,7 +79,11 @@ static void run_free(run_t *r)
         hb_coll_exec_free(r->x[v]);
         free(r->sbuf[v]);
         free(r->rbuf[v]);
+        if (r->mine != NULL)
+            free(r->mine[v]);
     }
+    free(r->mine);
+    free(r->got);
     for (size_t i = r->head; i < r->nq; i++)
         free(r->q[i].data);
     free(r->x);
@@ -215,9 +223,12 @@ static int out_from_blocks(run_t *r, const hb_coll_sched_t *s, uint32_t v)
     }
     if (s->op == HB_COLL_BCAST || s->op == HB_COLL_SCATTER) {
         uint64_t want = s->op == HB_COLL_BCAST ? s->total : s->bytes[v];
+        uint32_t w = s->op == HB_COLL_BCAST ? 0 : v;
         b = hb_coll_exec_block(r->x[v], v, &len);
         if (want > 0 && (b == NULL || len != want))
             return -1;
+        if (r->mine != NULL && want > 0 && v != s->root && r->got[(size_t)v * r->n + w] >= want)
+            b = r->mine[v] + (s->op == HB_COLL_BCAST ? 0 : s->loff[v]);
         if (want > 0)
             memcpy(r->rbuf[v], b, want);
         return 0;
@@ -226,10 +237,29 @@ static int out_from_blocks(run_t *r, const hb_coll_sched_t *s, uint32_t v)
         b = hb_coll_exec_block(r->x[v], w, &len);
         if (s->bytes[w] > 0 && (b == NULL || len != s->bytes[w]))
             return -1;
+        if (r->mine != NULL && s->bytes[w] > 0 && w != v &&
+            r->got[(size_t)v * r->n + w] >= s->bytes[w])
+            b = r->mine[v] + s->loff[w]; /* received, every byte: the caller's copy */
         if (s->bytes[w] > 0)
             memcpy(r->rbuf[v] + s->noff[w], b, s->bytes[w]);
     }
     return 0;
+}
+
+/* OUT_BY_CALLER: node v took segment [off, off + len): keep the caller's copy of it. */
+static void keep_mine(run_t *r, const hb_coll_sched_t *s, uint32_t v, uint64_t off, uint64_t len,
+                      const uint8_t *data)
+{
+    if (r->mine == NULL || len == 0)
+        return;
+    memcpy(r->mine[v] + off, data, len);
+    for (uint32_t w = 0; w < s->n_nodes; w++) {
+        uint64_t lo = s->op == HB_COLL_BCAST ? 0 : s->loff[w];
+        uint64_t hi = lo + (s->op == HB_COLL_BCAST ? s->total : s->bytes[w]);
+        uint64_t a = off > lo ? off : lo, e = off + len < hi ? off + len : hi;
+        if (e > a)
+            r->got[(size_t)v * r->n + w] += e - a;
+    }
 }
 
 /*
@@ -255,6 +285,15 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
     r->failed = calloc(n, sizeof(uint32_t));
     CU_ASSERT_FATAL(r->x && r->sbuf && r->rbuf && r->rlen && r->msgs_to && r->pair && r->failed);
     int nodata = (flags & HB_COLL_EXEC_NODATA) != 0;
+    if (flags & HB_COLL_EXEC_OUT_BY_CALLER) {
+        r->mine = calloc(n, sizeof(*r->mine));
+        r->got = calloc((size_t)n * n, sizeof(*r->got));
+        CU_ASSERT_FATAL(r->mine != NULL && r->got != NULL);
+        for (uint32_t v = 0; v < n; v++) {
+            r->mine[v] = calloc(s->total + 1, 1);
+            CU_ASSERT_FATAL(r->mine[v] != NULL);
+        }
+    }
     for (uint32_t v = 0; v < n; v++) {
         uint64_t slen = 0;
         if (s->op == HB_COLL_SCATTER && v == s->root)
@@ -325,7 +364,10 @@ static int run_sched(run_t *r, const hb_coll_sched_t *s, dlv_t mode, unsigned fl
                            .off = m.off,
                            .len = m.len,
                            .data = m.data};
+        int errs = r->proto_errors;
         feed(r, m.to, &ev);
+        if (r->proto_errors == errs)
+            keep_mine(r, s, m.to, m.off, m.len, m.data);
         free(m.data);
     }
     free(order);
@@ -447,8 +489,11 @@ static void one_case(uint64_t seed, hb_coll_op_t op, hb_coll_alg_t alg, dlv_t mo
     CU_ASSERT_EQUAL(rc, 0);
     run_t r;
     uint32_t salt = (uint32_t)seed;
-    /* every other seed: segments out of the input and the output read where it is */
+    /* one seed in two: segments out of the input and the output read where it is; one in
+     * four of those (not alltoall): what a node only receives is the caller's to keep */
     unsigned flags = (seed / 1000) & 1 ? HB_COLL_EXEC_IN_PLACE : 0;
+    if ((seed / 1000) % 4 == 1 && op != HB_COLL_ALLTOALL)
+        flags |= HB_COLL_EXEC_OUT_BY_CALLER;
     rc = run_sched(&r, s, mode, flags, salt);
     int bad = rc == 0 ? check_data(&r, s, salt) : -1;
     for (uint32_t v = 0; v < s->n_nodes; v++)

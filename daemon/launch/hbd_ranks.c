@@ -676,6 +676,14 @@ static int xop_outputs(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32
     }
 }
 
+/* Is node w's output block this node's own input (gather, allgather: its block; scatter,
+ * bcast: the root's node), not received? */
+static int xop_local_block(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32_t root_w)
+{
+    uint32_t self = xop_self_index(op->rj->j);
+    return cop == HB_COLL_SCATTER || cop == HB_COLL_BCAST ? self == root_w : w == self;
+}
+
 /* Write bytes [from, to) of node w's block of the output (src: those bytes) into this node's
  * ranks' buffers, where xop_outputs says it does. The whole block after the data run or
  * inline; a segment's part of it as the segment arrives (xop_on_seg). */
@@ -760,8 +768,10 @@ static int xop_write_blocks(hbd_xop_t *op, hb_coll_op_t cop, const xop_blk_t *bl
     hbd_job_t *j = op->rj->j;
     int rc = 0;
     for (uint32_t w = 0; w < j->n_nodes && rc == 0; w++) {
+        /* a block received is in the ranks already: every byte of it came in a segment */
         if (blk[w].p == NULL || !xop_outputs(op, cop, w, root_w) ||
-            (op->wdone != NULL && op->wdone[w] == blk[w].len))
+            (op->wdone != NULL && !xop_local_block(op, cop, w, root_w) &&
+             op->wdone[w] >= blk[w].len))
             continue;
         if (blk[w].len < xop_block_need(op, cop, w))
             return HB_ERR_INTERNAL;
@@ -788,7 +798,9 @@ static int xop_write_output(hbd_xop_t *op, const hb_coll_sched_t *s, const hb_co
 /* A segment of the data run arrived: bytes [lo, lo + len) of the output's layout (node
  * blocks in the job's node order, s->loff) are final, so the parts of them this node outputs
  * go to the ranks now, while the rest of the run is still on the wire, instead of all after
- * it. Blocks written whole so are skipped at the end (op->wdone). */
+ * it. The executor keeps no copy of what it does not forward (HB_COLL_EXEC_OUT_BY_CALLER), so
+ * every received block is written here (some algorithms send a node bytes twice: wdone
+ * counts at least the block), and only the node's own blocks at the end. */
 static int xop_on_seg(void *arg, const hb_coll_sched_t *s, uint64_t lo, uint64_t len,
                       const uint8_t *data)
 {
@@ -800,7 +812,7 @@ static int xop_on_seg(void *arg, const hb_coll_sched_t *s, uint64_t lo, uint64_t
         uint64_t blo = s->op == HB_COLL_BCAST ? 0 : s->loff[w];
         uint64_t bn = s->op == HB_COLL_BCAST ? s->total : s->bytes[w], s0;
         uint64_t n = xop_clip(blo, bn, lo, lo + len, &s0);
-        if (n == 0 || !xop_outputs(op, s->op, w, s->root))
+        if (n == 0 || !xop_outputs(op, s->op, w, s->root) || xop_local_block(op, s->op, w, s->root))
             continue;
         int rc = xop_write_part(op, s->op, w, s->root, data + (s0 - lo), s0 - blo, s0 - blo + n);
         if (rc != 0)

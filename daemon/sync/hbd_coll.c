@@ -439,9 +439,11 @@ err_free:
 static int run_arm(hbd_t *d, hbd_coll_run_t *r)
 {
     hbd_coll_state_t *st = d->coll;
-    /* segments go out of `in` and the output stays in the layout where they can: the fewer
+    /* segments go out of `in` and the output stays in the layout where they can (a job's
+     * received output is the caller's, on_seg: not copied into the layout at all): the fewer
      * copies, the more of the shared CPU is left to the transfer */
-    int rc = hb_coll_exec_create(r->s, r->me, r->in, NULL, HB_COLL_EXEC_IN_PLACE, &r->x);
+    unsigned flags = HB_COLL_EXEC_IN_PLACE | (r->on_seg != NULL ? HB_COLL_EXEC_OUT_BY_CALLER : 0);
+    int rc = hb_coll_exec_create(r->s, r->me, r->in, NULL, flags, &r->x);
     if (rc != 0)
         return rc;
     r->next = st->runs;
