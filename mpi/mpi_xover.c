@@ -23,8 +23,11 @@ static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
  * nodes: the barrier where a node has several ranks (4 hosts x 4 ranks: libhibar's barrier
  * 0.71-0.81x Open MPI's on the 16-core bed, 0.29x through the component on the 2-core one), not
  * with one rank per node (4 x 1: 0.95-1.23x on the 16-core bed, and through the component
- * 1.28x Open MPI's own under hibar-run on the 2-core one); no data collective (each one's daemon
- * hop costs more than Open MPI's point-to-point where a rank has a core: issue 19's figures).
+ * 1.28x Open MPI's own under hibar-run on the 2-core one); of the data collectives, the gather
+ * from 1 MiB where a node has several ranks (4 x 4 through the component on the 16-core bed,
+ * forced to hibar: 0.74x and 0.53x Open MPI's own under hibar-run at 1 and 4 MiB, 0.89x at 256
+ * KiB; hibar's own 0.73-0.85x at 1 MiB), none with one rank a node (0.93-1.0x there) and no
+ * scatter (through the component 1.09-2.9x: doc/results.md, "the data off the loop").
  * A site measures its own with hibar-bench mpi --crossover, which writes the entries as MCA
  * parameters into a file Open MPI reads (hb_mpi_xover_load reads them back the same way). */
 #define K 1024L
@@ -33,7 +36,7 @@ static const hb_mpi_xover_t xover_defaults = {
         {
             [HB_MPI_BCAST] = {1024 * K, 0},
             [HB_MPI_SCATTER] = {1024 * K, 0},
-            [HB_MPI_GATHER] = {16 * K, 0},
+            [HB_MPI_GATHER] = {16 * K, 1024 * K, 0},
             [HB_MPI_ALLGATHER] = {16 * K, 0},
         },
     .max =
@@ -41,7 +44,7 @@ static const hb_mpi_xover_t xover_defaults = {
             [HB_MPI_BARRIER] = {HB_MPI_XOVER_ALL, HB_MPI_XOVER_ALL, 0},
             [HB_MPI_BCAST] = {HB_MPI_XOVER_ALL, 0},
             [HB_MPI_SCATTER] = {HB_MPI_XOVER_ALL, 0},
-            [HB_MPI_GATHER] = {HB_MPI_XOVER_ALL, 0},
+            [HB_MPI_GATHER] = {HB_MPI_XOVER_ALL, HB_MPI_XOVER_ALL, 0},
             [HB_MPI_ALLGATHER] = {256 * K, 0},
         },
     .force = HB_MPI_FORCE_AUTO,

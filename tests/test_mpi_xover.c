@@ -15,13 +15,15 @@ static void test_defaults(void)
 
     hb_mpi_xover_defaults(&x);
     CU_ASSERT_EQUAL(x.force, HB_MPI_FORCE_AUTO);
-    /* the barrier, but not with one rank per node; no data collective across nodes */
+    /* the barrier, but not with one rank per node; across nodes the gather from 1 MiB where a
+     * node has several ranks, no other data collective */
     CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_ONE_NODE, 0));
     CU_ASSERT_TRUE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES, 0));
     CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, HB_MPI_BARRIER, HB_MPI_NODES1, 0));
     for (int op = HB_MPI_BCAST; op < HB_MPI_N_OPS; op++)
         for (size_t b = 1; b <= (64u << 20); b *= 4) {
-            CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, op, HB_MPI_NODES, b));
+            CU_ASSERT_EQUAL(hb_mpi_xover_takes(&x, op, HB_MPI_NODES, b),
+                            op == HB_MPI_GATHER && b >= (1u << 20));
             CU_ASSERT_FALSE(hb_mpi_xover_takes(&x, op, HB_MPI_NODES1, b));
         }
     /* one node: from the measured crossovers on */

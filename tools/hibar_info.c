@@ -733,8 +733,8 @@ static int info_mpi(FILE *f, int json)
                         i == HB_MPI_XOVER_SRC_ENV ? "" : "file ", src.name[i]);
             }
     fprintf(f,
-            "%s the built-in table (mpi/mpi_xover.c, measured on the 2-core development "
-            "machine).\n",
+            "%s the built-in table (mpi/mpi_xover.c, measured on hibar's test beds: the "
+            "2-core development machine, a 16-core one).\n",
             others ? "The others:" : "Every entry:");
     fprintf(f, "Files of MCA parameters read:");
     for (int i = 2; i < src.n; i++)
