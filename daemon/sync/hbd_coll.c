@@ -118,6 +118,12 @@ typedef struct hbd_coll_state {
     uint64_t done, failed, late, bad;
     hbd_coll_early_t *early; /* job segments that came before their run */
     uint64_t early_bytes;
+    /* HIBAR_COLL_ALG and HIBAR_COLL_LANES, read once at start: the algorithm for auto (none:
+     * the model's), the lanes where a call gives none (0: the schedule's) */
+    char env_alg[32];
+    int env_auto;
+    hb_coll_alg_t env_alg_v;
+    uint32_t env_lanes;
 } hbd_coll_state_t;
 
 static uint8_t pat(uint64_t id, uint32_t node, uint64_t i)
@@ -200,6 +206,16 @@ int hbd_coll_init(hbd_t *d)
     st->timeout_ns = 60000ull * 1000000ull;
     if (to != NULL && atol(to) > 0)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
+    const char *ea = getenv("HIBAR_COLL_ALG"), *el = getenv("HIBAR_COLL_LANES");
+    st->env_auto = ea == NULL || *ea == '\0' || strcmp(ea, "auto") == 0;
+    if (!st->env_auto) {
+        snprintf(st->env_alg, sizeof(st->env_alg), "%s", ea);
+        if (hb_coll_alg_parse(ea, &st->env_alg_v) != 0) {
+            hb_log_warn("HIBAR_COLL_ALG='%s' is no algorithm; the model chooses", ea);
+            st->env_auto = 1;
+        }
+    }
+    st->env_lanes = el != NULL ? (uint32_t)strtoul(el, NULL, 10) : 0;
     d->coll = st;
     hbd_hooks_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
     int rc = hbd_hooks_room(d, on_room);
@@ -942,10 +958,8 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
         if (*end != '\0' || tok[i][0] == '-')
             ntok = -1;
     }
-    const char *env_alg = getenv("HIBAR_COLL_ALG"), *env_lanes = getenv("HIBAR_COLL_LANES");
-    if (ntok >= 2 && strcmp(tok[1], "auto") == 0 && env_alg != NULL && *env_alg != '\0' &&
-        strcmp(env_alg, "auto") != 0)
-        tok[1] = (char *)env_alg;
+    if (ntok >= 2 && strcmp(tok[1], "auto") == 0 && !st->env_auto)
+        tok[1] = st->env_alg;
     if (ntok >= 2 && strcmp(tok[1], "auto") == 0)
         auto_alg = 1;
     if (ntok >= 1 && strcmp(tok[0], "bcast") != 0 && strlen(tok[0]) > 1 &&
@@ -962,8 +976,8 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
                   HB_ERR_INVAL);
         return;
     }
-    if (v[2] == 0 && env_lanes != NULL)
-        v[2] = strtoull(env_lanes, NULL, 10);
+    if (v[2] == 0)
+        v[2] = st->env_lanes;
     hbd_wire_coll_t key = {.op = (uint8_t)op,
                            .flags = vform ? HBD_WIRE_COLL_F_V : 0,
                            .alg = (uint8_t)alg,
@@ -1051,13 +1065,8 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
         free(in);
         return rc;
     }
-    const char *env_alg = getenv("HIBAR_COLL_ALG"), *env_lanes = getenv("HIBAR_COLL_LANES");
-    hb_coll_alg_t alg = HB_COLL_ALG_FLAT;
-    int auto_alg = env_alg == NULL || *env_alg == '\0' || strcmp(env_alg, "auto") == 0;
-    if (!auto_alg && hb_coll_alg_parse(env_alg, &alg) != 0) {
-        hb_log_warn("HIBAR_COLL_ALG='%s' is no algorithm; the model chooses", env_alg);
-        auto_alg = 1;
-    }
+    hb_coll_alg_t alg = st->env_auto ? HB_COLL_ALG_FLAT : st->env_alg_v;
+    int auto_alg = st->env_auto;
     /* The model reasons per process; a node carries its ranks' blocks at once. */
     uint32_t per_node = 1;
     for (uint32_t i = 0; i < d->topo->n_nodes; i++)
@@ -1067,7 +1076,7 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
                            .alg = (uint8_t)alg,
                            .root = a->root,
                            .size = a->op == HB_COLL_BCAST ? a->size : a->size * per_node,
-                           .lanes = env_lanes != NULL ? (uint32_t)strtoul(env_lanes, NULL, 10) : 0,
+                           .lanes = st->env_lanes,
                            .seg_size = HBD_COLL_SEG_JOB};
     double pred;
     model_choose(d, &key, a->ranks_of, auto_alg, &pred);
