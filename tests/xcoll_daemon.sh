@@ -189,6 +189,27 @@ coll 12 scatter flat 3 100000
 echo "data plane plain: $NCOLL collectives ok, $tx frames on it ($ftx on the fast lane, $btx bulk), intruders refused ($denied, fast lane $fden)"
 down
 check_clean
+
+# coll_bulk_min 0: large collectives on the fast lane too, whose sockets fill (a link then
+# refuses data until it drains and tells the senders: hbd_hooks_room); nothing goes bulk
+SETS=("${SETS0[@]}" --set data_plane=plain --set coll_bulk_min=0)
+NCOLL=0
+up
+coll 12 scatter flat 5 $((4 << 20))
+coll 12 gather flat 2 $((4 << 20))
+coll 12 bcast binomial 7 $((8 << 20))
+coll 12 allgather flat 0 $((1 << 20))
+ftx=0 btx=0 full=0
+for ((i = 0; i < 12; i++)); do
+    ftx=$((ftx + $(stat_of "$(printf 'n%02d' "$i")" fast_tx)))
+    btx=$((btx + $(stat_of "$(printf 'n%02d' "$i")" bulk_tx)))
+    full=$((full + $(stat_of "$(printf 'n%02d' "$i")" fast_full)))
+done
+[ "$ftx" -gt 0 ] && [ "$btx" -eq 0 ] && [ "$full" -gt 0 ] ||
+    fail "coll_bulk_min 0: fast_tx $ftx, bulk_tx $btx, fast_full $full"
+echo "coll_bulk_min 0: $NCOLL large collectives ok on the fast lane ($ftx frames, $full refused while full)"
+down
+check_clean
 SETS=("${SETS0[@]}")
 
 CONFIG=$src/examples/scmd-30.yaml

@@ -86,6 +86,7 @@ typedef struct hbd_stats {
     uint64_t data_denied;      /* data-socket connections refused (wrong or no token) */
     uint64_t data_bad;         /* frames refused on the data socket (not COLL, wrong sender) */
     uint64_t fast_rx, fast_tx; /* frames on the fast lane (tokens; data with a plain plane) */
+    uint64_t fast_full;        /* data frames a full fast lane refused (sent once it drained) */
     uint64_t fast_bad;         /* frames that closed a fast link (malformed, or a type it
                                 * must not carry) */
     uint64_t fast_denied;      /* fast-lane connections refused (no neighbour, wrong token) */

@@ -319,6 +319,7 @@ int hbd_fast_send(hbd_t *d, uint32_t to, uint8_t type, const uint8_t hdr[HBD_WIR
     hbd_fast_link_t *l = p->fast;
     if (cl == CL_DATA && l->ohave > 0) {
         l->refused = 1; /* the sender retries when the room hooks or its timer come */
+        d->st.fast_full++;
         return HB_ERR_WOULD_BLOCK;
     }
     if (l1 > UINT32_MAX - l2 || l1 + l2 > HBD_FAST_IBUF_DATA - HBD_WIRE_HDR_LEN)
