@@ -48,6 +48,13 @@ run 0 -n 16 --map-by chassis -o coll_inline_max=0 -o coll_bulk_min=1 -o data_thr
 ok 60 16 "4x4 map-by chassis, coll_bulk_min 1, data_threads 3"
 check_clean
 
+# the data run after the agreement, not beside it (coll_overlap off): the output still goes
+# to the ranks segment by segment as it arrives
+run 0 -n 12 --per-node 3 -o coll_overlap=off -o coll_inline_max=0 --emulate "$FOUR" "$XC" \
+    --ops 40 --errors --seed 9
+ok 40 12 "4x3, coll_overlap off"
+check_clean
+
 # 30 nodes x 1 rank (the paper's 10 chassis x 3)
 sed -e "s/^cluster: .*/cluster: hbxc$$/" "$src/examples/scmd-30.yaml" >"$TMP/thirty.yaml"
 grep -q "^cluster: hbxc$$" "$TMP/thirty.yaml" || echo "cluster: hbxc$$" >>"$TMP/thirty.yaml"
