@@ -70,6 +70,9 @@ back() {
     inc=$(inc_of "$1")
     [ -n "$inc" ] && [ "$inc" != "$2" ] || fail "$1: incarnation $inc after the restart (was $2)"
     cl status >/dev/null || { cl status; fail "$1: not every daemon ready after its restart"; }
+    # its new incarnation's MEMBER flood reached every daemon before a job counts on it (a job
+    # started while one still held it lost failed with it, on a loaded host)
+    held "$1" up
 }
 
 # kcase NAME VICTIM A_HOSTS B_HOSTS [A's program...]: A (if any) and B run, VICTIM is killed

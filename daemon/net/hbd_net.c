@@ -1421,15 +1421,18 @@ static int data_start(hbd_t *d, const hb_cfg_node_t *cn)
     return 0;
 }
 
-/* ZeroMQ's I/O threads: data_threads, or one per core of the node up to 4. Each connection
- * is served by one of them, so a large collective's links to several nodes (coll_bulk_min)
- * are written and read at once where the cores allow; idle, they sleep in epoll. */
+/* ZeroMQ's I/O threads: data_threads, or one per core of the node up to 4 (an emulated
+ * cluster's daemons share this host's cores: its share). Each connection is served by one of
+ * them, so a large collective's links to several nodes (coll_bulk_min) are written and read at
+ * once where the cores allow; idle, they sleep in epoll. */
 static uint32_t io_threads(const hbd_t *d)
 {
     uint32_t n = d->cfg->data_threads;
     if (n > 0)
         return n;
     n = hbd_node_cores(d);
+    if (d->cfg->bootstrap == HB_CFG_BOOT_LOCAL && d->topo->n_nodes > 0)
+        n /= d->topo->n_nodes;
     return n < 1 ? 1 : n > 4 ? 4 : n;
 }
 
