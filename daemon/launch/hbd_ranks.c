@@ -641,15 +641,6 @@ typedef struct xop_blk {
     uint64_t len;
 } xop_blk_t;
 
-/* This node's index among the job's nodes. */
-static uint32_t xop_self_index(const hbd_job_t *j)
-{
-    uint32_t self = 0;
-    while (self < j->n_nodes && j->nodes[self] != j->d->self)
-        self++;
-    return self;
-}
-
 /* Intersect [lo, lo + n) with [from, to): its start in *s0 and length, 0 if none. */
 static uint64_t xop_clip(uint64_t lo, uint64_t n, uint64_t from, uint64_t to, uint64_t *s0)
 {
@@ -663,7 +654,7 @@ static uint64_t xop_clip(uint64_t lo, uint64_t n, uint64_t from, uint64_t to, ui
  * the root's node, allgather: every node's. */
 static int xop_outputs(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32_t root_w)
 {
-    uint32_t self = xop_self_index(op->rj->j);
+    uint32_t self = op->rj->node_idx;
     switch (cop) {
     case HB_COLL_SCATTER:
         return w == self;
@@ -680,7 +671,7 @@ static int xop_outputs(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32
  * bcast: the root's node), not received? */
 static int xop_local_block(const hbd_xop_t *op, hb_coll_op_t cop, uint32_t w, uint32_t root_w)
 {
-    uint32_t self = xop_self_index(op->rj->j);
+    uint32_t self = op->rj->node_idx;
     return cop == HB_COLL_SCATTER || cop == HB_COLL_BCAST ? self == root_w : w == self;
 }
 
@@ -768,13 +759,13 @@ static int xop_write_blocks(hbd_xop_t *op, hb_coll_op_t cop, const xop_blk_t *bl
     hbd_job_t *j = op->rj->j;
     int rc = 0;
     for (uint32_t w = 0; w < j->n_nodes && rc == 0; w++) {
-        /* a block received is in the ranks already: every byte of it came in a segment */
-        if (blk[w].p == NULL || !xop_outputs(op, cop, w, root_w) ||
-            (op->wdone != NULL && !xop_local_block(op, cop, w, root_w) &&
-             op->wdone[w] >= blk[w].len))
+        if (blk[w].p == NULL || !xop_outputs(op, cop, w, root_w))
             continue;
         if (blk[w].len < xop_block_need(op, cop, w))
             return HB_ERR_INTERNAL;
+        /* a block received is in the ranks already: every byte of it came in a segment */
+        if (op->wdone != NULL && !xop_local_block(op, cop, w, root_w) && op->wdone[w] >= blk[w].len)
+            continue;
         rc = xop_write_part(op, cop, w, root_w, blk[w].p, 0, blk[w].len);
     }
     return rc;
@@ -1092,7 +1083,7 @@ static int xop_inline_done(hbd_xop_t *op, const uint8_t *data, size_t len)
             blk[w] = (xop_blk_t){dat[cw], dlen[cw]};
     }
     if (rc == 0 && cop == HB_COLL_SCATTER) { /* the root's buffer in node order */
-        uint32_t self = xop_self_index(j), cr = j->nodes[root_w], cs = j->d->self;
+        uint32_t self = op->rj->node_idx, cr = j->nodes[root_w], cs = j->d->self;
         uint64_t at = (uint64_t)op->rj->node_off[cs] * op->size;
         blk[self] = (xop_blk_t){dat[cr] + at, (uint64_t)op->rj->ranks_of[cs] * op->size};
     } else if (rc == 0 && cop == HB_COLL_BCAST) {

@@ -120,9 +120,8 @@ typedef struct hbd_coll_state {
     uint64_t early_bytes;
     /* HIBAR_COLL_ALG and HIBAR_COLL_LANES, read once at start: the algorithm for auto (none:
      * the model's), the lanes where a call gives none (0: the schedule's) */
-    char env_alg[32];
     int env_auto;
-    hb_coll_alg_t env_alg_v;
+    hb_coll_alg_t env_alg;
     uint32_t env_lanes;
 } hbd_coll_state_t;
 
@@ -208,14 +207,18 @@ int hbd_coll_init(hbd_t *d)
         st->timeout_ns = (uint64_t)atol(to) * 1000000ull;
     const char *ea = getenv("HIBAR_COLL_ALG"), *el = getenv("HIBAR_COLL_LANES");
     st->env_auto = ea == NULL || *ea == '\0' || strcmp(ea, "auto") == 0;
-    if (!st->env_auto) {
-        snprintf(st->env_alg, sizeof(st->env_alg), "%s", ea);
-        if (hb_coll_alg_parse(ea, &st->env_alg_v) != 0) {
-            hb_log_warn("HIBAR_COLL_ALG='%s' is no algorithm; the model chooses", ea);
-            st->env_auto = 1;
-        }
+    if (!st->env_auto && hb_coll_alg_parse(ea, &st->env_alg) != 0) {
+        hb_log_warn("HIBAR_COLL_ALG='%s' is no algorithm; the model chooses", ea);
+        st->env_auto = 1;
     }
-    st->env_lanes = el != NULL ? (uint32_t)strtoul(el, NULL, 10) : 0;
+    if (el != NULL && *el != '\0') {
+        char *end;
+        unsigned long lanes = strtoul(el, &end, 10);
+        if (*end != '\0' || el[0] == '-' || lanes > UINT32_MAX)
+            hb_log_warn("HIBAR_COLL_LANES='%s' is no lane count; ignored", el);
+        else
+            st->env_lanes = (uint32_t)lanes;
+    }
     d->coll = st;
     hbd_hooks_frame(d, HBD_WIRE_COLL, on_msg, on_segment);
     int rc = hbd_hooks_room(d, on_room);
@@ -959,7 +962,7 @@ void hbd_coll_request(hbd_t *d, hbd_reply_t *conn, char *args)
             ntok = -1;
     }
     if (ntok >= 2 && strcmp(tok[1], "auto") == 0 && !st->env_auto)
-        tok[1] = st->env_alg;
+        tok[1] = (char *)hb_coll_alg_name(st->env_alg);
     if (ntok >= 2 && strcmp(tok[1], "auto") == 0)
         auto_alg = 1;
     if (ntok >= 1 && strcmp(tok[0], "bcast") != 0 && strlen(tok[0]) > 1 &&
@@ -1065,7 +1068,7 @@ int hbd_coll_job_create(hbd_t *d, uint64_t id, const hbd_coll_job_args_t *a, uin
         free(in);
         return rc;
     }
-    hb_coll_alg_t alg = st->env_auto ? HB_COLL_ALG_FLAT : st->env_alg_v;
+    hb_coll_alg_t alg = st->env_auto ? HB_COLL_ALG_FLAT : st->env_alg;
     int auto_alg = st->env_auto;
     /* The model reasons per process; a node carries its ranks' blocks at once. */
     uint32_t per_node = 1;
