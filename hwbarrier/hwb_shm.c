@@ -158,12 +158,43 @@ static void hb_shm_nap(void)
     nanosleep(&ts, NULL);
 }
 
+static void hb_shm_release(hb_shm_t *s, uint32_t sync, uint32_t who, uint32_t code);
+
+/*
+ * A new holder of port s->me (a restarted Center or port) in a segment its previous holder
+ * used: the rounds in progress that name it are that holder's, which it will never join. The
+ * others' liveness checks abort them once they see it dead, but a restart can come before
+ * their next check (a loop that polls, a loaded host): then they would wait on, and the new
+ * holder's first arrival at that sync number would complete their old round and start a
+ * round of its own that nobody joins. So it aborts them here (PEER_LOST to those who arrived),
+ * before it arrives anywhere. Its own flags are cleared after. s->seg is set.
+ */
+static void hb_shm_scrub(hb_shm_t *s)
+{
+    uint32_t bit = 1u << s->me;
+    for (uint32_t k = 0; k < HB_HWB_NSYNC; k++) {
+        hb_shm_sync_t *sy = &s->seg->sync[k];
+        uint64_t old = atomic_load(&sy->mr);
+        while (((uint32_t)old & bit) != 0) {
+            if (atomic_compare_exchange_weak(&sy->mr, &old, 0)) {
+                hb_log_warn("hwbarrier shm: %s sync %u: a round of port %u's previous holder "
+                            "aborted (mask 0x%x)",
+                            s->name, k, s->me, (uint32_t)old);
+                hb_shm_release(s, k, (uint32_t)(old >> 32) & ~bit, HB_SHM_ERR_LOST);
+                break;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < HB_HWB_NSYNC; i++)
+        atomic_store(&s->seg->flags[s->me].flag[i], HB_SHM_IDLE);
+}
+
 /*
  * Center, restarted: the segment of a Center that died while ports still hold theirs (their
  * daemons live on, mapped to it). Recreating it would leave them on the old one; so the new
- * Center takes byte 0 (fd holds it already) and the segment over: its own flags idle, its pid.
- * Rounds the old Center was part of were aborted by the ports' liveness checks. 0, or -1 when
- * no port holds on or the segment is not one of ours (then it is reclaimed).
+ * Center takes byte 0 (fd holds it already) and the segment over: its pid, the old Center's
+ * rounds aborted and its flags idle (hb_shm_scrub). 0, or -1 when no port holds on or the
+ * segment is not one of ours (then it is reclaimed).
  */
 static int hb_shm_adopt(hb_shm_t *s, int fd)
 {
@@ -183,15 +214,14 @@ static int hb_shm_adopt(hb_shm_t *s, int fd)
         munmap(seg, sizeof(*seg));
         return -1;
     }
-    for (uint32_t i = 0; i < HB_HWB_NSYNC; i++)
-        atomic_store(&seg->flags[0].flag[i], HB_SHM_IDLE);
-    atomic_store(&seg->node[0].pid, s->pid);
-    atomic_store(&seg->center_pid, s->pid);
     hb_log_warn("hwbarrier shm: the Center of %s restarted: its ports still hold the segment, "
                 "so it takes it over",
                 s->name);
     s->seg = seg;
     s->fd = fd;
+    hb_shm_scrub(s);
+    atomic_store(&seg->node[0].pid, s->pid);
+    atomic_store(&seg->center_pid, s->pid);
     return 0;
 }
 
@@ -324,13 +354,15 @@ static int hb_shm_attach(hb_shm_t *s, uint64_t deadline)
             close(fd);
             return HB_ERR_EXISTS;
         }
-        /* A previous holder of this port may have died mid-round: clear its flags. (Poison
-         * stays: it may name this port for a disagreeing round it has not joined yet.) */
-        for (uint32_t i = 0; i < HB_HWB_NSYNC; i++)
-            atomic_store(&seg->flags[s->me].flag[i], HB_SHM_IDLE);
-        atomic_store(&seg->node[s->me].pid, s->pid);
+        /* A previous holder of this port may have died or left mid-round: its rounds end
+         * and its flags are cleared (hb_shm_scrub). A first holder has none: rounds that name
+         * it now were begun by ports that came before it, and wait for it. (Poison stays: it
+         * may name this port for a disagreeing round it has not joined yet.) */
         s->seg = seg;
         s->fd = fd;
+        if (atomic_load(&seg->node[s->me].pid) != 0)
+            hb_shm_scrub(s);
+        atomic_store(&seg->node[s->me].pid, s->pid);
         return 0;
     }
 }

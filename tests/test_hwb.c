@@ -812,6 +812,99 @@ static void test_shm_stale(void)
     CU_ASSERT(access(path, F_OK) != 0); /* the Center unlinks on close */
 }
 
+/* A child that opens port `me` of the test chassis, says so on ready[1], arrives at sync (when
+ * sync < NSYNC) and waits to be killed: it dies holding the port, mid-round. */
+static pid_t t_holder(const hb_hwb_params_t *p, uint32_t sync, uint32_t mask)
+{
+    int ready[2];
+    char c = 0;
+    if (pipe(ready) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        hb_hwb_t *h;
+        close(ready[0]);
+        if (hb_hwb_open("shm", p, &h) != 0 || (sync < HB_HWB_NSYNC && hb_hwb_arrive(h, sync, mask)))
+            _exit(1);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    if (pid > 0 && read(ready[0], &c, 1) != 1) {
+        waitpid(pid, NULL, 0);
+        pid = -1;
+    }
+    close(ready[0]);
+    return pid;
+}
+
+static void t_kill(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* A holder of a port dies mid-round and its next incarnation opens the port before the others
+ * checked on it (their handles here only test, which checks no liveness): the new holder aborts
+ * its predecessor's rounds (PEER_LOST for those who arrived), so its own first round there is a
+ * new one, not the old one completed. The Center (it takes the segment over) and a port. */
+static void test_shm_restart(void)
+{
+    char cluster[48];
+    hb_hwb_params_t p0, p1, p2;
+    hb_hwb_t *h0, *h1, *h2;
+    pid_t pid;
+
+    t_cluster(cluster, sizeof(cluster));
+    t_params(&p0, cluster, 0, 3);
+    t_params(&p1, cluster, 1, 3);
+    t_params(&p2, cluster, 2, 3);
+    /* the Center, in a child, dies before it arrives at 5; ports 1 and 2 arrived */
+    pid = t_holder(&p0, HB_HWB_NSYNC, 0);
+    CU_ASSERT_FATAL(pid > 0);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p1, &h1) == 0);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p2, &h2) == 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 5, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h2, 5, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 6, 0x3), 0); /* not with port 2: also the Center's */
+    t_kill(pid);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p0, &h0) == 0); /* takes the segment over */
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 5), HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(hb_hwb_test(h2, 5), HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 6), HB_ERR_PEER_LOST);
+    /* the next round at 5 is the new Center's with both */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h0, 5, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 5), HB_ERR_WOULD_BLOCK);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 5, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h2, 5, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 5), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 5), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h2, 5), 0);
+    /* port 2's holder dies (close, then a child holds it and dies at 9's round of its own),
+     * the others arrived at 7 with it; its next holder aborts that, not rounds without it */
+    hb_hwb_close(h2);
+    pid = t_holder(&p2, 9, 0x7);
+    CU_ASSERT_FATAL(pid > 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h0, 7, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 7, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h0, 8, 0x3), 0);
+    t_kill(pid);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p2, &h2) == 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 7), HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 7), HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 8), HB_ERR_WOULD_BLOCK); /* no port 2 there: goes on */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 8, 0x3), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 8), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 8), 0);
+    CU_ASSERT_EQUAL(hb_hwb_barrier(h2, 9, 0x4, 1000), 0); /* its predecessor's round: gone */
+    hb_hwb_close(h2);
+    hb_hwb_close(h1);
+    hb_hwb_close(h0);
+    t_unlink(cluster);
+}
+
 /* The Center starts 300 ms after its ports: they wait for its segment, then all work. */
 static void test_shm_late_center(void)
 {
@@ -1009,6 +1102,7 @@ static const t_case_t t_shm_only[] = {
     {"list", test_shm_list},       {"stale", test_shm_stale},
     {"mode", test_shm_mode},       {"fd_dead_2", test_fd_dead_2},
     {"fd_dead_3", test_fd_dead_3}, {"fd_close_2", test_fd_close_2},
+    {"restart", test_shm_restart},
 };
 
 /* Board discovery through sysfs by PCI ids (a fake sysfs tree). */

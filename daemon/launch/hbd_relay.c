@@ -448,7 +448,11 @@ static void node_clean(rl_job_t *J)
 }
 
 /* The verdicts: per chassis and sync number the most rounds a member arrived at; a member at one
- * fewer arrives once more (hbd_barrier.h). */
+ * fewer arrives once more (hbd_barrier.h). Not in a chassis with a member whose counts did not
+ * come (lost, or without an engine): every round there names that member, so an arrival once
+ * more completes nothing. Its mates' rounds with it end by themselves: PEER_LOST once it is
+ * seen dead, or aborted by its next incarnation (hwbarrier's liveness); a drain round begun
+ * after a restart would wait for the new incarnation and cross its first round there. */
 static void send_drain(rl_job_t *J)
 {
     hbd_t *d = J->d;
@@ -462,7 +466,16 @@ static void send_drain(rl_job_t *J)
         if (!J->job->member[m] || cm->n == 0)
             continue;
         uint64_t bits = 0;
-        for (uint32_t k = 0; k < cm->n; k++) {
+        uint32_t unknown = n;
+        for (uint32_t o = 0; o < n && unknown == n; o++)
+            if (J->job->member[o] && d->topo->nodes[o].chassis == d->topo->nodes[m].chassis &&
+                (J->cnt[o].n != cm->n || J->cnt[o].base != cm->base))
+                unknown = o;
+        if (unknown != n)
+            hb_log_info("job %" PRIu64 ": node %s does not clean its sync numbers: the counts of "
+                        "its chassis mate %s did not come",
+                        J->id, d->cfg->nodes[m].name, d->cfg->nodes[unknown].name);
+        for (uint32_t k = 0; k < cm->n && unknown == n; k++) {
             uint32_t most = cm->c[k];
             for (uint32_t o = 0; o < n; o++)
                 if (J->job->member[o] && J->cnt[o].n == cm->n && J->cnt[o].base == cm->base &&
