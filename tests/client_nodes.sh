@@ -65,5 +65,10 @@ check_clean
 # a rank that dies in the middle: hibar-run names it and exits with its status, nobody hangs
 run 3 -n 8 --per-node 2 --emulate "$FOUR" "$XC" --ops 1000 --die-rank 5 --die-at 7 --seed 5
 grep -q "rank 5" "$ERR" || fail "dead rank not named"
+# ... and when its end is reported after the failures it caused (a child of it holds its output
+# 1.5 s): its status all the same, not theirs
+run 3 -n 8 --per-node 2 --emulate "$FOUR" "$XC" --ops 1000 --die-rank 5 --die-at 7 --seed 5 \
+    --die-linger 1500
+grep -q "rank [0-46-7] .*exited with status 1" "$ERR" || fail "no failure after the dead rank's"
 check_clean
 echo "PASS: client_nodes"

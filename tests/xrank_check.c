@@ -163,7 +163,8 @@ static int run_inline_split(hibar_t *h)
 int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
-    int n_ops = 40, errors = 0, unreadable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1;
+    int n_ops = 40, errors = 0, unreadable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1,
+        die_linger = 0;
     size_t max = 4u << 20, max_total = 32u << 20;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -179,6 +180,8 @@ int main(int argc, char **argv)
             die_rank = atoi(argv[++i]);
         else if (strcmp(argv[i], "--die-at") == 0 && i + 1 < argc)
             die_at = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--die-linger") == 0 && i + 1 < argc)
+            die_linger = atoi(argv[++i]);
         else if (strcmp(argv[i], "--errors") == 0)
             errors = 1;
         else if (strcmp(argv[i], "--unreadable") == 0)
@@ -188,7 +191,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
                             "[--seed S] [--errors [--unreadable]] [--inline-split] "
-                            "[--die-rank R --die-at K]\n");
+                            "[--die-rank R --die-at K [--die-linger MS]]\n");
             return 2;
         }
     }
@@ -227,8 +230,17 @@ int main(int argc, char **argv)
             total = 0, memset(counts, 0, np * sizeof(size_t)),
             memset(displs, 0, np * sizeof(size_t));
         memset(rb, GUARD, cap);
-        if (me == die_rank && k == die_at)
-            _exit(3); /* a rank lost in the middle of the job */
+        if (me == die_rank && k == die_at) {
+            /* a rank lost in the middle of the job; with a linger, a child of it holds its
+             * output open that long: its end is reported after the others' failures */
+            if (die_linger > 0 && fork() == 0) {
+                for (int fd = 3; fd < 1024; fd++) /* only the output: the job's links die */
+                    close(fd);
+                usleep((useconds_t)die_linger * 1000);
+                _exit(0);
+            }
+            _exit(3);
+        }
         switch (kind) {
         case 0: /* barrier */
             rc = hibar_barrier(h);

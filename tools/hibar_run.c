@@ -78,7 +78,8 @@ typedef struct run {
     char buf[65536];
     size_t len;
     int tag, verbose;
-    int failed, status; /* first failure decides the exit status */
+    int failed, status; /* first failure decides the exit status (fail_as) */
+    int status_after;   /* ... and it followed the job's failure: a cause heard later wins */
     int killing, kill_sent;
     uint64_t kill_ns;
     uint32_t alive;
@@ -141,12 +142,21 @@ static void kill_all(run_t *R, const char *why)
     }
 }
 
-static void fail(run_t *R, int status)
+/* The first failure decides the exit status; one that followed the job's failure (a rank that
+ * exited non-zero after another rank's end broke the job) gives way to a cause heard later:
+ * the order in which nodes report is not the order in which ranks ended. */
+static void fail_as(run_t *R, int status, int after)
 {
-    if (!R->failed) {
+    if (!R->failed || (R->status_after && !after)) {
         R->failed = 1;
         R->status = status;
+        R->status_after = after;
     }
+}
+
+static void fail(run_t *R, int status)
+{
+    fail_as(R, status, 0);
 }
 
 static void node_gone(run_t *R, uint32_t i)
@@ -236,7 +246,9 @@ static void on_line(run_t *R, uint32_t i, char *line)
             else if (!R->killing)
                 fprintf(stderr, "hibar-run: rank %s (node %s) %s\n", rk, node, why);
         }
-        fail(R, code > 0 ? code : (code < 0 ? 128 - code : 1));
+        fail_as(R, code > 0 ? code : (code < 0 ? 128 - code : 1),
+                strstr(why, "after the job failed") != NULL ||
+                    strcmp(why, "stopped (job aborted)") == 0);
         char b[64];
         snprintf(b, sizeof(b), "rank %s failed", rk);
         kill_all(R, b);

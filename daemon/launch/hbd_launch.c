@@ -36,7 +36,10 @@
  *   p <rank> <1|2> <text>                output without its newline (long line, or at EOF)
  *   a <rank> <status> <text>             the rank called PMIx_Abort
  *   x <rank> <code> <text>               the rank ended: exit code >= 0, or -signal; text
- *                                        says why it counts as a failure, or "ok"
+ *                                        says why it counts as a failure, or "ok"; a
+ *                                        non-zero exit once the job here had failed (another
+ *                                        rank's end, a failed epoch elsewhere) says "... after
+ *                                        the job failed": hibar-run's status is the cause's
  *   done <local ranks> <failed>          every local rank ended; the daemon closes
  * hibar-run may send "kill" (stop the job). If it goes away the job is stopped.
  * Flow control: while more than HBD_OUT_QUEUE_MAX bytes of lines wait for the connection
@@ -227,7 +230,9 @@ static void rank_check_done(hbd_rank_t *r)
     if (r->aborted)
         why = "called PMIx_Abort";
     else if (code > 0)
-        why = "exited with a non-zero status";
+        why = hbd_ranks_broken_before(j, r->local_rank)
+                  ? "exited with a non-zero status after the job failed"
+                  : "exited with a non-zero status";
     else if (code < 0)
         why = j->killing ? "stopped (job aborted)" : "killed by a signal";
     else if (r->connected && !r->finalized)

@@ -1606,6 +1606,15 @@ void hbd_ranks_rank_lost(hbd_job_t *j, uint32_t lr)
         hb_seg_mark_broken(&rj->seg, (int32_t)lr);
 }
 
+int hbd_ranks_broken_before(const hbd_job_t *j, uint32_t lr)
+{
+    const hbd_ranks_job_t *rj = j->ranks;
+    if (rj == NULL || rj->seg.base == NULL)
+        return 0;
+    hb_seg_hdr_t *h = hb_seg_hdr(&rj->seg);
+    return atomic_load(&h->state) == HB_SEG_JOB_BROKEN && atomic_load(&h->lost_rank) != (int32_t)lr;
+}
+
 /* NAME=VALUE into a malloc'd NULL-terminated environment, replacing NAME if present. */
 static int env_set(char ***env, const char *name, const char *value)
 {

@@ -18,5 +18,8 @@ void hbd_ranks_job_close(hbd_job_t *j);
 int hbd_ranks_env(hbd_job_t *j, uint32_t lr, char ***env);
 /* Local rank lr died or failed: the node's other ranks get HB_ERR_PEER_LOST. */
 void hbd_ranks_rank_lost(hbd_job_t *j, uint32_t lr);
+/* The job here was broken (a rank died or left, or an epoch failed elsewhere) by something
+ * other than local rank lr: lr's failure, seen now, followed the job's. */
+int hbd_ranks_broken_before(const hbd_job_t *j, uint32_t lr);
 
 #endif
