@@ -467,6 +467,20 @@ static void nbar_flat_wake(hb_nbar_t *b)
     }
 }
 
+int hb_nbar_arrive_nowait(hb_nbar_t *b)
+{
+    uint64_t epoch;
+    int rc = hb_nbar_arrive(b, &epoch);
+    if (rc == 0 && b->flat)
+        nbar_flat_wake(b); /* no test or wait follows to do it */
+    return rc;
+}
+
+int hb_nbar_settle(hb_nbar_t *b)
+{
+    return b->done < b->seq ? hb_nbar_wait(b, b->seq) : 0;
+}
+
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)
 {
     nbar_wait_arg_t a = {b, epoch, 0};
@@ -732,6 +746,9 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
 
     uint32_t size = b->seg->nnodes > 1 ? b->seg->gsize : b->nranks;
     uint32_t self = b->seg->nnodes > 1 ? b->grank : b->rank;
+
+    if ((rc = hb_nbar_settle(b)) != 0)
+        return rc;
 
     if (ranks == NULL || n == 0 || n > size)
         return HIBAR_ERR_INVAL;

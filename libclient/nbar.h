@@ -104,6 +104,15 @@ int hb_nbar_test(hb_nbar_t *b, uint64_t epoch);
 int hb_nbar_wait(hb_nbar_t *b, uint64_t epoch);
 /* arrive + wait. */
 int hb_nbar_barrier(hb_nbar_t *b);
+/* Arrive and return at once, for a rank whose part of an operation is over and whose buffers
+ * nobody else reads or writes any more (a collective's receiver that has its data): it is not
+ * woken by the release, which costs most where ranks outnumber cores. The epoch is left
+ * pending: the next arrival waits for its release first, and so must (hb_nbar_settle) anything
+ * that touches what the others may still be reading (the segment's records and staging
+ * buffers). */
+int hb_nbar_arrive_nowait(hb_nbar_t *b);
+/* Wait for the release of this rank's last epoch if it has not seen it (0 if it has). */
+int hb_nbar_settle(hb_nbar_t *b);
 /* Barrier among `n` distinct local ranks (this rank among them, any order); the lowest
  * rank leads. HIBAR_ERR_INVAL for a bad set. On a job across nodes (segment nnodes > 1) the
  * ranks are job ranks: each member posts an HB_SEG_OP_SUBSET descriptor and rings the
