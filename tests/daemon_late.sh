@@ -15,6 +15,14 @@ for proto in scmd tree; do
         awk -v m="$ms" 'BEGIN { exit !(m >= 200) }' ||
             fail "$proto: a node completed $ms ms after the start, before the late $late arrived (200 ms)"
     done
+    # a node later than the driver waits (it is never asked): that barrier fails; the next
+    # takes a new id (the largest next id of all daemons, not the late one's, which the others
+    # hold in flight until the barrier timeout: BUSY) and completes at once
+    out=$(cl barrier --late n00:5000 --timeout 300 2>&1) && fail "$proto: a barrier without n00 ended ok: $out"
+    echo "$out" | grep -q "^barriers 0 of 1 (ids from [0-9]*; the next got no reply in time), bad 1" ||
+        fail "$proto: unexpected: $out"
+    out=$(cl barrier --count 2 --timeout 20000) || fail "$proto: the barriers after a failed one: $out"
+    echo "$proto: after a failed barrier: $out"
     down
     check_clean
 done

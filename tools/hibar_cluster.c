@@ -226,7 +226,7 @@ static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
         return 1;
     }
     double sum = 0, max = 0, min = 1e300, late_min = 1e300, kill_max = 0;
-    unsigned long bad = 0;
+    unsigned long bad = 0, done = 0;
     uint32_t expected_replies = cfg->n_nodes - (o.kill_node < cfg->n_nodes);
     for (unsigned long k = 0; k < count; k++) {
         hbd_drive_result_t r;
@@ -249,6 +249,7 @@ static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
                         coll + k, r.n_ok, r.n_err, r.first_err, hibar_strerror(r.first_err),
                         r.n_missing, expect, expected_replies);
         }
+        done++;
         sum += r.total_us;
         max = r.total_us > max ? r.total_us : max;
         min = r.total_us < min ? r.total_us : min;
@@ -257,11 +258,18 @@ static int cmd_barrier(const hb_cfg_t *cfg, const barrier_args_t *ba)
         if (o.kill_node < cfg->n_nodes && r.after_kill_us > kill_max)
             kill_max = r.after_kill_us;
     }
-    printf("barriers %lu (ids from %" PRIu64 "), bad %lu, mean %.1f us, min %.1f us, max %.1f us",
-           count, coll, bad, sum / (double)count, min, max);
+    /* the times of those that ended (a barrier that got no reply in time ends the run) */
+    if (done == count)
+        printf("barriers %lu (ids from %" PRIu64 "), bad %lu", count, coll, bad);
+    else
+        printf("barriers %lu of %lu (ids from %" PRIu64 "; the next got no reply in time), bad %lu",
+               done, count, coll, bad);
+    if (done > 0)
+        printf(", mean %.1f us, min %.1f us, max %.1f us", sum / (double)done, min, max);
     if (o.late_node < cfg->n_nodes)
-        printf(", late node %s +%" PRIu32 " ms, earliest completion %.1f ms", 
-               cfg->nodes[o.late_node].name, o.late_ms, late_min / 1e3);
+        printf(", late node %s +%" PRIu32 " ms", cfg->nodes[o.late_node].name, o.late_ms);
+    if (o.late_node < cfg->n_nodes && late_min < 1e300)
+        printf(", earliest completion %.1f ms", late_min / 1e3);
     if (o.kill_node < cfg->n_nodes)
         printf(", %s %s at +%" PRIu32 " ms, last reply %.1f ms after the kill",
                ba->stop ? "stopped" : "killed", cfg->nodes[o.kill_node].name, o.kill_ms,

@@ -201,19 +201,28 @@ void hbd_cluster_close(hbd_cluster_t *cl)
 int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p)
 {
     char reply[512], v[32];
-    uint32_t i = 0;
-    while (i < cl->n && cl->fd[i] < 0)
-        i++;
-    if (i == cl->n)
+    uint64_t next = 0;
+    uint32_t asked = 0;
+    /* every reachable daemon's: one that a failed barrier never reached (a late or stopped
+     * node) still names that barrier's id, which the others hold until its timeout (BUSY) */
+    for (uint32_t i = 0; i < cl->n; i++) {
+        if (cl->fd[i] < 0)
+            continue;
+        int rc = hbd_client_send(cl->fd[i], "status");
+        if (rc == 0)
+            rc = hbd_client_recv(cl->fd[i], reply, sizeof(reply), 5000);
+        if (rc == 0 && hbd_client_field(reply, "next_coll", v, sizeof(v)) != 0)
+            rc = HIBAR_ERR_PROTO;
+        if (rc != 0)
+            return rc;
+        uint64_t c = strtoull(v, NULL, 10);
+        next = c > next ? c : next;
+        asked++;
+    }
+    if (asked == 0)
         return HIBAR_ERR_NOT_FOUND;
-    int rc = hbd_client_send(cl->fd[i], "status");
-    if (rc == 0)
-        rc = hbd_client_recv(cl->fd[i], reply, sizeof(reply), 5000);
-    if (rc == 0 && hbd_client_field(reply, "next_coll", v, sizeof(v)) != 0)
-        rc = HIBAR_ERR_PROTO;
-    if (rc == 0)
-        *coll_p = strtoull(v, NULL, 10);
-    return rc;
+    *coll_p = next;
+    return 0;
 }
 
 /* Node ids "a-b.c" from f on: set in set[n]. */

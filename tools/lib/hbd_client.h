@@ -40,7 +40,7 @@ typedef struct hbd_cluster {
  * or nobody listening) is left out (fd -1) instead. */
 int hbd_cluster_open(const hb_cfg_t *cfg, int timeout_ms, int allow_missing, hbd_cluster_t **cl_p);
 void hbd_cluster_close(hbd_cluster_t *cl);
-/* The next collective id the cluster expects (from node 0's status). */
+/* The next collective id the cluster expects (the largest of every reachable daemon's). */
 int hbd_cluster_next_coll(hbd_cluster_t *cl, uint64_t *coll_p);
 /* The running jobs, from the cluster's root daemon (its control command "jobs"), when its
  * socket is on this host: *reply_p (malloc'd) "ok jobs=N job=..." and, where not NULL,
