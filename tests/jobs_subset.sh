@@ -140,7 +140,13 @@ done
 for i in $(seq 0 7); do wait_job "${pids[$i]}" s$i; done
 rss1=$(ps -o rss= -p "$(cat "$RUN_DIR"/n00.pid)")
 echo "root daemon RSS: $rss0 KiB before the short jobs, $rss1 KiB after"
-[ "$rss1" -lt $((rss0 + 20000)) ] || fail "the root daemon grew from $rss0 to $rss1 KiB"
+# (an AddressSanitizer build keeps freed memory in its quarantine, up to 256 MiB: its RSS says
+# nothing of leaks there, LeakSanitizer does at the daemons' exit)
+if grep -q -a __asan_init "$HIBARD"; then
+    echo "AddressSanitizer build: the RSS bound is not checked"
+else
+    [ "$rss1" -lt $((rss0 + 20000)) ] || fail "the root daemon grew from $rss0 to $rss1 KiB"
+fi
 for _ in $(seq 50); do
     ROOT_STATS | grep -q "ok jobs=0" && break
     sleep 0.1
