@@ -124,8 +124,8 @@ static int run_errors(hibar_t *h, int unreadable)
          * readable but for its last page, above a readable mapping that is not the root's
          * buffer: INVAL everywhere too */
         size_t per = 128u << 10, len = per * (size_t)np, pg = 4096;
-        char *lr = mmap(NULL, len + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                        -1, 0);
+        char *lr =
+            mmap(NULL, len + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         char *rb = malloc(per);
         if (lr == MAP_FAILED || rb == NULL)
             return fail("mmap", -5, HIBAR_ERR_NOMEM);
@@ -136,7 +136,8 @@ static int run_errors(hibar_t *h, int unreadable)
         munmap(lr, len + 2 * pg);
         free(rb);
         if (rc != HIBAR_ERR_INVAL)
-            return fail("large root buffer with an unreadable page", -5, rc ? rc : HIBAR_ERR_INTERNAL);
+            return fail("large root buffer with an unreadable page", -5,
+                        rc ? rc : HIBAR_ERR_INTERNAL);
         rc = hibar_barrier(h);
         if (rc != 0)
             return fail("barrier after an unreadable page", -5, rc);
