@@ -121,8 +121,8 @@ static int run_errors(hibar_t *h, int unreadable)
         if (rc != 0)
             return fail("barrier after an unreadable buffer", -4, rc);
         /* a large one (more than the daemon reads at once: it checks the root's mappings),
-         * readable but for its last page, above a readable mapping that is not the root's
-         * buffer: INVAL everywhere too */
+         * readable but for its last page, with a readable mapping right after it: INVAL
+         * everywhere too */
         size_t per = 128u << 10, len = per * (size_t)np, pg = 4096;
         char *lr =
             mmap(NULL, len + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
