@@ -175,6 +175,13 @@ int hb_hwb_fd_arm(hb_hwb_t *h, int armed)
     return h->ops->fd_arm(h, armed);
 }
 
+int hb_hwb_abandon(hb_hwb_t *h)
+{
+    if (h == NULL)
+        return HB_ERR_INVAL;
+    return h->ops->abandon != NULL ? h->ops->abandon(h) : HB_ERR_UNAVAIL;
+}
+
 int hb_hwb_list(const hb_hwb_params_t *params, hb_hwb_info_t *info, size_t max, size_t *n_p)
 {
     hb_hwb_params_t dflt = {.cluster = "hibar", .chassis = 0, .port = 0, .nodes = 1};

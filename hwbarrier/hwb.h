@@ -58,6 +58,7 @@ typedef struct hb_hwb_ops {
     int (*fd)(hb_hwb_t *h, int *fd_p);
     int (*fd_arm)(hb_hwb_t *h, int armed);
     void (*close)(hb_hwb_t *h);
+    int (*abandon)(hb_hwb_t *h); /* NULL: the backend cannot (hb_hwb_abandon) */
 } hb_hwb_ops_t;
 
 /* A backend: query says whether it can work here (0) or why not (negative, reason in why). */
@@ -122,6 +123,13 @@ int hb_hwb_fd(hb_hwb_t *h, int *fd_p);
 /* Clear the fd's readability and arm (armed != 0) or disarm it (see hb_hwb_fd). Arming with
  * nothing pending does nothing more than clear. Never blocks. 0, INVAL (no fd yet), IO. */
 int hb_hwb_fd_arm(hb_hwb_t *h, int armed);
+/* This node's process goes on as a new incarnation of the node (it was stopped or cut off and
+ * taken for lost; its jobs have ended): every round in progress that names it ends now with
+ * PEER_LOST for each participant that arrived, itself included (collected by test/wait as
+ * usual), so its mates' sync numbers and its own are clean at once rather than at their
+ * jobs' barrier timeout. 0, or UNAVAIL where the backend cannot (scic: the board's rounds are
+ * the board's; they end by their timeout as before). */
+int hb_hwb_abandon(hb_hwb_t *h);
 
 /*
  * shm backend: remove what dead processes left in /dev/shm, whatever their cluster: every

@@ -160,16 +160,9 @@ static void hb_shm_nap(void)
 
 static void hb_shm_release(hb_shm_t *s, uint32_t sync, uint32_t who, uint32_t code);
 
-/*
- * A new holder of port s->me (a restarted Center or port) in a segment its previous holder
- * used: the rounds in progress that name it are that holder's, which it will never join. The
- * others' liveness checks abort them once they see it dead, but a restart can come before
- * their next check (a loop that polls, a loaded host): then they would wait on, and the new
- * holder's first arrival at that sync number would complete their old round and start a
- * round of its own that nobody joins. So it aborts them here (PEER_LOST to those who arrived),
- * before it arrives anywhere. Its own flags are cleared after. s->seg is set.
- */
-static void hb_shm_scrub(hb_shm_t *s)
+/* Abort the rounds in progress that name port s->me: PEER_LOST to everyone who arrived, this
+ * port included. Those rounds belong to an incarnation of this port that has ended. */
+static void hb_shm_abort_named(hb_shm_t *s, const char *whose)
 {
     uint32_t bit = 1u << s->me;
     for (uint32_t k = 0; k < HB_HWB_NSYNC; k++) {
@@ -177,16 +170,38 @@ static void hb_shm_scrub(hb_shm_t *s)
         uint64_t old = atomic_load(&sy->mr);
         while (((uint32_t)old & bit) != 0) {
             if (atomic_compare_exchange_weak(&sy->mr, &old, 0)) {
-                hb_log_warn("hwbarrier shm: %s sync %u: a round of port %u's previous holder "
-                            "aborted (mask 0x%x)",
-                            s->name, k, s->me, (uint32_t)old);
-                hb_shm_release(s, k, (uint32_t)(old >> 32) & ~bit, HB_SHM_ERR_LOST);
+                hb_log_warn("hwbarrier shm: %s sync %u: a round of port %u's %s aborted (mask "
+                            "0x%x)",
+                            s->name, k, s->me, whose, (uint32_t)old);
+                hb_shm_release(s, k, (uint32_t)(old >> 32), HB_SHM_ERR_LOST);
                 break;
             }
         }
     }
+}
+
+/*
+ * A new holder of port s->me (a restarted Center or port) in a segment its previous holder
+ * used: the rounds in progress that name it are that holder's, which it will never join. The
+ * others' liveness checks abort them once they see it dead, but a restart can come before
+ * their next check (a loop that polls, a loaded host): then they would wait on, and the new
+ * holder's first arrival at that sync number would complete their old round and start a
+ * round of its own that nobody joins. So it aborts them here, before it arrives anywhere, and
+ * clears its flags. s->seg is set.
+ */
+static void hb_shm_scrub(hb_shm_t *s)
+{
+    hb_shm_abort_named(s, "previous holder");
     for (uint32_t i = 0; i < HB_HWB_NSYNC; i++)
         atomic_store(&s->seg->flags[s->me].flag[i], HB_SHM_IDLE);
+}
+
+/* The same process, a new incarnation of its node (hb_hwb_abandon): its own pending rounds
+ * end with PEER_LOST too, collected as usual. */
+static int hb_shm_abandon(hb_hwb_t *h)
+{
+    hb_shm_abort_named((hb_shm_t *)h, "previous incarnation");
+    return 0;
 }
 
 /*
@@ -832,6 +847,7 @@ static const hb_hwb_ops_t hb_shm_ops = {
     .fd = hb_shm_fd,
     .fd_arm = hb_shm_fd_arm,
     .close = hb_shm_close,
+    .abandon = hb_shm_abandon,
 };
 
 const hb_hwb_component_t hb_hwb_shm_component = {

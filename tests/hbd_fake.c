@@ -116,6 +116,12 @@ int hb_hwb_fd_arm(hb_hwb_t *h, int armed)
     return 0;
 }
 
+int hb_hwb_abandon(hb_hwb_t *h)
+{
+    (void)h;
+    return HIBAR_ERR_UNAVAIL; /* as the scic backend: rounds end by their timeout */
+}
+
 /* ---- the transport ---- */
 
 void hbd_net_peer_lost(hbd_t *d, uint32_t node, int status)

@@ -905,6 +905,50 @@ static void test_shm_restart(void)
     t_unlink(cluster);
 }
 
+/* The same process goes on as a new incarnation of its node (hb_hwb_abandon): the rounds in
+ * progress that name it end with PEER_LOST for everyone who arrived, itself included; rounds
+ * without it go on; the sync numbers work again at once. */
+static void test_shm_abandon(void)
+{
+    char cluster[48];
+    hb_hwb_params_t p0, p1, p2;
+    hb_hwb_t *h0, *h1, *h2;
+
+    t_cluster(cluster, sizeof(cluster));
+    t_params(&p0, cluster, 0, 3);
+    t_params(&p1, cluster, 1, 3);
+    t_params(&p2, cluster, 2, 3);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p0, &h0) == 0);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p1, &h1) == 0);
+    CU_ASSERT_FATAL(hb_hwb_open("shm", &p2, &h2) == 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h0, 3, 0x7), 0); /* port 2 never comes to 3 */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 3, 0x7), 0);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h2, 4, 0x6), 0); /* port 1 never comes to 4 */
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h0, 5, 0x3), 0); /* without port 2 */
+    CU_ASSERT_EQUAL(hb_hwb_abandon(h2), 0);        /* port 2 is taken for lost, goes on */
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 3), HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 3), HB_ERR_PEER_LOST);
+    CU_ASSERT_EQUAL(hb_hwb_test(h2, 4), HB_ERR_PEER_LOST); /* its own */
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 5), HB_ERR_WOULD_BLOCK);
+    CU_ASSERT_EQUAL(hb_hwb_arrive(h1, 5, 0x3), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h0, 5), 0);
+    CU_ASSERT_EQUAL(hb_hwb_test(h1, 5), 0);
+    /* 3 and 4 are clean: new rounds there complete */
+    for (uint32_t s = 3; s <= 4; s++) {
+        CU_ASSERT_EQUAL(hb_hwb_arrive(h0, s, 0x7), 0);
+        CU_ASSERT_EQUAL(hb_hwb_arrive(h1, s, 0x7), 0);
+        CU_ASSERT_EQUAL(hb_hwb_arrive(h2, s, 0x7), 0);
+        CU_ASSERT_EQUAL(hb_hwb_test(h0, s), 0);
+        CU_ASSERT_EQUAL(hb_hwb_test(h1, s), 0);
+        CU_ASSERT_EQUAL(hb_hwb_test(h2, s), 0);
+    }
+    CU_ASSERT_EQUAL(hb_hwb_abandon(NULL), HB_ERR_INVAL);
+    hb_hwb_close(h2);
+    hb_hwb_close(h1);
+    hb_hwb_close(h0);
+    t_unlink(cluster);
+}
+
 /* The Center starts 300 ms after its ports: they wait for its segment, then all work. */
 static void test_shm_late_center(void)
 {
@@ -1102,7 +1146,7 @@ static const t_case_t t_shm_only[] = {
     {"list", test_shm_list},       {"stale", test_shm_stale},
     {"mode", test_shm_mode},       {"fd_dead_2", test_fd_dead_2},
     {"fd_dead_3", test_fd_dead_3}, {"fd_close_2", test_fd_close_2},
-    {"restart", test_shm_restart},
+    {"restart", test_shm_restart}, {"abandon", test_shm_abandon},
 };
 
 /* Board discovery through sysfs by PCI ids (a fake sysfs tree). */

@@ -866,6 +866,17 @@ static void on_lost(hbd_t *d, uint32_t lost, int status, int first)
         /* whatever hier did not fail (not yet arrived there) fails here */
         fail_all(d, B, status);
     }
+    if (lost == d->self && d->hwb != NULL) {
+        /* taken for lost, this process goes on as a new incarnation (hbd_net.c self_rejoin):
+         * the chassis rounds of its ended jobs end now, its mates' with it too, instead of
+         * holding their sync numbers until the barrier timeout (a stopped daemon's round
+         * there would make the next job on that chassis wait for it) */
+        int rc = hb_hwb_abandon(d->hwb);
+        if (rc != 0 && rc != HB_ERR_UNAVAIL)
+            hb_log_warn("chassis barrier: cannot end the rounds of this node's previous "
+                        "incarnation: %s",
+                        hb_status_str(rc));
+    }
     if (first && b->tib_conn != NULL) {
         hbd_reply(b->tib_conn, "err tib %d %s", status, hb_status_str(status));
         hbd_reply_release(b->tib_conn);
