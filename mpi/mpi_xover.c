@@ -27,7 +27,10 @@ static const char *const xover_forces[] = {"auto", "hibar", "ompi"};
  * from 1 MiB where a node has several ranks (4 x 4 through the component on the 16-core bed,
  * forced to hibar: 0.74x and 0.53x Open MPI's own under hibar-run at 1 and 4 MiB, 0.89x at 256
  * KiB; hibar's own 0.73-0.85x at 1 MiB), none with one rank a node (0.93-1.0x there) and no
- * scatter (through the component 1.09-2.9x: doc/results.md, "the data off the loop").
+ * scatter (through the component 1.09-2.9x: doc/results.md, "the data off the loop"; half of
+ * that was the daemon reading an MPI rank's whole /proc/PID/maps, fixed since: "The root's maps
+ * file"; after it, on the 2-core bed, 0.41-1.11x mpirun but 0.99-2.43x Open MPI's own under
+ * hibar-run: a device run is to measure it before it is taken).
  * A site measures its own with hibar-bench mpi --crossover, which writes the entries as MCA
  * parameters into a file Open MPI reads (hb_mpi_xover_load reads them back the same way). */
 #define K 1024L
