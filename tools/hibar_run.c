@@ -236,7 +236,7 @@ static void on_line(run_t *R, uint32_t i, char *line)
         int code = atoi(cs);
         if (strcmp(why, "ok") == 0)
             return;
-        if (!R->failed || strcmp(why, "stopped (job aborted)") != 0) {
+        if (!R->failed || strcmp(why, HBD_JOB_WHY_STOPPED) != 0) {
             if (code > 0)
                 fprintf(stderr, "hibar-run: rank %s (node %s) exited with status %d\n", rk, node,
                         code);
@@ -247,8 +247,7 @@ static void on_line(run_t *R, uint32_t i, char *line)
                 fprintf(stderr, "hibar-run: rank %s (node %s) %s\n", rk, node, why);
         }
         fail_as(R, code > 0 ? code : (code < 0 ? 128 - code : 1),
-                strstr(why, "after the job failed") != NULL ||
-                    strcmp(why, "stopped (job aborted)") == 0);
+                strcmp(why, HBD_JOB_WHY_AFTER) == 0 || strcmp(why, HBD_JOB_WHY_STOPPED) == 0);
         char b[64];
         snprintf(b, sizeof(b), "rank %s failed", rk);
         kill_all(R, b);

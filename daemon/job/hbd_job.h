@@ -16,6 +16,10 @@ struct rl_job;
 #define HBD_JOB_NSLEN 256 /* namespace buffer: PMIx's pmix_nspace_t ("hibar.<id>") */
 #define HBD_JOB_LINE 1800 /* longest forwarded output chunk, before escaping */
 #define HBD_JOB_SPEC_MAX (16u << 20)
+/* Texts of the launcher's "x" line (launch/hbd_launch.c) that hibar-run tells apart: a rank
+ * that failed only because the job had failed does not decide hibar-run's exit status. */
+#define HBD_JOB_WHY_AFTER "exited with a non-zero status after the job failed"
+#define HBD_JOB_WHY_STOPPED "stopped (job aborted)"
 
 /*
  * A job spec is the file hibar-run writes into the run dir and names in "launch PATH".

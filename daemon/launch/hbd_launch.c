@@ -230,11 +230,10 @@ static void rank_check_done(hbd_rank_t *r)
     if (r->aborted)
         why = "called PMIx_Abort";
     else if (code > 0)
-        why = hbd_ranks_broken_before(j, r->local_rank)
-                  ? "exited with a non-zero status after the job failed"
-                  : "exited with a non-zero status";
+        why = hbd_ranks_broken_before(j, r->local_rank) ? HBD_JOB_WHY_AFTER
+                                                         : "exited with a non-zero status";
     else if (code < 0)
-        why = j->killing ? "stopped (job aborted)" : "killed by a signal";
+        why = j->killing ? HBD_JOB_WHY_STOPPED : "killed by a signal";
     else if (r->connected && !r->finalized)
         why = "exited without calling PMIx_Finalize";
     job_send(j, "x %" PRIu32 " %d %s\n", r->rank, code, why);
