@@ -231,7 +231,7 @@ static void rank_check_done(hbd_rank_t *r)
         why = "called PMIx_Abort";
     else if (code > 0)
         why = hbd_ranks_broken_before(j, r->local_rank) ? HBD_JOB_WHY_AFTER
-                                                         : "exited with a non-zero status";
+                                                        : "exited with a non-zero status";
     else if (code < 0)
         why = j->killing ? HBD_JOB_WHY_STOPPED : "killed by a signal";
     else if (r->connected && !r->finalized)
