@@ -2,10 +2,12 @@
 # fence_links.sh: a 16-node x 4-rank fence with 64 KiB per rank moves each blob at most once per
 # tree edge in each direction: the daemons' per-link fence byte counters (control fence_stats)
 # show every node sending up exactly its own blob plus what came from below, and the whole
-# concatenation going down every tree edge exactly once, on the plain data plane (stats data_rx).
+# concatenation going down every tree edge exactly once, on the plain data plane (stats data_rx);
+# small scatters and gathers send each edge only the data below it (xop_trim).
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 hb_prog FC tests/fence_client
+hb_prog XC tests/xrank_check
 cat > "$TMP/sixteen.yaml" <<YAML
 cluster: hbfl$$
 nodes: fl[0-15]
@@ -53,6 +55,36 @@ END {
   printf "release %d bytes down each of %d edges once; up: %d bytes in all (each blob once per edge)\n", total, edges_down, ups
   exit bad
 }' "$TMP/links" || fail "per-link bytes"
+# A small scatter or gather (data inside the agreement, doc/design.md 7.4): the release that
+# goes down each edge carries only what the nodes below it write out. 64 ranks x 256 bytes is
+# 16 KiB of data an operation; a port's release carries its 4 ranks' 1 KiB of a scatter (an
+# edge with a chassis below it the range that covers all their parts) besides the tables
+# (about 2 KiB), and no data of a gather but on the way to the root's node. Without the trim
+# every edge would carry the 16 KiB and the tables each time: at least twice what is allowed.
+down_bytes() { # per edge "NODE PEER TX_DOWN"
+    "${CL[@]}" ctl all fence_stats | awk '{ n = $1; sub(":", "", n)
+        for (i = 3; i <= NF; i++) { split($i, f, ":"); print n, f[1], f[3] } }'
+}
+OPS=20
+for op in scatter gather; do
+    down_bytes >"$TMP/before" || fail "fence_stats"
+    run 0 --config "$TMP/sixteen.yaml" -n 64 --per-node 4 "$XC" --only $op --size 256 --ops $OPS \
+        --seed 7
+    grep -q "xrank_check: ok $OPS operations on 64 ranks" "$OUT" || fail "$op of 256 bytes a rank"
+    down_bytes >"$TMP/after" || fail "fence_stats"
+    awk -v op=$op -v ops=$OPS -v whole=16384 '
+    NR == FNR { b[$1 " " $2] = $3; next }
+    { d = $3 - b[$1 " " $2]; if (d <= 0) next; edges++; sum += d }
+    END {
+      printf "%s: %d bytes down %d edges for %d operations of %d bytes\n", op, sum, edges, ops, whole
+      if (edges != 15) { print "down edges " edges ", expected 15"; bad = 1 }
+      if (sum >= edges * ops * whole / 2) { print "the releases were not trimmed"; bad = 1 }
+      exit bad
+    }' "$TMP/before" "$TMP/after" || fail "$op: trimmed releases"
+done
+# a job on 3 of the 16 nodes fences through its lowest node (a star): random small operations
+run 0 --config "$TMP/sixteen.yaml" -n 12 --per-node 4 "$XC" --max 512 --ops 40 --seed 3
+grep -q "xrank_check: ok 40 operations on 12 ranks" "$OUT" || fail "a job on 3 nodes"
 # fence data travels on the plain data plane (the default): every node took frames there
 "${CL[@]}" ctl all stats >"$TMP/stats" || fail "stats"
 n_dp=$(grep -c ' data_rx=[1-9]' "$TMP/stats")

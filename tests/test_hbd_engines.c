@@ -589,6 +589,9 @@ static size_t blob(uint32_t i, uint8_t *buf, size_t cap)
     return n;
 }
 
+/* The trim of the release for fence_start_all's fences, or NULL. */
+static hbd_fence_trim_t fence_trim_fn;
+
 /* Start fence coll on the listed nodes (NULL: every node), with deliveries in between. */
 static void fence_start_all(fk_cluster_t *c, fence_res_t *r, uint64_t coll, const uint32_t *nodes,
                             uint32_t n_nodes, uint32_t skip)
@@ -600,10 +603,83 @@ static void fence_start_all(fk_cluster_t *c, fence_res_t *r, uint64_t coll, cons
         if (i == skip || c->dead[i])
             continue;
         size_t len = blob(i, buf, sizeof(buf));
-        CU_ASSERT_EQUAL(hbd_fence_start(&c->d[i], coll, nodes, n_nodes, 0, buf, len, fence_cb, r),
+        uint8_t *copy = malloc(len);
+        CU_ASSERT_FATAL(copy != NULL);
+        memcpy(copy, buf, len);
+        CU_ASSERT_EQUAL(hbd_fence_start_trimmed(&c->d[i], coll, nodes, n_nodes, 0, copy, len,
+                                                fence_trim_fn, fence_cb, r),
                         0);
         fk_step(c);
     }
+}
+
+/* A trim that keeps the blobs (runs of one value, see blob) of the nodes at and below kid. */
+static int trim_below(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *all, size_t len,
+                      uint8_t **out, size_t *out_len)
+{
+    (void)arg;
+    uint8_t *o = malloc(len ? len : 1);
+    size_t w = 0;
+    if (o == NULL)
+        return HIBAR_ERR_NOMEM;
+    for (size_t off = 0; off < len;) {
+        size_t run = 0;
+        while (off + run < len && all[off + run] == all[off])
+            run++;
+        if (hbd_fence_under(d, star, kid, all[off])) {
+            memcpy(o + w, all + off, run);
+            w += run;
+        }
+        off += run;
+    }
+    *out = o;
+    *out_len = w;
+    return 1;
+}
+
+/* With trim_below: every participant gets exactly the blobs of the nodes at and below it (the
+ * tree's root, or a subset's leader: all). */
+static void test_fence_trim(void)
+{
+    static const uint32_t sub[] = {1, 2, 4, 7};
+    static uint8_t buf[600000];
+    fence_trim_fn = trim_below;
+    for (int subset = 0; subset <= 1; subset++) {
+        fk_cluster_t c;
+        fence_res_t *r = calloc(1, sizeof(*r));
+        CU_ASSERT_FATAL(r != NULL);
+        CU_ASSERT_FATAL(fk_cluster_init(&c, 4, 2, 2, 30000, 3) == 0);
+        fence_start_all(&c, r, subset ? HBD_FENCE_ID_SUBSET | 1 : 1, subset ? sub : NULL,
+                        subset ? 4 : 0, UINT32_MAX);
+        fk_run(&c, 1000000);
+        /* the tree's root is node 0: every node is below it; a subset's leader is its first */
+        uint32_t n = subset ? 4 : c.n, top = subset ? sub[0] : 0;
+        for (uint32_t q = 0; q < c.n; q++)
+            CU_ASSERT(hbd_fence_under(&c.d[0], 0, 0, q));
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = subset ? sub[k] : k;
+            CU_ASSERT_EQUAL(r->calls[i], 1);
+            CU_ASSERT_EQUAL(r->status[i], 0);
+            size_t want = 0;
+            for (uint32_t kq = 0; kq < n; kq++) {
+                uint32_t q = subset ? sub[kq] : kq;
+                if (i == top || hbd_fence_under(&c.d[i], subset, i, q))
+                    want += blob(q, buf, sizeof(buf));
+            }
+            CU_ASSERT_EQUAL(r->len[i], want);
+            if (i != top)
+                CU_ASSERT(r->len[i] < r->len[top]);
+            for (size_t off = 0; r->data[i] != NULL && i != top && off < r->len[i]; off++)
+                if (!hbd_fence_under(&c.d[i], subset, i, r->data[i][off])) {
+                    CU_FAIL("a blob from outside the node's subtree");
+                    break;
+                }
+        }
+        fence_res_free(r);
+        fk_cluster_fini(&c);
+        free(r);
+    }
+    fence_trim_fn = NULL;
 }
 
 /* Every participant gets every participant's blob exactly once, whole, and the same bytes as
@@ -1045,6 +1121,7 @@ int main(void)
         !CU_add_test(b, "subset member lost", test_barrier_subset_lost) ||
         !CU_add_test(b, "many subsets", test_barrier_subset_many) ||
         !CU_add_test(f, "tree", test_fence_tree) || !CU_add_test(f, "subset", test_fence_subset) ||
+        !CU_add_test(f, "trim", test_fence_trim) ||
         !CU_add_test(f, "timeout", test_fence_timeout) ||
         !CU_add_test(f, "peer lost", test_fence_peer_lost))
         return 99;

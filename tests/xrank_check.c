@@ -185,8 +185,9 @@ int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
     int n_ops = 40, errors = 0, unreadable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1,
-        die_linger = 0;
-    size_t max = 4u << 20, max_total = 32u << 20;
+        die_linger = 0, only = -1;
+    size_t max = 4u << 20, max_total = 32u << 20, fixed = 0;
+    static const char *const kinds[] = {"", "", "scatter", "gather", "bcast", "allgather"};
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc)
@@ -209,9 +210,21 @@ int main(int argc, char **argv)
             unreadable = 1;
         else if (strcmp(argv[i], "--inline-split") == 0)
             inline_split = 1;
-        else {
+        else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+            fixed = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            i++;
+            for (int q = 2; q <= 5; q++)
+                if (strcmp(argv[i], kinds[q]) == 0)
+                    only = q;
+            if (only < 0) {
+                fprintf(stderr, "xrank_check: --only: scatter, gather, bcast or allgather\n");
+                return 2;
+            }
+        } else {
             fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
                             "[--seed S] [--errors [--unreadable]] [--inline-split] "
+                            "[--only OP [--size BYTES]] "
                             "[--die-rank R --die-at K [--die-linger MS]]\n");
             return 2;
         }
@@ -241,6 +254,11 @@ int main(int argc, char **argv)
         size_t bytes = rnd() % 4 == 0 ? (size_t)(rnd() % (max + 1)) : (size_t)(rnd() % 4097);
         if (bytes > max)
             bytes = max;
+        if (only >= 0) {
+            kind = only;
+            if (fixed > 0)
+                bytes = fixed <= max ? fixed : max;
+        }
         size_t total = 0;
         for (int r = 0; r < np; r++) {
             counts[r] = (size_t)(rnd() % (bytes + 1)); /* -v forms: every rank its own count */

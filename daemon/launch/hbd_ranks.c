@@ -863,6 +863,7 @@ static void xop_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
  * architecture as its peers; the fields are checked anyway):
  *   u32 magic, u32 node, u32 op, i32 root, u64 seq, u64 size, i32 verdict, u32 n_ranks,
  *   u32 root_table (0 or the job size), u32 mode (0: data run, 1: inline), u64 data_len,
+ *   u64 data_off (the carried bytes' place in the node's input: 0 but after xop_trim),
  *   n_ranks x { u32 grank, u32 pad, u64 bytes },
  *   root_table x u64 (the root's counts, from the node hosting the root of a -v form),
  *   data_len bytes (inline: the node's input, see xop_inline)
@@ -873,7 +874,7 @@ typedef struct xagree_hdr {
     uint64_t seq, size;
     int32_t verdict;
     uint32_t n_ranks, root_table, mode;
-    uint64_t data_len;
+    uint64_t data_len, data_off;
 } xagree_hdr_t;
 
 typedef struct xagree_rank {
@@ -922,7 +923,7 @@ static uint64_t xop_inline_len(const hbd_xop_t *op, uint32_t node)
 /* Parse every node's blob into op's table; same verdict on every node. Inline: dat[node]
  * points at node's data inside `data` (dlen[node] bytes), checked against the table. */
 static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len, const uint8_t **dat,
-                           uint64_t *dlen)
+                           uint64_t *dlen, uint64_t *doff)
 {
     hbd_job_t *j = op->rj->j;
     uint32_t size = j->spec->size, n_nodes = j->d->topo->n_nodes, seen_nodes = 0;
@@ -986,13 +987,15 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len, const
             root_table = (const uint64_t *)(data + off);
             off += (size_t)h.root_table * sizeof(uint64_t);
         }
-        if ((h.mode == 0 && h.data_len != 0) || len - off < h.data_len) {
+        if ((h.mode == 0 && (h.data_len != 0 || h.data_off != 0)) || len - off < h.data_len ||
+            h.data_off > UINT64_MAX - h.data_len) {
             rc = HB_ERR_PROTO;
             goto out;
         }
         if (dat != NULL) {
             dat[h.node] = data + off;
             dlen[h.node] = h.data_len;
+            doff[h.node] = h.data_off;
         }
         off += (size_t)h.data_len;
     }
@@ -1014,7 +1017,7 @@ static int xop_agree_parse(hbd_xop_t *op, const uint8_t *data, size_t len, const
     for (uint32_t w = 0; op->inl && w < j->n_nodes; w++) {
         uint32_t cw = j->nodes[w];
         if ((op_has_root(op->op) && (op->root < 0 || (uint32_t)op->root >= size)) ||
-            dlen[cw] != xop_inline_len(op, cw)) {
+            doff[cw] + dlen[cw] > xop_inline_len(op, cw)) {
             rc = HB_ERR_PROTO;
             goto out;
         }
@@ -1083,34 +1086,180 @@ static int xop_inline_done(hbd_xop_t *op, const uint8_t *data, size_t len)
     hbd_job_t *j = op->rj->j;
     uint32_t n = j->d->topo->n_nodes;
     const uint8_t **dat = calloc(n, sizeof(*dat));
-    uint64_t *dlen = calloc(n, sizeof(*dlen));
+    uint64_t *dlen = calloc(n, sizeof(*dlen)), *doff = calloc(n, sizeof(*doff));
     xop_blk_t *blk = calloc(j->n_nodes ? j->n_nodes : 1, sizeof(*blk));
-    int rc = dat == NULL || dlen == NULL || blk == NULL ? HB_ERR_NOMEM : 0;
+    int rc = dat == NULL || dlen == NULL || doff == NULL || blk == NULL ? HB_ERR_NOMEM : 0;
     if (rc == 0)
-        rc = xop_agree_parse(op, data, len, dat, dlen);
+        rc = xop_agree_parse(op, data, len, dat, dlen, doff);
     hb_coll_op_t cop = op_coll(op->op);
     uint32_t root_w = 0;
+    for (uint32_t w = 0; rc == 0 && w < j->n_nodes; w++)
+        if (op_has_root(op->op) && j->spec->map[op->root] == j->nodes[w])
+            root_w = w;
+    /* what this node writes out must have come (xop_trim leaves out only what it does not) */
     for (uint32_t w = 0; rc == 0 && w < j->n_nodes; w++) {
         uint32_t cw = j->nodes[w];
-        if (op_has_root(op->op) && j->spec->map[op->root] == cw)
-            root_w = w;
-        if (cop == HB_COLL_GATHER || cop == HB_COLL_ALLGATHER)
+        if (cop != HB_COLL_GATHER && cop != HB_COLL_ALLGATHER)
+            continue;
+        if (doff[cw] == 0 && dlen[cw] == xop_inline_len(op, cw))
             blk[w] = (xop_blk_t){dat[cw], dlen[cw]};
+        else if (xop_outputs(op, cop, w, root_w))
+            rc = HB_ERR_PROTO;
     }
+    uint32_t cr = j->nodes[root_w];
     if (rc == 0 && cop == HB_COLL_SCATTER) { /* the root's buffer in node order */
-        uint32_t self = op->rj->node_idx, cr = j->nodes[root_w], cs = j->d->self;
+        uint32_t self = op->rj->node_idx, cs = j->d->self;
         uint64_t at = (uint64_t)op->rj->node_off[cs] * op->size;
-        blk[self] = (xop_blk_t){dat[cr] + at, (uint64_t)op->rj->ranks_of[cs] * op->size};
+        uint64_t mine = (uint64_t)op->rj->ranks_of[cs] * op->size;
+        if (at < doff[cr] || at + mine > doff[cr] + dlen[cr])
+            rc = HB_ERR_PROTO;
+        else
+            blk[self] = (xop_blk_t){dat[cr] + (at - doff[cr]), mine};
     } else if (rc == 0 && cop == HB_COLL_BCAST) {
-        blk[0] = (xop_blk_t){dat[j->nodes[root_w]], dlen[j->nodes[root_w]]};
+        if (doff[cr] != 0 || dlen[cr] != xop_inline_len(op, cr))
+            rc = HB_ERR_PROTO;
+        blk[0] = (xop_blk_t){dat[cr], dlen[cr]};
     }
+    if (rc == HB_ERR_PROTO)
+        hb_log_error("job %s: epoch %" PRIu64 ": the agreement lacks this node's data",
+                     j->nspace, op->epoch);
     op->t_ns[3] = hb_time_now_ns();
     if (rc == 0)
         rc = xop_write_blocks(op, cop, blk, root_w);
     free(dat);
     free(dlen);
+    free(doff);
     free(blk);
     return rc;
+}
+
+/* Where each blob's carried data goes in a trimmed release (xop_trim). */
+typedef struct xtrim {
+    size_t at;         /* the blob's data in the release */
+    uint64_t lo, hi;   /* the kept bytes of the node's input */
+} xtrim_t;
+
+/* The bytes of node `node`'s inline input (header h) that the nodes at and below `kid` of the
+ * agreement's tree write out, in [*lo, *hi) (empty: *lo == *hi == 0); 0 when they need all or
+ * h is not one this knows to cut. */
+static int xop_trim_range(const hbd_xop_t *op, const xagree_hdr_t *h, int star, uint32_t kid,
+                          uint64_t *lo, uint64_t *hi)
+{
+    const hbd_ranks_job_t *rj = op->rj;
+    const hbd_job_t *j = rj->j;
+    hb_coll_op_t cop = op_coll(h->op);
+    *lo = *hi = 0;
+    if (h->data_len == 0 || !op_has_root(h->op) || h->root < 0 ||
+        (uint32_t)h->root >= j->spec->size)
+        return 0;
+    uint32_t root_node = j->spec->map[h->root];
+    if (cop == HB_COLL_GATHER) /* the root's node, or a node on the way to it, needs it all */
+        return !hbd_fence_under(j->d, star, kid, root_node);
+    if (cop != HB_COLL_SCATTER || h->node != root_node)
+        return 0;
+    uint64_t a = UINT64_MAX, e = 0; /* the root's buffer in node order: each node's part */
+    for (uint32_t w = 0; w < j->n_nodes; w++) {
+        uint32_t cw = j->nodes[w];
+        if (rj->ranks_of[cw] == 0 || !hbd_fence_under(j->d, star, kid, cw))
+            continue;
+        uint64_t from = (uint64_t)rj->node_off[cw] * h->size;
+        uint64_t to = (uint64_t)rj->node_off[cw + 1] * h->size;
+        a = from < a ? from : a;
+        e = to > e ? to : e;
+    }
+    /* within what came here (a trimmed release covers the nodes below it) */
+    uint64_t c0 = h->data_off, c1 = h->data_off + h->data_len;
+    a = a > c0 ? a : c0;
+    e = e < c1 ? e : c1;
+    if (a < e) {
+        *lo = a;
+        *hi = e;
+    }
+    return *lo != c0 || *hi != c1;
+}
+
+/*
+ * Inline (xop_inline): the release that goes down the agreement's tree to `kid`
+ * (hbd_fence_trim_t) carries of each blob's data only what the nodes at and below the kid
+ * write out: a scatter's leaves their part of the root's buffer, a gather's nodes off the way
+ * to the root's node nothing; a bcast and an allgather need all of it. The headers and tables
+ * go whole, so every node still decides the verdict from the same views; a blob's data_off and
+ * data_len say what it still carries, and xop_inline_done checks that this covers what the node
+ * writes. A release that does not parse, or whose blobs disagree on the collective, goes
+ * whole: the verdict (PROTO or MISMATCH) needs no data. Against the whole concatenation on
+ * every edge: a 4-node scatter of 4 KiB a rank sends each leaf 4 KiB of data instead of 16.
+ */
+static int xop_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *all, size_t len,
+                    uint8_t **out, size_t *out_len)
+{
+    hbd_xop_t *op = arg;
+    (void)d;
+    if (op->rj == NULL || !op->inl)
+        return 0;
+    uint32_t cap = op->rj->j->n_nodes;
+    xtrim_t *t = calloc(cap ? cap : 1, sizeof(*t));
+    size_t off = 0, keep = 0;
+    uint32_t nb = 0;
+    int cut = 0, ok = t != NULL;
+    xagree_hdr_t first = {0};
+    while (ok && off < len) {
+        xagree_hdr_t h;
+        ok = len - off >= sizeof(h) && nb < cap;
+        if (!ok)
+            break;
+        memcpy(&h, all + off, sizeof(h));
+        size_t body = (size_t)h.n_ranks * sizeof(xagree_rank_t) +
+                      (size_t)h.root_table * sizeof(uint64_t);
+        if (nb == 0)
+            first = h;
+        ok = h.magic == HBD_RANKS_AGREE_MAGIC && h.mode == 1 && h.n_ranks <= op->rj->j->spec->size &&
+             h.root_table <= op->rj->j->spec->size && h.op == first.op && h.root == first.root &&
+             h.size == first.size && (len - off - sizeof(h)) >= body &&
+             (len - off - sizeof(h) - body) >= h.data_len && h.data_off <= UINT64_MAX - h.data_len;
+        if (!ok)
+            break;
+        off += sizeof(h) + body;
+        t[nb].at = off;
+        if (xop_trim_range(op, &h, star, kid, &t[nb].lo, &t[nb].hi)) {
+            cut = 1;
+        } else {
+            t[nb].lo = h.data_off;
+            t[nb].hi = h.data_off + h.data_len;
+        }
+        keep += sizeof(h) + body + (size_t)(t[nb].hi - t[nb].lo);
+        off += (size_t)h.data_len;
+        nb++;
+    }
+    if (!ok || !cut) {
+        free(t);
+        return 0;
+    }
+    uint8_t *o = malloc(keep ? keep : 1);
+    if (o == NULL) {
+        free(t);
+        return 0; /* no room to cut: the whole release goes */
+    }
+    size_t in = 0, w = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        xagree_hdr_t h;
+        memcpy(&h, all + in, sizeof(h));
+        size_t hat = w;
+        memcpy(o + w, all + in, t[b].at - in); /* header and tables */
+        w += t[b].at - in;
+        uint64_t n = t[b].hi - t[b].lo;
+        if (n > 0)
+            memcpy(o + w, all + t[b].at + (t[b].lo - h.data_off), (size_t)n);
+        w += (size_t)n;
+        xagree_hdr_t nh = h;
+        nh.data_off = n > 0 ? t[b].lo : 0;
+        nh.data_len = n;
+        memcpy(o + hat, &nh, sizeof(nh));
+        in = t[b].at + (size_t)h.data_len;
+    }
+    free(t);
+    *out = o;
+    *out_len = w;
+    return 1;
 }
 
 static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
@@ -1131,7 +1280,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
         if (status == 0 && op->rj == NULL)
             status = HB_ERR_PEER_LOST;
         if (status == 0)
-            status = xop_agree_parse(op, data, len, NULL, NULL);
+            status = xop_agree_parse(op, data, len, NULL, NULL, NULL);
         free(data);
         op->agree_status = status;
         if (status != 0 && op->run != NULL)
@@ -1144,7 +1293,7 @@ static void xop_agree_done(hbd_t *d, int status, uint8_t *data, size_t len, void
         xop_finish(op, status != 0 ? status : HB_ERR_PEER_LOST);
         return;
     }
-    status = xop_agree_parse(op, data, len, NULL, NULL);
+    status = xop_agree_parse(op, data, len, NULL, NULL, NULL);
     free(data);
     if (status != 0) {
         xop_finish(op, status);
@@ -1300,8 +1449,9 @@ static void xop_coll_begin(hbd_xop_t *op, uint32_t n_at)
      * failure then marks the run failed before it starts, and starting it ends it. */
     int whole = j->n_nodes == d->topo->n_nodes;
     uint64_t id = hbd_fence_job_id(j->spec->id, j->dfence_seq++, whole);
-    int rc = hbd_fence_start_owned(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0, blob,
-                                   off, xop_agree_done, op); /* takes the blob over */
+    int rc = hbd_fence_start_trimmed(d, id, whole ? NULL : j->nodes, whole ? 0 : j->n_nodes, 0,
+                                     blob, off, op->inl ? xop_trim : NULL, xop_agree_done,
+                                     op); /* takes the blob over */
     if (rc != 0 && run != NULL) {
         op->agree_status = rc;
         hbd_coll_job_cancel(d, run, rc);

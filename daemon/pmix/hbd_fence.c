@@ -35,7 +35,8 @@
  *
  * Up: a node sends its parent the concatenation of its own blob and of its children's, once
  * it has them all. Down: the root has every blob; the concatenation goes down every edge
- * unchanged. Each blob crosses each edge at most once per direction (the per-link byte
+ * unchanged, or what the fence's trim leaves of it for the nodes below that edge
+ * (hbd_fence_start_trimmed: hbd_ranks.c's small collectives). Each blob crosses each edge at most once per direction (the per-link byte
  * counters of the "fence_stats" control command show it). Messages are HBD_WIRE_FENCE frames
  * (job 0, coll_id = the fence's id) whose payload starts with direction (1 up, 2 down), 3 zero
  * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (256
@@ -91,6 +92,7 @@ typedef struct hbd_fence {
     int sent_up;
     uint64_t t0, timeout_ns;
     hbd_fence_cb_t cb;
+    hbd_fence_trim_t trim; /* or NULL: the concatenation goes down unchanged */
     void *arg;
     struct hbd_fence *next;
 } hbd_fence_t;
@@ -160,6 +162,18 @@ static uint32_t data_children(const hbd_t *d, uint32_t n, uint32_t *out)
     for (uint32_t i = 0; i < tn->n_children; i++)
         out[k++] = d->topo->chassis[tn->children[i]].nodes[0];
     return k;
+}
+
+int hbd_fence_under(const hbd_t *d, int star, uint32_t kid, uint32_t node)
+{
+    if (star || node >= d->topo->n_nodes)
+        return node == kid;
+    for (uint32_t n = node, hops = 0; n != HB_TOPO_NONE && hops <= d->topo->n_nodes; hops++) {
+        if (n == kid)
+            return 1;
+        n = data_parent(d, n);
+    }
+    return 0;
 }
 
 static void fence_free(hbd_t *d, hbd_fence_t *f)
@@ -384,6 +398,24 @@ static void retry_arm(hbd_t *d)
     hbd_timer_arm(S->retry, 1000, 0);
 }
 
+/* The release to kid i: the concatenation, or what the fence's trim leaves of it for the nodes
+ * at and below that kid. */
+static int send_down(hbd_t *d, hbd_fence_t *f, uint32_t i)
+{
+    uint8_t *cut = NULL;
+    size_t n_cut = 0;
+    int rc = f->trim != NULL ? f->trim(d, f->arg, f->subset, f->kids[i].from, f->down.buf,
+                                       f->down.total, &cut, &n_cut)
+                             : 0;
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return send_all(d, f->kids[i].from, f->coll, HBD_FENCE_DOWN, f->down.buf, f->down.total);
+    rc = send_all(d, f->kids[i].from, f->coll, HBD_FENCE_DOWN, cut, n_cut);
+    free(cut);
+    return rc;
+}
+
 /* Everything below and here arrived: go up, or (root) start the release. */
 static void progress(hbd_t *d, hbd_fence_t *f)
 {
@@ -454,7 +486,7 @@ static void progress(hbd_t *d, hbd_fence_t *f)
     f->down.total = (uint32_t)total;
     f->down.done = 1;
     for (uint32_t i = 0; i < f->n_kids; i++) {
-        int rc = send_all(d, f->kids[i].from, f->coll, HBD_FENCE_DOWN, all, total);
+        int rc = send_down(d, f, i);
         if (rc != 0) {
             finish(d, f, rc);
             return;
@@ -560,6 +592,13 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_n
 int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
                           uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb, void *arg)
 {
+    return hbd_fence_start_trimmed(d, coll, nodes, n_nodes, timeout_ms, data, len, NULL, cb, arg);
+}
+
+int hbd_fence_start_trimmed(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                            uint32_t timeout_ms, void *data, size_t len, hbd_fence_trim_t trim,
+                            hbd_fence_cb_t cb, void *arg)
+{
     int rc = start_checks(d, coll, nodes, n_nodes);
     hbd_fence_t *f = rc == 0 ? fence_get(d, coll) : NULL;
     if (rc == 0 && f == NULL)
@@ -574,6 +613,7 @@ int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32
     f->n_mine = len;
     f->arrived = 1;
     f->cb = cb;
+    f->trim = trim;
     f->arg = arg;
     f->t0 = hb_time_now_ns();
     f->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
@@ -667,7 +707,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     /* the release: pass it on, then complete here (a node that has not arrived yet cannot
      * receive it: the release needs its contribution) */
     for (uint32_t i = 0; i < f->n_kids; i++) {
-        int rc = send_all(d, f->kids[i].from, f->coll, HBD_FENCE_DOWN, f->down.buf, f->down.total);
+        int rc = send_down(d, f, i);
         if (rc != 0) {
             finish(d, f, rc);
             return;

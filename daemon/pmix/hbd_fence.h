@@ -34,6 +34,20 @@ int hbd_fence_start(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_n
 int hbd_fence_start_owned(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
                           uint32_t timeout_ms, void *data, size_t len, hbd_fence_cb_t cb,
                           void *arg);
+/* What a node sends one child of the tree when a fence's release goes down: the whole
+ * concatenation `all` (return 0), or a part of it for the nodes at and below `kid` (return 1,
+ * *out malloc'd, freed by the engine), or fail the fence (a negative status). star: a subset
+ * fence, whose kids have no nodes below them. The kid's own release and what it passes on are
+ * then made from that part, so a trim must accept its own output as `all`. Nothing is trimmed
+ * with the direct exchange (no release goes down). */
+typedef int (*hbd_fence_trim_t)(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *all,
+                                size_t len, uint8_t **out, size_t *out_len);
+/* hbd_fence_start_owned with a trim of the release (called with cb's arg), or NULL. */
+int hbd_fence_start_trimmed(hbd_t *d, uint64_t coll, const uint32_t *nodes, uint32_t n_nodes,
+                            uint32_t timeout_ms, void *data, size_t len, hbd_fence_trim_t trim,
+                            hbd_fence_cb_t cb, void *arg);
+/* Is `node` the fence tree's `kid` or below it (star: kid alone)? */
+int hbd_fence_under(const hbd_t *d, int star, uint32_t kid, uint32_t node);
 /* Do whole-job fences of this cluster exchange directly (2..HIBAR_FENCE_DIRECT_MAX nodes)? */
 int hbd_fence_direct(const hbd_t *d);
 /* Links to every node that a direct-exchange fence needs, made now (a job is being set up) so
