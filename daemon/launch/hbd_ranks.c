@@ -1121,8 +1121,8 @@ static int xop_inline_done(hbd_xop_t *op, const uint8_t *data, size_t len)
         blk[0] = (xop_blk_t){dat[cr], dlen[cr]};
     }
     if (rc == HB_ERR_PROTO)
-        hb_log_error("job %s: epoch %" PRIu64 ": the agreement lacks this node's data",
-                     j->nspace, op->epoch);
+        hb_log_error("job %s: epoch %" PRIu64 ": the agreement lacks this node's data", j->nspace,
+                     op->epoch);
     op->t_ns[3] = hb_time_now_ns();
     if (rc == 0)
         rc = xop_write_blocks(op, cop, blk, root_w);
@@ -1135,8 +1135,8 @@ static int xop_inline_done(hbd_xop_t *op, const uint8_t *data, size_t len)
 
 /* Where each blob's carried data goes in a trimmed release (xop_trim). */
 typedef struct xtrim {
-    size_t at;         /* the blob's data in the release */
-    uint64_t lo, hi;   /* the kept bytes of the node's input */
+    size_t at;       /* the blob's data in the release */
+    uint64_t lo, hi; /* the kept bytes of the node's input */
 } xtrim_t;
 
 /* The bytes of node `node`'s inline input (header h) that the nodes at and below `kid` of the
@@ -1208,14 +1208,15 @@ static int xop_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
         if (!ok)
             break;
         memcpy(&h, all + off, sizeof(h));
-        size_t body = (size_t)h.n_ranks * sizeof(xagree_rank_t) +
-                      (size_t)h.root_table * sizeof(uint64_t);
+        size_t body =
+            (size_t)h.n_ranks * sizeof(xagree_rank_t) + (size_t)h.root_table * sizeof(uint64_t);
         if (nb == 0)
             first = h;
-        ok = h.magic == HBD_RANKS_AGREE_MAGIC && h.mode == 1 && h.n_ranks <= op->rj->j->spec->size &&
-             h.root_table <= op->rj->j->spec->size && h.op == first.op && h.root == first.root &&
-             h.size == first.size && (len - off - sizeof(h)) >= body &&
-             (len - off - sizeof(h) - body) >= h.data_len && h.data_off <= UINT64_MAX - h.data_len;
+        ok = h.magic == HBD_RANKS_AGREE_MAGIC && h.mode == 1 &&
+             h.n_ranks <= op->rj->j->spec->size && h.root_table <= op->rj->j->spec->size &&
+             h.op == first.op && h.root == first.root && h.size == first.size &&
+             (len - off - sizeof(h)) >= body && (len - off - sizeof(h) - body) >= h.data_len &&
+             h.data_off <= UINT64_MAX - h.data_len;
         if (!ok)
             break;
         off += sizeof(h) + body;

@@ -36,14 +36,14 @@
  * Up: a node sends its parent the concatenation of its own blob and of its children's, once
  * it has them all. Down: the root has every blob; the concatenation goes down every edge
  * unchanged, or what the fence's trim leaves of it for the nodes below that edge
- * (hbd_fence_start_trimmed: hbd_ranks.c's small collectives). Each blob crosses each edge at most once per direction (the per-link byte
- * counters of the "fence_stats" control command show it). Messages are HBD_WIRE_FENCE frames
- * (job 0, coll_id = the fence's id) whose payload starts with direction (1 up, 2 down), 3 zero
- * bytes, the total length and this chunk's offset (u32 le each), then up to HBD_FENCE_CHUNK (256
- * KiB) bytes; a link delivers its frames in order, so the chunks of one transfer arrive one after
- * the other. A frame that cannot go yet (link coming up, peer queue full) waits with the rest
- * of its transfer in a send queue retried every millisecond, behind which later transfers to
- * the same node queue up.
+ * (hbd_fence_start_trimmed: hbd_ranks.c's small collectives). Each blob crosses each edge at most
+ * once per direction (the per-link byte counters of the "fence_stats" control command show it).
+ * Messages are HBD_WIRE_FENCE frames (job 0, coll_id = the fence's id) whose payload starts with
+ * direction (1 up, 2 down), 3 zero bytes, the total length and this chunk's offset (u32 le each),
+ * then up to HBD_FENCE_CHUNK (256 KiB) bytes; a link delivers its frames in order, so the chunks of
+ * one transfer arrive one after the other. A frame that cannot go yet (link coming up, peer queue
+ * full) waits with the rest of its transfer in a send queue retried every millisecond, behind which
+ * later transfers to the same node queue up.
  *
  * Direct exchange (off by default; HIBAR_FENCE_DIRECT_MAX=N in every daemon's environment
  * turns it on for whole-job fences on clusters of 2..N nodes): every node sends its blob
