@@ -2,8 +2,8 @@
 # client_nodes.sh: libhibar across nodes under hibar-run: every operation's data checked with
 # random sizes and roots on 1 node x 8 ranks, 4 emulated nodes x 4 ranks (block and chassis
 # placement) and 30 emulated nodes x 1 rank, the small ones' data inside the agreement and
-# not; misuse reported on every rank; a rank that dies ends the job with its name, never a
-# hang.
+# not; misuse reported on every rank; a buffer the daemon cannot write fails the nodes that
+# wait on it at once; a rank that dies ends the job with its name, never a hang.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 
@@ -21,6 +21,14 @@ check_clean
 # 4 nodes x 4 ranks, block placement: epochs handed to the daemons, data between them
 run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 60 --errors --unreadable --seed 2
 ok 60 16 "4x4"
+check_clean
+
+# a rank whose receive buffer is read-only, on a node that forwards the others' data (a
+# binomial scatter): its failure reaches the node below it at once, and the barrier after it
+# completes (before, that node waited out the collective timeout and the barrier timed out)
+HIBAR_COLL_ALG=binomial run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 20 --unwritable \
+    --seed 9
+ok 20 16 "4x4 binomial, a read-only receive buffer"
 check_clean
 
 # ranks dealt round-robin over each chassis: a node's ranks are not consecutive; the data

@@ -118,8 +118,18 @@ static void test_refused(void)
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
     c = good(), c.op = 4, c.flags = HBD_WIRE_COLL_F_V; /* no alltoallv */
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
-    c = good(), c.flags = 2;
+    c = good(), c.flags = 4; /* no such flag */
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
+    /* a run's failure: exactly its 4-byte status, on any operation */
+    c = good(), c.flags = HBD_WIRE_COLL_F_FAIL;
+    expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
+    expect_refused(&c, 0, HBD_WIRE_BAD_PAYLOAD);
+    {
+        hbd_wire_msg_t m;
+        CU_ASSERT_EQUAL(roundtrip(&c, HBD_WIRE_COLL_FAIL_LEN, &m, NULL), 0);
+        c.op = 2; /* bcast */
+        CU_ASSERT_EQUAL(roundtrip(&c, HBD_WIRE_COLL_FAIL_LEN, &m, NULL), 0);
+    }
     c = good(), c.op = 2, c.flags = HBD_WIRE_COLL_F_V; /* no bcastv */
     expect_refused(&c, 10, HBD_WIRE_BAD_PAYLOAD);
     c = good(), c.root = 16;

@@ -145,6 +145,38 @@ static int run_errors(hibar_t *h, int unreadable)
     return 0;
 }
 
+/* A scatter of 64 KiB a rank (a data run between the daemons) whose receive buffer on the
+ * middle rank (with ranks placed by node on 4 nodes: the first of the third node) is read-only:
+ * that rank's daemon cannot write its part. With a schedule in which that node forwards (a
+ * binomial tree: HIBAR_COLL_ALG=binomial in the daemons' environment), the nodes below it would
+ * wait for data that never comes; the failure reaches them instead (hbd_coll.c,
+ * run_fail_tell). Every rank gets success or INVAL, the middle rank INVAL, and the barrier
+ * after it completes on every rank, long before any timeout. */
+static int run_unwritable(hibar_t *h)
+{
+    size_t per = 64u << 10, pg = 4096, len = (per + pg - 1) / pg * pg;
+    unsigned char *s = malloc(per * (size_t)np);
+    unsigned char *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int mid = np / 2, rc;
+    if (s == NULL || r == MAP_FAILED)
+        return fail("mmap", -60, HIBAR_ERR_NOMEM);
+    memset(s, 3, per * (size_t)np);
+    memset(r, 0, len);
+    if (me == mid && mprotect(r, len, PROT_READ) != 0)
+        return fail("mprotect", -60, HIBAR_ERR_INTERNAL);
+    rc = hibar_scatter(h, s, r, per, 0);
+    munmap(r, len);
+    free(s);
+    if (me == mid && rc != HIBAR_ERR_INVAL)
+        return fail("scatter into a read-only buffer", -60, rc ? rc : HIBAR_ERR_INTERNAL);
+    if (rc != 0 && rc != HIBAR_ERR_INVAL)
+        return fail("scatter beside a read-only buffer", -61, rc);
+    rc = hibar_barrier(h);
+    if (rc != 0)
+        return fail("barrier after a read-only buffer", -62, rc);
+    return 0;
+}
+
 /* Daemons that disagree on coll_inline_max (netns_inline_split.sh: one daemon with 0, the
  * others with the default): a small collective, carried inside the agreement by some nodes and
  * not by others, fails with MISMATCH on every rank, never a hang; a large one (no node carries
@@ -184,7 +216,7 @@ static int run_inline_split(hibar_t *h)
 int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
-    int n_ops = 40, errors = 0, unreadable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1,
+    int n_ops = 40, errors = 0, unreadable = 0, unwritable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1,
         die_linger = 0, only = -1;
     size_t max = 4u << 20, max_total = 32u << 20, fixed = 0;
     static const char *const kinds[] = {"", "", "scatter", "gather", "bcast", "allgather"};
@@ -210,6 +242,8 @@ int main(int argc, char **argv)
             unreadable = 1;
         else if (strcmp(argv[i], "--inline-split") == 0)
             inline_split = 1;
+        else if (strcmp(argv[i], "--unwritable") == 0)
+            unwritable = 1;
         else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
             fixed = strtoull(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -223,7 +257,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
-                            "[--seed S] [--errors [--unreadable]] [--inline-split] "
+                            "[--seed S] [--errors [--unreadable]] [--inline-split] [--unwritable] "
                             "[--only OP [--size BYTES]] "
                             "[--die-rank R --die-at K [--die-linger MS]]\n");
             return 2;
@@ -248,6 +282,8 @@ int main(int argc, char **argv)
     int bad = errors ? run_errors(h, unreadable) : 0;
     if (!bad && inline_split)
         bad = run_inline_split(h);
+    if (!bad && unwritable)
+        bad = run_unwritable(h);
     for (int k = 0; k < n_ops && !bad; k++) {
         int kind = (int)(rnd() % 10), root = (int)(rnd() % (uint64_t)np);
         /* sizes: often small, sometimes up to max */

@@ -235,8 +235,10 @@ static int decode(const void *buf, size_t len, size_t tail, const hbd_wire_ctx_t
         hbd_wire_coll_t c;
         hbd_wire_coll_unpack(m.payload, &c);
         if (c.op >= HBD_WIRE_COLL_OPS || c.alg >= HBD_WIRE_COLL_ALGS ||
-            (c.flags & ~HBD_WIRE_COLL_F_V) != 0 ||
-            ((c.op == 2 || c.op == HBD_WIRE_COLL_ALLTOALL) && c.flags != 0) ||
+            (c.flags & ~(HBD_WIRE_COLL_F_V | HBD_WIRE_COLL_F_FAIL)) != 0 ||
+            ((c.op == 2 || c.op == HBD_WIRE_COLL_ALLTOALL) && (c.flags & HBD_WIRE_COLL_F_V)) ||
+            ((c.flags & HBD_WIRE_COLL_F_FAIL) &&
+             m.len - HBD_WIRE_COLL_HDR != HBD_WIRE_COLL_FAIL_LEN) ||
             (ctx != NULL && c.root >= ctx->n_nodes) ||
             c.off > UINT64_MAX - (m.len - HBD_WIRE_COLL_HDR))
             return refuse(HBD_WIRE_BAD_PAYLOAD, why_p);

@@ -150,6 +150,10 @@ static inline uint32_t hbd_wire_inc32(uint64_t inc)
 /* COLL payload header: the collective's arguments (so a daemon can build the schedule from
  * the first frame, before its own ranks asked) and the segment's place in the layout. */
 #define HBD_WIRE_COLL_F_V 0x0001u /* -v form: node i's bytes = hbd_coll_vcount(size, i) */
+/* The sender's run failed (a buffer it could not read or write, no memory...): the 4 data bytes
+ * are its status (i32 le, a HB_ERR_*), and the receiver's run fails with it (hbd_coll.c) */
+#define HBD_WIRE_COLL_F_FAIL 0x0002u
+#define HBD_WIRE_COLL_FAIL_LEN 4u
 #define HBD_WIRE_COLL_OPS 5u      /* op below: HB_COLL_OP_COUNT (hbd_coll.c checks) */
 #define HBD_WIRE_COLL_ALGS 5u     /* alg below: HB_COLL_ALG_COUNT */
 #define HBD_WIRE_COLL_ALLTOALL 4u /* no -v form, as bcast (2) */

@@ -60,6 +60,14 @@ _Static_assert(HBD_WIRE_COLL_OPS == HB_COLL_OP_COUNT && HBD_WIRE_COLL_ALGS == HB
 #define HBD_COLL_RD_CHUNK 4096ull      /* input read on demand: bookkeeping granule */
 #define HBD_COLL_RD_AHEAD (1ull << 20) /* read ahead per stall of the links */
 
+/* A FAIL frame for node `to` that could not go yet (its link coming up, or full). */
+typedef struct hbd_coll_tell {
+    struct hbd_coll_tell *next;
+    uint32_t to;
+    uint64_t id, t0;
+    uint8_t pl[HBD_WIRE_COLL_HDR], st[HBD_WIRE_COLL_FAIL_LEN];
+} hbd_coll_tell_t;
+
 /* A segment of a job collective that arrived before the run existed here. */
 typedef struct hbd_coll_early {
     struct hbd_coll_early *next;
@@ -85,6 +93,7 @@ struct hbd_coll_run {
     size_t qhead, nq, qcap;
     hbd_reply_t *conn;
     int started, complete, failed, status, delivered, warned;
+    int told; /* its failure went to the nodes it sends to (run_fail_tell) */
     int bulk; /* every frame on the data plane's ZeroMQ link (coll_bulk_min) */
     double predicted_us;
     uint64_t t_created, t_start, t_done, last_link_ns;
@@ -118,6 +127,7 @@ typedef struct hbd_coll_state {
     uint64_t done, failed, late, bad;
     hbd_coll_early_t *early; /* job segments that came before their run */
     uint64_t early_bytes;
+    struct hbd_coll_tell *tells; /* FAIL frames not sent yet (run_fail_tell) */
     /* HIBAR_COLL_ALG and HIBAR_COLL_LANES, read once at start: the algorithm for auto (none:
      * the model's), the lanes where a call gives none (0: the schedule's) */
     int env_auto;
@@ -265,6 +275,11 @@ void hbd_coll_fini(hbd_t *d)
         hbd_coll_early_t *e = st->early;
         st->early = e->next;
         free(e);
+    }
+    while (st->tells != NULL) {
+        hbd_coll_tell_t *t = st->tells;
+        st->tells = t->next;
+        free(t);
     }
     hbd_timer_free(st->timer);
     free(st->site_of);
@@ -545,6 +560,7 @@ static int run_check(const hbd_coll_run_t *r, uint32_t v)
 }
 
 static void timer_arm(hbd_t *d);
+static void tell_flush(hbd_t *d);
 static int run_read(hbd_coll_run_t *r, uint64_t off, uint64_t len);
 
 /* Reply and free a run that is over here (complete with its queue flushed, or failed) and
@@ -604,6 +620,100 @@ static void run_fail(hbd_coll_run_t *r, int status)
     r->failed = 1;
     r->status = status;
     r->qhead = r->nq = 0;
+}
+
+/*
+ * A run that fails here for a reason of its own (an input it cannot read, an output it cannot
+ * write, no memory, a frame it cannot send) or that a peer's failure reached: the nodes this
+ * node sends to in the schedule would otherwise wait for its segments until the collective
+ * timeout (and the job's next epoch behind them), so each gets a FAIL frame with the status
+ * and fails too, telling the nodes it sends to in turn: every node whose data depends on this
+ * one ends the collective at once with that status. Nodes that got all their data end it as
+ * they would have. The frame goes on the control link (ZeroMQ queues it), not behind the
+ * data segments of a full fast lane. A timeout, a lost node and a failed agreement need no
+ * telling: every node sees them itself.
+ */
+static void run_fail_tell(hbd_t *d, hbd_coll_run_t *r, int status)
+{
+    if (r->failed || (r->complete && r->qhead == r->nq))
+        return;
+    run_fail(r, status);
+    if (r->told || r->s == NULL || r->me >= r->s->n_nodes)
+        return;
+    r->told = 1;
+    uint8_t pl[HBD_WIRE_COLL_HDR], st[HBD_WIRE_COLL_FAIL_LEN];
+    hbd_wire_coll_t c = r->key;
+    c.flags |= HBD_WIRE_COLL_F_FAIL;
+    c.seq = 0;
+    c.off = 0;
+    hbd_wire_coll_pack(&c, pl);
+    hbd_wire_put32(st, (uint32_t)status);
+    const hb_coll_sched_t *s = r->s;
+    for (uint32_t k = s->step_start[r->me]; k < s->step_start[r->me + 1]; k++) {
+        const hb_coll_step_t *sp = &s->steps[k];
+        int dup = 0;
+        for (uint32_t q = s->step_start[r->me]; q < k && !dup; q++)
+            dup = s->steps[q].kind == HB_COLL_STEP_SEND && s->steps[q].peer == sp->peer;
+        if (sp->kind != HB_COLL_STEP_SEND || dup)
+            continue;
+        hbd_coll_tell_t *t = calloc(1, sizeof(*t));
+        if (t == NULL) {
+            hb_log_warn("collective %" PRIu64 ": no memory to tell node %" PRIu32
+                        " of its failure",
+                        r->id, run_node(r, sp->peer));
+            continue;
+        }
+        t->to = run_node(r, sp->peer);
+        t->id = r->id;
+        t->t0 = hb_time_now_ns();
+        memcpy(t->pl, pl, sizeof(pl));
+        memcpy(t->st, st, sizeof(st));
+        t->next = d->coll->tells;
+        d->coll->tells = t;
+    }
+    tell_flush(d);
+    if (d->coll->tells != NULL)
+        timer_arm(d);
+}
+
+/* Send the FAIL frames that can go now; the others wait for their link (the timer retries
+ * every millisecond) up to the collective timeout. */
+static void tell_flush(hbd_t *d)
+{
+    hbd_coll_state_t *st = d->coll;
+    uint64_t now = hb_time_now_ns();
+    for (hbd_coll_tell_t **pp = &st->tells; *pp != NULL;) {
+        hbd_coll_tell_t *t = *pp;
+        int rc = hbd_net_peer_up(d, t->to) ? 0 : hbd_net_link(d, t->to);
+        if (rc == 0 && !hbd_net_peer_up(d, t->to))
+            rc = HB_ERR_WOULD_BLOCK;
+        if (rc == 0)
+            rc = hbd_net_send_coll(d, t->to, t->id, t->pl, t->st, sizeof(t->st), NULL, 0);
+        if (rc == HB_ERR_WOULD_BLOCK && now - t->t0 <= st->timeout_ns) {
+            pp = &t->next;
+            continue;
+        }
+        if (rc != 0 && !hbd_node_lost(d, t->to))
+            hb_log_warn("collective %" PRIu64 ": its failure not told to node %" PRIu32 ": %s",
+                        t->id, t->to, hb_status_str(rc));
+        *pp = t->next;
+        free(t);
+    }
+}
+
+/* A FAIL frame from node `from` (its 4 data bytes at st): this run fails with that status and
+ * tells on. A status out of range is counted and dropped; so is one from outside the run. */
+static void run_fail_told(hbd_t *d, hbd_coll_run_t *r, uint32_t from, const uint8_t *st)
+{
+    int32_t status = (int32_t)hbd_wire_get32(st);
+    if (status >= 0 || status < HB_ERR_LAST || run_index(r, from) == HB_COLL_NONE) {
+        d->coll->bad++;
+        return;
+    }
+    if (!r->failed)
+        hb_log_warn("collective %" PRIu64 " fails: node %" PRIu32 " failed it (%s)", r->id, from,
+                    hb_status_str(status));
+    run_fail_tell(d, r, status);
 }
 
 static int inside(const uint8_t *p, uint64_t len, const uint8_t *buf, uint64_t buf_len)
@@ -700,7 +810,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
                 r->last_link_ns = now;
                 rc = hbd_net_link(d, to);
                 if (rc != 0 && rc != HB_ERR_WOULD_BLOCK) {
-                    run_fail(r, rc);
+                    run_fail_tell(d, r, rc);
                     return;
                 }
                 if (rc == 0 && !hbd_net_peer_up(d, to))
@@ -715,7 +825,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
             if (inside(a->data, a->len, r->in, r->in_len)) {
                 int rr = run_read(r, (uint64_t)((const uint8_t *)a->data - r->in), a->len);
                 if (rr != 0) {
-                    run_fail(r, rr);
+                    run_fail_tell(d, r, rr);
                     return;
                 }
             }
@@ -730,7 +840,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
             continue;
         }
         if (rc != 0) {
-            run_fail(r, rc);
+            run_fail_tell(d, r, rc);
             return;
         }
         hbd_prof(d, HBD_PROF_COLL, "cprof", "tx", r->id);
@@ -744,7 +854,7 @@ static void run_flush(hbd_t *d, hbd_coll_run_t *r)
     if (stalled && !r->failed) {
         int rc = run_read_ahead(r); /* while the links are full */
         if (rc != 0)
-            run_fail(r, rc);
+            run_fail_tell(d, r, rc);
     }
 }
 
@@ -794,7 +904,7 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
         if (rc == 0 && ev->kind == HB_COLL_EV_MSG && r->on_seg != NULL && ev->len > 0)
             rc = r->on_seg(r->seg_arg, r->s, ev->off, ev->len, ev->data);
         if (rc != 0) {
-            run_fail(r, rc);
+            run_fail_tell(d, r, rc);
             return;
         }
         for (size_t i = 0; i < n && !r->failed; i++) {
@@ -802,7 +912,7 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
             case HB_COLL_ACT_SEND:
                 rc = run_queue(r, &acts[i]);
                 if (rc != 0)
-                    run_fail(r, rc);
+                    run_fail_tell(d, r, rc);
                 break;
             case HB_COLL_ACT_POST_RECV:
                 break;
@@ -813,7 +923,7 @@ static void run_feed(hbd_t *d, hbd_coll_run_t *r, const hb_coll_ev_t *ev)
                 r->complete = 1;
                 break;
             case HB_COLL_ACT_FAIL:
-                run_fail(r, acts[i].status);
+                run_fail_tell(d, r, acts[i].status);
                 break;
             }
         }
@@ -829,6 +939,7 @@ static void timer_cb(hbd_t *d, void *arg)
     hbd_coll_state_t *st = d->coll;
     uint64_t now = hb_time_now_ns();
     (void)arg;
+    tell_flush(d);
     hbd_coll_run_t *r = st->runs, *next;
     for (; r != NULL; r = next) {
         next = r->next;
@@ -861,6 +972,7 @@ static void timer_cb(hbd_t *d, void *arg)
 /* A link that refused a segment has room again: send on at once (the timer is the fallback). */
 static void on_room(hbd_t *d)
 {
+    tell_flush(d);
     hbd_coll_run_t *r = d->coll->runs, *next;
     for (; r != NULL; r = next) {
         next = r->next;
@@ -874,7 +986,7 @@ static void on_room(hbd_t *d)
 static void timer_arm(hbd_t *d)
 {
     hbd_coll_state_t *st = d->coll;
-    int busy = 0, any = 0;
+    int busy = st->tells != NULL, any = busy;
     for (hbd_coll_run_t *r = st->runs; r != NULL; r = r->next) {
         if (r->failed)
             continue;
@@ -1029,13 +1141,13 @@ static void run_start(hbd_t *d, hbd_coll_run_t *r)
         if (steps[i].peer != HB_COLL_NONE && !hbd_net_peer_up(d, run_node(r, steps[i].peer))) {
             int rc = hbd_net_link(d, run_node(r, steps[i].peer));
             if (rc != 0 && rc != HB_ERR_WOULD_BLOCK)
-                run_fail(r, rc);
+                run_fail_tell(d, r, rc);
         }
     r->last_link_ns = hb_time_now_ns();
     if (!r->failed && r->read != NULL && !hb_coll_exec_input_in_place(r->x)) {
         int rc = run_read(r, 0, r->in_len); /* START copies all of it */
         if (rc != 0)
-            run_fail(r, rc);
+            run_fail_tell(d, r, rc);
     }
     if (!r->failed) {
         hb_coll_ev_t ev = {.kind = HB_COLL_EV_START};
@@ -1154,7 +1266,9 @@ void hbd_coll_job_start(hbd_t *d, hbd_coll_run_t *r, hbd_coll_cb_t cb, void *arg
         hbd_coll_early_t *e = mine;
         mine = e->next;
         st->early_bytes -= e->len;
-        if (!r->failed && !key_equal(&e->key, &r->key)) {
+        if (e->key.flags & HBD_WIRE_COLL_F_FAIL) {
+            run_fail_told(d, r, e->from, e->data);
+        } else if (!r->failed && !key_equal(&e->key, &r->key)) {
             hb_log_error("collective %#" PRIx64 ": node %" PRIu32 " runs other arguments", r->id,
                          e->from);
             run_fail(r, HB_ERR_MISMATCH);
@@ -1226,6 +1340,16 @@ static void on_segment(hbd_t *d, const hbd_wire_msg_t *m, const uint8_t *data)
     hbd_coll_run_t *r = run_find(st, m->coll_id);
     if (r == NULL && (m->coll_id & HBD_COLL_ID_JOB)) {
         early_keep(d, m, &c, data);
+        return;
+    }
+    if (c.flags & HBD_WIRE_COLL_F_FAIL) { /* a peer's run failed (its length checked) */
+        if (r == NULL) {
+            st->late++;
+            return;
+        }
+        run_fail_told(d, r, m->src, data);
+        run_maybe_finish(d, r);
+        timer_arm(d);
         return;
     }
     if (r == NULL) {
