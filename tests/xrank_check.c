@@ -216,8 +216,8 @@ static int run_inline_split(hibar_t *h)
 int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
-    int n_ops = 40, errors = 0, unreadable = 0, unwritable = 0, inline_split = 0, rc, die_rank = -1, die_at = -1,
-        die_linger = 0, only = -1;
+    int n_ops = 40, errors = 0, unreadable = 0, unwritable = 0, inline_split = 0, rc, die_rank = -1,
+        die_at = -1, die_linger = 0, only = -1;
     size_t max = 4u << 20, max_total = 32u << 20, fixed = 0;
     static const char *const kinds[] = {"", "", "scatter", "gather", "bcast", "allgather"};
     unsigned long long seed = 1;

@@ -658,8 +658,7 @@ static void run_fail_tell(hbd_t *d, hbd_coll_run_t *r, int status)
             continue;
         hbd_coll_tell_t *t = calloc(1, sizeof(*t));
         if (t == NULL) {
-            hb_log_warn("collective %" PRIu64 ": no memory to tell node %" PRIu32
-                        " of its failure",
+            hb_log_warn("collective %" PRIu64 ": no memory to tell node %" PRIu32 " of its failure",
                         r->id, run_node(r, sp->peer));
             continue;
         }
