@@ -747,9 +747,6 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     uint32_t size = b->seg->nnodes > 1 ? b->seg->gsize : b->nranks;
     uint32_t self = b->seg->nnodes > 1 ? b->grank : b->rank;
 
-    if ((rc = hb_nbar_settle(b)) != 0)
-        return rc;
-
     if (ranks == NULL || n == 0 || n > size)
         return HIBAR_ERR_INVAL;
     sorted = malloc(n * sizeof(*sorted));
@@ -769,6 +766,9 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
         rc = HIBAR_ERR_INVAL;
         goto out;
     }
+    /* misuse is told at once; a valid call first waits out the last collective's epoch */
+    if ((rc = hb_nbar_settle(b)) != 0)
+        goto out;
     if (atomic_load(&hb_seg_hdr(b->seg)->state) != HB_SEG_JOB_OK) {
         rc = HIBAR_ERR_PEER_LOST;
         goto out;
