@@ -735,6 +735,37 @@ static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uin
     return rc;
 }
 
+/*
+ * A job on several nodes: are all of the set's members (sorted job ranks) on this node? Then
+ * its barrier is this node's alone, run here like a one-node job's (the set's members as their
+ * places on the node, still ascending: a node's ranks are placed in job-rank order, and the
+ * set is sorted again all the same) and not through the daemon; every member finds the same
+ * answer, from the job ranks the daemon wrote into the segment before anyone attached. An MPI
+ * communicator of a node's ranks (MPI_COMM_TYPE_SHARED) gets its barrier at the cost of a
+ * barrier in shared memory instead of a doorbell and the daemon's turn.
+ */
+static int nbar_sub_local(hb_nbar_t *b, uint32_t *sorted, size_t n)
+{
+    uint32_t *at = malloc(n * sizeof(*at));
+    size_t i, found = 0;
+    if (at == NULL)
+        return 0;
+    for (i = 0; i < n; i++) {
+        uint32_t k;
+        for (k = 0; k < b->nranks && hb_seg_ctl(b->seg, k)->grank != sorted[i]; k++)
+            ;
+        if (k == b->nranks)
+            break;
+        at[found++] = k;
+    }
+    if (found == n) {
+        memcpy(sorted, at, n * sizeof(*at));
+        qsort(sorted, n, sizeof(*sorted), nbar_u32_cmp);
+    }
+    free(at);
+    return found == n;
+}
+
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
 {
     nbar_sub_arg_t a;
@@ -776,7 +807,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     rc = 0;
     if (n == 1)
         goto out;
-    if (b->seg->nnodes > 1) {
+    if (b->seg->nnodes > 1 && !nbar_sub_local(b, sorted, n)) {
         rc = nbar_subset_nodes(b, sorted, n, hash);
         goto out;
     }

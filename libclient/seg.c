@@ -99,7 +99,11 @@ void hb_seg_format(void *base, const hb_seg_layout_t *lay, uint64_t job_id, uint
     atomic_init(&h->release, 0);
     hb_wait_word_init(&h->release_wake);
     atomic_init(&h->node_arrived, 0);
-    /* The rest (control blocks, counters, rings) is zero, which is their initial state. */
+    /* The rest (control blocks, counters, rings) is zero, which is their initial state, but
+     * for each rank's job rank: its index on a job of one node. */
+    for (uint32_t k = 0; k < lay->nranks; k++)
+        ((hb_seg_ctl_t *)((char *)base + lay->off_ctl + (size_t)k * sizeof(hb_seg_ctl_t)))->grank =
+            k;
 }
 
 int hb_seg_validate(const void *base, size_t mapped, hb_seg_layout_t *lay_p)

@@ -135,7 +135,8 @@ typedef struct hb_seg_ctl {
     _Atomic int32_t pid;
     uint32_t keys[HB_SEG_NKEYS];
     uint32_t cma_ok; /* this rank could read its neighbour by process_vm_readv */
-    uint32_t pad0;
+    uint32_t grank;  /* its job rank: the node's index k (hb_seg_format), or what the daemon
+                      * of a job on several nodes writes before any rank attaches */
     uint64_t probe_addr; /* address of probe_val's twin in the rank's own memory */
     uint64_t probe_val;
     /* line 1, the rank's collective record, written by the rank */

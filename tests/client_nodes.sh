@@ -18,8 +18,9 @@ run 0 -n 8 "$XC" --ops 60 --errors --seed 1
 ok 60 8 "1x8"
 check_clean
 
-# 4 nodes x 4 ranks, block placement: epochs handed to the daemons, data between them
-run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 60 --errors --unreadable --seed 2
+# 4 nodes x 4 ranks, block placement: epochs handed to the daemons, data between them; half
+# of the subset barriers among one node's ranks (run on the node alone)
+run 0 -n 16 --per-node 4 --emulate "$FOUR" "$XC" --ops 60 --errors --unreadable --block 4 --seed 2
 ok 60 16 "4x4"
 check_clean
 

@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 {
     hibar_t *h = NULL;
     int n_ops = 40, errors = 0, unreadable = 0, unwritable = 0, inline_split = 0, rc, die_rank = -1,
-        die_at = -1, die_linger = 0, only = -1;
+        die_at = -1, die_linger = 0, only = -1, block = 0;
     size_t max = 4u << 20, max_total = 32u << 20, fixed = 0;
     static const char *const kinds[] = {"", "", "scatter", "gather", "bcast", "allgather"};
     unsigned long long seed = 1;
@@ -244,6 +244,8 @@ int main(int argc, char **argv)
             inline_split = 1;
         else if (strcmp(argv[i], "--unwritable") == 0)
             unwritable = 1;
+        else if (strcmp(argv[i], "--block") == 0 && i + 1 < argc)
+            block = atoi(argv[++i]);
         else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
             fixed = strtoull(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -258,7 +260,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: xrank_check [--ops N] [--max BYTES] [--max-total BYTES] "
                             "[--seed S] [--errors [--unreadable]] [--inline-split] [--unwritable] "
-                            "[--only OP [--size BYTES]] "
+                            "[--only OP [--size BYTES]] [--block K] "
                             "[--die-rank R --die-at K [--die-linger MS]]\n");
             return 2;
         }
@@ -396,9 +398,16 @@ int main(int argc, char **argv)
                           (r + 1 < np && displs[r] + counts[r] < displs[r + 1] &&
                            rb[displs[r] + counts[r]] != GUARD);
             break;
-        case 9: { /* a subset barrier: the same random set on every rank, members call it */
+        case 9: { /* a subset barrier: the same random set on every rank, members call it;
+                   * with --block K, every other one within root's block of K ranks (with ranks
+                   * placed by block, one node's: the node's own barrier, not the daemons') */
             int *set = malloc((size_t)np * sizeof(int)), n = 0, in = 0;
-            for (int r = 0; r < np; r++)
+            int lo = 0, hi = np;
+            if (block > 0 && rnd() % 2 == 0) {
+                lo = root / block * block;
+                hi = lo + block < np ? lo + block : np;
+            }
+            for (int r = lo; r < hi; r++)
                 if (rnd() % 2 == 0 || r == root) {
                     set[n++] = r;
                     in |= r == me;

@@ -1717,6 +1717,8 @@ int hbd_ranks_job_open(hbd_job_t *j)
                        rj->node_idx, j->n_nodes, size, &rj->seg);
     if (rc != 0)
         goto err;
+    for (uint32_t k = 0; k < j->n_local; k++) /* which ranks share the node (hb_nbar_subset) */
+        hb_seg_ctl(&rj->seg, k)->grank = j->local[k].rank;
     hbd_ranks_sleep_rule(rj);
     rj->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (rj->doorbell < 0) {

@@ -74,6 +74,7 @@ typedef struct mb_opts {
     long warmup, min_iters, max_iters;
     double err, max_secs;
     int root;
+    int sub_block; /* --subset-block K: the subset is a block of K ranks, not a parity class */
     int osu;
     int method; /* -1: the built-in batched maximum loop; else an hb_meas_method_t */
 } mb_opts_t;
@@ -81,7 +82,7 @@ typedef struct mb_opts {
 typedef struct mb_ctx {
     MPI_Comm comm;
     int rank, size, nodes;
-    int *half, n_half; /* subset: the ranks of this rank's parity, ascending */
+    int *half, n_half; /* subset: the ranks of this rank's parity (or block), ascending */
 #ifndef HB_LIB_BENCH
     MPI_Comm half_comm;
 #endif
@@ -106,7 +107,8 @@ static void mb_usage(FILE *f)
             "usage: " MB_PROG
             " [--bench barrier,scatter,gather,bcast,allgather,subset,alltoall|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
-            "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--json | --osu]\n"
+            "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--subset-block K]\n"
+            "         [--json | --osu]\n"
             "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
             "          hibar-mpi-bench only)\n"
             "  (run under mpirun; rank 0 prints one JSON row per operation and size)\n"
@@ -206,6 +208,10 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
             if (hb_meas_method_parse(v, &m) != 0)
                 return -1;
             o->method = (int)m;
+        } else if (strcmp(a, "--subset-block") == 0) {
+            if (mb_parse_long(v, 0, &n) != 0 || n > 1000000)
+                return -1;
+            o->sub_block = (int)n;
         } else if (strcmp(a, "--root") == 0) {
             if (mb_parse_long(v, 0, &n) != 0 || n > 1000000)
                 return -1;
@@ -606,12 +612,16 @@ int main(int argc, char **argv)
     /* Scatter's send and gather's receive buffers hold one block per rank. */
     c.sbuf = malloc(max_size * (size_t)c.size + 1);
     c.rbuf = malloc(max_size * (size_t)c.size + 1);
-    c.n_half = (c.size - c.rank % 2 + 1) / 2;
+    /* the subset: this rank's parity class, or with --subset-block K its block of K ranks
+     * (with ranks placed by block, one node's) */
+    int blk = o.sub_block, first = blk > 0 ? c.rank / blk * blk : c.rank % 2;
+    int step = blk > 0 ? 1 : 2, end = blk > 0 && first + blk < c.size ? first + blk : c.size;
+    c.n_half = (end - first + step - 1) / step;
     c.half = malloc(sizeof(int) * (size_t)c.n_half);
-    for (int r = c.rank % 2, i = 0; c.half != NULL && r < c.size; r += 2)
+    for (int r = first, i = 0; c.half != NULL && r < end; r += step)
         c.half[i++] = r;
 #ifndef HB_LIB_BENCH
-    MPI_Comm_split(c.comm, c.rank % 2, c.rank, &c.half_comm);
+    MPI_Comm_split(c.comm, first, c.rank, &c.half_comm);
 #endif
     if (!c.sbuf || !c.rbuf || !c.half) {
         fprintf(stderr, MB_PROG ": cannot allocate 2 x %zu bytes\n", max_size * (size_t)c.size);
