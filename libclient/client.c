@@ -412,34 +412,109 @@ int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch)
     return client_split(h, epoch, 1);
 }
 
-int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
+/* The rank list of a subset call as job ranks (malloc'd in *r_p): INVAL for a NULL or empty
+ * list, more ranks than the job's or a negative one (the rest is checked with the set). */
+static int client_set(const hibar_t *h, const int *ranks, int n, uint32_t **r_p)
 {
     uint32_t *r;
-    int rc, i;
-
-    rc = client_enter_coll(h);
-    if (rc != 0)
-        return rc;
-    if (ranks == NULL || n <= 0 || (uint32_t)n > h->gsize) {
-        rc = HIBAR_ERR_INVAL;
-        goto out;
-    }
-    r = malloc((size_t)n * sizeof(*r));
-    if (r == NULL) {
-        rc = HIBAR_ERR_NOMEM;
-        goto out;
-    }
-    for (i = 0; i < n; i++) {
+    if (ranks == NULL || n <= 0 || (uint32_t)n > h->gsize)
+        return HIBAR_ERR_INVAL;
+    if ((r = malloc((size_t)n * sizeof(*r))) == NULL)
+        return HIBAR_ERR_NOMEM;
+    for (int i = 0; i < n; i++) {
         if (ranks[i] < 0) {
             free(r);
-            rc = HIBAR_ERR_INVAL;
-            goto out;
+            return HIBAR_ERR_INVAL;
         }
         r[i] = (uint32_t)ranks[i];
     }
-    rc = hb_nbar_subset(&h->bar, r, (size_t)n);
+    *r_p = r;
+    return 0;
+}
+
+int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
+{
+    uint32_t *r = NULL;
+    int rc = client_enter_coll(h);
+    if (rc != 0)
+        return rc;
+    rc = client_set(h, ranks, n, &r);
+    if (rc == 0)
+        rc = hb_nbar_subset(&h->bar, r, (size_t)n);
     free(r);
-out:
+    client_leave(h);
+    return rc;
+}
+
+/* A collective of a rank set of one node (hb_ncoll_subset). */
+static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncoll_args_t *a)
+{
+    uint32_t *r = NULL;
+    int rc = client_enter_coll(h);
+    if (rc != 0)
+        return rc;
+    rc = client_set(h, ranks, n, &r);
+    if (rc == 0)
+        rc = hb_ncoll_subset(&h->coll, r, (size_t)n, a);
+    free(r);
+    client_leave(h);
+    return rc;
+}
+
+int hibar_bcast_subset(hibar_t *h, const int *ranks, int n, void *buf, size_t bytes, int root)
+{
+    hb_ncoll_args_t a = {.op = HB_NCOLL_BCAST, .root = root, .sendbuf = buf, .count = bytes};
+    return client_subset_coll(h, ranks, n, &a);
+}
+
+int hibar_scatter_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
+                         size_t bytes, int root)
+{
+    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTER,
+                         .root = root,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = bytes};
+    return client_subset_coll(h, ranks, n, &a);
+}
+
+int hibar_gather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
+                        size_t bytes, int root)
+{
+    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHER,
+                         .root = root,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = bytes};
+    return client_subset_coll(h, ranks, n, &a);
+}
+
+int hibar_allgather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
+                           size_t bytes)
+{
+    hb_ncoll_args_t a = {.op = HB_NCOLL_ALLGATHER,
+                         .root = 0,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf,
+                         .count = bytes};
+    return client_subset_coll(h, ranks, n, &a);
+}
+
+int hibar_subset_on_node(hibar_t *h, const int *ranks, int n)
+{
+    uint32_t *r = NULL, *at = NULL;
+    int rc = client_enter(h);
+    if (rc != 0)
+        return rc;
+    rc = client_set(h, ranks, n, &r);
+    if (rc == 0 && (at = malloc((size_t)n * sizeof(*at))) == NULL)
+        rc = HIBAR_ERR_NOMEM;
+    if (rc == 0)
+        rc = hb_nbar_set_check(&h->bar, r, (size_t)n, at);
+    if (rc == 0)
+        rc = h->coll.cma_all && hb_nbar_places(&h->bar, r, (size_t)n, at) == 1;
+    free(r);
+    free(at);
     client_leave(h);
     return rc;
 }

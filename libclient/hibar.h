@@ -137,6 +137,26 @@ int hibar_bcast(hibar_t *h, void *buf, size_t bytes, int root);
 /* Each rank sends `bytes`; every rank receives rank i's bytes at recvbuf + i*bytes. */
 int hibar_allgather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes);
 
+/* Collectives of a rank set that runs on one node (an MPI communicator of one node's ranks):
+ * the n job ranks listed (distinct, the caller among them, every member with the same list in
+ * the same order) take part, member i's block being block i and root an index into the list;
+ * other ranks do not take part. The data moves between the members' buffers by cross-memory
+ * attach, with two subset barriers around it. HIBAR_ERR_UNAVAIL on every member where the
+ * members do not all run on this node or the node's ranks cannot attach to each other's
+ * memory (then nothing happened: run the collective some other way); hibar_subset_on_node
+ * tells beforehand. HIBAR_ERR_INVAL for a bad list; otherwise as the calls above. */
+int hibar_bcast_subset(hibar_t *h, const int *ranks, int n, void *buf, size_t bytes, int root);
+int hibar_scatter_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
+                         size_t bytes, int root);
+int hibar_gather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
+                        size_t bytes, int root);
+int hibar_allgather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
+                           size_t bytes);
+/* 1 when the subset calls above can run this set (every member on this node, cross-memory
+ * attach available), 0 when not (the same answer on every member), or a negative error
+ * (HIBAR_ERR_INVAL for a bad list). Non-blocking. */
+int hibar_subset_on_node(hibar_t *h, const int *ranks, int n);
+
 /* Bound every later wait of this handle to ms milliseconds (0: no bound). Non-blocking. */
 int hibar_set_timeout(hibar_t *h, unsigned ms);
 

@@ -556,7 +556,7 @@ int hb_nbar_barrier(hb_nbar_t *b)
 
 /* ---- subset barrier ---- */
 
-static int nbar_u32_cmp(const void *a, const void *b)
+int hb_nbar_u32_cmp(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
@@ -747,23 +747,59 @@ static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uin
 static int nbar_sub_local(hb_nbar_t *b, uint32_t *sorted, size_t n)
 {
     uint32_t *at = malloc(n * sizeof(*at));
-    size_t i, found = 0;
-    if (at == NULL)
-        return 0;
-    for (i = 0; i < n; i++) {
-        uint32_t k;
-        for (k = 0; k < b->nranks && hb_seg_ctl(b->seg, k)->grank != sorted[i]; k++)
-            ;
-        if (k == b->nranks)
-            break;
-        at[found++] = k;
-    }
-    if (found == n) {
+    int here = at != NULL && hb_nbar_places(b, sorted, n, at) == 1;
+    if (here) {
         memcpy(sorted, at, n * sizeof(*at));
-        qsort(sorted, n, sizeof(*sorted), nbar_u32_cmp);
+        qsort(sorted, n, sizeof(*sorted), hb_nbar_u32_cmp);
     }
     free(at);
-    return found == n;
+    return here;
+}
+
+int hb_nbar_places(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t *at)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k;
+        for (k = 0; k < b->nranks && hb_seg_ctl(b->seg, k)->grank != ranks[i]; k++)
+            ;
+        if (k == b->nranks)
+            return 0;
+        at[i] = k;
+    }
+    return 1;
+}
+
+int hb_nbar_set_check(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t *sorted)
+{
+    uint32_t size = b->seg->nnodes > 1 ? b->seg->gsize : b->nranks;
+    uint32_t self = b->seg->nnodes > 1 ? b->grank : b->rank;
+    int me = 0;
+    if (ranks == NULL || n == 0 || n > size)
+        return HIBAR_ERR_INVAL;
+    memcpy(sorted, ranks, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), hb_nbar_u32_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (sorted[i] >= size || (i > 0 && sorted[i] == sorted[i - 1]))
+            return HIBAR_ERR_INVAL;
+        me |= sorted[i] == self;
+    }
+    return me ? 0 : HIBAR_ERR_INVAL;
+}
+
+uint64_t hb_nbar_set_hash(const uint32_t *sorted, size_t n)
+{
+    uint64_t hash = HB_FNV64_BASIS;
+    for (size_t i = 0; i < n; i++)
+        hash = hb_fnv64_u32(hash, sorted[i]);
+    return hash;
+}
+
+uint32_t hb_nbar_set_count(const hb_nbar_t *b, uint64_t hash)
+{
+    for (size_t i = 0; i < b->nsubs; i++)
+        if (b->subs[i].hash == hash)
+            return b->subs[i].epoch;
+    return 0;
 }
 
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
@@ -771,32 +807,18 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     nbar_sub_arg_t a;
     hb_wait_policy_t pol;
     uint32_t *sorted, epoch;
-    uint64_t hash = HB_FNV64_BASIS;
+    uint64_t hash;
     size_t i;
-    int me = 0, rc;
+    int rc;
 
-    uint32_t size = b->seg->nnodes > 1 ? b->seg->gsize : b->nranks;
-    uint32_t self = b->seg->nnodes > 1 ? b->grank : b->rank;
-
-    if (ranks == NULL || n == 0 || n > size)
+    if (ranks == NULL || n == 0)
         return HIBAR_ERR_INVAL;
     sorted = malloc(n * sizeof(*sorted));
     if (sorted == NULL)
         return HIBAR_ERR_NOMEM;
-    memcpy(sorted, ranks, n * sizeof(*sorted));
-    qsort(sorted, n, sizeof(*sorted), nbar_u32_cmp);
-    for (i = 0; i < n; i++) {
-        if (sorted[i] >= size || (i > 0 && sorted[i] == sorted[i - 1])) {
-            rc = HIBAR_ERR_INVAL;
-            goto out;
-        }
-        me |= sorted[i] == self;
-        hash = hb_fnv64_u32(hash, sorted[i]);
-    }
-    if (!me) {
-        rc = HIBAR_ERR_INVAL;
+    if ((rc = hb_nbar_set_check(b, ranks, n, sorted)) != 0)
         goto out;
-    }
+    hash = hb_nbar_set_hash(sorted, n);
     /* misuse is told at once; a valid call first waits out the last collective's epoch */
     if ((rc = hb_nbar_settle(b)) != 0)
         goto out;

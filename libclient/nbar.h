@@ -119,6 +119,18 @@ int hb_nbar_settle(hb_nbar_t *b);
  * daemon, which answers when every member on every node has arrived (HIBAR_ERR_MISMATCH
  * when members of one node disagree on the set). */
 int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n);
+/* The places on this node (control blocks) of the job ranks listed, in at[] in the same order:
+ * 1 when every one runs on this node, else 0 (at[] then partly written). */
+int hb_nbar_places(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t *at);
+/* A rank set's check: distinct job ranks of the job, this rank among them; sorted[] (n) gets
+ * them ascending. 0 or HIBAR_ERR_INVAL. */
+int hb_nbar_set_check(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t *sorted);
+/* A rank set's hash (its ranks sorted ascending), and how many subset barriers this rank made
+ * over the set with that hash (every member counts alike). */
+uint64_t hb_nbar_set_hash(const uint32_t *sorted, size_t n);
+/* qsort's comparison of two uint32_t (rank sets are sorted with it). */
+int hb_nbar_u32_cmp(const void *a, const void *b);
+uint32_t hb_nbar_set_count(const hb_nbar_t *b, uint64_t hash);
 
 /* A rank of the node (not this one) that is dead or has left, or -1. Marks nothing. */
 int hb_nbar_find_lost(hb_nbar_t *b);

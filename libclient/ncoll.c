@@ -581,3 +581,131 @@ out:
     free(x.dsp);
     return rc;
 }
+
+/*
+ * A collective of a rank set whose members all run on this node (hb_ncoll_subset): member i of
+ * the list is block i of the layout. The subset barrier syncs (hb_nbar_subset: the node's own
+ * barrier for such a set), the data moves by cross-memory attach between the members, and
+ * the verdict comes from the records as in hb_ncoll_run:
+ *   1. publish the record, its epoch the set's next barrier (hash fold << 32 | number: every
+ *      member in step has the same; one that called another barrier of the set does not);
+ *   2. subset barrier; 3. every member reads every member's record, the same verdict;
+ *   4. receivers pull (scatter, bcast, allgather), gather senders push into the root;
+ *   5. subset barrier (nobody reuses a buffer or record before all are done).
+ */
+static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint32_t n,
+                          uint32_t mi)
+{
+    const ncoll_rec_t *root = a->op != HB_NCOLL_ALLGATHER ? &rec[a->root] : NULL;
+    uint64_t b = a->count;
+    int am_root = root != NULL && (uint32_t)a->root == mi, rc = 0;
+    if (b == 0)
+        return 0;
+    switch (a->op) {
+    case HB_NCOLL_BCAST:
+        return am_root ? 0 : hb_ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->sendbuf, b, 0);
+    case HB_NCOLL_SCATTER:
+        if (am_root) {
+            memmove(a->recvbuf, (const char *)a->sendbuf + (uint64_t)mi * b, b);
+            return 0;
+        }
+        return hb_ncoll_cma(root->pid, a->recvbuf, root->sendbuf + (uint64_t)mi * b, b, 0);
+    case HB_NCOLL_GATHER:
+        if (am_root) {
+            memmove((char *)a->recvbuf + (uint64_t)mi * b, a->sendbuf, b);
+            return 0;
+        }
+        return hb_ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf,
+                            root->recvbuf + (uint64_t)mi * b, b, 1);
+    case HB_NCOLL_ALLGATHER:
+        memmove((char *)a->recvbuf + (uint64_t)mi * b, a->sendbuf, b);
+        for (uint32_t s = 0; s < n && rc == 0; s++)
+            if (s != mi)
+                rc = hb_ncoll_cma(rec[s].pid, (char *)a->recvbuf + (uint64_t)s * b,
+                                  rec[s].sendbuf, b, 0);
+        return rc;
+    default:
+        return HIBAR_ERR_INVAL;
+    }
+}
+
+int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_ncoll_args_t *a)
+{
+    uint32_t self = c->seg->nnodes > 1 ? c->grank : c->rank, mi = 0;
+    hb_seg_ctl_t *mine = hb_seg_ctl(c->seg, c->rank);
+    uint32_t *at = NULL, *sorted = NULL;
+    ncoll_rec_t *rec = NULL;
+    int rc, lerr, rc2;
+
+    if (a->op == HB_NCOLL_SCATTERV || a->op == HB_NCOLL_GATHERV || ranks == NULL || n == 0)
+        return HIBAR_ERR_INVAL;
+    at = malloc(n * sizeof(*at));
+    sorted = malloc(n * sizeof(*sorted));
+    rec = calloc(n, sizeof(*rec));
+    if (at == NULL || sorted == NULL || rec == NULL) {
+        rc = HIBAR_ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = hb_nbar_set_check(c->bar, ranks, n, sorted)) != 0)
+        goto out;
+    while (ranks[mi] != self)
+        mi++;
+    /* the same answer on every member: where the members run, and the node's attach */
+    if (!c->cma_all || hb_nbar_places(c->bar, ranks, n, at) != 1) {
+        rc = HIBAR_ERR_UNAVAIL;
+        goto out;
+    }
+    if ((rc = hb_nbar_settle(c->bar)) != 0)
+        goto out;
+    lerr = ncoll_check_local(mi, (uint32_t)n, a);
+    uint64_t hash = hb_nbar_set_hash(sorted, n);
+    uint64_t tag = (uint64_t)((uint32_t)(hash ^ (hash >> 32))) << 32 |
+                   (uint64_t)(hb_nbar_set_count(c->bar, hash) + 1);
+
+    /* 1. publish */
+    mine->coll_seq = tag;
+    mine->op = (uint32_t)a->op;
+    mine->root = a->root;
+    mine->count = a->count;
+    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
+    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
+    mine->err = lerr;
+    mine->epoch = tag;
+    /* 2. */
+    if ((rc = hb_nbar_subset(c->bar, ranks, n)) != 0)
+        goto out;
+    /* 3. verdict: the first error published, else MISMATCH where the records differ */
+    for (uint32_t i = 0; i < n; i++) {
+        const hb_seg_ctl_t *r = hb_seg_ctl(c->seg, at[i]);
+        rec[i] = (ncoll_rec_t){.seq = r->coll_seq,
+                               .count = r->count,
+                               .sendbuf = r->sendbuf,
+                               .recvbuf = r->recvbuf,
+                               .epoch = r->epoch,
+                               .op = r->op,
+                               .root = r->root,
+                               .err = r->err,
+                               .pid = atomic_load(&r->pid)};
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        if (rec[i].err != 0)
+            rc = rec[i].err < 0 && rec[i].err >= HIBAR_ERR_LAST ? rec[i].err : HIBAR_ERR_PROTO;
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        if (rec[i].seq != tag || rec[i].epoch != tag || rec[i].op != (uint32_t)a->op ||
+            rec[i].count != a->count || (a->op != HB_NCOLL_ALLGATHER && rec[i].root != a->root))
+            rc = HIBAR_ERR_MISMATCH;
+    /* 4. data */
+    if (rc == 0)
+        rc = ncoll_sub_move(a, rec, (uint32_t)n, mi);
+    else if (mine->err == 0)
+        mine->err = rc; /* a member one barrier behind must not take our record for good */
+    /* 5. */
+    rc2 = hb_nbar_subset(c->bar, ranks, n);
+    if (rc == 0)
+        rc = rc2;
+out:
+    free(at);
+    free(sorted);
+    free(rec);
+    return rc;
+}

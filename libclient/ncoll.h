@@ -98,4 +98,11 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
  * mismatches (HIBAR_ERR_INVAL, HIBAR_ERR_MISMATCH), HIBAR_ERR_PEER_LOST, HIBAR_ERR_TIMEOUT. */
 int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a);
 
+/* One collective (bcast, scatter, gather, allgather) of the n job ranks listed, member i being
+ * block i and root an index into the list. Only where every member runs on this node and the
+ * node's ranks reach each other by cross-memory attach: else HIBAR_ERR_UNAVAIL, the same on
+ * every member (the caller then runs the collective some other way). HIBAR_ERR_INVAL for a
+ * bad list or a -v form; otherwise as hb_ncoll_run. */
+int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_ncoll_args_t *a);
+
 #endif

@@ -519,6 +519,112 @@ static void run_coll(int n, int iters, size_t max_piece, int cma)
     unsetenv("HIBAR_CMA");
 }
 
+/*
+ * Collectives of a rank set on the node (hibar_*_subset): each parity class, listed in
+ * descending order (member i is block i: the list's order, not the ranks'), runs bcast,
+ * scatter, gather and allgather with drawn sizes and roots, the two classes at once; then
+ * misuse: a bad list (INVAL on the caller), members that disagree on the root (MISMATCH on
+ * every member) and, without cross-memory attach, UNAVAIL on every member.
+ */
+static int rank_subset_coll(hibar_t *h, int rank, int n, void *arg)
+{
+    const coll_cfg_t *cfg = arg;
+    unsigned seed = cfg->seed;
+    int set[64], m = 0, me = -1, fail = 0;
+
+    for (int k = n - 1; k >= 0; k--)
+        if (k % 2 == rank % 2) {
+            if (k == rank)
+                me = m;
+            set[m++] = k;
+        }
+    CHECK(hibar_subset_on_node(h, set, m) == (getenv("HIBAR_CMA") == NULL));
+    if (getenv("HIBAR_CMA") != NULL) { /* no attach: nothing runs, on every member */
+        uint8_t b[8] = {0};
+        CHECK_RC(hibar_bcast_subset(h, set, m, b, sizeof b, 0), HIBAR_ERR_UNAVAIL);
+        CHECK_RC(hibar_allgather_subset(h, set, m, b, b, 0), HIBAR_ERR_UNAVAIL);
+        CHECK_RC(hibar_barrier(h), 0);
+        return 0;
+    }
+    for (unsigned it = 0; it < (unsigned)cfg->iters && !fail; it++) {
+        size_t bytes = draw(&seed, cfg->max_piece) / (size_t)m;
+        int op = (int)(rand_r(&seed) % 4), root = (int)(rand_r(&seed) % (unsigned)m);
+        uint8_t *snd = malloc(bytes * (size_t)m + 1), *rcv = malloc(bytes * (size_t)m + GUARD);
+        if (snd == NULL || rcv == NULL)
+            return __LINE__;
+        memset(rcv, 0xEE, bytes * (size_t)m + GUARD);
+        switch (op) {
+        case 0: /* bcast: the buffer is the root's */
+            if (me == root)
+                fill(rcv, bytes, root, 0, it);
+            CHECK_RC(hibar_bcast_subset(h, set, m, rcv, bytes, root), 0);
+            fail = !same(rcv, bytes, root, 0, it) || !guard_ok(rcv + bytes, GUARD);
+            break;
+        case 1: /* scatter */
+            for (int s = 0; me == root && s < m; s++)
+                fill(snd + (size_t)s * bytes, bytes, root, s, it);
+            CHECK_RC(hibar_scatter_subset(h, set, m, snd, rcv, bytes, root), 0);
+            fail = !same(rcv, bytes, root, me, it) || !guard_ok(rcv + bytes, GUARD);
+            break;
+        case 2: /* gather */
+            fill(snd, bytes, me, root, it);
+            CHECK_RC(hibar_gather_subset(h, set, m, snd, rcv, bytes, root), 0);
+            for (int s = 0; me == root && s < m; s++)
+                fail |= !same(rcv + (size_t)s * bytes, bytes, s, root, it);
+            fail |= me == root ? !guard_ok(rcv + (size_t)m * bytes, GUARD) : !guard_ok(rcv, 1);
+            break;
+        default: /* allgather */
+            fill(snd, bytes, me, 0, it);
+            CHECK_RC(hibar_allgather_subset(h, set, m, snd, rcv, bytes), 0);
+            for (int s = 0; s < m; s++)
+                fail |= !same(rcv + (size_t)s * bytes, bytes, s, 0, it);
+            fail |= !guard_ok(rcv + (size_t)m * bytes, GUARD);
+            break;
+        }
+        free(snd);
+        free(rcv);
+        if (fail)
+            fprintf(stderr, "rank %d (member %d of %d): op %d iter %u root %d bytes %zu: wrong "
+                            "data\n", rank, me, m, op, it, root, bytes);
+    }
+    if (fail)
+        return __LINE__;
+    {
+        int dup[2] = {rank, rank}, other[1] = {(rank + 1) % n};
+        uint8_t b[8] = {0};
+        CHECK_RC(hibar_bcast_subset(h, dup, 2, b, sizeof b, 0), HIBAR_ERR_INVAL);
+        CHECK_RC(hibar_bcast_subset(h, NULL, 1, b, sizeof b, 0), HIBAR_ERR_INVAL);
+        if (n > 1)
+            CHECK_RC(hibar_bcast_subset(h, other, 1, b, sizeof b, 0), HIBAR_ERR_INVAL);
+        CHECK(hibar_subset_on_node(h, dup, 2) == HIBAR_ERR_INVAL);
+        if (m > 1) { /* the members disagree on the root */
+            CHECK_RC(hibar_bcast_subset(h, set, m, b, sizeof b, me == 0 ? 1 : 0),
+                     HIBAR_ERR_MISMATCH);
+            CHECK_RC(hibar_barrier_subset(h, set, m), 0); /* and go on */
+        }
+    }
+    CHECK_RC(hibar_barrier(h), 0);
+    return 0;
+}
+
+static void test_subset_coll(void)
+{
+    for (size_t i = 0; i < NCOUNTS; i++) {
+        harness_t hs = {.n = rank_counts[i], .nnodes = 1, .killed_rank = -1};
+        coll_cfg_t cfg = {.seed = (unsigned)time(NULL) ^ 77u, .iters = 24, .max_piece = 1u << 20};
+        for (int cma = 1; cma >= 0; cma--) {
+            if (!cma)
+                setenv("HIBAR_CMA", "0", 1);
+            if (run_ranks(&hs, rank_subset_coll, &cfg) != 0) {
+                fprintf(stderr, "subset collectives failed: %d ranks, seed %u, cma %d\n",
+                        hs.n, cfg.seed, cma);
+                CU_FAIL("subset collectives");
+            }
+            unsetenv("HIBAR_CMA");
+        }
+    }
+}
+
 static void test_coll_cma(void)
 {
     size_t i;
@@ -1083,6 +1189,7 @@ int hb_test_client_ranks_register(void)
         CU_add_test(s, "collectives, cross-memory attach", test_coll_cma) == NULL ||
         CU_add_test(s, "collectives, chunked through the segment", test_coll_staging) == NULL ||
         CU_add_test(s, "scatter and bcast pulled below the buffer size", test_coll_pull) == NULL ||
+        CU_add_test(s, "collectives of a rank set on the node", test_subset_coll) == NULL ||
         CU_add_test(s, "misuse gets error codes", test_misuse) == NULL ||
         CU_add_test(s, "a killed rank gives PEER_LOST", test_peer_lost) == NULL ||
         CU_add_test(s, "multi-node hook: doorbell and release", test_doorbell) == NULL ||
