@@ -593,8 +593,7 @@ out:
  *   4. receivers pull (scatter, bcast, allgather), gather senders push into the root;
  *   5. subset barrier (nobody reuses a buffer or record before all are done).
  */
-static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint32_t n,
-                          uint32_t mi)
+static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint32_t n, uint32_t mi)
 {
     const ncoll_rec_t *root = a->op != HB_NCOLL_ALLGATHER ? &rec[a->root] : NULL;
     uint64_t b = a->count;
@@ -603,7 +602,9 @@ static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint
         return 0;
     switch (a->op) {
     case HB_NCOLL_BCAST:
-        return am_root ? 0 : hb_ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->sendbuf, b, 0);
+        return am_root
+                   ? 0
+                   : hb_ncoll_cma(root->pid, (void *)(uintptr_t)a->sendbuf, root->sendbuf, b, 0);
     case HB_NCOLL_SCATTER:
         if (am_root) {
             memmove(a->recvbuf, (const char *)a->sendbuf + (uint64_t)mi * b, b);
@@ -621,8 +622,8 @@ static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint
         memmove((char *)a->recvbuf + (uint64_t)mi * b, a->sendbuf, b);
         for (uint32_t s = 0; s < n && rc == 0; s++)
             if (s != mi)
-                rc = hb_ncoll_cma(rec[s].pid, (char *)a->recvbuf + (uint64_t)s * b,
-                                  rec[s].sendbuf, b, 0);
+                rc = hb_ncoll_cma(rec[s].pid, (char *)a->recvbuf + (uint64_t)s * b, rec[s].sendbuf,
+                                  b, 0);
         return rc;
     default:
         return HIBAR_ERR_INVAL;

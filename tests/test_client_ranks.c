@@ -584,8 +584,10 @@ static int rank_subset_coll(hibar_t *h, int rank, int n, void *arg)
         free(snd);
         free(rcv);
         if (fail)
-            fprintf(stderr, "rank %d (member %d of %d): op %d iter %u root %d bytes %zu: wrong "
-                            "data\n", rank, me, m, op, it, root, bytes);
+            fprintf(stderr,
+                    "rank %d (member %d of %d): op %d iter %u root %d bytes %zu: wrong "
+                    "data\n",
+                    rank, me, m, op, it, root, bytes);
     }
     if (fail)
         return __LINE__;
@@ -616,8 +618,8 @@ static void test_subset_coll(void)
             if (!cma)
                 setenv("HIBAR_CMA", "0", 1);
             if (run_ranks(&hs, rank_subset_coll, &cfg) != 0) {
-                fprintf(stderr, "subset collectives failed: %d ranks, seed %u, cma %d\n",
-                        hs.n, cfg.seed, cma);
+                fprintf(stderr, "subset collectives failed: %d ranks, seed %u, cma %d\n", hs.n,
+                        cfg.seed, cma);
                 CU_FAIL("subset collectives");
             }
             unsetenv("HIBAR_CMA");
