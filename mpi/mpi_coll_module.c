@@ -20,6 +20,7 @@ typedef struct hb_mpi_module {
     mca_coll_base_module_t super;
     int whole;  /* the group is the whole job: hibar_barrier */
     int ident;  /* ... in the job's order (rank i is job rank i): the collectives too */
+    int local;  /* not that, but every member on this node: hibar's subset collectives */
     int *ranks; /* otherwise its job ranks (hibar_barrier_subset), n of them */
     int n;
     mca_coll_base_module_barrier_fn_t prev_barrier;
@@ -149,7 +150,10 @@ static int hb_mpi_request_free(ompi_request_t **req)
  * the call, before any data moves, and every rank passes the call down. */
 static int hb_mpi_takes(hb_mpi_module_t *m, hb_mpi_op_t op, size_t bytes)
 {
-    if (!m->ident || bytes == 0 || !hb_mpi_xover_takes(&C.xover, op, C.regime, bytes))
+    /* a communicator of one node's ranks runs as a job of one node would */
+    hb_mpi_regime_t regime = m->ident ? C.regime : HB_MPI_ONE_NODE;
+    if ((!m->ident && !m->local) || bytes == 0 ||
+        !hb_mpi_xover_takes(&C.xover, op, regime, bytes))
         return 0;
     hb_mpi_settle();
     return 1;
@@ -212,8 +216,10 @@ static int hb_mpi_bcast(void *buf, int count, struct ompi_datatype_t *dt, int ro
 
     if (!hb_mpi_takes(m, HB_MPI_BCAST, bytes))
         return m->prev_bcast(buf, count, dt, root, comm, m->prev_bcast_module);
-    rc = hibar_bcast(C.h, hb_mpi_plain(dt, count) ? buf : NULL, bytes, root);
-    if (rc == HIBAR_ERR_INVAL)
+    void *b = hb_mpi_plain(dt, count) ? buf : NULL;
+    rc = m->ident ? hibar_bcast(C.h, b, bytes, root)
+                  : hibar_bcast_subset(C.h, m->ranks, m->n, b, bytes, root);
+    if (rc == HIBAR_ERR_INVAL || rc == HIBAR_ERR_UNAVAIL)
         return m->prev_bcast(buf, count, dt, root, comm, m->prev_bcast_module);
     return hb_mpi_error("hibar_bcast", rc);
 }
@@ -244,9 +250,10 @@ static int hb_mpi_scatter(const void *sbuf, int scount, struct ompi_datatype_t *
         ok = ok && hb_mpi_plain(sdt, scount) && hb_mpi_bytes(sdt, scount) == bytes;
     if (ok && in_place) /* the root's block stays where it is: hibar writes it aside */
         recv = tmp = hb_mpi_copy(NULL, bytes);
-    rc = hibar_scatter(C.h, sbuf, ok ? recv : NULL, bytes, root);
+    rc = m->ident ? hibar_scatter(C.h, sbuf, ok ? recv : NULL, bytes, root)
+                  : hibar_scatter_subset(C.h, m->ranks, m->n, sbuf, ok ? recv : NULL, bytes, root);
     free(tmp);
-    if (rc != HIBAR_ERR_INVAL)
+    if (rc != HIBAR_ERR_INVAL && rc != HIBAR_ERR_UNAVAIL)
         return hb_mpi_error("hibar_scatter", rc);
 down:
     return m->prev_scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm,
@@ -270,9 +277,10 @@ static int hb_mpi_gather(const void *sbuf, int scount, struct ompi_datatype_t *s
         ok = ok && hb_mpi_plain(rdt, rcount) && hb_mpi_bytes(rdt, rcount) == bytes;
     if (ok && in_place) /* the root's block is in rbuf already: hibar copies it onto itself */
         send = tmp = hb_mpi_copy((char *)rbuf + (size_t)me * bytes, bytes);
-    rc = hibar_gather(C.h, ok ? send : NULL, rbuf, bytes, root);
+    rc = m->ident ? hibar_gather(C.h, ok ? send : NULL, rbuf, bytes, root)
+                  : hibar_gather_subset(C.h, m->ranks, m->n, ok ? send : NULL, rbuf, bytes, root);
     free(tmp);
-    if (rc != HIBAR_ERR_INVAL)
+    if (rc != HIBAR_ERR_INVAL && rc != HIBAR_ERR_UNAVAIL)
         return hb_mpi_error("hibar_gather", rc);
 down:
     return m->prev_gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, m->prev_gather_module);
@@ -294,9 +302,10 @@ static int hb_mpi_allgather(const void *sbuf, int scount, struct ompi_datatype_t
          hb_mpi_bytes(rdt, rcount) == bytes;
     if (ok && in_place)
         send = tmp = hb_mpi_copy((char *)rbuf + (size_t)me * bytes, bytes);
-    rc = hibar_allgather(C.h, ok ? send : NULL, rbuf, bytes);
+    rc = m->ident ? hibar_allgather(C.h, ok ? send : NULL, rbuf, bytes)
+                  : hibar_allgather_subset(C.h, m->ranks, m->n, ok ? send : NULL, rbuf, bytes);
     free(tmp);
-    if (rc != HIBAR_ERR_INVAL)
+    if (rc != HIBAR_ERR_INVAL && rc != HIBAR_ERR_UNAVAIL)
         return hb_mpi_error("hibar_allgather", rc);
 down:
     return m->prev_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, m->prev_allgather_module);
@@ -369,7 +378,9 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
     m->ident = m->whole;
     for (int i = 0; m->ident && i < n; i++)
         m->ident = ranks[i] == i;
-    if (m->whole) {
+    /* the same answer on every member: where the members run (and the node's attach) */
+    m->local = !m->ident && hibar_subset_on_node(C.h, ranks, n) == 1;
+    if (m->ident) {
         free(ranks);
     } else {
         m->ranks = ranks;
@@ -379,7 +390,7 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
     m->super.coll_barrier = hb_mpi_barrier;
     if (m->whole)
         m->super.coll_ibarrier = hb_mpi_ibarrier;
-    if (m->ident) {
+    if (m->ident || m->local) {
         m->super.coll_bcast = hb_mpi_bcast;
         m->super.coll_scatter = hb_mpi_scatter;
         m->super.coll_gather = hb_mpi_gather;
@@ -387,6 +398,10 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
     }
     hb_mpi_verbose(10, "communicator %s (%d ranks): %s", comm->c_name, n,
                    m->ident   ? "barrier, ibarrier, bcast, scatter, gather, allgather"
+                   : m->local && m->whole
+                       ? "barrier, ibarrier, bcast, scatter, gather, allgather (the whole job in "
+                         "another order, on one node)"
+                   : m->local ? "barrier, bcast, scatter, gather, allgather (ranks of one node)"
                    : m->whole ? "barrier, ibarrier (the whole job in another order)"
                               : "barrier (a subset of the job)");
     *priority = C.priority;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # mpi_coll.sh: mca_coll_hibar, Open MPI's coll component on hibar. An unmodified MPI program
 # (mpi_coll_check.c: barrier ordering on the world (MPI_Barrier, MPI_Ibarrier), a reordered
-# split, a dup and the halves of a split (hibar's subset barrier); collectives with random sizes, roots, types and
+# split, a dup and the halves of a split (hibar's subset barrier; on one node its collectives
+# of a rank set too); collectives with random sizes, roots, types and
 # MPI_IN_PLACE checked bit for bit against Open MPI's own in the same job; derived datatypes,
 # passed down) under hibar-run on 1 node x 4 ranks and 4 emulated nodes x 2 ranks, by the table
 # and with every call forced to hibar; the same results with OMPI_MCA_coll=^hibar (the
@@ -46,6 +47,12 @@ mpi one 4 -n 4 --per-node 4 --emulate "$src/examples/local.yaml"
 selected one 4 "one node"
 OMPI_MCA_coll_hibar_force=hibar mpi one-hibar 4 -n 4 --per-node 4 --emulate "$src/examples/local.yaml"
 selected one-hibar 4 "one node"
+# on one node the halves of the split and the reordered split get hibar's collectives of a
+# rank set (hibar_*_subset)
+[ "$(grep -c '(2 ranks): barrier, bcast, scatter, gather, allgather (ranks of one node)' "$ERR")" \
+    -eq 4 ] || fail "one-hibar: the halves of the split did not get hibar's collectives"
+[ "$(grep -c 'allgather (the whole job in another order, on one node)' "$ERR")" -eq 4 ] ||
+    fail "one-hibar: the reordered split did not get hibar's collectives"
 # a crossover inside the sizes drawn: each collective goes both ways in one job
 OMPI_MCA_coll_hibar_bcast_min_node=100000 OMPI_MCA_coll_hibar_scatter_min_node=100000 \
     OMPI_MCA_coll_hibar_gather_max_node=100000 OMPI_MCA_coll_hibar_allgather_max_node=100000 \

@@ -1,6 +1,7 @@
 /* mpi_coll_check.c: an unmodified MPI program for Open MPI's coll component on hibar: barrier
  * ordering, collectives with random sizes, roots and types checked bit for bit against Open
- * MPI's own in the same job, derived datatypes, sub-communicators, a point-to-point send still
+ * MPI's own in the same job, derived datatypes, sub-communicators (the halves of a split: their
+ * collectives checked against the patterns sent), a point-to-point send still
  * owed when a hibar barrier starts (tests/mpi_coll.sh, tests/netns_mpi_coll.sh).
  *   mpi_coll_check [FILE [ROUNDS [MAX_BYTES [SEED]]]]
  * FILE, FILE.0 and FILE.1: 8-byte files, the barrier ordering's counters (none: no ordering). */
@@ -203,6 +204,62 @@ static void coll_round(MPI_Comm rev, size_t maxb, int k)
     free(x);
 }
 
+/* One round of each collective on a split (the halves: on one node hibar's collectives of a
+ * rank set, else Open MPI's), every result checked against the pattern its sender filled. */
+static void half_round(MPI_Comm half, size_t maxb, int k)
+{
+    int hn, hr, t = (int)(rnd() % 4);
+    MPI_Comm_size(half, &hn);
+    MPI_Comm_rank(half, &hr);
+    int root = (int)(rnd() % (uint64_t)hn);
+    size_t bytes = 1 + rnd() % maxb;
+    int count = (int)((bytes + (size_t)tsizes[t] - 1) / (size_t)tsizes[t]);
+    size_t b = (size_t)count * (size_t)tsizes[t], all = b * (size_t)hn;
+    unsigned char *s = malloc(all), *a = malloc(all), *w = malloc(b);
+    CHECK(s && a && w, "out of memory");
+    /* the pattern of member i's block j in round k (every member can compute any) */
+#define HALF_SEED(i, j) ((uint64_t)k * 104729 + (uint64_t)(i) * 1000 + (uint64_t)(j) + 7)
+
+    fill(a, b, HALF_SEED(root, 0)); /* bcast: the root's buffer */
+    if (hr != root)
+        memset(a, 0, b);
+    MPI_Bcast(a, count, types[t], root, half);
+    fill(w, b, HALF_SEED(root, 0));
+    CHECK(memcmp(a, w, b) == 0, "bcast on a split, %zu bytes", b);
+    mix(a, b);
+
+    for (int j = 0; j < hn; j++) /* scatter */
+        fill(s + (size_t)j * b, b, HALF_SEED(root, j));
+    memset(a, 0, b);
+    MPI_Scatter(s, count, types[t], a, count, types[t], root, half);
+    fill(w, b, HALF_SEED(root, hr));
+    CHECK(memcmp(a, w, b) == 0, "scatter on a split, %zu bytes", b);
+    mix(a, b);
+
+    fill(s, b, HALF_SEED(hr, 1000)); /* gather */
+    memset(a, 0, all);
+    MPI_Gather(s, count, types[t], a, count, types[t], root, half);
+    for (int j = 0; hr == root && j < hn; j++) {
+        fill(w, b, HALF_SEED(j, 1000));
+        CHECK(memcmp(a + (size_t)j * b, w, b) == 0, "gather on a split, block %d", j);
+    }
+    if (hr == root)
+        mix(a, all);
+
+    fill(s, b, HALF_SEED(hr, 2000)); /* allgather */
+    memset(a, 0, all);
+    MPI_Allgather(s, count, types[t], a, count, types[t], half);
+    for (int j = 0; j < hn; j++) {
+        fill(w, b, HALF_SEED(j, 2000));
+        CHECK(memcmp(a + (size_t)j * b, w, b) == 0, "allgather on a split, block %d", j);
+    }
+    mix(a, all);
+#undef HALF_SEED
+    free(s);
+    free(a);
+    free(w);
+}
+
 /* Derived datatypes (the component passes them down): a contiguous type on every rank, a
  * vector, and a call where the root's type is derived and the others' predefined (the same
  * type signature): every rank must take the same side. */
@@ -295,6 +352,8 @@ int main(int argc, char **argv)
             snprintf(hf, sizeof hf, "%s.%d", file, me % 2);
             barrier_order(half, hf, rounds, 0);
         }
+        for (int k = 0; k < rounds; k++)
+            half_round(half, maxb, k);
         MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, half);
         int want = 0;
         for (int i = me % 2; i < np; i += 2)
