@@ -152,8 +152,7 @@ static int hb_mpi_takes(hb_mpi_module_t *m, hb_mpi_op_t op, size_t bytes)
 {
     /* a communicator of one node's ranks runs as a job of one node would */
     hb_mpi_regime_t regime = m->ident ? C.regime : HB_MPI_ONE_NODE;
-    if ((!m->ident && !m->local) || bytes == 0 ||
-        !hb_mpi_xover_takes(&C.xover, op, regime, bytes))
+    if ((!m->ident && !m->local) || bytes == 0 || !hb_mpi_xover_takes(&C.xover, op, regime, bytes))
         return 0;
     hb_mpi_settle();
     return 1;
@@ -397,7 +396,7 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
         m->super.coll_allgather = hb_mpi_allgather;
     }
     hb_mpi_verbose(10, "communicator %s (%d ranks): %s", comm->c_name, n,
-                   m->ident   ? "barrier, ibarrier, bcast, scatter, gather, allgather"
+                   m->ident ? "barrier, ibarrier, bcast, scatter, gather, allgather"
                    : m->local && m->whole
                        ? "barrier, ibarrier, bcast, scatter, gather, allgather (the whole job in "
                          "another order, on one node)"

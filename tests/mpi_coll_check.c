@@ -218,7 +218,7 @@ static void half_round(MPI_Comm half, size_t maxb, int k)
     unsigned char *s = malloc(all), *a = malloc(all), *w = malloc(b);
     CHECK(s && a && w, "out of memory");
     /* the pattern of member i's block j in round k (every member can compute any) */
-#define HALF_SEED(i, j) ((uint64_t)k * 104729 + (uint64_t)(i) * 1000 + (uint64_t)(j) + 7)
+#define HALF_SEED(i, j) ((uint64_t)k * 104729 + (uint64_t)(i)*1000 + (uint64_t)(j) + 7)
 
     fill(a, b, HALF_SEED(root, 0)); /* bcast: the root's buffer */
     if (hr != root)
