@@ -67,6 +67,9 @@ OMPI_MCA_coll='^hibar' mpi four-ompi 8 -n 8 --per-node 2 --emulate "$FOUR"
 mpi four 8 -n 8 --per-node 2 --emulate "$FOUR"
 selected four 8 "several nodes"
 OMPI_MCA_coll_hibar_force=hibar mpi four-hibar 8 -n 8 --per-node 2 --emulate "$FOUR"
+# each node's ranks (MPI_COMM_TYPE_SHARED) get hibar's collectives of a rank set
+[ "$(grep -c '(2 ranks): barrier, bcast, scatter, gather, allgather (ranks of one node)' "$ERR")" \
+    -eq 8 ] || fail "four-hibar: the nodes' communicators did not get hibar's collectives"
 same four-ompi four
 same four-ompi four-hibar
 echo "4 nodes x 2: the same results with and without hibar"

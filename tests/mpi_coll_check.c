@@ -204,8 +204,9 @@ static void coll_round(MPI_Comm rev, size_t maxb, int k)
     free(x);
 }
 
-/* One round of each collective on a split (the halves: on one node hibar's collectives of a
- * rank set, else Open MPI's), every result checked against the pattern its sender filled. */
+/* One round of each collective on a split (the halves, each node's ranks: where all run on one
+ * node hibar's collectives of a rank set, else Open MPI's), every result checked against the
+ * pattern its sender filled. */
 static void half_round(MPI_Comm half, size_t maxb, int k)
 {
     int hn, hr, t = (int)(rnd() % 4);
@@ -323,6 +324,8 @@ int main(int argc, char **argv)
     rnd_state = seed * 2654435761ULL + 88172645463325252ULL;
     MPI_Comm_split(MPI_COMM_WORLD, 0, np - 1 - me, &rev);
     MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
+    MPI_Comm node; /* each node's ranks (on a job of several nodes: hibar's subset collectives) */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     if (file) {
         barrier_order(MPI_COMM_WORLD, file, rounds, 0);
         barrier_order(MPI_COMM_WORLD, file, rounds, 1);
@@ -361,11 +364,14 @@ int main(int argc, char **argv)
         CHECK(sum == want, "allreduce on a split: %d, want %d", sum, want);
         mix(&sum, sizeof sum);
     }
+    for (int k = 0; k < rounds; k++)
+        half_round(node, maxb, 1000 + k);
     derived();
     MPI_Barrier(MPI_COMM_WORLD);
     printf("mpi_coll_check: rank %d of %d ok digest %016llx\n", me, np, (unsigned long long)digest);
     MPI_Comm_free(&rev);
     MPI_Comm_free(&half);
+    MPI_Comm_free(&node);
     MPI_Finalize();
     return 0;
 }
