@@ -432,21 +432,15 @@ static int client_set(const hibar_t *h, const int *ranks, int n, uint32_t **r_p)
     return 0;
 }
 
-int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
+/* The arguments of a collective without -v (bcast: the buffer as sendbuf). */
+static hb_ncoll_args_t client_args(hb_ncoll_op_t op, int root, const void *sendbuf,
+                                   void *recvbuf, size_t bytes)
 {
-    uint32_t *r = NULL;
-    int rc = client_enter_coll(h);
-    if (rc != 0)
-        return rc;
-    rc = client_set(h, ranks, n, &r);
-    if (rc == 0)
-        rc = hb_nbar_subset(&h->bar, r, (size_t)n);
-    free(r);
-    client_leave(h);
-    return rc;
+    return (hb_ncoll_args_t){
+        .op = op, .root = root, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = bytes};
 }
 
-/* A collective of a rank set of one node (hb_ncoll_subset). */
+/* A barrier (a NULL) or a collective of a rank set (hb_ncoll_subset: on one node). */
 static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncoll_args_t *a)
 {
     uint32_t *r = NULL;
@@ -455,48 +449,42 @@ static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncol
         return rc;
     rc = client_set(h, ranks, n, &r);
     if (rc == 0)
-        rc = hb_ncoll_subset(&h->coll, r, (size_t)n, a);
+        rc = a == NULL ? hb_nbar_subset(&h->bar, r, (size_t)n)
+                       : hb_ncoll_subset(&h->coll, r, (size_t)n, a);
     free(r);
     client_leave(h);
     return rc;
 }
 
+int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
+{
+    return client_subset_coll(h, ranks, n, NULL);
+}
+
 int hibar_bcast_subset(hibar_t *h, const int *ranks, int n, void *buf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_BCAST, .root = root, .sendbuf = buf, .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_BCAST, root, buf, buf, bytes);
     return client_subset_coll(h, ranks, n, &a);
 }
 
 int hibar_scatter_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
                          size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTER,
-                         .root = root,
-                         .sendbuf = sendbuf,
-                         .recvbuf = recvbuf,
-                         .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_SCATTER, root, sendbuf, recvbuf, bytes);
     return client_subset_coll(h, ranks, n, &a);
 }
 
 int hibar_gather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
                         size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHER,
-                         .root = root,
-                         .sendbuf = sendbuf,
-                         .recvbuf = recvbuf,
-                         .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_GATHER, root, sendbuf, recvbuf, bytes);
     return client_subset_coll(h, ranks, n, &a);
 }
 
 int hibar_allgather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
                            size_t bytes)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_ALLGATHER,
-                         .root = 0,
-                         .sendbuf = sendbuf,
-                         .recvbuf = recvbuf,
-                         .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_ALLGATHER, 0, sendbuf, recvbuf, bytes);
     return client_subset_coll(h, ranks, n, &a);
 }
 
@@ -531,21 +519,13 @@ static int client_coll(hibar_t *h, const hb_ncoll_args_t *a)
 
 int hibar_scatter(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_SCATTER,
-                         .root = root,
-                         .sendbuf = sendbuf,
-                         .recvbuf = recvbuf,
-                         .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_SCATTER, root, sendbuf, recvbuf, bytes);
     return client_coll(h, &a);
 }
 
 int hibar_gather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_GATHER,
-                         .root = root,
-                         .sendbuf = sendbuf,
-                         .recvbuf = recvbuf,
-                         .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_GATHER, root, sendbuf, recvbuf, bytes);
     return client_coll(h, &a);
 }
 
@@ -577,18 +557,13 @@ int hibar_gatherv(hibar_t *h, const void *sendbuf, size_t sendbytes, void *recvb
 
 int hibar_bcast(hibar_t *h, void *buf, size_t bytes, int root)
 {
-    hb_ncoll_args_t a = {
-        .op = HB_NCOLL_BCAST, .root = root, .sendbuf = buf, .recvbuf = buf, .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_BCAST, root, buf, buf, bytes);
     return client_coll(h, &a);
 }
 
 int hibar_allgather(hibar_t *h, const void *sendbuf, void *recvbuf, size_t bytes)
 {
-    hb_ncoll_args_t a = {.op = HB_NCOLL_ALLGATHER,
-                         .root = 0,
-                         .sendbuf = sendbuf,
-                         .recvbuf = recvbuf,
-                         .count = bytes};
+    hb_ncoll_args_t a = client_args(HB_NCOLL_ALLGATHER, 0, sendbuf, recvbuf, bytes);
     return client_coll(h, &a);
 }
 

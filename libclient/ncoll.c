@@ -417,22 +417,30 @@ static int ncoll_may_leave(const ncoll_run_t *x, int cma)
     return a->op != HB_NCOLL_ALLGATHER && !am_root;
 }
 
+/* Publish this rank's record of a collective in its control block: its sequence (or tag), the
+ * arguments, its own error and the epoch (or tag) that opens it. */
+static void ncoll_publish(hb_seg_ctl_t *mine, uint64_t seq, const hb_ncoll_args_t *a, int err,
+                          uint64_t epoch)
+{
+    mine->coll_seq = seq;
+    mine->op = (uint32_t)a->op;
+    mine->root = a->root;
+    mine->count = a->count;
+    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
+    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
+    mine->err = err;
+    mine->epoch = epoch;
+}
+
 /* Across nodes: publish the record and let the daemon run the collective at the epoch. */
 static int ncoll_run_nodes(hb_ncoll_t *c, const hb_ncoll_args_t *a)
 {
     hb_seg_ctl_t *mine = hb_seg_ctl(c->seg, c->rank);
     int am_root = ncoll_has_root(a->op) && a->root == (int)c->grank;
 
-    mine->coll_seq = ++c->seq;
-    mine->op = (uint32_t)a->op;
-    mine->root = a->root;
-    mine->count = a->count;
-    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
-    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
     mine->counts_addr = am_root && ncoll_is_v(a->op) ? (uint64_t)(uintptr_t)a->counts : 0;
     mine->displs_addr = am_root && ncoll_is_v(a->op) ? (uint64_t)(uintptr_t)a->displs : 0;
-    mine->err = ncoll_check_local(c->grank, c->gsize, a);
-    mine->epoch = c->bar->seq + 1;
+    ncoll_publish(mine, ++c->seq, a, ncoll_check_local(c->grank, c->gsize, a), c->bar->seq + 1);
     return hb_nbar_barrier(c->bar);
 }
 
@@ -466,17 +474,9 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
     seq = ++c->seq;
     am_root = ncoll_has_root(a->op) && a->root == (int)c->rank;
 
-    /* 1. publish */
-    mine->coll_seq = seq;
-    mine->op = (uint32_t)a->op;
-    mine->root = a->root;
-    mine->count = a->count;
-    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
-    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
-    mine->err = lerr;
-    /* Ranks in step open the collective with the same barrier epoch; a rank that called a
-     * plain barrier where the others called this collective does not. */
-    mine->epoch = c->bar->seq + 1;
+    /* 1. publish. Ranks in step open the collective with the same barrier epoch; a rank that
+     * called a plain barrier where the others called this collective does not. */
+    ncoll_publish(mine, seq, a, lerr, c->bar->seq + 1);
     own_max = a->count;
     if (lerr == 0 && am_root && a->op != HB_NCOLL_BCAST) {
         for (i = 0; i < n; i++) {
@@ -664,14 +664,7 @@ int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_nco
                    (uint64_t)(hb_nbar_set_count(c->bar, hash) + 1);
 
     /* 1. publish */
-    mine->coll_seq = tag;
-    mine->op = (uint32_t)a->op;
-    mine->root = a->root;
-    mine->count = a->count;
-    mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
-    mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
-    mine->err = lerr;
-    mine->epoch = tag;
+    ncoll_publish(mine, tag, a, lerr, tag);
     /* 2. */
     if ((rc = hb_nbar_subset(c->bar, ranks, n)) != 0)
         goto out;
