@@ -433,8 +433,8 @@ static int client_set(const hibar_t *h, const int *ranks, int n, uint32_t **r_p)
 }
 
 /* The arguments of a collective without -v (bcast: the buffer as sendbuf). */
-static hb_ncoll_args_t client_args(hb_ncoll_op_t op, int root, const void *sendbuf,
-                                   void *recvbuf, size_t bytes)
+static hb_ncoll_args_t client_args(hb_ncoll_op_t op, int root, const void *sendbuf, void *recvbuf,
+                                   size_t bytes)
 {
     return (hb_ncoll_args_t){
         .op = op, .root = root, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = bytes};
