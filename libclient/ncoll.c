@@ -587,8 +587,9 @@ out:
  * the list is block i of the layout. The subset barrier syncs (hb_nbar_subset: the node's own
  * barrier for such a set), the data moves by cross-memory attach between the members, and
  * the verdict comes from the records as in hb_ncoll_run:
- *   1. publish the record, its epoch the set's next barrier (hash fold << 32 | number: every
- *      member in step has the same; one that called another barrier of the set does not);
+ *   1. publish the record, its epoch the set's next barrier (bit 63 | hash fold << 32 |
+ *      number: every member in step has the same; one that called another barrier of the set
+ *      does not);
  *   2. subset barrier; 3. every member reads every member's record, the same verdict;
  *   4. receivers pull (scatter, bcast, allgather), gather senders push into the root;
  *   5. subset barrier (nobody reuses a buffer or record before all are done).
@@ -660,7 +661,8 @@ int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_nco
         goto out;
     lerr = ncoll_check_local(mi, (uint32_t)n, a);
     uint64_t hash = hb_nbar_set_hash(sorted, n);
-    uint64_t tag = (uint64_t)((uint32_t)(hash ^ (hash >> 32))) << 32 |
+    /* bit 63: never a node barrier's epoch (a daemon tells collectives from barriers by it) */
+    uint64_t tag = 1ull << 63 | (uint64_t)((uint32_t)(hash ^ (hash >> 32)) & 0x7fffffffu) << 32 |
                    (uint64_t)(hb_nbar_set_count(c->bar, hash) + 1);
 
     /* 1. publish */
