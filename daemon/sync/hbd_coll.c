@@ -629,9 +629,11 @@ static void run_fail(hbd_coll_run_t *r, int status)
  * timeout (and the job's next epoch behind them), so each gets a FAIL frame with the status
  * and fails too, telling the nodes it sends to in turn: every node whose data depends on this
  * one ends the collective at once with that status. Nodes that got all their data end it as
- * they would have. The frame goes on the control link (ZeroMQ queues it), not behind the
- * data segments of a full fast lane. A timeout, a lost node and a failed agreement need no
- * telling: every node sees them itself.
+ * they would have. The frame goes as a small segment does (hbd_net_send_coll: the fast lane
+ * where it is up); where the link is still coming up or full it waits in a queue of its own,
+ * retried every millisecond up to the collective timeout (tell_flush), since the run is freed
+ * at once. A timeout, a lost node and a failed agreement need no telling: every node sees
+ * them itself.
  */
 static void run_fail_tell(hbd_t *d, hbd_coll_run_t *r, int status)
 {
