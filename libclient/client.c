@@ -490,19 +490,14 @@ int hibar_allgather_subset(hibar_t *h, const int *ranks, int n, const void *send
 
 int hibar_subset_on_node(hibar_t *h, const int *ranks, int n)
 {
-    uint32_t *r = NULL, *at = NULL;
+    uint32_t *r = NULL;
     int rc = client_enter(h);
     if (rc != 0)
         return rc;
     rc = client_set(h, ranks, n, &r);
-    if (rc == 0 && (at = malloc((size_t)n * sizeof(*at))) == NULL)
-        rc = HIBAR_ERR_NOMEM;
     if (rc == 0)
-        rc = hb_nbar_set_check(&h->bar, r, (size_t)n, at);
-    if (rc == 0)
-        rc = h->coll.cma_all && hb_nbar_places(&h->bar, r, (size_t)n, at) == 1;
+        rc = hb_ncoll_subset_on_node(&h->coll, r, (size_t)n);
     free(r);
-    free(at);
     client_leave(h);
     return rc;
 }

@@ -300,6 +300,12 @@ static hb_wait_policy_t nbar_pol(const hb_nbar_t *b)
 
 /* ---- the barrier ---- */
 
+static int nbar_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, uint32_t radix,
                  uint32_t flat_max, uint64_t timeout_ns)
 {
@@ -333,6 +339,14 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, ui
     free(keys);
     if (rc != 0)
         return rc;
+    /* which job ranks run here, once (the daemon wrote them before anyone attached) */
+    if ((b->places = malloc(b->nranks * sizeof(*b->places))) == NULL) {
+        hb_nbar_tree_free(&b->tree);
+        return HIBAR_ERR_NOMEM;
+    }
+    for (r = 0; r < b->nranks; r++)
+        b->places[r] = (uint64_t)hb_seg_ctl(seg, r)->grank << 32 | r;
+    qsort(b->places, b->nranks, sizeof(*b->places), nbar_u64_cmp);
     /* A rank joining a segment in use (not the case today) starts at the current epoch. */
     b->seq = b->flat ? atomic_load(&hb_seg_ctl(seg, rank)->bar_arrive)
                      : atomic_load(&hb_seg_hdr(seg)->release);
@@ -343,6 +357,8 @@ int hb_nbar_init(hb_nbar_t *b, hb_seg_t *seg, uint32_t rank, int doorbell_fd, ui
 void hb_nbar_fini(hb_nbar_t *b)
 {
     hb_nbar_tree_free(&b->tree);
+    free(b->places);
+    b->places = NULL;
     free(b->subs);
     b->subs = NULL;
     b->nsubs = b->cap = 0;
@@ -759,12 +775,17 @@ static int nbar_sub_local(hb_nbar_t *b, uint32_t *sorted, size_t n)
 int hb_nbar_places(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t *at)
 {
     for (size_t i = 0; i < n; i++) {
-        uint32_t k;
-        for (k = 0; k < b->nranks && hb_seg_ctl(b->seg, k)->grank != ranks[i]; k++)
-            ;
-        if (k == b->nranks)
+        size_t lo = 0, hi = b->nranks; /* the first entry of job rank ranks[i] or above */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if ((uint32_t)(b->places[mid] >> 32) < ranks[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == b->nranks || (uint32_t)(b->places[lo] >> 32) != ranks[i])
             return 0;
-        at[i] = k;
+        at[i] = (uint32_t)b->places[lo];
     }
     return 1;
 }

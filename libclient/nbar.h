@@ -82,6 +82,7 @@ typedef struct hb_nbar {
     void *progress_arg;
     hb_nbar_sub_t *subs; /* subset barriers seen: hash of the rank set -> epoch */
     size_t nsubs, cap;
+    uint64_t *places; /* [nranks] job rank << 32 | place on this node, ascending (hb_nbar_places) */
     int daemon_pid;                  /* the hibard that launched us (0: none to watch) */
     unsigned long long daemon_start; /* its start time (/proc/PID/stat), against pid reuse */
 } hb_nbar_t;

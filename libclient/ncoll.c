@@ -156,6 +156,29 @@ typedef struct ncoll_rec {
     int32_t root, err, pid;
 } ncoll_rec_t;
 
+/* A private copy of the record in control block r. */
+static ncoll_rec_t ncoll_rec_of(const hb_seg_ctl_t *r)
+{
+    return (ncoll_rec_t){.seq = r->coll_seq,
+                         .count = r->count,
+                         .sendbuf = r->sendbuf,
+                         .recvbuf = r->recvbuf,
+                         .epoch = r->epoch,
+                         .op = r->op,
+                         .root = r->root,
+                         .err = r->err,
+                         .pid = atomic_load(&r->pid)};
+}
+
+/* The first error the n records published (an unknown code as PROTO), or 0. */
+static int ncoll_first_err(const ncoll_rec_t *rec, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (rec[i].err != 0)
+            return rec[i].err < 0 && rec[i].err >= HIBAR_ERR_LAST ? rec[i].err : HIBAR_ERR_PROTO;
+    return 0;
+}
+
 typedef struct ncoll_run {
     hb_ncoll_t *c;
     const hb_ncoll_args_t *a;
@@ -382,12 +405,10 @@ static int ncoll_verdict(ncoll_run_t *x, uint64_t seq)
     hb_ncoll_t *c = x->c;
     const hb_ncoll_args_t *a = x->a;
     uint32_t i;
+    int rc = ncoll_first_err(x->rec, c->nranks);
 
-    for (i = 0; i < c->nranks; i++) {
-        if (x->rec[i].err != 0)
-            return x->rec[i].err < 0 && x->rec[i].err >= HIBAR_ERR_LAST ? x->rec[i].err
-                                                                        : HIBAR_ERR_PROTO;
-    }
+    if (rc != 0)
+        return rc;
     for (i = 0; i < c->nranks; i++) {
         const ncoll_rec_t *r = &x->rec[i];
         if (r->seq != seq || r->epoch != x->rec[x->c->rank].epoch || r->op != (uint32_t)a->op ||
@@ -506,15 +527,7 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a)
     }
     for (i = 0; i < n; i++) {
         const hb_seg_ctl_t *r = hb_seg_ctl(c->seg, i);
-        x.rec[i].seq = r->coll_seq;
-        x.rec[i].op = r->op;
-        x.rec[i].root = r->root;
-        x.rec[i].count = r->count;
-        x.rec[i].sendbuf = r->sendbuf;
-        x.rec[i].recvbuf = r->recvbuf;
-        x.rec[i].err = r->err;
-        x.rec[i].epoch = r->epoch;
-        x.rec[i].pid = atomic_load(&r->pid);
+        x.rec[i] = ncoll_rec_of(r);
     }
     if (ncoll_has_root(a->op) && a->op != HB_NCOLL_BCAST && a->root >= 0 && a->root < (int)n) {
         for (i = 0; i < n; i++) {
@@ -631,6 +644,28 @@ static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint
     }
 }
 
+/* Can hb_ncoll_subset run the set (sorted[] and at[]: n each, filled)? 1, 0 (not here: the
+ * same on every member, from where the members run and the node's attach), or INVAL. */
+static int ncoll_subset_here(const hb_ncoll_t *c, const uint32_t *ranks, size_t n,
+                             uint32_t *sorted, uint32_t *at)
+{
+    int rc = hb_nbar_set_check(c->bar, ranks, n, sorted);
+    if (rc != 0)
+        return rc;
+    return c->cma_all && hb_nbar_places(c->bar, ranks, n, at) == 1;
+}
+
+int hb_ncoll_subset_on_node(const hb_ncoll_t *c, const uint32_t *ranks, size_t n)
+{
+    uint32_t *sorted = malloc(n * sizeof(*sorted)), *at = malloc(n * sizeof(*at));
+    int rc = ranks == NULL || n == 0         ? HIBAR_ERR_INVAL
+             : sorted == NULL || at == NULL ? HIBAR_ERR_NOMEM
+                                            : ncoll_subset_here(c, ranks, n, sorted, at);
+    free(sorted);
+    free(at);
+    return rc;
+}
+
 int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_ncoll_args_t *a)
 {
     uint32_t self = c->seg->nnodes > 1 ? c->grank : c->rank, mi = 0;
@@ -648,15 +683,12 @@ int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_nco
         rc = HIBAR_ERR_NOMEM;
         goto out;
     }
-    if ((rc = hb_nbar_set_check(c->bar, ranks, n, sorted)) != 0)
-        goto out;
-    while (ranks[mi] != self)
-        mi++;
-    /* the same answer on every member: where the members run, and the node's attach */
-    if (!c->cma_all || hb_nbar_places(c->bar, ranks, n, at) != 1) {
-        rc = HIBAR_ERR_UNAVAIL;
+    if ((rc = ncoll_subset_here(c, ranks, n, sorted, at)) != 1) {
+        rc = rc == 0 ? HIBAR_ERR_UNAVAIL : rc;
         goto out;
     }
+    while (ranks[mi] != self)
+        mi++;
     if ((rc = hb_nbar_settle(c->bar)) != 0)
         goto out;
     lerr = ncoll_check_local(mi, (uint32_t)n, a);
@@ -671,21 +703,9 @@ int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_nco
     if ((rc = hb_nbar_subset(c->bar, ranks, n)) != 0)
         goto out;
     /* 3. verdict: the first error published, else MISMATCH where the records differ */
-    for (uint32_t i = 0; i < n; i++) {
-        const hb_seg_ctl_t *r = hb_seg_ctl(c->seg, at[i]);
-        rec[i] = (ncoll_rec_t){.seq = r->coll_seq,
-                               .count = r->count,
-                               .sendbuf = r->sendbuf,
-                               .recvbuf = r->recvbuf,
-                               .epoch = r->epoch,
-                               .op = r->op,
-                               .root = r->root,
-                               .err = r->err,
-                               .pid = atomic_load(&r->pid)};
-    }
-    for (uint32_t i = 0; i < n && rc == 0; i++)
-        if (rec[i].err != 0)
-            rc = rec[i].err < 0 && rec[i].err >= HIBAR_ERR_LAST ? rec[i].err : HIBAR_ERR_PROTO;
+    for (uint32_t i = 0; i < n; i++)
+        rec[i] = ncoll_rec_of(hb_seg_ctl(c->seg, at[i]));
+    rc = ncoll_first_err(rec, (uint32_t)n);
     for (uint32_t i = 0; i < n && rc == 0; i++)
         if (rec[i].seq != tag || rec[i].epoch != tag || rec[i].op != (uint32_t)a->op ||
             rec[i].count != a->count || (a->op != HB_NCOLL_ALLGATHER && rec[i].root != a->root))

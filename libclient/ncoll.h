@@ -104,5 +104,7 @@ int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a);
  * every member (the caller then runs the collective some other way). HIBAR_ERR_INVAL for a
  * bad list or a -v form; otherwise as hb_ncoll_run. */
 int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_ncoll_args_t *a);
+/* Would hb_ncoll_subset run this set here? 1, 0 (UNAVAIL there), or HIBAR_ERR_INVAL. */
+int hb_ncoll_subset_on_node(const hb_ncoll_t *c, const uint32_t *ranks, size_t n);
 
 #endif
