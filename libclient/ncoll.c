@@ -646,8 +646,8 @@ static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint
 
 /* Can hb_ncoll_subset run the set (sorted[] and at[]: n each, filled)? 1, 0 (not here: the
  * same on every member, from where the members run and the node's attach), or INVAL. */
-static int ncoll_subset_here(const hb_ncoll_t *c, const uint32_t *ranks, size_t n,
-                             uint32_t *sorted, uint32_t *at)
+static int ncoll_subset_here(const hb_ncoll_t *c, const uint32_t *ranks, size_t n, uint32_t *sorted,
+                             uint32_t *at)
 {
     int rc = hb_nbar_set_check(c->bar, ranks, n, sorted);
     if (rc != 0)
@@ -658,7 +658,7 @@ static int ncoll_subset_here(const hb_ncoll_t *c, const uint32_t *ranks, size_t 
 int hb_ncoll_subset_on_node(const hb_ncoll_t *c, const uint32_t *ranks, size_t n)
 {
     uint32_t *sorted = malloc(n * sizeof(*sorted)), *at = malloc(n * sizeof(*at));
-    int rc = ranks == NULL || n == 0         ? HIBAR_ERR_INVAL
+    int rc = ranks == NULL || n == 0        ? HIBAR_ERR_INVAL
              : sorted == NULL || at == NULL ? HIBAR_ERR_NOMEM
                                             : ncoll_subset_here(c, ranks, n, sorted, at);
     free(sorted);
