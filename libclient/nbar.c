@@ -713,25 +713,26 @@ static int nbar_xsub_poll(void *arg, int slow)
     return slow ? nbar_slow_check(a->b, nbar_xsub_poll, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
-/* Across nodes: hand the set to the daemon and wait for its answer in sub_go. */
-static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uint64_t hash)
+int hb_nbar_subset_daemon(hb_nbar_t *b, uint32_t op, const uint32_t *ranks, size_t n,
+                          uint64_t hash)
 {
     nbar_xsub_arg_t a = {b, 0};
     hb_seg_desc_t d;
     hb_wait_policy_t pol;
     uint64_t one = 1;
     uint32_t epoch;
-    int rc = nbar_sub_epoch(b, hash, &epoch);
+    uint64_t key = op == HB_SEG_OP_SUBCOLL ? hash ^ HB_SEG_SUBCOLL_SALT : hash;
+    int rc = nbar_sub_epoch(b, key, &epoch);
     if (rc != 0)
         return rc;
-    a.key = HB_SEG_SUB_GO_KEY(HB_SEG_SUB_GO(hash, epoch, 0));
+    a.key = HB_SEG_SUB_GO_KEY(HB_SEG_SUB_GO(key, epoch, 0));
     /* no answer yet (the daemon writes only after it took the descriptor pushed below) */
     atomic_store_explicit(&hb_seg_ctl(b->seg, b->rank)->sub_go, 0, memory_order_relaxed);
     memset(&d, 0, sizeof(d));
-    d.op = HB_SEG_OP_SUBSET;
+    d.op = op;
     d.coll_id = hash;
     d.epoch = epoch;
-    d.addr = (uint64_t)(uintptr_t)sorted;
+    d.addr = (uint64_t)(uintptr_t)ranks;
     d.len = n;
     d.rank = b->rank;
     rc = hb_seg_ring_push(hb_seg_ring(b->seg, b->rank, 0), b->seg->lay.ring_depth, &d);
@@ -741,13 +742,14 @@ static int nbar_subset_nodes(hb_nbar_t *b, const uint32_t *sorted, size_t n, uin
         hb_log_error("nbar: ringing the daemon's doorbell: %m");
         return HIBAR_ERR_IO;
     }
-    /* The daemon reads `sorted` from our memory until it answers: wait even past a timeout
+    /* The daemon reads `ranks` from our memory until it answers: wait even past a timeout
      * is not possible, so a timed-out wait leaves the answer to be ignored later. */
     pol = nbar_pol(b);
     rc = hb_wait_until(&hb_seg_ctl(b->seg, b->rank)->sub_wake, nbar_xsub_poll, &a, &pol,
                        nbar_deadline(b));
     if (rc == HIBAR_ERR_TIMEOUT)
-        hb_log_error("nbar: subset barrier of %zu ranks across nodes timed out", n);
+        hb_log_error("nbar: subset %s of %zu ranks across nodes timed out",
+                     op == HB_SEG_OP_SUBSET ? "barrier" : "collective", n);
     return rc;
 }
 
@@ -851,7 +853,7 @@ int hb_nbar_subset(hb_nbar_t *b, const uint32_t *ranks, size_t n)
     if (n == 1)
         goto out;
     if (b->seg->nnodes > 1 && !nbar_sub_local(b, sorted, n)) {
-        rc = nbar_subset_nodes(b, sorted, n, hash);
+        rc = hb_nbar_subset_daemon(b, HB_SEG_OP_SUBSET, sorted, n, hash);
         goto out;
     }
     rc = nbar_sub_epoch(b, hash, &epoch);

@@ -132,6 +132,13 @@ uint64_t hb_nbar_set_hash(const uint32_t *sorted, size_t n);
 /* qsort's comparison of two uint32_t (rank sets are sorted with it). */
 int hb_nbar_u32_cmp(const void *a, const void *b);
 uint32_t hb_nbar_set_count(const hb_nbar_t *b, uint64_t hash);
+/* A rank set across nodes, through the daemon: push a descriptor (op HB_SEG_OP_SUBSET: ranks
+ * is the sorted set; HB_SEG_OP_SUBCOLL: the member list in its order, the collective's record
+ * published first), ring the doorbell and wait for the answer in sub_go. The set's count of
+ * barriers (hb_nbar_set_count(b, hash)) or of collectives (hb_nbar_set_count(b, hash ^
+ * HB_SEG_SUBCOLL_SALT)) goes up by one. */
+int hb_nbar_subset_daemon(hb_nbar_t *b, uint32_t op, const uint32_t *ranks, size_t n,
+                          uint64_t hash);
 
 /* A rank of the node (not this one) that is dead or has left, or -1. Marks nothing. */
 int hb_nbar_find_lost(hb_nbar_t *b);

@@ -4,6 +4,7 @@
 #include "ncoll.h"
 
 #include "hb_env.h"
+#include "hb_hash.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hibar.h"
@@ -152,7 +153,7 @@ int hb_ncoll_cmav(int pid, void *const *local, const uint64_t *remote, const siz
 /* A private copy of everyone's record, taken after the first barrier. */
 typedef struct ncoll_rec {
     uint64_t seq, count, sendbuf, recvbuf, epoch;
-    uint32_t op;
+    uint32_t op, order;
     int32_t root, err, pid;
 } ncoll_rec_t;
 
@@ -165,6 +166,7 @@ static ncoll_rec_t ncoll_rec_of(const hb_seg_ctl_t *r)
                          .recvbuf = r->recvbuf,
                          .epoch = r->epoch,
                          .op = r->op,
+                         .order = r->order,
                          .root = r->root,
                          .err = r->err,
                          .pid = atomic_load(&r->pid)};
@@ -450,7 +452,18 @@ static void ncoll_publish(hb_seg_ctl_t *mine, uint64_t seq, const hb_ncoll_args_
     mine->sendbuf = (uint64_t)(uintptr_t)a->sendbuf;
     mine->recvbuf = (uint64_t)(uintptr_t)a->recvbuf;
     mine->err = err;
+    mine->order = 0;
     mine->epoch = epoch;
+}
+
+/* The order of a rank set's member list (the record's `order`): members that list the same
+ * set in two orders disagree on every block. Never 0. */
+static uint32_t ncoll_order(const uint32_t *ranks, size_t n)
+{
+    uint64_t h = HB_FNV64_BASIS;
+    for (size_t i = 0; i < n; i++)
+        h = hb_fnv64_u32(h, ranks[i]);
+    return (uint32_t)(h ^ (h >> 32)) | 1u;
 }
 
 /* Across nodes: publish the record and let the daemon run the collective at the epoch. */
@@ -644,8 +657,9 @@ static int ncoll_sub_move(const hb_ncoll_args_t *a, const ncoll_rec_t *rec, uint
     }
 }
 
-/* Can hb_ncoll_subset run the set (sorted[] and at[]: n each, filled)? 1, 0 (not here: the
- * same on every member, from where the members run and the node's attach), or INVAL. */
+/* Can hb_ncoll_subset run the set on this node (sorted[] and at[]: n each, filled)? 1, 0 (not
+ * here: the same on every member, from where the members run and the node's attach), or
+ * INVAL. */
 static int ncoll_subset_here(const hb_ncoll_t *c, const uint32_t *ranks, size_t n, uint32_t *sorted,
                              uint32_t *at)
 {
@@ -666,6 +680,28 @@ int hb_ncoll_subset_on_node(const hb_ncoll_t *c, const uint32_t *ranks, size_t n
     return rc;
 }
 
+/*
+ * A rank set whose members run on several nodes: the daemons run it (hbd_ranks.c, "subset
+ * collectives across nodes"). Each member publishes its record and hands the member list to
+ * its daemon; the member nodes' daemons read their members' records and input, exchange them
+ * in one fence among those nodes, reach the same verdict and write the outputs into the
+ * members' buffers before they answer. Counted apart from the set's barriers
+ * (HB_SEG_SUBCOLL_SALT).
+ */
+static int ncoll_sub_nodes(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const uint32_t *sorted,
+                           uint32_t mi, const hb_ncoll_args_t *a)
+{
+    hb_seg_ctl_t *mine = hb_seg_ctl(c->seg, c->rank);
+    uint64_t hash = hb_nbar_set_hash(sorted, n);
+    uint64_t tag = HB_SEG_SUB_TAG(hash, hb_nbar_set_count(c->bar, hash ^ HB_SEG_SUBCOLL_SALT) + 1);
+    ncoll_publish(mine, tag, a, ncoll_check_local(mi, (uint32_t)n, a), tag);
+    mine->order = ncoll_order(ranks, n);
+    int rc = hb_nbar_subset_daemon(c->bar, HB_SEG_OP_SUBCOLL, ranks, n, hash);
+    if (rc == HIBAR_ERR_TIMEOUT)
+        mine->coll_seq = 0; /* a daemon that finishes later finds no record to write for */
+    return rc;
+}
+
 int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_ncoll_args_t *a)
 {
     uint32_t self = c->seg->nnodes > 1 ? c->grank : c->rank, mi = 0;
@@ -683,22 +719,29 @@ int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_nco
         rc = HIBAR_ERR_NOMEM;
         goto out;
     }
-    if ((rc = ncoll_subset_here(c, ranks, n, sorted, at)) != 1) {
-        rc = rc == 0 ? HIBAR_ERR_UNAVAIL : rc;
+    if ((rc = ncoll_subset_here(c, ranks, n, sorted, at)) < 0)
+        goto out;
+    if (rc == 0 && c->seg->nnodes == 1) { /* one node without attach */
+        rc = HIBAR_ERR_UNAVAIL;
         goto out;
     }
     while (ranks[mi] != self)
         mi++;
-    if ((rc = hb_nbar_settle(c->bar)) != 0)
+    if ((rc2 = hb_nbar_settle(c->bar)) != 0) {
+        rc = rc2;
         goto out;
+    }
+    if (rc == 0) {
+        rc = ncoll_sub_nodes(c, ranks, n, sorted, mi, a);
+        goto out;
+    }
     lerr = ncoll_check_local(mi, (uint32_t)n, a);
     uint64_t hash = hb_nbar_set_hash(sorted, n);
-    /* bit 63: never a node barrier's epoch (a daemon tells collectives from barriers by it) */
-    uint64_t tag = 1ull << 63 | (uint64_t)((uint32_t)(hash ^ (hash >> 32)) & 0x7fffffffu) << 32 |
-                   (uint64_t)(hb_nbar_set_count(c->bar, hash) + 1);
+    uint64_t tag = HB_SEG_SUB_TAG(hash, hb_nbar_set_count(c->bar, hash) + 1);
 
     /* 1. publish */
     ncoll_publish(mine, tag, a, lerr, tag);
+    mine->order = ncoll_order(ranks, n);
     /* 2. */
     if ((rc = hb_nbar_subset(c->bar, ranks, n)) != 0)
         goto out;
@@ -708,7 +751,8 @@ int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_nco
     rc = ncoll_first_err(rec, (uint32_t)n);
     for (uint32_t i = 0; i < n && rc == 0; i++)
         if (rec[i].seq != tag || rec[i].epoch != tag || rec[i].op != (uint32_t)a->op ||
-            rec[i].count != a->count || (a->op != HB_NCOLL_ALLGATHER && rec[i].root != a->root))
+            rec[i].count != a->count || rec[i].order != mine->order ||
+            (a->op != HB_NCOLL_ALLGATHER && rec[i].root != a->root))
             rc = HIBAR_ERR_MISMATCH;
     /* 4. data */
     if (rc == 0)

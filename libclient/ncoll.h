@@ -99,12 +99,14 @@ int hb_ncoll_init(hb_ncoll_t *c, hb_seg_t *seg, hb_nbar_t *bar);
 int hb_ncoll_run(hb_ncoll_t *c, const hb_ncoll_args_t *a);
 
 /* One collective (bcast, scatter, gather, allgather) of the n job ranks listed, member i being
- * block i and root an index into the list. Only where every member runs on this node and the
- * node's ranks reach each other by cross-memory attach: else HIBAR_ERR_UNAVAIL, the same on
- * every member (the caller then runs the collective some other way). HIBAR_ERR_INVAL for a
- * bad list or a -v form; otherwise as hb_ncoll_run. */
+ * block i and root an index into the list. Where every member runs on this node and the node's
+ * ranks reach each other by cross-memory attach, on the node; in a job on several nodes
+ * otherwise through the daemons (ncoll_sub_nodes); HIBAR_ERR_UNAVAIL on a one-node job whose
+ * ranks cannot attach, the same on every member (the caller then runs the collective some
+ * other way). HIBAR_ERR_INVAL for a bad list or a -v form; otherwise as hb_ncoll_run. */
 int hb_ncoll_subset(hb_ncoll_t *c, const uint32_t *ranks, size_t n, const hb_ncoll_args_t *a);
-/* Would hb_ncoll_subset run this set here? 1, 0 (UNAVAIL there), or HIBAR_ERR_INVAL. */
+/* Would hb_ncoll_subset run this set on this node (without the daemons)? 1, 0, or
+ * HIBAR_ERR_INVAL. */
 int hb_ncoll_subset_on_node(const hb_ncoll_t *c, const uint32_t *ranks, size_t n);
 
 #endif

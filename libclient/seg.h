@@ -77,6 +77,12 @@
     3u /* subset barrier across nodes: coll_id = hash of the sorted set,                           \
         * epoch = its sequence, addr/len = the sorted job ranks (uint32_t                          \
         * in the rank's memory); answered in the rank's sub_go */
+#define HB_SEG_OP_SUBCOLL                                                                          \
+    4u /* collective of a rank set across nodes: as SUBSET, but addr/len is the                    \
+        * member list in its order (member i = block i), epoch the set's                           \
+        * collective count (HB_SEG_SUBCOLL_SALT), and the rank's control block                     \
+        * holds its record (op, root as a member index, count, buffers, err,                       \
+        * order; coll_seq = epoch = HB_SEG_SUB_TAG(hash, that count)) */
 
 typedef struct hb_seg_layout {
     uint32_t nranks;
@@ -148,7 +154,7 @@ typedef struct hb_seg_ctl {
     uint64_t recvbuf;
     uint64_t epoch; /* the barrier epoch that opens this collective */
     int32_t err;
-    uint32_t pad1;
+    uint32_t order; /* a rank set's collective: its member list's order (hb_ncoll_subset), else 0 */
     /* line 2, written by the rank: its last barrier epoch (flat barrier); its subset-barrier
      * arrival (key << 32 | epoch), the leader it waits for and whether it waits; as a
      * leader, the arrival value of a subset barrier it found mismatched */
@@ -298,6 +304,16 @@ int hb_seg_drain(hb_seg_t *seg, uint64_t *epoch_p, hb_seg_desc_fn fn, void *arg)
     ((((uint64_t)(hash)&0xffffffu) << 40) | (((uint64_t)(seq)&0xffffffu) << 16) |                  \
      ((uint64_t)(uint32_t)(-(status)) & 0xffffu))
 #define HB_SEG_SUB_GO_KEY(go) ((go) >> 16)
+/* A rank set's collectives across nodes are counted apart from its barriers (each has its own
+ * sequence from 1: the set's barrier engine numbers only the barriers), under the set's hash
+ * with this salt: the count's key in the rank and the key of the daemon's answer in sub_go. */
+#define HB_SEG_SUBCOLL_SALT 0x9e3779b97f4a7c15ull
+/* The tag of a rank set's collective (hb_ncoll_subset: coll_seq and epoch of every member's
+ * record): bit 63 (never a node barrier's epoch: a daemon tells collectives from barriers by
+ * it), 31 bits of the set's hash folded, the set's count once the collective is counted. */
+#define HB_SEG_SUB_TAG(hash, seq)                                                                  \
+    ((1ull << 63) | ((uint64_t)((uint32_t)((hash) ^ ((hash) >> 32)) & 0x7fffffffu) << 32) |        \
+     (uint64_t)(uint32_t)(seq))
 
 /* Mark the job broken because `rank` was lost (first caller wins; -1: the daemon was, which
  * the caller logs) and wake every sleeper. */

@@ -64,6 +64,43 @@ static void fill(unsigned char *b, size_t n, int op, int rank)
 /* The guard byte after a received block must be untouched. */
 #define GUARD 0xA5
 
+/* Misuse of a rank set's collective, the set every other rank (with ranks placed by block, on
+ * several nodes): the members disagree on the root (the first member on another), the root's
+ * own call is bad (a NULL send buffer), the members list the set in two orders: the same error
+ * on every member; the set's barrier after each completes. */
+static int run_subset_errors(hibar_t *h, unsigned char *s, unsigned char *r, size_t bytes)
+{
+    int set[8], n = 0, rc;
+    for (int i = 1; i < np && n < 8; i += 2) /* n blocks of 8 bytes fit r */
+        set[n++] = i;
+    if (me % 2 == 0 || n < 2)
+        return 0;
+    rc = hibar_gather_subset(h, set, n, s, r, bytes, me == set[0] ? 1 : 0);
+    if (rc != HIBAR_ERR_MISMATCH)
+        return fail("subset: roots disagree", -7, rc ? rc : HIBAR_ERR_INTERNAL);
+    rc = hibar_barrier_subset(h, set, n);
+    if (rc != 0)
+        return fail("subset barrier after a mismatch", -7, rc);
+    rc = hibar_scatter_subset(h, set, n, me == set[1] ? NULL : s, r, bytes, 1);
+    if (rc != HIBAR_ERR_INVAL)
+        return fail("subset: the root's NULL buffer", -8, rc ? rc : HIBAR_ERR_INTERNAL);
+    rc = hibar_barrier_subset(h, set, n);
+    if (rc != 0)
+        return fail("subset barrier after a NULL buffer", -8, rc);
+    if (me == set[n - 1]) { /* the last member lists the first two the other way round */
+        int t = set[0];
+        set[0] = set[1];
+        set[1] = t;
+    }
+    rc = hibar_allgather_subset(h, set, n, s, r, bytes);
+    if (rc != HIBAR_ERR_MISMATCH)
+        return fail("subset: members listed in two orders", -9, rc ? rc : HIBAR_ERR_INTERNAL);
+    rc = hibar_barrier_subset(h, set, n);
+    if (rc != 0)
+        return fail("subset barrier after two orders", -9, rc);
+    return 0;
+}
+
 static int run_errors(hibar_t *h, int unreadable)
 {
     unsigned char s[64 * 8] = {0}, r[64];
@@ -142,7 +179,7 @@ static int run_errors(hibar_t *h, int unreadable)
         if (rc != 0)
             return fail("barrier after an unreadable page", -5, rc);
     }
-    return 0;
+    return np >= 4 ? run_subset_errors(h, s, r, bytes) : 0;
 }
 
 /* A scatter of 64 KiB a rank (a data run between the daemons) whose receive buffer on the
@@ -210,6 +247,50 @@ static int run_inline_split(hibar_t *h)
     }
     free(s);
     free(r);
+    return bad;
+}
+
+/* A collective of the rank set (members in list order; the same draw on every rank; in: this
+ * rank is a member): a random one of the four, a random member as root, every byte checked. */
+static int run_subset_coll(hibar_t *h, const int *set, int n, int in, int k, size_t bytes,
+                           unsigned char *sb, unsigned char *rb)
+{
+    static const char *const names[] = {"subset bcast", "subset scatter", "subset gather",
+                                        "subset allgather"};
+    int op = (int)(rnd() % 4), ri = (int)(rnd() % (uint64_t)n), rc = 0, bad = 0;
+    int root = set[ri];
+    if (!in)
+        return 0;
+    switch (op) {
+    case 0:
+        if (me == root)
+            fill(rb, bytes, k, root);
+        rc = hibar_bcast_subset(h, set, n, rb, bytes, ri);
+        if (rc == 0)
+            bad = check(rb, bytes, k, root, names[op], k) || rb[bytes] != GUARD;
+        break;
+    case 1:
+        if (me == root)
+            for (int i = 0; i < n; i++)
+                fill(sb + (size_t)i * bytes, bytes, k, set[i]);
+        rc = hibar_scatter_subset(h, set, n, sb, rb, bytes, ri);
+        if (rc == 0)
+            bad = check(rb, bytes, k, me, names[op], k) || rb[bytes] != GUARD;
+        break;
+    case 2:
+    case 3:
+        fill(sb, bytes, k, me);
+        rc = op == 2 ? hibar_gather_subset(h, set, n, sb, rb, bytes, ri)
+                     : hibar_allgather_subset(h, set, n, sb, rb, bytes);
+        if (rc == 0 && (op == 3 || me == root)) {
+            for (int i = 0; i < n && !bad; i++)
+                bad = check(rb + (size_t)i * bytes, bytes, k, set[i], names[op], k);
+            bad = bad || rb[(size_t)n * bytes] != GUARD;
+        }
+        break;
+    }
+    if (rc != 0)
+        return fail(names[op], k, rc);
     return bad;
 }
 
@@ -418,10 +499,14 @@ int main(int argc, char **argv)
                 set[i] = set[i + 1];
                 set[i + 1] = t;
             }
-            rc = in ? hibar_barrier_subset(h, set, n) : 0;
+            if (rnd() % 2 == 0) {
+                rc = in ? hibar_barrier_subset(h, set, n) : 0;
+                if (rc != 0)
+                    bad = fail("subset barrier", k, rc);
+            } else {
+                bad = run_subset_coll(h, set, n, in, k, bytes, sb, rb);
+            }
             free(set);
-            if (rc != 0)
-                bad = fail("subset barrier", k, rc);
             break;
         }
         default: /* barrier twice: epochs in quick succession */

@@ -93,14 +93,17 @@ typedef struct hbd_ranks_job {
     struct hbd_xsub *subs; /* subset barriers in flight */
 } hbd_ranks_job_t;
 
-/* A subset barrier across nodes, as this node sees it: its local members' arrivals, then a
- * barrier of the set's engine among the nodes hosting members (hbd_barrier_sub_start). */
+/* A subset barrier or collective across nodes, as this node sees it: its local members'
+ * arrivals, then a barrier of the set's engine among the nodes hosting members
+ * (hbd_barrier_sub_start), or for a collective (coll) a fence among them (xsc_run). */
 typedef struct hbd_xsub {
     struct hbd_xsub *next;
     hbd_ranks_job_t *rj; /* NULL once the job is gone */
     uint64_t hash;
     uint32_t seq;
-    uint32_t *set; /* sorted job ranks */
+    uint32_t *set;  /* sorted job ranks */
+    uint32_t *list; /* a collective's members in their order (member i: block i), else NULL */
+    int coll;
     uint32_t n;
     uint8_t *arrived; /* [n_local] */
     uint32_t n_arrived, n_expect;
@@ -1521,8 +1524,15 @@ static void xsub_free(hbd_xsub_t *x)
                 break;
             }
     free(x->set);
+    free(x->list);
     free(x->arrived);
     free(x);
+}
+
+/* The key of x's answers: the set's hash, salted for a collective (HB_SEG_SUBCOLL_SALT). */
+static uint64_t xsub_key(const hbd_xsub_t *x)
+{
+    return x->coll ? x->hash ^ HB_SEG_SUBCOLL_SALT : x->hash;
 }
 
 static void xsub_finish(hbd_xsub_t *x, int status)
@@ -1530,7 +1540,7 @@ static void xsub_finish(hbd_xsub_t *x, int status)
     if (x->rj != NULL)
         for (uint32_t k = 0; k < x->rj->j->n_local; k++)
             if (x->arrived[k])
-                xsub_answer(x->rj, k, x->hash, x->seq, status);
+                xsub_answer(x->rj, k, xsub_key(x), x->seq, status);
     xsub_free(x);
 }
 
@@ -1541,13 +1551,319 @@ static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
     xsub_finish(arg, status);
 }
 
+/* ---- subset collectives across nodes ---- */
+
+/*
+ * A collective of a rank set whose members run on several nodes (libhibar's hb_ncoll_subset,
+ * HB_SEG_OP_SUBCOLL). Once its local members arrived, each member node's daemon reads their
+ * records (their control blocks: op, root as a member index, count, buffers, own error) and
+ * input, and sends one blob into a fence among the member nodes (a subset fence: a star
+ * through the lowest of them). Every member node gets every blob, so every one reaches the
+ * same verdict from them: the first node's error in the blobs' order, else MISMATCH where
+ * the blobs' arguments or member orders differ, else it writes its members' outputs by
+ * cross-memory attach and answers each member (a member whose buffer cannot be written gets
+ * that error, the others success: as an MPI error, the rest is not undone). Blob, host order
+ * as the agreement's:
+ *   u32 magic, u32 node, u32 op (HB_NCOLL_*), u32 n_here, i32 root, i32 verdict,
+ *   u64 count (bytes per member), u64 order (FNV-1a of the member list in its order),
+ *   u64 data_len, n_here x u32 member index (padded to 8 bytes), data_len bytes: bcast and
+ *   scatter the root's buffer (on the root's node), gather and allgather the blocks of the
+ *   node's members in the order of the indexes.
+ */
+#define HBD_XSC_MAGIC 0x43534248u /* "HBSC" */
+
+typedef struct xsc_hdr {
+    uint32_t magic, node, op, n_here;
+    int32_t root, verdict;
+    uint64_t count, order, data_len;
+} xsc_hdr_t;
+
+/* The member index of job rank gr in x's list, or x->n. */
+static uint32_t xsc_index(const hbd_xsub_t *x, uint32_t gr)
+{
+    for (uint32_t i = 0; i < x->n; i++)
+        if (x->list[i] == gr)
+            return i;
+    return x->n;
+}
+
+static int xsc_rooted(uint32_t op)
+{
+    return op == HB_NCOLL_BCAST || op == HB_NCOLL_SCATTER;
+}
+
+/* The bytes a node's blob carries: the root's (bcast, scatter) or its members' (gather,
+ * allgather); 0 for a root elsewhere. */
+static uint64_t xsc_data_len(uint32_t op, uint64_t count, uint32_t n, uint32_t n_here,
+                             int root_here)
+{
+    if (op == HB_NCOLL_BCAST)
+        return root_here ? count : 0;
+    if (op == HB_NCOLL_SCATTER)
+        return root_here ? count * n : 0;
+    return count * n_here;
+}
+
+/* This node's blob: its members' records checked (the local verdict) and their input read. */
+static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
+{
+    hbd_ranks_job_t *rj = x->rj;
+    hbd_job_t *j = rj->j;
+    uint64_t tag = HB_SEG_SUB_TAG(x->hash, x->seq);
+    uint32_t nh = 0, *mi = calloc(j->n_local ? j->n_local : 1, sizeof(uint32_t));
+    uint32_t *lr_of = calloc(x->n, sizeof(uint32_t));
+    xsc_hdr_t h = {.magic = HBD_XSC_MAGIC, .node = j->d->self};
+    /* members of this node that disagreed (xsub_desc) still send their verdict: the other
+     * nodes learn it at once instead of waiting out the fence's timeout */
+    int verdict = x->status != 0                  ? x->status
+                  : mi == NULL || lr_of == NULL ? HB_ERR_NOMEM
+                                                : 0;
+    int first = 1, root_here = 0;
+    for (uint32_t lr = 0; verdict == 0 && lr < j->n_local; lr++) {
+        if (!x->arrived[lr])
+            continue;
+        uint32_t k = xsc_index(x, j->local[lr].rank);
+        const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
+        if (k == x->n || rj->pid[lr] == 0)
+            verdict = HB_ERR_PROTO;
+        else if (c->err != 0)
+            verdict = c->err < 0 && c->err >= HB_ERR_LAST ? c->err : HB_ERR_PROTO;
+        else if (c->coll_seq != tag || c->epoch != tag)
+            verdict = HB_ERR_MISMATCH;
+        else if (c->op != HB_NCOLL_BCAST && c->op != HB_NCOLL_SCATTER &&
+                 c->op != HB_NCOLL_GATHER && c->op != HB_NCOLL_ALLGATHER)
+            verdict = HB_ERR_PROTO;
+        else if (first) {
+            h.op = c->op;
+            h.root = c->op == HB_NCOLL_ALLGATHER ? 0 : c->root;
+            h.count = c->count;
+            first = 0;
+        } else if (c->op != h.op || c->count != h.count ||
+                   (c->op != HB_NCOLL_ALLGATHER && c->root != h.root))
+            verdict = HB_ERR_MISMATCH;
+        if (verdict == 0) {
+            mi[nh++] = k;
+            lr_of[k] = lr;
+        }
+    }
+    if (verdict == 0 && (h.root < 0 || (uint32_t)h.root >= x->n))
+        verdict = HB_ERR_INVAL; /* the members checked it: a record written since */
+    if (verdict == 0 && (h.count > HBD_RANKS_MAX_INPUT / x->n))
+        verdict = HB_ERR_INVAL; /* more than a node's input may hold */
+    for (uint32_t i = 0; verdict == 0 && i < nh; i++)
+        root_here |= mi[i] == (uint32_t)h.root;
+    uint64_t dlen = verdict == 0 ? xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
+    size_t off = sizeof(h) + (((size_t)nh * sizeof(uint32_t) + 7) & ~(size_t)7);
+    uint8_t *blob = verdict == 0 ? calloc(1, off + dlen) : NULL;
+    if (verdict == 0 && blob == NULL)
+        verdict = HB_ERR_NOMEM;
+    if (verdict == 0) {
+        memcpy(blob + sizeof(h), mi, nh * sizeof(uint32_t));
+        uint8_t *at = blob + off;
+        for (uint32_t i = 0; verdict == 0 && i < nh && dlen > 0; i++) {
+            uint32_t lr = lr_of[mi[i]];
+            const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
+            if (xsc_rooted(h.op) && mi[i] != (uint32_t)h.root)
+                continue;
+            uint64_t l = xsc_rooted(h.op) ? dlen : h.count;
+            verdict = xop_cma(rj->pid[lr], at, c->sendbuf, l, 0);
+            at += l;
+        }
+    }
+    if (verdict != 0) { /* a header alone: the other nodes still get this node's verdict */
+        free(blob);
+        blob = calloc(1, sizeof(h));
+        off = sizeof(h);
+        dlen = nh = 0;
+    }
+    free(mi);
+    free(lr_of);
+    if (blob == NULL)
+        return NULL;
+    uint64_t order = HB_FNV64_BASIS;
+    for (uint32_t i = 0; i < x->n; i++)
+        order = hb_fnv64_u32(order, x->list[i]);
+    h.n_here = nh;
+    h.verdict = verdict;
+    h.order = order;
+    h.data_len = dlen;
+    memcpy(blob, &h, sizeof(h));
+    *len_p = off + dlen;
+    return blob;
+}
+
+/* Every member node's blob: the verdict (the same on all of them) and, with 0, where each
+ * member's data (gather, allgather: dat[mi]) or the root's (*rootd) is. */
+static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_hdr_t *first,
+                     const uint8_t **dat, const uint8_t **rootd)
+{
+    uint8_t *seen = calloc(x->n, 1);
+    int verdict = 0, mismatch = 0, bad = seen == NULL;
+    uint32_t nseen = 0;
+    size_t off = 0;
+    *rootd = NULL;
+    while (!bad && off < len) {
+        xsc_hdr_t h;
+        if (len - off < sizeof(h)) {
+            bad = 1;
+            break;
+        }
+        memcpy(&h, data + off, sizeof(h));
+        size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
+        if (h.magic != HBD_XSC_MAGIC || h.n_here > x->n || len - off - sizeof(h) < idx ||
+            h.data_len > len - off - sizeof(h) - idx) {
+            bad = 1;
+            break;
+        }
+        const uint8_t *mp = data + off + sizeof(h), *dp = mp + idx;
+        off += sizeof(h) + idx + h.data_len;
+        if (verdict == 0 && h.verdict != 0)
+            verdict = h.verdict < 0 && h.verdict >= HB_ERR_LAST ? h.verdict : HB_ERR_PROTO;
+        if (h.verdict != 0)
+            continue; /* a failed node's blob is its header alone */
+        if (nseen == 0 && !mismatch)
+            *first = h;
+        else if (h.op != first->op || h.root != first->root || h.count != first->count ||
+                 h.order != first->order)
+            mismatch = 1;
+        int root_here = 0;
+        for (uint32_t i = 0; i < h.n_here && !bad; i++) {
+            uint32_t k;
+            memcpy(&k, mp + i * sizeof(uint32_t), sizeof(k));
+            bad = k >= x->n || seen[k];
+            if (bad)
+                break;
+            seen[k] = 1;
+            nseen++;
+            root_here |= k == (uint32_t)h.root;
+            if (!mismatch && !xsc_rooted(h.op))
+                dat[k] = dp + (uint64_t)i * h.count;
+        }
+        if (!bad && !mismatch &&
+            h.data_len != xsc_data_len(h.op, h.count, x->n, h.n_here, root_here))
+            bad = 1;
+        if (!bad && root_here && xsc_rooted(h.op))
+            *rootd = dp;
+    }
+    free(seen);
+    if (bad)
+        return HB_ERR_PROTO;
+    if (verdict != 0)
+        return verdict;
+    if (mismatch)
+        return HB_ERR_MISMATCH;
+    return nseen == x->n ? 0 : HB_ERR_PROTO;
+}
+
+/* Write one local member's output (rank lr, member k) from the agreed blobs. */
+static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
+                     const uint8_t **dat, const uint8_t *rootd)
+{
+    hbd_ranks_job_t *rj = x->rj;
+    const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
+    uint64_t b = h->count;
+    if (c->coll_seq != HB_SEG_SUB_TAG(x->hash, x->seq))
+        return HB_ERR_TIMEOUT; /* the member gave up waiting (hb_ncoll_subset) */
+    if (b == 0)
+        return 0;
+    xop_batch_t bt = {.pid = rj->pid[lr], .write = 1};
+    int rc = 0;
+    switch (h->op) {
+    case HB_NCOLL_BCAST:
+        return k == (uint32_t)h->root ? 0 : xop_cma(bt.pid, (void *)rootd, c->sendbuf, b, 1);
+    case HB_NCOLL_SCATTER:
+        return xop_cma(bt.pid, (void *)(rootd + (uint64_t)k * b), c->recvbuf, b, 1);
+    case HB_NCOLL_GATHER:
+        if (k != (uint32_t)h->root)
+            return 0;
+        /* fall through */
+    default:
+        for (uint32_t s = 0; s < x->n && rc == 0; s++)
+            rc = xop_batch_add(&bt, (void *)dat[s], c->recvbuf + (uint64_t)s * b, b);
+        return rc == 0 ? xop_batch_flush(&bt) : rc;
+    }
+}
+
+static void xsc_agreed(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
+{
+    hbd_xsub_t *x = arg;
+    (void)d;
+    if (x->rj == NULL) { /* the job is gone: nobody to answer */
+        free(data);
+        xsub_free(x);
+        return;
+    }
+    hbd_job_t *j = x->rj->j;
+    const uint8_t **dat = calloc(x->n, sizeof(*dat)), *rootd = NULL;
+    xsc_hdr_t h = {0};
+    if (status == 0)
+        status = dat == NULL ? HB_ERR_NOMEM : xsc_parse(x, data, len, &h, dat, &rootd);
+    if (status == 0 && xsc_rooted(h.op) && rootd == NULL)
+        status = HB_ERR_PROTO;
+    hb_log_debug("job %s: subset collective %#" PRIx64 "/%" PRIu32 " agreed: %s", j->nspace,
+                 x->hash, x->seq, hb_status_str(status));
+    for (uint32_t lr = 0; lr < j->n_local; lr++) {
+        if (!x->arrived[lr])
+            continue;
+        int st = status;
+        if (st == 0)
+            st = xsc_write(x, lr, xsc_index(x, j->local[lr].rank), &h, dat, rootd);
+        xsub_answer(x->rj, lr, xsub_key(x), x->seq, st);
+    }
+    free(dat);
+    free(data);
+    xsub_free(x);
+}
+
+/* Every local member of a subset collective arrived: its blob into the fence among the member
+ * nodes (on[node], nn of them), or straight to the verdict where they all run here. */
+static void xsc_run(hbd_xsub_t *x, const uint8_t *on, uint32_t nn)
+{
+    hbd_job_t *j = x->rj->j;
+    hbd_t *d = j->d;
+    size_t len = 0;
+    uint8_t *blob = xsc_blob(x, &len);
+    if (blob == NULL) {
+        xsub_finish(x, HB_ERR_NOMEM);
+        return;
+    }
+    if (nn == 1) {
+        xsc_agreed(d, 0, blob, len, x);
+        return;
+    }
+    uint32_t *nodes = malloc(nn * sizeof(uint32_t)), k = 0;
+    if (nodes == NULL) {
+        free(blob);
+        xsub_finish(x, HB_ERR_NOMEM);
+        return;
+    }
+    for (uint32_t i = 0; i < d->topo->n_nodes; i++)
+        if (on[i])
+            nodes[k++] = i;
+    /* the id: a subset fence's (hbd_pmix.c's form), its hash of the job and the set, its
+     * sequence the set's count: every member node computes the same, and no two operations
+     * of the set share one */
+    uint64_t h = hb_fnv64_u32(HB_FNV64_BASIS, HBD_XSC_MAGIC);
+    h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)j->spec->id), (uint32_t)(j->spec->id >> 32));
+    h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)x->hash), (uint32_t)(x->hash >> 32));
+    uint64_t id = (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) |
+                  (x->seq & 0xffffffu);
+    hb_log_debug("job %s: subset collective of %" PRIu32 " ranks on %" PRIu32
+                 " nodes, set %#" PRIx64 ", fence %#" PRIx64,
+                 j->nspace, x->n, nn, x->hash, id);
+    int rc = hbd_fence_start_owned(d, id, nodes, nn, 0, blob, len, xsc_agreed, x);
+    free(nodes);
+    if (rc != 0)
+        xsub_finish(x, rc);
+}
+
 /* Every local member has arrived: a barrier of the set's engine among the members' nodes
  * (named by the set's hash: every node of the set computes the same). */
 static void xsub_run(hbd_xsub_t *x)
 {
     hbd_job_t *j = x->rj->j;
     hbd_t *d = j->d;
-    if (x->status != 0) {
+    if (x->status != 0 && !x->coll) {
         xsub_finish(x, x->status);
         return;
     }
@@ -1560,6 +1876,11 @@ static void xsub_run(hbd_xsub_t *x)
     for (uint32_t i = 0; i < x->n; i++) {
         nn += !on[j->spec->map[x->set[i]]];
         on[j->spec->map[x->set[i]]] = 1;
+    }
+    if (x->coll) {
+        xsc_run(x, on, nn);
+        free(on);
+        return;
     }
     if (nn == 1) { /* every member is here and has arrived */
         free(on);
@@ -1575,24 +1896,32 @@ static void xsub_run(hbd_xsub_t *x)
         xsub_finish(x, rc);
 }
 
-/* A member's SUBSET descriptor. */
+/* A member's SUBSET or SUBCOLL descriptor. */
 static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
 {
     hbd_ranks_job_t *rj = arg;
     hbd_job_t *j = rj->j;
     uint32_t size = j->spec->size, seq = (uint32_t)dsc->epoch;
-    if (dsc->op != HB_SEG_OP_SUBSET || lr >= j->n_local) {
+    int coll = dsc->op == HB_SEG_OP_SUBCOLL;
+    uint64_t akey = coll ? dsc->coll_id ^ HB_SEG_SUBCOLL_SALT : dsc->coll_id; /* answers */
+    if ((dsc->op != HB_SEG_OP_SUBSET && !coll) || lr >= j->n_local) {
         hb_log_warn("job %s: unknown descriptor %" PRIu32 " from local rank %" PRIu32, j->nspace,
                     dsc->op, lr);
         return;
     }
     if (dsc->len < 2 || dsc->len > size) {
-        xsub_answer(rj, lr, dsc->coll_id, seq, HB_ERR_INVAL);
+        xsub_answer(rj, lr, akey, seq, HB_ERR_INVAL);
         return;
     }
     uint32_t n = (uint32_t)dsc->len, *set = malloc(n * sizeof(uint32_t));
-    int rc = set == NULL ? HB_ERR_NOMEM
-                         : xop_cma(rj->pid[lr], set, dsc->addr, (uint64_t)n * sizeof(uint32_t), 0);
+    uint32_t *list = coll ? malloc(n * sizeof(uint32_t)) : NULL;
+    int rc = set == NULL || (coll && list == NULL)
+                 ? HB_ERR_NOMEM
+                 : xop_cma(rj->pid[lr], set, dsc->addr, (uint64_t)n * sizeof(uint32_t), 0);
+    if (rc == 0 && coll) { /* the members in their order; the set sorted */
+        memcpy(list, set, n * sizeof(uint32_t));
+        qsort(set, n, sizeof(uint32_t), hb_nbar_u32_cmp);
+    }
     uint64_t hash = HB_FNV64_BASIS;
     int me = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
@@ -1605,11 +1934,12 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
         rc = HB_ERR_PROTO;
     if (rc != 0) {
         free(set);
-        xsub_answer(rj, lr, dsc->coll_id, seq, rc);
+        free(list);
+        xsub_answer(rj, lr, akey, seq, rc);
         return;
     }
     hbd_xsub_t *x = rj->subs;
-    while (x != NULL && !(x->hash == hash && x->seq == seq))
+    while (x != NULL && !(x->hash == hash && x->seq == seq && x->coll == coll))
         x = x->next;
     if (x == NULL) {
         x = calloc(1, sizeof(*x));
@@ -1618,26 +1948,32 @@ static void xsub_desc(const hb_seg_desc_t *dsc, uint32_t lr, void *arg)
             free(x);
             free(arr);
             free(set);
-            xsub_answer(rj, lr, dsc->coll_id, seq, HB_ERR_NOMEM);
+            free(list);
+            xsub_answer(rj, lr, akey, seq, HB_ERR_NOMEM);
             return;
         }
         x->rj = rj;
         x->hash = hash;
         x->seq = seq;
         x->set = set;
+        x->list = list;
+        x->coll = coll;
         x->n = n;
         x->arrived = arr;
         for (uint32_t i = 0; i < n; i++)
             x->n_expect += j->spec->map[set[i]] == j->d->self;
         x->next = rj->subs;
         rj->subs = x;
-        set = NULL;
-    } else if (x->n != n || memcmp(x->set, set, n * sizeof(uint32_t)) != 0) {
-        x->status = HB_ERR_MISMATCH; /* same hash, other set: every member is told */
+        set = list = NULL;
+    } else if (x->n != n || memcmp(x->set, set, n * sizeof(uint32_t)) != 0 ||
+               (coll && memcmp(x->list, list, n * sizeof(uint32_t)) != 0)) {
+        /* same hash, another set; the members in another order: every member is told */
+        x->status = HB_ERR_MISMATCH;
     }
     free(set);
+    free(list);
     if (x->arrived[lr]) {
-        xsub_answer(rj, lr, dsc->coll_id, seq, HB_ERR_PROTO);
+        xsub_answer(rj, lr, akey, seq, HB_ERR_PROTO);
         return;
     }
     x->arrived[lr] = 1;
