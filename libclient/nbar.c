@@ -713,8 +713,7 @@ static int nbar_xsub_poll(void *arg, int slow)
     return slow ? nbar_slow_check(a->b, nbar_xsub_poll, arg) : HIBAR_ERR_WOULD_BLOCK;
 }
 
-int hb_nbar_subset_daemon(hb_nbar_t *b, uint32_t op, const uint32_t *ranks, size_t n,
-                          uint64_t hash)
+int hb_nbar_subset_daemon(hb_nbar_t *b, uint32_t op, const uint32_t *ranks, size_t n, uint64_t hash)
 {
     nbar_xsub_arg_t a = {b, 0};
     hb_seg_desc_t d;

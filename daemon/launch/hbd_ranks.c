@@ -1615,9 +1615,7 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     xsc_hdr_t h = {.magic = HBD_XSC_MAGIC, .node = j->d->self};
     /* members of this node that disagreed (xsub_desc) still send their verdict: the other
      * nodes learn it at once instead of waiting out the fence's timeout */
-    int verdict = x->status != 0                  ? x->status
-                  : mi == NULL || lr_of == NULL ? HB_ERR_NOMEM
-                                                : 0;
+    int verdict = x->status != 0 ? x->status : mi == NULL || lr_of == NULL ? HB_ERR_NOMEM : 0;
     int first = 1, root_here = 0;
     for (uint32_t lr = 0; verdict == 0 && lr < j->n_local; lr++) {
         if (!x->arrived[lr])
@@ -1630,8 +1628,8 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
             verdict = c->err < 0 && c->err >= HB_ERR_LAST ? c->err : HB_ERR_PROTO;
         else if (c->coll_seq != tag || c->epoch != tag)
             verdict = HB_ERR_MISMATCH;
-        else if (c->op != HB_NCOLL_BCAST && c->op != HB_NCOLL_SCATTER &&
-                 c->op != HB_NCOLL_GATHER && c->op != HB_NCOLL_ALLGATHER)
+        else if (c->op != HB_NCOLL_BCAST && c->op != HB_NCOLL_SCATTER && c->op != HB_NCOLL_GATHER &&
+                 c->op != HB_NCOLL_ALLGATHER)
             verdict = HB_ERR_PROTO;
         else if (first) {
             h.op = c->op;
@@ -1846,8 +1844,8 @@ static void xsc_run(hbd_xsub_t *x, const uint8_t *on, uint32_t nn)
     uint64_t h = hb_fnv64_u32(HB_FNV64_BASIS, HBD_XSC_MAGIC);
     h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)j->spec->id), (uint32_t)(j->spec->id >> 32));
     h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)x->hash), (uint32_t)(x->hash >> 32));
-    uint64_t id = (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) |
-                  (x->seq & 0xffffffu);
+    uint64_t id =
+        (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) | (x->seq & 0xffffffu);
     hb_log_debug("job %s: subset collective of %" PRIu32 " ranks on %" PRIu32
                  " nodes, set %#" PRIx64 ", fence %#" PRIx64,
                  j->nspace, x->n, nn, x->hash, id);
