@@ -21,6 +21,9 @@ typedef struct hb_mpi_module {
     int whole;  /* the group is the whole job: hibar_barrier */
     int ident;  /* ... in the job's order (rank i is job rank i): the collectives too */
     int local;  /* not that, but every member on this node: hibar's subset collectives */
+    int spread; /* neither, members on several nodes: hibar's subset collectives through the
+                 * daemons, taken only where forced (coll_hibar_force=hibar): the crossover
+                 * table has no row for them (doc/results.md, ninth session) */
     int *ranks; /* otherwise its job ranks (hibar_barrier_subset), n of them */
     int n;
     mca_coll_base_module_barrier_fn_t prev_barrier;
@@ -152,7 +155,10 @@ static int hb_mpi_takes(hb_mpi_module_t *m, hb_mpi_op_t op, size_t bytes)
 {
     /* a communicator of one node's ranks runs as a job of one node would */
     hb_mpi_regime_t regime = m->ident ? C.regime : HB_MPI_ONE_NODE;
-    if ((!m->ident && !m->local) || bytes == 0 || !hb_mpi_xover_takes(&C.xover, op, regime, bytes))
+    if (m->spread ? C.xover.force != HB_MPI_FORCE_HIBAR
+                  : !m->ident && !m->local)
+        return 0;
+    if (bytes == 0 || (!m->spread && !hb_mpi_xover_takes(&C.xover, op, regime, bytes)))
         return 0;
     hb_mpi_settle();
     return 1;
@@ -379,6 +385,7 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
         m->ident = ranks[i] == i;
     /* the same answer on every member: where the members run (and the node's attach) */
     m->local = !m->ident && hibar_subset_on_node(C.h, ranks, n) == 1;
+    m->spread = !m->ident && !m->local;
     if (m->ident) {
         free(ranks);
     } else {
@@ -389,7 +396,7 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
     m->super.coll_barrier = hb_mpi_barrier;
     if (m->whole)
         m->super.coll_ibarrier = hb_mpi_ibarrier;
-    if (m->ident || m->local) {
+    if (m->ident || m->local || m->spread) {
         m->super.coll_bcast = hb_mpi_bcast;
         m->super.coll_scatter = hb_mpi_scatter;
         m->super.coll_gather = hb_mpi_gather;
@@ -401,8 +408,14 @@ mca_coll_base_module_t *hb_mpi_comm_query(struct ompi_communicator_t *comm, int 
                        ? "barrier, ibarrier, bcast, scatter, gather, allgather (the whole job in "
                          "another order, on one node)"
                    : m->local ? "barrier, bcast, scatter, gather, allgather (ranks of one node)"
+                   : m->whole && C.xover.force == HB_MPI_FORCE_HIBAR
+                       ? "barrier, ibarrier; bcast, scatter, gather, allgather forced (the whole "
+                         "job in another order, through the daemons)"
                    : m->whole ? "barrier, ibarrier (the whole job in another order)"
-                              : "barrier (a subset of the job)");
+                   : C.xover.force == HB_MPI_FORCE_HIBAR
+                       ? "barrier; bcast, scatter, gather, allgather forced (a subset of the job, "
+                         "through the daemons)"
+                       : "barrier (a subset of the job)");
     *priority = C.priority;
     return &m->super;
 }

@@ -1,8 +1,8 @@
 #!/bin/bash
 # mpi_coll.sh: mca_coll_hibar, Open MPI's coll component on hibar. An unmodified MPI program
 # (mpi_coll_check.c: barrier ordering on the world (MPI_Barrier, MPI_Ibarrier), a reordered
-# split, a dup and the halves of a split (hibar's subset barrier; on one node its collectives
-# of a rank set too); collectives with random sizes, roots, types and
+# split, a dup and the halves of a split (hibar's subset barrier; its collectives of a rank set
+# on one node, and through the daemons where forced); collectives with random sizes, roots, types and
 # MPI_IN_PLACE checked bit for bit against Open MPI's own in the same job; derived datatypes,
 # passed down) under hibar-run on 1 node x 4 ranks and 4 emulated nodes x 2 ranks, by the table
 # and with every call forced to hibar; the same results with OMPI_MCA_coll=^hibar (the
@@ -70,6 +70,12 @@ OMPI_MCA_coll_hibar_force=hibar mpi four-hibar 8 -n 8 --per-node 2 --emulate "$F
 # each node's ranks (MPI_COMM_TYPE_SHARED) get hibar's collectives of a rank set
 [ "$(grep -c '(2 ranks): barrier, bcast, scatter, gather, allgather (ranks of one node)' "$ERR")" \
     -eq 8 ] || fail "four-hibar: the nodes' communicators did not get hibar's collectives"
+# the halves of the split and the reordered split span the nodes: forced, they get hibar's
+# collectives of a rank set through the daemons (by the table, only the barrier)
+[ "$(grep -c '(4 ranks): barrier; bcast, scatter, gather, allgather forced (a subset of the job' \
+    "$ERR")" -eq 8 ] || fail "four-hibar: the halves did not get hibar's collectives"
+[ "$(grep -c 'allgather forced (the whole job in another order, through the daemons)' "$ERR")" \
+    -eq 8 ] || fail "four-hibar: the reordered split did not get hibar's collectives"
 same four-ompi four
 same four-ompi four-hibar
 echo "4 nodes x 2: the same results with and without hibar"
