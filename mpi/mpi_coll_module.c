@@ -155,8 +155,7 @@ static int hb_mpi_takes(hb_mpi_module_t *m, hb_mpi_op_t op, size_t bytes)
 {
     /* a communicator of one node's ranks runs as a job of one node would */
     hb_mpi_regime_t regime = m->ident ? C.regime : HB_MPI_ONE_NODE;
-    if (m->spread ? C.xover.force != HB_MPI_FORCE_HIBAR
-                  : !m->ident && !m->local)
+    if (m->spread ? C.xover.force != HB_MPI_FORCE_HIBAR : !m->ident && !m->local)
         return 0;
     if (bytes == 0 || (!m->spread && !hb_mpi_xover_takes(&C.xover, op, regime, bytes)))
         return 0;
