@@ -29,6 +29,11 @@ typedef int MPI_Op;
 #define MPI_ERRORS_RETURN 0
 
 static hibar_t *mb_h;
+/* --coll-subset: MB_COMM_SUB names this rank's subset (mb_sub, mb_n_sub job ranks), whose data
+ * operations go to hibar's collectives of a rank set */
+#define MB_COMM_SUB 1
+static const int *mb_sub;
+static int mb_n_sub;
 
 static size_t mb_tsize(MPI_Datatype t)
 {
@@ -75,7 +80,8 @@ static int MPI_Scatter(const void *s, int n, MPI_Datatype st, void *r, int rn, M
 {
     (void)rn;
     (void)rt;
-    (void)c;
+    if (c == MB_COMM_SUB)
+        return hibar_scatter_subset(mb_h, mb_sub, mb_n_sub, s, r, (size_t)n * mb_tsize(st), root);
     return hibar_scatter(mb_h, s, r, (size_t)n * mb_tsize(st), root);
 }
 static int MPI_Gather(const void *s, int n, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
@@ -83,12 +89,14 @@ static int MPI_Gather(const void *s, int n, MPI_Datatype st, void *r, int rn, MP
 {
     (void)rn;
     (void)rt;
-    (void)c;
+    if (c == MB_COMM_SUB)
+        return hibar_gather_subset(mb_h, mb_sub, mb_n_sub, s, r, (size_t)n * mb_tsize(st), root);
     return hibar_gather(mb_h, s, r, (size_t)n * mb_tsize(st), root);
 }
 static int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c)
 {
-    (void)c;
+    if (c == MB_COMM_SUB)
+        return hibar_bcast_subset(mb_h, mb_sub, mb_n_sub, b, (size_t)n * mb_tsize(t), root);
     return hibar_bcast(mb_h, b, (size_t)n * mb_tsize(t), root);
 }
 static int MPI_Allgather(const void *s, int n, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
@@ -96,7 +104,8 @@ static int MPI_Allgather(const void *s, int n, MPI_Datatype st, void *r, int rn,
 {
     (void)rn;
     (void)rt;
-    (void)c;
+    if (c == MB_COMM_SUB)
+        return hibar_allgather_subset(mb_h, mb_sub, mb_n_sub, s, r, (size_t)n * mb_tsize(st));
     return hibar_allgather(mb_h, s, r, (size_t)n * mb_tsize(st));
 }
 /* Reductions: a gather to root (every rank's vector), combined there. */

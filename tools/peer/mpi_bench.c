@@ -75,6 +75,7 @@ typedef struct mb_opts {
     double err, max_secs;
     int root;
     int sub_block; /* --subset-block K: the subset is a block of K ranks, not a parity class */
+    int coll_subset; /* --coll-subset: scatter, gather, bcast, allgather on the subsets, at once */
     int osu;
     int method; /* -1: the built-in batched maximum loop; else an hb_meas_method_t */
 } mb_opts_t;
@@ -87,6 +88,9 @@ typedef struct mb_ctx {
     MPI_Comm half_comm;
 #endif
     unsigned char *sbuf, *rbuf; /* sized for the largest size of the run */
+    /* where the data operations run: this context, or with --coll-subset its subset's (the
+     * subset's communicator, this rank's index in it, its size; the same buffers) */
+    struct mb_ctx *oc;
 } mb_ctx_t;
 
 typedef struct mb_stats {
@@ -108,6 +112,8 @@ static void mb_usage(FILE *f)
             " [--bench barrier,scatter,gather,bcast,allgather,subset,alltoall|all]\n"
             "         [--sizes 0,1K,64K..8M] [--iters N | --min-iters N --max-iters N]\n"
             "         [--warmup N] [--err REL] [--max-secs S] [--root R] [--subset-block K]\n"
+            "         [--coll-subset]  (the data operations on each rank's subset, all at once;\n"
+            "          --root is then a member index)\n"
             "         [--json | --osu]\n"
             "         [--method global|maximum|root]  (hibar's measurement core, common/hb_meas;\n"
             "          hibar-mpi-bench only)\n"
@@ -175,6 +181,10 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
         long n;
         if (strcmp(a, "--osu") == 0 || strcmp(a, "--json") == 0) {
             o->osu = a[2] == 'o'; /* JSON rows are the default; --json is accepted */
+            continue;
+        }
+        if (strcmp(a, "--coll-subset") == 0) {
+            o->coll_subset = 1;
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || !v)
@@ -400,11 +410,11 @@ static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, 
     }
     for (long w = 0; w < o->warmup; w++) {
         if (w == 0)
-            mb_fill(c, op, size, o->root);
-        if (mb_run_op(c, op, size, o->root) != MPI_SUCCESS)
+            mb_fill(c->oc, op, size, o->root);
+        if (mb_run_op(c->oc, op, size, o->root) != MPI_SUCCESS)
             goto out;
         if (w == 0)
-            bad = mb_check(c, op, size, o->root);
+            bad = mb_check(c->oc, op, size, o->root);
     }
     MPI_Allreduce(&bad, &bad_sum, 1, MPI_LONG, MPI_SUM, c->comm);
     if (bad_sum != 0) {
@@ -423,7 +433,7 @@ static int mb_measure(mb_ctx_t *c, const mb_opts_t *o, mb_op_t op, size_t size, 
             double tb = prof != NULL ? mb_now_us() : 0;
             MPI_Barrier(c->comm); /* isolate the repetition */
             double t0 = mb_now_us();
-            if (mb_run_op(c, op, size, o->root) != MPI_SUCCESS)
+            if (mb_run_op(c->oc, op, size, o->root) != MPI_SUCCESS)
                 goto out;
             local[i] = mb_now_us() - t0;
             if (prof != NULL) {
@@ -598,7 +608,12 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(c.comm, &c.rank);
     MPI_Comm_size(c.comm, &c.size);
-    usage_bad = mb_parse_args(argc, argv, &o) != 0 || o.root >= c.size;
+    usage_bad = mb_parse_args(argc, argv, &o) != 0;
+    /* --coll-subset: the root is a member index of every subset (the smallest has c.size / 2
+     * or the block's ranks); the measurement core's methods time the world's operations */
+    if (!usage_bad)
+        usage_bad = o.root >= (!o.coll_subset ? c.size : o.sub_block > 0 ? o.sub_block : c.size / 2) ||
+                    (o.coll_subset && o.method >= 0);
     if (usage_bad) {
         if (c.rank == 0)
             mb_usage(stderr);
@@ -623,6 +638,22 @@ int main(int argc, char **argv)
 #ifndef HB_LIB_BENCH
     MPI_Comm_split(c.comm, first, c.rank, &c.half_comm);
 #endif
+    mb_ctx_t sub = c;
+    c.oc = &c;
+    if (o.coll_subset && c.half != NULL) {
+#ifdef HB_LIB_BENCH
+        mb_sub = c.half;
+        mb_n_sub = c.n_half;
+        sub.comm = MB_COMM_SUB;
+#else
+        sub.comm = c.half_comm;
+#endif
+        sub.size = c.n_half;
+        for (int i = 0; i < c.n_half; i++)
+            if (c.half[i] == c.rank)
+                sub.rank = i;
+        c.oc = &sub;
+    }
     if (!c.sbuf || !c.rbuf || !c.half) {
         fprintf(stderr, MB_PROG ": cannot allocate 2 x %zu bytes\n", max_size * (size_t)c.size);
         MPI_Abort(c.comm, 1);
