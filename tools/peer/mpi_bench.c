@@ -612,7 +612,9 @@ int main(int argc, char **argv)
     /* --coll-subset: the root is a member index of every subset (the smallest has c.size / 2
      * or the block's ranks); the measurement core's methods time the world's operations */
     if (!usage_bad)
-        usage_bad = o.root >= (!o.coll_subset ? c.size : o.sub_block > 0 ? o.sub_block : c.size / 2) ||
+        usage_bad = o.root >= (!o.coll_subset    ? c.size
+                               : o.sub_block > 0 ? o.sub_block
+                                                 : c.size / 2) ||
                     (o.coll_subset && o.method >= 0);
     if (usage_bad) {
         if (c.rank == 0)
