@@ -699,7 +699,8 @@ static int info_mpi(FILE *f, int json)
             "(bytes per rank;\nbcast: the buffer), the component below it takes the others. "
             "A communicator\nof one node's ranks follows the \"one node\" column; one "
             "of several nodes' ranks that is not\nthe whole job in its order gets the barrier "
-            "only. force=%s%s%s%s\n",
+            "only (and with force=hibar the collectives\nof a rank set through the daemons). "
+            "force=%s%s%s%s\n",
             hb_mpi_force_name(x.force),
             x.force == HB_MPI_FORCE_HIBAR  ? " (every call hibar can take)"
             : x.force == HB_MPI_FORCE_OMPI ? " (every call to Open MPI)"
