@@ -1566,9 +1566,12 @@ static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
  * as the agreement's:
  *   u32 magic, u32 node, u32 op (HB_NCOLL_*), u32 n_here, i32 root, i32 verdict,
  *   u64 count (bytes per member), u64 order (FNV-1a of the member list in its order),
- *   u64 data_len, n_here x u32 member index (padded to 8 bytes), data_len bytes: bcast and
- *   scatter the root's buffer (on the root's node), gather and allgather the blocks of the
- *   node's members in the order of the indexes.
+ *   u64 data_len, u32 cut, u32 pad, n_here x u32 member index (padded to 8 bytes), data_len
+ *   bytes: bcast and scatter the root's buffer (on the root's node), gather and allgather the
+ *   blocks of the node's members in the order of the indexes. The fence's leader sends each
+ *   other member node a release trimmed for it (xsc_trim): a scatter's root blob with only
+ *   that node's members' blocks (ascending member index), a gather's blobs without data
+ *   unless the root's member runs there; every blob then says cut.
  */
 #define HBD_XSC_MAGIC 0x43534248u /* "HBSC" */
 
@@ -1576,6 +1579,7 @@ typedef struct xsc_hdr {
     uint32_t magic, node, op, n_here;
     int32_t root, verdict;
     uint64_t count, order, data_len;
+    uint32_t cut, pad; /* cut: xsc_trim kept only what the receiving node writes out */
 } xsc_hdr_t;
 
 /* The member index of job rank gr in x's list, or x->n. */
@@ -1690,16 +1694,25 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     return blob;
 }
 
+/* Is member k of x on cluster node `node`? */
+static int xsc_on(const hbd_xsub_t *x, uint32_t k, uint32_t node)
+{
+    return x->rj->j->spec->map[x->list[k]] == node;
+}
+
 /* Every member node's blob: the verdict (the same on all of them) and, with 0, where each
- * member's data (gather, allgather: dat[mi]) or the root's (*rootd) is. */
+ * member's data is: gather and allgather every member's block (dat[k]), scatter the blocks of
+ * this node's members (dat[k]), bcast the root's buffer (*rootd). */
 static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_hdr_t *first,
                      const uint8_t **dat, const uint8_t **rootd)
 {
     uint8_t *seen = calloc(x->n, 1);
-    int verdict = 0, mismatch = 0, bad = seen == NULL;
-    uint32_t nseen = 0;
+    int verdict = 0, mismatch = 0, bad = seen == NULL, root_cut = 0;
+    uint32_t nseen = 0, self = x->rj->j->d->self, n_self = 0;
     size_t off = 0;
     *rootd = NULL;
+    for (uint32_t k = 0; k < x->n; k++)
+        n_self += xsc_on(x, k, self);
     while (!bad && off < len) {
         xsc_hdr_t h;
         if (len - off < sizeof(h)) {
@@ -1709,7 +1722,8 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
         memcpy(&h, data + off, sizeof(h));
         size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
         if (h.magic != HBD_XSC_MAGIC || h.n_here > x->n || len - off - sizeof(h) < idx ||
-            h.data_len > len - off - sizeof(h) - idx) {
+            h.data_len > len - off - sizeof(h) - idx ||
+            (h.cut && h.op != HB_NCOLL_SCATTER && h.op != HB_NCOLL_GATHER)) {
             bad = 1;
             break;
         }
@@ -1734,14 +1748,22 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
             seen[k] = 1;
             nseen++;
             root_here |= k == (uint32_t)h.root;
-            if (!mismatch && !xsc_rooted(h.op))
+            if (!mismatch && !h.cut && !xsc_rooted(h.op))
                 dat[k] = dp + (uint64_t)i * h.count;
         }
+        /* a cut gather carries no data, and must not reach the root's node */
+        uint64_t want = !h.cut                        ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
+                        : h.op == HB_NCOLL_SCATTER && root_here ? h.count * n_self
+                                                                : 0;
         if (!bad && !mismatch &&
-            h.data_len != xsc_data_len(h.op, h.count, x->n, h.n_here, root_here))
+            (h.data_len != want ||
+             (h.cut && h.op == HB_NCOLL_GATHER && h.root >= 0 && (uint32_t)h.root < x->n &&
+              xsc_on(x, (uint32_t)h.root, self))))
             bad = 1;
-        if (!bad && root_here && xsc_rooted(h.op))
+        if (!bad && root_here && xsc_rooted(h.op)) {
             *rootd = dp;
+            root_cut = (int)h.cut;
+        }
     }
     free(seen);
     if (bad)
@@ -1750,7 +1772,76 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
         return verdict;
     if (mismatch)
         return HB_ERR_MISMATCH;
-    return nseen == x->n ? 0 : HB_ERR_PROTO;
+    if (nseen != x->n)
+        return HB_ERR_PROTO;
+    if (first->op == HB_NCOLL_SCATTER && *rootd != NULL) /* this node's members' blocks */
+        for (uint32_t k = 0, i = 0; k < x->n; k++)
+            if (xsc_on(x, k, self))
+                dat[k] = *rootd + (uint64_t)(root_cut ? i++ : k) * first->count;
+    return 0;
+}
+
+/* The fence's release for member node `kid` (a star: it passes nothing on): a scatter's root
+ * blob with that node's members' blocks only, a gather's blobs without their data unless the
+ * root's member runs there; 0 (the whole release) for the others, for a release this does not
+ * know how to cut, and without memory. */
+static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *all, size_t len,
+                    uint8_t **out, size_t *out_len)
+{
+    hbd_xsub_t *x = arg;
+    xsc_hdr_t h, h0 = {0};
+    size_t off = 0, w = 0;
+    uint32_t n_kid = 0, nb = 0;
+    (void)d;
+    (void)star;
+    if (x->rj == NULL)
+        return 0;
+    while (off < len) { /* every blob sound, none failed, all alike: else the whole release */
+        if (len - off < sizeof(h))
+            return 0;
+        memcpy(&h, all + off, sizeof(h));
+        size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
+        if (h.magic != HBD_XSC_MAGIC || h.cut || h.verdict != 0 || h.n_here > x->n ||
+            len - off - sizeof(h) < idx || h.data_len > len - off - sizeof(h) - idx ||
+            (nb > 0 && (h.op != h0.op || h.root != h0.root || h.count != h0.count)))
+            return 0;
+        if (nb++ == 0)
+            h0 = h;
+        off += sizeof(h) + idx + h.data_len;
+    }
+    if (nb == 0 || (h0.op != HB_NCOLL_SCATTER && h0.op != HB_NCOLL_GATHER) || h0.root < 0 ||
+        (uint32_t)h0.root >= x->n || (h0.op == HB_NCOLL_GATHER && xsc_on(x, (uint32_t)h0.root, kid)))
+        return 0;
+    for (uint32_t k = 0; k < x->n; k++)
+        n_kid += xsc_on(x, k, kid);
+    uint8_t *o = malloc(len);
+    if (o == NULL)
+        return 0;
+    for (off = 0; off < len;) {
+        memcpy(&h, all + off, sizeof(h));
+        size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
+        const uint8_t *dp = all + off + sizeof(h) + idx;
+        xsc_hdr_t nh = h;
+        int root_blob = h.op == HB_NCOLL_SCATTER && h.data_len > 0;
+        if (root_blob && h.data_len != h.count * x->n) {
+            free(o);
+            return 0;
+        }
+        nh.cut = 1;
+        nh.data_len = root_blob ? h.count * n_kid : 0;
+        memcpy(o + w, &nh, sizeof(nh));
+        memcpy(o + w + sizeof(nh), all + off + sizeof(h), idx);
+        w += sizeof(nh) + idx;
+        for (uint32_t k = 0; root_blob && k < x->n; k++)
+            if (xsc_on(x, k, kid)) {
+                memcpy(o + w, dp + (uint64_t)k * h.count, h.count);
+                w += h.count;
+            }
+        off += sizeof(h) + idx + h.data_len;
+    }
+    *out = o;
+    *out_len = w;
+    return 1;
 }
 
 /* Write one local member's output (rank lr, member k) from the agreed blobs. */
@@ -1770,7 +1861,7 @@ static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
     case HB_NCOLL_BCAST:
         return k == (uint32_t)h->root ? 0 : xop_cma(bt.pid, (void *)rootd, c->sendbuf, b, 1);
     case HB_NCOLL_SCATTER:
-        return xop_cma(bt.pid, (void *)(rootd + (uint64_t)k * b), c->recvbuf, b, 1);
+        return xop_cma(bt.pid, (void *)dat[k], c->recvbuf, b, 1);
     case HB_NCOLL_GATHER:
         if (k != (uint32_t)h->root)
             return 0;
@@ -1849,7 +1940,7 @@ static void xsc_run(hbd_xsub_t *x, const uint8_t *on, uint32_t nn)
     hb_log_debug("job %s: subset collective of %" PRIu32 " ranks on %" PRIu32
                  " nodes, set %#" PRIx64 ", fence %#" PRIx64,
                  j->nspace, x->n, nn, x->hash, id);
-    int rc = hbd_fence_start_owned(d, id, nodes, nn, 0, blob, len, xsc_agreed, x);
+    int rc = hbd_fence_start_trimmed(d, id, nodes, nn, 0, blob, len, xsc_trim, xsc_agreed, x);
     free(nodes);
     if (rc != 0)
         xsub_finish(x, rc);
