@@ -1752,13 +1752,12 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
                 dat[k] = dp + (uint64_t)i * h.count;
         }
         /* a cut gather carries no data, and must not reach the root's node */
-        uint64_t want = !h.cut                        ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
+        uint64_t want = !h.cut ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
                         : h.op == HB_NCOLL_SCATTER && root_here ? h.count * n_self
                                                                 : 0;
         if (!bad && !mismatch &&
-            (h.data_len != want ||
-             (h.cut && h.op == HB_NCOLL_GATHER && h.root >= 0 && (uint32_t)h.root < x->n &&
-              xsc_on(x, (uint32_t)h.root, self))))
+            (h.data_len != want || (h.cut && h.op == HB_NCOLL_GATHER && h.root >= 0 &&
+                                    (uint32_t)h.root < x->n && xsc_on(x, (uint32_t)h.root, self))))
             bad = 1;
         if (!bad && root_here && xsc_rooted(h.op)) {
             *rootd = dp;
@@ -1810,7 +1809,8 @@ static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
         off += sizeof(h) + idx + h.data_len;
     }
     if (nb == 0 || (h0.op != HB_NCOLL_SCATTER && h0.op != HB_NCOLL_GATHER) || h0.root < 0 ||
-        (uint32_t)h0.root >= x->n || (h0.op == HB_NCOLL_GATHER && xsc_on(x, (uint32_t)h0.root, kid)))
+        (uint32_t)h0.root >= x->n ||
+        (h0.op == HB_NCOLL_GATHER && xsc_on(x, (uint32_t)h0.root, kid)))
         return 0;
     for (uint32_t k = 0; k < x->n; k++)
         n_kid += xsc_on(x, k, kid);
