@@ -742,6 +742,11 @@ static void st_cancel(pmix_status_t st)
 typedef struct st_req {
     uint32_t id;
     pmix_info_t opt; /* PMIX_OPTIONAL, read by PMIx until the probe's answer */
+    /* the key looked up: PMIx_Get_nb keeps the caller's pointer (libpmix 4.2's
+     * pmix_client_get.c: cb->key) and reads it on its thread after the call returned, when
+     * the message that carried it is freed (found by AddressSanitizer in
+     * tests/fence_pmix.sh's direct modex) */
+    char key[PMIX_MAX_KEYLEN + 1];
 } st_req_t;
 
 /* PMIx's thread: the answer of a look-up of a key. */
@@ -784,7 +789,8 @@ static void st_request(const hbd_pxmsg_t *h, const uint8_t *pl)
         if (h->type == HBD_PXM_PROBE) {
             bool yes = true;
             PMIX_INFO_LOAD(&q->opt, PMIX_OPTIONAL, &yes, PMIX_BOOL);
-            st = PMIx_Get_nb(&p, (const char *)pl + k0, &q->opt, 1, probed, q);
+            memcpy(q->key, pl + k0, end - k0); /* with its NUL: end - k0 <= PMIX_MAX_KEYLEN + 1 */
+            st = PMIx_Get_nb(&p, q->key, &q->opt, 1, probed, q);
         } else {
             st = PMIx_server_dmodex_request(&p, served, q);
         }
