@@ -109,6 +109,15 @@ typedef struct hbd_xsub {
     uint32_t n_arrived, n_expect;
     int status; /* a member disagreed: HB_ERR_MISMATCH */
     int ready;  /* every local member arrived: runs once the ring is drained (doorbell_cb) */
+    /* a collective whose data goes by a data run after the fence (xsc_run_data): the node's
+     * input in the schedule's node order, and per member its node's index among the member
+     * nodes and its place among that node's members */
+    uint8_t *in;
+    uint64_t in_len;
+    uint32_t *nidx, *pos;
+    uint32_t op; /* the agreed arguments, for the run's end */
+    int32_t root;
+    uint64_t count;
 } hbd_xsub_t;
 
 /* One epoch in flight. Outlives its job if need be (rj NULL): the engines call back later. */
@@ -1526,6 +1535,9 @@ static void xsub_free(hbd_xsub_t *x)
     free(x->set);
     free(x->list);
     free(x->arrived);
+    free(x->in);
+    free(x->nidx);
+    free(x->pos);
     free(x);
 }
 
@@ -1566,12 +1578,18 @@ static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
  * as the agreement's:
  *   u32 magic, u32 node, u32 op (HB_NCOLL_*), u32 n_here, i32 root, i32 verdict,
  *   u64 count (bytes per member), u64 order (FNV-1a of the member list in its order),
- *   u64 data_len, u32 cut, u32 pad, n_here x u32 member index (padded to 8 bytes), data_len
+ *   u64 data_len, u32 cut, u32 mode, n_here x u32 member index (padded to 8 bytes), data_len
  *   bytes: bcast and scatter the root's buffer (on the root's node), gather and allgather the
  *   blocks of the node's members in the order of the indexes. The fence's leader sends each
  *   other member node a release trimmed for it (xsc_trim): a scatter's root blob with only
  *   that node's members' blocks (ascending member index), a gather's blobs without data
  *   unless the root's member runs there; every blob then says cut.
+ * Mode 1 (xsc_mode: more data in all than coll_inline_max, decided alike by every node from
+ * the same arguments, compared in the verdict): the blobs carry no data; once the verdict is
+ * 0, every member node starts a data run of hbd_coll.c over the member nodes (its schedule's
+ * node i: the i-th member node, ascending; node i's block: its members' blocks in ascending
+ * member index), whose input each node read before the fence (a read that fails is its
+ * verdict), and writes the outputs when the run ends.
  */
 #define HBD_XSC_MAGIC 0x43534248u /* "HBSC" */
 
@@ -1579,7 +1597,8 @@ typedef struct xsc_hdr {
     uint32_t magic, node, op, n_here;
     int32_t root, verdict;
     uint64_t count, order, data_len;
-    uint32_t cut, pad; /* cut: xsc_trim kept only what the receiving node writes out */
+    uint32_t cut;  /* xsc_trim kept only what the receiving node writes out */
+    uint32_t mode; /* 0: the data inside the blobs; 1: a data run after the fence */
 } xsc_hdr_t;
 
 /* The member index of job rank gr in x's list, or x->n. */
@@ -1606,6 +1625,120 @@ static uint64_t xsc_data_len(uint32_t op, uint64_t count, uint32_t n, uint32_t n
     if (op == HB_NCOLL_SCATTER)
         return root_here ? count * n : 0;
     return count * n_here;
+}
+
+/* A hash of the job and the set: every member node computes the same (the fence's and the
+ * data run's ids). */
+static uint64_t xsc_hash(const hbd_xsub_t *x)
+{
+    const hbd_job_t *j = x->rj->j;
+    uint64_t h = hb_fnv64_u32(HB_FNV64_BASIS, HBD_XSC_MAGIC);
+    h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)j->spec->id), (uint32_t)(j->spec->id >> 32));
+    return hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)x->hash), (uint32_t)(x->hash >> 32));
+}
+
+/* Mode 1 (the data by a run after the fence) for a collective of n members of count bytes. */
+static int xsc_mode(const hbd_t *d, uint32_t op, uint64_t count, uint32_t n)
+{
+    uint64_t max = d->cfg->coll_inline_max;
+    return op == HB_NCOLL_BCAST ? count > max : count > max / n;
+}
+
+/* The run's layout: every member's node index among the member nodes (ascending) and its
+ * place among that node's members (ascending member index). */
+static int xsc_layout(hbd_xsub_t *x)
+{
+    const uint32_t *map = x->rj->j->spec->map;
+    uint32_t n_nodes = x->rj->j->d->topo->n_nodes;
+    uint32_t *idx = calloc(n_nodes, sizeof(uint32_t)), *cnt = calloc(n_nodes, sizeof(uint32_t));
+    x->nidx = calloc(x->n, sizeof(uint32_t));
+    x->pos = calloc(x->n, sizeof(uint32_t));
+    int rc = idx == NULL || cnt == NULL || x->nidx == NULL || x->pos == NULL ? HB_ERR_NOMEM : 0;
+    for (uint32_t k = 0; rc == 0 && k < x->n; k++)
+        cnt[map[x->list[k]]]++;
+    for (uint32_t i = 0, w = 0; rc == 0 && i < n_nodes; i++)
+        if (cnt[i] > 0) {
+            idx[i] = w++;
+            cnt[i] = 0;
+        }
+    for (uint32_t k = 0; rc == 0 && k < x->n; k++) {
+        uint32_t node = map[x->list[k]];
+        x->nidx[k] = idx[node];
+        x->pos[k] = cnt[node]++;
+    }
+    free(idx);
+    free(cnt);
+    return rc;
+}
+
+/* The byte offset of each member node's block in the run's layout ([n_nodes + 1], node order:
+ * ascending member nodes, each block its members' count bytes). NULL without memory. */
+static uint64_t *xsc_node_off(const hbd_xsub_t *x, uint64_t b, uint32_t *n_nodes_p)
+{
+    uint32_t n_nodes = 0;
+    for (uint32_t k = 0; k < x->n; k++)
+        n_nodes = x->nidx[k] + 1 > n_nodes ? x->nidx[k] + 1 : n_nodes;
+    uint64_t *noff = calloc(n_nodes + 1, sizeof(uint64_t));
+    if (noff == NULL)
+        return NULL;
+    for (uint32_t k = 0; k < x->n; k++)
+        noff[x->nidx[k] + 1] += b;
+    for (uint32_t w = 0; w < n_nodes; w++)
+        noff[w + 1] += noff[w];
+    *n_nodes_p = n_nodes;
+    return noff;
+}
+
+/* Mode 1: read this node's input for the run, in node order (scatter: the root's blocks of
+ * every member node; bcast: the root's buffer; gather, allgather: this node's members' blocks).
+ * lr_of[k]: the local rank of member k here. */
+static int xsc_read_run(hbd_xsub_t *x, const xsc_hdr_t *h, const uint32_t *lr_of, int root_here)
+{
+    hbd_ranks_job_t *rj = x->rj;
+    uint32_t self = rj->j->d->self, n_self = 0, n_nodes = 0;
+    uint64_t b = h->count;
+    int rc = xsc_layout(x);
+    if (rc != 0)
+        return rc;
+    for (uint32_t k = 0; k < x->n; k++)
+        n_self += rj->j->spec->map[x->list[k]] == self;
+    uint64_t *noff = xsc_node_off(x, b, &n_nodes);
+    if (noff == NULL)
+        return HB_ERR_NOMEM;
+    if (h->op == HB_NCOLL_SCATTER)
+        x->in_len = root_here ? b * x->n : 0;
+    else if (h->op == HB_NCOLL_BCAST)
+        x->in_len = root_here ? b : 0;
+    else
+        x->in_len = b * n_self;
+    x->in = malloc(x->in_len ? x->in_len : 1);
+    if (x->in == NULL) {
+        free(noff);
+        return HB_ERR_NOMEM;
+    }
+    if (x->in_len > 0 && xsc_rooted(h->op)) {
+        uint32_t lr = lr_of[h->root];
+        const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
+        xop_batch_t bt = {.pid = rj->pid[lr], .write = 0};
+        if (h->op == HB_NCOLL_BCAST) {
+            rc = xop_cma(bt.pid, x->in, c->sendbuf, b, 0);
+        } else {
+            for (uint32_t k = 0; rc == 0 && k < x->n; k++)
+                rc = xop_batch_add(&bt, x->in + noff[x->nidx[k]] + (uint64_t)x->pos[k] * b,
+                                   c->sendbuf + (uint64_t)k * b, b);
+            if (rc == 0)
+                rc = xop_batch_flush(&bt);
+        }
+    } else if (x->in_len > 0) {
+        for (uint32_t k = 0; rc == 0 && k < x->n; k++) {
+            if (rj->j->spec->map[x->list[k]] != self)
+                continue;
+            const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr_of[k]);
+            rc = xop_cma(rj->pid[lr_of[k]], x->in + (uint64_t)x->pos[k] * b, c->sendbuf, b, 0);
+        }
+    }
+    free(noff);
+    return rc;
 }
 
 /* This node's blob: its members' records checked (the local verdict) and their input read. */
@@ -1654,7 +1787,11 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
         verdict = HB_ERR_INVAL; /* more than a node's input may hold */
     for (uint32_t i = 0; verdict == 0 && i < nh; i++)
         root_here |= mi[i] == (uint32_t)h.root;
-    uint64_t dlen = verdict == 0 ? xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
+    h.mode = verdict == 0 && xsc_mode(j->d, h.op, h.count, x->n);
+    if (verdict == 0 && h.mode)
+        verdict = xsc_read_run(x, &h, lr_of, root_here);
+    uint64_t dlen =
+        verdict == 0 && !h.mode ? xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
     size_t off = sizeof(h) + (((size_t)nh * sizeof(uint32_t) + 7) & ~(size_t)7);
     uint8_t *blob = verdict == 0 ? calloc(1, off + dlen) : NULL;
     if (verdict == 0 && blob == NULL)
@@ -1673,6 +1810,7 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
         }
     }
     if (verdict != 0) { /* a header alone: the other nodes still get this node's verdict */
+        h.mode = 0;
         free(blob);
         blob = calloc(1, sizeof(h));
         off = sizeof(h);
@@ -1736,7 +1874,7 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
         if (nseen == 0 && !mismatch)
             *first = h;
         else if (h.op != first->op || h.root != first->root || h.count != first->count ||
-                 h.order != first->order)
+                 h.order != first->order || h.mode != first->mode)
             mismatch = 1;
         int root_here = 0;
         for (uint32_t i = 0; i < h.n_here && !bad; i++) {
@@ -1748,18 +1886,19 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
             seen[k] = 1;
             nseen++;
             root_here |= k == (uint32_t)h.root;
-            if (!mismatch && !h.cut && !xsc_rooted(h.op))
+            if (!mismatch && !h.cut && !h.mode && !xsc_rooted(h.op))
                 dat[k] = dp + (uint64_t)i * h.count;
         }
         /* a cut gather carries no data, and must not reach the root's node */
-        uint64_t want = !h.cut ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
+        uint64_t want = h.mode  ? 0
+                        : !h.cut ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
                         : h.op == HB_NCOLL_SCATTER && root_here ? h.count * n_self
                                                                 : 0;
         if (!bad && !mismatch &&
             (h.data_len != want || (h.cut && h.op == HB_NCOLL_GATHER && h.root >= 0 &&
                                     (uint32_t)h.root < x->n && xsc_on(x, (uint32_t)h.root, self))))
             bad = 1;
-        if (!bad && root_here && xsc_rooted(h.op)) {
+        if (!bad && root_here && xsc_rooted(h.op) && !h.mode) {
             *rootd = dp;
             root_cut = (int)h.cut;
         }
@@ -1773,7 +1912,7 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
         return HB_ERR_MISMATCH;
     if (nseen != x->n)
         return HB_ERR_PROTO;
-    if (first->op == HB_NCOLL_SCATTER && *rootd != NULL) /* this node's members' blocks */
+    if (first->op == HB_NCOLL_SCATTER && *rootd != NULL && !first->mode) /* its members' blocks */
         for (uint32_t k = 0, i = 0; k < x->n; k++)
             if (xsc_on(x, k, self))
                 dat[k] = *rootd + (uint64_t)(root_cut ? i++ : k) * first->count;
@@ -1800,7 +1939,7 @@ static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
             return 0;
         memcpy(&h, all + off, sizeof(h));
         size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
-        if (h.magic != HBD_XSC_MAGIC || h.cut || h.verdict != 0 || h.n_here > x->n ||
+        if (h.magic != HBD_XSC_MAGIC || h.cut || h.mode || h.verdict != 0 || h.n_here > x->n ||
             len - off - sizeof(h) < idx || h.data_len > len - off - sizeof(h) - idx ||
             (nb > 0 && (h.op != h0.op || h.root != h0.root || h.count != h0.count)))
             return 0;
@@ -1873,6 +2012,117 @@ static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
     }
 }
 
+/* Mode 1: write member k's output (local rank lr) from the run's blocks (node nidx[k]'s block,
+ * its place pos[k] there). */
+static int xsc_write_run(hbd_xsub_t *x, uint32_t lr, uint32_t k, const hb_coll_exec_t *xe)
+{
+    hbd_ranks_job_t *rj = x->rj;
+    const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
+    uint64_t b = x->count, len = 0;
+    const uint8_t *p;
+    if (c->coll_seq != HB_SEG_SUB_TAG(x->hash, x->seq))
+        return HB_ERR_TIMEOUT; /* the member gave up waiting (hb_ncoll_subset) */
+    if (b == 0)
+        return 0;
+    xop_batch_t bt = {.pid = rj->pid[lr], .write = 1};
+    int rc = 0;
+    switch (x->op) {
+    case HB_NCOLL_BCAST:
+        if (k == (uint32_t)x->root)
+            return 0;
+        p = hb_coll_exec_block(xe, 0, &len);
+        return p == NULL || len != b ? HB_ERR_INTERNAL
+                                     : xop_cma(bt.pid, (void *)p, c->sendbuf, b, 1);
+    case HB_NCOLL_SCATTER:
+        p = hb_coll_exec_block(xe, x->nidx[k], &len);
+        return p == NULL || len < ((uint64_t)x->pos[k] + 1) * b
+                   ? HB_ERR_INTERNAL
+                   : xop_cma(bt.pid, (void *)(p + (uint64_t)x->pos[k] * b), c->recvbuf, b, 1);
+    case HB_NCOLL_GATHER:
+        if (k != (uint32_t)x->root)
+            return 0;
+        /* fall through */
+    default:
+        for (uint32_t m = 0; m < x->n && rc == 0; m++) {
+            p = hb_coll_exec_block(xe, x->nidx[m], &len);
+            rc = p == NULL || len < ((uint64_t)x->pos[m] + 1) * b
+                     ? HB_ERR_INTERNAL
+                     : xop_batch_add(&bt, (void *)(p + (uint64_t)x->pos[m] * b),
+                                     c->recvbuf + (uint64_t)m * b, b);
+        }
+        return rc == 0 ? xop_batch_flush(&bt) : rc;
+    }
+}
+
+/* Mode 1, the run over: write this node's members' outputs and answer them. */
+static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s,
+                          const hb_coll_exec_t *xe, void *arg)
+{
+    hbd_xsub_t *x = arg;
+    (void)d;
+    (void)s;
+    if (x->rj == NULL) { /* the job is gone: nobody to answer */
+        xsub_free(x);
+        return;
+    }
+    hbd_job_t *j = x->rj->j;
+    for (uint32_t lr = 0; lr < j->n_local; lr++) {
+        if (!x->arrived[lr])
+            continue;
+        int st = status;
+        if (st == 0)
+            st = xsc_write_run(x, lr, xsc_index(x, j->local[lr].rank), xe);
+        xsub_answer(x->rj, lr, xsub_key(x), x->seq, st);
+    }
+    xsub_free(x);
+}
+
+/* Mode 1, the verdict 0: the data run over the member nodes, its input read before the fence. */
+static void xsc_run_data(hbd_xsub_t *x, const xsc_hdr_t *h)
+{
+    hbd_job_t *j = x->rj->j;
+    hbd_t *d = j->d;
+    uint32_t *ranks_of = calloc(d->topo->n_nodes, sizeof(uint32_t));
+    uint8_t *in = x->in;
+    x->in = NULL; /* hbd_coll's, also on error */
+    if (x->in_len == 0) {
+        free(in);
+        in = NULL;
+    }
+    if (ranks_of == NULL) {
+        free(in);
+        xsub_finish(x, HB_ERR_NOMEM);
+        return;
+    }
+    for (uint32_t k = 0; k < x->n; k++)
+        ranks_of[j->spec->map[x->list[k]]]++;
+    x->op = h->op;
+    x->root = h->root;
+    x->count = h->count;
+    /* allgather has no root: the schedule's is any member node */
+    hbd_coll_job_args_t a = {.op = h->op == HB_NCOLL_BCAST     ? HB_COLL_BCAST
+                                   : h->op == HB_NCOLL_SCATTER ? HB_COLL_SCATTER
+                                   : h->op == HB_NCOLL_GATHER  ? HB_COLL_GATHER
+                                                               : HB_COLL_ALLGATHER,
+                             .root = j->spec->map[x->list[h->op == HB_NCOLL_ALLGATHER ? 0 : h->root]],
+                             .size = h->count,
+                             .ranks_of = ranks_of};
+    /* its id: a job collective's with bit 62 set (a whole job's epochs leave bits 60-62
+     * clear), the hash of the job and the set, the set's collective number */
+    uint64_t id = HBD_COLL_ID_JOB | (1ull << 62) | ((xsc_hash(x) & 0x3ffffffffffull) << 20) |
+                  (x->seq & 0xfffffu);
+    hbd_coll_run_t *run = NULL;
+    int rc = hbd_coll_job_create(d, id, &a, in, x->in_len, &run);
+    free(ranks_of);
+    if (rc != 0) {
+        hb_log_error("job %s: subset collective %#" PRIx64 "/%" PRIu32 ": its data run: %s",
+                     j->nspace, x->hash, x->seq, hb_status_str(rc));
+        xsub_finish(x, rc);
+        return;
+    }
+    hbd_coll_job_start(d, run, xsc_data_done, x); /* may call back at once */
+}
+
 static void xsc_agreed(hbd_t *d, int status, uint8_t *data, size_t len, void *arg)
 {
     hbd_xsub_t *x = arg;
@@ -1887,6 +2137,12 @@ static void xsc_agreed(hbd_t *d, int status, uint8_t *data, size_t len, void *ar
     xsc_hdr_t h = {0};
     if (status == 0)
         status = dat == NULL ? HB_ERR_NOMEM : xsc_parse(x, data, len, &h, dat, &rootd);
+    if (status == 0 && h.mode) {
+        free(dat);
+        free(data);
+        xsc_run_data(x, &h);
+        return;
+    }
     if (status == 0 && xsc_rooted(h.op) && rootd == NULL)
         status = HB_ERR_PROTO;
     hb_log_debug("job %s: subset collective %#" PRIx64 "/%" PRIu32 " agreed: %s", j->nspace,
@@ -1932,11 +2188,8 @@ static void xsc_run(hbd_xsub_t *x, const uint8_t *on, uint32_t nn)
     /* the id: a subset fence's (hbd_pmix.c's form), its hash of the job and the set, its
      * sequence the set's count: every member node computes the same, and no two operations
      * of the set share one */
-    uint64_t h = hb_fnv64_u32(HB_FNV64_BASIS, HBD_XSC_MAGIC);
-    h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)j->spec->id), (uint32_t)(j->spec->id >> 32));
-    h = hb_fnv64_u32(hb_fnv64_u32(h, (uint32_t)x->hash), (uint32_t)(x->hash >> 32));
-    uint64_t id =
-        (1ull << 63) | HBD_FENCE_ID_SUBSET | ((h & 0x1fffffffffull) << 24) | (x->seq & 0xffffffu);
+    uint64_t id = (1ull << 63) | HBD_FENCE_ID_SUBSET | ((xsc_hash(x) & 0x1fffffffffull) << 24) |
+                  (x->seq & 0xffffffu);
     hb_log_debug("job %s: subset collective of %" PRIu32 " ranks on %" PRIu32
                  " nodes, set %#" PRIx64 ", fence %#" PRIx64,
                  j->nspace, x->n, nn, x->hash, id);
