@@ -1790,8 +1790,7 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     h.mode = verdict == 0 && xsc_mode(j->d, h.op, h.count, x->n);
     if (verdict == 0 && h.mode)
         verdict = xsc_read_run(x, &h, lr_of, root_here);
-    uint64_t dlen =
-        verdict == 0 && !h.mode ? xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
+    uint64_t dlen = verdict == 0 && !h.mode ? xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
     size_t off = sizeof(h) + (((size_t)nh * sizeof(uint32_t) + 7) & ~(size_t)7);
     uint8_t *blob = verdict == 0 ? calloc(1, off + dlen) : NULL;
     if (verdict == 0 && blob == NULL)
@@ -1890,7 +1889,7 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
                 dat[k] = dp + (uint64_t)i * h.count;
         }
         /* a cut gather carries no data, and must not reach the root's node */
-        uint64_t want = h.mode  ? 0
+        uint64_t want = h.mode   ? 0
                         : !h.cut ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
                         : h.op == HB_NCOLL_SCATTER && root_here ? h.count * n_self
                                                                 : 0;
@@ -2055,8 +2054,8 @@ static int xsc_write_run(hbd_xsub_t *x, uint32_t lr, uint32_t k, const hb_coll_e
 }
 
 /* Mode 1, the run over: write this node's members' outputs and answer them. */
-static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s,
-                          const hb_coll_exec_t *xe, void *arg)
+static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const hb_coll_exec_t *xe,
+                          void *arg)
 {
     hbd_xsub_t *x = arg;
     (void)d;
@@ -2104,7 +2103,8 @@ static void xsc_run_data(hbd_xsub_t *x, const xsc_hdr_t *h)
                                    : h->op == HB_NCOLL_SCATTER ? HB_COLL_SCATTER
                                    : h->op == HB_NCOLL_GATHER  ? HB_COLL_GATHER
                                                                : HB_COLL_ALLGATHER,
-                             .root = j->spec->map[x->list[h->op == HB_NCOLL_ALLGATHER ? 0 : h->root]],
+                             .root =
+                                 j->spec->map[x->list[h->op == HB_NCOLL_ALLGATHER ? 0 : h->root]],
                              .size = h->count,
                              .ranks_of = ranks_of};
     /* its id: a job collective's with bit 62 set (a whole job's epochs leave bits 60-62
