@@ -1,8 +1,8 @@
 #!/bin/bash
 # client_nodes.sh: libhibar across nodes under hibar-run: every operation's data checked with
 # random sizes and roots on 1 node x 8 ranks, 4 emulated nodes x 4 ranks (block and chassis
-# placement) and 30 emulated nodes x 1 rank, the small ones' data inside the agreement and
-# not; misuse reported on every rank; a buffer the daemon cannot write fails the nodes that
+# placement), 3 of 4 nodes and 30 emulated nodes x 1 rank, the small ones' data inside the
+# agreement and not; collectives of rank sets across nodes; misuse reported on every rank; a buffer the daemon cannot write fails the nodes that
 # wait on it at once; a rank that dies ends the job with its name, never a hang.
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
@@ -62,6 +62,14 @@ check_clean
 run 0 -n 12 --per-node 3 -o coll_overlap=off -o coll_inline_max=0 --emulate "$FOUR" "$XC" \
     --ops 40 --errors --seed 9
 ok 40 12 "4x3, coll_overlap off"
+check_clean
+
+# a job on 3 of the 4 nodes, node 0 not among them: every operation, the large ones by data
+# runs over the job's nodes (an allgather's schedule once named node 0 as its root: INVAL)
+run 0 -n 6 -H 'rt[1-3]' --emulate "$FOUR" "$XC" --ops 30 --seed 11 --max 262144
+ok 30 6 "3 of 4 nodes"
+run 0 -n 6 -H 'rt[1-3]' --emulate "$FOUR" "$XC" --ops 3 --only allgather --size 200000 --seed 12
+ok 3 6 "3 of 4 nodes, allgather by a data run"
 check_clean
 
 # 30 nodes x 1 rank (the paper's 10 chassis x 3)

@@ -1070,7 +1070,9 @@ static int xop_data_create(hbd_xop_t *op, hbd_coll_run_t **run_p)
         node_bytes[j->spec->map[gr]] += op->cnt[gr];
     hbd_coll_job_args_t a = {.op = op_coll(op->op),
                              .vform = op_is_v(op->op),
-                             .root = op_has_root(op->op) ? j->spec->map[op->root] : 0,
+                             /* allgather has no root: the schedule's is any node of the
+                              * job (node 0 of the cluster need not be one) */
+                             .root = op_has_root(op->op) ? j->spec->map[op->root] : j->nodes[0],
                              .size = op->size,
                              .ranks_of = rj->ranks_of,
                              .counts = node_bytes,
