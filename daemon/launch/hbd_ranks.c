@@ -1999,60 +1999,39 @@ static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
     int rc = 0;
     switch (h->op) {
     case HB_NCOLL_BCAST:
-        return k == (uint32_t)h->root ? 0 : xop_cma(bt.pid, (void *)rootd, c->sendbuf, b, 1);
+        if (k == (uint32_t)h->root)
+            return 0;
+        return rootd == NULL ? HB_ERR_INTERNAL : xop_cma(bt.pid, (void *)rootd, c->sendbuf, b, 1);
     case HB_NCOLL_SCATTER:
-        return xop_cma(bt.pid, (void *)dat[k], c->recvbuf, b, 1);
+        return dat[k] == NULL ? HB_ERR_INTERNAL : xop_cma(bt.pid, (void *)dat[k], c->recvbuf, b, 1);
     case HB_NCOLL_GATHER:
         if (k != (uint32_t)h->root)
             return 0;
         /* fall through */
     default:
         for (uint32_t s = 0; s < x->n && rc == 0; s++)
-            rc = xop_batch_add(&bt, (void *)dat[s], c->recvbuf + (uint64_t)s * b, b);
+            rc = dat[s] == NULL ? HB_ERR_INTERNAL
+                                : xop_batch_add(&bt, (void *)dat[s], c->recvbuf + (uint64_t)s * b, b);
         return rc == 0 ? xop_batch_flush(&bt) : rc;
     }
 }
 
-/* Mode 1: write member k's output (local rank lr) from the run's blocks (node nidx[k]'s block,
- * its place pos[k] there). */
-static int xsc_write_run(hbd_xsub_t *x, uint32_t lr, uint32_t k, const hb_coll_exec_t *xe)
+/* The end of a subset collective here: every local member's output written (status 0) and
+ * its answer; dat (malloc'd) and x are freed. */
+static void xsc_finish(hbd_xsub_t *x, int status, const xsc_hdr_t *h, const uint8_t **dat,
+                       const uint8_t *rootd)
 {
-    hbd_ranks_job_t *rj = x->rj;
-    const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
-    uint64_t b = x->count, len = 0;
-    const uint8_t *p;
-    if (c->coll_seq != HB_SEG_SUB_TAG(x->hash, x->seq))
-        return HB_ERR_TIMEOUT; /* the member gave up waiting (hb_ncoll_subset) */
-    if (b == 0)
-        return 0;
-    xop_batch_t bt = {.pid = rj->pid[lr], .write = 1};
-    int rc = 0;
-    switch (x->op) {
-    case HB_NCOLL_BCAST:
-        if (k == (uint32_t)x->root)
-            return 0;
-        p = hb_coll_exec_block(xe, 0, &len);
-        return p == NULL || len != b ? HB_ERR_INTERNAL
-                                     : xop_cma(bt.pid, (void *)p, c->sendbuf, b, 1);
-    case HB_NCOLL_SCATTER:
-        p = hb_coll_exec_block(xe, x->nidx[k], &len);
-        return p == NULL || len < ((uint64_t)x->pos[k] + 1) * b
-                   ? HB_ERR_INTERNAL
-                   : xop_cma(bt.pid, (void *)(p + (uint64_t)x->pos[k] * b), c->recvbuf, b, 1);
-    case HB_NCOLL_GATHER:
-        if (k != (uint32_t)x->root)
-            return 0;
-        /* fall through */
-    default:
-        for (uint32_t m = 0; m < x->n && rc == 0; m++) {
-            p = hb_coll_exec_block(xe, x->nidx[m], &len);
-            rc = p == NULL || len < ((uint64_t)x->pos[m] + 1) * b
-                     ? HB_ERR_INTERNAL
-                     : xop_batch_add(&bt, (void *)(p + (uint64_t)x->pos[m] * b),
-                                     c->recvbuf + (uint64_t)m * b, b);
-        }
-        return rc == 0 ? xop_batch_flush(&bt) : rc;
+    hbd_job_t *j = x->rj->j;
+    for (uint32_t lr = 0; lr < j->n_local; lr++) {
+        if (!x->arrived[lr])
+            continue;
+        int st = status;
+        if (st == 0)
+            st = xsc_write(x, lr, xsc_index(x, j->local[lr].rank), h, dat, rootd);
+        xsub_answer(x->rj, lr, xsub_key(x), x->seq, st);
     }
+    free(dat);
+    xsub_free(x);
 }
 
 /* Mode 1, the run over: write this node's members' outputs and answer them. */
@@ -2066,16 +2045,21 @@ static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
         xsub_free(x);
         return;
     }
-    hbd_job_t *j = x->rj->j;
-    for (uint32_t lr = 0; lr < j->n_local; lr++) {
-        if (!x->arrived[lr])
-            continue;
-        int st = status;
-        if (st == 0)
-            st = xsc_write_run(x, lr, xsc_index(x, j->local[lr].rank), xe);
-        xsub_answer(x->rj, lr, xsub_key(x), x->seq, st);
+    /* where each member's block is in the executor's output (its node's block, its place
+     * there), as xsc_write takes them after a fence that carried the data */
+    xsc_hdr_t h = {.op = x->op, .root = x->root, .count = x->count};
+    const uint8_t **dat = calloc(x->n, sizeof(*dat)), *rootd = NULL;
+    uint64_t len = 0;
+    if (status == 0 && dat == NULL)
+        status = HB_ERR_NOMEM;
+    for (uint32_t m = 0; status == 0 && m < x->n; m++) {
+        const uint8_t *p = hb_coll_exec_block(xe, x->nidx[m], &len);
+        if (p != NULL && len >= ((uint64_t)x->pos[m] + 1) * x->count)
+            dat[m] = p + (uint64_t)x->pos[m] * x->count;
     }
-    xsub_free(x);
+    if (status == 0 && x->op == HB_NCOLL_BCAST)
+        rootd = hb_coll_exec_block(xe, 0, &len);
+    xsc_finish(x, status, &h, dat, rootd);
 }
 
 /* Mode 1, the verdict 0: the data run over the member nodes, its input read before the fence. */
@@ -2149,17 +2133,8 @@ static void xsc_agreed(hbd_t *d, int status, uint8_t *data, size_t len, void *ar
         status = HB_ERR_PROTO;
     hb_log_debug("job %s: subset collective %#" PRIx64 "/%" PRIu32 " agreed: %s", j->nspace,
                  x->hash, x->seq, hb_status_str(status));
-    for (uint32_t lr = 0; lr < j->n_local; lr++) {
-        if (!x->arrived[lr])
-            continue;
-        int st = status;
-        if (st == 0)
-            st = xsc_write(x, lr, xsc_index(x, j->local[lr].rank), &h, dat, rootd);
-        xsub_answer(x->rj, lr, xsub_key(x), x->seq, st);
-    }
-    free(dat);
+    xsc_finish(x, status, &h, dat, rootd);
     free(data);
-    xsub_free(x);
 }
 
 /* Every local member of a subset collective arrived: its blob into the fence among the member
