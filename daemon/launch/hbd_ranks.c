@@ -2010,8 +2010,9 @@ static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
         /* fall through */
     default:
         for (uint32_t s = 0; s < x->n && rc == 0; s++)
-            rc = dat[s] == NULL ? HB_ERR_INTERNAL
-                                : xop_batch_add(&bt, (void *)dat[s], c->recvbuf + (uint64_t)s * b, b);
+            rc = dat[s] == NULL
+                     ? HB_ERR_INTERNAL
+                     : xop_batch_add(&bt, (void *)dat[s], c->recvbuf + (uint64_t)s * b, b);
         return rc == 0 ? xop_batch_flush(&bt) : rc;
     }
 }
