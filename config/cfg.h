@@ -97,7 +97,7 @@ typedef struct hb_cfg {
     int fast_lane;         /* tokens, plain data: on a polled TCP link (hbd_fast.c); default 1 */
     int coll_overlap;      /* ranks' collectives: data moves while the agreement runs; default 1 */
     uint32_t coll_inline_max; /* ranks' collectives up to this many bytes in all: the data
-                               * inside the agreement, no data run; default 32768 */
+                               * inside the agreement, no data run; default 131072 */
     uint32_t coll_bulk_min;   /* collectives of at least this many bytes in all send their data
                                * through ZeroMQ's I/O threads, not the fast lane; 0: never */
     uint32_t data_threads;    /* ZeroMQ I/O threads; 0 (default): the node's cores, 1-4 */
