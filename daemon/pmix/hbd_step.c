@@ -215,19 +215,26 @@ static void st_log_sink(hb_log_level_t level, const char *line, void *arg)
     (void)st_send(HBD_PXM_LOG, 0, 0, 0, (uint32_t)level, 0, line, strlen(line), NULL, 0);
 }
 
-static st_pend_t *pend_add(pd_kind_t kind, void *cbdata)
+/* A pending upcall, whole before the list shows it, and not touched after: the main thread
+ * takes and frees it with hibard's answer, which may come as soon as the lock is released
+ * (ThreadSanitizer saw the callbacks set, and the id read, after it). One of opcb and mcb.
+ * Its id into *id_p; -1 without memory. */
+static int pend_add(pd_kind_t kind, pmix_op_cbfunc_t opcb, pmix_modex_cbfunc_t mcb, void *cbdata,
+                    uint32_t *id_p)
 {
     st_pend_t *p = calloc(1, sizeof(*p));
     if (p == NULL)
-        return NULL;
+        return -1;
     p->kind = kind;
+    p->opcb = opcb;
+    p->mcb = mcb;
     p->cbdata = cbdata;
     pthread_mutex_lock(&g_st.mu);
-    p->id = g_st.next_id++;
+    p->id = *id_p = g_st.next_id++;
     p->next = g_st.pend;
     g_st.pend = p;
     pthread_mutex_unlock(&g_st.mu);
-    return p;
+    return 0;
 }
 
 /* Take the pending call id of kind out (NULL: none such). */
@@ -251,11 +258,9 @@ static st_pend_t *pend_take(uint32_t id, pd_kind_t kind)
 static pmix_status_t up_op(uint16_t type, const pmix_proc_t *proc, int status, const char *msg,
                            pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-    st_pend_t *p = pend_add(PD_OP, cbdata);
-    if (p == NULL)
+    uint32_t id;
+    if (pend_add(PD_OP, cbfunc, NULL, cbdata, &id) != 0)
         return PMIX_ERR_NOMEM;
-    p->opcb = cbfunc;
-    uint32_t id = p->id;
     if (st_send(type, 0, id, proc->rank, 0, status, msg, msg ? strlen(msg) : 0, NULL, 0) != 0) {
         free(pend_take(id, PD_OP));
         return PMIX_ERR_COMM_FAILURE;
@@ -369,16 +374,14 @@ static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pm
         st_reserve();
     uint32_t n = flags & HBD_PXM_ALL ? 0 : (uint32_t)nprocs;
     uint32_t *head = malloc((1 + (size_t)n) * 4);
-    st_pend_t *p = head != NULL ? pend_add(PD_FENCE, cbdata) : NULL;
-    if (p == NULL) {
+    uint32_t id;
+    if (head == NULL || pend_add(PD_FENCE, NULL, cbfunc, cbdata, &id) != 0) {
         free(head);
         return PMIX_ERR_NOMEM;
     }
-    p->mcb = cbfunc;
     head[0] = n;
     for (uint32_t i = 0; i < n; i++)
         head[1 + i] = procs[i].rank;
-    uint32_t id = p->id;
     int rc = st_send(HBD_PXM_FENCE, flags, id, 0, info_timeout(info, ninfo), 0, head,
                      (1 + (size_t)n) * 4, data, data != NULL ? ndata : 0);
     free(head);
@@ -405,11 +408,9 @@ static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[]
     buf[nl] = '\0';
     memcpy(buf + nl + 1, key, kl);
     buf[nl + 1 + kl] = '\0';
-    st_pend_t *p = pend_add(PD_DMODEX, cbdata);
-    if (p == NULL)
+    uint32_t id;
+    if (pend_add(PD_DMODEX, NULL, cbfunc, cbdata, &id) != 0)
         return PMIX_ERR_NOMEM;
-    p->mcb = cbfunc;
-    uint32_t id = p->id;
     if (st_send(HBD_PXM_DMODEX, 0, id, proc->rank, info_timeout(info, ninfo), 0, buf, nl + kl + 2,
                 NULL, 0) != 0) {
         free(pend_take(id, PD_DMODEX));
