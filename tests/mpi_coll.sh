@@ -32,8 +32,10 @@ mpi() {
 
 # selected NAME N REGIME: the component joined the job on every rank and took MPI_COMM_WORLD
 selected() {
-    [ "$(grep -c "coll:hibar: joined the hibar job ($3)" "$ERR")" -eq "$2" ] ||
+    [ "$(grep -c "coll:hibar: joined the hibar job ($3)" "$ERR")" -eq "$2" ] || {
+        grep "coll:hibar: \(not used\|joined\)" "$ERR" # why a rank did not join
         fail "$1: the component did not join the job on every rank ($3)"
+    }
     [ "$(grep -c "coll:hibar: communicator MPI_COMM_WORLD ($2 ranks): barrier, ibarrier, bcast" "$ERR")" \
         -eq "$2" ] || fail "$1: MPI_COMM_WORLD not served by hibar on every rank"
 }
