@@ -853,8 +853,8 @@ static int rank_dies_in_coll(hibar_t *h, int rank, int n, void *arg)
     /* rank 1 dies as soon as its own bcast returned: a rank still waiting in it (the root,
      * until every rank took its bytes) may find the job broken first, by another rank that
      * moved on to the gather and saw rank 1 gone, and then fails the bcast too (after a
-     * rank's loss, a call in flight may fail: hibar(3), RETURN VALUE); seen under two test suites at
-     * once. Rank 1 itself got to the end of its bcast. */
+     * rank's loss, a call in flight may fail: hibar(3), RETURN VALUE); seen under two test suites
+     * at once. Rank 1 itself got to the end of its bcast. */
     CHECK(rc == 0 || (rank != 1 && rc == HIBAR_ERR_PEER_LOST));
     if (rank == 1)
         raise(SIGKILL);
