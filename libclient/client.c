@@ -440,7 +440,8 @@ static hb_ncoll_args_t client_args(hb_ncoll_op_t op, int root, const void *sendb
         .op = op, .root = root, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = bytes};
 }
 
-/* A barrier (a NULL) or a collective of a rank set (hb_ncoll_subset: on one node). */
+/* A barrier (a NULL) or a collective of a rank set (hb_ncoll_subset: on the node or through
+ * the daemons). */
 static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncoll_args_t *a)
 {
     uint32_t *r = NULL;

@@ -808,11 +808,11 @@ int hb_nbar_set_check(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint3
     return me ? 0 : HIBAR_ERR_INVAL;
 }
 
-uint64_t hb_nbar_set_hash(const uint32_t *sorted, size_t n)
+uint64_t hb_nbar_set_hash(const uint32_t *ranks, size_t n)
 {
     uint64_t hash = HB_FNV64_BASIS;
     for (size_t i = 0; i < n; i++)
-        hash = hb_fnv64_u32(hash, sorted[i]);
+        hash = hb_fnv64_u32(hash, ranks[i]);
     return hash;
 }
 

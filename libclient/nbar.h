@@ -126,9 +126,10 @@ int hb_nbar_places(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t
 /* A rank set's check: distinct job ranks of the job, this rank among them; sorted[] (n) gets
  * them ascending. 0 or HIBAR_ERR_INVAL. */
 int hb_nbar_set_check(const hb_nbar_t *b, const uint32_t *ranks, size_t n, uint32_t *sorted);
-/* A rank set's hash (its ranks sorted ascending), and how many subset barriers this rank made
- * over the set with that hash (every member counts alike). */
-uint64_t hb_nbar_set_hash(const uint32_t *sorted, size_t n);
+/* FNV-1a 64 of n job ranks as given: a rank set's hash (its ranks sorted ascending; also the
+ * order of a member list as listed), and how many subset barriers this rank made over the set
+ * with that hash (every member counts alike). */
+uint64_t hb_nbar_set_hash(const uint32_t *ranks, size_t n);
 /* qsort's comparison of two uint32_t (rank sets are sorted with it). */
 int hb_nbar_u32_cmp(const void *a, const void *b);
 uint32_t hb_nbar_set_count(const hb_nbar_t *b, uint64_t hash);

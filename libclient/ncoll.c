@@ -4,7 +4,6 @@
 #include "ncoll.h"
 
 #include "hb_env.h"
-#include "hb_hash.h"
 #include "hb_log.h"
 #include "hb_time.h"
 #include "hibar.h"
@@ -460,9 +459,7 @@ static void ncoll_publish(hb_seg_ctl_t *mine, uint64_t seq, const hb_ncoll_args_
  * set in two orders disagree on every block. Never 0. */
 static uint32_t ncoll_order(const uint32_t *ranks, size_t n)
 {
-    uint64_t h = HB_FNV64_BASIS;
-    for (size_t i = 0; i < n; i++)
-        h = hb_fnv64_u32(h, ranks[i]);
+    uint64_t h = hb_nbar_set_hash(ranks, n); /* FNV-1a over the list as it is, not sorted */
     return (uint32_t)(h ^ (h >> 32)) | 1u;
 }
 

@@ -1821,12 +1821,9 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     free(lr_of);
     if (blob == NULL)
         return NULL;
-    uint64_t order = HB_FNV64_BASIS;
-    for (uint32_t i = 0; i < x->n; i++)
-        order = hb_fnv64_u32(order, x->list[i]);
     h.n_here = nh;
     h.verdict = verdict;
-    h.order = order;
+    h.order = hb_nbar_set_hash(x->list, x->n); /* FNV-1a of the list in its order */
     h.data_len = dlen;
     memcpy(blob, &h, sizeof(h));
     *len_p = off + dlen;
@@ -1837,6 +1834,25 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
 static int xsc_on(const hbd_xsub_t *x, uint32_t k, uint32_t node)
 {
     return x->rj->j->spec->map[x->list[k]] == node;
+}
+
+/* The blob at data[*off, len): its header into *h, its member indexes at *mp, its data at *dp,
+ * and *off past it; -1 (nothing moved) where it is not one or does not fit. */
+static int xsc_next(const hbd_xsub_t *x, const uint8_t *data, size_t len, size_t *off,
+                    xsc_hdr_t *h, const uint8_t **mp, const uint8_t **dp)
+{
+    size_t o = *off;
+    if (len - o < sizeof(*h))
+        return -1;
+    memcpy(h, data + o, sizeof(*h));
+    size_t idx = ((size_t)h->n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
+    if (h->magic != HBD_XSC_MAGIC || h->n_here > x->n || len - o - sizeof(*h) < idx ||
+        h->data_len > len - o - sizeof(*h) - idx)
+        return -1;
+    *mp = data + o + sizeof(*h);
+    *dp = *mp + idx;
+    *off = o + sizeof(*h) + idx + (size_t)h->data_len;
+    return 0;
 }
 
 /* Every member node's blob: the verdict (the same on all of them) and, with 0, where each
@@ -1854,20 +1870,12 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
         n_self += xsc_on(x, k, self);
     while (!bad && off < len) {
         xsc_hdr_t h;
-        if (len - off < sizeof(h)) {
-            bad = 1;
-            break;
-        }
-        memcpy(&h, data + off, sizeof(h));
-        size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
-        if (h.magic != HBD_XSC_MAGIC || h.n_here > x->n || len - off - sizeof(h) < idx ||
-            h.data_len > len - off - sizeof(h) - idx ||
+        const uint8_t *mp, *dp;
+        if (xsc_next(x, data, len, &off, &h, &mp, &dp) != 0 ||
             (h.cut && h.op != HB_NCOLL_SCATTER && h.op != HB_NCOLL_GATHER)) {
             bad = 1;
             break;
         }
-        const uint8_t *mp = data + off + sizeof(h), *dp = mp + idx;
-        off += sizeof(h) + idx + h.data_len;
         if (verdict == 0 && h.verdict != 0)
             verdict = h.verdict < 0 && h.verdict >= HB_ERR_LAST ? h.verdict : HB_ERR_PROTO;
         if (h.verdict != 0)
@@ -1929,6 +1937,7 @@ static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
 {
     hbd_xsub_t *x = arg;
     xsc_hdr_t h, h0 = {0};
+    const uint8_t *mp, *dp;
     size_t off = 0, w = 0;
     uint32_t n_kid = 0, nb = 0;
     (void)d;
@@ -1936,17 +1945,11 @@ static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
     if (x->rj == NULL)
         return 0;
     while (off < len) { /* every blob sound, none failed, all alike: else the whole release */
-        if (len - off < sizeof(h))
-            return 0;
-        memcpy(&h, all + off, sizeof(h));
-        size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
-        if (h.magic != HBD_XSC_MAGIC || h.cut || h.mode || h.verdict != 0 || h.n_here > x->n ||
-            len - off - sizeof(h) < idx || h.data_len > len - off - sizeof(h) - idx ||
+        if (xsc_next(x, all, len, &off, &h, &mp, &dp) != 0 || h.cut || h.mode || h.verdict != 0 ||
             (nb > 0 && (h.op != h0.op || h.root != h0.root || h.count != h0.count)))
             return 0;
         if (nb++ == 0)
             h0 = h;
-        off += sizeof(h) + idx + h.data_len;
     }
     if (nb == 0 || (h0.op != HB_NCOLL_SCATTER && h0.op != HB_NCOLL_GATHER) || h0.root < 0 ||
         (uint32_t)h0.root >= x->n ||
@@ -1957,10 +1960,8 @@ static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
     uint8_t *o = malloc(len);
     if (o == NULL)
         return 0;
-    for (off = 0; off < len;) {
-        memcpy(&h, all + off, sizeof(h));
-        size_t idx = ((size_t)h.n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
-        const uint8_t *dp = all + off + sizeof(h) + idx;
+    for (off = 0; off < len && xsc_next(x, all, len, &off, &h, &mp, &dp) == 0;) {
+        size_t idx = (size_t)(dp - mp);
         xsc_hdr_t nh = h;
         int root_blob = h.op == HB_NCOLL_SCATTER && h.data_len > 0;
         if (root_blob && h.data_len != h.count * x->n) {
@@ -1970,14 +1971,13 @@ static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *
         nh.cut = 1;
         nh.data_len = root_blob ? h.count * n_kid : 0;
         memcpy(o + w, &nh, sizeof(nh));
-        memcpy(o + w + sizeof(nh), all + off + sizeof(h), idx);
+        memcpy(o + w + sizeof(nh), mp, idx);
         w += sizeof(nh) + idx;
         for (uint32_t k = 0; root_blob && k < x->n; k++)
             if (xsc_on(x, k, kid)) {
                 memcpy(o + w, dp + (uint64_t)k * h.count, h.count);
                 w += h.count;
             }
-        off += sizeof(h) + idx + h.data_len;
     }
     *out = o;
     *out_len = w;
