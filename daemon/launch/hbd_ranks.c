@@ -1838,8 +1838,8 @@ static int xsc_on(const hbd_xsub_t *x, uint32_t k, uint32_t node)
 
 /* The blob at data[*off, len): its header into *h, its member indexes at *mp, its data at *dp,
  * and *off past it; -1 (nothing moved) where it is not one or does not fit. */
-static int xsc_next(const hbd_xsub_t *x, const uint8_t *data, size_t len, size_t *off,
-                    xsc_hdr_t *h, const uint8_t **mp, const uint8_t **dp)
+static int xsc_next(const hbd_xsub_t *x, const uint8_t *data, size_t len, size_t *off, xsc_hdr_t *h,
+                    const uint8_t **mp, const uint8_t **dp)
 {
     size_t o = *off;
     if (len - o < sizeof(*h))
