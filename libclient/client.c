@@ -440,18 +440,21 @@ static hb_ncoll_args_t client_args(hb_ncoll_op_t op, int root, const void *sendb
         .op = op, .root = root, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = bytes};
 }
 
-/* A barrier (a NULL) or a collective of a rank set (hb_ncoll_subset: on the node or through
- * the daemons). */
-static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncoll_args_t *a)
+/* A call on a rank set: its barrier (a NULL), a collective (hb_ncoll_subset: on the node or
+ * through the daemons), or with on_node whether the set runs on this node alone (not a
+ * collective call: a split-phase barrier may be outstanding). */
+static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncoll_args_t *a,
+                              int on_node)
 {
     uint32_t *r = NULL;
-    int rc = client_enter_coll(h);
+    int rc = on_node ? client_enter(h) : client_enter_coll(h);
     if (rc != 0)
         return rc;
     rc = client_set(h, ranks, n, &r);
     if (rc == 0)
-        rc = a == NULL ? hb_nbar_subset(&h->bar, r, (size_t)n)
-                       : hb_ncoll_subset(&h->coll, r, (size_t)n, a);
+        rc = on_node     ? hb_ncoll_subset_on_node(&h->coll, r, (size_t)n)
+             : a == NULL ? hb_nbar_subset(&h->bar, r, (size_t)n)
+                         : hb_ncoll_subset(&h->coll, r, (size_t)n, a);
     free(r);
     client_leave(h);
     return rc;
@@ -459,48 +462,39 @@ static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncol
 
 int hibar_barrier_subset(hibar_t *h, const int *ranks, int n)
 {
-    return client_subset_coll(h, ranks, n, NULL);
+    return client_subset_coll(h, ranks, n, NULL, 0);
 }
 
 int hibar_bcast_subset(hibar_t *h, const int *ranks, int n, void *buf, size_t bytes, int root)
 {
     hb_ncoll_args_t a = client_args(HB_NCOLL_BCAST, root, buf, buf, bytes);
-    return client_subset_coll(h, ranks, n, &a);
+    return client_subset_coll(h, ranks, n, &a, 0);
 }
 
 int hibar_scatter_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
                          size_t bytes, int root)
 {
     hb_ncoll_args_t a = client_args(HB_NCOLL_SCATTER, root, sendbuf, recvbuf, bytes);
-    return client_subset_coll(h, ranks, n, &a);
+    return client_subset_coll(h, ranks, n, &a, 0);
 }
 
 int hibar_gather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
                         size_t bytes, int root)
 {
     hb_ncoll_args_t a = client_args(HB_NCOLL_GATHER, root, sendbuf, recvbuf, bytes);
-    return client_subset_coll(h, ranks, n, &a);
+    return client_subset_coll(h, ranks, n, &a, 0);
 }
 
 int hibar_allgather_subset(hibar_t *h, const int *ranks, int n, const void *sendbuf, void *recvbuf,
                            size_t bytes)
 {
     hb_ncoll_args_t a = client_args(HB_NCOLL_ALLGATHER, 0, sendbuf, recvbuf, bytes);
-    return client_subset_coll(h, ranks, n, &a);
+    return client_subset_coll(h, ranks, n, &a, 0);
 }
 
 int hibar_subset_on_node(hibar_t *h, const int *ranks, int n)
 {
-    uint32_t *r = NULL;
-    int rc = client_enter(h);
-    if (rc != 0)
-        return rc;
-    rc = client_set(h, ranks, n, &r);
-    if (rc == 0)
-        rc = hb_ncoll_subset_on_node(&h->coll, r, (size_t)n);
-    free(r);
-    client_leave(h);
-    return rc;
+    return client_subset_coll(h, ranks, n, NULL, 1);
 }
 
 static int client_coll(hibar_t *h, const hb_ncoll_args_t *a)
