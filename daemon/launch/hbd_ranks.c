@@ -1872,8 +1872,11 @@ static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_h
         xsc_hdr_t h;
         const uint8_t *mp, *dp;
         if (xsc_next(x, data, len, &off, &h, &mp, &dp) != 0 ||
-            (h.cut && h.op != HB_NCOLL_SCATTER && h.op != HB_NCOLL_GATHER)) {
-            bad = 1;
+            (h.cut && h.op != HB_NCOLL_SCATTER && h.op != HB_NCOLL_GATHER) ||
+            (h.verdict == 0 && ((h.op != HB_NCOLL_BCAST && h.op != HB_NCOLL_SCATTER &&
+                                 h.op != HB_NCOLL_GATHER && h.op != HB_NCOLL_ALLGATHER) ||
+                                h.root < 0 || (uint32_t)h.root >= x->n))) {
+            bad = 1; /* what the data run, the writes and xsc_on index with: checked here */
             break;
         }
         if (verdict == 0 && h.verdict != 0)
