@@ -163,6 +163,16 @@ hb_prog() {
     printf -v "$1" '%s' "$TMP/${2##*/}"
 }
 
+# hb_mpi_component DIR: a private copy of the build's component in DIR, exported as
+# HIBAR_OMPI_COMPONENT_DIR (hibar-run adds it to Open MPI's component path). Never the build's
+# mpi/.libs itself: a `make install` beside the test (install_check.sh) relinks the component
+# there, and while libtool does so the file is missing or another one, so ranks that start then
+# run without it.
+hb_mpi_component() {
+    mkdir -p "$1" && cp "$bld/mpi/.libs/mca_coll_hibar.so" "$1/" || exit 99
+    export HIBAR_OMPI_COMPONENT_DIR=$1
+}
+
 # hb_use_mpi [PROG]: what the MPI tests share, after hb_use_run: skipped (77) without the
 # component (mca_coll_hibar) or mpirun; the ranks find the build's component; with PROG
 # (tests/NAME), its copy in $PROG, and no rank of it may be left behind.
@@ -170,7 +180,7 @@ hb_use_mpi() {
     [ -e "$bld/mpi/.libs/mca_coll_hibar.so" ] ||
         { echo "SKIP: mca_coll_hibar not built (configure found no Open MPI coll headers)"; exit 77; }
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi-bin)"; exit 77; }
-    export HIBAR_OMPI_COMPONENT_DIR="$bld/mpi/.libs"
+    hb_mpi_component "$TMP/comp"
     [ $# -gt 0 ] || return 0
     hb_prog PROG "$1"
     on_exit '[ -z "$(pgrep -f -- "$PROG" || true)" ] || fail "MPI ranks left behind"'

@@ -91,7 +91,7 @@ echo "4 nodes x 1: the same results with and without hibar"
 # 3. without hibard (Open MPI's mpirun, the component on its path): not selected, not a word
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path="$(ompi_info --path pkglibdir --parsable |
-    sed -n 's/^path:pkglibdir://p'):$bld/mpi/.libs"
+    sed -n 's/^path:pkglibdir://p'):$HIBAR_OMPI_COMPONENT_DIR"
 ompi_info | grep -q "MCA coll: hibar" || fail "ompi_info does not list the component"
 without() {
     env -u HIBAR_SOCKET -u HIBAR_RANK -u HIBAR_JOB timeout -k 5 120 mpirun -n 2 --oversubscribe \

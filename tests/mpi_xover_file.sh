@@ -43,7 +43,7 @@ grep -q "^coll_hibar_barrier_max_node = " "$X" || fail "the first run's barrier 
 # the readers agree: Open MPI (ompi_info with this component) and hibar-info --mpi
 export OMPI_MCA_mca_base_param_files=$X
 export OMPI_MCA_mca_base_component_path="$(ompi_info --path pkglibdir --parsable |
-    sed -n 's/^path:pkglibdir://p'):$bld/mpi/.libs"
+    sed -n 's/^path:pkglibdir://p'):$HIBAR_OMPI_COMPONENT_DIR"
 ompi_info --param coll hibar --level 9 --parsable >"$TMP/ompi" 2>&1 || fail "ompi_info: exit $?"
 "$bld/tools/hibar-info" --mpi --json >"$TMP/info" || fail "hibar-info --mpi --json: exit $?"
 "$bld/tools/hibar-info" --mpi >"$TMP/info.txt" || fail "hibar-info --mpi: exit $?"

@@ -17,6 +17,7 @@ command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
     { echo "SKIP: mca_coll_hibar or hibar-mpi-bench not built"; exit 77; }
 TMP=$(mktemp -d /tmp/hibar-mpibench-test.XXXXXX) || exit 99
 on_exit 'rm -rf "$TMP"'
+hb_mpi_component "$TMP/comp"
 on_fail 'echo "--- stdout" >&2; cat "$TMP/out" >&2; echo "--- stderr" >&2; tail -n 30 "$TMP/err" >&2'
 export HOME=$TMP # no user's mca-params.conf
 timeout -k 10 900 "$bld/tools/hibar-bench" mpi --bed 3 --per-node 1 --bed-name "hbmb$$" \

@@ -27,7 +27,8 @@ if [ "${1-}" = --inside ]; then
     truncate -s 8 "$CTR" "$CTR.0" "$CTR.1" || exit 99
     SEED=${HIBAR_TEST_SEED:-$RANDOM}
     echo "seed $SEED (HIBAR_TEST_SEED=$SEED repeats it)"
-    export HIBAR_OMPI_COMPONENT_DIR="$bld/mpi/.libs" OMPI_MCA_coll_base_verbose=10
+    hb_mpi_component "$TMP/comp"
+    export OMPI_MCA_coll_base_verbose=10
     mpi() { # NAME
         timeout -s TERM 300 "$bld/tools/hibar-run" --config "$HIBAR_TESTBED_CONFIG" \
             -o "cluster=$NAME" -o "run_dir=$DIR" -n 8 -N 2 "$PROG" "$CTR" 10 200000 "$SEED" \
