@@ -30,6 +30,7 @@
 #include "hbd_ranks.h"
 #include "hbd_sock.h"
 #include "hbd_timer.h"
+#include "hbd_xsc.h"
 #include "hb_status.h"
 #include "ncoll.h"
 #include "seg.h"
@@ -1593,16 +1594,6 @@ static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
  * member index), whose input each node read before the fence (a read that fails is its
  * verdict), and writes the outputs when the run ends.
  */
-#define HBD_XSC_MAGIC 0x43534248u /* "HBSC" */
-
-typedef struct xsc_hdr {
-    uint32_t magic, node, op, n_here;
-    int32_t root, verdict;
-    uint64_t count, order, data_len;
-    uint32_t cut;  /* xsc_trim kept only what the receiving node writes out */
-    uint32_t mode; /* 0: the data inside the blobs; 1: a data run after the fence */
-} xsc_hdr_t;
-
 /* The member index of job rank gr in x's list, or x->n. */
 static uint32_t xsc_index(const hbd_xsub_t *x, uint32_t gr)
 {
@@ -1610,23 +1601,6 @@ static uint32_t xsc_index(const hbd_xsub_t *x, uint32_t gr)
         if (x->list[i] == gr)
             return i;
     return x->n;
-}
-
-static int xsc_rooted(uint32_t op)
-{
-    return op == HB_NCOLL_BCAST || op == HB_NCOLL_SCATTER;
-}
-
-/* The bytes a node's blob carries: the root's (bcast, scatter) or its members' (gather,
- * allgather); 0 for a root elsewhere. */
-static uint64_t xsc_data_len(uint32_t op, uint64_t count, uint32_t n, uint32_t n_here,
-                             int root_here)
-{
-    if (op == HB_NCOLL_BCAST)
-        return root_here ? count : 0;
-    if (op == HB_NCOLL_SCATTER)
-        return root_here ? count * n : 0;
-    return count * n_here;
 }
 
 /* A hash of the job and the set: every member node computes the same (the fence's and the
@@ -1694,7 +1668,7 @@ static uint64_t *xsc_node_off(const hbd_xsub_t *x, uint64_t b, uint32_t *n_nodes
 /* Mode 1: read this node's input for the run, in node order (scatter: the root's blocks of
  * every member node; bcast: the root's buffer; gather, allgather: this node's members' blocks).
  * lr_of[k]: the local rank of member k here. */
-static int xsc_read_run(hbd_xsub_t *x, const xsc_hdr_t *h, const uint32_t *lr_of, int root_here)
+static int xsc_read_run(hbd_xsub_t *x, const hbd_xsc_hdr_t *h, const uint32_t *lr_of, int root_here)
 {
     hbd_ranks_job_t *rj = x->rj;
     uint32_t self = rj->j->d->self, n_self = 0, n_nodes = 0;
@@ -1718,7 +1692,7 @@ static int xsc_read_run(hbd_xsub_t *x, const xsc_hdr_t *h, const uint32_t *lr_of
         free(noff);
         return HB_ERR_NOMEM;
     }
-    if (x->in_len > 0 && xsc_rooted(h->op)) {
+    if (x->in_len > 0 && hbd_xsc_rooted(h->op)) {
         uint32_t lr = lr_of[h->root];
         const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
         xop_batch_t bt = {.pid = rj->pid[lr], .write = 0};
@@ -1751,7 +1725,7 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     uint64_t tag = HB_SEG_SUB_TAG(x->hash, x->seq);
     uint32_t nh = 0, *mi = calloc(j->n_local ? j->n_local : 1, sizeof(uint32_t));
     uint32_t *lr_of = calloc(x->n, sizeof(uint32_t));
-    xsc_hdr_t h = {.magic = HBD_XSC_MAGIC, .node = j->d->self};
+    hbd_xsc_hdr_t h = {.magic = HBD_XSC_MAGIC, .node = j->d->self};
     /* members of this node that disagreed (xsub_desc) still send their verdict: the other
      * nodes learn it at once instead of waiting out the fence's timeout */
     int verdict = x->status != 0 ? x->status : mi == NULL || lr_of == NULL ? HB_ERR_NOMEM : 0;
@@ -1785,14 +1759,15 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     }
     if (verdict == 0 && (h.root < 0 || (uint32_t)h.root >= x->n))
         verdict = HB_ERR_INVAL; /* the members checked it: a record written since */
-    if (verdict == 0 && (h.count > HBD_RANKS_MAX_INPUT / x->n))
+    if (verdict == 0 && (h.count > HBD_XSC_MAX_INPUT / x->n))
         verdict = HB_ERR_INVAL; /* more than a node's input may hold */
     for (uint32_t i = 0; verdict == 0 && i < nh; i++)
         root_here |= mi[i] == (uint32_t)h.root;
     h.mode = verdict == 0 && xsc_mode(j->d, h.op, h.count, x->n);
     if (verdict == 0 && h.mode)
         verdict = xsc_read_run(x, &h, lr_of, root_here);
-    uint64_t dlen = verdict == 0 && !h.mode ? xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
+    uint64_t dlen =
+        verdict == 0 && !h.mode ? hbd_xsc_data_len(h.op, h.count, x->n, nh, root_here) : 0;
     size_t off = sizeof(h) + (((size_t)nh * sizeof(uint32_t) + 7) & ~(size_t)7);
     uint8_t *blob = verdict == 0 ? calloc(1, off + dlen) : NULL;
     if (verdict == 0 && blob == NULL)
@@ -1803,9 +1778,9 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
         for (uint32_t i = 0; verdict == 0 && i < nh && dlen > 0; i++) {
             uint32_t lr = lr_of[mi[i]];
             const hb_seg_ctl_t *c = hb_seg_ctl(&rj->seg, lr);
-            if (xsc_rooted(h.op) && mi[i] != (uint32_t)h.root)
+            if (hbd_xsc_rooted(h.op) && mi[i] != (uint32_t)h.root)
                 continue;
-            uint64_t l = xsc_rooted(h.op) ? dlen : h.count;
+            uint64_t l = hbd_xsc_rooted(h.op) ? dlen : h.count;
             verdict = xop_cma(rj->pid[lr], at, c->sendbuf, l, 0);
             at += l;
         }
@@ -1830,165 +1805,27 @@ static uint8_t *xsc_blob(hbd_xsub_t *x, size_t *len_p)
     return blob;
 }
 
-/* Is member k of x on cluster node `node`? */
-static int xsc_on(const hbd_xsub_t *x, uint32_t k, uint32_t node)
+/* The set of x as its blobs are read. */
+static hbd_xsc_set_t xsc_set(const hbd_xsub_t *x)
 {
-    return x->rj->j->spec->map[x->list[k]] == node;
+    return (hbd_xsc_set_t){.n = x->n, .list = x->list, .map = x->rj->j->spec->map};
 }
 
-/* The blob at data[*off, len): its header into *h, its member indexes at *mp, its data at *dp,
- * and *off past it; -1 (nothing moved) where it is not one or does not fit. */
-static int xsc_next(const hbd_xsub_t *x, const uint8_t *data, size_t len, size_t *off, xsc_hdr_t *h,
-                    const uint8_t **mp, const uint8_t **dp)
-{
-    size_t o = *off;
-    if (len - o < sizeof(*h))
-        return -1;
-    memcpy(h, data + o, sizeof(*h));
-    size_t idx = ((size_t)h->n_here * sizeof(uint32_t) + 7) & ~(size_t)7;
-    if (h->magic != HBD_XSC_MAGIC || h->n_here > x->n || len - o - sizeof(*h) < idx ||
-        h->data_len > len - o - sizeof(*h) - idx)
-        return -1;
-    *mp = data + o + sizeof(*h);
-    *dp = *mp + idx;
-    *off = o + sizeof(*h) + idx + (size_t)h->data_len;
-    return 0;
-}
-
-/* Every member node's blob: the verdict (the same on all of them) and, with 0, where each
- * member's data is: gather and allgather every member's block (dat[k]), scatter the blocks of
- * this node's members (dat[k]), bcast the root's buffer (*rootd). */
-static int xsc_parse(const hbd_xsub_t *x, const uint8_t *data, size_t len, xsc_hdr_t *first,
-                     const uint8_t **dat, const uint8_t **rootd)
-{
-    uint8_t *seen = calloc(x->n, 1);
-    int verdict = 0, mismatch = 0, bad = seen == NULL, root_cut = 0;
-    uint32_t nseen = 0, self = x->rj->j->d->self, n_self = 0;
-    size_t off = 0;
-    *rootd = NULL;
-    for (uint32_t k = 0; k < x->n; k++)
-        n_self += xsc_on(x, k, self);
-    while (!bad && off < len) {
-        xsc_hdr_t h;
-        const uint8_t *mp, *dp;
-        if (xsc_next(x, data, len, &off, &h, &mp, &dp) != 0 ||
-            (h.cut && h.op != HB_NCOLL_SCATTER && h.op != HB_NCOLL_GATHER) ||
-            (h.verdict == 0 && ((h.op != HB_NCOLL_BCAST && h.op != HB_NCOLL_SCATTER &&
-                                 h.op != HB_NCOLL_GATHER && h.op != HB_NCOLL_ALLGATHER) ||
-                                h.root < 0 || (uint32_t)h.root >= x->n))) {
-            bad = 1; /* what the data run, the writes and xsc_on index with: checked here */
-            break;
-        }
-        if (verdict == 0 && h.verdict != 0)
-            verdict = h.verdict < 0 && h.verdict >= HB_ERR_LAST ? h.verdict : HB_ERR_PROTO;
-        if (h.verdict != 0)
-            continue; /* a failed node's blob is its header alone */
-        if (nseen == 0 && !mismatch)
-            *first = h;
-        else if (h.op != first->op || h.root != first->root || h.count != first->count ||
-                 h.order != first->order || h.mode != first->mode)
-            mismatch = 1;
-        int root_here = 0;
-        for (uint32_t i = 0; i < h.n_here && !bad; i++) {
-            uint32_t k;
-            memcpy(&k, mp + i * sizeof(uint32_t), sizeof(k));
-            bad = k >= x->n || seen[k];
-            if (bad)
-                break;
-            seen[k] = 1;
-            nseen++;
-            root_here |= k == (uint32_t)h.root;
-            if (!mismatch && !h.cut && !h.mode && !xsc_rooted(h.op))
-                dat[k] = dp + (uint64_t)i * h.count;
-        }
-        /* a cut gather carries no data, and must not reach the root's node */
-        uint64_t want = h.mode   ? 0
-                        : !h.cut ? xsc_data_len(h.op, h.count, x->n, h.n_here, root_here)
-                        : h.op == HB_NCOLL_SCATTER && root_here ? h.count * n_self
-                                                                : 0;
-        if (!bad && !mismatch &&
-            (h.data_len != want || (h.cut && h.op == HB_NCOLL_GATHER && h.root >= 0 &&
-                                    (uint32_t)h.root < x->n && xsc_on(x, (uint32_t)h.root, self))))
-            bad = 1;
-        if (!bad && root_here && xsc_rooted(h.op) && !h.mode) {
-            *rootd = dp;
-            root_cut = (int)h.cut;
-        }
-    }
-    free(seen);
-    if (bad)
-        return HB_ERR_PROTO;
-    if (verdict != 0)
-        return verdict;
-    if (mismatch)
-        return HB_ERR_MISMATCH;
-    if (nseen != x->n)
-        return HB_ERR_PROTO;
-    if (first->op == HB_NCOLL_SCATTER && *rootd != NULL && !first->mode) /* its members' blocks */
-        for (uint32_t k = 0, i = 0; k < x->n; k++)
-            if (xsc_on(x, k, self))
-                dat[k] = *rootd + (uint64_t)(root_cut ? i++ : k) * first->count;
-    return 0;
-}
-
-/* The fence's release for member node `kid` (a star: it passes nothing on): a scatter's root
- * blob with that node's members' blocks only, a gather's blobs without their data unless the
- * root's member runs there; 0 (the whole release) for the others, for a release this does not
- * know how to cut, and without memory. */
+/* The fence's release for member node `kid` (hbd_xsc_cut; a star: it passes nothing on). */
 static int xsc_trim(hbd_t *d, void *arg, int star, uint32_t kid, const uint8_t *all, size_t len,
                     uint8_t **out, size_t *out_len)
 {
     hbd_xsub_t *x = arg;
-    xsc_hdr_t h, h0 = {0};
-    const uint8_t *mp, *dp;
-    size_t off = 0, w = 0;
-    uint32_t n_kid = 0, nb = 0;
     (void)d;
     (void)star;
     if (x->rj == NULL)
         return 0;
-    while (off < len) { /* every blob sound, none failed, all alike: else the whole release */
-        if (xsc_next(x, all, len, &off, &h, &mp, &dp) != 0 || h.cut || h.mode || h.verdict != 0 ||
-            (nb > 0 && (h.op != h0.op || h.root != h0.root || h.count != h0.count)))
-            return 0;
-        if (nb++ == 0)
-            h0 = h;
-    }
-    if (nb == 0 || (h0.op != HB_NCOLL_SCATTER && h0.op != HB_NCOLL_GATHER) || h0.root < 0 ||
-        (uint32_t)h0.root >= x->n ||
-        (h0.op == HB_NCOLL_GATHER && xsc_on(x, (uint32_t)h0.root, kid)))
-        return 0;
-    for (uint32_t k = 0; k < x->n; k++)
-        n_kid += xsc_on(x, k, kid);
-    uint8_t *o = malloc(len);
-    if (o == NULL)
-        return 0;
-    for (off = 0; off < len && xsc_next(x, all, len, &off, &h, &mp, &dp) == 0;) {
-        size_t idx = (size_t)(dp - mp);
-        xsc_hdr_t nh = h;
-        int root_blob = h.op == HB_NCOLL_SCATTER && h.data_len > 0;
-        if (root_blob && h.data_len != h.count * x->n) {
-            free(o);
-            return 0;
-        }
-        nh.cut = 1;
-        nh.data_len = root_blob ? h.count * n_kid : 0;
-        memcpy(o + w, &nh, sizeof(nh));
-        memcpy(o + w + sizeof(nh), mp, idx);
-        w += sizeof(nh) + idx;
-        for (uint32_t k = 0; root_blob && k < x->n; k++)
-            if (xsc_on(x, k, kid)) {
-                memcpy(o + w, dp + (uint64_t)k * h.count, h.count);
-                w += h.count;
-            }
-    }
-    *out = o;
-    *out_len = w;
-    return 1;
+    hbd_xsc_set_t s = xsc_set(x);
+    return hbd_xsc_cut(&s, kid, all, len, out, out_len);
 }
 
 /* Write one local member's output (rank lr, member k) from the agreed blobs. */
-static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
+static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const hbd_xsc_hdr_t *h,
                      const uint8_t **dat, const uint8_t *rootd)
 {
     hbd_ranks_job_t *rj = x->rj;
@@ -1996,6 +1833,10 @@ static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
     uint64_t b = h->count;
     if (c->coll_seq != HB_SEG_SUB_TAG(x->hash, x->seq))
         return HB_ERR_TIMEOUT; /* the member gave up waiting (hb_ncoll_subset) */
+    /* what the blobs agreed is what this member's record asks (its buffers' sizes): a release
+     * that says otherwise does not get to write past them */
+    if (c->op != h->op || c->count != b || (h->op != HB_NCOLL_ALLGATHER && c->root != h->root))
+        return HB_ERR_PROTO;
     if (b == 0)
         return 0;
     xop_batch_t bt = {.pid = rj->pid[lr], .write = 1};
@@ -2022,7 +1863,7 @@ static int xsc_write(hbd_xsub_t *x, uint32_t lr, uint32_t k, const xsc_hdr_t *h,
 
 /* The end of a subset collective here: every local member's output written (status 0) and
  * its answer; dat (malloc'd) and x are freed. */
-static void xsc_finish(hbd_xsub_t *x, int status, const xsc_hdr_t *h, const uint8_t **dat,
+static void xsc_finish(hbd_xsub_t *x, int status, const hbd_xsc_hdr_t *h, const uint8_t **dat,
                        const uint8_t *rootd)
 {
     hbd_job_t *j = x->rj->j;
@@ -2051,7 +1892,7 @@ static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
     }
     /* where each member's block is in the executor's output (its node's block, its place
      * there), as xsc_write takes them after a fence that carried the data */
-    xsc_hdr_t h = {.op = x->op, .root = x->root, .count = x->count};
+    hbd_xsc_hdr_t h = {.op = x->op, .root = x->root, .count = x->count};
     const uint8_t **dat = calloc(x->n, sizeof(*dat)), *rootd = NULL;
     uint64_t len = 0;
     if (status == 0 && dat == NULL)
@@ -2067,7 +1908,7 @@ static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
 }
 
 /* Mode 1, the verdict 0: the data run over the member nodes, its input read before the fence. */
-static void xsc_run_data(hbd_xsub_t *x, const xsc_hdr_t *h)
+static void xsc_run_data(hbd_xsub_t *x, const hbd_xsc_hdr_t *h)
 {
     hbd_job_t *j = x->rj->j;
     hbd_t *d = j->d;
@@ -2124,16 +1965,19 @@ static void xsc_agreed(hbd_t *d, int status, uint8_t *data, size_t len, void *ar
     }
     hbd_job_t *j = x->rj->j;
     const uint8_t **dat = calloc(x->n, sizeof(*dat)), *rootd = NULL;
-    xsc_hdr_t h = {0};
-    if (status == 0)
-        status = dat == NULL ? HB_ERR_NOMEM : xsc_parse(x, data, len, &h, dat, &rootd);
+    hbd_xsc_hdr_t h = {0};
+    if (status == 0) {
+        hbd_xsc_set_t s = xsc_set(x);
+        status =
+            dat == NULL ? HB_ERR_NOMEM : hbd_xsc_parse(&s, d->self, data, len, &h, dat, &rootd);
+    }
     if (status == 0 && h.mode) {
         free(dat);
         free(data);
         xsc_run_data(x, &h);
         return;
     }
-    if (status == 0 && xsc_rooted(h.op) && rootd == NULL)
+    if (status == 0 && hbd_xsc_rooted(h.op) && rootd == NULL)
         status = HB_ERR_PROTO;
     hb_log_debug("job %s: subset collective %#" PRIx64 "/%" PRIu32 " agreed: %s", j->nspace,
                  x->hash, x->seq, hb_status_str(status));
