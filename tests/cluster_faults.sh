@@ -12,7 +12,8 @@
 # Cases: a low-end port idle; an inter-level Center in a barrier (the other job's frames cross its
 # chassis: they go through a stand-in); a root port node in a fence with data; a low-end Center in
 # collectives' data; a port while its job starts; the root Center as the origin of a job
-# (hibar-run's daemon); the root killed and not restarted (a new root gives new jobs their slots).
+# (hibar-run's daemon); the root killed and not restarted (a new root gives new jobs their slots);
+# an inter-level Center that dies holding another job's output on its way (relay).
 # Then a daemon stopped (SIGSTOP) past the heartbeat timeout and continued rejoins by itself, its
 # job ended. The time bounds below are bounds against hangs only.
 . "$(dirname "$0")/hb_test.sh"
@@ -151,6 +152,41 @@ cl status >/dev/null || { cl status; fail "stop: n11 did not rejoin"; }
 held n11 up
 everyone stop
 echo "ok: stop (n11)"
+
+# output on its way to the origin through a daemon that dies: job C on n[09-11] prints 100 lines
+# a rank, then (once they all arrived) n06, on the way from n[09-11] to hibar-run's daemon, is
+# stopped, the ranks print 1900 more (their frames wait in n06), and n06 is killed. Every line
+# arrives, in order: the members send again what the origin had not acknowledged
+old=$(inc_of n06)
+GO=$TMP/go
+R -H 'n[09-11]' -N 1 sh -c 'i=0; while [ $i -lt 2000 ]; do [ $i -eq 100 ] &&
+    while [ ! -e "$0" ]; do sleep 0.02; done; echo "line $HIBAR_RANK $i"; i=$((i + 1)); done' \
+    "$GO" >"$TMP/c.out" 2>"$TMP/c.err" &
+pc=$!
+for _ in $(seq 600); do
+    [ "$(grep -c '^line' "$TMP/c.out")" -ge 300 ] && break
+    kill -0 $pc 2>/dev/null || break
+    sleep 0.05
+done
+[ "$(grep -c '^line' "$TMP/c.out")" -eq 300 ] || fail "relay: job C's first lines did not come"
+kill -STOP "$(cat "$RUN_DIR/n06.pid")"
+touch "$GO"
+sleep 1
+kill -KILL "$(cat "$RUN_DIR/n06.pid")"
+rcc=0
+wait $pc || rcc=$?
+[ $rcc -eq 0 ] || fail "relay: job C (without n06) exit $rcc"
+for r in 0 1 2; do
+    seq 0 1999 | sed "s/^/line $r /" >"$TMP/c.want"
+    grep "^line $r " "$TMP/c.out" | cmp -s - "$TMP/c.want" ||
+        fail "relay: rank $r's lines: $(grep -c "^line $r " "$TMP/c.out") of 2000, or out of order"
+done
+resent=0
+for n in n09 n10 n11; do resent=$((resent + $(stat_of $n relay_resent))); done
+[ "$resent" -gt 0 ] || fail "relay: nothing was sent again (n06 was not on the way?)"
+held n06 lost
+back n06 "$old"
+echo "ok: relay (n06): every line of 6000, $resent frames sent again"
 
 down
 check_clean

@@ -381,8 +381,17 @@ static void test_job(void)
     e.arg = 17; /* more counts than sync numbers */
     CU_ASSERT_EQUAL(job_why(&e, data, 68, NULL), HBD_WIRE_BAD_PAYLOAD);
     e.arg = 0;
-    e.seq = 1;
-    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
+    e.seq = 5; /* the member's last frame of the job */
+    CU_ASSERT_EQUAL(job_why(&e, data, 0, NULL), HBD_WIRE_OK);
+    /* CREDIT: the frames taken (seq, UINT32_MAX: all) and the bytes given back (none: a repeat) */
+    hbd_wire_job_t cr = {.kind = HBD_WIRE_JOB_CREDIT, .src = 7, .dest = 3, .seq = 9, .arg = 4096};
+    CU_ASSERT_EQUAL(job_why(&cr, data, 0, NULL), HBD_WIRE_OK);
+    CU_ASSERT_EQUAL(job_why(&cr, data, 1, NULL), HBD_WIRE_BAD_PAYLOAD);
+    cr.seq = UINT32_MAX;
+    cr.arg = 0;
+    CU_ASSERT_EQUAL(job_why(&cr, data, 0, NULL), HBD_WIRE_OK);
+    cr.arg = 1ull << 32;
+    CU_ASSERT_EQUAL(job_why(&cr, data, 0, NULL), HBD_WIRE_BAD_PAYLOAD);
     /* DRAIN: a bitmap of sync numbers; CLEAN: nothing */
     hbd_wire_job_t dr = {.kind = HBD_WIRE_JOB_DRAIN, .src = 3, .dest = 7, .arg = 0x30};
     CU_ASSERT_EQUAL(job_why(&dr, data, 0, NULL), HBD_WIRE_OK);

@@ -168,10 +168,10 @@ static int job_ok(const hbd_wire_msg_t *m, const hbd_wire_ctx_t *ctx)
     case HBD_WIRE_JOB_DRAIN:
         return dlen == 0 && x.seq == 0 && (x.arg >> 32) == 0;
     case HBD_WIRE_JOB_CREDIT:
-        return dlen == 0 && x.seq == 0 && x.arg != 0 && x.arg <= UINT32_MAX;
+        return dlen == 0 && x.arg <= UINT32_MAX;
     default: /* END */
-        return x.seq == 0 && (x.arg >> 16) == 0 && dlen == (x.arg & 0xff) * 4 &&
-               (x.arg & 0xff) <= 16 && ((x.arg >> 8) & 0xff) + (x.arg & 0xff) <= 32;
+        return (x.arg >> 16) == 0 && dlen == (x.arg & 0xff) * 4 && (x.arg & 0xff) <= 16 &&
+               ((x.arg >> 8) & 0xff) + (x.arg & 0xff) <= 32;
     }
 }
 

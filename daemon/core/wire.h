@@ -104,9 +104,9 @@ typedef struct hbd_wire_msg {
 
 /* What the receiver knows, to judge a frame. */
 typedef struct hbd_wire_ctx {
-    uint32_t n_nodes;   /* nodes in the cluster; src must be below */
-    uint32_t job_max;   /* highest job id served (0: only job 0) */
-    uint32_t peer;      /* node the frame came from (routing id), or UINT32_MAX if unknown */
+    uint32_t n_nodes; /* nodes in the cluster; src must be below */
+    uint32_t job_max; /* highest job id served (0: only job 0) */
+    uint32_t peer;    /* node the frame came from (routing id), or UINT32_MAX if unknown */
 } hbd_wire_ctx_t;
 
 /* HELLO payload: who is speaking, the cluster fingerprint it believes in, and where it takes
@@ -195,10 +195,11 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_SPEC = 1,  /* a chunk of the job spec: seq = chunk number, arg = spec bytes;
                              * every chunk but the last carries exactly HBD_WIRE_JOB_MAX_DATA */
     HBD_WIRE_JOB_KILL = 2,  /* stop the job's ranks on dest */
-    HBD_WIRE_JOB_OUT = 3,   /* launcher lines of src (each ends with '\n', no NUL); seq counts */
-    HBD_WIRE_JOB_END = 4,   /* src's part of the job ended; arg = sync base << 8 | count (0: no
-                             * barrier engine), data = that many u32: the chassis rounds src
-                             * arrived at on each of the job's sync numbers */
+    HBD_WIRE_JOB_OUT = 3,   /* launcher lines of src (each ends with '\n', no NUL); seq counts
+                             * src's OUT and END frames of the job from 0 */
+    HBD_WIRE_JOB_END = 4,   /* src's part of the job ended (seq: its last); arg = sync base << 8
+                             * | count (0: no barrier engine), data = that many u32: the chassis
+                             * rounds src arrived at on each of the job's sync numbers */
     HBD_WIRE_JOB_ALLOC = 5, /* to the root: a slot for the job whose nodes are the bits set in
                              * the data (bit i of byte i / 8: node i; (n_nodes + 7) / 8 bytes);
                              * arg = its ranks */
@@ -208,7 +209,8 @@ typedef enum hbd_wire_job_kind {
     HBD_WIRE_JOB_DRAIN = 8, /* origin -> node: arrive once more at the sync numbers of bitmap arg
                              * (0: none), then report CLEAN (hbd_barrier_job_drain) */
     HBD_WIRE_JOB_CLEAN = 9, /* node -> origin: the job's sync numbers are clean here */
-    /* origin -> node: arg (> 0) more bytes of OUT data may be sent (flow control, hbd_relay.c) */
+    /* origin -> node: it took node's OUT and END frames below seq (UINT32_MAX: it takes no
+     * more), and arg more bytes of OUT data may be sent (flow control, hbd_relay.c) */
     HBD_WIRE_JOB_CREDIT = 10,
     HBD_WIRE_JOB_CENSUS = 11, /* a new root -> node: which jobs' sync numbers do you hold? */
     HBD_WIRE_JOB_HOLD = 12,   /* node -> root: arg records of HBD_WIRE_JOB_HOLD_REC bytes (job

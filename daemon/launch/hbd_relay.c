@@ -81,8 +81,8 @@
 #define HBD_RELAY_RUN_MAX (1u << 20)   /* origin: queued for hibar-run: its own part paused */
 #define HBD_RELAY_RUN_LOW (256u << 10) /* ... and read again at or below */
 #define HBD_RELAY_OUT_WINDOW (512u << 10) /* a node's OUT bytes not yet given back (CREDIT) */
-#define HBD_RELAY_JOB_NSYNC 1          /* sync numbers a job gets: 11 jobs share a chassis */
-#define HBD_RELAY_MAX_JOBS 64          /* relayed jobs one daemon takes part in at once */
+#define HBD_RELAY_JOB_NSYNC 1             /* sync numbers a job gets: 11 jobs share a chassis */
+#define HBD_RELAY_MAX_JOBS 64             /* relayed jobs one daemon takes part in at once */
 
 /* The relay's part of a job (the job object's relay, hbd_job.h): from hibar-run's "run" at the
  * origin, or the first JOB SPEC chunk elsewhere, until job_free. */
@@ -117,7 +117,8 @@ typedef struct rl_job {
     uint32_t clean_wait;
     uint64_t drain_ns;
     uint8_t *ended;     /* [n_nodes] */
-    uint32_t *out_next; /* [n_nodes] next OUT seq */
+    uint32_t *out_next; /* origin: [n_nodes] the next OUT or END seq it takes */
+    uint32_t *acked;    /* origin: [n_nodes] the seq its last CREDIT acknowledged up to */
     uint64_t *owed;     /* origin: [n_nodes] OUT bytes received, not yet given back */
     uint32_t n_ended;
     uint32_t lost_node;
@@ -129,6 +130,16 @@ typedef struct rl_cnt {
     uint32_t base, n;
     uint32_t c[16];
 } rl_cnt_t;
+
+/* A member's OUT or END frame that the origin has not acknowledged yet (by CREDIT): the relay's
+ * send log, outside the job's record (which may go first), sent again after a loss. */
+typedef struct rl_sent {
+    struct rl_sent *next;
+    uint64_t id;
+    hbd_wire_job_t x; /* its header: kind, seq, dest (the origin), arg */
+    uint32_t dlen;
+    uint8_t data[];
+} rl_sent_t;
 
 typedef struct rl_out {
     uint32_t to, len;
@@ -156,6 +167,8 @@ struct hbd_relay {
     rl_alloc_t *allocq;    /* requests waiting for it, oldest first */
     rl_out_t *outq;
     uint64_t outq_bytes, drops;
+    rl_sent_t *sent, **sent_tail; /* the send log, oldest first */
+    uint64_t resent;              /* frames of it sent again after losses */
     hbd_timer_t *tick;
     int reading_paused;
 };
@@ -171,6 +184,11 @@ static void census_hold(hbd_t *d, uint32_t src, uint32_t k, const uint8_t *recs)
 uint64_t hbd_relay_drops(const hbd_t *d)
 {
     return d->relay != NULL ? d->relay->drops : 0;
+}
+
+uint64_t hbd_relay_resent(const hbd_t *d)
+{
+    return d->relay != NULL ? d->relay->resent : 0;
 }
 
 uint32_t hbd_relay_n_jobs(const hbd_t *d)
@@ -218,6 +236,7 @@ static void job_free(rl_job_t *J)
     free(J->cnt);
     free(J->raw);
     free(J->out_next);
+    free(J->acked);
     free(J->owed);
     free(J);
     j->relay = NULL;
@@ -275,7 +294,13 @@ static int job_send(hbd_t *d, uint64_t id, hbd_wire_job_t *x, const void *data, 
     int queued = 0;
     for (rl_out_t *o = R->outq; o != NULL && !queued; o = o->next)
         queued = o->to == to;
-    int rc = queued ? HB_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_JOB, 0, id, pl, len);
+    /* a hop of the live tree not linked yet (a stand-in Center after a loss): linked now, the
+     * frame waits for it in the queue */
+    int lk = hbd_net_peer_up(d, to) ? 0 : hbd_net_link(d, to);
+    if (lk != 0 && lk != HB_ERR_WOULD_BLOCK)
+        return lk;
+    int rc =
+        queued || lk != 0 ? HB_ERR_WOULD_BLOCK : hbd_net_send(d, to, HBD_WIRE_JOB, 0, id, pl, len);
     if (rc != HB_ERR_WOULD_BLOCK)
         return rc;
     rl_out_t *o = malloc(sizeof(*o) + len), **pp = &R->outq;
@@ -323,13 +348,26 @@ static void run_printf(rl_job_t *J, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Origin: give node n back the OUT bytes it is owed (all of them, or once they make a
- * quarter window). */
+/* Origin: CREDIT to node n: the frames it took from n so far (seq), and the OUT bytes it gives
+ * back (arg). */
+static void send_credit(hbd_t *d, uint64_t id, uint32_t n, uint32_t seq, uint64_t bytes)
+{
+    hbd_wire_job_t x = {
+        .kind = HBD_WIRE_JOB_CREDIT, .src = UINT32_MAX, .dest = n, .seq = seq, .arg = bytes};
+    int rc = job_send(d, id, &x, NULL, 0);
+    if (rc != 0 && !d->lost)
+        hb_log_warn("job %" PRIu64 ": CREDIT for node %" PRIu32 " not sent: %s", id, n,
+                    hb_status_str(rc));
+}
+
+/* Origin: give node n back the OUT bytes it is owed and acknowledge its frames (all of them,
+ * or once they make a quarter window). */
 static void credit(rl_job_t *J, uint32_t n, int all)
 {
-    if (J->owed[n] == 0 || (!all && J->owed[n] < HBD_RELAY_OUT_WINDOW / 4))
+    if (J->acked[n] == J->out_next[n] || (!all && J->owed[n] < HBD_RELAY_OUT_WINDOW / 4))
         return;
-    send_simple(J->d, J, n, HBD_WIRE_JOB_CREDIT, J->owed[n]);
+    send_credit(J->d, J->id, n, J->out_next[n], J->owed[n]);
+    J->acked[n] = J->out_next[n];
     J->owed[n] = 0;
 }
 
@@ -501,18 +539,97 @@ static void send_drain(rl_job_t *J)
 
 /* ---- this node's part ---- */
 
+/*
+ * OUT and END go to the origin hop by hop; a daemon on the way that dies takes the frames it
+ * held with it. So a member keeps each in the relay's send log until the origin's CREDIT says
+ * it took it (CREDIT's seq: the frames taken so far, in order), and after a lost node sends
+ * what is in the log again, on the tree of the live nodes. The origin takes each seq once, in
+ * order: a frame it took already gets its last CREDIT again (that one may have been lost too),
+ * and it sends every member its last CREDIT again after a loss. What it will not take any
+ * more (the job over, or that node's part ended) gets CREDIT with seq UINT32_MAX: the member
+ * forgets the job's frames. The log holds at most the window (what CREDIT did not give back
+ * yet) and an END per job.
+ */
+
+/* Send a member's OUT or END to the origin, and keep it in the send log. */
+static int member_send(rl_job_t *J, uint8_t kind, uint64_t arg, const void *data, uint32_t dlen)
+{
+    hbd_t *d = J->d;
+    rl_state_t *R = d->relay;
+    hbd_wire_job_t x = {
+        .kind = kind, .src = UINT32_MAX, .dest = J->origin, .seq = J->out_seq++, .arg = arg};
+    rl_sent_t *e = malloc(sizeof(*e) + dlen);
+    if (e != NULL) {
+        e->next = NULL;
+        e->id = J->id;
+        e->x = x;
+        e->dlen = dlen;
+        if (dlen > 0)
+            memcpy(e->data, data, dlen);
+        *R->sent_tail = e;
+        R->sent_tail = &e->next;
+    }
+    if (kind == HBD_WIRE_JOB_OUT)
+        J->inflight += dlen; /* given back by CREDIT, whether this send fails or not */
+    return job_send(d, J->id, &x, data, dlen);
+}
+
+/* CREDIT from the origin of job id: its frames below seq are taken (UINT32_MAX: all of them, it
+ * takes no more); their OUT bytes leave the window of the job's record J (if any). */
+static void sent_acked(hbd_t *d, uint64_t id, uint32_t origin, uint32_t seq, rl_job_t *J)
+{
+    rl_state_t *R = d->relay;
+    for (rl_sent_t **pp = &R->sent; *pp != NULL;) {
+        rl_sent_t *e = *pp;
+        if (e->id != id || e->x.dest != origin || (seq != UINT32_MAX && e->x.seq >= seq)) {
+            pp = &e->next;
+            continue;
+        }
+        if (J != NULL && e->x.kind == HBD_WIRE_JOB_OUT)
+            J->inflight -= e->dlen < J->inflight ? e->dlen : J->inflight;
+        *pp = e->next;
+        free(e);
+    }
+    R->sent_tail = &R->sent;
+    while (*R->sent_tail != NULL)
+        R->sent_tail = &(*R->sent_tail)->next;
+}
+
+/* A node was lost: the log's frames for a lost origin go; the others are sent again, in order,
+ * on the tree of the live nodes. */
+static void sent_again(hbd_t *d)
+{
+    rl_state_t *R = d->relay;
+    for (rl_sent_t **pp = &R->sent; *pp != NULL;) {
+        rl_sent_t *e = *pp;
+        if (hbd_node_lost(d, e->x.dest)) {
+            *pp = e->next;
+            free(e);
+            continue;
+        }
+        hbd_wire_job_t x = e->x;
+        int rc = job_send(d, e->id, &x, e->data, e->dlen);
+        R->resent++;
+        if (rc != 0)
+            hb_log_warn("job %" PRIu64 ": frame %" PRIu32 " for node %" PRIu32
+                        " not sent again: %s",
+                        e->id, e->x.seq, e->x.dest, hb_status_str(rc));
+        pp = &e->next;
+    }
+    R->sent_tail = &R->sent;
+    while (*R->sent_tail != NULL)
+        R->sent_tail = &(*R->sent_tail)->next;
+}
+
 static void out_flush(rl_job_t *J)
 {
     if (J->olen == 0)
         return;
-    hbd_wire_job_t x = {
-        .kind = HBD_WIRE_JOB_OUT, .src = UINT32_MAX, .dest = J->origin, .seq = J->out_seq++};
-    int rc = J->origin_lost ? HB_ERR_PEER_LOST : job_send(J->d, J->id, &x, J->obuf, J->olen);
-    if (rc == 0)
-        J->inflight += J->olen;
+    int rc =
+        J->origin_lost ? HB_ERR_PEER_LOST : member_send(J, HBD_WIRE_JOB_OUT, 0, J->obuf, J->olen);
     if (rc != 0 && !J->origin_lost && !J->d->lost)
-        hb_log_warn("job %" PRIu64 ": output for node %" PRIu32 " dropped: %s", J->id, J->origin,
-                    hb_status_str(rc));
+        hb_log_warn("job %" PRIu64 ": output for node %" PRIu32 " not sent yet: %s", J->id,
+                    J->origin, hb_status_str(rc));
     J->olen = 0;
 }
 
@@ -565,14 +682,10 @@ static void part_end(rl_job_t *J)
     }
     out_flush(J);
     if (!J->origin_lost) {
-        hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_END,
-                            .src = UINT32_MAX,
-                            .dest = J->origin,
-                            .arg = (uint64_t)c.base << 8 | c.n};
-        int rc = job_send(d, J->id, &x, c.c, c.n * 4);
+        int rc = member_send(J, HBD_WIRE_JOB_END, (uint64_t)c.base << 8 | c.n, c.c, c.n * 4);
         if (rc != 0 && !d->lost)
-            hb_log_warn("job %" PRIu64 ": END for node %" PRIu32 " not sent: %s", J->id, J->origin,
-                        hb_status_str(rc));
+            hb_log_warn("job %" PRIu64 ": END for node %" PRIu32 " not sent yet: %s", J->id,
+                        J->origin, hb_status_str(rc));
     }
     if (!J->end_wait || J->origin_lost)
         job_free(J);
@@ -880,6 +993,7 @@ void hbd_relay_run(hbd_t *d, hbd_reply_t *conn, const char *spec_path)
     J = job_new(d, spec->id, d->self); /* from here on, job_free undoes it */
     if (J == NULL || (J->ended = calloc(n, 1)) == NULL ||
         (J->out_next = calloc(n, sizeof(uint32_t))) == NULL ||
+        (J->acked = calloc(n, sizeof(uint32_t))) == NULL ||
         (J->owed = calloc(n, sizeof(uint64_t))) == NULL) {
         hbd_reply(conn, "err %d %s", HB_ERR_NOMEM, hb_status_str(HB_ERR_NOMEM));
         goto out;
@@ -1291,10 +1405,10 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         }
         return;
     case HBD_WIRE_JOB_CREDIT:
-        if ((J = job_find(d, id, x.src)) != NULL) {
-            J->inflight -= x.arg < J->inflight ? x.arg : J->inflight;
+        J = job_find(d, id, x.src);
+        sent_acked(d, id, x.src, x.seq, J);
+        if (J != NULL)
             part_reading(J);
-        }
         return;
     case HBD_WIRE_JOB_ALLOC: {
         uint8_t *member = calloc(d->topo->n_nodes, 1);
@@ -1339,19 +1453,26 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
     default:
         break;
     }
-    /* OUT, END (from a node still running its part): for a job this node originated */
+    /* OUT, END (from a node still running its part): for a job this node originated, each seq
+     * once and in order */
     J = job_find(d, id, d->self);
+    if (J != NULL && J->out_next != NULL && x.seq < J->out_next[x.src]) {
+        if (J->acked[x.src] > 0) /* sent again after a loss: its CREDIT may have been lost */
+            send_credit(d, id, x.src, J->acked[x.src], 0);
+        return;
+    }
     if (J == NULL || J->ended == NULL || J->finishing || !J->job->member[x.src] ||
         J->ended[x.src]) {
+        send_credit(d, id, x.src, UINT32_MAX, 0); /* nothing more is taken: forget them */
         drop(d, "not a running job of this origin", id, x.src);
         return;
     }
+    if (x.seq != J->out_next[x.src]) {
+        drop(d, "a frame before it is missing (sent again after the loss)", id, x.src);
+        return;
+    }
+    J->out_next[x.src]++;
     if (x.kind == HBD_WIRE_JOB_OUT) {
-        if (x.seq != J->out_next[x.src]) {
-            drop(d, "output out of order", id, x.src);
-            return;
-        }
-        J->out_next[x.src]++;
         for (const uint8_t *p = data, *end = data + dlen; p < end;) {
             const uint8_t *nl = memchr(p, '\n', (size_t)(end - p)); /* the last byte is one */
             run_line(J, x.src, (const char *)p, (size_t)(nl - p));
@@ -1367,6 +1488,7 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
             c->n = (uint32_t)x.arg & 0xff;
             memcpy(c->c, data, c->n * 4);
         }
+        credit(J, x.src, 1); /* its last frame taken: the node forgets them */
         node_ended(J, x.src);
     }
 }
@@ -1394,6 +1516,13 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
     root_check(d); /* the root itself may be the lost one */
     if (R->census_wait != NULL && node < d->topo->n_nodes && R->census_wait[node])
         census_hold(d, node, 0, NULL); /* it will not answer */
+    /* the output a dead daemon on the way took with it: members send their log again, origins
+     * their last CREDITs (both may have gone through it) */
+    sent_again(d);
+    for (rl_job_t *J = job_next(d->jobs.head); J != NULL; J = job_next(J->job->next))
+        for (uint32_t n = 0; J->origin == d->self && J->acked != NULL && n < d->topo->n_nodes; n++)
+            if (J->acked[n] > 0 && n != d->self && !hbd_node_lost(d, n))
+                send_credit(d, J->id, n, J->acked[n], 0);
     /* the root: the slots of the jobs that lost node started give nobody them back */
     for (hbd_slot_t *sl = R->is_root ? R->slots.list : NULL, *nx; sl != NULL; sl = nx) {
         nx = sl->next;
@@ -1458,14 +1587,27 @@ static void tick_cb(hbd_t *d, void *arg)
             orphans |= sl->expire_ns != 0;
         }
     }
-    /* queued frames, in order per hop */
+    /* queued frames, in order per hop; a hop that is not linked yet is (hbd_net_link), one that
+     * was lost gives its frames to the live tree's next hop toward their destination */
     uint32_t blocked[16], nb = 0;
     for (rl_out_t **pp = &R->outq; *pp != NULL;) {
         rl_out_t *o = *pp;
         int skip = nb == 16;
         for (uint32_t i = 0; i < nb; i++)
             skip |= blocked[i] == o->to;
-        int rc = skip ? HB_ERR_WOULD_BLOCK
+        int rc = skip || hbd_net_peer_up(d, o->to) ? 0 : hbd_net_link(d, o->to);
+        if (rc == HB_ERR_PEER_LOST) {
+            hbd_wire_job_t x;
+            hbd_wire_job_unpack(o->pl, &x);
+            uint32_t to = hbd_route_next_hop(d, x.dest);
+            if (to != o->to && to < d->topo->n_nodes && !hbd_node_lost(d, x.dest)) {
+                o->to = to;
+                rc = HB_ERR_WOULD_BLOCK; /* in its new hop's turn */
+                skip = 1;
+            }
+        }
+        if (rc == 0)
+            rc = skip ? HB_ERR_WOULD_BLOCK
                       : hbd_net_send(d, o->to, HBD_WIRE_JOB, 0, o->job, o->pl, o->len);
         if (rc == HB_ERR_WOULD_BLOCK) {
             if (!skip)
@@ -1605,6 +1747,7 @@ int hbd_relay_init(hbd_t *d)
     if (d->relay == NULL)
         return HB_ERR_NOMEM;
     d->relay->is_root = d->self == root_node(d);
+    d->relay->sent_tail = &d->relay->sent;
     if (d->relay->is_root) {
         int rc = hbd_slots_init(&d->relay->slots, d->topo, HBD_SYNC_JOB_FIRST, HBD_SYNC_JOB_END,
                                 HBD_RELAY_JOB_NSYNC);
@@ -1638,6 +1781,12 @@ void hbd_relay_fini(hbd_t *d)
     }
     R->outq_bytes = 0;
     R->reading_paused = 0;
+    while (R->sent != NULL) {
+        rl_sent_t *e = R->sent;
+        R->sent = e->next;
+        free(e);
+    }
+    R->sent_tail = &R->sent;
     hbd_timer_free(R->tick);
     hbd_slots_fini(&R->slots);
     free(R->census_wait);

@@ -18,6 +18,8 @@ int hbd_relay_init(hbd_t *d);
 /* JOB frames that were well formed but did not fit the relay's state (unknown job, chunk out of
  * order, not for a job this node originated): dropped and counted. */
 uint64_t hbd_relay_drops(const hbd_t *d);
+/* Output frames (OUT, END) sent again after losses: a dead daemon on the way took them. */
+uint64_t hbd_relay_resent(const hbd_t *d);
 /* Relayed jobs this daemon takes part in (status). */
 uint32_t hbd_relay_n_jobs(const hbd_t *d);
 /* Control command "jobs" (the cluster's root daemon only: it holds every job's slot): "ok jobs=N"
