@@ -551,6 +551,14 @@ static void send_drain(rl_job_t *J)
  * yet) and an END per job.
  */
 
+/* The send log's tail again, after entries left it. */
+static void sent_retail(rl_state_t *R)
+{
+    R->sent_tail = &R->sent;
+    while (*R->sent_tail != NULL)
+        R->sent_tail = &(*R->sent_tail)->next;
+}
+
 /* Send a member's OUT or END to the origin, and keep it in the send log. */
 static int member_send(rl_job_t *J, uint8_t kind, uint64_t arg, const void *data, uint32_t dlen)
 {
@@ -590,9 +598,7 @@ static void sent_acked(hbd_t *d, uint64_t id, uint32_t origin, uint32_t seq, rl_
         *pp = e->next;
         free(e);
     }
-    R->sent_tail = &R->sent;
-    while (*R->sent_tail != NULL)
-        R->sent_tail = &(*R->sent_tail)->next;
+    sent_retail(R);
 }
 
 /* A node was lost: the log's frames for a lost origin go; the others are sent again, in order,
@@ -616,9 +622,7 @@ static void sent_again(hbd_t *d)
                         e->id, e->x.seq, e->x.dest, hb_status_str(rc));
         pp = &e->next;
     }
-    R->sent_tail = &R->sent;
-    while (*R->sent_tail != NULL)
-        R->sent_tail = &(*R->sent_tail)->next;
+    sent_retail(R);
 }
 
 static void out_flush(rl_job_t *J)
