@@ -1520,13 +1520,20 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
     root_check(d); /* the root itself may be the lost one */
     if (R->census_wait != NULL && node < d->topo->n_nodes && R->census_wait[node])
         census_hold(d, node, 0, NULL); /* it will not answer */
-    /* the output a dead daemon on the way took with it: members send their log again, origins
-     * their last CREDITs (both may have gone through it) */
+    /* what a dead daemon on the way took with it: members send their log again, origins their
+     * last CREDITs and, for a job they stopped, KILL to the nodes that did not end yet (a KILL
+     * twice is no error) */
     sent_again(d);
     for (rl_job_t *J = job_next(d->jobs.head); J != NULL; J = job_next(J->job->next))
-        for (uint32_t n = 0; J->origin == d->self && J->acked != NULL && n < d->topo->n_nodes; n++)
-            if (J->acked[n] > 0 && n != d->self && !hbd_node_lost(d, n))
+        for (uint32_t n = 0; J->origin == d->self && J->acked != NULL && n < d->topo->n_nodes;
+             n++) {
+            if (n == d->self || hbd_node_lost(d, n) || J->job->member == NULL || !J->job->member[n])
+                continue;
+            if (J->acked[n] > 0)
                 send_credit(d, J->id, n, J->acked[n], 0);
+            if (J->killed && !J->ended[n])
+                send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
+        }
     /* the root: the slots of the jobs that lost node started give nobody them back */
     for (hbd_slot_t *sl = R->is_root ? R->slots.list : NULL, *nx; sl != NULL; sl = nx) {
         nx = sl->next;
