@@ -34,6 +34,19 @@ else
 fi
 "$bench" barrier --ranks $(($(nproc) + 1)) --floor >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] && echo "ok   --floor with ranks > cores refused" || { echo "FAIL --floor > cores: exit $rc"; failed=1; }
+# --compare whose Open MPI run fails (an mpirun that exits 1): hibar's rows of every size still
+# come, no open-mpi row, and the exit status says the comparison is not whole
+fake=$(mktemp -d /tmp/hibar-fakempi.XXXXXX) || exit 99
+on_exit 'rm -rf "$fake"'
+printf '#!/bin/sh\necho "fake mpirun: no" >&2\nexit 1\n' >"$fake/mpirun" && chmod +x "$fake/mpirun"
+out=$(PATH="$fake:$PATH" "$bench" scatter --ranks 2 --iters 10 --warmup 2 --sizes 8,4K --compare \
+    --json 2>/dev/null); rc=$?
+check "scatter --compare, Open MPI failing" "$out" 2
+if [ "$rc" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '"impl": "open-mpi"'; then
+    echo "ok   a failed peer: exit $rc, no peer row"
+else
+    echo "FAIL a failed peer: exit $rc"; printf '%s\n' "$out"; failed=1
+fi
 # bad usage: exit status 2
 "$bench" barrier --ranks 0 >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] && echo "ok   --ranks 0 refused" || { echo "FAIL --ranks 0: exit $rc"; failed=1; }
