@@ -13,7 +13,8 @@
 # chassis: they go through a stand-in); a root port node in a fence with data; a low-end Center in
 # collectives' data; a port while its job starts; the root Center as the origin of a job
 # (hibar-run's daemon); the root killed and not restarted (a new root gives new jobs their slots);
-# an inter-level Center that dies holding another job's output on its way (relay).
+# an inter-level Center that dies holding another job's output on its way (relay), or its spec
+# (spec).
 # Then a daemon stopped (SIGSTOP) past the heartbeat timeout and continued rejoins by itself, its
 # job ended. The time bounds below are bounds against hangs only.
 . "$(dirname "$0")/hb_test.sh"
@@ -187,6 +188,23 @@ for n in n09 n10 n11; do resent=$((resent + $(stat_of $n relay_resent))); done
 held n06 lost
 back n06 "$old"
 echo "ok: relay (n06): every line of 6000, $resent frames sent again"
+
+# a job's spec on its way through a daemon that dies: n06 stopped, job D on n[09-11] started
+# (the origin sends its spec toward n06), n06 killed: the origin sends the spec again to the
+# nodes it has not heard from, and the job runs (it waited for them forever)
+old=$(inc_of n06)
+kill -STOP "$(cat "$RUN_DIR/n06.pid")"
+R -H 'n[09-11]' -N 1 sh -c 'echo "started $HIBAR_RANK"' >"$TMP/d.out" 2>"$TMP/d.err" &
+pd=$!
+sleep 0.5
+kill -KILL "$(cat "$RUN_DIR/n06.pid")"
+rcd=0
+wait $pd || rcd=$?
+[ $rcd -eq 0 ] || fail "spec: job D (without n06) exit $rcd"
+[ "$(grep -c '^started [012]$' "$TMP/d.out")" -eq 3 ] || fail "spec: not every rank of job D ran"
+held n06 lost
+back n06 "$old"
+echo "ok: spec (n06)"
 
 down
 check_clean

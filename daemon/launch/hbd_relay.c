@@ -110,6 +110,9 @@ typedef struct rl_job {
     uint32_t size; /* ranks */
     char *raw;     /* the spec as hibar-run wrote it, until the slot comes */
     size_t raw_len;
+    char *spec_out;      /* the spec with its slot, until every other node was heard from (sent */
+    size_t spec_out_len; /* again after a loss to those that were not) */
+    uint32_t spec_unheard;
     uint32_t jobno;     /* origin: the slot it holds (0: not given yet, or given back) */
     int end_wait;       /* the part ended: the engine waits for its drain (then CLEAN) */
     struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END) */
@@ -235,6 +238,7 @@ static void job_free(rl_job_t *J)
     free(J->ended);
     free(J->cnt);
     free(J->raw);
+    free(J->spec_out);
     free(J->out_next);
     free(J->acked);
     free(J->owed);
@@ -559,6 +563,15 @@ static void sent_retail(rl_state_t *R)
         R->sent_tail = &(*R->sent_tail)->next;
 }
 
+/* Does the send log hold frames of job id for origin? (its part here ran) */
+static int sent_has(const hbd_t *d, uint64_t id, uint32_t origin)
+{
+    for (const rl_sent_t *e = d->relay->sent; e != NULL; e = e->next)
+        if (e->id == id && e->x.dest == origin)
+            return 1;
+    return 0;
+}
+
 /* Send a member's OUT or END to the origin, and keep it in the send log. */
 static int member_send(rl_job_t *J, uint8_t kind, uint64_t arg, const void *data, uint32_t dlen)
 {
@@ -762,7 +775,7 @@ err_out : {
         node_ended(J, d->self);
     } else {
         out_flush(J);
-        send_simple(d, J, J->origin, HBD_WIRE_JOB_END, 0);
+        (void)member_send(J, HBD_WIRE_JOB_END, 0, NULL, 0);
         job_free(J);
     }
 }
@@ -837,6 +850,33 @@ static int spec_file(hbd_t *d, uint64_t id, const void *buf, size_t len, char *p
     return HB_ERR_IO;
 }
 
+/* Origin: the spec to node i, in chunks. */
+static int spec_send(rl_job_t *J, uint32_t i, const char *raw, size_t raw_len)
+{
+    int rc = 0;
+    for (uint64_t off = 0, seq = 0; off < raw_len && rc == 0; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
+        uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
+                                                                       : HBD_WIRE_JOB_MAX_DATA);
+        hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_SPEC,
+                            .src = UINT32_MAX,
+                            .dest = i,
+                            .seq = (uint32_t)seq,
+                            .arg = raw_len,
+                            .flags = off + dl == raw_len ? HBD_WIRE_JOB_F_LAST : 0};
+        rc = job_send(J->d, J->id, &x, raw + off, dl);
+    }
+    return rc;
+}
+
+/* Origin: a node's first frame came (it has the spec); the spec goes once all did. */
+static void spec_heard(rl_job_t *J)
+{
+    if (J->spec_unheard > 0 && --J->spec_unheard == 0) {
+        free(J->spec_out);
+        J->spec_out = NULL;
+    }
+}
+
 /* The job got its slot: add it to the spec, send the spec to the job's other nodes, start this
  * node's part (if it has one). */
 static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_sync)
@@ -866,18 +906,8 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     for (uint32_t i = 0; i < n; i++) {
         if (i == d->self || !J->job->member[i])
             continue;
-        for (uint64_t off = 0, seq = 0; off < raw_len; off += HBD_WIRE_JOB_MAX_DATA, seq++) {
-            uint32_t dl = (uint32_t)(raw_len - off < HBD_WIRE_JOB_MAX_DATA ? raw_len - off
-                                                                           : HBD_WIRE_JOB_MAX_DATA);
-            hbd_wire_job_t x = {.kind = HBD_WIRE_JOB_SPEC,
-                                .src = UINT32_MAX,
-                                .dest = i,
-                                .seq = (uint32_t)seq,
-                                .arg = raw_len,
-                                .flags = off + dl == raw_len ? HBD_WIRE_JOB_F_LAST : 0};
-            if ((rc = job_send(d, J->id, &x, raw + off, dl)) != 0)
-                break;
-        }
+        if ((rc = spec_send(J, i, raw, raw_len)) == 0)
+            J->spec_unheard++;
         if (rc != 0) {
             run_printf(J, "%" PRIu32 " lost cannot send the job to it: %s\n", i, hb_status_str(rc));
             J->ended[i] = 1;
@@ -886,8 +916,13 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
             rc = 0;
         }
     }
+    if (J->spec_unheard > 0) { /* kept: a node on the way to them may die (spec_heard) */
+        J->spec_out = raw;
+        J->spec_out_len = raw_len;
+    }
     if (!J->job->member[d->self]) {
-        free(raw);
+        if (J->spec_out != raw)
+            free(raw);
         if (J->killed) {
             J->killed = 0;
             relay_kill(J, "a node could not be reached");
@@ -898,7 +933,8 @@ static void relay_start(rl_job_t *J, uint32_t jobno, uint32_t base, uint32_t n_s
     /* this node's part reads the spec with its slot from a file of ours, as the others do */
     uint64_t id = J->id;
     int wrc = spec_file(d, id, raw, raw_len, path, sizeof(path));
-    free(raw);
+    if (J->spec_out != raw)
+        free(raw);
     if (wrc != 0) {
         run_printf(J, "%" PRIu32 " err %d cannot write the job spec into the daemon's run dir\n",
                    d->self, HB_ERR_IO);
@@ -1095,7 +1131,7 @@ static void remote_refuse(rl_job_t *J, int rc, const char *text)
     int n = snprintf(line, sizeof(line), "err %d %s", rc, text);
     part_line(J, line, (size_t)n);
     out_flush(J);
-    send_simple(J->d, J, J->origin, HBD_WIRE_JOB_END, 0);
+    (void)member_send(J, HBD_WIRE_JOB_END, 0, NULL, 0);
 }
 
 /* ... and the record goes. */
@@ -1109,9 +1145,15 @@ static void on_spec(hbd_t *d, uint64_t id, const hbd_wire_job_t *x, const uint8_
                     uint32_t dlen)
 {
     rl_job_t *J = job_find(d, id, x->src);
+    /* the origin sends the spec again after a loss to a node it has not heard from: what came
+     * already (a chunk, the whole spec, or a part that ran and whose frames it has not taken
+     * yet) is not taken twice */
+    if ((J != NULL && (J->spec == NULL || x->seq < J->spec_seq)) ||
+        (J == NULL && x->seq == 0 && sent_has(d, id, x->src)))
+        return;
     if (x->seq == 0) {
-        if (J != NULL || hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
-            drop(d, J != NULL ? "job exists" : "too many jobs", id, x->src);
+        if (hbd_relay_n_jobs(d) >= HBD_RELAY_MAX_JOBS) {
+            drop(d, "too many jobs", id, x->src);
             return;
         }
         if (hbd_job_get(d, id) != NULL) {
@@ -1475,7 +1517,8 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         drop(d, "a frame before it is missing (sent again after the loss)", id, x.src);
         return;
     }
-    J->out_next[x.src]++;
+    if (J->out_next[x.src]++ == 0)
+        spec_heard(J);
     if (x.kind == HBD_WIRE_JOB_OUT) {
         for (const uint8_t *p = data, *end = data + dlen; p < end;) {
             const uint8_t *nl = memchr(p, '\n', (size_t)(end - p)); /* the last byte is one */
@@ -1531,6 +1574,10 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
                 continue;
             if (J->acked[n] > 0)
                 send_credit(d, J->id, n, J->acked[n], 0);
+            if (J->spec_out != NULL && J->out_next[n] == 0 && !J->ended[n] &&
+                spec_send(J, n, J->spec_out, J->spec_out_len) != 0)
+                hb_log_warn("job %" PRIu64 ": its spec for node %s not sent again", J->id,
+                            d->cfg->nodes[n].name);
             if (J->killed && !J->ended[n])
                 send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
         }
