@@ -1653,7 +1653,9 @@ static void tick_cb(hbd_t *d, void *arg)
         int skip = nb == 16;
         for (uint32_t i = 0; i < nb; i++)
             skip |= blocked[i] == o->to;
-        int rc = skip || hbd_net_peer_up(d, o->to) ? 0 : hbd_net_link(d, o->to);
+        int rc = skip ? HB_ERR_WOULD_BLOCK : hbd_net_peer_up(d, o->to) ? 0 : hbd_net_link(d, o->to);
+        if (rc == 0)
+            rc = hbd_net_send(d, o->to, HBD_WIRE_JOB, 0, o->job, o->pl, o->len);
         if (rc == HB_ERR_PEER_LOST) {
             hbd_wire_job_t x;
             hbd_wire_job_unpack(o->pl, &x);
@@ -1664,9 +1666,6 @@ static void tick_cb(hbd_t *d, void *arg)
                 skip = 1;
             }
         }
-        if (rc == 0)
-            rc = skip ? HB_ERR_WOULD_BLOCK
-                      : hbd_net_send(d, o->to, HBD_WIRE_JOB, 0, o->job, o->pl, o->len);
         if (rc == HB_ERR_WOULD_BLOCK) {
             if (!skip)
                 blocked[nb++] = o->to;
