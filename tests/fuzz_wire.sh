@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# fuzz_wire.sh: build the libFuzzer target of the daemon frame decoder with clang and run it (60 s).
+# fuzz_wire.sh: build the libFuzzer targets of the daemon frame decoder and of the rank-set
+# collective's blobs (daemon/launch/hbd_xsc.c, what peer daemons send in a subset fence) with
+# clang and run them (60 s and 30 s).
 set -u
 src=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$(dirname "$0")/hb_test.sh"
@@ -43,4 +45,31 @@ if [ $rc -ne 0 ]; then
     exit 1
 fi
 grep -E '^stat::number_of_executed_units' "$work/log"
+
+# the rank-set collective's blobs: a seed of a good gather release (2 members on 2 nodes, 4
+# bytes each): byte 0 picks 2 members, byte 1 node 0, then their nodes 0 and 1
+clang -g -O1 -std=gnu11 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -I"$bld" -I"$src/daemon/launch" -I"$src/libclient" \
+    -I"$src/common" "$src/tests/fuzz/fuzz_xsc.c" "$src/daemon/launch/hbd_xsc.c" \
+    -o "$work/fuzz_xsc" || exit 99
+mkdir -p "$work/xcorpus"
+u32() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)) \
+    $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
+blob() { # node member: magic node op=gather n_here=1 root=0 verdict=0 count=4 order data_len=4
+    u32 1129529928; u32 "$1"; u32 3; u32 1; u32 0; u32 0; u32 4; u32 0; u32 77; u32 0; u32 4; u32 0
+    u32 0; u32 0; u32 "$2"; u32 0; printf 'abcd'
+}
+{ printf '\001\000\000\001'; blob 0 0; blob 1 1; } >"$work/xcorpus/gather"
+"$work/fuzz_xsc" -max_total_time="$((secs / 2))" -print_final_stats=1 \
+    -artifact_prefix="$work/x-" "$work/xcorpus" 2>"$work/xlog"
+rc=$?
+tail -n 5 "$work/xlog"
+if [ $rc -ne 0 ]; then
+    echo "FAIL: the blob fuzzer found a crash (rc $rc)"
+    for f in "$work"/x-crash-* "$work"/x-leak-* "$work"/x-timeout-*; do
+        [ -f "$f" ] && { echo "input $f:"; od -A d -t x1 "$f" | head -20; }
+    done
+    exit 1
+fi
+grep -E '^stat::number_of_executed_units' "$work/xlog"
 exit 0
