@@ -1577,19 +1577,10 @@ static void xsub_barrier_done(hbd_t *d, uint64_t coll, int status, void *arg)
  * same verdict from them: the first node's error in the blobs' order, else MISMATCH where
  * the blobs' arguments or member orders differ, else it writes its members' outputs by
  * cross-memory attach and answers each member (a member whose buffer cannot be written gets
- * that error, the others success: as an MPI error, the rest is not undone). Blob, host order
- * as the agreement's:
- *   u32 magic, u32 node, u32 op (HB_NCOLL_*), u32 n_here, i32 root, i32 verdict,
- *   u64 count (bytes per member), u64 order (FNV-1a of the member list in its order),
- *   u64 data_len, u32 cut, u32 mode, n_here x u32 member index (padded to 8 bytes), data_len
- *   bytes: bcast and scatter the root's buffer (on the root's node), gather and allgather the
- *   blocks of the node's members in the order of the indexes. The fence's leader sends each
- *   other member node a release trimmed for it (xsc_trim): a scatter's root blob with only
- *   that node's members' blocks (ascending member index), a gather's blobs without data
- *   unless the root's member runs there; every blob then says cut.
- * Mode 1 (xsc_mode: more data in all than coll_inline_max, decided alike by every node from
- * the same arguments, compared in the verdict): the blobs carry no data; once the verdict is
- * 0, every member node starts a data run of hbd_coll.c over the member nodes (its schedule's
+ * that error, the others success: as an MPI error, the rest is not undone). The blob's layout,
+ * its reading (the verdict) and the release the leader trims for each member node: hbd_xsc.h.
+ * Mode 1 (xsc_mode): the blobs carry no data; once the verdict is 0, every member node starts
+ * a data run of hbd_coll.c over the member nodes (its schedule's
  * node i: the i-th member node, ascending; node i's block: its members' blocks in ascending
  * member index), whose input each node read before the fence (a read that fails is its
  * verdict), and writes the outputs when the run ends.
@@ -1902,8 +1893,9 @@ static void xsc_data_done(hbd_t *d, int status, const hb_coll_sched_t *s, const 
         if (p != NULL && len >= ((uint64_t)x->pos[m] + 1) * x->count)
             dat[m] = p + (uint64_t)x->pos[m] * x->count;
     }
-    if (status == 0 && x->op == HB_NCOLL_BCAST)
-        rootd = hb_coll_exec_block(xe, 0, &len);
+    if (status == 0 && x->op == HB_NCOLL_BCAST &&
+        ((rootd = hb_coll_exec_block(xe, 0, &len)) == NULL || len < x->count))
+        rootd = NULL; /* xsc_write: INTERNAL */
     xsc_finish(x, status, &h, dat, rootd);
 }
 

@@ -1,9 +1,9 @@
-/* hbd_xsc.c: the blobs of a collective of a rank set across nodes (doc/design.md 7.3): one
- * member node's blob, the verdict every member node reaches from all of them, and the release
- * the fence's leader trims for one member node. Pure functions of the bytes and the set, so
- * that what a peer daemon sends is checked in one place (tests/test_xsc.c feeds them
- * malformed releases). hbd_ranks.c reads the ranks' records, sends the blob and writes the
- * outputs. */
+/* hbd_xsc.c: reading the blobs of a collective of a rank set across nodes (doc/design.md 7.3;
+ * the layout and each function: hbd_xsc.h): the verdict every member node reaches from all of
+ * them, and the release the fence's leader trims for one member node. Pure functions of the
+ * bytes and the set, so that what a peer daemon sends is checked in one place
+ * (tests/test_xsc.c, tests/fuzz/fuzz_xsc.c). hbd_ranks.c makes the blob from the ranks'
+ * records, sends it and writes the outputs. */
 #include "hb_config.h"
 
 #include <stdlib.h>
@@ -32,8 +32,6 @@ int hbd_xsc_on(const hbd_xsc_set_t *x, uint32_t k, uint32_t node)
     return x->map[x->list[k]] == node;
 }
 
-/* The blob at data[*off, len): its header into *h, its member indexes at *mp, its data at *dp,
- * and *off past it; -1 (nothing moved) where it is not one or does not fit. */
 int hbd_xsc_next(const hbd_xsc_set_t *x, const uint8_t *data, size_t len, size_t *off,
                  hbd_xsc_hdr_t *h, const uint8_t **mp, const uint8_t **dp)
 {
@@ -52,9 +50,6 @@ int hbd_xsc_next(const hbd_xsc_set_t *x, const uint8_t *data, size_t len, size_t
     return 0;
 }
 
-/* Every member node's blob: the verdict (the same on all of them) and, with 0, where each
- * member's data is: gather and allgather every member's block (dat[k]), scatter the blocks of
- * this node's members (dat[k]), bcast the root's buffer (*rootd). */
 int hbd_xsc_parse(const hbd_xsc_set_t *x, uint32_t self, const uint8_t *data, size_t len,
                   hbd_xsc_hdr_t *first, const uint8_t **dat, const uint8_t **rootd)
 {
@@ -129,10 +124,6 @@ int hbd_xsc_parse(const hbd_xsc_set_t *x, uint32_t self, const uint8_t *data, si
     return 0;
 }
 
-/* The fence's release for member node `kid` (a star: it passes nothing on): a scatter's root
- * blob with that node's members' blocks only, a gather's blobs without their data unless the
- * root's member runs there; 0 (the whole release) for the others, for a release this does not
- * know how to cut, and without memory. */
 int hbd_xsc_cut(const hbd_xsc_set_t *x, uint32_t kid, const uint8_t *all, size_t len, uint8_t **out,
                 size_t *out_len)
 {
