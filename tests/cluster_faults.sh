@@ -13,8 +13,8 @@
 # chassis: they go through a stand-in); a root port node in a fence with data; a low-end Center in
 # collectives' data; a port while its job starts; the root Center as the origin of a job
 # (hibar-run's daemon); the root killed and not restarted (a new root gives new jobs their slots);
-# an inter-level Center that dies holding another job's output on its way (relay), or its spec
-# (spec).
+# an inter-level Center that dies holding another job's output on its way (relay), its spec
+# (spec), or its verdicts on the sync numbers (drain).
 # Then a daemon stopped (SIGSTOP) past the heartbeat timeout and continued rejoins by itself, its
 # job ended. The time bounds below are bounds against hangs only.
 . "$(dirname "$0")/hb_test.sh"
@@ -205,6 +205,65 @@ wait $pd || rcd=$?
 held n06 lost
 back n06 "$old"
 echo "ok: spec (n06)"
+
+# the verdicts on a job's sync numbers (DRAIN) on their way through a daemon that dies: job E on
+# n00 and n[09-11]; the ranks on n[09-11] end at once and their ends reach the origin (their send
+# logs empty, their parts waiting for the verdict), n06 is stopped, rank 0 ends (the origin
+# sends DRAIN toward n06) and n06 is killed: the origin sends its verdicts again and the job ends
+# with every node clean (before, the nodes' engines waited for the verdict until the barrier
+# timeout and logged that their sync numbers did not drain, and only then was the slot given back)
+nclean() { cat "$RUN_DIR"/*.log 2>/dev/null | grep -c 'did not report clean\|did not drain within'; }
+old=$(inc_of n06)
+GO=$TMP/go-e
+R -H 'n00,n[09-11]' -N 1 sh -c '[ "$HIBAR_RANK" != 0 ] ||
+    while [ ! -e "$0" ]; do sleep 0.02; done; echo "done $HIBAR_RANK"' \
+    "$GO" >"$TMP/e.out" 2>"$TMP/e.err" &
+pe=$!
+settled() {
+    [ "$(grep -c '^done [123]$' "$TMP/e.out")" -eq 3 ] || return 1
+    local n
+    for n in n09 n10 n11; do
+        [ "$(stat_of $n relay_draining)" = 1 ] && [ "$(stat_of $n relay_unacked)" = 0 ] || return 1
+    done
+}
+for _ in $(seq 600); do
+    settled && break
+    kill -0 $pe 2>/dev/null || break
+    sleep 0.05
+done
+settled || fail "drain: job E's ranks on n[09-11] did not end, or their ends were not taken"
+# frames sent again by the live daemons: the members' logs are empty, so only the origin's DRAINs
+resent() {
+    local n t=0
+    for n in n00 n01 n02 n03 n04 n05 n07 n08 n09 n10 n11; do
+        t=$((t + $(stat_of $n relay_resent)))
+    done
+    echo $t
+}
+resent0=$(resent)
+nclean0=$(nclean)
+kill -STOP "$(cat "$RUN_DIR/n06.pid")"
+touch "$GO"
+sleep 1
+kill -KILL "$(cat "$RUN_DIR/n06.pid")"
+rce=0
+wait $pe || rce=$?
+[ $rce -eq 0 ] || fail "drain: job E (without n06) exit $rce"
+[ "$(grep -c '^done [0123]$' "$TMP/e.out")" -eq 4 ] || fail "drain: not every rank of job E ended"
+# hibar-run returns at the ends; the origin gives the slot back once every node is clean
+for _ in $(seq 1200); do
+    [ "$(cl jobs | grep -cE '^[0-9]+ ')" -eq 0 ] && break
+    sleep 0.1
+done
+[ "$(cl jobs | grep -cE '^[0-9]+ ')" -eq 0 ] || fail "drain: job E's slot was not given back"
+[ "$(nclean)" -eq "$nclean0" ] || fail "drain: a verdict did not come, or a node's clean report"
+[ "$(resent)" -gt "$resent0" ] || fail "drain: the origin sent no verdict again (n06 not on the way?)"
+for n in n09 n10 n11; do
+    [ "$(stat_of $n relay_draining)" = 0 ] || fail "drain: $n still waits for its verdict"
+done
+held n06 lost
+back n06 "$old"
+echo "ok: drain (n06)"
 
 down
 check_clean

@@ -77,6 +77,7 @@
  * set are the object's.
  */
 #define HBD_RELAY_LOST_WAIT_MS 5000    /* after a loss, how long the other nodes have to report */
+#define HBD_RELAY_REDRAIN_MS 1000      /* after a loss, DRAIN again this often until CLEAN */
 #define HBD_RELAY_QUEUE_MAX (8u << 20) /* queued for the links: output reading pauses above */
 #define HBD_RELAY_RUN_MAX (1u << 20)   /* origin: queued for hibar-run: its own part paused */
 #define HBD_RELAY_RUN_LOW (256u << 10) /* ... and read again at or below */
@@ -115,10 +116,11 @@ typedef struct rl_job {
     uint32_t spec_unheard;
     uint32_t jobno;     /* origin: the slot it holds (0: not given yet, or given back) */
     int end_wait;       /* the part ended: the engine waits for its drain (then CLEAN) */
-    struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END) */
+    struct rl_cnt *cnt; /* origin: [n_nodes] each node's chassis-round counts (END), verdict */
     int drain_sent;     /* origin: the verdicts went out */
     uint32_t clean_wait;
     uint64_t drain_ns;
+    uint64_t redrain_ns; /* origin: a node was lost while verdicts were out: DRAIN again then */
     uint8_t *ended;     /* [n_nodes] */
     uint32_t *out_next; /* origin: [n_nodes] the next OUT or END seq it takes */
     uint32_t *acked;    /* origin: [n_nodes] the seq its last CREDIT acknowledged up to */
@@ -128,10 +130,12 @@ typedef struct rl_job {
     uint64_t lost_ns; /* a node was lost: the others have until then + LOST_WAIT */
 } rl_job_t;
 
-/* A node's chassis-round counts on the job's sync numbers (END). */
+/* A node's chassis-round counts on the job's sync numbers (END), and the origin's verdict. */
 typedef struct rl_cnt {
     uint32_t base, n;
     uint32_t c[16];
+    uint64_t verdict; /* the sync numbers it arrives at once more (DRAIN's arg) */
+    int unclean;      /* its verdict went out (DRAIN, or the drain here), no CLEAN yet */
 } rl_cnt_t;
 
 /* A member's OUT or END frame that the origin has not acknowledged yet (by CREDIT): the relay's
@@ -194,11 +198,27 @@ uint64_t hbd_relay_resent(const hbd_t *d)
     return d->relay != NULL ? d->relay->resent : 0;
 }
 
+uint32_t hbd_relay_unacked(const hbd_t *d)
+{
+    uint32_t n = 0;
+    for (const rl_sent_t *e = d->relay != NULL ? d->relay->sent : NULL; e != NULL; e = e->next)
+        n++;
+    return n;
+}
+
 uint32_t hbd_relay_n_jobs(const hbd_t *d)
 {
     uint32_t n = 0;
     for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
         n += j->relay != NULL;
+    return n;
+}
+
+uint32_t hbd_relay_draining(const hbd_t *d)
+{
+    uint32_t n = 0;
+    for (hbd_job_t *j = d->jobs.head; j != NULL; j = j->next)
+        n += j->relay != NULL && j->relay->end_wait;
     return n;
 }
 
@@ -482,11 +502,29 @@ static void node_ended(rl_job_t *J, uint32_t node)
     check_done(J);
 }
 
-/* A node of the job reported clean sync numbers. */
-static void node_clean(rl_job_t *J)
+/* Node `node` of the job reported clean sync numbers (a CLEAN twice counts once: DRAIN is sent
+ * again after a loss), or was lost with its verdict out. J may be freed. */
+static void node_clean(rl_job_t *J, uint32_t node)
 {
+    if (J->cnt == NULL || node >= J->d->topo->n_nodes || !J->cnt[node].unclean)
+        return;
+    J->cnt[node].unclean = 0;
     if (J->clean_wait > 0 && --J->clean_wait == 0)
         check_done(J);
+}
+
+/* After a loss, the verdicts that have no CLEAN yet go out again: a DRAIN or a CLEAN may have
+ * died inside a daemon on the way. Both ends take a repeat as nothing new: the engine arrives
+ * once per verdict (hbd_barrier_job_drain), a node whose engine went answers CLEAN again. */
+static void drain_again(rl_job_t *J)
+{
+    hbd_t *d = J->d;
+    for (uint32_t m = 0; J->cnt != NULL && m < d->topo->n_nodes; m++)
+        if (m != d->self && J->cnt[m].unclean && !hbd_node_lost(d, m)) {
+            send_simple(d, J, m, HBD_WIRE_JOB_DRAIN, J->cnt[m].verdict);
+            d->relay->resent++;
+        }
+    J->redrain_ns = hb_time_now_ns() + HBD_RELAY_REDRAIN_MS * 1000000ull;
 }
 
 /* The verdicts: per chassis and sync number the most rounds a member arrived at; a member at one
@@ -533,6 +571,8 @@ static void send_drain(rl_job_t *J)
         if (m == d->self && !J->end_wait)
             continue; /* its engine here is gone already */
         J->clean_wait++;
+        J->cnt[m].verdict = bits;
+        J->cnt[m].unclean = 1;
         if (m == d->self)
             hbd_barrier_job_drain(d, J->job->jobno, bits);
         else
@@ -671,7 +711,7 @@ static void part_clean(rl_job_t *J)
 {
     J->end_wait = 0;
     if (J->origin == J->d->self) {
-        node_clean(J);
+        node_clean(J, J->d->self);
         return;
     }
     if (!J->origin_lost)
@@ -1472,13 +1512,17 @@ static void on_msg(hbd_t *d, const hbd_wire_msg_t *m)
         return;
     case HBD_WIRE_JOB_DRAIN:
         if ((J = job_find(d, id, x.src)) != NULL && J->end_wait) {
-            hbd_barrier_job_drain(d, J->job->jobno, x.arg);
+            hbd_barrier_job_drain(d, J->job->jobno, x.arg); /* once: a repeat does nothing */
             tick_arm(d, 1);
+        } else if (J == NULL) {
+            /* sent again after a loss: the engine went and CLEAN went out, maybe into the
+             * daemon that died */
+            send_simple(d, &(rl_job_t){.id = id}, x.src, HBD_WIRE_JOB_CLEAN, 0);
         }
         return;
     case HBD_WIRE_JOB_CLEAN:
         if ((J = job_find(d, id, d->self)) != NULL && J->drain_sent && !J->finishing)
-            node_clean(J);
+            node_clean(J, x.src);
         else
             drop(d, "clean for no job", id, x.src);
         return;
@@ -1581,6 +1625,9 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             if (J->killed && !J->ended[n])
                 send_simple(d, J, n, HBD_WIRE_JOB_KILL, 0);
         }
+    for (rl_job_t *J = job_next(d->jobs.head); J != NULL; J = job_next(J->job->next))
+        if (J->origin == d->self && J->drain_sent && !J->finishing)
+            drain_again(J);
     /* the root: the slots of the jobs that lost node started give nobody them back */
     for (hbd_slot_t *sl = R->is_root ? R->slots.list : NULL, *nx; sl != NULL; sl = nx) {
         nx = sl->next;
@@ -1615,12 +1662,17 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
             J->lost_ns = hb_time_now_ns();
             J->lost_node = node;
         }
-        relay_kill(J, "a node was lost");
+        if (J->n_ended < J->job->n_nodes) /* else it ended everywhere: the drain goes on */
+            relay_kill(J, "a node was lost");
         if (node < d->topo->n_nodes && J->job->member[node] && !J->ended[node]) {
             run_printf(J, "%" PRIu32 " lost the daemon of node %s died or cannot be reached (%s)\n",
                        node, name, hb_status_str(status));
             J->ended[node] = 1;
             J->n_ended++;
+        }
+        if (J->drain_sent && J->cnt != NULL && node < d->topo->n_nodes && J->cnt[node].unclean) {
+            J->cnt[node].unclean = 0; /* its engine went with it; its mates' rounds end */
+            J->clean_wait--;
         }
         check_done(J);
     }
@@ -1709,6 +1761,8 @@ static void tick_cb(hbd_t *d, void *arg)
             J->clean_wait = 0;
             check_done(J);
         } else {
+            if (J->redrain_ns != 0 && now >= J->redrain_ns)
+                drain_again(J); /* the daemons that learnt of the loss later sent CLEAN into it */
             waiting = 1;
         }
     }

@@ -18,10 +18,16 @@ int hbd_relay_init(hbd_t *d);
 /* JOB frames that were well formed but did not fit the relay's state (unknown job, chunk out of
  * order, not for a job this node originated): dropped and counted. */
 uint64_t hbd_relay_drops(const hbd_t *d);
-/* Output frames (OUT, END) sent again after losses: a dead daemon on the way took them. */
+/* Frames sent again after losses (a member's OUT and END, an origin's DRAIN): a dead daemon on
+ * the way may have taken them. */
 uint64_t hbd_relay_resent(const hbd_t *d);
+/* A member's OUT and END frames the origin has not acknowledged yet (the send log). */
+uint32_t hbd_relay_unacked(const hbd_t *d);
 /* Relayed jobs this daemon takes part in (status). */
 uint32_t hbd_relay_n_jobs(const hbd_t *d);
+/* Of those, the ones whose part here ended and whose sync numbers wait for the origin's verdict
+ * (DRAIN) and their drain. */
+uint32_t hbd_relay_draining(const hbd_t *d);
 /* Control command "jobs" (the cluster's root daemon only: it holds every job's slot): "ok jobs=N"
  * then, per running job, " job=NUM:ID:ORIGIN:RANKS:NODES:AGE_MS:BASE+COUNT" with NODES the
  * node ids as ranges "a-b.c" (newest first), then " lost=a.b" when nodes are known lost;
