@@ -94,20 +94,18 @@ static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
                  " hwb_rounds=%" PRIu64 " in_flight=%" PRIu32 " hier_drop=%" PRIu64
                  " hier_late=%" PRIu64 " relay_jobs=%" PRIu32 " relay_drop=%" PRIu64
                  " relay_resent=%" PRIu64 " relay_unacked=%" PRIu32 " relay_draining=%" PRIu32
-                 " data_rx=%" PRIu64 " data_tx=%" PRIu64
-                 " bulk_tx=%" PRIu64 " data_denied=%" PRIu64 " data_bad=%" PRIu64
-                 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_full=%" PRIu64 " fast_bad=%" PRIu64
-                 " fast_denied=%" PRIu64 " from_lost=%" PRIu64 " rejoins=%" PRIu64
-                 " self_rejoins=%" PRIu64 " suspects_held=%" PRIu64 " hb_stalls=%" PRIu64
-                 " pmix_steps=%" PRIu32 " pmix_bad=%" PRIu64 " rss_kb=%ld",
+                 " data_rx=%" PRIu64 " data_tx=%" PRIu64 " bulk_tx=%" PRIu64 " data_denied=%" PRIu64
+                 " data_bad=%" PRIu64 " fast_rx=%" PRIu64 " fast_tx=%" PRIu64 " fast_full=%" PRIu64
+                 " fast_bad=%" PRIu64 " fast_denied=%" PRIu64 " from_lost=%" PRIu64
+                 " rejoins=%" PRIu64 " self_rejoins=%" PRIu64 " suspects_held=%" PRIu64
+                 " hb_stalls=%" PRIu64 " pmix_steps=%" PRIu32 " pmix_bad=%" PRIu64 " rss_kb=%ld",
                  s->rx_bad_parts, s->rx_unknown_peer, s->auth_denied, s->barriers_done,
                  s->barriers_failed, s->peers_lost, s->hwb_rounds, hbd_barrier_in_flight(d),
                  hier_drop, hier_late, hbd_relay_n_jobs(d), hbd_relay_drops(d), hbd_relay_resent(d),
-                 hbd_relay_unacked(d), hbd_relay_draining(d),
-                 s->data_rx, s->data_tx, s->bulk_tx, s->data_denied, s->data_bad, s->fast_rx,
-                 s->fast_tx, s->fast_full, s->fast_bad, s->fast_denied, s->rx_from_lost, s->rejoins,
-                 s->self_rejoins, s->suspects_held, s->hb_stalls, hbd_pmix_steps(d),
-                 hbd_pmix_bad(d), hb_proc_rss_kb(getpid()));
+                 hbd_relay_unacked(d), hbd_relay_draining(d), s->data_rx, s->data_tx, s->bulk_tx,
+                 s->data_denied, s->data_bad, s->fast_rx, s->fast_tx, s->fast_full, s->fast_bad,
+                 s->fast_denied, s->rx_from_lost, s->rejoins, s->self_rejoins, s->suspects_held,
+                 s->hb_stalls, hbd_pmix_steps(d), hbd_pmix_bad(d), hb_proc_rss_kb(getpid()));
     hbd_reply(r, "%s", buf);
 }
 
