@@ -75,7 +75,7 @@ static void cmd_members(hbd_t *d, hbd_reply_t *r, char *args)
 
 static void cmd_stats(hbd_t *d, hbd_reply_t *r, char *args)
 {
-    char buf[1800];
+    char buf[2400]; /* every counter at its widest */
     size_t off = 0;
     const hbd_stats_t *s = &d->st;
     uint64_t hier_drop, hier_late;
