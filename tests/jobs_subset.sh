@@ -5,7 +5,8 @@
 # checked (hibar-example), beside PMIx fences with data from a raw PMIx client; a job whose
 # nodes hold no Center of their chassis; a job on one node; 16 jobs at once; short jobs in a
 # row and 8 at once with nothing left behind; hibar-cluster jobs; placement errors; libhibar's
-# subset barriers across nodes on many rank sets at once, beside whole barriers (xsub_check).
+# subset barriers across nodes on many rank sets at once, beside whole barriers (xsub_check);
+# a node that cannot write a job's spec (its refusal reaches hibar-run through the send log).
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 TEST_TAG=js
@@ -125,6 +126,34 @@ for i in $(seq 0 15); do
     wait_job "${pids[$i]}" m$i
     example_ok m$i
 done
+
+# --- a node that cannot take a job's spec (the file the daemon writes it to for its launcher is
+# a directory here): the job ends at once with that node's error, and the same nodes run the
+# next job. The job's id is hibar-run's start time (s) << 22 ^ its pid, so the directories are
+# made for the seconds around its start
+GO=$TMP/go-spec
+timeout -k 5 120 bash -c 'echo $$ >"$1"; while [ ! -e "$2" ]; do sleep 0.02; done; shift 2
+    exec "$@"' _ "$TMP/spec.pid" "$GO" "$RUN" --config "$CONFIG" "${SETS[@]}" -H 'n06,n07' -n 2 \
+    "$HELLO" --fences 2 >"$TMP/spec.out" 2>"$TMP/spec.err" &
+ps_=$!
+for _ in $(seq 200); do
+    [ -s "$TMP/spec.pid" ] && break
+    sleep 0.05
+done
+spid=$(cat "$TMP/spec.pid")
+t=$(date +%s)
+for s in $(seq $((t - 1)) $((t + 10))); do
+    mkdir "$RUN_DIR/hibar-relay-$(((s << 22) ^ spid))-n07.spec"
+done
+touch "$GO"
+rc=0
+wait $ps_ || rc=$?
+rmdir "$RUN_DIR"/hibar-relay-*-n07.spec
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$TMP/spec.err"; fail "spec: exit $rc, expected a failure"; }
+grep -q "n07.*cannot write the job spec" "$TMP/spec.err" ||
+    { cat "$TMP/spec.err"; fail "spec: n07's error was not reported"; }
+run 0 --config "$CONFIG" "${SETS[@]}" -H 'n06,n07' -n 2 "$HELLO" --fences 2
+echo "spec: $(grep -m1 "cannot write the job spec" "$TMP/spec.err")"
 
 # --- short jobs in a row, then 8 at once: nothing may remain
 rss0=$(ps -o rss= -p "$(cat "$RUN_DIR"/n00.pid)")
