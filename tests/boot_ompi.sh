@@ -162,4 +162,24 @@ cat "$tmp/env1.log"
 grep -q "cannot reach the rendezvous of node ${hosts[0]} at 10.231.0.1:7300 within 3 s" "$tmp/env1.log" ||
     fail "unreachable rendezvous: message does not say what was tried"
 [ $((t1 - t0)) -lt 30 ] || fail "unreachable rendezvous: took $((t1 - t0)) s"
+
+# a rendezvous that answers a line naming no node of the hostfile: the daemon stops, quoting it
+"$HIBAR_TESTBED_HOSTEXEC" "${hosts[0]}" python3 -c '
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.231.0.1", 7300))
+s.listen(1)
+s.settimeout(20)
+c, _ = s.accept()
+c.recv(4096)
+c.sendall(b"NODE 9 nosuchhost 0 10.231.0.9 7301\nEND\n")
+c.close()' &
+fake=$!
+start_env 1
+wait "$envpid1" && fail "bad rendezvous line: hibard did not stop"
+wait "$fake" || true
+cat "$tmp/env1.log"
+grep -q "bootstrap env: bad line from the rendezvous at 10.231.0.1:7300: 'NODE 9 nosuchhost" \
+    "$tmp/env1.log" || fail "bad rendezvous line: not quoted"
 echo "PASS"

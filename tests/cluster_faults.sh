@@ -154,6 +154,18 @@ held n11 up
 everyone stop
 echo "ok: stop (n11)"
 
+# n06_dies PID WHAT: n06 stopped, the job (PID) let go on ($GO), n06 killed: the job must end
+# with status 0
+n06_dies() {
+    kill -STOP "$(cat "$RUN_DIR/n06.pid")"
+    touch "$GO"
+    sleep 1
+    kill -KILL "$(cat "$RUN_DIR/n06.pid")"
+    local rc=0
+    wait "$1" || rc=$?
+    [ $rc -eq 0 ] || fail "$2 (without n06) exit $rc"
+}
+
 # output on its way to the origin through a daemon that dies: job C on n[09-11] prints 100 lines
 # a rank, then (once they all arrived) n06, on the way from n[09-11] to hibar-run's daemon, is
 # stopped, the ranks print 1900 more (their frames wait in n06), and n06 is killed. Every line
@@ -170,13 +182,7 @@ for _ in $(seq 600); do
     sleep 0.05
 done
 [ "$(grep -c '^line' "$TMP/c.out")" -eq 300 ] || fail "relay: job C's first lines did not come"
-kill -STOP "$(cat "$RUN_DIR/n06.pid")"
-touch "$GO"
-sleep 1
-kill -KILL "$(cat "$RUN_DIR/n06.pid")"
-rcc=0
-wait $pc || rcc=$?
-[ $rcc -eq 0 ] || fail "relay: job C (without n06) exit $rcc"
+n06_dies $pc "relay: job C"
 for r in 0 1 2; do
     seq 0 1999 | sed "s/^/line $r /" >"$TMP/c.want"
     grep "^line $r " "$TMP/c.out" | cmp -s - "$TMP/c.want" ||
@@ -242,13 +248,7 @@ resent() {
 }
 resent0=$(resent)
 nclean0=$(nclean)
-kill -STOP "$(cat "$RUN_DIR/n06.pid")"
-touch "$GO"
-sleep 1
-kill -KILL "$(cat "$RUN_DIR/n06.pid")"
-rce=0
-wait $pe || rce=$?
-[ $rce -eq 0 ] || fail "drain: job E (without n06) exit $rce"
+n06_dies $pe "drain: job E"
 [ "$(grep -c '^done [0123]$' "$TMP/e.out")" -eq 4 ] || fail "drain: not every rank of job E ended"
 # hibar-run returns at the ends; the origin gives the slot back once every node is clean
 for _ in $(seq 1200); do

@@ -212,6 +212,36 @@ static const char *rd_what(int rc)
                                     : hb_status_str(rc);
 }
 
+/* A NODE line of a rendezvous's answer. */
+typedef struct rdv_node {
+    unsigned i, lrank, port;
+    char host[128], addr[64];
+} rdv_node_t;
+
+enum { RDV_NODE, RDV_KEY, RDV_END };
+
+/* One line of a rendezvous's answer, in one format for both (node 0's answer for env below, the
+ * pmix helper's in tools/hibar_boot.c): RDV_END; RDV_KEY (res->key taken); RDV_NODE (its fields in *nd, the host and
+ * address single words, the port in range); or HB_ERR_PEER_LOST (ERR: its text in err, as the
+ * rendezvous has it) or HB_ERR_PROTO (a bad line from `from`), err starting with `what`. */
+static int rdv_line(const char *line, hbd_boot_res_t *res, rdv_node_t *nd, const char *what,
+                    const char *from, char *err, size_t errlen)
+{
+    if (strncmp(line, "ERR ", 4) == 0)
+        return fail(err, errlen, HB_ERR_PEER_LOST, "%s: %s", what, line + 4);
+    if (strcmp(line, "END") == 0)
+        return RDV_END;
+    if (strncmp(line, "KEY ", 4) == 0) {
+        snprintf(res->key, sizeof(res->key), "%.95s", line + 4);
+        return RDV_KEY;
+    }
+    if (sscanf(line, "NODE %u %127s %u %63s %u", &nd->i, nd->host, &nd->lrank, nd->addr,
+               &nd->port) != 5 ||
+        nd->port == 0 || nd->port > 65535 || !word_ok(nd->host) || !word_ok(nd->addr))
+        return fail(err, errlen, HB_ERR_PROTO, "%s: bad line from %s: '%.200s'", what, from, line);
+    return RDV_NODE;
+}
+
 /* A fresh CurveZMQ key pair as "pub:sec". */
 static int key_new(char *key, size_t cap, char *err, size_t errlen)
 {
@@ -361,29 +391,21 @@ static int boot_pmix(const hb_cfg_t *cfg, hbd_boot_res_t *res, char *err, size_t
                       size, ns, to + 5, rd_what(rc));
             goto out;
         }
-        if (strncmp(line, "ERR ", 4) == 0) {
-            rc = fail(err, errlen, HB_ERR_PEER_LOST, "bootstrap pmix: %s", line + 4);
-            goto out;
-        }
-        if (strcmp(line, "END") == 0)
+        rdv_node_t nd;
+        if ((rc = rdv_line(line, res, &nd, "bootstrap pmix", helper, err, errlen)) == RDV_END)
             break;
-        if (strncmp(line, "KEY ", 4) == 0) {
-            snprintf(res->key, sizeof(res->key), "%.95s", line + 4);
+        if (rc == RDV_KEY)
             continue;
-        }
-        unsigned r, lr, p;
-        char h[128], a[64];
-        if (sscanf(line, "NODE %u %127s %u %63s %u", &r, h, &lr, a, &p) != 5 || r >= size ||
-            p == 0 || p > 65535 || !word_ok(h) || !word_ok(a)) {
+        if (rc == RDV_NODE && nd.i >= size)
             rc = fail(err, errlen, HB_ERR_PROTO, "bootstrap pmix: bad line from %s: '%.200s'",
                       helper, line);
+        if (rc != RDV_NODE)
             goto out;
-        }
-        hbd_boot_ent_t *e = &res->ents[r];
-        snprintf(e->host, sizeof(e->host), "%s", h);
-        snprintf(e->addr, sizeof(e->addr), "%s", a);
-        e->port = p;
-        e->lrank = lr;
+        hbd_boot_ent_t *e = &res->ents[nd.i];
+        snprintf(e->host, sizeof(e->host), "%s", nd.host);
+        snprintf(e->addr, sizeof(e->addr), "%s", nd.addr);
+        e->port = nd.port;
+        e->lrank = nd.lrank;
         e->seen = 1;
     }
     for (uint32_t i = 0; i < size; i++)
@@ -634,7 +656,6 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
     hbd_boot_ent_t *r0 = &res->ents[0], *me = &res->ents[res->self];
     char where[200], line[HBD_BOOT_LINE_MAX];
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(cfg->port)};
-    const char *how = "";
     int fd = -1, rc, e = 0;
 
     const char *rv = getenv("HIBAR_RENDEZVOUS");
@@ -699,28 +720,21 @@ static int rdv_join(const hb_cfg_t *cfg, hbd_boot_res_t *res, unsigned to, char 
                       r0->name, rd_what(rc));
             goto out;
         }
-        if (strncmp(line, "ERR ", 4) == 0) {
-            rc = fail(err, errlen, HB_ERR_PEER_LOST, "bootstrap env: %s", line + 4);
-            goto out;
-        }
-        if (strcmp(line, "END") == 0)
+        rdv_node_t nd;
+        char from[240];
+        snprintf(from, sizeof(from), "the rendezvous at %s", where);
+        if ((rc = rdv_line(line, res, &nd, "bootstrap env", from, err, errlen)) == RDV_END)
             break;
-        if (strncmp(line, "KEY ", 4) == 0) {
-            snprintf(res->key, sizeof(res->key), "%.95s", line + 4);
+        if (rc == RDV_KEY)
             continue;
-        }
-        unsigned i, lr, p;
-        char h[128], a[64];
-        if (sscanf(line, "NODE %u %127s %u %63s %u", &i, h, &lr, a, &p) != 5 || i >= res->n ||
-            strcmp(h, res->ents[i].name) != 0 || !word_ok(a) || p == 0 || p > 65535) {
-            how = line;
-            rc = fail(err, errlen, HB_ERR_PROTO,
-                      "bootstrap env: rendezvous at %s: bad line '%.200s'", where, how);
+        if (rc == RDV_NODE && (nd.i >= res->n || strcmp(nd.host, res->ents[nd.i].name) != 0))
+            rc = fail(err, errlen, HB_ERR_PROTO, "bootstrap env: bad line from %s: '%.200s'", from,
+                      line);
+        if (rc != RDV_NODE)
             goto out;
-        }
-        snprintf(res->ents[i].addr, sizeof(res->ents[i].addr), "%s", a);
-        res->ents[i].port = p;
-        res->ents[i].seen = 1;
+        snprintf(res->ents[nd.i].addr, sizeof(res->ents[nd.i].addr), "%s", nd.addr);
+        res->ents[nd.i].port = nd.port;
+        res->ents[nd.i].seen = 1;
     }
     for (uint32_t i = 0; i < res->n; i++)
         if (!res->ents[i].seen) {
