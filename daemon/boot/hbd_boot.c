@@ -221,9 +221,10 @@ typedef struct rdv_node {
 enum { RDV_NODE, RDV_KEY, RDV_END };
 
 /* One line of a rendezvous's answer, in one format for both (node 0's answer for env below, the
- * pmix helper's in tools/hibar_boot.c): RDV_END; RDV_KEY (res->key taken); RDV_NODE (its fields in *nd, the host and
- * address single words, the port in range); or HB_ERR_PEER_LOST (ERR: its text in err, as the
- * rendezvous has it) or HB_ERR_PROTO (a bad line from `from`), err starting with `what`. */
+ * pmix helper's in tools/hibar_boot.c): RDV_END; RDV_KEY (res->key taken); RDV_NODE (its fields in
+ * *nd, the host and address single words, the port in range); or HB_ERR_PEER_LOST (ERR: its text in
+ * err, as the rendezvous has it) or HB_ERR_PROTO (a bad line from `from`), err starting with
+ * `what`. */
 static int rdv_line(const char *line, hbd_boot_res_t *res, rdv_node_t *nd, const char *what,
                     const char *from, char *err, size_t errlen)
 {
