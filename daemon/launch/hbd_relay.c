@@ -1672,7 +1672,7 @@ static void on_lost(hbd_t *d, uint32_t node, int status, int first)
         }
         if (J->drain_sent && J->cnt != NULL && node < d->topo->n_nodes && J->cnt[node].unclean) {
             J->cnt[node].unclean = 0; /* its engine went with it; its mates' rounds end */
-            J->clean_wait--;
+            J->clean_wait -= J->clean_wait > 0; /* 0: the clean limit passed already */
         }
         check_done(J);
     }
