@@ -319,6 +319,7 @@ int hibar_finalize(hibar_t **h_p)
     if (h->split_pending) {
         rc = hb_nbar_wait(&h->bar, h->split_epoch);
         h->split_pending = 0;
+        h->bar.split = 0;
     }
     if (rc == 0)
         rc = hb_nbar_barrier(&h->bar);
@@ -374,6 +375,7 @@ int hibar_barrier_arrive(hibar_t *h, hibar_epoch_t *epoch_p)
     if (rc == 0) {
         h->split_pending = 1;
         h->split_epoch = e;
+        h->bar.split = e;
         *epoch_p = e;
     }
     client_leave(h);
@@ -396,6 +398,7 @@ static int client_split(hibar_t *h, hibar_epoch_t epoch, int block)
     rc = block ? hb_nbar_wait(&h->bar, epoch) : hb_nbar_test(&h->bar, epoch);
     if (rc != HIBAR_ERR_WOULD_BLOCK) {
         h->split_pending = 0;
+        h->bar.split = 0;
         h->split_status = rc;
     }
 out:
@@ -441,13 +444,15 @@ static hb_ncoll_args_t client_args(hb_ncoll_op_t op, int root, const void *sendb
 }
 
 /* A call on a rank set: its barrier (a NULL), a collective (hb_ncoll_subset: on the node or
- * through the daemons), or with on_node whether the set runs on this node alone (not a
- * collective call: a split-phase barrier may be outstanding). */
+ * through the daemons), or with on_node whether the set runs on this node alone. A split-phase
+ * barrier of the whole job may be outstanding: a rank set's calls have their own numbers and
+ * records (an MPI_Ibarrier on MPI_COMM_WORLD in flight while a sub-communicator's collective
+ * runs, the ranks calling the two in different orders). */
 static int client_subset_coll(hibar_t *h, const int *ranks, int n, const hb_ncoll_args_t *a,
                               int on_node)
 {
     uint32_t *r = NULL;
-    int rc = on_node ? client_enter(h) : client_enter_coll(h);
+    int rc = client_enter(h);
     if (rc != 0)
         return rc;
     rc = client_set(h, ranks, n, &r);

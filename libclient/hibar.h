@@ -101,8 +101,9 @@ int hibar_barrier(hibar_t *h);
 /* Split-phase (fuzzy) barrier. arrive announces this rank and returns at once with a
  * ticket; wait blocks until every rank has arrived at that epoch; test does not block
  * (HIBAR_ERR_WOULD_BLOCK while others have not arrived). One split-phase barrier may be
- * outstanding per handle: any other collective call before its wait gives
- * HIBAR_ERR_BUSY. Testing or waiting again on the ticket that completed last gives the same
+ * outstanding per handle: any other call on the whole job (barrier, collective, another
+ * arrive) before its wait gives HIBAR_ERR_BUSY; the calls of rank sets (the _subset ones)
+ * run meanwhile, in any order against it on different ranks. Testing or waiting again on the ticket that completed last gives the same
  * answer again; any other ticket gives HIBAR_ERR_INVAL. */
 int hibar_barrier_arrive(hibar_t *h, hibar_epoch_t *epoch_p);
 int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch);

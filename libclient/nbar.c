@@ -494,7 +494,9 @@ int hb_nbar_arrive_nowait(hb_nbar_t *b)
 
 int hb_nbar_settle(hb_nbar_t *b)
 {
-    return b->done < b->seq ? hb_nbar_wait(b, b->seq) : 0;
+    /* an arrival first waits out the epoch before it (hb_nbar_arrive): an outstanding
+     * split-phase barrier's epoch is the only one not yet released */
+    return b->done < b->seq && b->seq != b->split ? hb_nbar_wait(b, b->seq) : 0;
 }
 
 int hb_nbar_test(hb_nbar_t *b, uint64_t epoch)

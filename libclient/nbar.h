@@ -72,6 +72,8 @@ typedef struct hb_nbar {
     hb_nbar_tree_t tree;
     uint64_t seq;        /* last epoch this rank arrived at */
     uint64_t done;       /* last epoch this rank saw released */
+    uint64_t split;      /* the epoch of an outstanding split-phase barrier (0: none): its
+                          * caller waits for it, hb_nbar_settle does not */
     uint64_t timeout_ns; /* per wait; 0 = wait as long as the peers live */
     uint64_t last_check_ns;
     int flat;         /* every rank polls every rank (small single-node jobs) */
@@ -112,7 +114,9 @@ int hb_nbar_barrier(hb_nbar_t *b);
  * that touches what the others may still be reading (the segment's records and staging
  * buffers). */
 int hb_nbar_arrive_nowait(hb_nbar_t *b);
-/* Wait for the release of this rank's last epoch if it has not seen it (0 if it has). */
+/* Wait for the release of this rank's last epoch if it has not seen it (0 if it has), unless
+ * that is the outstanding split-phase barrier's (split): its wait is its caller's, and the
+ * epochs before it were waited out when it arrived. */
 int hb_nbar_settle(hb_nbar_t *b);
 /* Barrier among `n` distinct local ranks (this rank among them, any order); the lowest
  * rank leads. HIBAR_ERR_INVAL for a bad set. On a job across nodes (segment nnodes > 1) the

@@ -339,10 +339,18 @@ int hb_seg_drain(hb_seg_t *seg, uint64_t *epoch_p, hb_seg_desc_fn on_other, void
     for (r = 0; r < seg->lay.nranks; r++) {
         hb_seg_desc_t d;
         while ((prc = hb_seg_ring_pop(hb_seg_ring(seg, r, 0), seg->lay.ring_depth, &d)) == 0) {
-            if (d.op == HB_SEG_OP_NBAR_ARRIVED && d.epoch <= node && d.epoch > best)
+            if (d.op != HB_SEG_OP_NBAR_ARRIVED) {
+                if (on_other != NULL)
+                    on_other(&d, r, arg);
+                continue;
+            }
+            /* a node's last arriver stores node_arrived before it pushes: an arrival pushed
+             * since the load above (another rank's descriptor started this drain) is seen by a
+             * fresh load, never dropped */
+            if (d.epoch > node)
+                node = atomic_load_explicit(&hb_seg_hdr(seg)->node_arrived, memory_order_acquire);
+            if (d.epoch <= node && d.epoch > best)
                 best = d.epoch;
-            else if (d.op != HB_SEG_OP_NBAR_ARRIVED && on_other != NULL)
-                on_other(&d, r, arg);
         }
         if (prc == HIBAR_ERR_PROTO) {
             hb_log_error("segment: descriptor ring of rank %u is corrupt", (unsigned)r);

@@ -127,9 +127,13 @@ int hb_mpi_wait_progress(void *arg)
     return 0;
 }
 
-/* Before any other hibar call: the MPI_Ibarrier in flight ends first (hibar allows one
- * split-phase barrier and nothing else until its wait). Every rank has arrived at it already:
- * each called MPI_Ibarrier before this call, in the order of its communicator. */
+/* Before another call of the whole job (hibar_barrier, the collectives of an ident
+ * communicator): the MPI_Ibarrier in flight ends first (hibar allows one split-phase barrier of
+ * the whole job and no other call of the whole job until its wait). Those calls share the
+ * job's sequence, so their communicators must see them in the same order on every rank (the
+ * limit in README); then every rank has arrived at it already. The calls of rank sets (the
+ * other communicators) run beside it and need not wait: a rank may start the MPI_Ibarrier
+ * before a sub-communicator's collective and another after it. */
 static void hb_mpi_settle(void)
 {
     if (C.pending)
@@ -159,7 +163,8 @@ static int hb_mpi_takes(hb_mpi_module_t *m, hb_mpi_op_t op, size_t bytes)
         return 0;
     if (bytes == 0 || (!m->spread && !hb_mpi_xover_takes(&C.xover, op, regime, bytes)))
         return 0;
-    hb_mpi_settle();
+    if (m->ident)
+        hb_mpi_settle();
     return 1;
 }
 
@@ -169,9 +174,10 @@ static int hb_mpi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module
 
     if (!hb_mpi_xover_takes(&C.xover, HB_MPI_BARRIER, C.regime, 0))
         return m->prev_barrier(comm, m->prev_barrier_module);
-    hb_mpi_settle();
-    if (m->whole)
+    if (m->whole) {
+        hb_mpi_settle();
         return hb_mpi_error("hibar_barrier", hibar_barrier(C.h));
+    }
     return hb_mpi_error("hibar_barrier_subset", hibar_barrier_subset(C.h, m->ranks, m->n));
 }
 

@@ -1,7 +1,8 @@
 /* mpi_coll_check.c: an unmodified MPI program for Open MPI's coll component on hibar: barrier
  * ordering, collectives with random sizes, roots and types checked bit for bit against Open
  * MPI's own in the same job, derived datatypes, sub-communicators (the halves of a split: their
- * collectives checked against the patterns sent), a point-to-point send still
+ * collectives checked against the patterns sent, also while an MPI_Ibarrier of the world is in
+ * flight, started before them on some ranks and after on others), a point-to-point send still
  * owed when a hibar barrier starts (tests/mpi_coll.sh, tests/netns_mpi_coll.sh).
  *   mpi_coll_check [FILE [ROUNDS [MAX_BYTES [SEED]]]]
  * FILE, FILE.0 and FILE.1: 8-byte files, the barrier ordering's counters (none: no ordering). */
@@ -357,6 +358,22 @@ int main(int argc, char **argv)
         }
         for (int k = 0; k < rounds; k++)
             half_round(half, maxb, k);
+        /* an MPI_Ibarrier of the world in flight while each half runs a bcast and a barrier:
+         * the half's first rank starts it before them, the others after (valid MPI: the two
+         * are on different communicators; before, hibar's component ended the ibarrier first
+         * and the first rank waited for the others, which waited for it in the bcast) */
+        for (int k = 0; k < rounds; k++) {
+            MPI_Request req;
+            int hv = hr == 0 ? 1000 * k + me : -1;
+            if (hr == 0)
+                MPI_Ibarrier(MPI_COMM_WORLD, &req);
+            MPI_Bcast(&hv, 1, MPI_INT, 0, half);
+            MPI_Barrier(half);
+            if (hr != 0)
+                MPI_Ibarrier(MPI_COMM_WORLD, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            CHECK(hv == 1000 * k + me % 2, "bcast on a split under an ibarrier: %d", hv);
+        }
         MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, half);
         int want = 0;
         for (int i = me % 2; i < np; i += 2)

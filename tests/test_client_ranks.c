@@ -239,6 +239,45 @@ static int rank_split(hibar_t *h, int rank, int n, void *arg)
     return 0;
 }
 
+/* A split-phase barrier of the whole job outstanding while each parity class runs its subset
+ * barrier and a bcast: the class's lowest rank arrives before them, the others after (an
+ * MPI_Ibarrier of the world beside a sub-communicator's collectives). Every call completes;
+ * before, the class's calls were refused with BUSY. */
+static int rank_split_subset(hibar_t *h, int rank, int n, void *arg)
+{
+    pad_counter_t *c = arg;
+    int grp[64], all[64], m = 0, k, cma;
+    uint64_t i;
+    hibar_epoch_t e = 0;
+
+    for (k = rank % 2; k < n; k += 2)
+        grp[m++] = k;
+    for (k = 0; k < n; k++)
+        all[k] = k;
+    cma = hibar_subset_on_node(h, grp, m);
+    CHECK(cma == 0 || cma == 1);
+    for (i = 1; i <= 100; i++) {
+        uint64_t v = rank == grp[0] ? i * 1000 + (uint64_t)grp[0] : 0;
+        atomic_store(&c[rank].v, i);
+        if (rank == grp[0])
+            CHECK_RC(hibar_barrier_arrive(h, &e), 0);
+        CHECK_RC(hibar_barrier_subset(h, grp, m), 0);
+        if (check_counters(c, grp, m, i, rank) != 0)
+            return __LINE__;
+        if (cma == 1) {
+            CHECK_RC(hibar_bcast_subset(h, grp, m, &v, sizeof(v), 0), 0);
+            CHECK(v == i * 1000 + (uint64_t)grp[0]);
+        }
+        if (rank != grp[0])
+            CHECK_RC(hibar_barrier_arrive(h, &e), 0);
+        CHECK_RC(hibar_bcast(h, &v, sizeof(v), 0), HIBAR_ERR_BUSY); /* the whole job's: not yet */
+        CHECK_RC(hibar_barrier_wait(h, e), 0);
+        if (check_counters(c, all, n, i, rank) != 0)
+            return __LINE__;
+    }
+    return 0;
+}
+
 static int rank_subset(hibar_t *h, int rank, int n, void *arg)
 {
     pad_counter_t *c = arg, *c2 = c + 64;
@@ -299,6 +338,8 @@ static void test_barrier(void)
             CU_ASSERT_EQUAL(run_ranks(&hs, rank_split, c), 0);
             memset(c, 0, 128 * sizeof(*c));
             CU_ASSERT_EQUAL(run_ranks(&hs, rank_subset, c), 0);
+            memset(c, 0, 128 * sizeof(*c));
+            CU_ASSERT_EQUAL(run_ranks(&hs, rank_split_subset, c), 0);
         }
         unsetenv("HIBAR_NBAR_FLAT_MAX");
     }

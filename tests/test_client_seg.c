@@ -319,6 +319,42 @@ static void test_drain(void)
     hb_seg_unmap(&seg);
 }
 
+/* While the daemon drains rank 0's ring (a subset barrier's descriptor), rank 1 arrives last at
+ * the node's barrier epoch: it stores node_arrived, then pushes its NBAR_ARRIVED. */
+static void drain_race_other(const hb_seg_desc_t *d, uint32_t rank, void *arg)
+{
+    hb_seg_t *seg = arg;
+    hb_seg_desc_t a;
+    (void)d;
+    if (rank != 0)
+        return;
+    memset(&a, 0, sizeof(a));
+    a.op = HB_SEG_OP_NBAR_ARRIVED;
+    a.epoch = 5;
+    atomic_store(&hb_seg_hdr(seg)->node_arrived, 5);
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(seg, 1, 0), 4, &a), 0);
+}
+
+/* An arrival pushed while a drain runs is taken by that drain (which pops it), not dropped as
+ * ahead of the node_arrived it read first: a rank in a subset barrier beside a split-phase
+ * barrier of the whole job made the node's epoch never start (the barrier timed out). */
+static void test_drain_race(void)
+{
+    hb_seg_t seg;
+    hb_seg_desc_t d;
+    uint64_t epoch = 99;
+
+    CU_ASSERT_EQUAL_FATAL(hb_seg_create(2, 4, 4096, 1, 0, 2, 4, &seg), 0);
+    atomic_store(&hb_seg_hdr(&seg)->node_arrived, 4);
+    memset(&d, 0, sizeof(d));
+    d.op = HB_SEG_OP_NOP;
+    CU_ASSERT_EQUAL(hb_seg_ring_push(hb_seg_ring(&seg, 0, 0), 4, &d), 0);
+    CU_ASSERT_EQUAL(hb_seg_drain(&seg, &epoch, drain_race_other, &seg), 0);
+    CU_ASSERT_EQUAL(epoch, 5);
+    CU_ASSERT_EQUAL(hb_seg_ring_count(hb_seg_ring(&seg, 1, 0), 4), 0);
+    hb_seg_unmap(&seg);
+}
+
 /* Every rank reaches one top; each group's size is the number of units pointing to it. */
 static void check_tree(const hb_nbar_tree_t *t)
 {
@@ -451,6 +487,7 @@ int hb_test_client_seg_register(void)
         CU_add_test(s, "ring wrap-around", test_ring_wrap) == NULL ||
         CU_add_test(s, "ring corruption", test_ring_corrupt) == NULL ||
         CU_add_test(s, "daemon side: drain arrivals, release", test_drain) == NULL ||
+        CU_add_test(s, "daemon side: an arrival pushed during a drain", test_drain_race) == NULL ||
         CU_add_test(s, "barrier tree shapes", test_tree_shapes) == NULL ||
         CU_add_test(s, "hwloc keys of this process", test_keys_local) == NULL)
         return -1;
