@@ -103,8 +103,8 @@ int hibar_barrier(hibar_t *h);
  * (HIBAR_ERR_WOULD_BLOCK while others have not arrived). One split-phase barrier may be
  * outstanding per handle: any other call on the whole job (barrier, collective, another
  * arrive) before its wait gives HIBAR_ERR_BUSY; the calls of rank sets (the _subset ones)
- * run meanwhile, in any order against it on different ranks. Testing or waiting again on the ticket that completed last gives the same
- * answer again; any other ticket gives HIBAR_ERR_INVAL. */
+ * run meanwhile, in any order against it on different ranks. Testing or waiting again on the ticket
+ * that completed last gives the same answer again; any other ticket gives HIBAR_ERR_INVAL. */
 int hibar_barrier_arrive(hibar_t *h, hibar_epoch_t *epoch_p);
 int hibar_barrier_test(hibar_t *h, hibar_epoch_t epoch);
 int hibar_barrier_wait(hibar_t *h, hibar_epoch_t epoch);
