@@ -6,7 +6,8 @@
 # nodes hold no Center of their chassis; a job on one node; 16 jobs at once; short jobs in a
 # row and 8 at once with nothing left behind; hibar-cluster jobs; placement errors; libhibar's
 # subset barriers across nodes on many rank sets at once, beside whole barriers (xsub_check);
-# a node that cannot write a job's spec (its refusal reaches hibar-run through the send log).
+# a node that cannot write a job's spec, and one where a job with the same id runs already (their
+# refusals reach hibar-run through the send log).
 . "$(dirname "$0")/hb_test.sh"
 hb_use_run
 TEST_TAG=js
@@ -149,11 +150,76 @@ touch "$GO"
 rc=0
 wait $ps_ || rc=$?
 rmdir "$RUN_DIR"/hibar-relay-*-n07.spec
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$TMP/spec.err"; fail "spec: exit $rc, expected a failure"; }
+[ $rc -ne 0 ] && [ $rc -ne 124 ] ||
+    { cat "$TMP/spec.err"; fail "spec: exit $rc, expected a failure"; }
 grep -q "n07.*cannot write the job spec" "$TMP/spec.err" ||
     { cat "$TMP/spec.err"; fail "spec: n07's error was not reported"; }
 run 0 --config "$CONFIG" "${SETS[@]}" -H 'n06,n07' -n 2 "$HELLO" --fences 2
 echo "spec: $(grep -m1 "cannot write the job spec" "$TMP/spec.err")"
+
+# --- a node where a job with the same id runs already (launched there through its control
+# socket, one for each of the seconds around hibar-run's start): it refuses its part, hibar-run
+# fails at once naming it, and the jobs that were there go on
+HOLD_LAUNCH='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(("launch %s\n" % sys.argv[2]).encode())
+for line in s.makefile():
+    print(line, end="", flush=True)'
+exists_case() {
+    GO=$TMP/go-exists
+    timeout -k 5 120 bash -c 'echo $$ >"$1"; while [ ! -e "$2" ]; do sleep 0.02; done; shift 2
+        exec "$@"' _ "$TMP/ex.pid" "$GO" "$RUN" --config "$CONFIG" "${SETS[@]}" -H 'n06,n07' -n 2 \
+        "$HELLO" --fences 2 >"$TMP/ex.out" 2>"$TMP/ex.err" &
+    pex=$!
+    for _ in $(seq 200); do
+        [ -s "$TMP/ex.pid" ] && break
+        sleep 0.05
+    done
+    epid=$(cat "$TMP/ex.pid")
+    t=$(date +%s)
+    lpids=()
+    for s in $(seq "$t" $((t + 5))); do
+        printf 'hibar-job 1\nid %s\nsize 1\ntag 0\nmap 7\narg 10:/bin/sleep\narg 3:120\n' \
+            $(((s << 22) ^ epid)) >"$TMP/ex-$s.spec"
+        # "launch" on n07's control socket, held open: the job lives while its output is read
+        timeout -k 5 150 python3 -c "$HOLD_LAUNCH" "$RUN_DIR/n07.sock" "$TMP/ex-$s.spec" \
+            >"$TMP/ex-$s.out" 2>&1 &
+        lpids+=($!)
+    done
+    for s in $(seq "$t" $((t + 5))); do
+        for _ in $(seq 200); do
+            grep -q "ok launch" "$TMP/ex-$s.out" && break
+            sleep 0.05
+        done
+        grep -q "ok launch" "$TMP/ex-$s.out" ||
+            { cat "$TMP/ex-$s.out"; fail "exists: no job launched on n07"; }
+    done
+    tgo=$(date +%s)
+    touch "$GO"
+    rc=0
+    wait $pex || rc=$?
+    if [ "$tgo" -le $((t + 4)) ]; then # hibar-run started within the seconds the ids were made for
+        [ $rc -ne 0 ] && [ $rc -ne 124 ] ||
+            { cat "$TMP/ex.err"; fail "exists: exit $rc, expected a failure"; }
+        grep -q "n07.*a job with this id exists on this node" "$TMP/ex.err" ||
+            { cat "$TMP/ex.err"; fail "exists: n07's refusal was not reported"; }
+        echo "exists: $(grep -m1 "a job with this id exists" "$TMP/ex.err")"
+    else
+        echo "exists: not checked, the launches took past the seconds of the ids (loaded host)"
+    fi
+    for p in "${lpids[@]}"; do
+        kill -0 "$p" 2>/dev/null ||
+            { tail -n 5 "$TMP"/ex-*.out; fail "exists: a job on n07 ended with hibar-run's"; }
+        kill "$p"
+    done
+    wait "${lpids[@]}" 2>/dev/null
+}
+if command -v python3 >/dev/null; then
+    exists_case
+else
+    echo "exists: not checked (no python3 to hold a control connection open)"
+fi
 
 # --- short jobs in a row, then 8 at once: nothing may remain
 rss0=$(ps -o rss= -p "$(cat "$RUN_DIR"/n00.pid)")
