@@ -132,23 +132,28 @@ done
 # a directory here): the job ends at once with that node's error, and the same nodes run the
 # next job. The job's id is hibar-run's start time (s) << 22 ^ its pid, so the directories are
 # made for the seconds around its start
-GO=$TMP/go-spec
-timeout -k 5 120 bash -c 'echo $$ >"$1"; while [ ! -e "$2" ]; do sleep 0.02; done; shift 2
-    exec "$@"' _ "$TMP/spec.pid" "$GO" "$RUN" --config "$CONFIG" "${SETS[@]}" -H 'n06,n07' -n 2 \
-    "$HELLO" --fences 2 >"$TMP/spec.out" 2>"$TMP/spec.err" &
-ps_=$!
-for _ in $(seq 200); do
-    [ -s "$TMP/spec.pid" ] && break
-    sleep 0.05
-done
-spid=$(cat "$TMP/spec.pid")
+# held_run NAME: hibar-run of pmix_hello on n06 and n07, held before it starts (until
+# $TMP/NAME.go exists) so that its pid, and with it its job id, is known first: HELD (the
+# background job) and HELD_PID (hibar-run's pid)
+held_run() {
+    timeout -k 5 120 bash -c 'echo $$ >"$1"; while [ ! -e "$2" ]; do sleep 0.02; done; shift 2
+        exec "$@"' _ "$TMP/$1.pid" "$TMP/$1.go" "$RUN" --config "$CONFIG" "${SETS[@]}" \
+        -H 'n06,n07' -n 2 "$HELLO" --fences 2 >"$TMP/$1.out" 2>"$TMP/$1.err" &
+    HELD=$!
+    for _ in $(seq 200); do
+        [ -s "$TMP/$1.pid" ] && break
+        sleep 0.05
+    done
+    HELD_PID=$(cat "$TMP/$1.pid")
+}
+held_run spec
 t=$(date +%s)
 for s in $(seq $((t - 1)) $((t + 10))); do
-    mkdir "$RUN_DIR/hibar-relay-$(((s << 22) ^ spid))-n07.spec"
+    mkdir "$RUN_DIR/hibar-relay-$(((s << 22) ^ HELD_PID))-n07.spec"
 done
-touch "$GO"
+touch "$TMP/spec.go"
 rc=0
-wait $ps_ || rc=$?
+wait $HELD || rc=$?
 rmdir "$RUN_DIR"/hibar-relay-*-n07.spec
 [ $rc -ne 0 ] && [ $rc -ne 124 ] ||
     { cat "$TMP/spec.err"; fail "spec: exit $rc, expected a failure"; }
@@ -167,21 +172,12 @@ s.sendall(("launch %s\n" % sys.argv[2]).encode())
 for line in s.makefile():
     print(line, end="", flush=True)'
 exists_case() {
-    GO=$TMP/go-exists
-    timeout -k 5 120 bash -c 'echo $$ >"$1"; while [ ! -e "$2" ]; do sleep 0.02; done; shift 2
-        exec "$@"' _ "$TMP/ex.pid" "$GO" "$RUN" --config "$CONFIG" "${SETS[@]}" -H 'n06,n07' -n 2 \
-        "$HELLO" --fences 2 >"$TMP/ex.out" 2>"$TMP/ex.err" &
-    pex=$!
-    for _ in $(seq 200); do
-        [ -s "$TMP/ex.pid" ] && break
-        sleep 0.05
-    done
-    epid=$(cat "$TMP/ex.pid")
+    held_run ex
     t=$(date +%s)
     lpids=()
     for s in $(seq "$t" $((t + 5))); do
         printf 'hibar-job 1\nid %s\nsize 1\ntag 0\nmap 7\narg 10:/bin/sleep\narg 3:120\n' \
-            $(((s << 22) ^ epid)) >"$TMP/ex-$s.spec"
+            $(((s << 22) ^ HELD_PID)) >"$TMP/ex-$s.spec"
         # "launch" on n07's control socket, held open: the job lives while its output is read
         timeout -k 5 150 python3 -c "$HOLD_LAUNCH" "$RUN_DIR/n07.sock" "$TMP/ex-$s.spec" \
             >"$TMP/ex-$s.out" 2>&1 &
@@ -196,9 +192,9 @@ exists_case() {
             { cat "$TMP/ex-$s.out"; fail "exists: no job launched on n07"; }
     done
     tgo=$(date +%s)
-    touch "$GO"
+    touch "$TMP/ex.go"
     rc=0
-    wait $pex || rc=$?
+    wait $HELD || rc=$?
     if [ "$tgo" -le $((t + 4)) ]; then # hibar-run started within the seconds the ids were made for
         [ $rc -ne 0 ] && [ $rc -ne 124 ] ||
             { cat "$TMP/ex.err"; fail "exists: exit $rc, expected a failure"; }
